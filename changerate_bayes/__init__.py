@@ -1,0 +1,31 @@
+"""changerate_bayes: how often do web pages change?
+
+Online and Bayesian estimators of a page's change rate Δ from what a crawler sees
+(I_k, τ_k, crawl rate p), Poisson-assumption diagnostics on real change traces, crawl
+scheduling built on the estimates, and their Monte Carlo validation.
+"""
+
+__version__ = "0.1.0"
+
+# --- core ---
+from .history import CrawlHistory
+from .simulate import simulate_change_times, simulate_history, simulate_replications
+from ._validation import StatisticalWarning
+
+# --- estimators ---
+
+# --- bayes ---
+
+# --- diagnostics / traces / scheduling: use the subpackages ---
+from . import diagnostics, scheduling, traces  # noqa: E402
+
+__all__ = [
+    "CrawlHistory",
+    "StatisticalWarning",
+    "simulate_change_times",
+    "simulate_history",
+    "simulate_replications",
+    "diagnostics",
+    "scheduling",
+    "traces",
+]

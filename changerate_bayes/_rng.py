@@ -1,0 +1,78 @@
+"""Random number generator handling (SPEC 7).
+
+Every stochastic function in the package takes one keyword, ``rng``, which is
+normalised here at the public boundary.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["as_generator", "replication_generators", "seed_sequence"]
+
+RngLike = int | np.random.Generator | np.random.SeedSequence | None
+
+
+def as_generator(rng: RngLike, *, name: str = "rng") -> np.random.Generator:
+    """Return a :class:`numpy.random.Generator` for ``rng``.
+
+    Parameters
+    ----------
+    rng : int, numpy.random.Generator, numpy.random.SeedSequence or None
+        A seed, an existing generator (returned as is) or None (fresh entropy).
+
+    Raises
+    ------
+    TypeError
+        If ``rng`` is of another type (a float seed, a legacy ``RandomState``).
+    """
+    if rng is None or isinstance(rng, (np.random.Generator, np.random.SeedSequence)):
+        return np.random.default_rng(rng)
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+        if rng < 0:
+            raise ValueError(f"`{name}` must be a non-negative integer seed; got {rng}")
+        return np.random.default_rng(int(rng))
+    raise TypeError(
+        f"`{name}` must be an int seed, a numpy.random.Generator or None; "
+        f"got {type(rng).__name__}"
+    )
+
+
+def seed_sequence(seed: int | np.random.SeedSequence | None, *, name: str = "seed") -> np.random.SeedSequence:
+    """Return a :class:`numpy.random.SeedSequence` for an integer ``seed``."""
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    if seed is None:
+        return np.random.SeedSequence()
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and seed >= 0:
+        return np.random.SeedSequence(int(seed))
+    raise TypeError(f"`{name}` must be a non-negative int seed or a SeedSequence; got {seed!r}")
+
+
+def replication_generators(
+    seed: int | np.random.SeedSequence | None, n_replications: int, *, start: int = 0, stop: int | None = None
+) -> list[np.random.Generator]:
+    """Generators for Monte Carlo replications ``start, ..., stop - 1``.
+
+    Replication ``i`` always uses ``SeedSequence(seed).spawn(n_replications)[i]``, so a
+    study gives the same numbers whether its replications run in one process or are
+    split into chunks across processes or machines.
+
+    Parameters
+    ----------
+    seed : int or SeedSequence
+        The study's seed.
+    n_replications : int
+        Total number of replications R of the study.
+    start, stop : int
+        The chunk of replications wanted (default: all of them).
+    """
+    if not isinstance(n_replications, numbers.Integral) or n_replications < 1:
+        raise ValueError(f"`n_replications` must be a positive integer; got {n_replications!r}")
+    stop = n_replications if stop is None else stop
+    if not 0 <= start <= stop <= n_replications:
+        raise ValueError(f"need 0 <= start <= stop <= n_replications; got start={start}, stop={stop}")
+    children = seed_sequence(seed).spawn(n_replications)[start:stop]
+    return [np.random.default_rng(c) for c in children]

@@ -1,0 +1,107 @@
+"""Small input-validation helpers used at the public boundary.
+
+Messages name the argument, the rule and what was seen, e.g.
+"`intervals` must be > 0; got 0.0 at index 17".
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable
+
+import numpy as np
+
+__all__ = [
+    "StatisticalWarning",
+    "as_float_array",
+    "check_choice",
+    "check_positive_scalar",
+    "check_positive_int",
+    "first_bad_index",
+]
+
+
+class StatisticalWarning(UserWarning):
+    """A statistical caveat: the result is computed but should be read with care."""
+
+
+def first_bad_index(mask: np.ndarray) -> str:
+    """Human-readable position of the first True entry of ``mask``."""
+    idx = np.argwhere(np.asarray(mask))[0]
+    return str(int(idx[0])) if idx.size == 1 else str(tuple(int(i) for i in idx))
+
+
+def as_float_array(
+    x,
+    *,
+    name: str,
+    positive: bool = False,
+    nonnegative: bool = False,
+    finite: bool = True,
+    ndim: Iterable[int] | None = None,
+    allow_empty: bool = False,
+) -> np.ndarray:
+    """Convert ``x`` to a float64 array and check it.
+
+    Raises
+    ------
+    TypeError
+        If ``x`` is not numeric (strings, objects, booleans are refused).
+    ValueError
+        If a value is NaN/inf (when ``finite``), <= 0 (when ``positive``), < 0 (when
+        ``nonnegative``), the number of dimensions is not allowed, or it is empty.
+    """
+    arr = np.asarray(x)
+    if arr.dtype == bool or arr.dtype.kind not in "iuf":
+        raise TypeError(f"`{name}` must be numeric; got dtype {arr.dtype}")
+    arr = arr.astype(np.float64, copy=False)
+    if ndim is not None and arr.ndim not in tuple(ndim):
+        raise ValueError(f"`{name}` must have {' or '.join(map(str, ndim))} dimension(s); got shape {arr.shape}")
+    if arr.size == 0 and not allow_empty:
+        raise ValueError(f"`{name}` must not be empty")
+    if finite:
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            raise ValueError(f"`{name}` must be finite; got {arr[bad].flat[0]} at index {first_bad_index(bad)}")
+    else:
+        bad = np.isnan(arr)
+        if bad.any():
+            raise ValueError(f"`{name}` must not be NaN; got NaN at index {first_bad_index(bad)}")
+    if positive:
+        bad = ~(arr > 0)
+        if bad.any():
+            raise ValueError(f"`{name}` must be > 0; got {arr[bad].flat[0]} at index {first_bad_index(bad)}")
+    if nonnegative:
+        bad = ~(arr >= 0)
+        if bad.any():
+            raise ValueError(f"`{name}` must be >= 0; got {arr[bad].flat[0]} at index {first_bad_index(bad)}")
+    return arr
+
+
+def check_positive_scalar(x, *, name: str, allow_inf: bool = False) -> float:
+    """Return ``x`` as a float after checking it is a real number > 0."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number; got {type(x).__name__}")
+    x = float(x)
+    if np.isnan(x) or x <= 0 or (np.isinf(x) and not allow_inf):
+        raise ValueError(f"`{name}` must be a finite number > 0; got {x}")
+    return x
+
+
+def check_positive_int(x, *, name: str, minimum: int = 1) -> int:
+    """Return ``x`` as an int after checking it is an integer >= ``minimum``."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+        raise TypeError(f"`{name}` must be an integer; got {type(x).__name__}")
+    if x < minimum:
+        raise ValueError(f"`{name}` must be >= {minimum}; got {x}")
+    return int(x)
+
+
+def check_choice(x, *, name: str, choices: Iterable[str]) -> str:
+    """Check that ``x`` is one of the strings ``choices``."""
+    choices = tuple(choices)
+    if not isinstance(x, str):
+        raise TypeError(f"`{name}` must be one of {choices}; got {type(x).__name__}")
+    if x not in choices:
+        raise ValueError(f"`{name}` must be one of {choices}; got {x!r}")
+    return x

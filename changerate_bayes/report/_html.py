@@ -1,0 +1,151 @@
+"""HTML building blocks for the validation report (Jinja2 templates)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import jinja2
+import numpy as np
+from markupsafe import Markup, escape
+
+__all__ = ["figure_to_html", "html_table", "render_page", "verdict_html", "write_report"]
+
+_ENV = None
+
+
+def _env() -> jinja2.Environment:
+    global _ENV
+    if _ENV is None:
+        _ENV = jinja2.Environment(
+            loader=jinja2.PackageLoader("changerate_bayes.report", "templates"),
+            autoescape=jinja2.select_autoescape(["html", "j2"]),
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        _ENV.filters["fmt"] = format_value
+    return _ENV
+
+
+def format_value(x, digits: int = 4) -> str:
+    """Format a table cell: floats to ``digits`` significant digits, None as '—'."""
+    if x is None:
+        return "—"
+    if isinstance(x, (bool, np.bool_)):
+        return "yes" if x else "no"
+    if isinstance(x, (float, np.floating)):
+        if math.isnan(x):
+            return "NaN"
+        if math.isinf(x):
+            return "∞" if x > 0 else "−∞"
+        if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e6):
+            return f"{x:.{digits - 1}e}"
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def figure_to_html(fig, *, alt: str, dpi: int = 90) -> Markup:
+    """Embed a matplotlib figure as a PNG data URI ``<img>`` and close the figure.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    alt : str
+        Alternative text describing what the figure shows.
+    dpi : int, default 90
+
+    Returns
+    -------
+    markupsafe.Markup
+        ``<figure><img ...></figure>`` HTML, safe to insert in a template.
+    """
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return Markup(
+        f'<figure><img src="data:image/png;base64,{data}" alt="{escape(alt)}"></figure>'
+    )
+
+
+def html_table(records, columns, *, caption: str | None = None, digits: int = 4) -> Markup:
+    """An HTML table from a list of dicts.
+
+    Parameters
+    ----------
+    records : list of dict
+    columns : list of str or list of (key, header) pairs
+        Which keys to show, in order, with optional headers.
+    caption : str, optional
+    digits : int, default 4
+        Significant digits for floats.
+    """
+    cols = [(c, c) if isinstance(c, str) else tuple(c) for c in columns]
+    return Markup(
+        _env().get_template("table.html.j2").render(
+            records=records, columns=cols, caption=caption, digits=digits
+        )
+    )
+
+
+def verdict_html(text: str, ok: bool | None = None) -> Markup:
+    """A verdict paragraph, styled by outcome: ``ok`` True (holds), False (fails), None (mixed)."""
+    cls = {True: "ok", False: "fail", None: "mixed"}[ok]
+    label = {True: "Holds", False: "Does not hold", None: "Mixed"}[ok]
+    return Markup(f'<p class="verdict {cls}"><strong>{label}:</strong> {escape(text)}</p>')
+
+
+def render_page(*, title: str, sections: list[dict], meta: dict) -> str:
+    """Render the whole report page.
+
+    Parameters
+    ----------
+    title : str
+    sections : list of dict
+        Each with ``id``, ``title``, ``html`` (an HTML fragment) and ``seconds``.
+    meta : dict
+        Shown in the header (preset, seed, versions, date).
+    """
+    sections = [dict(s, html=Markup(s["html"])) for s in sections]
+    return _env().get_template("report.html.j2").render(title=title, sections=sections, meta=meta)
+
+
+def _json_default(o):
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"results.json: cannot serialise {type(o).__name__}")
+
+
+def write_report(out_dir, *, html: str, results: dict) -> Path:
+    """Write ``index.html`` and ``results.json`` into ``out_dir`` atomically.
+
+    Both files are first written to a temporary folder beside ``out_dir`` and then
+    moved into place, so a failure never leaves a partial report.
+
+    Raises
+    ------
+    ValueError
+        If ``results`` holds NaN or infinity (not valid JSON: use None).
+    """
+    out = Path(out_dir)
+    payload = json.dumps(results, indent=1, default=_json_default, allow_nan=False)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
+    try:
+        (tmp / "index.html").write_text(html, encoding="utf-8")
+        (tmp / "results.json").write_text(payload, encoding="utf-8")
+        for name in ("results.json", "index.html"):
+            os.replace(tmp / name, out / name)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out / "index.html"
