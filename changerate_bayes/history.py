@@ -66,7 +66,7 @@ class CrawlHistory:
         bad = (arr != 0) & (arr != 1)
         if bad.any():
             raise ValueError(
-                f"`changed` must be 0 or 1; got {arr[bad].flat[0]!r} at index {first_bad_index(bad)}"
+                f"`changed` must be 0 or 1; got {arr[bad].flat[0].item()!r} at index {first_bad_index(bad)}"
             )
         self.changed = arr.astype(np.int8)
         self.changed.setflags(write=False)
