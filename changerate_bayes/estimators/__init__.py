@@ -1,0 +1,44 @@
+"""Change-rate estimators: Naive, LLN, SA, SAM (Avrachenkov et al.), MLE and moment matching.
+
+Each is available as a batch trajectory, :func:`estimate_path`, and as a streaming
+object with ``update(changed, interval=None)`` and a ``rate`` property that equals the
+trajectory after every update.
+"""
+
+from ._base import StreamingEstimator
+from ._lln import LLNEstimator
+from ._mle import MLEEstimator
+from ._mm import MomentMatchingEstimator
+from ._naive import NaiveEstimator
+from ._path import METHODS, estimate_path
+from ._sa import SAEstimator
+from ._sam import SAMEstimator
+from ._stepsizes import SAMStepsizeCheck, check_sam_stepsizes
+
+#: The streaming estimator class of each method name.
+ESTIMATORS = {
+    cls.method: cls
+    for cls in (
+        NaiveEstimator,
+        LLNEstimator,
+        SAEstimator,
+        SAMEstimator,
+        MLEEstimator,
+        MomentMatchingEstimator,
+    )
+}
+
+__all__ = [
+    "ESTIMATORS",
+    "METHODS",
+    "LLNEstimator",
+    "MLEEstimator",
+    "MomentMatchingEstimator",
+    "NaiveEstimator",
+    "SAEstimator",
+    "SAMEstimator",
+    "SAMStepsizeCheck",
+    "StreamingEstimator",
+    "check_sam_stepsizes",
+    "estimate_path",
+]

@@ -1,0 +1,173 @@
+"""The contract shared by the streaming change-rate estimators.
+
+Every estimator of this package exists twice, with one implementation of the maths:
+
+* a batch trajectory, ``estimate_path(history, method, **params)``, and
+* a streaming object ``update(changed, interval=None)`` / ``.rate`` whose rate equals
+  the trajectory after every single update.
+
+This module holds the streaming base class (constructor checks, the per-crawl input
+checks of ``update``) and the small input helpers used by both forms.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._validation import as_float_array, check_positive_int, first_bad_index
+
+__all__ = ["StreamingEstimator"]
+
+
+def check_finite_scalar(x, *, name: str) -> float:
+    """Return ``x`` as a float after checking it is a finite real number."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number; got {type(x).__name__}")
+    x = float(x)
+    if not np.isfinite(x):
+        raise ValueError(f"`{name}` must be finite; got {x}")
+    return x
+
+
+def check_exponent(x, *, name: str, low: float, high: float, low_open: bool = True) -> float:
+    """A stepsize exponent in ``(low, high]`` (or ``[low, high]`` if not ``low_open``)."""
+    x = check_finite_scalar(x, name=name)
+    ok = (x > low if low_open else x >= low) and x <= high
+    if not ok:
+        bracket = "(" if low_open else "["
+        raise ValueError(f"`{name}` must be in {bracket}{low:g}, {high:g}]; got {x:g}")
+    return x
+
+
+def check_rate_param(crawl_rate, n_pages):
+    """The crawl rate p of a streaming estimator: a float, or an array (n_pages,)."""
+    if isinstance(crawl_rate, numbers.Real) and not isinstance(crawl_rate, bool):
+        p = float(crawl_rate)
+        if not (np.isfinite(p) and p > 0):
+            raise ValueError(f"`crawl_rate` must be a finite number > 0; got {p}")
+        return p
+    p = as_float_array(crawl_rate, name="crawl_rate", positive=True, ndim=(0, 1))
+    if p.ndim == 0:
+        return float(p)
+    if n_pages is None or p.shape != (n_pages,):
+        raise ValueError(f"`crawl_rate` must be a scalar or have shape (n_pages,) = ({n_pages},); got {p.shape}")
+    return p
+
+
+class StreamingEstimator:
+    """Base class of the streaming estimators (one page, or ``n_pages`` pages at once).
+
+    Subclasses set ``method`` (the name understood by :func:`estimate_path`),
+    ``needs_crawl_rate`` / ``needs_intervals``, store their constructor arguments
+    verbatim under the same names, keep their learned state in attributes ending in
+    ``_`` and implement ``_update(changed, interval)`` and ``_rate()``.
+
+    Parameters
+    ----------
+    crawl_rate : float or array_like of shape (n_pages,), optional
+        The crawl rate p > 0 (crawls per unit time).
+    n_pages : int, optional
+        None (default) for one page: ``update`` takes scalars and ``rate`` is a float.
+        An int for that many pages updated together: ``update`` takes arrays of shape
+        (n_pages,) and ``rate`` is an array of shape (n_pages,).
+    """
+
+    method: str = ""
+    needs_crawl_rate: bool = True
+    needs_intervals: bool = False
+
+    def __init__(self, *, crawl_rate=None, n_pages=None):
+        if n_pages is not None:
+            n_pages = check_positive_int(n_pages, name="n_pages")
+        if crawl_rate is None:
+            if self.needs_crawl_rate:
+                raise ValueError(f"{type(self).__name__} needs the crawl rate: pass `crawl_rate` (p > 0)")
+        else:
+            crawl_rate = check_rate_param(crawl_rate, n_pages)
+        self.crawl_rate = crawl_rate
+        self.n_pages = n_pages
+        self.n_crawls_ = 0
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def _shape(self) -> tuple[int, ...]:
+        return () if self.n_pages is None else (self.n_pages,)
+
+    def _p(self) -> np.ndarray:
+        """The crawl rate as an array broadcastable against the state."""
+        return np.asarray(self.crawl_rate, dtype=np.float64)
+
+    def _check_observation(self, changed, interval):
+        shape = self._shape
+        arr = np.asarray(changed)
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"`changed` must be 0/1 numbers or booleans; got dtype {arr.dtype}")
+        if arr.shape != shape:
+            raise ValueError(f"`changed` must have shape {shape} (n_pages={self.n_pages}); got {arr.shape}")
+        bad = (arr != 0) & (arr != 1)
+        if bad.any():
+            where = "" if arr.ndim == 0 else f" at index {first_bad_index(bad)}"
+            raise ValueError(f"`changed` must be 0 or 1; got {arr[bad].flat[0].item()!r}{where}")
+        obs = arr.astype(np.float64)
+        if interval is None:
+            if self.needs_intervals:
+                raise ValueError(
+                    f"method {self.method!r} needs the crawl interval τ: pass `interval` to update()"
+                )
+            return obs, None
+        tau = as_float_array(interval, name="interval", positive=True)
+        if tau.shape != shape:
+            raise ValueError(f"`interval` must have shape {shape} (n_pages={self.n_pages}); got {tau.shape}")
+        return obs, tau
+
+    # ------------------------------------------------------------------ public API
+    def update(self, changed, interval=None) -> None:
+        """Feed one crawl: I (``changed``) and, where the method needs it, τ (``interval``).
+
+        Parameters
+        ----------
+        changed : {0, 1} or array_like of shape (n_pages,)
+            I_k = 1 if the page changed since the previous crawl.
+        interval : float or array_like of shape (n_pages,), optional
+            τ_k = t_k - t_{k-1} > 0 (required by ``"mle"`` and ``"mm"``).
+
+        Raises
+        ------
+        ValueError
+            If ``changed`` is not 0/1 or has the wrong shape, ``interval`` is not > 0
+            and finite, or is missing where the method needs it.
+        """
+        obs, tau = self._check_observation(changed, interval)
+        self._update(obs, tau)
+        self.n_crawls_ += 1
+
+    @property
+    def rate(self):
+        """The current estimate of Δ (float, or ndarray of shape (n_pages,)); NaN before any crawl."""
+        if self.n_crawls_ == 0:
+            r = np.full(self._shape, np.nan)
+        else:
+            r = np.asarray(self._rate(), dtype=np.float64)
+        return float(r) if self.n_pages is None else r.copy()
+
+    def path_params(self) -> dict:
+        """The keyword parameters that make ``estimate_path`` compute this estimator."""
+        return {}
+
+    def _check_mergeable(self, other):
+        if type(other) is not type(self):
+            raise TypeError(f"can only merge a {type(self).__name__} with another; got {type(other).__name__}")
+        if other.n_pages != self.n_pages:
+            raise ValueError(f"`n_pages` differ: {self.n_pages} and {other.n_pages}")
+        if not np.array_equal(np.asarray(self.crawl_rate, dtype=float), np.asarray(other.crawl_rate, dtype=float)):
+            raise ValueError("`crawl_rate` differs between the two estimators")
+        mine, theirs = self.path_params(), other.path_params()
+        if mine != theirs:
+            raise ValueError(f"parameters differ: {mine} and {theirs}")
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.path_params().items())
+        sep = ", " if params else ""
+        return f"{type(self).__name__}(crawl_rate={self.crawl_rate!r}{sep}{params}, n_pages={self.n_pages!r})"

@@ -1,0 +1,147 @@
+"""The LLN estimator x_k = p Î_k / (k + α_k − Î_k) (paper eq. 1, Theorem 1)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._base import StreamingEstimator
+
+__all__ = ["LLNEstimator"]
+
+_NAMED = ("log", "sqrt")
+
+
+def lln_params(alpha=1.0) -> dict:
+    """Check ``alpha``: a float > 0, ``"log"``, ``"sqrt"`` or a callable k -> α_k > 0."""
+    if isinstance(alpha, str):
+        if alpha not in _NAMED:
+            raise ValueError(f"`alpha` must be a float > 0, one of {_NAMED} or a callable; got {alpha!r}")
+    elif callable(alpha):
+        pass
+    elif isinstance(alpha, numbers.Real) and not isinstance(alpha, bool):
+        a = float(alpha)
+        if not (np.isfinite(a) and a > 0):
+            raise ValueError(f"`alpha` must be a finite number > 0; got {a}")
+        alpha = a
+    else:
+        raise TypeError(f"`alpha` must be a float > 0, one of {_NAMED} or a callable; got {type(alpha).__name__}")
+    return {"alpha": alpha}
+
+
+def alpha_sequence(alpha, k: np.ndarray) -> np.ndarray:
+    """α_k for the crawl counts ``k`` (int array, k >= 1).
+
+    ``"log"`` is α_k = log(k + 1), not log k: log 1 = 0 would make α_1 = 0 and x_1 = p/0
+    when the first crawl sees a change; log(k + 1) is > 0 for every k >= 1 and equals
+    log k + O(1/k), so Theorem 1's conditions and rate are the same as for log k.
+    ``"sqrt"`` is α_k = √k.
+    """
+    kf = k.astype(np.float64)
+    if isinstance(alpha, float):
+        return np.full(kf.shape, alpha)
+    if alpha == "log":
+        return np.log1p(kf)
+    if alpha == "sqrt":
+        return np.sqrt(kf)
+    out = np.asarray(alpha(k.copy()))
+    if out.dtype == bool or out.dtype.kind not in "iuf":
+        raise TypeError(f"`alpha` must return numbers; got dtype {out.dtype}")
+    try:
+        out = np.broadcast_to(out.astype(np.float64), kf.shape)
+    except ValueError:
+        raise ValueError(f"`alpha(k)` must return an array broadcastable to {kf.shape}; got shape {out.shape}") from None
+    bad = ~(np.isfinite(out) & (out > 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad.ravel())[0])
+        raise ValueError(f"`alpha(k)` must be finite and > 0; got {out.ravel()[i]} at k={int(k.ravel()[i])}")
+    return out
+
+
+def lln_path(history, *, alpha=1.0) -> np.ndarray:
+    """x_k for every prefix k, shape ``history.shape``."""
+    p = history.crawl_rate_column(method="lln")
+    ones = np.cumsum(history.changed, axis=-1, dtype=np.float64)
+    k = np.arange(1, history.n_crawls + 1)
+    a = alpha_sequence(alpha, k)
+    return p * ones / (k + a - ones)
+
+
+class LLNEstimator(StreamingEstimator):
+    """The law-of-large-numbers change-rate estimator of Avrachenkov et al., streaming.
+
+    Parameters
+    ----------
+    crawl_rate : float or array_like of shape (n_pages,)
+        The crawl rate p > 0, crawls per unit time; the rate is in the same unit.
+        Required: a ValueError names it when missing.
+    alpha : float, {"log", "sqrt"} or callable, default 1.0
+        The sequence α_k > 0: a constant; ``"log"``: α_k = log(k + 1) (log k would be 0
+        at k = 1); ``"sqrt"``: α_k = √k; or a callable taking an int array of crawl
+        counts k >= 1 and returning α_k > 0 of the same shape.
+    n_pages : int, optional
+        None for one page, or the number of pages updated together.
+
+    Attributes
+    ----------
+    n_crawls_ : int
+        k, crawls seen so far.
+    changes_ : float or ndarray
+        Î_k = Σ_{j≤k} I_j.
+
+    Notes
+    -----
+    x_k = p Î_k / (k + α_k − Î_k) (paper eq. 1). α_k > 0 keeps x_k finite when every
+    crawl saw a change. If α_k/k → 0 then x_k → Δ a.s.; if also log(k/α_k)/k → 0 then
+    E|x_k − Δ| = O(max{k^{-1/2}, α_k/k}) (Theorem 1). The state is (k, Î_k): O(1)
+    memory, and estimators over disjoint crawls merge exactly (:meth:`merge`).
+
+    References
+    ----------
+    Avrachenkov, Patil & Thoppe, "Online algorithms for estimating change rates of web
+    pages", eq. (1) and Theorem 1.
+
+    Examples
+    --------
+    >>> from changerate_bayes import LLNEstimator
+    >>> est = LLNEstimator(crawl_rate=3.0)
+    >>> for i in [1, 0, 1, 1]:
+    ...     est.update(i)
+    >>> est.rate  # 3 * 3 / (4 + 1 - 3)
+    4.5
+    """
+
+    method = "lln"
+
+    def __init__(self, *, crawl_rate=None, alpha=1.0, n_pages=None):
+        super().__init__(crawl_rate=crawl_rate, n_pages=n_pages)
+        self.alpha = lln_params(alpha)["alpha"]
+        self.changes_ = np.zeros(self._shape)
+
+    def path_params(self) -> dict:
+        return {"alpha": self.alpha}
+
+    def _update(self, changed, interval):
+        self.changes_ = self.changes_ + changed
+
+    def _rate(self):
+        k = np.array([self.n_crawls_])
+        a = alpha_sequence(self.alpha, k)[0]
+        return self._p() * self.changes_ / (k[0] + a - self.changes_)
+
+    def merge(self, other: "LLNEstimator") -> "LLNEstimator":
+        """A new estimator holding the crawls of ``self`` and ``other`` (disjoint data).
+
+        x_k depends on the data only through (k, Î_k), so merging adds both.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``other`` is not an LLNEstimator with the same crawl rate, α and pages.
+        """
+        self._check_mergeable(other)
+        out = LLNEstimator(crawl_rate=self.crawl_rate, alpha=self.alpha, n_pages=self.n_pages)
+        out.n_crawls_ = self.n_crawls_ + other.n_crawls_
+        out.changes_ = self.changes_ + other.changes_
+        return out

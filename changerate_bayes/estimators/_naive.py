@@ -1,0 +1,92 @@
+"""The Naive estimator w_k = p Î_k / k (Cho & Garcia-Molina; paper Section 3.4)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._base import StreamingEstimator
+
+__all__ = ["NaiveEstimator"]
+
+
+def naive_params(**params) -> dict:
+    """Check the parameters of ``"naive"`` (it has none)."""
+    if params:
+        raise TypeError(f"method 'naive' takes no parameters; got {sorted(params)}")
+    return {}
+
+
+def naive_path(history) -> np.ndarray:
+    """w_k = p Î_k / k for every prefix k of the history, shape ``history.shape``."""
+    p = history.crawl_rate_column(method="naive")
+    ones = np.cumsum(history.changed, axis=-1, dtype=np.float64)
+    k = np.arange(1, history.n_crawls + 1, dtype=np.float64)
+    return p * ones / k
+
+
+class NaiveEstimator(StreamingEstimator):
+    """The Naive change-rate estimator, streaming: the crawl rate times the change fraction.
+
+    It ignores the changes missed between two crawls, so it is biased and not
+    consistent: w_k → pΔ/(Δ + p) < Δ almost surely (paper Section 3.4).
+
+    Parameters
+    ----------
+    crawl_rate : float or array_like of shape (n_pages,)
+        The crawl rate p > 0, crawls per unit time; the rate is in the same unit.
+        Required: a ValueError names it when missing.
+    n_pages : int, optional
+        None for one page, or the number of pages updated together.
+
+    Attributes
+    ----------
+    n_crawls_ : int
+        k, crawls seen so far.
+    changes_ : float or ndarray
+        Î_k, the number of crawls that saw a change.
+
+    Notes
+    -----
+    w_k = p Î_k / k with Î_k = Σ_{j≤k} I_j. The state is (k, Î_k): O(1) memory, and two
+    estimators over disjoint crawls of the same page(s) merge exactly (:meth:`merge`).
+
+    References
+    ----------
+    Avrachenkov, Patil & Thoppe, "Online algorithms for estimating change rates of web
+    pages", Section 3.4 (Naive estimator).
+
+    Examples
+    --------
+    >>> from changerate_bayes import NaiveEstimator
+    >>> est = NaiveEstimator(crawl_rate=3.0)
+    >>> for i in [1, 0, 1, 1]:
+    ...     est.update(i)
+    >>> est.rate  # 3 * 3/4
+    2.25
+    """
+
+    method = "naive"
+
+    def __init__(self, *, crawl_rate=None, n_pages=None):
+        super().__init__(crawl_rate=crawl_rate, n_pages=n_pages)
+        self.changes_ = np.zeros(self._shape)
+
+    def _update(self, changed, interval):
+        self.changes_ = self.changes_ + changed
+
+    def _rate(self):
+        return self._p() * self.changes_ / float(self.n_crawls_)
+
+    def merge(self, other: "NaiveEstimator") -> "NaiveEstimator":
+        """A new estimator holding the crawls of ``self`` and ``other`` (disjoint data).
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``other`` is not a NaiveEstimator with the same crawl rate and pages.
+        """
+        self._check_mergeable(other)
+        out = NaiveEstimator(crawl_rate=self.crawl_rate, n_pages=self.n_pages)
+        out.n_crawls_ = self.n_crawls_ + other.n_crawls_
+        out.changes_ = self.changes_ + other.changes_
+        return out

@@ -1,0 +1,123 @@
+"""``estimate_path``: the trajectory of any estimator over a crawl history."""
+
+from __future__ import annotations
+
+from ..history import CrawlHistory
+from .._validation import check_choice
+from ._lln import lln_params, lln_path
+from ._mle import mle_path
+from ._mm import mm_path
+from ._naive import naive_params, naive_path
+from ._rootest import no_params
+from ._sa import sa_params, sa_path
+from ._sam import sam_params, sam_path
+
+__all__ = ["METHODS", "estimate_path", "check_method_params"]
+
+METHODS = ("naive", "lln", "sa", "sam", "mle", "mm")
+
+_PARAMS = {
+    "naive": (naive_params, ()),
+    "lln": (lln_params, ("alpha",)),
+    "sa": (sa_params, ("eta", "initial")),
+    "sam": (sam_params, ("eta", "beta", "omega", "initial")),
+    "mle": (lambda **kw: no_params("mle", **kw), ()),
+    "mm": (lambda **kw: no_params("mm", **kw), ()),
+}
+_PATHS = {"naive": naive_path, "lln": lln_path, "sa": sa_path, "sam": sam_path, "mle": mle_path, "mm": mm_path}
+
+
+def check_method_params(method, params: dict) -> dict:
+    """Check ``method`` and its parameters; return the parameters with defaults filled in.
+
+    Raises
+    ------
+    ValueError
+        For an unknown method or a bad parameter value.
+    TypeError
+        For a parameter the method does not take, or of the wrong type.
+    """
+    method = check_choice(method, name="method", choices=METHODS)
+    check, names = _PARAMS[method]
+    unknown = sorted(set(params) - set(names))
+    if unknown:
+        allowed = ", ".join(names) if names else "none"
+        raise TypeError(f"method {method!r} does not take parameter(s) {unknown}; it takes: {allowed}")
+    return check(**params)
+
+
+def estimate_path(history, method, **params):
+    """The estimate of the change rate Δ after each crawl.
+
+    Parameters
+    ----------
+    history : CrawlHistory
+        One page (shape (k,)) or several (shape (n_pages, k)).
+    method : {"naive", "lln", "sa", "sam", "mle", "mm"}
+        The estimator (paper eq. 1-3, 15 and Section 3.4):
+
+        - ``"naive"``: p Î_k / k (biased: tends to pΔ/(Δ+p)).
+        - ``"lln"``: p Î_k / (k + α_k − Î_k); ``alpha`` = a float > 0 (default 1.0),
+          ``"log"`` (α_k = log(k + 1), positive at k = 1 unlike log k), ``"sqrt"``
+          (α_k = √k) or a callable taking the int array of k and returning α_k > 0.
+        - ``"sa"``: y_{k+1} = y_k + η_k[I_{k+1}(y_k + p) − y_k], η_k = (k+1)^(−eta);
+          ``eta`` in (0, 1] (default 0.75), ``initial`` = y_0 (default 0.0).
+        - ``"sam"``: z_{k+1} = z_k + η_k[I_{k+1}(z_k + p) − z_k] + ζ_k(z_k − z_{k−1}),
+          ζ_k = (β_k − ω η_k)/β_{k−1}, β_k = (k+1)^(−beta), ζ_0 = 0, z_{−1} = z_0 =
+          ``initial``; ``eta`` (0.75), ``beta`` (0.6), ``omega`` (1.0), ``initial`` (0.0),
+          all exponents > 0 (see :func:`check_sam_stepsizes` for the regimes).
+        - ``"mle"``: root of Σ I_j τ_j/(e^{Δτ_j} − 1) = Σ (1 − I_j) τ_j.
+        - ``"mm"``: root of Σ (1 − I_j) = Σ e^{−Δτ_j}.
+
+        The MLE and MM are exactly 0.0 while no crawl has seen a change and ``inf``
+        while every crawl has (no clamp).
+    **params
+        The method's parameters above.
+
+    Returns
+    -------
+    ndarray of float64, shape ``history.shape``
+        Element j (along the last axis) is the estimate after the first j + 1 crawls,
+        in changes per the time unit of the crawl rate / intervals.
+
+    Raises
+    ------
+    TypeError
+        If ``history`` is not a CrawlHistory, or a parameter is not one of the method's.
+    ValueError
+        For an unknown method, a bad parameter value (``alpha`` <= 0, ``eta`` outside
+        its range, ...), a history without the crawl rate ("naive", "lln", "sa",
+        "sam") or without the intervals ("mle", "mm").
+
+    Warns
+    -----
+    StatisticalWarning
+        When SAM iterates overflow (η < β: "race to infinity"); they are reported as
+        ±inf from then on.
+
+    Notes
+    -----
+    Vectorised over pages; the recursive estimators loop over crawls. The MLE and MM
+    paths track the root with a certified Taylor expansion and warm starts instead of
+    re-solving from scratch at every k (see ``_rootpath``).
+
+    References
+    ----------
+    Avrachenkov, Patil & Thoppe, "Online algorithms for estimating change rates of web
+    pages", eq. (1), (2), (3), (10), (15) and Section 3.4.
+
+    Examples
+    --------
+    >>> from changerate_bayes import CrawlHistory, estimate_path
+    >>> h = CrawlHistory([1, 0, 1, 1], intervals=[0.4, 0.2, 0.5, 0.3], crawl_rate=3.0)
+    >>> estimate_path(h, "naive").tolist()
+    [3.0, 1.5, 2.0, 2.25]
+    >>> estimate_path(h, "lln", alpha=1.0).tolist()
+    [3.0, 1.5, 3.0, 4.5]
+    >>> estimate_path(h, "mle")[:2].tolist()  # inf while every crawl saw a change
+    [inf, 2.746530721670...]
+    """
+    if not isinstance(history, CrawlHistory):
+        raise TypeError(f"`history` must be a CrawlHistory; got {type(history).__name__}")
+    params = check_method_params(method, params)
+    return _PATHS[method](history, **params)

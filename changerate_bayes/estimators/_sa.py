@@ -1,0 +1,152 @@
+"""The stochastic-approximation (SA) estimator (paper eq. 2, Theorem 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._base import StreamingEstimator, check_exponent, check_finite_scalar
+
+__all__ = ["SAEstimator"]
+
+
+def sa_params(eta=0.75, initial=0.0) -> dict:
+    """Check ``eta`` in (0, 1] and a finite ``initial``."""
+    return {
+        "eta": check_exponent(eta, name="eta", low=0.0, high=1.0),
+        "initial": check_finite_scalar(initial, name="initial"),
+    }
+
+
+def stepsizes(exponent, n: int) -> np.ndarray:
+    """(k + 1)^(-exponent) for k = 0, ..., n - 1; shape (n,) + np.shape(exponent).
+
+    The exponent is expanded to a full array so that numpy never takes its scalar
+    fast paths (e.g. 1/x for an exponent of −1): every element is computed by the same
+    ``pow`` whatever the shape, and stacked settings equal single ones bit for bit.
+    """
+    exponent = np.asarray(exponent, dtype=np.float64)
+    k = np.arange(n, dtype=np.float64).reshape((n,) + (1,) * exponent.ndim)
+    base = k + 1.0
+    shape = np.broadcast_shapes(base.shape, exponent.shape)
+    return np.power(np.broadcast_to(base, shape).copy(), np.broadcast_to(-exponent, shape).copy())
+
+
+def stepsize_at(exponent, k: int):
+    """(k + 1)^(-exponent) for one k (the same ``pow`` on full arrays as :func:`stepsizes`)."""
+    exponent = np.asarray(exponent, dtype=np.float64)
+    flat = np.atleast_1d(exponent)
+    return np.power(np.full(flat.shape, float(k) + 1.0), -flat).reshape(exponent.shape)
+
+
+def sa_step(y, changed, eta_k, p):
+    """One SA step y_{k+1} = y_k + η_k [I_{k+1}(y_k + p) − y_k] (paper eq. 2)."""
+    return y + eta_k * (changed * (y + p) - y)
+
+
+def sa_recursion(changed_t, p, eta, initial, keep=None) -> np.ndarray:
+    """Run the SA recursion over crawls (time-major input).
+
+    Parameters
+    ----------
+    changed_t : ndarray, shape (k, ...)
+        I_1, ..., I_k along the first axis (any trailing shape: pages, replications).
+    p : float or ndarray
+        Crawl rate, broadcastable against ``changed_t[0]``.
+    eta, initial : float or ndarray
+        Stepsize exponents and y_0, broadcastable against the state (several settings
+        can be stacked along extra leading axes of the state).
+    keep : ndarray of int, optional
+        0-based crawl indices j to record (estimate after j + 1 crawls); default all.
+
+    Returns
+    -------
+    ndarray, shape (len(keep) or k,) + state shape
+    """
+    n = changed_t.shape[0]
+    etas = stepsizes(eta, n)
+    state_shape = np.broadcast_shapes(changed_t.shape[1:], np.shape(p), np.shape(eta), np.shape(initial))
+    y = np.broadcast_to(np.asarray(initial, dtype=np.float64), state_shape).copy()
+    keep = np.arange(n) if keep is None else np.asarray(keep)
+    out = np.empty((len(keep),) + state_shape)
+    slot = 0
+    for k in range(n):
+        y = sa_step(y, changed_t[k], etas[k], p)
+        if slot < len(keep) and keep[slot] == k:
+            out[slot] = y
+            slot += 1
+    return out
+
+
+def sa_path(history, *, eta=0.75, initial=0.0) -> np.ndarray:
+    """y_1, ..., y_k for every page, shape ``history.shape``."""
+    p = np.asarray(history.crawl_rate_column(method="sa"))
+    changed_t = np.ascontiguousarray(np.moveaxis(history.changed, -1, 0), dtype=np.float64)
+    p_state = p[:, 0] if p.ndim == 2 else p
+    out = sa_recursion(changed_t, p_state, eta, initial)
+    return np.moveaxis(out, 0, -1)
+
+
+class SAEstimator(StreamingEstimator):
+    """The stochastic-approximation change-rate estimator of Avrachenkov et al., streaming.
+
+    Parameters
+    ----------
+    crawl_rate : float or array_like of shape (n_pages,)
+        The crawl rate p > 0, crawls per unit time; the rate is in the same unit.
+        Required: a ValueError names it when missing.
+    eta : float, default 0.75
+        Stepsize exponent η in (0, 1]: η_k = (k + 1)^(−η), k = 0, 1, ...
+    initial : float, default 0.0
+        y_0, the estimate before any crawl.
+    n_pages : int, optional
+        None for one page, or the number of pages updated together.
+
+    Attributes
+    ----------
+    n_crawls_ : int
+        k, crawls seen so far.
+    estimate_ : float or ndarray
+        y_k.
+
+    Notes
+    -----
+    y_{k+1} = y_k + η_k [I_{k+1}(y_k + p) − y_k] (paper eq. 2): a stochastic
+    approximation of the zero of h(y) = p(Δ − y)/(Δ + p). y_k → Δ a.s. when Σ η_k = ∞
+    and Σ η_k² < ∞ (η in (1/2, 1]), and E|y_k − Δ| = O(k^{−η/2}) for η in (0, 1)
+    (Theorem 2). At η = 1 the rate is k^{−min(1/2, p/(Δ+p))}: it depends on the slope
+    p/(Δ+p) of the limiting ODE. O(1) state; the recursion is order dependent, so two
+    estimators cannot be merged.
+
+    References
+    ----------
+    Avrachenkov, Patil & Thoppe, "Online algorithms for estimating change rates of web
+    pages", eq. (2) and Theorem 2.
+
+    Examples
+    --------
+    >>> from changerate_bayes import SAEstimator
+    >>> est = SAEstimator(crawl_rate=3.0, eta=1.0)
+    >>> for i in [1, 0, 1]:
+    ...     est.update(i)
+    >>> est.rate  # y1 = 3, y2 = 3 - 3/2, y3 = 1.5 + (4.5 - 1.5)/3
+    2.5
+    """
+
+    method = "sa"
+
+    def __init__(self, *, crawl_rate=None, eta=0.75, initial=0.0, n_pages=None):
+        super().__init__(crawl_rate=crawl_rate, n_pages=n_pages)
+        params = sa_params(eta, initial)
+        self.eta = params["eta"]
+        self.initial = params["initial"]
+        self.estimate_ = np.full(self._shape, self.initial)
+
+    def path_params(self) -> dict:
+        return {"eta": self.eta, "initial": self.initial}
+
+    def _update(self, changed, interval):
+        eta_k = stepsize_at(self.eta, self.n_crawls_)
+        self.estimate_ = sa_step(self.estimate_, changed, eta_k, self._p())
+
+    def _rate(self):
+        return self.estimate_

@@ -1,0 +1,80 @@
+"""The convergence study: schema, the LLN α = 1 slope, and its helpers."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy.integrate import quad
+
+from validation import Preset, Progress
+from validation import convergence
+from validation._fits import fisher_information, loglog_slope, mae_curve
+
+
+def test_loglog_slope_exact_power_law():
+    k = np.geomspace(100, 20000, 20)
+    slope, intercept = loglog_slope(k, 3.0 * k**-0.5)
+    assert slope == pytest.approx(-0.5, abs=1e-12)
+    assert intercept == pytest.approx(math.log(3.0), abs=1e-12)
+
+
+def test_mae_curve_marks_divergence():
+    est = np.array([[1.0, np.inf], [3.0, 2.0]])
+    assert mae_curve(est, 2.0).tolist() == [1.0, math.inf]
+
+
+@pytest.mark.parametrize(("delta", "p"), [(5.0, 3.0), (500.0, 3.0), (0.2, 3.0)])
+def test_fisher_information_matches_quadrature(delta, p):
+    # E_τ[τ²/(e^{Δτ} − 1)], τ ~ Exp(p), by numerical integration
+    ref = quad(lambda t: p * t * t * math.exp(-(p + delta) * t) / -math.expm1(-delta * t), 0, math.inf, limit=200)[0]
+    assert fisher_information(delta, p) == pytest.approx(ref, rel=1e-8)
+
+
+@pytest.fixture(scope="module")
+def quick_result():
+    return convergence.run(Preset("quick"), seed=7, progress=Progress(quiet=True))
+
+
+ROW_KEYS = {"estimator", "params", "change_rate", "crawl_rate", "slope", "ci_low", "ci_high", "theory_slope", "verdict"}
+REGIME_KEYS = {"eta", "beta", "omega", "regime", "converged", "final_mae"}
+
+
+@pytest.mark.slow
+def test_quick_lln_slope_is_minus_one_half(quick_result):
+    # Theorem 1 with α_k = 1: E|x_k − Δ| = O(k^-1/2). The issue asks for the quick preset's
+    # slope within 0.05 of −1/2. The tolerance is justified by the bootstrap CI over the
+    # R = 400 replications, whose half-width is < 0.025 (so 0.05 is more than 3 bootstrap
+    # SEs); a flatter slope than that would contradict the theorem at these k.
+    row = next(r for r in quick_result["convergence_rates"] if r["estimator"] == "lln" and r["params"]["alpha"] == "1")
+    assert abs(row["slope"] + 0.5) <= 0.05
+    assert (row["ci_high"] - row["ci_low"]) / 2 < 0.025
+    assert row["ci_low"] <= row["slope"] <= row["ci_high"]
+    assert row["verdict"].startswith("Theorem 1: consistent")
+
+
+@pytest.mark.slow
+def test_quick_study_schema_and_render(quick_result):
+    assert set(quick_result) == set(convergence.KEYS)
+    data = json.loads(json.dumps(quick_result, allow_nan=False))
+    rows, regimes = data["convergence_rates"], data["sam_regimes"]
+    assert {r["estimator"] for r in rows} == {"naive", "lln", "sa", "sam", "mle", "mm"}
+    for r in rows:
+        assert ROW_KEYS <= set(r)
+        assert isinstance(r["verdict"], str) and r["verdict"]
+        if r["slope"] is not None:
+            assert r["ci_low"] <= r["ci_high"]
+    for g in regimes:
+        assert REGIME_KEYS <= set(g)
+        assert isinstance(g["converged"], bool)
+    # Theorem 3's regimes converge; η < β races to infinity (Remark 5 as the issue reads it)
+    assert all(g["converged"] for g in regimes if g["regime"] != "invalid")
+    assert all(not g["converged"] and g["final_mae"] is None for g in regimes if g["eta"] < g["beta"])
+    # α_k = k^0.9: the bias term keeps the slope flatter than −0.1 at these k, and the verdict says why
+    k09 = next(r for r in rows if r["params"].get("alpha") == "k^0.9")
+    assert k09["slope"] > -0.1 and "α_k/k" in k09["verdict"]
+    # the Naive estimator converges to pΔ/(Δ+p), not Δ
+    naive = next(r for r in rows if r["estimator"] == "naive")
+    assert naive["mean_at_k_max"] == pytest.approx(naive["limit"], rel=0.01)
+    html = convergence.render(quick_result)
+    assert html.count("<img") == 2 and "verdict" in html
