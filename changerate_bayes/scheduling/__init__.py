@@ -1,0 +1,83 @@
+"""Crawl scheduling built on change-rate estimates (issue 6).
+
+* Optimal crawl rates for known Δ: :func:`optimal_crawl_rates` (exact KKT /
+  water-filling, paper Section 5; Azar et al. 2018; Kolobov et al. 2019) and
+  :func:`crawl_objective`.
+* Closing the loop: :func:`simulate_closed_loop` (learn Δ online with LLN, SAM,
+  posterior mean or Thompson sampling while reallocating every epoch).
+* Ephemeral content (Avrachenkov & Borkar): :func:`whittle_index` (closed form),
+  :func:`whittle_index_numerical` and :func:`check_indexability` (its independent
+  checks), :class:`EphemeralSources`, :func:`simulate_ephemeral_crawling`,
+  :func:`solve_ephemeral_dp` (exact optimum for a few sources), :func:`schedule_period`.
+* Sampling-based change detection (Cho & Ntoulas 2002): :func:`allocate_downloads`,
+  :func:`expected_change_ratio`, :func:`optimal_sample_size`,
+  :func:`rule_of_thumb_sample_size`, :func:`simulate_change_detection`.
+* Plots: ``plot_*`` (return the Axes) and their pure data helpers.
+"""
+
+from ._closed_loop import CLOSED_LOOP_POLICIES, ClosedLoopResult, simulate_closed_loop
+from ._ephemeral import (
+    EphemeralDPSolution,
+    EphemeralSimulation,
+    EphemeralSources,
+    schedule_period,
+    simulate_ephemeral_crawling,
+    solve_ephemeral_dp,
+)
+from ._optimal_rates import crawl_objective, optimal_crawl_rates
+from ._plots import (
+    closed_loop_bands,
+    plot_change_ratio,
+    plot_closed_loop,
+    plot_crawl_rates,
+    plot_schedule,
+    plot_whittle_index,
+    whittle_index_curve,
+)
+from ._sampling import (
+    DETECTION_POLICIES,
+    ChangeDetectionResult,
+    allocate_downloads,
+    expected_change_ratio,
+    optimal_sample_size,
+    rule_of_thumb_sample_size,
+    simulate_change_detection,
+)
+from ._whittle import IndexabilityResult, check_indexability, whittle_index, whittle_index_numerical
+
+__all__ = [
+    # optimal rates
+    "optimal_crawl_rates",
+    "crawl_objective",
+    # closed loop
+    "CLOSED_LOOP_POLICIES",
+    "ClosedLoopResult",
+    "simulate_closed_loop",
+    # ephemeral content / Whittle index
+    "whittle_index",
+    "whittle_index_numerical",
+    "IndexabilityResult",
+    "check_indexability",
+    "EphemeralSources",
+    "EphemeralSimulation",
+    "EphemeralDPSolution",
+    "simulate_ephemeral_crawling",
+    "solve_ephemeral_dp",
+    "schedule_period",
+    # sampling-based change detection
+    "DETECTION_POLICIES",
+    "ChangeDetectionResult",
+    "allocate_downloads",
+    "expected_change_ratio",
+    "optimal_sample_size",
+    "rule_of_thumb_sample_size",
+    "simulate_change_detection",
+    # plots
+    "closed_loop_bands",
+    "whittle_index_curve",
+    "plot_crawl_rates",
+    "plot_closed_loop",
+    "plot_whittle_index",
+    "plot_schedule",
+    "plot_change_ratio",
+]

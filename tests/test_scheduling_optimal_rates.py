@@ -1,0 +1,232 @@
+"""optimal_crawl_rates: hand-derived values, scipy.optimize, KKT certificates, invariants."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import optimize
+
+from changerate_bayes.scheduling import crawl_objective, optimal_crawl_rates
+from changerate_bayes.scheduling._optimal_rates import _binary_freshness_rows
+
+OBJECTIVES = ("binary_freshness", "harmonic_staleness")
+
+
+# ----------------------------------------------------------------- exact values
+def test_binary_freshness_hand_derived():
+    # Δ = (1, 4), w = 1, B = 4: all active, s = (B + ΣΔ)/Σ sqrt(wΔ) = 9/3 = 3,
+    # p = s sqrt(wΔ) - Δ = (2, 2); λ = 1/9 = wΔ/(p+Δ)^2 for both pages.
+    np.testing.assert_allclose(optimal_crawl_rates([1.0, 4.0], [1.0, 1.0], 4.0), [2.0, 2.0], rtol=1e-14)
+    # Δ = (1, 100), B = 1: page 1 alone gives p = 1, λ = 1/4 > w/Δ = 1/100 for page 2.
+    np.testing.assert_allclose(optimal_crawl_rates([1.0, 100.0], 1.0, 1.0), [1.0, 0.0], rtol=1e-14)
+    # equal pages share equally
+    np.testing.assert_allclose(optimal_crawl_rates([3.0] * 4, 2.0, 10.0), [2.5] * 4, rtol=1e-14)
+
+
+def test_harmonic_staleness_hand_derived():
+    # p(p + Δ) = wΔs: Δ = (1, 2), s = 2 gives p1 = 1 and p2^2 + 2 p2 - 4 = 0, p2 = √5 - 1;
+    # so B = √5.
+    p = optimal_crawl_rates([1.0, 2.0], 1.0, np.sqrt(5.0), objective="harmonic_staleness")
+    np.testing.assert_allclose(p, [1.0, np.sqrt(5.0) - 1.0], rtol=1e-13)
+    # weights double: p(p+Δ) = wΔs with w = (2, 1), Δ = (1, 1), s = 1: p1 = 1, p2 = (√5 - 1)/2
+    p = optimal_crawl_rates([1.0, 1.0], [2.0, 1.0], (1 + np.sqrt(5.0)) / 2, objective="harmonic_staleness")
+    np.testing.assert_allclose(p, [1.0, (np.sqrt(5.0) - 1) / 2], rtol=1e-13)
+
+
+def test_crawl_objective_values():
+    assert crawl_objective([2.0, 2.0], [1.0, 4.0], 1.0) == pytest.approx(1.0)
+    # Δ = 0 counts as fresh, p = 0 < Δ as stale
+    assert crawl_objective([0.0, 0.0], [0.0, 1.0], [3.0, 5.0]) == pytest.approx(3.0)
+    h = crawl_objective([1.0, 1.0], [1.0, 3.0], [1.0, 2.0], objective="harmonic_staleness")
+    assert h == pytest.approx(np.log(2.0) + 2 * np.log(4.0))
+    assert crawl_objective([0.0], [1.0], 1.0, objective="harmonic_staleness") == np.inf
+
+
+# ----------------------------------------------------------- against scipy.optimize
+def _scipy_solution(delta, w, budget, objective):
+    """SLSQP on the same problem, with analytic gradients, from the uniform allocation."""
+    if objective == "binary_freshness":
+        f = lambda p: -np.sum(w * p / (p + delta))
+        g = lambda p: -w * delta / (p + delta) ** 2
+    else:
+        f = lambda p: np.sum(w * np.log1p(delta / np.maximum(p, 1e-300)))
+        g = lambda p: -w * delta / (np.maximum(p, 1e-300) * (p + delta))
+    lower = 0.0 if objective == "binary_freshness" else 1e-9
+    res = optimize.minimize(
+        f, np.full(delta.size, budget / delta.size), jac=g, method="SLSQP",
+        bounds=[(lower, budget)] * delta.size,
+        constraints=[{"type": "eq", "fun": lambda p: p.sum() - budget, "jac": lambda p: np.ones_like(p)}],
+        options={"ftol": 1e-15, "maxiter": 1000},
+    )
+    assert res.success, res.message
+    return res.x
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+@pytest.mark.parametrize("seed", range(6))
+def test_agrees_with_scipy_optimize(objective, seed):
+    gen = np.random.default_rng(seed)
+    n = 4 + seed
+    delta = gen.lognormal(0.0, 1.5, n)
+    w = gen.lognormal(0.0, 1.0, n)
+    budget = float(gen.uniform(0.2, 3.0) * delta.sum())
+    ours = optimal_crawl_rates(delta, w, budget, objective=objective)
+    ref = _scipy_solution(delta, w, budget, objective)
+    val = lambda p: crawl_objective(p, delta, w, objective=objective)
+    sign = 1.0 if objective == "binary_freshness" else -1.0
+    # ours is at least as good as SLSQP's, and they agree to SLSQP's accuracy
+    assert sign * (val(ours) - val(ref)) >= -1e-10 * abs(val(ref))
+    np.testing.assert_allclose(ours, ref, atol=1e-5 * budget)
+
+
+@given(st.integers(2, 40), st.integers(0, 2**31 - 1), st.floats(0.01, 50.0))
+def test_binary_freshness_kkt_certificate(n, seed, budget_scale):
+    # Sufficient optimality conditions of the concave problem: one λ for all active pages,
+    # inactive pages have w/Δ <= λ.
+    gen = np.random.default_rng(seed)
+    delta = gen.lognormal(0.0, 2.0, n)
+    w = gen.lognormal(0.0, 1.0, n)
+    budget = budget_scale * float(np.median(delta))
+    p = optimal_crawl_rates(delta, w, budget)
+    active = p > 0
+    lam = w * delta / (p + delta) ** 2
+    lam_star = lam[active].mean()
+    np.testing.assert_allclose(lam[active], lam_star, rtol=1e-8)
+    assert np.all(w[~active] / delta[~active] <= lam_star * (1 + 1e-8))
+
+
+@given(st.integers(2, 40), st.integers(0, 2**31 - 1), st.floats(0.01, 50.0))
+def test_harmonic_staleness_kkt_certificate(n, seed, budget_scale):
+    gen = np.random.default_rng(seed)
+    delta = gen.lognormal(0.0, 2.0, n)
+    w = gen.lognormal(0.0, 1.0, n)
+    p = optimal_crawl_rates(delta, w, budget_scale * float(np.median(delta)), objective="harmonic_staleness")
+    assert np.all(p > 0)
+    lam = w * delta / (p * (p + delta))
+    np.testing.assert_allclose(lam, lam.mean(), rtol=1e-8)
+
+
+# ------------------------------------------------------------------- invariants
+rates = st.lists(st.floats(1e-3, 1e3), min_size=1, max_size=30)
+
+
+@given(rates, st.integers(0, 2**31 - 1), st.floats(1e-3, 1e4), st.sampled_from(OBJECTIVES))
+def test_budget_spent_and_nonnegative(delta, seed, budget, objective):
+    delta = np.array(delta)
+    w = np.random.default_rng(seed).lognormal(0.0, 1.0, delta.size)
+    p = optimal_crawl_rates(delta, w, budget, objective=objective)
+    assert p.shape == delta.shape
+    assert np.all(p >= 0)
+    assert abs(p.sum() - budget) <= 1e-9 * budget
+
+
+@given(rates, st.integers(0, 2**31 - 1), st.floats(1e-2, 1e3), st.floats(1.0, 10.0), st.sampled_from(OBJECTIVES))
+def test_monotone_in_own_weight(delta, seed, budget, factor, objective):
+    # p_i(s, w_i) is non-decreasing in w_i and in s = λ^{-1/2}; if w_i grows and s does
+    # not drop, p_i grows; if s drops, every other page gives budget to page i.
+    delta = np.array(delta)
+    w = np.random.default_rng(seed).lognormal(0.0, 1.0, delta.size)
+    i = seed % delta.size
+    p0 = optimal_crawl_rates(delta, w, budget, objective=objective)
+    w2 = w.copy()
+    w2[i] *= factor
+    p1 = optimal_crawl_rates(delta, w2, budget, objective=objective)
+    assert p1[i] >= p0[i] * (1 - 1e-9) - 1e-12 * budget
+    others = np.arange(delta.size) != i
+    assert np.all(p1[others] <= p0[others] * (1 + 1e-9) + 1e-12 * budget)
+
+
+@given(rates, st.integers(0, 2**31 - 1), st.floats(1e-2, 1e3), st.floats(1.0, 10.0))
+def test_harmonic_monotone_in_own_change_rate(delta, seed, budget, factor):
+    # dp/dΔ = (ws - p)/(2p + Δ) > 0 at fixed s: p_i is non-decreasing in Δ_i.
+    delta = np.array(delta)
+    w = np.random.default_rng(seed).lognormal(0.0, 1.0, delta.size)
+    i = seed % delta.size
+    p0 = optimal_crawl_rates(delta, w, budget, objective="harmonic_staleness")
+    d2 = delta.copy()
+    d2[i] *= factor
+    p1 = optimal_crawl_rates(d2, w, budget, objective="harmonic_staleness")
+    assert p1[i] >= p0[i] * (1 - 1e-9)
+
+
+def test_binary_freshness_is_not_monotone_in_change_rate():
+    # p_i(s) = s sqrt(w_i Δ_i) - Δ_i rises then falls in Δ_i; past w_i/λ the page is dropped.
+    others = np.ones(5)
+    p_of = lambda d: optimal_crawl_rates(np.append(others, d), 1.0, 5.0)[-1]
+    values = np.array([p_of(d) for d in (0.1, 0.5, 2.0, 10.0, 100.0)])
+    assert values[1] > values[0]  # rising
+    assert values[3] < values[2]  # falling
+    assert values[4] == 0.0  # dropped: λ = 1/(1+1.0...)^2 > w/Δ = 0.01
+
+
+def test_zero_change_rate_and_zero_weight_pages():
+    p = optimal_crawl_rates([0.0, 1.0, 2.0, 3.0], [1.0, 0.0, 1.0, 1.0], 6.0)
+    assert p[0] == 0.0 and p[1] == 0.0
+    assert p.sum() == pytest.approx(6.0, rel=1e-12)
+    np.testing.assert_allclose(p[2:], optimal_crawl_rates([2.0, 3.0], 1.0, 6.0), rtol=1e-14)
+    h = optimal_crawl_rates([0.0, 1.0, 2.0], [1.0, 1.0, 0.0], 2.0, objective="harmonic_staleness")
+    np.testing.assert_allclose(h, [0.0, 2.0, 0.0])
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_nothing_to_gain_splits_budget_equally(objective):
+    np.testing.assert_allclose(optimal_crawl_rates([0.0, 0.0, 5.0], [1.0, 2.0, 0.0], 3.0, objective=objective), 1.0)
+
+
+def test_shape_is_kept_and_ties_are_shared():
+    delta = np.full((2, 3), 2.0)
+    p = optimal_crawl_rates(delta, 1.0, 12.0)
+    assert p.shape == (2, 3)
+    np.testing.assert_allclose(p, 2.0)
+
+
+def test_row_solver_matches_one_problem_per_row():
+    gen = np.random.default_rng(4)
+    delta = gen.lognormal(0.0, 1.0, (4, 50))
+    w = gen.lognormal(0.0, 1.0, (4, 50))
+    delta[0, :3] = 0.0
+    w[1] = 0.0
+    w[2, 7] = 0.0
+    budgets = np.array([1.0, 2.0, 30.0, 0.01])
+    rows = _binary_freshness_rows(delta, w, budgets)
+    for r in range(4):
+        np.testing.assert_allclose(rows[r], optimal_crawl_rates(delta[r], w[r], budgets[r]), rtol=1e-12, atol=1e-15)
+
+
+def test_large_problem_budget_identity():
+    gen = np.random.default_rng(5)
+    delta = gen.pareto(1.2, 200_000) + 1e-3
+    w = gen.lognormal(0.0, 2.0, 200_000)
+    p = optimal_crawl_rates(delta, w, 5e4)
+    assert abs(p.sum() / 5e4 - 1) < 1e-9
+    assert 0 < np.count_nonzero(p) < p.size
+
+
+# ------------------------------------------------------------------ bad input
+@pytest.mark.parametrize(
+    ("args", "kwargs", "exc", "match"),
+    [
+        (([1.0, -1.0], 1.0, 1.0), {}, ValueError, r"`change_rates` must be >= 0; got -1.0 at index 1"),
+        (([1.0, np.nan], 1.0, 1.0), {}, ValueError, r"`change_rates` must be finite; got nan at index 1"),
+        (([1.0, 2.0], [1.0, -2.0], 1.0), {}, ValueError, r"`weights` must be >= 0; got -2.0 at index 1"),
+        (([1.0, 2.0], [1.0, np.inf], 1.0), {}, ValueError, r"`weights` must be finite; got inf at index 1"),
+        (([1.0, 2.0], [1.0, 2.0, 3.0], 1.0), {}, ValueError, r"`weights` must be a scalar or have the shape"),
+        (([1.0], 1.0, 0.0), {}, ValueError, r"`budget` must be a finite number > 0; got 0.0"),
+        (([1.0], 1.0, -3.0), {}, ValueError, r"`budget` must be a finite number > 0; got -3.0"),
+        (([1.0], 1.0, np.nan), {}, ValueError, r"`budget` must be a finite number > 0; got nan"),
+        (([1.0], 1.0, "5"), {}, TypeError, r"`budget` must be a real number; got str"),
+        (([], 1.0, 1.0), {}, ValueError, r"`change_rates` must not be empty"),
+        ((["a"], 1.0, 1.0), {}, TypeError, r"`change_rates` must be numeric"),
+        (([1.0], 1.0, 1.0), {"objective": "max"}, ValueError, r"`objective` must be one of"),
+    ],
+)
+def test_bad_input(args, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        optimal_crawl_rates(*args, **kwargs)
+
+
+def test_crawl_objective_bad_input():
+    with pytest.raises(ValueError, match=r"`crawl_rates` must be >= 0; got -1.0 at index 0"):
+        crawl_objective([-1.0], [1.0], 1.0)
+    with pytest.raises(ValueError, match=r"`crawl_rates` must have the shape of `change_rates`"):
+        crawl_objective([1.0, 2.0], [1.0], 1.0)
