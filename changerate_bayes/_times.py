@@ -29,15 +29,30 @@ class EventTimes:
         ``"hours"`` for datetime input, ``"input units"`` for float input.
     origin : numpy.datetime64 or None
         The first event's UTC time (datetime input only).
+    resolution : float or None
+        Datetime input only: the recording precision of the timestamps in hours, the
+        coarsest of 1 day, 1 hour, 1 minute, 1 s, 1 ms and 1 µs that divides every
+        timestamp (1/3600 for whole seconds). None for float input.
     """
 
     values: np.ndarray
     unit: str
     origin: np.datetime64 | None = None
+    resolution: float | None = None
 
 
 def _row_error(name: str, row: int, what: str) -> ValueError:
-    return ValueError(f"`{name}` row {row}: {what}")
+    """"`x` row 3: ..." for an argument name; "<phrase> 3: ..." for a label such as
+    "trace file data.csv line" (so that a file's errors name its line)."""
+    return ValueError(f"{_row_ref(name, row)}: {what}")
+
+
+def _row_ref(name: str, row: int) -> str:
+    return f"`{name}` row {row}" if name.isidentifier() else f"{name} {row}"
+
+
+def _other_row(name: str, row: int) -> str:
+    return f"row {row}" if name.isidentifier() else f"{name.rsplit(' ', 1)[-1]} {row}"
 
 
 def parse_timestamps(items, *, name: str = "event_times", row_offset: int = 0) -> np.ndarray:
@@ -70,7 +85,7 @@ def parse_timestamps(items, *, name: str = "event_times", row_offset: int = 0) -
                 try:
                     d = _dt.datetime.fromisoformat(text)
                 except ValueError:
-                    raise _row_error(name, row, f"cannot parse {item!r} as an ISO-8601 timestamp") from None
+                    raise _row_error(name, row, f"cannot parse {str(item)!r} as an ISO-8601 timestamp") from None
             elif isinstance(item, _dt.datetime):
                 d = item
                 if str(d) == "NaT":  # pandas.NaT is a datetime subclass
@@ -78,7 +93,7 @@ def parse_timestamps(items, *, name: str = "event_times", row_offset: int = 0) -
             else:
                 raise _row_error(name, row, f"expected a timestamp, got {type(item).__name__}")
             if d.tzinfo is not None and d.utcoffset() is not None:
-                offset = d.utcoffset()
+                offset = _zone_of(d)
                 d = d.astimezone(_dt.timezone.utc).replace(tzinfo=None)
             else:
                 offset = "naive"
@@ -88,13 +103,52 @@ def parse_timestamps(items, *, name: str = "event_times", row_offset: int = 0) -
         elif offset != first_offset:
             raise _row_error(
                 name, row, f"time zone {_fmt_offset(offset)} differs from {_fmt_offset(first_offset)} "
-                f"at row {first_row}; mixed time zones are ambiguous, convert all times to UTC first"
+                f"at {_other_row(name, first_row)}; mixed time zones are ambiguous, convert all times to UTC first"
             )
     return out
 
 
+def _zone_of(d: _dt.datetime):
+    """The time zone of an aware datetime: a named zone (so that one zone across a
+    daylight-saving change is one zone) or else the fixed UTC offset."""
+    key = getattr(d.tzinfo, "key", None) or getattr(d.tzinfo, "zone", None)  # zoneinfo / pytz
+    if not isinstance(key, str) or key in ("UTC", "Etc/UTC", "GMT", "Etc/GMT", "Zulu"):
+        return d.utcoffset()
+    return key
+
+
 def _fmt_offset(offset) -> str:
-    return "none (naive)" if offset == "naive" else f"UTC{'+' if offset >= _dt.timedelta(0) else '-'}{abs(offset)}"
+    if offset == "naive":
+        return "none (naive)"
+    if isinstance(offset, str):
+        return offset
+    return f"UTC{'+' if offset >= _dt.timedelta(0) else '-'}{abs(offset)}"
+
+
+_RESOLUTIONS_US = (86_400_000_000, 3_600_000_000, 60_000_000, 1_000_000, 1_000, 1)
+
+
+def _resolution_hours(stamps: np.ndarray) -> float | None:
+    """Coarsest of 1 day ... 1 µs dividing every ``datetime64[us]`` stamp, in hours."""
+    if stamps.size == 0:
+        return None
+    ticks = stamps.astype(np.int64)
+    for r in _RESOLUTIONS_US:
+        if not np.any(ticks % r):
+            return r / 3.6e9
+    return 1 / 3.6e9  # pragma: no cover - every integer is a multiple of 1 µs
+
+
+def _numbers_or_missing(arr: np.ndarray) -> bool:
+    """True for an object array of real numbers in which some entries are missing."""
+    import numbers
+
+    kinds = [
+        None if (v is None or (isinstance(v, float) and np.isnan(v)))
+        else isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
+        for v in arr
+    ]
+    return any(k is None for k in kinds) and all(k is not False for k in kinds)
 
 
 def as_event_times(x, *, name: str = "event_times", require_sorted: bool = True) -> EventTimes:
@@ -114,14 +168,24 @@ def as_event_times(x, *, name: str = "event_times", require_sorted: bool = True)
     TypeError
         If ``x`` is not one-dimensional data of a supported type.
     ValueError
-        For NaN/NaT/unparsable values, mixed time zones or decreasing times, naming
-        the row.
+        For NaN/NaT/None/unparsable values, mixed time zones or decreasing times,
+        naming the row. Aware times in one named zone (e.g. ``Europe/London``) are one
+        time zone even across a daylight-saving change; fixed UTC offsets that differ
+        between rows are mixed time zones.
+
+    Notes
+    -----
+    Ties (equal times) are kept: zero gaps are data, never dropped here.
     """
     if isinstance(x, (str, bytes)):
         raise TypeError(f"`{name}` must be a sequence of times, not a single string")
     arr = np.asarray(x)
     if arr.ndim != 1:
         raise ValueError(f"`{name}` must be one-dimensional; got shape {arr.shape}")
+    if arr.dtype.kind == "O" and arr.size and _numbers_or_missing(arr):
+        i = next(i for i, v in enumerate(arr) if v is None or (isinstance(v, float) and np.isnan(v)))
+        raise _row_error(name, i, "is missing (None/NaN); times must be finite numbers")
+    resolution = None
     if arr.dtype.kind in "iuf" and arr.dtype != bool:
         values = arr.astype(np.float64)
         bad = ~np.isfinite(values)
@@ -136,12 +200,12 @@ def as_event_times(x, *, name: str = "event_times", require_sorted: bool = True)
         stamps = arr.astype("datetime64[us]")
         origin = stamps[0] if stamps.size else None
         values = (stamps - origin) / _HOUR if stamps.size else np.zeros(0)
-        unit = "hours"
+        unit, resolution = "hours", _resolution_hours(stamps)
     elif arr.dtype.kind in "OU":
         stamps = parse_timestamps(list(arr), name=name)
         origin = stamps[0] if stamps.size else None
         values = (stamps - origin) / _HOUR if stamps.size else np.zeros(0)
-        unit = "hours"
+        unit, resolution = "hours", _resolution_hours(stamps)
     else:
         raise TypeError(f"`{name}` must hold numbers or datetimes; got dtype {arr.dtype}")
     values = np.asarray(values, dtype=np.float64)
@@ -150,4 +214,4 @@ def as_event_times(x, *, name: str = "event_times", require_sorted: bool = True)
         if dec.any():
             i = int(np.flatnonzero(dec)[0]) + 1
             raise _row_error(name, i, f"is earlier than row {i - 1}; event times must be sorted ascending")
-    return EventTimes(values=values, unit=unit, origin=origin)
+    return EventTimes(values=values, unit=unit, origin=origin, resolution=resolution)

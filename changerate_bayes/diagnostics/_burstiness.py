@@ -1,0 +1,62 @@
+"""Burstiness: coefficient of variation of the gaps and the Goh-Barabási coefficient.
+
+For exponential gaps CV = 1 and B = (CV - 1)/(CV + 1) = 0; bursty traces have CV > 1
+(B > 0), regular ones CV < 1 (B < 0). B is a monotone function of CV, so both have the
+same test: the null distribution of the sample CV of exponential gaps does not depend
+on the rate, and is simulated (``scipy.stats.monte_carlo_test``).
+
+References
+----------
+Goh, K.-I. and Barabási, A.-L. (2008), Burstiness and memory in complex systems,
+*EPL* 81, 48002.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from ._exponential import MIN_GAPS
+from ._result import DiagnosticResult, insufficient, verdict_words
+
+__all__ = ["gap_cv", "burstiness_coefficient", "burstiness_results"]
+
+
+def gap_cv(gaps: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Sample coefficient of variation std/mean of the gaps (``ddof=1``), vectorised."""
+    g = np.asarray(gaps, dtype=np.float64)
+    return np.std(g, axis=axis, ddof=1) / np.mean(g, axis=axis)
+
+
+def burstiness_coefficient(cv):
+    """Goh-Barabási B = (σ - μ)/(σ + μ) = (CV - 1)/(CV + 1), in [-1, 1]."""
+    cv = np.asarray(cv, dtype=np.float64)
+    return (cv - 1.0) / (cv + 1.0)
+
+
+def burstiness_results(gaps: np.ndarray, *, n_resamples: int, rng, alpha: float = 0.05):
+    """The ``gap_cv`` and ``burstiness`` results (one shared Monte Carlo p-value)."""
+    if gaps.size < MIN_GAPS or not np.mean(gaps) > 0:
+        why = f"{gaps.size} gap(s); the test needs at least {MIN_GAPS} with a positive mean"
+        return insufficient("gap_cv", why), insufficient("burstiness", why)
+    res = stats.monte_carlo_test(
+        gaps, lambda size: rng.standard_exponential(size), gap_cv,
+        vectorized=True, n_resamples=n_resamples, alternative="two-sided", axis=-1,
+    )
+    cv, p = float(res.statistic), float(min(1.0, res.pvalue))
+    b = float(burstiness_coefficient(cv))
+    kind = "bursty (gaps more variable than exponential)" if cv > 1 else "more regular than Poisson"
+    det = {"n_gaps": int(gaps.size), "n_resamples": int(n_resamples), "null": "Monte Carlo, exponential gaps"}
+    r_cv = DiagnosticResult(
+        "gap_cv", cv, p,
+        f"gap CV = {cv:.3g} (1 for Poisson); " + verdict_words(p, alpha, reject=f"the trace is {kind}",
+                                                                keep="gap variability as for Poisson"),
+        details=det,
+    )
+    r_b = DiagnosticResult(
+        "burstiness", b, p,
+        f"Goh-Barabási B = {b:.3g} (0 for Poisson, 1 = maximally bursty); same test as gap_cv; "
+        + verdict_words(p, alpha, reject=f"the trace is {kind}", keep="not bursty"),
+        details=det,
+    )
+    return r_cv, r_b

@@ -1,0 +1,145 @@
+"""The real-trace study at reduced size: replay data preparation, coverage, run and render."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import validation.traces_study as T
+from changerate_bayes import estimate_path
+from changerate_bayes._rng import replication_generators
+from changerate_bayes.history import CrawlHistory
+from validation._preset import Preset, Progress
+
+
+def test_observe_by_hand():
+    hist, window, running = T.observe(np.array([0.0, 0.5, 0.7, 2.5]), np.array([[1.0, 2.0, 3.0]]))
+    # the change at 0 is the reference copy, not in (0, 1]
+    assert hist.changed.tolist() == [[1, 0, 1]] and hist.intervals.tolist() == [[1.0, 1.0, 1.0]]
+    assert window.tolist() == [1.0] and running.tolist() == [[2.0, 1.0, 1.0]]
+
+
+def test_observe_many_equals_observe_row_by_row(rng):
+    changes = [np.sort(rng.uniform(0, 50, 30)), np.sort(rng.uniform(0, 50, 5)), np.array([])]
+    crawls = np.sort(rng.uniform(0, 50, (3, 12)), axis=1)
+    hist, window, running = T.observe_many(changes, crawls)
+    for i, c in enumerate(changes):
+        h1, w1, r1 = T.observe(c, crawls[i : i + 1])
+        assert hist.changed[i].tolist() == h1.changed[0].tolist()
+        assert window[i] == pytest.approx(w1[0]) and running[i] == pytest.approx(r1[0])
+
+
+def test_crawl_times_rows_are_equal_length_within_the_span():
+    gens = replication_generators(1, 5)
+    t = T.crawl_times(100.0, 2.0, gens, max_crawls=10_000)
+    assert t.shape[0] == 5 and np.all(t <= 100.0) and np.all(np.diff(t, axis=1) > 0)
+    # about p * span = 200 crawls; the shortest row sets k (4 SE below the mean is rare)
+    assert 200 - 4 * np.sqrt(200) * 2 < t.shape[1] <= 200 + 4 * np.sqrt(200)
+    capped = T.crawl_times(100.0, 2.0, replication_generators(1, 5), max_crawls=50)
+    assert capped.shape == (5, 50) and np.array_equal(capped, t[:, :50])
+    with pytest.raises(ValueError, match="gives no crawl"):
+        T.crawl_times(1.0, 1e-9, replication_generators(2, 2), max_crawls=10)
+
+
+def test_poisson_surrogates_have_the_rate(rng):
+    sur = T.poisson_surrogates(0.5, 1000.0, replication_generators(3, 200))
+    counts = np.array([s.size for s in sur])
+    assert abs(counts.mean() - 500) < 4 * np.sqrt(500 / 200)
+    assert all(np.all(np.diff(s) >= 0) and s.min() > 0 and s.max() <= 1000 for s in sur)
+
+
+def test_thin_indices():
+    assert T.thin_indices(5, 10).tolist() == [0, 1, 2, 3, 4]
+    idx = T.thin_indices(1000, 50, tail=5)
+    assert idx[0] == 0 and idx[-1] == 999 and set(range(995, 1000)) <= set(idx) and len(idx) <= 55
+
+
+def test_estimator_errors_are_relative_errors_of_final_estimates():
+    hist = CrawlHistory(np.array([[1, 0, 1, 1], [0, 1, 1, 0]]), np.ones((2, 4)), 1.0)
+    target = np.array([2.0, 1.0])
+    summary, paths = T.estimator_errors(hist, target)
+    lln = estimate_path(hist, "lln")[:, -1]
+    rel = (lln - target) / target
+    assert summary["lln"]["median_abs_rel_error"] == pytest.approx(np.median(np.abs(rel)))
+    assert paths["lln"].tolist() == estimate_path(hist, "lln")[0].tolist()
+    assert set(summary) == set(T.METHODS)
+
+
+def test_posterior_coverage_on_poisson_surrogates():
+    """Under the Poisson model the 94% HDI holds the window's empirical rate in about 94%
+    of replays (200 replays; 99.9% binomial interval)."""
+    r, span, rate = 200, 1500.0, 1.0
+    crawls = T.crawl_times(span, rate / 3, replication_generators(4, r), max_crawls=10_000)
+    sur = T.poisson_surrogates(rate, span, replication_generators(5, r))
+    hist, target, _ = T.observe_many(sur, crawls)
+    out = T.posterior_coverage(CrawlHistory(hist.changed, hist.intervals, rate / 3), target, 6)
+    lo, hi = stats.binom.interval(0.999, r, T.HDI_PROB)
+    assert lo / r <= out["coverage"] <= hi / r
+    assert len(out["hdi0"]) == 2 and out["hdi0"][0] < out["mean0"] < out["hdi0"][1]
+
+
+@pytest.fixture(scope="module")
+def tiny_result():
+    mp = pytest.MonkeyPatch()
+    import changerate_bayes.traces as traces
+
+    mp.setattr(traces, "list_traces", lambda: ["wikipedia_oblast", "gitscrape_simonwillisonblog-backup_blog_blogmark"])
+    mp.setitem(T.SIZES, "quick", {"n_resamples": 39, "n_replications": 4, "ratios": (1 / 3,), "max_crawls": 300})
+    try:
+        res = T.run(Preset("quick"), seed=3, progress=Progress(quiet=True))
+    finally:
+        mp.undo()
+    return json.loads(json.dumps(res, allow_nan=False))
+
+
+def test_run_returns_the_issue_5_overview(tiny_result):
+    assert set(tiny_result) == set(T.KEYS)
+    traces = tiny_result["traces"]
+    assert [t["name"] for t in traces] == ["wikipedia_oblast", "gitscrape_simonwillisonblog-backup_blog_blogmark"]
+    from changerate_bayes.diagnostics import TEST_NAMES
+
+    for t in traces:
+        assert {"name", "n_events", "rate"} <= set(t)
+        for k in TEST_NAMES:
+            assert {"statistic", "pvalue"} <= set(t[k])
+            assert t[k]["pvalue"] is None or 0 <= t[k]["pvalue"] <= 1
+    assert traces[0]["n_events"] == 958 and traces[0]["crawl_calibration"]["status"] == "not applicable"
+    assert traces[1]["crawl_calibration"]["status"] == "ok"
+
+
+def test_run_replays_every_trace(tiny_result):
+    reps = tiny_result["trace_replays"]
+    assert len(reps) == 2
+    for r in reps:
+        assert r["n_crawls"] <= 300 and r["n_replications"] == 4
+        assert r["crawl_rate"] == pytest.approx(r["ratio"] * r["trace_rate"])
+        assert {e["method"] for e in r["errors"]} == set(T.METHODS)
+        assert 0 <= r["coverage"] <= 1 and 0 <= r["coverage_poisson"] <= 1
+        assert len(r["plot"]["k"]) == len(r["plot"]["paths"]["mle"])
+
+
+def test_render_has_overview_and_a_section_per_trace(tiny_result):
+    html = T.render(tiny_result)
+    assert "Overview of the traces" in html
+    assert html.count("<h3 id=\"trace-") == 2
+    assert html.count("data:image/png;base64") == 4
+    assert "HDI" in html and "Does not hold" in html
+
+
+def test_a_failing_estimator_is_reported_not_fatal(monkeypatch):
+    import changerate_bayes
+
+    real = changerate_bayes.estimate_path
+
+    def flaky(history, method, **kw):
+        if method == "mle":
+            raise RuntimeError("MLE/MM root did not converge")
+        return real(history, method, **kw)
+
+    monkeypatch.setattr(changerate_bayes, "estimate_path", flaky)
+    hist = CrawlHistory(np.array([[1, 0, 1, 1]]), np.ones((1, 4)), 1.0)
+    summary, paths = T.estimator_errors(hist, np.array([1.0]))
+    assert summary["mle"]["failed"] == "RuntimeError: MLE/MM root did not converge"
+    assert summary["mle"]["median_abs_rel_error"] is None and np.all(np.isnan(paths["mle"]))
+    assert summary["lln"]["failed"] is None
