@@ -446,3 +446,23 @@ def test_streaming_bad_input():
         SAMEstimator(crawl_rate=1.0, beta=0.0)
     # state is untouched by a refused update
     assert est.n_crawls_ == 0
+
+
+def test_mle_root_at_the_rounding_noise_floor():
+    # Regression: crawls of the Hacker News trace (Poisson crawls at twice its rate, 2000
+    # crawls) on which the exact solver used to cycle between ±1 ulp of F at the root and
+    # raise "did not converge". Reference roots from scipy.optimize.brentq.
+    from pathlib import Path
+
+    data = np.load(Path(__file__).parent / "data" / "mle_noise_floor.npz")
+    ch, tau = data["changed"], data["intervals"]
+    path = estimate_path(CrawlHistory(ch, tau), "mle")
+    for k in (50, 500, 1000, 1994, 2000):
+        c, t = ch[:k].astype(float), tau[:k]
+
+        def score(d):
+            with np.errstate(over="ignore"):
+                return np.sum(c * t / np.expm1(d * t)) - np.sum((1 - c) * t)
+
+        ref = brentq(score, 1e-9, 1e3, xtol=1e-300)
+        assert abs(path[k - 1] - ref) <= 1e-12 * ref

@@ -339,13 +339,19 @@ class RootPath:
         pos[pages] += 1
 
 
+_NOISE = 16 * np.finfo(np.float64).eps  # relative rounding noise of a float64 sum
+
+
 def _solve_exact(kind, changed, tau, inside, lengths, target, guess, max_iter=400):
     """Root of Σ_{j<length} φ_j(Δ) − target by Newton's method safeguarded by bisection.
 
     Vectorised over rows; sums run sequentially over each row's prefix. The function is
     decreasing and convex in Δ, positive near 0 and negative for large Δ (both counts
     are > 0), so a Newton step from the left never overshoots and the bracket
-    [lo, hi] (lo: F > 0, hi: F < 0) catches steps from the right.
+    [lo, hi] (lo: F > 0, hi: F < 0) catches steps from the right. The iteration stops
+    when |F| is within the rounding noise of the sum (16 ulp of Σ|terms|), when the
+    Newton step or the bracket is below 16 ulp of Δ: near the root F only flips sign
+    at the level of rounding, and a tighter test would cycle there.
     """
     lo = np.zeros(lengths.shape)
     hi = np.full(lengths.shape, np.inf)
@@ -355,6 +361,8 @@ def _solve_exact(kind, changed, tau, inside, lengths, target, guess, max_iter=40
         val, slope = kind.value_slope(x[:, None], changed, tau)
         f = np.cumsum(val * inside, axis=-1)[:, -1] - target  # sequential; zeros past each length
         df = np.cumsum(slope * inside, axis=-1)[:, -1]
+        # rounding noise of the sum: below it the sign of f carries no information
+        noise = _NOISE * (np.abs(val * inside).sum(axis=-1) + np.abs(target))
         lo = np.where(todo & (f > 0), x, lo)
         hi = np.where(todo & (f < 0), x, hi)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -363,8 +371,8 @@ def _solve_exact(kind, changed, tau, inside, lengths, target, guess, max_iter=40
         ok = np.isfinite(newton) & (newton >= lo) & (newton <= hi)
         fallback = np.where(np.isinf(hi), 4.0 * np.maximum(x, lo), np.where(lo > 0, geometric, 0.5 * hi))
         x_new = np.where(ok, newton, fallback)
-        small_step = ok & (np.abs(newton - x) <= 1e-15 * np.abs(x))
-        done = (f == 0) | small_step | (np.isfinite(hi) & (hi - lo <= 1e-15 * hi))
+        small_step = ok & (np.abs(newton - x) <= _NOISE * np.abs(x))
+        done = (np.abs(f) <= noise) | small_step | (np.isfinite(hi) & (hi - lo <= _NOISE * hi))
         x = np.where(todo & ~(f == 0), x_new, x)
         todo = todo & ~done
         if not todo.any():
