@@ -13,8 +13,28 @@ from .simulate import simulate_change_times, simulate_history, simulate_replicat
 from ._validation import StatisticalWarning
 
 # --- estimators ---
+from .estimators import (
+    LLNEstimator,
+    MLEEstimator,
+    MomentMatchingEstimator,
+    NaiveEstimator,
+    SAEstimator,
+    SAMEstimator,
+    check_sam_stepsizes,
+    estimate_path,
+)
 
 # --- bayes ---
+from .bayes import (
+    BayesianEstimator,
+    BetaPrimePrior,
+    GammaPrior,
+    LogNormalPrior,
+    pooled_posterior,
+    posterior,
+    posterior_mean_path,
+    sampler_diagnostics,
+)
 
 # --- diagnostics / traces / scheduling: use the subpackages ---
 from . import diagnostics, scheduling, traces  # noqa: E402
@@ -25,6 +45,23 @@ __all__ = [
     "simulate_change_times",
     "simulate_history",
     "simulate_replications",
+    # bayes
+    "BayesianEstimator",
+    "BetaPrimePrior",
+    "GammaPrior",
+    "LogNormalPrior",
+    "pooled_posterior",
+    "posterior",
+    "posterior_mean_path",
+    "sampler_diagnostics",
+    "estimate_path",
+    "NaiveEstimator",
+    "LLNEstimator",
+    "SAEstimator",
+    "SAMEstimator",
+    "MLEEstimator",
+    "MomentMatchingEstimator",
+    "check_sam_stepsizes",
     "diagnostics",
     "scheduling",
     "traces",

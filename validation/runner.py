@@ -15,6 +15,15 @@ __all__ = ["STUDIES", "run_validation", "load_study"]
 # Report order. Each entry is a module of this package (see the package docstring).
 STUDIES: tuple[str, ...] = (
     "monte_carlo",
+    "convergence",
+    "traces_study",
+    "gof_size",
+    "scheduling_rates",
+    "scheduling_closed_loop",
+    "scheduling_whittle",
+    "scheduling_sampling",
+    "calibration",
+    "pooling",
 )
 
 

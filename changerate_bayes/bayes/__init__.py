@@ -1,0 +1,38 @@
+"""Bayesian posteriors of the change rate Δ: exact, fast, pooled and streaming.
+
+- Priors: :class:`GammaPrior`, :class:`LogNormalPrior` (on Δ), :class:`BetaPrimePrior`
+  (on Δ/p).
+- :func:`posterior` (methods ``"nuts"``, ``"grid"``, ``"conjugate"``) and
+  :func:`pooled_posterior` (hierarchical, many pages) return ``arviz.InferenceData``.
+- :class:`BayesianEstimator` updates a posterior crawl by crawl;
+  :func:`posterior_mean_path` is its batch counterpart.
+- :func:`log_likelihood`, :func:`sampler_diagnostics`.
+"""
+
+from ._diagnostics import ESS_MIN_PER_CHAIN, MAX_DIVERGENCES, R_HAT_MAX, SamplerDiagnostics, sampler_diagnostics
+from ._likelihood import log_likelihood, pt_log_likelihood
+from ._pooled import POPULATIONS, pooled_posterior
+from ._posterior import DEFAULT_PRIOR, METHODS, posterior
+from ._priors import BetaPrimePrior, GammaPrior, LogNormalPrior, Prior
+from ._streaming import BayesianEstimator, posterior_mean_path
+
+__all__ = [
+    "BayesianEstimator",
+    "BetaPrimePrior",
+    "DEFAULT_PRIOR",
+    "ESS_MIN_PER_CHAIN",
+    "GammaPrior",
+    "LogNormalPrior",
+    "MAX_DIVERGENCES",
+    "METHODS",
+    "POPULATIONS",
+    "Prior",
+    "R_HAT_MAX",
+    "SamplerDiagnostics",
+    "log_likelihood",
+    "pooled_posterior",
+    "posterior",
+    "posterior_mean_path",
+    "pt_log_likelihood",
+    "sampler_diagnostics",
+]

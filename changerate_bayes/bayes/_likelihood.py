@@ -1,0 +1,260 @@
+"""The exact interval-censored likelihood of the crawl indicators.
+
+Given the crawl intervals, the indicators are independent with
+P(I_j = 1 | τ_j) = 1 − e^{−Δτ_j} (a Poisson process of rate Δ has at least one event
+in an interval of length τ_j), so
+
+    log L(Δ) = Σ_j I_j log(1 − e^{−Δτ_j}) − Δ Σ_j (1 − I_j) τ_j.
+
+``log(1 − e^{−x})`` is evaluated as in Mächler (2012): ``log(−expm1(−x))`` for
+x <= log 2 and ``log1p(−e^{−x})`` above, finite and accurate for x from 1e-300 to
+1e300; in PyTensor it is ``pm.math.log1mexp(−x)`` (in PyMC 5 / PyTensor 2,
+``log1mexp(y)`` is log(1 − e^{y}) for y < 0: the argument is negated here).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "log_likelihood",
+    "pt_log_likelihood",
+    "pt_sparse_log_likelihood",
+    "sparse_data",
+    "ExactLikelihood",
+    "MarginalLikelihood",
+]
+
+
+_LN2 = np.log(2.0)
+
+
+def _log1mexp_neg(x):
+    """log(1 − e^{−x}) for x > 0, to full relative precision (Mächler 2012).
+
+    ``log(−expm1(−x))`` for x <= log 2 and ``log1p(−e^{−x})`` above.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    small = x <= _LN2
+    out = np.empty_like(x)
+    out[small] = np.log(-np.expm1(-x[small]))
+    out[~small] = np.log1p(-np.exp(-x[~small]))
+    return out
+
+
+def log_likelihood(change_rate, changed, intervals) -> np.ndarray:
+    """Exact log-likelihood of crawl indicators given their intervals.
+
+    Parameters
+    ----------
+    change_rate : float or array_like
+        Δ > 0 per unit time; shape () or broadcastable against the pages
+        (``changed.shape[:-1]`` plus any leading axes, e.g. (n_draws, n_pages)).
+    changed : array_like of {0, 1}, shape (k,) or (n_pages, k)
+        I_1, ..., I_k.
+    intervals : array_like of float, same shape as ``changed``
+        τ_1, ..., τ_k > 0, in the time unit of Δ.
+
+    Returns
+    -------
+    ndarray
+        log L(Δ), summed over the crawl axis; shape of ``change_rate`` broadcast
+        against ``changed.shape[:-1]``.
+
+    Notes
+    -----
+    log L(Δ) = Σ_j I_j log(1 − e^{−Δτ_j}) − Δ Σ_j (1 − I_j) τ_j.
+
+    References
+    ----------
+    Paper "Online estimators of change rates", Section 3.1: E[I | τ] = 1 − e^{−Δτ}.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from changerate_bayes.bayes import log_likelihood
+    >>> float(log_likelihood(2.0, [1, 0], [0.5, 0.25]))  # log(1 - e^-1) - 0.5
+    -0.9586751453870819
+    """
+    delta = np.asarray(change_rate, dtype=np.float64)[..., None]
+    changed = np.asarray(changed, dtype=np.float64)
+    intervals = np.asarray(intervals, dtype=np.float64)
+    x = delta * intervals
+    x, changed = np.broadcast_arrays(x, changed)
+    return np.sum(np.where(changed > 0, _log1mexp_neg(np.where(changed > 0, x, 1.0)), -x), axis=-1)
+
+
+def pt_log_likelihood(log_rate, changed, intervals):
+    """PyTensor version of :func:`log_likelihood` as a function of u = log Δ.
+
+    Parameters
+    ----------
+    log_rate : pytensor variable, shape () or (n_pages,)
+    changed, intervals : pytensor variables or arrays, shape (k,) or (n_pages, k)
+
+    Returns
+    -------
+    pytensor variable
+        The log-likelihood summed over all crawls and pages (a scalar).
+
+    Notes
+    -----
+    Finite with a finite gradient for Δτ from 1e-8 to 1e8: d/du log(1 − e^{−x}) =
+    x/(e^x − 1) with x = e^u τ; ``pm.math.log1mexp(-x)`` switches between
+    ``log1p(−e^{−x})`` and ``log(−expm1(−x))``.
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    rate = pt.exp(log_rate)
+    x = (rate[..., None] if getattr(log_rate, "ndim", 0) else rate) * intervals
+    return pt.sum(changed * pm.math.log1mexp(-x) - (1 - changed) * x)
+
+
+def sparse_data(changed: np.ndarray, intervals: np.ndarray) -> dict[str, np.ndarray]:
+    """What the likelihood needs of (n_pages, k) crawl data, for the PyMC models.
+
+    ``t0`` (n_pages,): total length of the intervals without change; ``tau1`` and
+    ``page1`` (n_changes,): the intervals that saw a change and their page index.
+    """
+    changed = np.asarray(changed) > 0
+    page, _ = np.nonzero(changed)
+    return {
+        "t0": np.where(changed, 0.0, intervals).sum(axis=1),
+        "tau1": np.ascontiguousarray(intervals[changed], dtype=np.float64),
+        "page1": page.astype(np.int64),
+    }
+
+
+def pt_sparse_log_likelihood(log_rate, t0, tau1, page1):
+    """:func:`pt_log_likelihood` from :func:`sparse_data`: log1mexp only where I = 1.
+
+    Σ_{I_j = 1} log(1 − e^{−Δ_{page(j)} τ_j}) − Σ_i Δ_i T0_i, with ``log_rate`` of
+    shape (n_pages,); half the work of the dense form when half the crawls changed.
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    rate = pt.exp(log_rate)
+    return pt.sum(pm.math.log1mexp(-rate[page1] * tau1)) - pt.sum(rate * t0)
+
+
+class ExactLikelihood:
+    """Exact log-likelihood of many pages, in u = log Δ, with two derivatives.
+
+    Stores only what the likelihood needs: per page the total length of the crawl
+    intervals without change T0 and the number of changes seen S, and the intervals
+    of the crawls that saw a change (flattened, with their page index), so one
+    evaluation costs O(number of changes seen).
+
+    Parameters
+    ----------
+    changed, intervals : ndarray, shape (n_pages, k)
+    """
+
+    def __init__(self, changed: np.ndarray, intervals: np.ndarray):
+        changed = np.asarray(changed) > 0
+        self.n_pages = changed.shape[0]
+        self.n_changed = changed.sum(axis=1).astype(np.float64)
+        self.t0 = np.where(changed, 0.0, intervals).sum(axis=1)
+        self._page, _ = np.nonzero(changed)
+        self._tau = intervals[changed]
+        self._segments()
+        # crude starting value: each changed interval counts half its length as exposure
+        half = self._sum(self._tau) / 2.0
+        self.start = np.log((self.n_changed + 0.5) / (self.t0 + half))
+
+    def block(self, start: int, stop: int) -> "ExactLikelihood":
+        """The likelihood of pages ``start:stop`` (a view on contiguous storage)."""
+        new = object.__new__(ExactLikelihood)
+        a, b = np.searchsorted(self._page, [start, stop])
+        new.n_pages = stop - start
+        new.n_changed, new.t0, new.start = self.n_changed[start:stop], self.t0[start:stop], self.start[start:stop]
+        new._page, new._tau = self._page[a:b] - start, self._tau[a:b]
+        new._segments()
+        return new
+
+    def _segments(self):
+        """Pages with at least one change and where their entries start (page-sorted storage)."""
+        self._nonempty = np.flatnonzero(self.n_changed > 0)
+        self._starts = np.searchsorted(self._page, self._nonempty)
+
+    def _sum(self, values):
+        """Per-page sums of per-change values (np.add.reduceat over the page segments)."""
+        out = np.zeros(self.n_pages)
+        if self._nonempty.size:
+            out[self._nonempty] = np.add.reduceat(values, self._starts)
+        return out
+
+    def value(self, u: np.ndarray) -> np.ndarray:
+        """log L at u (shape (n_pages,)).
+
+        Uses ``log(−expm1(−x))`` on every term: its absolute error is below 1e-16 per
+        term (relative precision is lost only where the term itself is below ~1e-16),
+        which is what a sum of log-probabilities needs, at half the cost of the
+        two-branch form of :func:`log_likelihood`.
+        """
+        x = self._tau * np.exp(u)[self._page]
+        with np.errstate(over="ignore"):
+            return self._sum(np.log(-np.expm1(-x))) - _times_exp(self.t0, u)
+
+    def derivatives(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """First and second derivatives of log L in u (each of shape (n_pages,))."""
+        x = self._tau * np.exp(u)[self._page]
+        q = _x_over_expm1(x)  # d/du log(1 - e^{-x})
+        t0e = _times_exp(self.t0, u)
+        return self._sum(q) - t0e, self._sum(-q * (q + x - 1.0)) - t0e
+
+    def right_tail_finite(self) -> np.ndarray:
+        """True where the likelihood alone decays as Δ → ∞ (some crawl saw no change)."""
+        return self.t0 > 0
+
+
+class MarginalLikelihood:
+    """Likelihood of the indicators alone under Poisson crawling at rate p.
+
+    The I_k are i.i.d. Bernoulli(Δ/(Δ + p)) once τ is integrated out (paper eq. 4):
+    log L = S log Δ − k log(Δ + p) + (k − S) log p. Used to check the grid
+    quadrature against the conjugate closed form.
+    """
+
+    def __init__(self, changed: np.ndarray, crawl_rate):
+        changed = np.asarray(changed) > 0
+        self.n_pages, k = changed.shape
+        self.n_changed = changed.sum(axis=1).astype(np.float64)
+        self.n_crawls = float(k)
+        self.log_p = np.broadcast_to(np.log(np.asarray(crawl_rate, dtype=np.float64)).ravel(), (self.n_pages,))
+        self.start = self.log_p + np.log((self.n_changed + 0.5) / (k - self.n_changed + 0.5))
+
+    def block(self, start: int, stop: int) -> "MarginalLikelihood":
+        """The likelihood of pages ``start:stop``."""
+        new = object.__new__(MarginalLikelihood)
+        new.n_pages, new.n_crawls = stop - start, self.n_crawls
+        new.n_changed, new.log_p, new.start = (
+            self.n_changed[start:stop], self.log_p[start:stop], self.start[start:stop])
+        return new
+
+    def value(self, u):
+        v = u - self.log_p
+        return self.n_changed * v - self.n_crawls * np.logaddexp(0.0, v)
+
+    def derivatives(self, u):
+        s = 1.0 / (1.0 + np.exp(-(u - self.log_p)))
+        return self.n_changed - self.n_crawls * s, -self.n_crawls * s * (1.0 - s)
+
+    def right_tail_finite(self):
+        return self.n_changed < self.n_crawls
+
+
+def _times_exp(t, u):
+    """t·e^u, 0 where t = 0 (no overflow warning where e^u is inf but unused)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.where(t > 0, t * np.exp(u), 0.0)
+
+
+def _x_over_expm1(x):
+    """x/(e^x − 1) computed as x e^{−x}/(1 − e^{−x}); 1 at x = 0."""
+    em = -np.expm1(-x)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        q = x * np.exp(-x) / em
+    return np.where(em > 0, q, 1.0)

@@ -1,0 +1,91 @@
+"""Simulation-based calibration at reduced size, and the pure parts of the calibration study."""
+
+import numpy as np
+import pytest
+
+from validation import calibration as cal
+
+
+def _check(rec):
+    assert rec["ranks"]["pvalue"] >= cal.UNIFORMITY_ALPHA, rec["ranks"]
+    for c in rec["coverage"]:
+        assert c["ok"], c  # inside the central 99% binomial interval of the nominal level
+
+
+@pytest.mark.parametrize(("method", "prior"), [("grid", "gamma"), ("grid", "lognormal"), ("conjugate", "betaprime")])
+def test_sbc_grid_and_conjugate_at_200_datasets(method, prior):
+    rec = cal.sbc_vectorised(method, prior, 200, seed=17)
+    assert rec["n_datasets"] == 200
+    _check(rec)
+
+
+@pytest.mark.slow
+def test_sbc_nuts_reduced_and_agreement_with_grid():
+    # 48 data sets, 4 pages per compiled model (the model of test_bayes_posterior)
+    rec = cal.sbc_nuts(48, batch=4, tune=400, seed=23, progress=lambda msg: None, draws=400)
+    assert rec["n_datasets"] == 48
+    _check(rec)
+    assert rec["agreement"]["ok"], rec["agreement"]
+    assert all(d["n_divergences"] == 0 for d in rec["diagnostics"])
+
+
+def test_ranks_and_exact_interval_coverage():
+    truth = np.array([0.5, 2.0, 10.0])
+    draws = np.tile(np.arange(1.0, 200.0) / 20.0, (3, 1))  # 199 draws 0.05 .. 9.95
+    np.testing.assert_array_equal(cal.sbc_ranks(truth, draws), [9, 39, 199])
+    # uniform ranks 0..199 (each once): coverage is exactly the nominal level
+    ranks = np.arange(200)
+    for c in cal.interval_coverage(ranks, 199):
+        assert c["covered"] == round(c["level"] * 200) and c["ok"]
+    with pytest.raises(ValueError, match="needs"):
+        cal.interval_coverage(ranks, 99, levels=(0.95,))  # 2.5 ranks per tail: not a whole set
+
+
+def test_rank_uniformity_histogram():
+    out = cal.rank_uniformity(np.arange(200), 199, 20)
+    assert out["counts"] == [10] * 20 and out["pvalue"] == pytest.approx(1.0)
+    skewed = cal.rank_uniformity(np.full(200, 199), 199, 20)
+    assert skewed["pvalue"] < 1e-10
+    with pytest.raises(ValueError, match="cannot be split"):
+        cal.rank_uniformity(np.arange(10), 9, 3)
+
+
+def test_thin_keeps_evenly_spaced_draws_per_page():
+    draws = np.arange(2 * 5 * 3, dtype=float).reshape(2, 5, 3)  # (chain, draw, page)
+    kept = cal.thin(draws, 4)
+    assert kept.shape == (3, 4)
+    np.testing.assert_array_equal(kept[0], [0.0, 9.0, 18.0, 27.0])
+
+
+def test_ppc_accepts_poisson_data_and_rejects_periodic_changes():
+    from changerate_bayes import CrawlHistory, GammaPrior, posterior, simulate_history
+
+    rng = np.random.default_rng(4)
+    h = simulate_history(1.0, 1.0, 600, rng=1)
+    draws = posterior(h, prior=GammaPrior(2.0, 2.0), method="grid", draws=1000, chains=1, rng=2)
+    ok = cal.ppc_bins(h.changed, h.intervals, draws.posterior["change_rate"].values.ravel(), rng=rng)
+    assert ok["ppp"] > 0.01 and len(ok["bins"]) == cal.PPC_BINS
+    assert sum(b["n"] for b in ok["bins"]) == 600
+    # a page that changes every hour on the hour: every crawl interval longer than 1 h
+    # sees a change, and P(I = 1 | τ) = min(τ, 1) is not 1 − e^{−Δτ} for any Δ
+    times = np.arange(1.0, 700.0)
+    crawls = np.cumsum(rng.exponential(1.0, 900))
+    crawls = crawls[crawls < times[-1]]
+    hb = CrawlHistory.from_times(times, crawls)
+    db = posterior(hb, prior=GammaPrior(2.0, 2.0), method="grid", draws=1000, chains=1, rng=3)
+    bad = cal.ppc_bins(hb.changed, hb.intervals, db.posterior["change_rate"].values.ravel(), rng=rng)
+    assert bad["ppp"] < 0.01
+
+
+def test_render_says_in_words_what_the_numbers_show():
+    # a small result assembled from the study's own pieces (grid and conjugate only)
+    sbc = [cal.sbc_vectorised("grid", "gamma", 200, seed=1), cal.sbc_vectorised("conjugate", "betaprime", 200, seed=2)]
+    result = {"calibration": {
+        "settings": {"n_crawls": cal.N_CRAWLS, "crawl_rate": cal.CRAWL_RATE, "rank_draws": cal.N_RANK_DRAWS,
+                     "rank_bins": cal.RANK_BINS, "levels": list(cal.LEVELS), "binomial_level": cal.BINOMIAL_LEVEL,
+                     "uniformity_alpha": cal.UNIFORMITY_ALPHA, "priors": {"gamma": "GammaPrior(2, 2)"}, "preset": "quick"},
+        "sbc": sbc, "ppc": [cal.ppc_simulated(3)], "lln_identity": cal.lln_identity(4)}}
+    html = cal.render(result)
+    assert "<strong>Holds:</strong> all 8 checks (rank uniformity and 50/90/95% coverage" in html
+    assert "LLN estimate equals the conjugate posterior mean" in html
+    assert html.count("<img") == 2

@@ -1,0 +1,226 @@
+"""posterior(): one return type, every bad input, and NUTS vs grid vs conjugate agreement.
+
+NUTS runs are few and small: one compiled model (4 pages, Gamma prior family) serves
+every NUTS test of this module (the compiled-model cache is per process).
+"""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from changerate_bayes import (
+    BetaPrimePrior,
+    CrawlHistory,
+    GammaPrior,
+    LogNormalPrior,
+    StatisticalWarning,
+    posterior,
+    sampler_diagnostics,
+    simulate_history,
+)
+from changerate_bayes.bayes import R_HAT_MAX
+from changerate_bayes.bayes._grid import fit_grid
+from changerate_bayes.bayes._likelihood import ExactLikelihood
+
+PRIOR = GammaPrior(2.0, 1.0)
+
+
+def _four_pages():
+    """All changed, none changed, τ from 1e-6 to 1e6, and a simulated page; k = 12."""
+    tau_wide = np.logspace(-6, 6, 12)
+    sim = simulate_history(1.5, 1.0, 12, rng=4)
+    changed = np.array([np.ones(12), np.zeros(12), np.tile([1, 0], 6), sim.changed])
+    tau = np.array([np.full(12, 0.4), np.full(12, 0.4), tau_wide, sim.intervals])
+    return CrawlHistory(changed, tau, crawl_rate=1.0)
+
+
+@pytest.fixture(scope="module")
+def four_pages():
+    return _four_pages()
+
+
+@pytest.fixture(scope="module")
+def nuts_fit(four_pages):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatisticalWarning)
+        return posterior(four_pages, prior=PRIOR, method="nuts", draws=1000, tune=600, chains=2, rng=11)
+
+
+@pytest.fixture(scope="module")
+def grid_fit(four_pages):
+    return posterior(four_pages, prior=PRIOR, method="grid", draws=2000, chains=2, rng=12)
+
+
+def _mean_and_mcse(idata, mcse_from="arviz"):
+    import arviz as az
+
+    x = idata.posterior["change_rate"]
+    mean = x.mean(("chain", "draw")).values
+    if mcse_from == "arviz":
+        se = az.mcse(idata, var_names=["change_rate"], method="mean")["change_rate"].values
+    else:  # i.i.d. draws
+        flat = x.values.reshape(-1, *x.shape[2:])
+        se = flat.std(axis=0, ddof=1) / np.sqrt(flat.shape[0])
+    return mean, se
+
+
+# ------------------------------------------------------------------ agreement
+def test_nuts_agrees_with_grid_within_3_mcse(nuts_fit, grid_fit):
+    m_n, se_n = _mean_and_mcse(nuts_fit, "arviz")
+    m_g, se_g = _mean_and_mcse(grid_fit, "draws")
+    z = (m_n - m_g) / np.sqrt(se_n**2 + se_g**2)
+    assert (np.abs(z) < 3).all(), z
+
+
+def test_nuts_and_grid_agree_with_the_quadrature_mean(four_pages, nuts_fit):
+    lik = ExactLikelihood(four_pages.changed, four_pages.intervals)
+    exact = fit_grid(lik, PRIOR.coefficients().as_arrays(4)).mean()
+    m_n, se_n = _mean_and_mcse(nuts_fit, "arviz")
+    assert (np.abs(m_n - exact) < 3 * se_n).all(), (m_n, exact, se_n)
+
+
+def test_nuts_diagnostics_are_returned_as_data(nuts_fit):
+    diag = sampler_diagnostics(nuts_fit)
+    assert diag.r_hat.shape == (4,) and diag.ess_bulk.shape == (4,)
+    assert diag.n_divergences == 0
+    assert diag.r_hat_max <= R_HAT_MAX
+    assert diag.ess_threshold == 200.0  # 100 per chain, 2 chains
+    attrs = nuts_fit.sample_stats.attrs
+    assert attrs["r_hat_threshold"] == R_HAT_MAX and attrs["n_divergences"] == 0
+    assert "diverging" in nuts_fit.sample_stats
+
+
+def test_nuts_at_k_equal_1_matches_the_closed_form():
+    # k = 1: π(Δ | I = 1) ∝ Δ^{a−1} e^{−bΔ}(1 − e^{−τΔ}) has mean
+    # a [b^{−a−1} − (b+τ)^{−a−1}] / [b^{−a} − (b+τ)^{−a}]; π(Δ | I = 0) = Gamma(a, b + τ).
+    # Same compiled 4-page model as above, new data with k = 1.
+    import warnings
+
+    h = CrawlHistory([[1], [0], [1], [0]], [[0.7], [0.7], [1e-6], [1e6]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatisticalWarning)
+        idata = posterior(h, prior=PRIOR, method="nuts", draws=1000, tune=600, chains=2, rng=5)
+    a, b = PRIOR.shape, PRIOR.rate
+
+    def changed_mean(t):
+        return a * (b ** (-a - 1) - (b + t) ** (-a - 1)) / (b**-a - (b + t) ** -a)
+
+    exact = np.array([changed_mean(0.7), a / (b + 0.7), changed_mean(1e-6), a / (b + 1e6)])
+    m, se = _mean_and_mcse(idata, "arviz")
+    assert (np.abs(m - exact) < 3 * se).all(), (m, exact, se)
+
+
+def test_poor_nuts_diagnostics_warn(four_pages):
+    with pytest.warns(StatisticalWarning, match="ESS"):
+        posterior(four_pages, prior=PRIOR, method="nuts", draws=20, tune=100, chains=2, rng=1)
+
+
+@pytest.mark.slow
+def test_pymc_sampler_fallback_agrees_with_grid(four_pages, grid_fit):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = posterior(four_pages, prior=PRIOR, method="nuts", draws=500, tune=500, chains=2, rng=2,
+                          nuts_sampler="pymc")
+    assert idata.posterior.attrs["sampler"] == "pymc"
+    m_n, se_n = _mean_and_mcse(idata, "arviz")
+    m_g, se_g = _mean_and_mcse(grid_fit, "draws")
+    assert (np.abs(m_n - m_g) < 3 * np.sqrt(se_n**2 + se_g**2)).all()
+
+
+def test_conjugate_draws_match_the_closed_form():
+    h = simulate_history(np.array([0.5, 2.0, 8.0]), np.array([1.0, 2.0, 4.0]), 25, n_pages=3, rng=9)
+    prior = BetaPrimePrior(1.0, 3.0)
+    idata = posterior(h, prior=prior, method="conjugate", draws=4000, chains=2, rng=3)
+    s = h.changed.sum(axis=1)
+    exact = stats.betaprime(1.0 + s, 3.0 + 25 - s, scale=h.crawl_rate).mean()
+    m, se = _mean_and_mcse(idata, "draws")
+    assert (np.abs(m - exact) < 3 * se).all()
+
+
+# ------------------------------------------------------------------ return type
+@pytest.mark.parametrize("method", ["grid", "conjugate"])
+def test_one_return_type_and_layout(method):
+    import arviz as az
+
+    one = CrawlHistory([1, 0, 1], [0.5, 1.0, 2.0], crawl_rate=1.0)
+    many = CrawlHistory([[1, 0, 1], [0, 0, 1]], [[0.5, 1.0, 2.0]] * 2, crawl_rate=1.0)
+    a = posterior(one, method=method, draws=50, chains=3, rng=1)
+    b = posterior(many, method=method, draws=50, chains=3, rng=1)
+    for idata in (a, b):
+        assert isinstance(idata, az.InferenceData)
+        assert idata.posterior.attrs["method"] == method
+        assert "BetaPrimePrior(a=1.0, b=2.0)" in idata.posterior.attrs["prior"]  # the default prior
+        np.testing.assert_array_equal(idata.observed_data["changed"].values, (one if idata is a else many).changed)
+    assert a.posterior["change_rate"].dims == ("chain", "draw")
+    assert a.posterior["change_rate"].shape == (3, 50)
+    assert b.posterior["change_rate"].dims == ("chain", "draw", "page")
+    assert b.posterior["change_rate"].shape == (3, 50, 2)
+
+
+def test_same_seed_same_draws():
+    h = CrawlHistory([1, 0, 1], [0.5, 1.0, 2.0], crawl_rate=1.0)
+    for method in ("grid", "conjugate"):
+        x = posterior(h, method=method, draws=20, chains=1, rng=4).posterior["change_rate"].values
+        y = posterior(h, method=method, draws=20, chains=1, rng=4).posterior["change_rate"].values
+        np.testing.assert_array_equal(x, y)
+
+
+# ------------------------------------------------------------------ bad input
+H = CrawlHistory([1, 0, 1], [0.5, 1.0, 2.0], crawl_rate=1.0)
+NO_TAU = CrawlHistory([1, 0, 1], crawl_rate=1.0)
+NO_P = CrawlHistory([1, 0, 1], [0.5, 1.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    ("history", "kwargs", "error", "match"),
+    [
+        (H, {"method": "mcmc"}, ValueError, r"`method` must be one of \('nuts', 'grid', 'conjugate'\); got 'mcmc'"),
+        (H, {"method": None}, TypeError, "`method` must be one of"),
+        (NO_TAU, {"method": "grid"}, ValueError, "method 'grid' needs the crawl intervals"),
+        (NO_TAU, {"method": "nuts"}, ValueError, "method 'nuts' needs the crawl intervals"),
+        (NO_P, {"method": "conjugate", "prior": BetaPrimePrior(1.0, 2.0)}, ValueError,
+         "is a prior on Δ/p: the history needs a crawl_rate"),
+        (NO_P, {"method": "grid"}, ValueError, "`prior` is required when the history has no crawl_rate"),
+        (H, {"method": "conjugate", "prior": GammaPrior(1.0, 1.0)}, ValueError,
+         "`prior` must be a BetaPrimePrior for method 'conjugate'"),
+        (H, {"prior": "gamma"}, TypeError, "`prior` must be a GammaPrior, LogNormalPrior or BetaPrimePrior; got str"),
+        (H, {"prior": stats.gamma(2.0)}, TypeError, "`prior` must be a GammaPrior"),
+        ([1, 0, 1], {}, TypeError, "`history` must be a CrawlHistory; got list"),
+        (H, {"draws": 0}, ValueError, "`draws` must be >= 1; got 0"),
+        (H, {"draws": 10.0}, TypeError, "`draws` must be an integer; got float"),
+        (H, {"chains": -1}, ValueError, "`chains` must be >= 1; got -1"),
+        (H, {"tune": -5}, ValueError, "`tune` must be >= 0; got -5"),
+        (H, {"grid_size": 4}, ValueError, "`grid_size` must be >= 8; got 4"),
+        (H, {"nuts_sampler": "stan"}, ValueError, "`nuts_sampler` must be one of"),
+        (H, {"target_accept": 1.5}, ValueError, r"`target_accept` must be in \(0, 1\); got 1.5"),
+        (H, {"rng": 1.5}, TypeError, "`rng` must be an int seed"),
+        (H, {"rng": -1}, ValueError, "`rng` must be a non-negative integer seed"),
+    ],
+)
+def test_bad_input(history, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        posterior(history, **kwargs)
+
+
+def test_conjugate_without_crawl_rate_is_refused_even_with_a_gamma_prior():
+    with pytest.raises(ValueError, match="needs the crawl rate"):
+        posterior(NO_P, prior=GammaPrior(1.0, 1.0), method="conjugate")
+
+
+def test_lognormal_prior_needs_no_crawl_rate():
+    d = posterior(NO_P, prior=LogNormalPrior(0.0, 1.0), method="grid", draws=30, chains=1, rng=0)
+    assert np.isfinite(d.posterior["change_rate"].values).all()
+
+
+def test_sampler_falls_back_to_pymc_when_nutpie_cannot_be_imported(monkeypatch):
+    from changerate_bayes.bayes import _nuts
+
+    assert _nuts.resolve_sampler("pymc") == "pymc"
+    monkeypatch.setattr(_nuts, "_nutpie_importable", lambda: False)
+    assert _nuts.resolve_sampler("auto") == "pymc"
+    with pytest.raises(ValueError, match="nutpie cannot be imported"):
+        _nuts.resolve_sampler("nutpie")
