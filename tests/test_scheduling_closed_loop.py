@@ -116,7 +116,7 @@ def test_grid_posterior_matches_bayes_streaming_estimator():
     # (pages have different numbers of crawls per epoch); on synchronous crawls it must
     # agree with the bayes package's exact-likelihood streaming posterior on the same grid.
     from changerate_bayes.bayes import LogNormalPrior
-    from changerate_bayes.bayes._streaming import BayesianEstimator  # public export pending in bayes/__init__
+    from changerate_bayes import BayesianEstimator
 
     gen = np.random.default_rng(6)
     n_pages, k, median, sigma, size = 5, 30, 0.8, 1.5, 200

@@ -127,7 +127,7 @@ def pooled_posterior(
     >>> from changerate_bayes import estimate_path, pooled_posterior, simulate_history
     >>> gen = np.random.default_rng(0)
     >>> rates = np.exp(gen.normal(np.log(0.5), 1.0, 600))  # per hour, heavy-tailed across pages
-    >>> h = simulate_history(rates, 1.0, 2, n_pages=600, rng=gen)  # 2 Poisson crawls per page
+    >>> h = simulate_history(rates, 1.0, 3, n_pages=600, rng=gen)  # 3 Poisson crawls per page
     >>> idata = pooled_posterior(h, draws=300, tune=300, chains=2, rng=1)  # compiles once (~10 s)
     >>> idata.posterior["change_rate"].shape  # (chain, draw, page)
     (2, 300, 600)
