@@ -12,27 +12,9 @@ import argparse
 import time
 
 import numpy as np
-from scipy import optimize
 
 from changerate_bayes.scheduling import crawl_objective, optimal_crawl_rates
-
-
-def _slsqp(delta, w, budget, objective):
-    if objective == "binary_freshness":
-        f = lambda p: -np.sum(w * p / (p + delta))
-        g = lambda p: -w * delta / (p + delta) ** 2
-        lower = 0.0
-    else:
-        f = lambda p: np.sum(w * np.log1p(delta / np.maximum(p, 1e-300)))
-        g = lambda p: -w * delta / (np.maximum(p, 1e-300) * (p + delta))
-        lower = 1e-9
-    res = optimize.minimize(
-        f, np.full(delta.size, budget / delta.size), jac=g, method="SLSQP",
-        bounds=[(lower, budget)] * delta.size,
-        constraints=[{"type": "eq", "fun": lambda p: p.sum() - budget, "jac": lambda p: np.ones_like(p)}],
-        options={"ftol": 1e-14, "maxiter": 2000},
-    )
-    return res.x
+from validation.scheduling_rates import reference_crawl_rates
 
 
 def main(argv=None):
@@ -64,7 +46,7 @@ def main(argv=None):
         ours = optimal_crawl_rates(delta, w, budget, objective=objective)
         t_ours = time.perf_counter() - t0
         t0 = time.perf_counter()
-        ref = _slsqp(delta, w, budget, objective)
+        ref, _ = reference_crawl_rates(delta, w, budget, objective, ftol=1e-14)
         t_ref = time.perf_counter() - t0
         v_ours = crawl_objective(ours, delta, w, objective=objective)
         v_ref = crawl_objective(np.maximum(ref, 0), delta, w, objective=objective)

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from scipy import optimize
 
 from changerate_bayes.scheduling import crawl_objective, optimal_crawl_rates
 from changerate_bayes.scheduling._optimal_rates import _binary_freshness_rows
+from validation.scheduling_rates import reference_crawl_rates
 
 OBJECTIVES = ("binary_freshness", "harmonic_staleness")
 
@@ -44,22 +44,10 @@ def test_crawl_objective_values():
 
 # ----------------------------------------------------------- against scipy.optimize
 def _scipy_solution(delta, w, budget, objective):
-    """SLSQP on the same problem, with analytic gradients, from the uniform allocation."""
-    if objective == "binary_freshness":
-        f = lambda p: -np.sum(w * p / (p + delta))
-        g = lambda p: -w * delta / (p + delta) ** 2
-    else:
-        f = lambda p: np.sum(w * np.log1p(delta / np.maximum(p, 1e-300)))
-        g = lambda p: -w * delta / (np.maximum(p, 1e-300) * (p + delta))
-    lower = 0.0 if objective == "binary_freshness" else 1e-9
-    res = optimize.minimize(
-        f, np.full(delta.size, budget / delta.size), jac=g, method="SLSQP",
-        bounds=[(lower, budget)] * delta.size,
-        constraints=[{"type": "eq", "fun": lambda p: p.sum() - budget, "jac": lambda p: np.ones_like(p)}],
-        options={"ftol": 1e-15, "maxiter": 1000},
-    )
-    assert res.success, res.message
-    return res.x
+    """SLSQP on the same problem (the independent check shared with the study)."""
+    rates, success = reference_crawl_rates(delta, w, budget, objective, maxiter=1000)
+    assert success
+    return rates
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)

@@ -49,7 +49,21 @@ def _problem(gen, n):
     return gen.lognormal(0.0, 1.5, n), gen.lognormal(0.0, 1.0, n), n / 2.0
 
 
-def _slsqp(delta, w, budget, objective):
+def reference_crawl_rates(delta, w, budget, objective="binary_freshness", *, ftol=1e-15, maxiter=2000):
+    """Independent reference solution of the optimal-crawl-rate problem by SLSQP.
+
+    ``scipy.optimize.minimize(method="SLSQP")`` with analytic gradients from the uniform
+    allocation, for checking :func:`changerate_bayes.scheduling.optimal_crawl_rates`
+    on small problems (tests, this study and ``benchmarks/bench_optimal_rates.py``).
+
+    Returns
+    -------
+    rates : ndarray
+        The SLSQP crawl rates (negative round-off clipped to 0).
+    success : bool
+        SLSQP's own convergence flag.
+    """
+    delta, w = np.asarray(delta, dtype=float), np.asarray(w, dtype=float)
     if objective == "binary_freshness":
         f = lambda p: -np.sum(w * p / (p + delta))
         g = lambda p: -w * delta / (p + delta) ** 2
@@ -61,7 +75,7 @@ def _slsqp(delta, w, budget, objective):
     res = optimize.minimize(
         f, np.full(delta.size, budget / delta.size), jac=g, method="SLSQP", bounds=[(lower, budget)] * delta.size,
         constraints=[{"type": "eq", "fun": lambda p: p.sum() - budget, "jac": lambda p: np.ones_like(p)}],
-        options={"ftol": 1e-15, "maxiter": 2000},
+        options={"ftol": ftol, "maxiter": maxiter},
     )
     return np.maximum(res.x, 0.0), bool(res.success)
 
@@ -89,7 +103,7 @@ def run(preset, *, seed: int, progress) -> dict:
         for i in range(sz["n_slsqp"]):  # a handful of small problems
             delta, w, budget = _problem(gen, sz["n_small"])
             ours = optimal_crawl_rates(delta, w, budget, objective=objective)
-            ref, ok = _slsqp(delta, w, budget, objective)
+            ref, ok = reference_crawl_rates(delta, w, budget, objective)
             v_ours = crawl_objective(ours, delta, w, objective=objective)
             v_ref = crawl_objective(ref, delta, w, objective=objective)
             better = (v_ours - v_ref) if objective == "binary_freshness" else (v_ref - v_ours)
