@@ -51,7 +51,10 @@ def as_float_array(
         If a value is NaN/inf (when ``finite``), <= 0 (when ``positive``), < 0 (when
         ``nonnegative``), the number of dimensions is not allowed, or it is empty.
     """
-    arr = np.asarray(x)
+    try:
+        arr = np.asarray(x)
+    except ValueError:  # ragged nested sequences
+        raise ValueError(f"`{name}` must be a rectangular numeric array (rows of equal length)") from None
     if arr.dtype == bool or arr.dtype.kind not in "iuf":
         raise TypeError(f"`{name}` must be numeric; got dtype {arr.dtype}")
     arr = arr.astype(np.float64, copy=False)
@@ -82,7 +85,10 @@ def check_positive_scalar(x, *, name: str, allow_inf: bool = False) -> float:
     """Return ``x`` as a float after checking it is a real number > 0."""
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"`{name}` must be a real number; got {type(x).__name__}")
-    x = float(x)
+    try:
+        x = float(x)
+    except OverflowError:  # a Python int beyond the float range
+        raise ValueError(f"`{name}` must be a finite number > 0; got an integer too large for a float") from None
     if np.isnan(x) or x <= 0 or (np.isinf(x) and not allow_inf):
         raise ValueError(f"`{name}` must be a finite number > 0; got {x}")
     return x

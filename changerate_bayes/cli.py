@@ -47,6 +47,13 @@ def main(argv=None) -> int:
                 print(f"changerate-bayes: error: unknown study {unknown}; choose from {list(STUDIES)}",
                       file=sys.stderr)
                 return 2
+        from changerate_bayes.report import check_output_dir
+
+        try:
+            check_output_dir(args.out)
+        except ValueError as exc:
+            print(f"changerate-bayes: error: --out: {exc}", file=sys.stderr)
+            return 2
         run_validation(args.out, preset=args.preset, seed=args.seed, only=args.only)
         return 0
     return 2  # pragma: no cover - argparse enforces the sub-command

@@ -11,6 +11,18 @@ from ._validation import as_float_array, check_positive_scalar, first_bad_index
 __all__ = ["CrawlHistory"]
 
 
+def _as_array(x, *, name):
+    try:
+        return np.asarray(x)
+    except ValueError:  # ragged nested sequences
+        raise ValueError(f"`{name}` must be a rectangular array (rows of equal length)") from None
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
 class CrawlHistory:
     """What a crawler saw on one page, or on many pages with the same number of crawls.
 
@@ -56,7 +68,7 @@ class CrawlHistory:
     """
 
     def __init__(self, changed, intervals=None, crawl_rate=None):
-        arr = np.asarray(changed)
+        arr = _as_array(changed, name="changed")
         if arr.dtype.kind not in "biuf":
             raise TypeError(f"`changed` must hold 0/1 numbers or booleans; got dtype {arr.dtype}")
         if arr.ndim not in (1, 2):
@@ -68,19 +80,17 @@ class CrawlHistory:
             raise ValueError(
                 f"`changed` must be 0 or 1; got {arr[bad].flat[0].item()!r} at index {first_bad_index(bad)}"
             )
-        self.changed = arr.astype(np.int8)
-        self.changed.setflags(write=False)
+        self._changed = _frozen(arr.astype(np.int8))  # astype copies: the caller's array is untouched
         if intervals is None:
-            self.intervals = None
+            self._intervals = None
         else:
             tau = as_float_array(intervals, name="intervals", positive=True)
             if tau.shape != arr.shape:
                 raise ValueError(
                     f"`intervals` must have the same shape as `changed` {arr.shape}; got {tau.shape}"
                 )
-            tau.setflags(write=False)
-            self.intervals = tau
-        self.crawl_rate = self._check_crawl_rate(crawl_rate, arr.shape)
+            self._intervals = _frozen(tau.copy())
+        self._crawl_rate = self._check_crawl_rate(crawl_rate, arr.shape)
 
     @staticmethod
     def _check_crawl_rate(crawl_rate, shape):
@@ -91,12 +101,32 @@ class CrawlHistory:
         p = as_float_array(crawl_rate, name="crawl_rate", positive=True, ndim=(0, 1))
         if p.ndim == 0:
             return float(p)
-        if len(shape) != 2 or p.shape != (shape[0],):
+        if len(shape) == 1:
             raise ValueError(
-                f"`crawl_rate` must be a scalar or have shape (n_pages,) = {shape[:1]}; got {p.shape}"
+                f"`crawl_rate` must be a scalar for a one-page history (`changed` of shape {shape}); "
+                f"got an array of shape {p.shape}"
             )
-        p.setflags(write=False)
-        return p
+        if p.shape != (shape[0],):
+            raise ValueError(
+                f"`crawl_rate` must be a scalar or have shape (n_pages,) = ({shape[0]},); got {p.shape}"
+            )
+        return _frozen(p.copy())
+
+    # ------------------------------------------------------------------ data
+    @property
+    def changed(self) -> np.ndarray:
+        """Change indicators I_k, int8 of shape (k,) or (n_pages, k) (read-only)."""
+        return self._changed
+
+    @property
+    def intervals(self) -> np.ndarray | None:
+        """Crawl intervals τ_k > 0, float64 of the same shape, or None (read-only)."""
+        return self._intervals
+
+    @property
+    def crawl_rate(self):
+        """The crawl rate p: a float, a read-only (n_pages,) array, or None."""
+        return self._crawl_rate
 
     # ------------------------------------------------------------------ properties
     @property
@@ -170,7 +200,7 @@ class CrawlHistory:
 
     # -------------------------------------------------------------- constructors
     @classmethod
-    def from_times(cls, change_times, crawl_times, *, start: float = 0.0, crawl_rate=None) -> "CrawlHistory":
+    def from_times(cls, change_times, crawl_times, *, start=None, crawl_rate=None) -> "CrawlHistory":
         """Build a single-page history from change times and crawl times.
 
         Crawl k reports I_k = 1 if at least one change time lies in (t_{k-1}, t_k],
@@ -178,32 +208,45 @@ class CrawlHistory:
 
         Parameters
         ----------
-        change_times : array_like of float, shape (m,)
-            Times the page changed, in any unit (sorted ascending; may be empty).
-        crawl_times : array_like of float, shape (k,)
-            Crawl times t_1 < t_2 < ... < t_k, all > ``start``, same unit.
-        start : float, default 0.0
-            t_0, the time of the reference copy (the start of observation).
+        change_times : array_like, shape (m,)
+            Times the page changed (sorted ascending; may be empty): floats in any
+            unit, or datetimes (``datetime64``, ``datetime`` or ISO-8601 strings).
+        crawl_times : array_like, shape (k,)
+            Crawl times t_1 < t_2 < ... < t_k, all after ``start``; floats in the unit
+            of ``change_times``, or datetimes when ``change_times`` are.
+        start : float or datetime, optional
+            t_0, the time of the reference copy (the start of observation). Default:
+            0.0 for float times. With datetimes there is no natural time 0, so by
+            default the *first crawl* fetches the reference copy: it becomes t_0 and
+            the history starts at the second crawl.
         crawl_rate : float, optional
-            The crawl rate p, stored on the history.
+            The crawl rate p, stored on the history (per hour for datetimes).
+
+        Returns
+        -------
+        CrawlHistory
+            Shape (k,) (or (k - 1,) for datetimes without ``start``). With datetimes
+            the intervals are in hours, so rates are per hour.
 
         Raises
         ------
+        TypeError
+            If floats and datetimes are mixed, or ``start`` is of the wrong kind.
         ValueError
-            If times are not finite, ``change_times`` is not sorted, ``crawl_times``
-            is not strictly increasing or not all after ``start``.
+            If times are not finite/parsable, ``change_times`` is not sorted,
+            ``crawl_times`` is not strictly increasing or not all after ``start``.
 
         Examples
         --------
         >>> h = CrawlHistory.from_times([0.5, 0.7, 2.5], [1.0, 2.0, 3.0])
         >>> h.changed.tolist(), h.intervals.tolist()
         ([1, 0, 1], [1.0, 1.0, 1.0])
+        >>> crawls = ["2024-01-01T00:00Z", "2024-01-01T06:00Z", "2024-01-01T12:00Z"]
+        >>> h = CrawlHistory.from_times(["2024-01-01T03:00Z"], crawls)  # first crawl = reference
+        >>> h.changed.tolist(), h.intervals.tolist()  # hours
+        ([1, 0], [6.0, 6.0])
         """
-        changes = as_float_array(change_times, name="change_times", ndim=(1,), allow_empty=True)
-        crawls = as_float_array(crawl_times, name="crawl_times", ndim=(1,))
-        start = float(start)
-        if not np.isfinite(start):
-            raise ValueError(f"`start` must be finite; got {start}")
+        changes, crawls, start = _times_as_hours(change_times, crawl_times, start)
         if changes.size > 1 and (np.diff(changes) < 0).any():
             i = int(np.flatnonzero(np.diff(changes) < 0)[0]) + 1
             raise ValueError(f"`change_times` must be sorted ascending; row {i} is earlier than row {i - 1}")
@@ -218,3 +261,57 @@ class CrawlHistory:
         # number of changes in (t_{k-1}, t_k]
         counts = np.diff(np.searchsorted(changes, edges, side="right"))
         return cls((counts > 0).astype(np.int8), steps, crawl_rate)
+
+
+def _is_datetime_like(x) -> bool:
+    arr = np.asarray(x) if not isinstance(x, (str, bytes)) else np.asarray([x])
+    if arr.dtype.kind == "M" or arr.dtype.kind == "U":
+        return True
+    return arr.dtype.kind == "O" and arr.size > 0 and not isinstance(arr.flat[0], numbers.Number)
+
+
+def _times_as_hours(change_times, crawl_times, start):
+    """Float times for :meth:`CrawlHistory.from_times`: datetimes become hours."""
+    from ._times import parse_timestamps
+
+    kinds = {_is_datetime_like(crawl_times), _is_datetime_like(change_times) if np.size(change_times) else None}
+    kinds.discard(None)
+    if len(kinds) > 1:
+        raise TypeError("`change_times` and `crawl_times` must both be floats or both be datetimes")
+    if kinds == {False}:
+        changes = as_float_array(change_times, name="change_times", ndim=(1,), allow_empty=True)
+        crawls = as_float_array(crawl_times, name="crawl_times", ndim=(1,))
+        if start is None:
+            start = 0.0
+        if isinstance(start, bool) or not isinstance(start, numbers.Real):
+            raise TypeError(f"`start` must be a number for float times; got {type(start).__name__}")
+        start = float(start)
+        if not np.isfinite(start):
+            raise ValueError(f"`start` must be finite; got {start}")
+        return changes, crawls, start
+
+    def stamps(x, name):
+        arr = np.asarray(x)
+        if arr.ndim != 1:
+            raise ValueError(f"`{name}` must be one-dimensional; got shape {arr.shape}")
+        if arr.dtype.kind == "M":
+            if np.isnat(arr).any():
+                raise ValueError(f"`{name}` row {int(np.flatnonzero(np.isnat(arr))[0])}: is NaT (missing time)")
+            return arr.astype("datetime64[us]")
+        return parse_timestamps(list(arr), name=name)
+
+    crawls = stamps(crawl_times, "crawl_times")
+    if crawls.size == 0:
+        raise ValueError("`crawl_times` must not be empty")
+    changes = stamps(change_times, "change_times") if np.size(change_times) else np.zeros(0, "datetime64[us]")
+    if start is None:
+        origin, crawls = crawls[0], crawls[1:]
+        if crawls.size == 0:
+            raise ValueError("`crawl_times` needs at least two datetimes when `start` is not given "
+                             "(the first crawl is the reference copy)")
+    else:
+        if isinstance(start, numbers.Number):
+            raise TypeError(f"`start` must be a datetime for datetime times; got {type(start).__name__}")
+        origin = stamps([start], "start")[0]
+    hour = np.timedelta64(3600, "s")
+    return (changes - origin) / hour, (crawls - origin) / hour, 0.0

@@ -11,17 +11,28 @@ from .history import CrawlHistory
 __all__ = ["simulate_history", "simulate_replications", "simulate_change_times"]
 
 _CRAWLS = ("poisson", "regular")
+_MAX_EVENTS = 1e9  # simulate_change_times: larger expected counts are refused
 
 
 def _rates(change_rate, crawl_rate, n_pages):
     delta = as_float_array(change_rate, name="change_rate", nonnegative=True, ndim=(0, 1))
     p = as_float_array(crawl_rate, name="crawl_rate", positive=True, ndim=(0, 1))
     for name, a in (("change_rate", delta), ("crawl_rate", p)):
-        if a.ndim == 1 and (n_pages is None or a.shape != (n_pages,)):
+        if a.ndim == 1 and n_pages is None:
             raise ValueError(
-                f"`{name}` must be a scalar or have shape (n_pages,) = ({n_pages},); got {a.shape}"
+                f"`{name}` has shape {a.shape}: pass `n_pages={a.shape[0]}` to simulate one page per rate"
             )
+        if a.ndim == 1 and a.shape != (n_pages,):
+            raise ValueError(f"`{name}` must be a scalar or have shape (n_pages,) = ({n_pages},); got {a.shape}")
+    _check_mean_interval(p)
     return delta, p
+
+
+def _check_mean_interval(p):
+    with np.errstate(over="ignore", divide="ignore"):
+        bad = ~np.isfinite(1.0 / p)
+    if np.any(bad):
+        raise ValueError(f"`crawl_rate` is too small: the mean crawl interval 1/p overflows; got {np.min(p)}")
 
 
 def _draw(gen, delta, p, shape, crawl):
@@ -71,8 +82,9 @@ def simulate_history(change_rate, crawl_rate, n_crawls, *, n_pages=None, crawl="
     Raises
     ------
     ValueError
-        For Δ < 0, p <= 0, NaN/inf rates, n_crawls < 1, a rate array whose shape is
-        not (n_pages,) or an unknown ``crawl``.
+        For Δ < 0, p <= 0 (or so small that 1/p overflows), NaN/inf rates,
+        n_crawls < 1, a rate array whose shape is not (n_pages,) or an unknown
+        ``crawl``.
 
     Examples
     --------
@@ -123,6 +135,7 @@ def simulate_replications(
     n_crawls = check_positive_int(n_crawls, name="n_crawls")
     delta = np.float64(as_float_array(change_rate, name="change_rate", nonnegative=True, ndim=(0,)))
     p = check_positive_scalar(crawl_rate, name="crawl_rate")
+    _check_mean_interval(p)
     crawl = check_choice(crawl, name="crawl", choices=_CRAWLS)
     gens = replication_generators(seed, n_replications, start=start, stop=stop)
     changed = np.empty((len(gens), n_crawls), dtype=np.int8)
@@ -147,9 +160,20 @@ def simulate_change_times(change_rate, horizon, *, rng=None) -> np.ndarray:
     -------
     ndarray of float, shape (m,)
         Sorted change times; m ~ Poisson(Δ · horizon).
+
+    Raises
+    ------
+    ValueError
+        For Δ < 0, horizon <= 0, NaN/inf, or more than 10⁹ expected changes.
     """
     delta = float(as_float_array(change_rate, name="change_rate", nonnegative=True, ndim=(0,)))
     horizon = check_positive_scalar(horizon, name="horizon")
+    expected = delta * horizon
+    if expected > _MAX_EVENTS:
+        raise ValueError(
+            f"`change_rate` × `horizon` = {expected:.3g} expected changes; more than {_MAX_EVENTS:.0e} "
+            "would not fit in memory: shorten the horizon"
+        )
     gen = as_generator(rng)
-    m = gen.poisson(delta * horizon)
+    m = gen.poisson(expected)
     return np.sort(gen.uniform(0.0, horizon, size=m))

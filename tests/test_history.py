@@ -111,3 +111,61 @@ def test_from_times_matches_a_direct_count(changes, gaps):
     expected = [int(np.any((changes > a) & (changes <= b))) for a, b in zip(edges[:-1], edges[1:])]
     assert h.changed.tolist() == expected
     np.testing.assert_allclose(h.intervals, np.diff(edges))
+
+
+def test_caller_arrays_stay_writable_and_history_is_a_copy():
+    iv = np.array([1.0, 2.0, 3.0])
+    p = np.array([1.0, 2.0])
+    h = CrawlHistory([1, 0, 1], intervals=iv)
+    iv[0] = 5.0  # the caller's array is not frozen
+    assert h.intervals[0] == 1.0  # and the history kept its own copy
+    hp = CrawlHistory(np.zeros((2, 3)), crawl_rate=p)
+    p[0] = 9.0
+    assert hp.crawl_rate[0] == 1.0
+
+
+@pytest.mark.parametrize("attr", ["changed", "intervals", "crawl_rate"])
+def test_attributes_cannot_be_replaced(attr):
+    h = CrawlHistory([1, 0], intervals=[1.0, 1.0], crawl_rate=1.0)
+    with pytest.raises(AttributeError):
+        setattr(h, attr, None)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "message"),
+    [
+        (dict(changed=[[1, 0], [1]]), ValueError, r"`changed` must be a rectangular array"),
+        (dict(changed=[1, 0], intervals=[[1.0, 2.0], [1.0]]), ValueError, r"`intervals` must be a rectangular"),
+        (dict(changed=[1, 0], crawl_rate=[3.0, 4.0]), ValueError, r"must be a scalar for a one-page history"),
+        (dict(changed=[1, 0], crawl_rate=10**400), ValueError, r"`crawl_rate` must be a finite number > 0; got an integer"),
+    ],
+)
+def test_more_bad_input_messages(kwargs, exc, message):
+    with pytest.raises(exc, match=message):
+        CrawlHistory(**kwargs)
+
+
+def test_from_times_with_datetimes_in_hours():
+    crawls = np.array(["2024-01-01T00:00", "2024-01-01T06:00", "2024-01-01T12:00", "2024-01-02T00:00"],
+                      dtype="datetime64[s]")
+    changes = np.array(["2024-01-01T03:00", "2024-01-01T20:00"], dtype="datetime64[s]")
+    h = CrawlHistory.from_times(changes, crawls)  # first crawl = reference copy
+    assert h.changed.tolist() == [1, 0, 1] and h.intervals.tolist() == [6.0, 6.0, 12.0]
+    h = CrawlHistory.from_times(changes, crawls, start=np.datetime64("2023-12-31T23:00"))
+    assert h.changed.tolist() == [0, 1, 0, 1] and h.intervals.tolist() == [1.0, 6.0, 6.0, 12.0]
+    # ISO strings with offsets are exact instants
+    h = CrawlHistory.from_times(["2024-01-01T04:00+01:00"], ["2024-01-01T00:00Z", "2024-01-01T06:00Z"])
+    assert h.changed.tolist() == [1] and h.intervals.tolist() == [6.0]
+
+
+def test_from_times_datetime_errors():
+    with pytest.raises(TypeError, match="both be floats or both be datetimes"):
+        CrawlHistory.from_times([0.5], np.array(["2024-01-01", "2024-01-02"], dtype="datetime64[D]"))
+    with pytest.raises(TypeError, match="`start` must be a number"):
+        CrawlHistory.from_times([0.5], [1.0], start="a")
+    with pytest.raises(TypeError, match="`start` must be a datetime"):
+        CrawlHistory.from_times([], np.array(["2024-01-01", "2024-01-02"], dtype="datetime64[D]"), start=0.0)
+    with pytest.raises(ValueError, match="at least two datetimes"):
+        CrawlHistory.from_times([], np.array(["2024-01-01"], dtype="datetime64[D]"))
+    with pytest.raises(ValueError, match="`crawl_times` row 1: cannot parse"):
+        CrawlHistory.from_times([], ["2024-01-01T00:00Z", "yesterday"])

@@ -110,3 +110,47 @@ def test_format_and_verdict():
     assert format_value(True) == "yes"
     assert 'class="verdict fail"' in verdict_html("rate not reached", False)
     assert "&lt;b&gt;" in html_table([{"a": "<b>"}], ["a"])  # cells are escaped
+
+
+def test_output_dir_is_checked_before_any_study(tmp_path, monkeypatch, capsys):
+    ran = []
+    mod = _fake_study()
+    mod.run = lambda preset, *, seed, progress: ran.append(1) or {"fake": []}
+    monkeypatch.setitem(sys.modules, "validation.fake_study", mod)
+    monkeypatch.setattr(runner, "STUDIES", ("fake_study",))
+    a_file = tmp_path / "afile.txt"
+    a_file.write_text("x")
+    for bad in (str(a_file), str(a_file / "sub"), ""):
+        assert main(["validate", "--quick", "--out", bad]) == 2
+        assert "--out" in capsys.readouterr().err
+        with pytest.raises(ValueError, match="`out_dir`"):
+            runner.run_validation(bad, preset="quick")
+    (tmp_path / "rep" / "index.html").mkdir(parents=True)
+    with pytest.raises(ValueError, match="holds a folder named 'index.html'"):
+        runner.run_validation(tmp_path / "rep", preset="quick")
+    assert ran == [] and sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["index.html"]
+
+
+def test_failed_move_keeps_the_previous_report(tmp_path, monkeypatch):
+    write_report(tmp_path, html="<p>old</p>", results={"v": 1})
+    real_replace = __import__("os").replace
+
+    failures = []
+
+    def flaky(src, dst):  # the move of the new results.json fails, once
+        if str(dst).endswith("results.json") and "old-" not in str(src + dst) and not failures:
+            failures.append(dst)
+            raise OSError("disk full")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr("changerate_bayes.report._html.os.replace", lambda a, b: flaky(str(a), str(b)))
+    with pytest.raises(OSError, match="disk full"):
+        write_report(tmp_path, html="<p>new</p>", results={"v": 2})
+    assert (tmp_path / "index.html").read_text() == "<p>old</p>"
+    assert json.loads((tmp_path / "results.json").read_text()) == {"v": 1}
+
+
+def test_a_study_named_twice_runs_once(tmp_path, fake):
+    fake()
+    runner.run_validation(tmp_path, preset="quick", only=["fake_study", "fake_study"])
+    assert json.loads((tmp_path / "results.json").read_text())["meta"]["studies"] == ["fake_study"]

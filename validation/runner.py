@@ -78,16 +78,18 @@ def run_validation(out_dir="reports", *, preset="default", seed: int = 20201, on
     Raises
     ------
     ValueError
-        For an unknown preset or study name.
+        For an unknown preset or study name, or an ``out_dir`` that cannot hold the
+        report (checked before any study runs).
     """
     from changerate_bayes import __version__
-    from changerate_bayes.report import render_page, write_report
+    from changerate_bayes.report import check_output_dir, render_page, write_report
     import numpy as np
 
     preset = preset if isinstance(preset, Preset) else Preset(preset)
     progress = progress or Progress()
-    names = list(STUDIES) if not only else list(only)
+    names = list(STUDIES) if not only else list(dict.fromkeys(only))  # each study once, in the given order
     modules = [load_study(n) for n in names]  # validates names before any work
+    check_output_dir(out_dir)  # fail now, not after the studies have run
     seeds = np.random.SeedSequence(seed).generate_state(len(STUDIES))
     results: dict = {}
     sections = []

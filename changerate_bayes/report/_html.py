@@ -15,7 +15,7 @@ import jinja2
 import numpy as np
 from markupsafe import Markup, escape
 
-__all__ = ["figure_to_html", "html_table", "render_page", "verdict_html", "write_report"]
+__all__ = ["check_output_dir", "figure_to_html", "html_table", "render_page", "verdict_html", "write_report"]
 
 _ENV = None
 
@@ -126,26 +126,71 @@ def _json_default(o):
     raise TypeError(f"results.json: cannot serialise {type(o).__name__}")
 
 
+_REPORT_FILES = ("index.html", "results.json")
+
+
+def check_output_dir(out_dir) -> Path:
+    """Check, before any work, that a report can be written into ``out_dir``.
+
+    Creates the folder (and its parents) if needed and tries a temporary file in it.
+
+    Raises
+    ------
+    TypeError
+        If ``out_dir`` is not a str or path.
+    ValueError
+        If it is empty, is an existing file, cannot be created or written, or holds a
+        folder named ``index.html`` or ``results.json``.
+    """
+    if not isinstance(out_dir, (str, os.PathLike)):
+        raise TypeError(f"`out_dir` must be a folder path; got {type(out_dir).__name__}")
+    if str(out_dir).strip() == "":
+        raise ValueError("`out_dir` must not be empty: give a folder for index.html and results.json")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"`out_dir` {str(out)!r} is an existing file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".write-test-"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"`out_dir` {str(out)!r} cannot be written: {exc.strerror or exc}") from None
+    for name in _REPORT_FILES:
+        if (out / name).exists() and not (out / name).is_file():
+            raise ValueError(f"`out_dir` {str(out)!r} holds a folder named {name!r}; remove or rename it")
+    return out
+
+
 def write_report(out_dir, *, html: str, results: dict) -> Path:
     """Write ``index.html`` and ``results.json`` into ``out_dir`` atomically.
 
     Both files are first written to a temporary folder beside ``out_dir`` and then
-    moved into place, so a failure never leaves a partial report.
+    moved into place; if moving the second fails, the first is put back, so a
+    failure never leaves a partial or mixed report.
 
     Raises
     ------
     ValueError
-        If ``results`` holds NaN or infinity (not valid JSON: use None).
+        If ``results`` holds NaN or infinity (not valid JSON: use None), or
+        ``out_dir`` cannot hold the report (see :func:`check_output_dir`).
     """
-    out = Path(out_dir)
     payload = json.dumps(results, indent=1, default=_json_default, allow_nan=False)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_output_dir(out_dir)
     tmp = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
     try:
         (tmp / "index.html").write_text(html, encoding="utf-8")
         (tmp / "results.json").write_text(payload, encoding="utf-8")
-        for name in ("results.json", "index.html"):
-            os.replace(tmp / name, out / name)
+        backups = []
+        try:
+            for name in _REPORT_FILES:
+                if (out / name).exists():
+                    os.replace(out / name, tmp / f"old-{name}")
+                    backups.append(name)
+                os.replace(tmp / name, out / name)
+        except OSError:
+            for name in backups:  # put the previous report back
+                os.replace(tmp / f"old-{name}", out / name)
+            raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out / "index.html"
