@@ -7,6 +7,7 @@ are *per hour*. Floats are kept in the caller's unit.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,14 +59,17 @@ def _other_row(name: str, row: int) -> str:
 def parse_timestamps(items, *, name: str = "event_times", row_offset: int = 0) -> np.ndarray:
     """Parse ISO-8601 strings or datetime objects into UTC ``datetime64[us]``.
 
-    Naive timestamps are taken as UTC. All rows must agree on being naive or aware and,
-    when aware, on the UTC offset: mixed time zones are refused (convert to UTC first).
+    A time with a UTC offset (``+02:00``, ``Z``, or an aware ``datetime`` in any zone) is
+    an exact instant and is converted to UTC: rows may carry different offsets, as the
+    times of one zone do across a daylight-saving change. A naive time (no offset) is
+    taken as UTC. Naive and aware times together are refused: the zone of the naive ones
+    is unknown, so their order and gaps against the aware ones are not defined.
 
     Raises
     ------
     ValueError
-        For an unparsable value, NaT/None, or mixed time zones, naming the row
-        (``row_offset`` is added, e.g. to give a file's line number).
+        For an unparsable value, NaT/None, or naive times mixed with aware ones, naming
+        the row (``row_offset`` is added, e.g. to give a file's line number).
     """
     out = np.empty(len(items), dtype="datetime64[us]")
     first_offset = None
@@ -93,35 +97,25 @@ def parse_timestamps(items, *, name: str = "event_times", row_offset: int = 0) -
             else:
                 raise _row_error(name, row, f"expected a timestamp, got {type(item).__name__}")
             if d.tzinfo is not None and d.utcoffset() is not None:
-                offset = _zone_of(d)
+                offset = d.utcoffset()
                 d = d.astimezone(_dt.timezone.utc).replace(tzinfo=None)
             else:
                 offset = "naive"
             out[i] = np.datetime64(d, "us")
         if first_offset is None:
             first_offset, first_row = offset, row
-        elif offset != first_offset:
+        elif (offset == "naive") != (first_offset == "naive"):
             raise _row_error(
                 name, row, f"time zone {_fmt_offset(offset)} differs from {_fmt_offset(first_offset)} "
-                f"at {_other_row(name, first_row)}; mixed time zones are ambiguous, convert all times to UTC first"
+                f"at {_other_row(name, first_row)}: naive times (no UTC offset) mixed with time-zone-aware ones "
+                "are ambiguous; give every time a UTC offset, or none"
             )
     return out
-
-
-def _zone_of(d: _dt.datetime):
-    """The time zone of an aware datetime: a named zone (so that one zone across a
-    daylight-saving change is one zone) or else the fixed UTC offset."""
-    key = getattr(d.tzinfo, "key", None) or getattr(d.tzinfo, "zone", None)  # zoneinfo / pytz
-    if not isinstance(key, str) or key in ("UTC", "Etc/UTC", "GMT", "Etc/GMT", "Zulu"):
-        return d.utcoffset()
-    return key
 
 
 def _fmt_offset(offset) -> str:
     if offset == "naive":
         return "none (naive)"
-    if isinstance(offset, str):
-        return offset
     return f"UTC{'+' if offset >= _dt.timedelta(0) else '-'}{abs(offset)}"
 
 
@@ -166,20 +160,31 @@ def as_event_times(x, *, name: str = "event_times", require_sorted: bool = True)
     Raises
     ------
     TypeError
-        If ``x`` is not one-dimensional data of a supported type.
+        If ``x`` is not a sequence (a string, a number, a mapping, a set) or holds
+        values that are neither numbers nor datetimes.
     ValueError
-        For NaN/NaT/None/unparsable values, mixed time zones or decreasing times,
-        naming the row. Aware times in one named zone (e.g. ``Europe/London``) are one
-        time zone even across a daylight-saving change; fixed UTC offsets that differ
-        between rows are mixed time zones.
+        If ``x`` is not one-dimensional (nested or ragged sequences), or for
+        NaN/NaT/None/unparsable values, naive times mixed with time-zone-aware ones,
+        or decreasing times, naming the row.
 
     Notes
     -----
-    Ties (equal times) are kept: zero gaps are data, never dropped here.
+    Ties (equal times) are kept: zero gaps are data, never dropped here. Aware times
+    are exact instants whatever their UTC offsets (``+01:00`` and ``+02:00`` rows of one
+    zone across a daylight-saving change are fine) and are converted to UTC.
     """
     if isinstance(x, (str, bytes)):
         raise TypeError(f"`{name}` must be a sequence of times, not a single string")
-    arr = np.asarray(x)
+    if x is None or isinstance(x, (Mapping, Set)):
+        raise TypeError(f"`{name}` must be an ordered sequence of times (list, tuple or array); "
+                        f"got {type(x).__name__}")
+    try:
+        arr = np.asarray(x)
+    except ValueError:  # numpy: "setting an array element with a sequence ... inhomogeneous shape"
+        raise ValueError(f"`{name}` must be a one-dimensional sequence of times; got a nested sequence "
+                         "of unequal lengths") from None
+    if arr.ndim == 0:
+        raise TypeError(f"`{name}` must be a sequence of times; got a single {type(x).__name__}")
     if arr.ndim != 1:
         raise ValueError(f"`{name}` must be one-dimensional; got shape {arr.shape}")
     if arr.dtype.kind == "O" and arr.size and _numbers_or_missing(arr):
@@ -210,7 +215,7 @@ def as_event_times(x, *, name: str = "event_times", require_sorted: bool = True)
         raise TypeError(f"`{name}` must hold numbers or datetimes; got dtype {arr.dtype}")
     values = np.asarray(values, dtype=np.float64)
     if require_sorted and values.size > 1:
-        dec = np.diff(values) < 0
+        dec = values[1:] < values[:-1]  # not np.diff: the difference of huge times may overflow
         if dec.any():
             i = int(np.flatnonzero(dec)[0]) + 1
             raise _row_error(name, i, f"is earlier than row {i - 1}; event times must be sorted ascending")

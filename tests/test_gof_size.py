@@ -82,11 +82,10 @@ def test_vectorised_pvalues_match_poisson_gof():
 
 def test_vectorised_calibration_matches_the_library():
     gens = replication_generators(10, 2)
-    det, horizon = G.simulate_crawl_detections("poisson", 300, gens)
-    p = G.pvalues_calibration(det, horizon, np.random.default_rng(3))
+    det, horizon = G.simulate_crawl_detections("poisson", 300, gens, ratio=0.1, delay=0.0)
+    p = G.pvalues_calibration(det, horizon, np.random.default_rng(3), ratio=0.1)
     # the same windows through the library function
-    q = -np.expm1(-G.CRAWL_DC)
-    mult = window_multiples(1 / q, 1.0)
+    mult = window_multiples(1 / 0.1, 1.0)
     g = np.random.default_rng(3)
     n_draw = int(horizon / np.mean(mult) * 1.5) + 20
     m = g.choice(mult, size=n_draw)
@@ -127,11 +126,48 @@ def test_size_of_segmentation_and_calibration_tests_under_h0():
         lo, hi = _bounds(int(ran.sum()))
         assert lo <= np.mean(pv[k][ran] <= 0.05) <= hi, k
     d = 600
-    det, horizon = G.simulate_crawl_detections("poisson", 300, replication_generators(24, d))
-    p = G.pvalues_calibration(det, horizon, np.random.default_rng(25))
+    det, horizon = G.simulate_crawl_detections("poisson", 300, replication_generators(24, d), ratio=0.1)
+    p = G.pvalues_calibration(det, horizon, np.random.default_rng(25), ratio=0.1)
     ran = np.isfinite(p)
     lo, hi = _bounds(int(ran.sum()))
     assert ran.sum() > 500 and lo <= np.mean(p[ran] <= 0.05) <= hi
+
+
+def test_crawl_simulator_detects_with_probability_ratio():
+    d, n, q = 200, 100, 0.3
+    det, horizon = G.simulate_crawl_detections("poisson", n, replication_generators(30, d), ratio=q)
+    assert horizon == round(n / q)
+    counts = np.array([x.size for x in det])  # Bin(N, q) detections per row
+    assert abs(counts.mean() - horizon * q) < 4 * np.sqrt(horizon * q * (1 - q) / d)
+    frac = np.concatenate([x - np.floor(x) for x in det])  # recorded up to 0.2 c after the crawl
+    assert frac.min() >= 0 and frac.max() < G.CRAWL_DELAY
+    late, _ = G.simulate_crawl_detections("poisson", n, replication_generators(31, 50), ratio=q, schedule_delay=1.0)
+    assert np.mean(np.concatenate([x - np.floor(x) for x in late]) > 0.5) > 0.3  # crawls run late
+    hawkes, n_crawls = G.simulate_crawl_detections("hawkes", n, replication_generators(32, d), ratio=q)
+    gaps = np.concatenate([np.diff(np.round(x)) for x in hawkes])
+    seen = sum(x.size for x in hawkes) / (d * n_crawls)  # detections per crawl (bursts merge: below q)
+    # bursts: the crawl after a detection detects far more often than a crawl at random (8 SE apart)
+    assert np.mean(gaps == 1) > seen + 8 * np.sqrt(seen * (1 - seen) / gaps.size)
+
+
+def test_size_of_the_crawl_tests_under_h0():
+    """Every test poisson_gof runs on crawl detections, at c / mean gap = 0.3 (where the old
+    jittered-Lilliefors approximation rejected most datasets): 300 datasets of 100 detections."""
+    d = 300
+    gens = replication_generators(33, d)
+    det, horizon = G.simulate_crawl_detections("poisson", 100, gens, ratio=0.3)
+    pv = G.pvalues_crawl(det, gens, n_resamples=39, n_seg=100)
+    pv["crawl_calibration"] = G.pvalues_calibration(det, horizon, np.random.default_rng(34), ratio=0.3)
+    checked = 0
+    for k in G.CRAWL_TESTS:
+        ran = np.isfinite(pv[k])
+        if ran.sum() < 50:  # hour of day: Cochran's rule fails with 100 detections over 2 weeks
+            continue
+        lo, hi = _bounds(int(ran.sum()))
+        assert lo <= np.mean(pv[k][ran] <= 0.05) <= hi, k
+        checked += 1
+    assert checked == 8
+    assert np.mean(pv[G.CRAWL_PITFALL] <= 0.05) > 0.5  # the approximation that was replaced
 
 
 def test_power_against_bursty_alternatives_exceeds_size():
@@ -146,23 +182,37 @@ def test_power_against_bursty_alternatives_exceeds_size():
             assert np.mean(pv[k] <= 0.05) > hi, (alt, k)
 
 
-def test_crawl_calibration_matches_library_on_a_simulated_row():
-    det, _ = G.simulate_crawl_detections("hawkes", 400, replication_generators(28, 1))
+def test_crawl_pvalues_are_the_library_results():
+    from changerate_bayes.diagnostics._grid import crawl_grid, grid_results
+
+    det, _ = G.simulate_crawl_detections("hawkes", 400, replication_generators(28, 2), ratio=0.1)
+    pv = G.pvalues_crawl(det, replication_generators(29, 2), n_resamples=39, n_seg=0)
+    for i, g in enumerate(replication_generators(29, 2)):  # the same streams, by hand
+        res, _ = grid_results(crawl_grid(det[i], 1.0), clock0_hours=g.uniform(0.0, 168.0), n_resamples=39, rng=g,
+                              n_qq=0)
+        for k in ("geometric_gaps", "gap_cv", "laplace_trend", "mil_hdbk_189", "dispersion_index"):
+            assert pv[k][i] == res[k].pvalue, k
+    assert np.isnan(pv["segments_dispersion"]).all()  # n_seg = 0: not segmented
     r = crawl_calibration(det[0], 1.0, rng=0)
     assert r.ran and 0 <= r.pvalue <= 1
 
 
 def test_run_and_render_at_tiny_size(monkeypatch):
     monkeypatch.setitem(G.SIZES, "quick", {"n_datasets": 40, "n_null": 199, "n_seg": {20: 5, 100: 3, 1000: 1},
-                                           "m_tr": 19})
+                                           "m_tr": 19, "n_crawl": {20: 20, 100: 20, 1000: 5}, "m_crawl": 19})
     monkeypatch.setattr(G, "N_EVENTS", (20, 100))
     res = G.run(Preset("quick"), seed=1, progress=Progress(quiet=True))
     assert set(res) == set(G.KEYS)
     text = json.dumps(res, allow_nan=False)
     back = json.loads(text)
-    sizes = {(r["test"], r["n_events"]) for r in back["gof_size"]}
-    assert ("ks_lilliefors", 20) in sizes and (G.PITFALL, 100) in sizes and ("crawl_calibration", 100) in sizes
+    sizes = {(r["test"], r["n_events"], r["crawl_ratio"]) for r in back["gof_size"]}
+    assert ("ks_lilliefors", 20, None) in sizes and (G.PITFALL, 100, None) in sizes
+    for q in G.CRAWL_RATIOS:
+        assert all((k, 100, q) in sizes for k in (*G.CRAWL_TESTS, G.CRAWL_PITFALL))
+    assert {r["schedule"] for r in back["gof_size"] if r["data"] == G.CRAWL} == {G.REGULAR, G.IRREGULAR}
+    assert {r["alternative"] for r in back["gof_power"]} == {"weibull", "hawkes", "drift", "hawkes (crawled)"}
     for r in back["gof_size"]:
         assert r["rejection_rate"] is None or 0 <= r["rejection_rate"] <= 1
     html = G.render(back)
-    assert "<table" in html and "data:image/png;base64" in html and "pitfall" in html
+    assert "<table" in html and html.count("data:image/png;base64") == 3 and "pitfall" in html
+    assert "Crawl detections" in html and "irregular schedule" in html

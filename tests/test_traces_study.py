@@ -106,6 +106,12 @@ def test_run_returns_the_issue_5_overview(tiny_result):
             assert t[k]["pvalue"] is None or 0 <= t[k]["pvalue"] <= 1
     assert traces[0]["n_events"] == 958 and traces[0]["crawl_calibration"]["status"] == "not applicable"
     assert traces[1]["crawl_calibration"]["status"] == "ok"
+    # the crawl-detection trace is tested on its 2-hour grid, the revisions as exact times
+    assert traces[0]["crawl_grid"] is None and traces[0]["n_tests_run"] == 13
+    g = traces[1]["crawl_grid"]
+    assert g["crawl_interval_hours"] == 2.0 and 0 < g["detection_probability"] < 1 and g["n_off_grid"] < 0.1 * 2605
+    assert traces[1]["n_tests_run"] == 9 and traces[1]["plot"]["qq"]["distribution"] == "geometric"
+    assert traces[1]["ks_lilliefors"]["status"] == "not applicable" and traces[1]["geometric_gaps"]["status"] == "ok"
 
 
 def test_run_replays_every_trace(tiny_result):
@@ -125,6 +131,42 @@ def test_render_has_overview_and_a_section_per_trace(tiny_result):
     assert html.count("<h3 id=\"trace-") == 2
     assert html.count("data:image/png;base64") == 4
     assert "HDI" in html and "Does not hold" in html
+    # how many tests ran on which kind of trace, and why the others did not ("15 tests" was wrong)
+    assert "15 tests" not in html and "Which tests run on which kind of trace" in html
+    assert "13 tests ran on the revisions trace" in html and "9 tests ran on the crawl detections trace" in html
+    assert "whole numbers of crawl intervals" in html
+
+
+def test_tests_by_kind_rows(tiny_result):
+    rows = {r["kind"]: r for r in T.tests_by_kind(tiny_result["traces"])}
+    assert rows["revisions"]["n_tests"] == "13" and rows["crawl detections"]["n_tests"] == "9"
+    assert "geometric gaps" in rows["crawl detections"]["tests"]
+    assert "KS (Lilliefors table)" in rows["crawl detections"]["not_run"]
+    assert "geometric gaps" in rows["revisions"]["not_run"] and "Goh" not in rows["revisions"]["tests"]
+
+
+def test_replay_ylim_follows_the_estimators_and_the_target():
+    """The newcomer's report: the y-axis was scaled to the first crawls' 'empirical rate so far'
+    (0.6/h) while the estimates and the target sat near 0.003/h, flat at 0."""
+    k = np.arange(1, 201)
+    paths = {"lln": 0.002 + 0.001 / k, "mle": np.r_[np.inf, np.full(199, 0.0025)], "sa": np.full(200, 0.001)}
+    lo, hi = T.replay_ylim(paths, 0.009)
+    assert lo == 0.0 and hi == pytest.approx(0.009 * 1.15)  # the target is the top, the estimates visible
+    lo, hi = T.replay_ylim({"lln": np.r_[np.full(10, 50.0), np.full(190, 0.02)]}, 0.01)
+    assert hi == pytest.approx(0.02 * 1.15)  # an early transient (first 5% of crawls) does not set the scale
+    assert T.replay_ylim({"mle": np.full(5, np.inf)}, 0.0) == (0.0, 1.0)
+
+
+def test_replay_figure_labels_the_target(tiny_result):
+    fig = T._replay_figure([r for r in tiny_result["trace_replays"] if r["name"] == "wikipedia_oblast"])
+    labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    assert "target: empirical rate over the window" in labels and "empirical rate so far" in labels
+    ax = fig.axes[0]
+    target = tiny_result["trace_replays"][0]["plot"]["target"]
+    assert ax.get_ylim()[1] >= target and ax.get_ylim()[1] < 5 * target
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
 
 
 def test_a_failing_estimator_is_reported_not_fatal(monkeypatch):

@@ -5,19 +5,24 @@ datetimes, which become hours): exponential gaps (Lilliefors, Anderson-Darling,
 parametric-bootstrap KS/AD/CvM), trend (Laplace, MIL-HDBK-189), dispersion of window
 counts, hour-of-day and day-of-week seasonality, burstiness (gap CV, Goh-Barabási B),
 a Bayesian-blocks piecewise-constant rate with Poisson tests within its segments and
-the time-rescaling theorem, and, for crawl detections, the calibration of
+the time-rescaling theorem. Crawl detections (times at which regular crawls saw a
+change) are tested as independent crawls on their grid instead, with exact nulls
+(geometric gaps, uniform detection slots), plus the calibration of
 P(I = 1 | τ) = 1 - exp(-Δτ). Ties and quantised times are handled by jitter within
 the recording resolution; too few events give "insufficient data", not an error.
 """
 
 from ._crawl import crawl_calibration
-from ._gof import GAP_TESTS, TEST_NAMES, PoissonGOFResult, poisson_gof
+from ._gof import CRAWL_TESTS, GAP_TESTS, TEST_NAMES, PoissonGOFResult, poisson_gof
+from ._grid import CrawlGrid
 from ._plots import RateSeries, plot_qq, plot_rate, rate_over_time
 from ._qq import QQData, exponential_qq
 from ._result import DiagnosticResult
 from ._segments import Segments, segment_rates
 
 __all__ = [
+    "CRAWL_TESTS",
+    "CrawlGrid",
     "DiagnosticResult",
     "GAP_TESTS",
     "PoissonGOFResult",

@@ -94,8 +94,11 @@ def g_statistic(n_windows, n_detected, q0):
     return 2.0 * np.sum(ll1 - ll0, axis=-1)
 
 
-def calibration_result(times: np.ndarray, crawl_interval: float | None, *, rng, alpha: float = 0.05) -> DiagnosticResult:
-    """The ``crawl_calibration`` test on sorted detection times (see module docstring)."""
+def calibration_result(times: np.ndarray, crawl_interval: float | None, *, rng, alpha: float = 0.05,
+                       time_scale: float = 1.0) -> DiagnosticResult:
+    """The ``crawl_calibration`` test on sorted detection times (see module docstring);
+    ``times`` and ``crawl_interval`` in units of ``time_scale`` input units (Δ̂ and τ
+    are reported in the input unit)."""
     name = "crawl_calibration"
     if crawl_interval is None:
         return DiagnosticResult(name, None, None,
@@ -110,10 +113,11 @@ def calibration_result(times: np.ndarray, crawl_interval: float | None, *, rng, 
     # start half a crawl after the first detection and stop half a crawl before the last:
     # both are conditioned on, as in the other tests
     edges, m = calibration_windows(times[0] + c / 2, times[-1] - c / 2, c, mult, rng)
-    return calibration_from_windows(times, edges, m, mult, c, alpha=alpha)
+    return calibration_from_windows(times, edges, m, mult, c, alpha=alpha, time_scale=time_scale)
 
 
-def calibration_from_windows(times, edges, m, multiples, crawl_interval, *, alpha: float = 0.05) -> DiagnosticResult:
+def calibration_from_windows(times, edges, m, multiples, crawl_interval, *, alpha: float = 0.05,
+                             time_scale: float = 1.0) -> DiagnosticResult:
     """The calibration test for given virtual-crawl windows (see :func:`calibration_windows`)."""
     name = "crawl_calibration"
     if m.size < 2:
@@ -130,6 +134,7 @@ def calibration_from_windows(times, edges, m, multiples, crawl_interval, *, alph
         return insufficient(name, "fewer than two τ-bins with 5 expected detections and 5 expected misses")
     delta, se = fit_cloglog_rate(n_w[use], n_d[use], tau[use])
     q = -np.expm1(-delta * tau[use])
+    delta, se, tau = delta / time_scale, se / time_scale, tau * time_scale  # input units
     g = float(g_statistic(n_w[use], n_d[use], q))
     df = int(use.sum()) - 1
     p = float(stats.chi2.sf(g, df))

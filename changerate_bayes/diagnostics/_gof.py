@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -15,13 +16,14 @@ from ._burstiness import burstiness_results
 from ._counts import dispersion_result, seasonality_result
 from ._crawl import calibration_result
 from ._exponential import anderson_test, bootstrap_test, lilliefors_test
+from ._grid import CrawlGrid, grid_results
 from ._prep import prepare_events
 from ._qq import QQData, exponential_qq
 from ._result import DiagnosticResult, insufficient, not_applicable
 from ._segments import Segments, fit_segments, segments_dispersion_result, time_rescaling_result
 from ._trend import laplace_result, mil_hdbk_189_result
 
-__all__ = ["PoissonGOFResult", "poisson_gof", "TEST_NAMES", "GAP_TESTS"]
+__all__ = ["PoissonGOFResult", "poisson_gof", "TEST_NAMES", "GAP_TESTS", "CRAWL_TESTS"]
 
 #: Keys of ``PoissonGOFResult.tests``, in report order.
 TEST_NAMES = (
@@ -30,6 +32,7 @@ TEST_NAMES = (
     "ks_bootstrap",
     "ad_bootstrap",
     "cvm_bootstrap",
+    "geometric_gaps",
     "laplace_trend",
     "mil_hdbk_189",
     "dispersion_index",
@@ -42,9 +45,20 @@ TEST_NAMES = (
     "crawl_calibration",
 )
 
-#: Tests that read the gaps (invalid for tied times of unknown resolution).
+#: Tests that read the gaps of exact event times as exponential (invalid for tied times
+#: of unknown resolution, and for crawl detections, whose gaps are whole crawl intervals).
 GAP_TESTS = ("ks_lilliefors", "anderson_darling", "ks_bootstrap", "ad_bootstrap", "cvm_bootstrap",
              "gap_cv", "burstiness", "time_rescaling")
+
+#: Tests that run on crawl detections (``crawl_interval`` given), in their crawl-grid
+#: form with an exact null (hour and day of week need datetimes).
+CRAWL_TESTS = ("geometric_gaps", "laplace_trend", "mil_hdbk_189", "dispersion_index", "hour_of_day",
+               "day_of_week", "gap_cv", "burstiness", "segments_dispersion", "crawl_calibration")
+
+_EXACT_ONLY = ("ks_lilliefors", "anderson_darling", "ks_bootstrap", "ad_bootstrap", "cvm_bootstrap",
+               "time_rescaling")
+_CRAWL_NA = ("crawl detections: the gaps are whole numbers of crawl intervals (geometric under a Poisson "
+             "change process), not exponential; geometric_gaps tests them")
 
 # "burstiness" repeats the gap_cv test (B is a monotone function of CV): left out of the
 # multiple-testing family so that it is not counted twice.
@@ -62,13 +76,15 @@ class PoissonGOFResult:
     rate : float or None
         (n - 1) / (t_n - t_1): events per hour for datetime input, per input time
         unit for floats (the MLE of a Poisson rate from the gaps). None with fewer
-        than two distinct times.
+        than two distinct times. For crawl detections this is the rate of detections;
+        the change rate is ``crawl_grid.change_rate``.
     rate_unit : str
         ``"per hour"`` or ``"per input time unit"``.
     span : float
         t_n - t_1 in the same unit.
     qq : QQData
-        Gaps against the fitted exponential, with a simulation envelope.
+        Gaps against the fitted exponential (geometric for crawl detections), with a
+        simulation envelope.
     tests : Mapping[str, DiagnosticResult]
         One entry per name in :data:`TEST_NAMES` (tests that could not run have
         ``status`` "insufficient data" or "not applicable" and no p-value).
@@ -79,14 +95,20 @@ class PoissonGOFResult:
     resolution : float
         Recording precision used (0.0 if unknown), same unit as ``rate``'s inverse.
     jittered : str or None
-        How times were jittered before the gap tests: None, ``"within resolution"``
-        or ``"within crawl interval"``.
+        How times were jittered before the gap tests: None or ``"within resolution"``
+        (crawl detections are never jittered: they are tested on the crawl grid).
     notes : tuple of str
         Caveats in words (ties, quantisation, crawl data).
     origin : numpy.datetime64 or None
         UTC time of the first event (datetime input), the zero of the hour axis.
     times : ndarray, shape (n,)
         The event times as given (hours since ``origin`` for datetimes), unjittered.
+    crawl_grid : CrawlGrid or None
+        For crawl detections: each detection's crawl slot, the detection probability
+        q̂ = (n - 1)/N per crawl and the change rate -log(1 - q̂)/c, per hour for
+        datetimes, per input time unit for floats.
+    degenerate : str or None
+        Why no test could run on these times (e.g. all equal), else None.
     """
 
     n_events: int
@@ -102,6 +124,8 @@ class PoissonGOFResult:
     notes: tuple[str, ...]
     origin: np.datetime64 | None = None
     times: np.ndarray = None
+    crawl_grid: CrawlGrid | None = None
+    degenerate: str | None = None
 
     def rejected(self, alpha: float = 0.05) -> tuple[str, ...]:
         """Tests rejecting at family-wise level ``alpha`` (Holm's step-down correction
@@ -113,11 +137,21 @@ class PoissonGOFResult:
     def summary(self, alpha: float = 0.05) -> str:
         """A verdict in words: is the trace a homogeneous Poisson process?"""
         ran = [k for k, r in self.tests.items() if r.ran and k not in _FAMILY_EXCLUDES]
+        crawl = self.crawl_grid is not None
+        what = "detections" if crawl else "events"
+        ties = f" ({self.n_ties} tied)" if self.n_ties else ""
+        if self.degenerate is not None:
+            return f"{self.n_events} events{ties}: {self.degenerate}; no test can run (insufficient data)."
         if not ran:
-            return f"{self.n_events} events: too few for any test."
+            return f"{self.n_events} {what}{ties}: too few for any test."
         rej = self.rejected(alpha)
-        head = (f"{self.n_events} events, rate {self.rate:.4g} {self.rate_unit}. "
-                if self.rate is not None else f"{self.n_events} events. ")
+        head = f"{self.n_events} {what}{ties}"
+        if self.rate is not None:
+            head += f", {'detection ' if crawl else ''}rate {self.rate:.4g} {self.rate_unit}"
+        if crawl and self.crawl_grid.change_rate is not None and np.isfinite(self.crawl_grid.change_rate):
+            head += (f" (one crawl in {1 / self.crawl_grid.detection_probability:.3g} detects a change: change rate "
+                     f"{self.crawl_grid.change_rate:.4g} {self.rate_unit})")
+        head += ". "
         if not rej:
             return head + (f"No test rejects the homogeneous Poisson model at family-wise level {alpha:g} "
                            f"(Holm over {len(ran)} tests).")
@@ -125,18 +159,21 @@ class PoissonGOFResult:
         t = self.tests
         if {"ks_lilliefors", "anderson_darling", "ks_bootstrap", "ad_bootstrap", "cvm_bootstrap"} & set(rej):
             parts.append("gaps not exponential")
+        if "geometric_gaps" in rej:
+            parts.append("gaps between detections not geometric")
         if "gap_cv" in rej:
-            parts.append(f"bursty (gap CV {t['gap_cv'].statistic:.2f}, B = {t['burstiness'].statistic:.2f})"
-                         if t["gap_cv"].statistic > 1 else f"too regular (gap CV {t['gap_cv'].statistic:.2f})")
+            cv, cv0 = t["gap_cv"].statistic, t["gap_cv"].details.get("expected", 1.0)
+            parts.append(f"bursty (gap CV {cv:.2f} against {cv0:.2f} for Poisson, B = {t['burstiness'].statistic:.2f})"
+                         if cv > cv0 else f"too regular (gap CV {cv:.2f} against {cv0:.2f} for Poisson)")
         if {"laplace_trend", "mil_hdbk_189"} & set(rej):
             z = t["laplace_trend"].statistic
             parts.append("rate trends " + ("up" if z is not None and z > 0 else "down") + " over time")
         if "dispersion_index" in rej:
             parts.append(f"window counts over-dispersed (index {t['dispersion_index'].statistic:.3g})")
-        for k, what in (("hour_of_day", "rate varies with the hour of day"),
-                        ("day_of_week", "rate varies with the day of week")):
+        for k, words in (("hour_of_day", "rate varies with the hour of day"),
+                         ("day_of_week", "rate varies with the day of week")):
             if k in rej:
-                parts.append(what)
+                parts.append(words)
         if {"segments_dispersion", "time_rescaling"} & set(rej):
             parts.append(f"not Poisson even within the {self.segments.n_segments} constant-rate segments")
         elif self.segments is not None and self.segments.n_segments > 1:
@@ -147,7 +184,8 @@ class PoissonGOFResult:
                        f"(Holm, family-wise {alpha:g}): " + "; ".join(parts) + ".")
 
     def to_dict(self) -> dict:
-        """JSON-able summary: n_events, rate, and per test {statistic, pvalue, status, reading}."""
+        """JSON-able summary: n_events, rate, the crawl grid (crawl detections), and per test
+        {statistic, pvalue, status, reading}."""
         return {
             "n_events": self.n_events,
             "rate": self.rate,
@@ -155,6 +193,12 @@ class PoissonGOFResult:
             "n_ties": self.n_ties,
             "jittered": self.jittered,
             "n_segments": None if self.segments is None else self.segments.n_segments,
+            "degenerate": self.degenerate,
+            "crawl_grid": None if self.crawl_grid is None else {
+                "crawl_interval": self.crawl_grid.crawl_interval, "n_crawls": self.crawl_grid.n_crawls,
+                "detection_probability": self.crawl_grid.detection_probability,
+                "change_rate": self.crawl_grid.change_rate, "n_off_grid": self.crawl_grid.n_off_grid,
+                "n_shifted": self.crawl_grid.n_shifted},
             "tests": {k: r.to_dict() for k, r in self.tests.items()},
         }
 
@@ -191,7 +235,11 @@ def poisson_gof(
     event_times : array_like, shape (n,)
         Sorted event times: floats in any time unit, or datetimes (numpy
         ``datetime64``, ``datetime`` objects, ISO-8601 strings), which become hours
-        since the first event (rates per hour). Ties are allowed.
+        since the first event (rates per hour). Ties are allowed. Times with UTC
+        offsets are exact instants and may carry different offsets (one zone across a
+        daylight-saving change); naive times are taken as UTC but may not be mixed
+        with aware ones. Float times of extreme magnitude are rescaled internally by a
+        power of two (exact); results are reported in the input unit.
     resolution : float, optional
         Recording precision of the times (same unit: hours for datetimes). Default:
         detected: the timestamp precision for datetimes (1 s for whole seconds), the
@@ -199,14 +247,17 @@ def poisson_gof(
         unknown. Tied or quantised times are jittered uniformly within it before the
         gap tests.
     crawl_interval : float, optional
-        For crawl detections (times at which a crawl on a grid of this step saw a
-        change): enables ``crawl_calibration`` and jitters each time within the crawl
-        interval before it.
+        For crawl detections (times at which a crawl on a regular schedule of this
+        step saw a change; crawls that saw none are not recorded). The detections are
+        then tested as a 0/1 sequence of independent crawls, the exact model of
+        Poisson changes seen by regular crawls (see Notes), and ``crawl_calibration``
+        runs.
     n_windows : int, optional
         Windows for the dispersion index (default about 5 events per window,
         between 2 and 100).
     n_resamples : int, default 999
-        Monte Carlo samples for the bootstrap, CV and time-rescaling p-values.
+        Monte Carlo samples for the bootstrap, CV, time-rescaling and crawl-grid
+        p-values.
     p0 : float, default 0.05
         False-alarm probability per change point of the Bayesian-blocks segmentation.
     alpha : float, default 0.05
@@ -217,29 +268,39 @@ def poisson_gof(
     Returns
     -------
     PoissonGOFResult
-        ``tests`` holds, by name: ``ks_lilliefors`` (statsmodels Lilliefors, table
-        p-value in [0.001, 0.99]), ``anderson_darling`` (Stephens' table, p in
-        [0.01, 0.15]), ``ks_bootstrap``, ``ad_bootstrap``, ``cvm_bootstrap``
-        (``scipy.stats.goodness_of_fit``), ``laplace_trend``, ``mil_hdbk_189``,
-        ``dispersion_index``, ``hour_of_day``, ``day_of_week`` (UTC; datetimes only),
-        ``gap_cv``, ``burstiness`` (Goh-Barabási B, same p-value as ``gap_cv``),
-        ``segments_dispersion``, ``time_rescaling`` and ``crawl_calibration``
-        (crawl detections only).
+        ``tests`` holds one result per name in :data:`TEST_NAMES`. Exact event times:
+        ``ks_lilliefors`` (statsmodels Lilliefors, table p-value in [0.001, 0.99]),
+        ``anderson_darling`` (Stephens' table, p in [0.01, 0.15]), ``ks_bootstrap``,
+        ``ad_bootstrap``, ``cvm_bootstrap`` (``scipy.stats.goodness_of_fit``),
+        ``laplace_trend``, ``mil_hdbk_189``, ``dispersion_index``, ``hour_of_day``,
+        ``day_of_week`` (UTC; datetimes only), ``gap_cv``, ``burstiness`` (Goh-Barabási
+        B, same p-value as ``gap_cv``), ``segments_dispersion`` and ``time_rescaling``:
+        11 tests for floats, 13 for datetimes (``burstiness`` is not counted: it
+        repeats ``gap_cv``). Crawl detections: ``geometric_gaps``, the crawl-grid forms
+        of ``laplace_trend``, ``mil_hdbk_189``, ``dispersion_index``, ``hour_of_day``,
+        ``day_of_week``, ``gap_cv``/``burstiness`` and ``segments_dispersion``, and
+        ``crawl_calibration``: 7 tests for floats, 9 for datetimes (:data:`CRAWL_TESTS`);
+        the exponential gap tests and ``time_rescaling`` are "not applicable" (the
+        gaps are whole crawl intervals). Tests short of data say "insufficient data".
 
     Raises
     ------
     ValueError
-        For NaN/NaT/None, unparsable, unsorted times or mixed time zones (naming the
-        row), or a non-positive ``resolution``, ``crawl_interval``, ``n_windows``,
-        ``n_resamples``, ``p0`` or ``alpha`` outside (0, 1).
+        For NaN/NaT/None, unparsable, unsorted times or naive times mixed with aware
+        ones (naming the row), nested or ragged ``event_times``, a span beyond the
+        float range, or a non-positive ``resolution``, ``crawl_interval``,
+        ``n_windows``, ``n_resamples``, ``p0`` or ``alpha`` outside (0, 1).
     TypeError
-        For times that are neither numbers nor datetimes.
+        For ``event_times`` that is not a sequence (a string, number, mapping or set)
+        or holds values that are neither numbers nor datetimes.
 
     Warns
     -----
     StatisticalWarning
-        When tied times of unknown resolution make the gap tests inapplicable, or when
-        a crawl interval is a sizeable fraction of the mean gap (gap tests approximate).
+        When all times are equal (nothing can be tested); when times are tied and the
+        resolution was not given (the gap tests then jitter within the detected
+        resolution, or do not apply if it is unknown); when crawl detections do not
+        sit on a regular grid of step ``crawl_interval``.
 
     Notes
     -----
@@ -248,8 +309,19 @@ def poisson_gof(
     the p-values come from tables for the estimated-parameter case or from a
     parametric bootstrap. Count and trend tests condition on t_1 and t_n, given which
     the inner events are i.i.d. uniform on (t_1, t_n). Tests that cannot run return
-    "insufficient data" (no p-value) instead of failing. ``summary()`` combines the
-    tests with Holm's correction.
+    "insufficient data" (no p-value) instead of failing; a trace whose times are all
+    equal is degenerate and no test runs. ``summary()`` combines the tests with
+    Holm's correction.
+
+    Crawl detections are not exact change times: a detection says that at least one
+    change fell in its crawl interval of length c. Under Poisson changes the crawls
+    detect independently with probability q = 1 - exp(-Δc), so the gaps between
+    detections are whole numbers of crawl intervals, geometric, and the exponential
+    gap tests have the wrong size unless c is tiny against the mean gap. The crawl
+    tests condition on the first and last detections and on their number, given which
+    the detection slots are a uniformly random subset of the crawls in between: Monte
+    Carlo p-values from that exact null, or chi-square and normal approximations with
+    its exact moments (``changerate_bayes.diagnostics._grid``).
 
     References
     ----------
@@ -286,19 +358,71 @@ def poisson_gof(
     for caveat in prep.caveats:
         warnings.warn(caveat, StatisticalWarning, stacklevel=2)
 
-    times, n = prep.times, prep.times.size
+    times, n, scale = prep.times, prep.times.size, prep.scale
     span = float(prep.raw[-1] - prep.raw[0]) if n else 0.0
-    gaps = prep.gaps
-    rate = (n - 1) / float(prep.raw[-1] - prep.raw[0]) if n > 1 and prep.raw[-1] > prep.raw[0] else None
+    rate = (n - 1) / span if n > 1 and span > 0 else None
+    grid = prep.grid
 
+    tests: dict[str, DiagnosticResult] = {}
+    segments = fit_segments(times, p0=p0) if n >= 2 and times[-1] > times[0] else None
+    qq = exponential_qq(np.zeros(0))
+    if prep.degenerate is not None:
+        tests = {k: insufficient(k, prep.degenerate) for k in TEST_NAMES}
+    elif grid is not None:
+        grid_tests, qq = grid_results(grid, clock0_hours=prep.hours_since_monday, segments=segments,
+                                      origin=float(times[0]), n_windows=n_windows, n_resamples=n_resamples,
+                                      rng=gen, alpha=alpha)
+        tests.update(grid_tests)
+        tests.update({k: not_applicable(k, _CRAWL_NA) for k in _EXACT_ONLY})
+        tests["crawl_calibration"] = calibration_result(prep.raw, prep.crawl_interval, rng=gen, alpha=alpha,
+                                                        time_scale=scale)
+    else:
+        tests.update(_exact_time_tests(prep, segments, n_windows=n_windows, n_resamples=n_resamples, rng=gen,
+                                       alpha=alpha))
+        if prep.gap_tests_valid:
+            qq = exponential_qq(prep.gaps, rng=gen)
+        tests["crawl_calibration"] = calibration_result(prep.raw, None, rng=gen, alpha=alpha)
+        tests["geometric_gaps"] = not_applicable(
+            "geometric_gaps", "exact event times, not crawl detections (no `crawl_interval`): the exponential gap "
+                              "tests apply")
+    if scale != 1.0:  # report in the input unit
+        qq = dataclasses.replace(qq, theoretical=qq.theoretical * scale, observed=qq.observed * scale,
+                                 lower=qq.lower * scale, upper=qq.upper * scale)
+        if segments is not None:
+            segments = Segments(segments.edges * scale, segments.counts, segments.rates / scale, segments.p0)
+        if grid is not None:
+            grid = dataclasses.replace(grid, crawl_interval=grid.crawl_interval * scale)
+    return PoissonGOFResult(
+        n_events=int(n),
+        rate=None if rate is None else float(rate) / scale,
+        rate_unit=prep.rate_unit,
+        span=span * scale,
+        qq=qq,
+        tests=MappingProxyType({k: tests[k] for k in TEST_NAMES}),
+        segments=segments,
+        n_ties=prep.n_ties,
+        resolution=prep.resolution * scale,
+        jittered=prep.jittered,
+        notes=prep.notes,
+        origin=prep.origin,
+        times=prep.given,
+        crawl_grid=grid,
+        degenerate=prep.degenerate,
+    )
+
+
+def _exact_time_tests(prep, segments, *, n_windows, n_resamples, rng, alpha) -> dict[str, DiagnosticResult]:
+    """The tests of exact event times (everything but the crawl tests)."""
+    times, n = prep.times, prep.times.size
+    gaps = prep.gaps
     tests: dict[str, DiagnosticResult] = {}
     if prep.gap_tests_valid:
         tests["ks_lilliefors"] = lilliefors_test(gaps, alpha=alpha)
         tests["anderson_darling"] = anderson_test(gaps, alpha=alpha)
         for s in ("ks", "ad", "cvm"):
-            r = bootstrap_test(gaps, s, n_resamples=n_resamples, rng=gen, alpha=alpha)
+            r = bootstrap_test(gaps, s, n_resamples=n_resamples, rng=rng, alpha=alpha)
             tests[r.name] = r
-        tests["gap_cv"], tests["burstiness"] = burstiness_results(gaps, n_resamples=n_resamples, rng=gen,
+        tests["gap_cv"], tests["burstiness"] = burstiness_results(gaps, n_resamples=n_resamples, rng=rng,
                                                                   alpha=alpha)
     else:
         why = f"{prep.n_ties} tied time(s) of unknown resolution (pass `resolution`)"
@@ -311,29 +435,13 @@ def poisson_gof(
     tests["dispersion_index"] = dispersion_result(times, n_windows=n_windows, alpha=alpha)
     tests["hour_of_day"] = seasonality_result(times, prep.hours_since_monday, "hour_of_day", alpha=alpha)
     tests["day_of_week"] = seasonality_result(times, prep.hours_since_monday, "day_of_week", alpha=alpha)
-    segments = fit_segments(times, p0=p0) if n >= 2 and times[-1] > times[0] else None
     if segments is None:
+        span = float(times[-1] - times[0]) if n else 0.0
         for k in ("segments_dispersion", "time_rescaling"):
-            tests[k] = insufficient(k, f"{n} event(s) spanning {span:g}: nothing to segment")
+            tests[k] = insufficient(k, f"{n} event(s) spanning {span * prep.scale:g}: nothing to segment")
     else:
         tests["segments_dispersion"] = segments_dispersion_result(times, segments, alpha=alpha)
         if prep.gap_tests_valid:
-            tests["time_rescaling"] = time_rescaling_result(times, segments, n_resamples=n_resamples, rng=gen,
+            tests["time_rescaling"] = time_rescaling_result(times, segments, n_resamples=n_resamples, rng=rng,
                                                             alpha=alpha)
-    tests["crawl_calibration"] = calibration_result(prep.raw, prep.crawl_interval, rng=gen, alpha=alpha)
-    qq = exponential_qq(gaps, rng=gen) if prep.gap_tests_valid else exponential_qq(np.zeros(0))
-    return PoissonGOFResult(
-        n_events=int(n),
-        rate=None if rate is None else float(rate),
-        rate_unit=prep.rate_unit,
-        span=span,
-        qq=qq,
-        tests=MappingProxyType({k: tests[k] for k in TEST_NAMES}),
-        segments=segments,
-        n_ties=prep.n_ties,
-        resolution=prep.resolution,
-        jittered=prep.jittered,
-        notes=prep.notes,
-        origin=prep.origin,
-        times=prep.raw,
-    )
+    return tests

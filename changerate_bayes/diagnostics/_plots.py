@@ -82,7 +82,8 @@ def _clock(x, origin):
 
 
 def plot_qq(result, ax=None, *, envelope: bool = True, log: bool = False, **kwargs):
-    """Q-Q plot of the gaps against the fitted exponential, with simulation envelope.
+    """Q-Q plot of the gaps against the fitted exponential (geometric for crawl
+    detections), with simulation envelope.
 
     Parameters
     ----------
@@ -129,7 +130,7 @@ def plot_qq(result, ax=None, *, envelope: bool = True, log: bool = False, **kwar
         ax.set_yscale("log")
     else:
         ax.plot([0, top], [0, top], color="k", lw=0.8, label="y = x")
-    ax.set_xlabel(f"exponential quantile ({unit}s)")
+    ax.set_xlabel(f"{qq.distribution} quantile ({unit}s)")
     ax.set_ylabel(f"observed gap ({unit}s)")
     ax.legend(loc="lower right", fontsize="small")
     return ax

@@ -13,21 +13,28 @@ __all__ = ["QQData", "exponential_qq"]
 
 @dataclass(frozen=True)
 class QQData:
-    """Quantiles of the gaps against the fitted exponential.
+    """Quantiles of the gaps against the fitted gap distribution.
 
     Attributes
     ----------
     theoretical : ndarray, shape (m,)
-        Quantiles -log(1 - (i - 1/2)/m) / rate of the exponential with the fitted rate.
+        Quantiles at (i - 1/2)/m of the fitted distribution: -log(1 - (i - 1/2)/m) / rate
+        for the exponential; for the geometric gaps of crawl detections, the smallest
+        whole number of crawl intervals k with 1 - (1 - q̂)^k >= (i - 1/2)/m, times c.
     observed : ndarray, shape (m,)
         The sorted gaps (jittered where ties or quantisation required it).
     lower, upper : ndarray, shape (m,)
         Pointwise simulation envelope: the ``(1 ± level)/2`` quantiles of the i-th
         sorted gap over exponential samples of the same size, each rescaled to the
-        data's mean gap (so the envelope includes the error of the fitted rate).
+        data's mean gap (so the envelope includes the error of the fitted rate); for
+        crawl detections, over samples of the exact null (detection slots uniform given
+        their number).
     level : float
         Pointwise coverage of the envelope.
     n_simulations : int
+    distribution : {"exponential", "geometric"}
+        The null law of the gaps: exponential for exact event times, geometric (whole
+        crawl intervals) for crawl detections.
     """
 
     theoretical: np.ndarray
@@ -36,6 +43,7 @@ class QQData:
     upper: np.ndarray
     level: float
     n_simulations: int
+    distribution: str = "exponential"
 
     def fraction_outside(self) -> float:
         """Fraction of the points outside the envelope (about 1 - level under H0)."""
