@@ -24,7 +24,7 @@ def test_fixed_policies_reach_their_steady_state(policy):
     delta = gen.lognormal(0.0, 1.0, (n_rep, n))
     w = gen.lognormal(0.0, 1.0, (n_rep, n))
     budget = 0.8 * n
-    res = simulate_closed_loop(delta, w, budget, policies=(policy,), n_epochs=12, epoch_length=2.0, seed=3)
+    res = simulate_closed_loop(delta, w, budget, policies=(policy,), n_epochs=12, epoch_length=2.0, rng=3)
     if policy == "oracle":
         p = np.array([optimal_crawl_rates(delta[r], w[r], budget) for r in range(n_rep)])
         np.testing.assert_allclose(res.oracle_freshness, (w * p / (p + delta)).sum(1) / w.sum(1), rtol=1e-12)
@@ -40,7 +40,7 @@ def test_fixed_policies_reach_their_steady_state(policy):
 def test_regret_is_cumulative_gap_to_oracle_value():
     gen = np.random.default_rng(2)
     delta = gen.lognormal(0.0, 1.0, 300)
-    res = simulate_closed_loop(delta, 1.0, 150.0, policies=("uniform", "thompson"), n_epochs=6, seed=1)
+    res = simulate_closed_loop(delta, 1.0, 150.0, policies=("uniform", "thompson"), n_epochs=6, rng=1)
     gap = (res.oracle_freshness[None, :, None] - res.freshness) * 1.0
     np.testing.assert_allclose(res.regret, np.cumsum(gap, axis=2))
     assert np.isnan(res.estimate_within_2x[0]).all() and not np.isnan(res.estimate_within_2x[1]).any()
@@ -50,10 +50,56 @@ def test_regret_is_cumulative_gap_to_oracle_value():
 
 def test_same_seed_same_result_and_exploration_keeps_every_page_crawled():
     delta = np.random.default_rng(0).lognormal(0.0, 2.0, 200)
-    a = simulate_closed_loop(delta, 1.0, 50.0, policies=("lln",), n_epochs=4, seed=9, exploration=0.1)
-    b = simulate_closed_loop(delta, 1.0, 50.0, policies=("lln",), n_epochs=4, seed=9, exploration=0.1)
+    a = simulate_closed_loop(delta, 1.0, 50.0, policies=("lln",), n_epochs=4, rng=9, exploration=0.1)
+    b = simulate_closed_loop(delta, 1.0, 50.0, policies=("lln",), n_epochs=4, rng=9, exploration=0.1)
     np.testing.assert_array_equal(a.freshness, b.freshness)
     assert np.all(a.crawled_fraction == 1.0)
+
+
+@pytest.mark.parametrize(
+    ("args", "policies"),
+    [
+        ((np.ones(50), np.ones(50), 0.5), ("uniform",)),  # p = 0.01 per page: most pages see no crawl
+        (([1.0], [1.0], 1.0), ("oracle", "uniform", "lln", "sam", "posterior_mean", "thompson")),
+        ((np.zeros(5), np.ones(5), 2.0), ("lln", "oracle")),  # never changing pages
+    ],
+)
+def test_epochs_without_crawls_of_some_or_all_pages(args, policies):
+    # Newcomer report: IndexError whenever an epoch contained no crawl at all.
+    res = simulate_closed_loop(*args, policies=policies, n_epochs=3, rng=0)
+    assert res.freshness.shape == (len(policies), 1, 3)
+    assert np.all((res.freshness >= 0) & (res.freshness <= 1))
+    if not np.any(args[0]):
+        np.testing.assert_array_equal(res.freshness, 1.0)  # Δ = 0: always fresh
+
+
+def test_freshness_without_any_crawl_is_the_decay_of_the_first_copy():
+    # B = 1e-12 over 3 pages and 3 epochs: P(any crawl) < 1e-11. Every page keeps its t = 0
+    # copy, fresh with probability e^{-Δt}: epoch e averages (e^{-Δ(e-1)} - e^{-Δe})/Δ.
+    delta = np.array([0.5, 1.0, 2.0])
+    res = simulate_closed_loop(delta, 1.0, 1e-12, policies=("uniform", "thompson"), n_epochs=3, rng=4)
+    e = np.arange(1, 4)[:, None]
+    expected = ((np.exp(-delta * (e - 1)) - np.exp(-delta * e)) / delta).mean(axis=1)
+    np.testing.assert_allclose(res.freshness[:, 0], np.broadcast_to(expected, (2, 3)), rtol=1e-12)
+
+
+def test_rng_int_or_generator_and_independent_replication_streams():
+    gen = np.random.default_rng(5)
+    delta = gen.lognormal(0.0, 1.0, (3, 120))
+    kw = dict(policies=("lln", "thompson"), n_epochs=3)
+    a = simulate_closed_loop(delta, 1.0, 60.0, rng=17, **kw)
+    b = simulate_closed_loop(delta, 1.0, 60.0, rng=np.random.default_rng(17), **kw)
+    np.testing.assert_array_equal(a.freshness, b.freshness)
+    # replication r runs on SeedSequence(17).spawn(R)[r]: row 0 alone gives the same numbers
+    one = simulate_closed_loop(delta[:1], 1.0, 60.0, rng=17, **kw)
+    np.testing.assert_allclose(one.freshness[:, 0], a.freshness[:, 0], rtol=1e-12)
+    # a Generator is consumed: two calls with the same Generator draw different streams
+    g = np.random.default_rng(17)
+    c1 = simulate_closed_loop(delta, 1.0, 60.0, rng=g, **kw)
+    c2 = simulate_closed_loop(delta, 1.0, 60.0, rng=g, **kw)
+    assert not np.array_equal(c1.freshness, c2.freshness)
+    with pytest.raises(TypeError, match=r"`rng` must be an int seed, a numpy.random.Generator or None; got float"):
+        simulate_closed_loop(delta, 1.0, 60.0, rng=1.5, **kw)
 
 
 def test_grid_posterior_matches_quadrature():

@@ -190,6 +190,138 @@ def test_large_problem_budget_identity():
     assert 0 < np.count_nonzero(p) < p.size
 
 
+# ---------------------------------------------- numerical edges: any magnitude
+def _decimal_water_filling(delta, w, budget, digits=60):
+    """Textbook water-filling in 60-digit decimal arithmetic (independent reference).
+
+    Pages sorted by breakpoint w/Δ (descending); the first m are active for the largest m
+    whose s = (B + Σ_{i<=m} Δ_i)/Σ_{i<=m} √(w_i Δ_i) leaves page m crawled
+    (s √(w_m Δ_m) > Δ_m); p_i = s √(w_i Δ_i) - Δ_i. O(N^2); small N only.
+    """
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = digits
+        d = [Decimal(float(x)) for x in delta]
+        ww = [Decimal(float(x)) for x in w]
+        order = sorted(range(len(d)), key=lambda i: ww[i] / d[i], reverse=True)
+        best = None
+        for m in range(1, len(d) + 1):
+            act = order[:m]
+            s = (Decimal(float(budget)) + sum(d[i] for i in act)) / sum((ww[i] * d[i]).sqrt() for i in act)
+            if s * (ww[act[-1]] * d[act[-1]]).sqrt() - d[act[-1]] > 0:
+                best = (act, s)
+        act, s = best
+        p = np.zeros(len(d))
+        for i in act:
+            p[i] = float(s * (ww[i] * d[i]).sqrt() - d[i])
+    return p
+
+
+def test_budget_tiny_against_change_rates_is_spent_exactly():
+    # Newcomer report: [1.49e-8, 0] (49% over budget). F_2 = Δ_1 (√(λ_1/λ_2) - 1) = 1e8 (√2 - 1)
+    # > B, so page 1 alone is crawled, at p = B; s √(wΔ) - Δ lost B to rounding (B/Δ = 1e-16).
+    np.testing.assert_allclose(optimal_crawl_rates([1e8, 2e8], [1.0, 1.0], 1e-8), [1e-8, 0.0], rtol=1e-12, atol=0)
+    # several pages with breakpoints within 1e-12 of each other share a budget 1e-12 of Δ
+    gen = np.random.default_rng(8)
+    delta = 1e8 * (1 + 1e-13 * gen.random(6))
+    w = 1 + 1e-12 * gen.random(6)
+    p = optimal_crawl_rates(delta, w, 1e-4)
+    ref = _decimal_water_filling(delta, w, 1e-4)
+    assert 1 < np.count_nonzero(ref) and abs(p.sum() / 1e-4 - 1) < 1e-12
+    # p_i moves by about Δ_i ε when the breakpoint ratios move by ε (here p/Δ = 1e-13, an
+    # ill-conditioned problem): a few ulps of Δ is the floor for float arithmetic
+    np.testing.assert_allclose(p, ref, rtol=0, atol=4 * np.finfo(float).eps * delta.max())
+
+
+@pytest.mark.parametrize("budget", [1e-9, 1e-3, 1.0, 40.0, 1e4])
+def test_binary_freshness_matches_decimal_reference(budget):
+    gen = np.random.default_rng(int(np.log10(budget) + 20))
+    delta = gen.lognormal(0.0, 2.0, 12)
+    w = gen.lognormal(0.0, 1.0, 12)
+    np.testing.assert_allclose(optimal_crawl_rates(delta, w, budget), _decimal_water_filling(delta, w, budget),
+                               rtol=1e-11, atol=1e-15 * budget)
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+@pytest.mark.parametrize("scale", [1e-300, 1e-155, 1e-20, 1e20, 1e154, 1e155, 1e300])
+def test_scale_invariance_at_extreme_magnitudes(objective, scale):
+    # Newcomer report: harmonic staleness gave [nan, nan] from about 1e155 on (w Δ s overflowed).
+    # Multiplying Δ and B by c multiplies p by c; multiplying w by c changes nothing.
+    delta, w, budget = np.array([1.0, 2.0, 30.0]), np.array([1.0, 1.0, 2.0]), 3.0
+    ref = optimal_crawl_rates(delta, w, budget, objective=objective)
+    np.testing.assert_allclose(optimal_crawl_rates(delta * scale, w, budget * scale, objective=objective) / scale,
+                               ref, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(optimal_crawl_rates(delta, w * scale, budget, objective=objective), ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_huge_change_rates_against_a_unit_budget(objective):
+    # Newcomer report: [0, 0] (budget not spent). Equal pages share B equally.
+    np.testing.assert_allclose(optimal_crawl_rates([1e300, 1e300], [1.0, 1.0], 1.0, objective=objective), [0.5, 0.5],
+                               rtol=1e-12)
+    np.testing.assert_allclose(optimal_crawl_rates([1e300, 1e300], 1.0, 1e-300, objective=objective), [5e-301, 5e-301],
+                               rtol=1e-12)
+
+
+def test_the_exact_active_set_check_corrects_any_first_guess(monkeypatch):
+    # The O(N) guess of the active-set size may be off near ties; the probes must recover
+    # the same solution from any guess (here: 1, N and the middle).
+    from changerate_bayes.scheduling import _optimal_rates as mod
+
+    gen = np.random.default_rng(9)
+    delta = gen.lognormal(0.0, 2.0, (3, 40))
+    w = gen.lognormal(0.0, 1.0, (3, 40))
+    budgets = np.array([0.05, 3.0, 80.0])
+    ref = mod._binary_freshness_rows(delta, w, budgets)
+    assert np.all((np.count_nonzero(ref, axis=1) > 1) & (np.count_nonzero(ref, axis=1) < 40))
+    for guess in (1, 40, 20):
+        monkeypatch.setattr(mod, "_binary_freshness_active_guess", lambda key, ld, g=guess: np.full(key.shape[0], g))
+        np.testing.assert_allclose(mod._binary_freshness_rows(delta, w, budgets), ref, rtol=1e-13, atol=1e-16)
+
+
+magnitudes = st.floats(-100.0, 100.0)  # decimal exponents
+
+
+@given(st.lists(st.tuples(magnitudes, magnitudes), min_size=1, max_size=20), magnitudes,
+       st.sampled_from(OBJECTIVES))
+def test_any_magnitudes_spend_the_budget_and_satisfy_kkt(pairs, log_budget, objective):
+    # Δ, w and B anywhere in 1e-100 .. 1e100: finite, >= 0, Σ p = B, and the optimality
+    # certificate, in logs so that it cannot overflow: a common log λ for every crawled
+    # page, and (binary freshness) log(w/Δ) <= log λ for the pages left out.
+    delta = 10.0 ** np.array([a for a, _ in pairs])
+    w = 10.0 ** np.array([b for _, b in pairs])
+    budget = 10.0 ** log_budget
+    p = optimal_crawl_rates(delta, w, budget, objective=objective)
+    assert np.all(np.isfinite(p)) and np.all(p >= 0)
+    assert abs(p.sum() / budget - 1) <= 1e-9
+    normal = p >= np.finfo(float).tiny
+    assert normal.any()
+    with np.errstate(divide="ignore"):
+        lp = np.log(p)
+    if objective == "binary_freshness":
+        log_lam = np.log(w) + np.log(delta) - 2 * np.logaddexp(lp, np.log(delta))
+        lam = log_lam[normal].max()
+        assert np.all(np.log(w[p == 0]) - np.log(delta[p == 0]) <= lam + 1e-9)
+    else:
+        log_lam = np.log(w) + np.log(delta) - lp - np.logaddexp(lp, np.log(delta))
+    assert np.ptp(log_lam[normal]) <= 1e-9
+
+
+@given(st.lists(st.tuples(magnitudes, magnitudes), min_size=1, max_size=20), magnitudes,
+       st.integers(-150, 150), st.integers(-150, 150), st.sampled_from(OBJECTIVES))
+def test_exact_scale_invariance_under_powers_of_two(pairs, log_budget, k, j, objective):
+    # Powers of two scale floats exactly, so the solver, which works with Δ/B and
+    # w/max(w), must return exactly 2^k p for (2^k Δ, 2^j w, 2^k B).
+    delta = 10.0 ** np.array([a for a, _ in pairs])
+    w = 10.0 ** np.array([b for _, b in pairs])
+    budget = 10.0 ** log_budget
+    p = optimal_crawl_rates(delta, w, budget, objective=objective)
+    p2 = optimal_crawl_rates(np.ldexp(delta, k), np.ldexp(w, j), np.ldexp(budget, k), objective=objective)
+    assert np.all(np.isfinite(p)) and np.all(np.isfinite(p2))
+    np.testing.assert_allclose(np.ldexp(p2, -k), p, rtol=1e-12, atol=1e-15 * budget)
+
+
 # ------------------------------------------------------------------ bad input
 @pytest.mark.parametrize(
     ("args", "kwargs", "exc", "match"),

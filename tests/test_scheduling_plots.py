@@ -40,7 +40,7 @@ def test_whittle_index_curve_data():
 
 def test_closed_loop_bands_and_plot():
     delta = np.random.default_rng(0).lognormal(0.0, 1.0, (3, 100))
-    res = simulate_closed_loop(delta, 1.0, 50.0, policies=("uniform", "thompson"), n_epochs=4, seed=0)
+    res = simulate_closed_loop(delta, 1.0, 50.0, policies=("uniform", "thompson"), n_epochs=4, rng=0)
     bands = closed_loop_bands(res, kind="freshness")
     mean, lo, hi = bands["thompson"]
     np.testing.assert_allclose(mean, res.freshness[1].mean(axis=0))

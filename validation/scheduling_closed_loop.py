@@ -86,9 +86,9 @@ def run(preset, *, seed: int, progress) -> dict:
     n_rep, n, n_epochs = _sizes(preset)
     delta, w = _population(seed, n_rep, n)
     budget = n / 2
-    res = simulate_closed_loop(delta, w, budget, policies=POLICIES, n_epochs=n_epochs, seed=seed + 1)
+    res = simulate_closed_loop(delta, w, budget, policies=POLICIES, n_epochs=n_epochs, rng=seed + 1)
     progress("pure policies done")
-    res_eps = simulate_closed_loop(delta, w, budget, policies=EXPLORING, n_epochs=n_epochs, seed=seed + 2,
+    res_eps = simulate_closed_loop(delta, w, budget, policies=EXPLORING, n_epochs=n_epochs, rng=seed + 2,
                                    exploration=EXPLORATION)
     progress("exploring policies done")
     curves, summary = _records(res)
@@ -99,7 +99,7 @@ def run(preset, *, seed: int, progress) -> dict:
         k = max(1, int(round(n_epochs / length)))
         for eps, pols, suffix in ((0.0, POLICIES[2:], ""), (EXPLORATION, EXPLORING, " + ε")):
             r2 = simulate_closed_loop(delta, w, budget, policies=pols, n_epochs=k, epoch_length=length,
-                                      seed=seed + 3, exploration=eps)
+                                      rng=seed + 3, exploration=eps)
             _, rows = _records(r2, suffix=suffix)
             sensitivity += [dict(epoch_length=length, policy=r["policy"], relative_freshness=r["relative_freshness"])
                             for r in rows]

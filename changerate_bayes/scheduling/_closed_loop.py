@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._rng import replication_generators
+from .._rng import as_generator
 from .._validation import as_float_array, check_choice, check_positive_int, check_positive_scalar
 from ._optimal_rates import _binary_freshness_rows
 
@@ -171,7 +171,7 @@ def simulate_closed_loop(
     prior_median=None,
     prior_sigma=2.0,
     grid_size=160,
-    seed=None,
+    rng=None,
 ) -> ClosedLoopResult:
     r"""Simulate crawlers that learn change rates while allocating their budget.
 
@@ -206,8 +206,11 @@ def simulate_closed_loop(
         median under the plug-in policies.
     grid_size : int, default 160
         Nodes of the per-page posterior grid (log Δ within ±6σ of the prior median).
-    seed : int or None
-        Replication r uses ``SeedSequence(seed).spawn(R)[r]``, one child per policy.
+    rng : int, numpy.random.Generator or None
+        Source of randomness, normalised by :func:`changerate_bayes._rng.as_generator`.
+        Replication r (row r) runs on child r of ``rng.spawn(R)``, and each policy on
+        its own child of that: for an int seed s that is ``SeedSequence(s).spawn(R)[r]``,
+        so a row's numbers depend on s and r only (not on R or on the other rows).
 
     Returns
     -------
@@ -244,7 +247,7 @@ def simulate_closed_loop(
     >>> import numpy as np
     >>> from changerate_bayes.scheduling import simulate_closed_loop
     >>> delta = np.random.default_rng(0).lognormal(0.0, 1.0, 200)
-    >>> res = simulate_closed_loop(delta, 1.0, 100.0, policies=("oracle", "uniform"), n_epochs=5, seed=1)
+    >>> res = simulate_closed_loop(delta, 1.0, 100.0, policies=("oracle", "uniform"), n_epochs=5, rng=1)
     >>> res.freshness.shape
     (2, 1, 5)
     """
@@ -282,7 +285,7 @@ def simulate_closed_loop(
         fresh_oracle = np.where(p_oracle + delta > 0, p_oracle / (p_oracle + delta), 1.0)
     oracle_value = (w * fresh_oracle).sum(axis=1) / wsum
 
-    gens = [g.spawn(len(policies)) for g in replication_generators(seed, n_rep)]
+    gens = [g.spawn(len(policies)) for g in as_generator(rng).spawn(n_rep)]  # independent streams
     shape = (len(policies), n_rep, n_epochs)
     freshness = np.empty(shape)
     est_error = np.full(shape, np.nan)
@@ -361,8 +364,10 @@ def _run_policy(name, delta, w, budgets, p_oracle, rngs, *, n_epochs, epoch_leng
         first_time = np.full(delta.size, t1)
         first_time[flat_page[first]] = times[first]
         last_time = last_crawl.reshape(-1).copy()
-        last_idx = np.flatnonzero(np.append(first[1:], True))
-        last_time[flat_page[last_idx]] = times[last_idx]
+        is_last = np.empty(times.size, dtype=bool)  # last crawl of its page in this epoch
+        is_last[:-1] = first[1:]
+        is_last[-1:] = True  # no-op when the epoch has no crawl at all
+        last_time[flat_page[is_last]] = times[is_last]
         ft = np.exp(-d_flat * (t0 - last_crawl.reshape(-1))) * _expected_fresh_time(d_flat, first_time - t0)
         inner = np.bincount(flat_page[~first], weights=_expected_fresh_time(d_crawl[~first], tau[~first]),
                             minlength=delta.size)

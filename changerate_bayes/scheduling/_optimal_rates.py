@@ -65,7 +65,11 @@ def optimal_crawl_rates(change_rates, weights, budget, *, objective="binary_fres
     Returns
     -------
     ndarray of float64, same shape as ``change_rates``
-        The optimal crawl rates p_i >= 0, crawls per unit time; Σ p_i = B.
+        The optimal crawl rates p_i >= 0, crawls per unit time; Σ p_i = B to within
+        1e-12 relative, for any magnitudes of Δ, w and B (the whole budget is always
+        spent). Pages with Δ_i = 0 or w_i = 0 get p_i = 0, unless *every* page has
+        Δ_i = 0 or w_i = 0: then the objective does not depend on p, every allocation
+        is optimal, and the budget is split equally, p_i = B/N (see Notes).
 
     Raises
     ------
@@ -74,6 +78,8 @@ def optimal_crawl_rates(change_rates, weights, budget, *, objective="binary_fres
         ``budget`` <= 0 or is not finite, or for an unknown ``objective``.
     TypeError
         If an argument is not numeric.
+    FloatingPointError
+        If a rate came out NaN or infinite (a safeguard; not expected to happen).
 
     Notes
     -----
@@ -99,9 +105,20 @@ def optimal_crawl_rates(change_rates, weights, budget, *, objective="binary_fres
     safeguarded Newton steps on log Σ p_i(e^t) (slope between 1/2 and 1) to machine
     precision, O(N) per step. Here p_i is non-decreasing in both w_i and Δ_i.
 
+    *Numerics.* Both solvers work with q_i = p_i/B, δ_i = Δ_i/B and w_i/max(w), and
+    carry logarithms wherever a product could leave the floating-point range, so the
+    result is scale-invariant up to rounding (multiplying Δ and B by c multiplies p by c;
+    scaling w changes nothing) for magnitudes from about 1e-300 to 1e300. The closed form
+    s √(w_i Δ_i) - Δ_i cancels catastrophically when B is small against the Δ_i
+    (all of B may be lost in rounding); it is evaluated instead as
+    p_i = Δ_i (expm1(h_i) + t e^{h_i}), h_i = ½ ln(λ_i/λ_m) >= 0 relative to the last
+    active page m and t >= 0, a sum of non-negative terms, and the active set is
+    confirmed (or corrected by a galloping search) with this exact evaluation.
+
     Pages with Δ_i = 0 (never change: fresh after one crawl) or w_i = 0 do not affect
     the objective and get p_i = 0; the whole budget goes to the others. If no page has
-    w_i Δ_i > 0, every allocation is optimal and the budget is split equally.
+    w_i Δ_i > 0 (e.g. every Δ_i = 0), the objective is constant, every allocation is
+    optimal, and the budget is split equally, p_i = B/N, so that it is still spent.
 
     References
     ----------
@@ -119,6 +136,10 @@ def optimal_crawl_rates(change_rates, weights, budget, *, objective="binary_fres
     array([1., 0.])
     >>> optimal_crawl_rates([1.0, 2.0], 1.0, 5 ** 0.5, objective="harmonic_staleness").round(6)
     array([1.      , 1.236068])
+    >>> optimal_crawl_rates([1e8, 2e8], 1.0, 1e-8)  # a budget tiny against Δ is still spent
+    array([1.e-08, 0.e+00])
+    >>> optimal_crawl_rates([0.0, 0.0, 0.0], 1.0, 3.0)  # nothing to gain: split equally
+    array([1., 1., 1.])
     """
     delta, w = _check_rates_weights(change_rates, weights)
     budget = _check_budget(budget)
@@ -139,11 +160,78 @@ def optimal_crawl_rates(change_rates, weights, budget, *, objective="binary_fres
         pa = _binary_freshness(da, wa, budget)
     else:
         pa = _harmonic_staleness(da, wa, budget)
+    if not np.all(np.isfinite(pa)):  # cannot happen: the solvers work in logs
+        raise FloatingPointError(f"optimal_crawl_rates ({objective}) produced non-finite rates")
     if active.all():
         out = pa
     else:
         out[active] = pa
     return out.reshape(shape)
+
+
+_TINY = np.finfo(np.float64).tiny
+
+
+def _log_ratio(x: np.ndarray, y) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """x/y and log(x/y) for x, y > 0 (broadcasting), the log never over- or underflowing.
+
+    Returns ``(ratio, log_ratio, normal)``. The quotient is rounded once and its log is
+    accurate to a few ulps; where the quotient is not a normal float (``normal`` False;
+    None when it is everywhere) the log is the difference of logs instead.
+    """
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        ratio = np.divide(x, y)
+        out = np.log(ratio)
+        if ratio.size == 0 or (ratio.min() >= _TINY and ratio.max() < np.inf):
+            return ratio, out, None
+        normal = (ratio >= _TINY) & (ratio < np.inf)
+        xb, yb = np.broadcast_arrays(x, y)
+        out[~normal] = np.log(xb[~normal]) - np.log(yb[~normal])
+    return ratio, out, normal
+
+
+def _scaled_logs(d: np.ndarray, w: np.ndarray, budget: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """log δ = log(Δ/B) and the log breakpoints L = log(ω/δ), ω = w/max(w), per row.
+
+    ``d``, ``w`` are (R, N) with every entry > 0, ``budget`` is (R, 1). Scaling by B and
+    max(w) first makes the result exactly invariant when (Δ, B) or w are multiplied by
+    a power of two, and keeps every intermediate a normal float except at extreme
+    dynamic ranges, where logs take over.
+    """
+    omega, log_omega, ok_w = _log_ratio(w, w.max(axis=1, keepdims=True))
+    delta, log_delta, ok_d = _log_ratio(d, budget)
+    _, key, ok_k = _log_ratio(omega, delta)
+    if ok_w is not None or ok_d is not None or ok_k is not None:
+        ok = np.ones(d.shape, dtype=bool)
+        for part in (ok_w, ok_d, ok_k):
+            if part is not None:
+                ok &= part
+        key[~ok] = log_omega[~ok] - log_delta[~ok]
+    return log_delta, key
+
+
+def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
+    """log Σ_j e^{x_ij} per row of a 2-D array; -inf for a row of -inf."""
+    top = x.max(axis=1)
+    shift = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore", under="ignore"):
+        return shift + np.log(np.exp(x - shift[:, None]).sum(axis=1))
+
+
+def _times_exp(scale: np.ndarray, log_x: np.ndarray) -> np.ndarray:
+    """scale · e^{log_x}, also where e^{log_x} alone would underflow but the product does not."""
+    with np.errstate(under="ignore"):
+        out = scale * np.exp(log_x)
+        if out.size and np.min(np.where(log_x > -np.inf, np.exp(log_x), 1.0)) < _TINY:
+            low = (np.exp(log_x) < _TINY) & (log_x > -np.inf)
+            out[low] = np.exp(log_x + np.log(scale))[low]
+    return out
+
+
+def _gather(a: np.ndarray, order: np.ndarray) -> np.ndarray:
+    if a.shape[0] == 1:  # plain fancy indexing is faster than take_along_axis
+        return a[:, order[0]]
+    return np.take_along_axis(a, order, axis=1)
 
 
 def _binary_freshness(d: np.ndarray, w: np.ndarray, budget: float) -> np.ndarray:
@@ -155,76 +243,221 @@ def _binary_freshness_rows(d: np.ndarray, w: np.ndarray, budget: np.ndarray) -> 
     """Row-wise exact water-filling: independent problems in the rows of (R, N) arrays.
 
     Entries with w Δ = 0 get 0; a row where every entry has w Δ = 0 is split equally.
+    Scale-free: it works with q = p/B, log δ = log(Δ/B) and the log breakpoints
+    L = log(w/Δ) + const, so no intermediate over- or underflows whatever the
+    magnitudes, and each candidate active set is checked and evaluated without
+    cancellation by :func:`_binary_freshness_probe`.
     """
+    n_rows, n = d.shape
+    budget = np.asarray(budget, dtype=np.float64)
     valid = (d > 0) & (w > 0)
-    all_valid = bool(valid.all())
-    if all_valid:
-        key, root, dv = w / d, np.sqrt(w * d), d  # breakpoints λ_i
+    if valid.all():
+        n_valid = np.full(n_rows, n)
+        log_delta, key = _scaled_logs(d, w, budget[:, None])  # log δ, L = log(ω/δ)
     else:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            key = np.where(valid, w / np.where(valid, d, 1.0), -1.0)
-        root = np.sqrt(np.where(valid, w * d, 0.0))
-        dv = np.where(valid, d, 0.0)
-    order = np.argsort(key, axis=1)[:, ::-1]  # descending breakpoints, invalid entries last
-    if d.shape[0] == 1:  # plain fancy indexing is faster than take_along_axis
-        o = order[0]
-        ks, s_cum, d_cum = key[:, o], np.cumsum(root[:, o], axis=1), np.cumsum(dv[:, o], axis=1)
+        n_valid = np.count_nonzero(valid, axis=1)
+        log_delta, key = _scaled_logs(np.where(valid, d, 1.0), np.where(valid, w, _TINY), budget[:, None])
+        log_delta[~valid] = -np.inf
+        key[~valid] = -np.inf
+    # Where the breakpoints r = w/Δ are moderate floats, h = ½ ln(r_i/r_m) is accurate to
+    # a few ulps; the difference of logs L_i - L_m only to ~ulp(|L|): use r when possible.
+    with np.errstate(all="ignore"):
+        ratio = w / d if valid.all() else np.where(valid, w / np.where(valid, d, 1.0), 0.0)
+    valid_r = ratio[valid] if not valid.all() else ratio
+    lo_r, hi_r = (valid_r.min(), valid_r.max()) if valid_r.size else (1.0, 1.0)
+    if lo_r >= _TINY and hi_r < np.inf and np.log2(hi_r) - np.log2(lo_r) <= 1000.0:  # r_i/r_m normal
+        order = np.argsort(ratio, axis=1)[:, ::-1]  # descending breakpoints, invalid entries last
+        ratio_s = _gather(ratio, order)
     else:
-        ks = np.take_along_axis(key, order, axis=1)
-        s_cum = np.cumsum(np.take_along_axis(root, order, axis=1), axis=1)
-        d_cum = np.cumsum(np.take_along_axis(dv, order, axis=1), axis=1)
-    # F_j = f(λ_j) = Σ_{i<j} (sqrt(w_i Δ_i / λ_j) - Δ_i) is non-decreasing; F_1 = 0 < B.
-    f_break = np.zeros(d.shape)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        f_break[:, 1:] = np.where(ks[:, 1:] > 0, s_cum[:, :-1] / np.sqrt(ks[:, 1:]) - d_cum[:, :-1], np.inf)
-    b = budget[:, None]
-    m = np.count_nonzero(f_break < b, axis=1)  # the active set is the first m entries
-    last = (m - 1)[:, None]
-    s_m = np.take_along_axis(s_cum, last, axis=1)
-    d_m = np.take_along_axis(d_cum, last, axis=1)
-    k_m = np.take_along_axis(ks, last, axis=1)
-    empty = s_m[:, 0] <= 0  # no entry with w Δ > 0 in the row
-    s_m = np.where(empty[:, None], 1.0, s_m)
-    scale = (b + d_m) / s_m  # s = λ^{-1/2}
-    p = scale * root - dv
-    p[(key < k_m) | (p < 0.0)] = 0.0
-    if not all_valid:
-        p[~valid] = 0.0
+        order = np.argsort(key, axis=1)[:, ::-1]
+        ratio_s = None
+    del ratio, valid_r
+    key_s, ld_s = _gather(key, order), _gather(log_delta, order)
+
+    m = _binary_freshness_active_guess(key_s, ld_s)
+    m = np.clip(m, 1, np.maximum(n_valid, 1))
+    log_q_best = np.full((n_rows, n), -np.inf)  # log(p/B) for m = lo; m = 1 gives page 1 all
+    log_q_best[:, 0] = 0.0
+    lo = np.ones(n_rows, dtype=np.int64)  # largest m known to satisfy F_m <= B
+    up = n_valid + 1  # smallest m known to violate it
+    step = np.ones(n_rows, dtype=np.int64)
+    todo = np.flatnonzero(n_valid > 1)
+    while todo.size:  # every pass shrinks the bracket (lo, up) of each row in `todo`
+        c = m[todo]
+        feasible, optimal, log_q = _binary_freshness_probe(
+            key_s[todo], ld_s[todo], c, None if ratio_s is None else ratio_s[todo])
+        log_q_best[todo[feasible], : log_q.shape[1]] = log_q[feasible]
+        log_q_best[todo[feasible], log_q.shape[1]:] = -np.inf
+        lo[todo] = np.where(feasible, c, lo[todo])
+        up[todo] = np.where(feasible, up[todo], c)
+        nxt = np.where(feasible, c + step[todo], c - step[todo])  # gallop from the guess,
+        step[todo] *= 2
+        inside = (nxt > lo[todo]) & (nxt < up[todo])
+        m[todo] = np.where(inside, nxt, (lo[todo] + up[todo]) // 2)  # then bisect
+        todo = todo[~((feasible & optimal) | (up[todo] - lo[todo] <= 1))]
+    p_sorted = _times_exp(budget[:, None], log_q_best)
+    p = np.empty((n_rows, n))
+    if n_rows == 1:
+        p[0, order[0]] = p_sorted[0]
+    else:
+        np.put_along_axis(p, order, p_sorted, axis=1)
+    empty = n_valid == 0
     if empty.any():
-        p[empty] = (budget[empty] / d.shape[1])[:, None]
+        p[empty] = (budget[empty] / n)[:, None]
     return p
 
 
-def _harmonic_p(d, w, s):
-    wds = w * d * s
-    return 2.0 * wds / (d + np.sqrt(d * d + 4.0 * wds))
+def _binary_freshness_active_guess(key: np.ndarray, log_delta: np.ndarray) -> np.ndarray:
+    """First guess of the size m of the active set: #{j : F_j <= B}, one O(N) pass.
+
+    F_j/B = e^{-L_j/2} Σ_{i<j} δ_i e^{L_i/2} - Σ_{i<j} δ_i (pages sorted by L, descending).
+    This subtracts two nearly equal sums when B is small against Σ Δ, so it can misplace
+    m among pages whose F_j lies within rounding of B; the probes correct that.
+    """
+    n_rows, n = key.shape
+    if n == 1:
+        return np.ones(n_rows, dtype=np.int64)
+    x = 0.5 * key
+    x += log_delta  # log √(δ_i ω_i); -inf for invalid entries
+    top_x, top_d = x.max(axis=1, keepdims=True), log_delta.max(axis=1, keepdims=True)
+    span_x = np.max(top_x[:, 0] - np.min(x, axis=1, where=x > -np.inf, initial=np.inf, keepdims=False))
+    span_d = np.max(top_d[:, 0] - np.min(log_delta, axis=1, where=log_delta > -np.inf, initial=np.inf))
+    with np.errstate(invalid="ignore", over="ignore", under="ignore", divide="ignore"):
+        if span_x < 700.0 and span_d < 700.0 and top_d.max() < 700.0:
+            # F_j/B <= 1 with both sums scaled by their largest term: no over- or underflow
+            np.subtract(x, top_x, out=x)
+            np.exp(x, out=x)
+            np.cumsum(x, axis=1, out=x)  # Σ_{i<=j} √(δ_i ω_i) e^{-top}
+            lhs = np.multiply(key[:, 1:], -0.5)
+            np.add(lhs, top_x, out=lhs)
+            np.exp(lhs, out=lhs)
+            np.multiply(lhs, x[:, :-1], out=lhs)
+            rhs = np.subtract(log_delta, top_d)
+            np.exp(rhs, out=rhs)
+            np.cumsum(rhs, axis=1, out=rhs)
+            np.multiply(rhs, np.exp(top_d), out=rhs)
+            np.add(rhs, 1.0, out=rhs)
+            below = lhs <= rhs[:, :-1]
+        else:  # a dynamic range beyond the floats: accumulate in logs (slower)
+            log_s = np.logaddexp.accumulate(x, axis=1)
+            log_d = np.logaddexp.accumulate(log_delta, axis=1)
+            below = log_s[:, :-1] - 0.5 * key[:, 1:] <= np.logaddexp(0.0, log_d[:, :-1])
+    return 1 + np.count_nonzero(below, axis=1)
+
+
+def _binary_freshness_probe(key: np.ndarray, log_delta: np.ndarray, m: np.ndarray, ratio=None):
+    """Check the active set "first m pages" of each row and evaluate its allocation.
+
+    With the pages sorted by breakpoint, page m as pivot, h_i = (L_i - L_m)/2 >= 0 and
+    s = λ^{-1/2} = (1 + t) e^{-L_m/2}, the KKT allocation is
+
+        q_i = p_i/B = δ_i (e^{h_i}(1 + t) - 1) = δ_i (expm1(h_i) + t e^{h_i}),
+
+    a sum of non-negative terms: no cancellation, unlike s √(w_i Δ_i) - Δ_i when B is
+    tiny against Δ. Σ q_i = 1 gives t = (1 - F)/G with F = Σ δ_i expm1(h_i) (F_m/B,
+    the budget at page m's breakpoint) and G = Σ δ_i e^{h_i}. The active set is right
+    iff t >= 0 (``feasible``: F <= 1, page m is crawled) and page m + 1 is not,
+    log(1 + t) <= (L_m - L_{m+1})/2 (``optimal``). Everything is kept in logs. With
+    ``ratio`` (the sorted breakpoints w/Δ, moderate floats) h is ½ ln(r_i/r_m), accurate
+    to a few ulps even where the pages' breakpoints nearly tie.
+
+    Returns ``feasible``, ``optimal`` (bool, (R,)) and log q, shape (R, max(m)).
+    """
+    n_rows, n = key.shape
+    width = int(m.max())
+    rows = np.arange(n_rows)
+    nxt = np.minimum(m, n - 1)
+    log_delta = log_delta[:, :width]
+    with np.errstate(invalid="ignore", over="ignore", under="ignore", divide="ignore"):
+        if ratio is None:
+            pivot = key[rows, m - 1]
+            gap = 0.5 * (pivot - np.where(m < n, key[rows, nxt], -np.inf))  # (L_m - L_{m+1})/2
+            h = np.subtract(key[:, :width], pivot[:, None])
+        else:
+            pivot = ratio[rows, m - 1]
+            gap = 0.5 * np.log(pivot / np.where(m < n, ratio[rows, nxt], 0.0))
+            h = np.divide(ratio[:, :width], pivot[:, None])
+            np.log(h, out=h)
+        np.multiply(h, 0.5, out=h)
+        np.maximum(h, 0.0, out=h)  # h_i >= 0
+        log_m1 = np.negative(h)
+        np.expm1(log_m1, out=log_m1)
+        np.negative(log_m1, out=log_m1)
+        np.log(log_m1, out=log_m1)  # log(1 - e^{-h}); -inf at h = 0
+        log_g = np.add(log_delta, h)  # log δ_i e^{h_i}
+        if n_rows > 1:
+            log_g[np.arange(width)[None, :] >= m[:, None]] = -np.inf  # not in this row's set
+        tmp = np.add(log_g, log_m1)
+        np.exp(tmp, out=tmp)
+        f = tmp.sum(axis=1)  # Σ δ_i expm1(h_i)
+        top = log_g.max(axis=1, keepdims=True)
+        np.subtract(log_g, top, out=tmp)
+        np.exp(tmp, out=tmp)
+        log_g_sum = top[:, 0] + np.log(tmp.sum(axis=1))  # log Σ δ_i e^{h_i}
+        feasible = f <= 1.0
+        log_t = np.log1p(-np.minimum(f, 1.0)) - log_g_sum
+        optimal = np.logaddexp(0.0, log_t) <= gap
+        np.logaddexp(log_m1, log_t[:, None], out=log_m1)
+        np.add(log_m1, log_g, out=log_m1)  # log q_i = log δ_i + h_i + log(1 - e^{-h_i} + t)
+    return feasible, optimal, log_m1
 
 
 def _harmonic_staleness(d: np.ndarray, w: np.ndarray, budget: float) -> np.ndarray:
-    """Newton on t = log s for Σ p_i(e^t) = B; all Δ, w > 0."""
-    wd = w * d
-    # p_i(s) <= sqrt(w_i Δ_i s) and p_i(s) <= w_i s: both give Σ p <= B, a lower end.
-    # Σ p(s) grows at least like sqrt(s), so 4 ** j steps up find an upper end.
-    lo = max(2.0 * np.log(budget / np.sqrt(wd).sum()), np.log(budget / w.sum()))
+    """Newton on t = log σ for log Σ q_i(e^t) = 0; all Δ, w > 0.
+
+    Scaled by δ = Δ/B and q = p/B, stationarity q_i (q_i + δ_i) = w_i δ_i σ gives
+    q_i = δ_i φ(c_i) with c_i = w_i σ/δ_i and φ(c) = 2c/(1 + √(1 + 4c)); it is
+    evaluated as log q_i = log δ_i + log φ(e^{K_i + t}), K_i = log(ω_i/δ_i) with
+    ω = w/max(w) (a constant factor in w only shifts t), so nothing
+    over- or underflows. d log q_i/dt = (1 + 1/√(1 + 4c_i))/2 lies in [1/2, 1].
+    """
+    log_delta, k = (a[0] for a in _scaled_logs(d[None, :], w[None, :], np.array([[budget]])))
+    big = 700.0  # e^{big} is finite; beyond it φ(c) = √c (1 + O(c^{-1/2}))
+
+    base = log_delta + np.log(2.0)
+    x, root, log_q, q = (np.empty_like(k) for _ in range(4))  # buffers reused by every step
+
+    def evaluate(t):
+        np.add(k, t, out=x)
+        np.minimum(x, big, out=root)
+        np.exp(root, out=root)
+        np.multiply(root, 4.0, out=root)
+        np.add(root, 1.0, out=root)
+        np.sqrt(root, out=root)  # √(1 + 4c)
+        np.log1p(root, out=log_q)
+        np.subtract(x, log_q, out=log_q)
+        np.add(log_q, base, out=log_q)  # log δ + log φ(c)
+        if x.max() > big:
+            np.copyto(log_q, log_delta + 0.5 * x, where=x > big)
+        top = log_q.max()
+        np.subtract(log_q, top, out=q)
+        np.exp(q, out=q)
+        total = q.sum()
+        g = top + np.log(total)
+        np.divide(q, root, out=q)
+        slope = 0.5 * (1.0 + q.sum() / total)
+        return g, slope
+
+    # q_i <= √(w_i δ_i σ) and q_i <= w_i σ: either bound gives Σ q <= 1 at t = lo; the
+    # slope of g is >= 1/2, so g(lo + 2|g(lo)|) >= 0.
+    lse = lambda v: float(_logsumexp_rows(v[None, :])[0])
+    lo = max(-2.0 * lse(0.5 * (k + 2.0 * log_delta)), -lse(k + log_delta))
     hi = np.inf
     t = lo
-    for _ in range(400):
-        s = np.exp(t)
-        p = _harmonic_p(d, w, s)
-        total = p.sum()
-        g = np.log(total / budget)
+    for _ in range(200):  # Newton converges in a handful of steps; bisection safeguards
+        g, slope = evaluate(t)
         if g > 0:
             hi = t
         else:
             lo = t
-        if abs(g) <= 4e-16 or hi - lo <= 1e-15 * max(1.0, abs(t)):
+            hi = min(hi, t - 2.0 * g)
+        if abs(g) <= 1e-14 or hi - lo <= 4e-16 * max(1.0, abs(t)):  # Σ p = B (1 ± 1e-14)
             break
-        slope = s * (wd / (2.0 * p + d)).sum() / total  # d log Σp / d log s, in [1/2, 1]
         t_new = t - g / slope
         if not lo < t_new < hi:
-            t_new = 0.5 * (lo + hi) if np.isfinite(hi) else lo + np.log(4.0)
+            t_new = 0.5 * (lo + hi)
         t = t_new
-    return p
+    return _times_exp(np.float64(budget), log_q)
 
 
 def crawl_objective(crawl_rates, change_rates, weights, *, objective="binary_freshness") -> float:
