@@ -21,12 +21,50 @@ def test_sbc_grid_and_conjugate_at_200_datasets(method, prior):
 
 @pytest.mark.slow
 def test_sbc_nuts_reduced_and_agreement_with_grid():
-    # 48 data sets, 4 pages per compiled model (the model of test_bayes_posterior)
-    rec = cal.sbc_nuts(48, batch=4, tune=400, seed=23, progress=lambda msg: None, draws=400)
+    # 48 data sets, 4 pages per compiled model (the model of test_bayes_posterior), with
+    # the study's chains and draws: every fit must pass the package's own thresholds
+    rec = cal.sbc_nuts(48, batch=4, tune=300, seed=23, progress=lambda msg: None)
     assert rec["n_datasets"] == 48
     _check(rec)
     assert rec["agreement"]["ok"], rec["agreement"]
-    assert all(d["n_divergences"] == 0 for d in rec["diagnostics"])
+    assert all(d["ok"] for d in rec["diagnostics"]), rec["diagnostics"]
+    assert all(d["n_chains"] == cal.NUTS_CHAINS and d["n_draws"] == cal.NUTS_DRAWS for d in rec["diagnostics"])
+
+
+def _diag(ok, r_hat=1.004, ess=900.0, div=0):
+    return {"r_hat_max": r_hat, "ess_bulk_min": ess, "ess_tail_min": ess, "n_divergences": div, "n_chains": 4,
+            "n_draws": 1000, "r_hat_threshold": 1.01, "ess_threshold": 400.0, "max_divergences": 0, "ok": ok}
+
+
+def test_verdict_takes_the_nuts_convergence_checks_into_account():
+    pvalues = [0.4, 0.6, 0.3, 0.8]  # every SBC check passes
+    good = cal.nuts_diagnostics_summary([_diag(True)] * 4)
+    text, ok = cal.sbc_verdict(pvalues, 0.01, [good])
+    assert ok is True and "all 4 NUTS fits pass the convergence thresholds" in text and "calibrated" in text
+    bad = cal.nuts_diagnostics_summary([_diag(False, r_hat=1.02)] * 4)
+    assert bad["fits_ok"] == 0 and bad["failed_checks"] == "R-hat in 4"
+    text, ok = cal.sbc_verdict(pvalues, 0.01, [bad])
+    assert ok is False
+    assert "but 4 of 4 NUTS fits fail the package's own convergence thresholds (R-hat in 4, worst R-hat 1.020" in text
+    assert "calibrated" not in text.replace("do not show that NUTS is calibrated", "")
+    one_chain = cal.nuts_diagnostics_summary([_diag(False, r_hat=None)])
+    assert one_chain["r_hat_max"] is None and one_chain["failed_checks"] == "R-hat not available in 1"
+    assert cal.sbc_verdict(pvalues, 0.01, [])[0].endswith("the posteriors are calibrated")
+
+
+def test_render_says_when_nuts_fits_failed_their_diagnostics():
+    rec = cal.sbc_vectorised("grid", "gamma", 200, seed=1)
+    nuts = dict(rec, method="nuts", label="nuts (50 pages per model), GammaPrior",
+                diagnostics=[_diag(False, r_hat=1.016)] * 3 + [_diag(True)])
+    result = {"calibration": {
+        "settings": {"n_crawls": cal.N_CRAWLS, "crawl_rate": cal.CRAWL_RATE, "rank_draws": cal.N_RANK_DRAWS,
+                     "rank_bins": cal.RANK_BINS, "levels": list(cal.LEVELS), "binomial_level": cal.BINOMIAL_LEVEL,
+                     "uniformity_alpha": cal.UNIFORMITY_ALPHA, "priors": {"gamma": "GammaPrior(2, 2)"},
+                     "preset": "quick"},
+        "sbc": [rec, nuts], "ppc": [cal.ppc_simulated(3)], "lln_identity": cal.lln_identity(4)}}
+    html = cal.render(result)
+    assert "<strong>Does not hold:</strong> all 8 checks" in html
+    assert "but 3 of 4 NUTS fits fail the package&#39;s own convergence thresholds" in html
 
 
 def test_ranks_and_exact_interval_coverage():

@@ -174,3 +174,64 @@ def test_many_pages_get_a_page_dimension_and_obey_the_tower_property():
     assert idata.posterior["change_rate"].shape == (2, 10, 3000)
     page_means = idata.posterior["change_rate"].values.mean(axis=(0, 1))
     assert abs(page_means.mean() - prior.mean) < 3 * page_means.std(ddof=1) / math.sqrt(page_means.size)
+
+
+# --------------------------------------------------------------------------- any finite τ, any prior
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize(
+    ("changed", "tau", "mean"),
+    [
+        # τ = 1e-300: 1 − e^{−Δτ} = Δτ(1 − Δτ/2 + ...) for any representable Δ, e^{−Δτ} = 1,
+        # so Gamma(1, 1) becomes Gamma(1 + S, 1) exactly in float64: mean 1 + S
+        ([1], [1e-300], 2.0),
+        ([0], [1e-300], 1.0),
+        ([1, 1, 1], [1e-300] * 3, 4.0),
+        ([1, 0], [1e-300] * 2, 2.0),
+        # τ = 1e300: a change is certain for any Δ >> 1e-300 (likelihood ≈ 1) and no change
+        # means Δ ~ Gamma(1, 1e300): means 1 and 1e-300
+        ([1], [1e300], 1.0),
+        ([0], [1e300], 1e-300),
+    ],
+)
+def test_grid_posterior_is_exact_for_any_finite_positive_interval(changed, tau, mean):
+    lik = ExactLikelihood(np.array([changed]), np.array([tau]))
+    coef = GammaPrior(1.0, 1.0).coefficients().as_arrays(1)
+    assert fit_grid(lik, coef).mean()[0] == pytest.approx(mean, rel=1e-8)
+    idata = posterior(CrawlHistory(changed, tau), prior=GammaPrior(1.0, 1.0), method="grid", draws=2000, chains=2,
+                      rng=5)
+    d = idata.posterior["change_rate"].values.ravel() / mean  # scaled: 1e-300² underflows
+    assert abs(d.mean() - 1.0) < 3 * d.std(ddof=1) / np.sqrt(d.size)  # was 1.08e213 for every draw
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize(("a", "b"), [(0.01, 1.0), (1e-3, 1e-3), (1e-4, 1.0)])
+def test_vague_gamma_prior_with_mass_below_float_range_of_rates(a, b):
+    # none changed: Gamma(a, b + T0) exactly; for a <= 0.01 part of its mass lies below
+    # Δ = e^-700 (u < -700), which the grid must still count
+    from changerate_bayes.bayes._grid import posterior_mean
+
+    tau = np.array([[1.0, 1.0]])
+    lik = ExactLikelihood(np.zeros_like(tau, dtype=int), tau)
+    coef = GammaPrior(a, b).coefficients().as_arrays(1)
+    exact = stats.gamma(a, scale=1.0 / (b + 2.0))
+    assert posterior_mean(lik, coef, size=256)[0] == pytest.approx(exact.mean(), rel=1e-8)
+    probs = np.array([0.99, 0.999])  # lower quantiles of Gamma(1e-4, ·) underflow to 0.0
+    q = fit_grid(lik, coef, size=256).quantile(probs)[0]
+    np.testing.assert_allclose(exact.cdf(q), probs, atol=1e-6)
+
+
+def test_the_mode_is_found_from_a_start_far_off():
+    # τ = 1e-300 puts the crude start at log Δ ≈ 690 while the mode is near 0: Newton alone
+    # crawls back by ~1 per step (the old fit stopped after 200 steps at Δ ≈ 1e213)
+    from changerate_bayes.bayes._grid import _mode
+
+    lik = ExactLikelihood(np.array([[1, 1, 1, 0]]), np.array([[1e-300] * 4]))
+    assert lik.start[0] > 680
+    m = _mode(lik, GammaPrior(1.0, 1.0).coefficients().as_arrays(1))
+    assert m[0] == pytest.approx(np.log(4.0), abs=1e-9)  # Gamma(4, 1): density of u ∝ e^{4u − e^u}
+
+
+def test_a_posterior_too_flat_for_float64_is_refused_clearly():
+    lik = ExactLikelihood(np.array([[0]]), np.array([[1.0]]))
+    with pytest.raises(ValueError, match="too flat in log Δ for float64 quadrature"):
+        fit_grid(lik, GammaPrior(5e-324, 1.0).coefficients().as_arrays(1))

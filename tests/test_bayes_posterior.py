@@ -194,6 +194,10 @@ NO_P = CrawlHistory([1, 0, 1], [0.5, 1.0, 2.0])
         (H, {"draws": 10.0}, TypeError, "`draws` must be an integer; got float"),
         (H, {"chains": -1}, ValueError, "`chains` must be >= 1; got -1"),
         (H, {"tune": -5}, ValueError, "`tune` must be >= 0; got -5"),
+        (H, {"method": "grid", "tune": -5}, ValueError, "`tune` must be >= 0; got -5"),
+        # nutpie aborts the interpreter at tune = 0 (a Rust panic) and diverges below ~8
+        (H, {"tune": 0}, ValueError, r"`tune` must be >= 10 for method 'nuts' \(fewer warm-up draws"),
+        (H, {"tune": 5}, ValueError, r"`tune` must be >= 10 for method 'nuts'.*; got 5"),
         (H, {"grid_size": 4}, ValueError, "`grid_size` must be >= 8; got 4"),
         (H, {"nuts_sampler": "stan"}, ValueError, "`nuts_sampler` must be one of"),
         (H, {"target_accept": 1.5}, ValueError, r"`target_accept` must be in \(0, 1\); got 1.5"),
@@ -224,3 +228,42 @@ def test_sampler_falls_back_to_pymc_when_nutpie_cannot_be_imported(monkeypatch):
     assert _nuts.resolve_sampler("auto") == "pymc"
     with pytest.raises(ValueError, match="nutpie cannot be imported"):
         _nuts.resolve_sampler("nutpie")
+
+
+def test_tune_is_ignored_by_the_exact_methods():
+    d = posterior(H, prior=GammaPrior(1.0, 1.0), method="grid", tune=0, draws=10, chains=1, rng=0)
+    assert d.posterior.attrs["method"] == "grid"
+
+
+def test_one_chain_reports_r_hat_as_not_available_in_words(four_pages, capfd):
+    with pytest.warns(StatisticalWarning, match="R-hat needs ≥ 2 chains \\(got 1\\)") as rec:
+        idata = posterior(four_pages, prior=PRIOR, method="nuts", draws=300, tune=300, chains=1, rng=3)
+    assert not any("nan" in str(w.message) for w in rec)
+    diag = sampler_diagnostics(idata)
+    assert diag.r_hat is None and diag.r_hat_max is None and not diag.ok
+    assert diag.to_record()["r_hat_max"] is None and np.isfinite(diag.ess_bulk_min)
+    assert "r_hat_max" not in idata.sample_stats.attrs  # None is not stored
+    assert "Shape validation failed" not in capfd.readouterr().err  # ArviZ's log stays quiet
+
+
+def test_too_few_draws_for_ess_are_reported_in_words():
+    d = posterior(H, prior=GammaPrior(1.0, 1.0), method="grid", draws=3, chains=2, rng=0)
+    diag = sampler_diagnostics(d)
+    assert diag.ess_bulk is None and diag.r_hat is None
+    assert "bulk ESS needs ≥ 4 draws per chain (got 3)" in diag.problems
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [
+        (("x",), TypeError, "`idata` must be an arviz.InferenceData as returned by posterior"),
+        ((None,), TypeError, "`idata` must be an arviz.InferenceData"),
+        (("GRID", "foo"), ValueError, r"`var_names` must name posterior variables \['change_rate'\]; got \['foo'\]"),
+        (("GRID", 3), TypeError, "`var_names` must be a str or a list of str; got 3"),
+        (("GRID", []), ValueError, "`var_names` must name posterior variables"),
+    ],
+)
+def test_sampler_diagnostics_bad_input(grid_fit, args, error, match):
+    args = tuple(grid_fit if a == "GRID" else a for a in args)
+    with pytest.raises(error, match=match):
+        sampler_diagnostics(*args)

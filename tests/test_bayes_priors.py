@@ -100,3 +100,24 @@ def test_sampling_is_seeded_and_matches_the_distribution():
     b = prior.sample(4000, rng=np.random.default_rng(1))
     np.testing.assert_array_equal(a, b)
     assert stats.kstest(a, prior.distribution().cdf).pvalue > 0.01
+
+
+@pytest.mark.parametrize(
+    ("mu", "sigma", "name", "match"),
+    [
+        (0.0, 1e-300, "sigma", r"`sigma` must be in \[1e-12, 1e\+150\] for mu = 0"),  # was ZeroDivisionError later
+        (0.0, 1e300, "sigma", r"`sigma` must be in \[1e-12, 1e\+150\] for mu = 0"),  # was OverflowError later
+        (50.0, 1e-12, "sigma", r"`sigma` must be in \[5e-11, 1e\+150\] for mu = 50"),
+        (1e300, 1.0, "mu", r"`mu` must be in \[-700, 700\]"),
+        (-701.0, 1.0, "mu", r"`mu` must be in \[-700, 700\]"),
+    ],
+)
+def test_lognormal_parameters_outside_float64_reach_are_refused_at_construction(mu, sigma, name, match):
+    with pytest.raises(ValueError, match=match):
+        LogNormalPrior(mu, sigma)
+
+
+def test_lognormal_extremes_that_are_accepted_work():
+    assert LogNormalPrior(0.0, 1e-6).coefficients().C == pytest.approx(5e11)
+    assert LogNormalPrior(700.0, 1e150).mean == math.inf  # beyond float64, not OverflowError
+    assert LogNormalPrior(-700.0, 1.0).median == pytest.approx(math.exp(-700.0))

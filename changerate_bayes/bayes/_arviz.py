@@ -6,6 +6,9 @@ ArviZ 1.x (``xarray.DataTree``) changes this file only.
 
 from __future__ import annotations
 
+import contextlib
+import logging
+
 import numpy as np
 
 __all__ = [
@@ -16,6 +19,8 @@ __all__ = [
     "ess",
     "mcse_mean",
     "hdi",
+    "check_inference_data",
+    "posterior_names",
 ]
 
 
@@ -83,32 +88,72 @@ def sample_stat(idata, name: str):
     return np.asarray(idata.sample_stats[name].values)
 
 
-def rhat(idata, var: str = "change_rate") -> np.ndarray:
-    """Rank-normalised split R-hat (Vehtari et al. 2021), shape () or (n_pages,)."""
+@contextlib.contextmanager
+def _quiet():
+    """Silence ArviZ's own logger (e.g. "Shape validation failed") while its statistics run.
+
+    ArviZ 0.x logs through a private ``arviz._log``; this package reports what those
+    lines say as data (see ``sampler_diagnostics``), so they are not shown to the user.
+    """
     import arviz as az
 
-    return np.asarray(az.rhat(idata, var_names=[var])[var].values)
+    log = getattr(az, "_log", None) or logging.getLogger("arviz")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+def check_inference_data(idata, *, name: str = "idata") -> None:
+    """TypeError unless ``idata`` is an InferenceData; ValueError without a (chain, draw) posterior group."""
+    import arviz as az
+
+    if not isinstance(idata, az.InferenceData):
+        raise TypeError(
+            f"`{name}` must be an arviz.InferenceData as returned by posterior() or pooled_posterior(); "
+            f"got {type(idata).__name__}"
+        )
+    if not hasattr(idata, "posterior") or not {"chain", "draw"} <= set(idata.posterior.sizes):
+        raise ValueError(f"`{name}` must have a posterior group with dims (chain, draw, ...)")
+
+
+def posterior_names(idata) -> list[str]:
+    """Names of the posterior variables."""
+    return list(idata.posterior.data_vars)
+
+
+def rhat(idata, var: str = "change_rate") -> np.ndarray:
+    """Rank-normalised split R-hat (Vehtari et al. 2021), shape () or (n_pages,); needs >= 2 chains."""
+    import arviz as az
+
+    with _quiet():
+        return np.asarray(az.rhat(idata, var_names=[var])[var].values)
 
 
 def ess(idata, var: str = "change_rate", method: str = "bulk") -> np.ndarray:
     """Bulk or tail effective sample size, shape () or (n_pages,)."""
     import arviz as az
 
-    return np.asarray(az.ess(idata, var_names=[var], method=method)[var].values)
+    with _quiet():
+        return np.asarray(az.ess(idata, var_names=[var], method=method)[var].values)
 
 
 def mcse_mean(idata, var: str = "change_rate") -> np.ndarray:
     """Monte Carlo standard error of the posterior mean, shape () or (n_pages,)."""
     import arviz as az
 
-    return np.asarray(az.mcse(idata, var_names=[var], method="mean")[var].values)
+    with _quiet():
+        return np.asarray(az.mcse(idata, var_names=[var], method="mean")[var].values)
 
 
 def hdi(draws: np.ndarray, prob: float) -> np.ndarray:
     """Highest-density interval of 1-D draws (any shape, flattened): array [low, high]."""
     import arviz as az
 
-    return np.asarray(az.hdi(np.ravel(draws), hdi_prob=prob))
+    with _quiet():
+        return np.asarray(az.hdi(np.ravel(draws), hdi_prob=prob))
 
 
 def from_sampler(idata, *, var_names):

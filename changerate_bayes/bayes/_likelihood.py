@@ -15,6 +15,7 @@ x <= log 2 and ``log1p(−e^{−x})`` above, finite and accurate for x from 1e-3
 from __future__ import annotations
 
 import numpy as np
+from scipy import special
 
 __all__ = [
     "log_likelihood",
@@ -23,6 +24,7 @@ __all__ = [
     "sparse_data",
     "ExactLikelihood",
     "MarginalLikelihood",
+    "log1mexp_exp",
 ]
 
 
@@ -40,6 +42,25 @@ def _log1mexp_neg(x):
     out[small] = np.log(-np.expm1(-x[small]))
     out[~small] = np.log1p(-np.exp(-x[~small]))
     return out
+
+
+#: below this log(Δτ), log(1 − e^{−Δτ}) is evaluated by its series in Δτ (see log1mexp_exp)
+_SERIES_BELOW = -18.0
+
+
+def log1mexp_exp(v):
+    """log(1 − e^{−x}) with x = e^v, for any real v (one crawl that saw a change, in log Δτ).
+
+    ``log(−expm1(−x))`` for v >= −18 and the series v − x/2 + x²/24 below (truncation
+    error x⁴/2880 < 1e-34), so the value stays exact where Δτ underflows (v < −745)
+    and is 0 where it overflows.
+    """
+    v = np.asarray(v, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        x = np.exp(v)
+    with np.errstate(divide="ignore"):
+        direct = np.log(-np.expm1(-x))
+    return np.where(v < _SERIES_BELOW, v - 0.5 * x + x * x / 24.0, direct)
 
 
 def log_likelihood(change_rate, changed, intervals) -> np.ndarray:
@@ -194,16 +215,24 @@ class ExactLikelihood:
         which is what a sum of log-probabilities needs, at half the cost of the
         two-branch form of :func:`log_likelihood`.
         """
-        x = self._tau * np.exp(u)[self._page]
-        with np.errstate(over="ignore"):
-            return self._sum(np.log(-np.expm1(-x))) - _times_exp(self.t0, u)
+        with np.errstate(over="ignore", divide="ignore"):  # entries with Δτ = 0 are redone below
+            x = self._tau * np.exp(u)[self._page]
+            terms = np.log(-np.expm1(-x))
+        # where Δτ underflows (tiny τ or u < −700), log Δτ = u + log τ is exact
+        fix = (x < 1e-290) | (u < -700.0)[self._page]
+        if fix.any():
+            terms[fix] = log1mexp_exp(u[self._page[fix]] + np.log(self._tau[fix]))
+        return self._sum(terms) - _times_exp(self.t0, u)
 
     def derivatives(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First and second derivatives of log L in u (each of shape (n_pages,))."""
-        x = self._tau * np.exp(u)[self._page]
+        with np.errstate(over="ignore"):
+            x = self._tau * np.exp(u)[self._page]
         q = _x_over_expm1(x)  # d/du log(1 - e^{-x})
         t0e = _times_exp(self.t0, u)
-        return self._sum(q) - t0e, self._sum(-q * (q + x - 1.0)) - t0e
+        with np.errstate(invalid="ignore"):
+            second = np.where(q > 0, -q * (q + x - 1.0), 0.0)
+        return self._sum(q) - t0e, self._sum(second) - t0e
 
     def right_tail_finite(self) -> np.ndarray:
         """True where the likelihood alone decays as Δ → ∞ (some crawl saw no change)."""
@@ -239,7 +268,7 @@ class MarginalLikelihood:
         return self.n_changed * v - self.n_crawls * np.logaddexp(0.0, v)
 
     def derivatives(self, u):
-        s = 1.0 / (1.0 + np.exp(-(u - self.log_p)))
+        s = special.expit(u - self.log_p)
         return self.n_changed - self.n_crawls * s, -self.n_crawls * s * (1.0 - s)
 
     def right_tail_finite(self):
@@ -253,8 +282,8 @@ def _times_exp(t, u):
 
 
 def _x_over_expm1(x):
-    """x/(e^x − 1) computed as x e^{−x}/(1 − e^{−x}); 1 at x = 0."""
+    """x/(e^x − 1) computed as x e^{−x}/(1 − e^{−x}); 1 at x = 0, 0 for x > 745."""
     em = -np.expm1(-x)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         q = x * np.exp(-x) / em
-    return np.where(em > 0, q, 1.0)
+    return np.where(em > 0, np.where(x > 745.0, 0.0, q), 1.0)

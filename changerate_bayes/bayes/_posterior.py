@@ -14,7 +14,7 @@ from ._conjugate import conjugate_draws
 from ._diagnostics import sampler_diagnostics
 from ._grid import DEFAULT_GRID_SIZE, _mode, grid_draws, improper_pages
 from ._likelihood import ExactLikelihood, sparse_data
-from ._nuts import FAMILY_COEFFICIENTS, SAMPLERS, get_model, page_model, resolve_sampler
+from ._nuts import FAMILY_COEFFICIENTS, MIN_TUNE, SAMPLERS, get_model, page_model, resolve_sampler
 from ._priors import BetaPrimePrior, Prior
 
 __all__ = ["posterior", "METHODS", "DEFAULT_PRIOR"]
@@ -101,7 +101,9 @@ def posterior(
         Chains (for ``"grid"`` and ``"conjugate"`` the draws are i.i.d. and merely
         arranged as chains × draws). Memory: 8 × chains × draws × n_pages bytes.
     tune : int, default 1000
-        NUTS warm-up iterations per chain (``"nuts"`` only).
+        NUTS warm-up iterations per chain (``"nuts"`` only), at least 10: with
+        fewer, the warm-up cannot adapt the step size (nutpie aborts at 0 and, like
+        PyMC's sampler, lets most transitions diverge below ~8).
     rng : int, numpy.random.Generator or None
         Seed; the same seed gives the same draws.
     grid_size : int, default 64
@@ -126,7 +128,8 @@ def posterior(
         If ``history`` is not a CrawlHistory, ``prior`` not a prior, or an integer
         option is not an integer.
     ValueError
-        For an unknown ``method`` or ``nuts_sampler``; missing intervals (grid, nuts)
+        For an unknown ``method`` or ``nuts_sampler``; ``tune`` < 10 with ``"nuts"``;
+        missing intervals (grid, nuts)
         or crawl rate (conjugate, beta-prime prior); a non-beta-prime prior with
         ``"conjugate"``; non-positive sizes; an improper prior (BetaPrimePrior with
         a = 0) on a page that never saw a change (improper posterior).
@@ -145,8 +148,8 @@ def posterior(
 
     References
     ----------
-    Paper "Online estimators of change rates", Section 2 (setting) and eq. (4);
-    issue 3 of this project.
+    Paper "Online estimators of change rates", Section 2 (setting), Section 3.1
+    (E[I | τ] = 1 − e^{−Δτ}) and eq. (4).
 
     Examples
     --------
@@ -184,7 +187,7 @@ def _check_args(history, prior, method, draws, chains, tune, grid_size, nuts_sam
     sizes = {
         "draws": check_positive_int(draws, name="draws"),
         "chains": check_positive_int(chains, name="chains"),
-        "tune": check_positive_int(tune, name="tune", minimum=0),
+        "tune": _check_tune(tune, method),
         "grid_size": check_positive_int(grid_size, name="grid_size", minimum=8),
         "nuts_sampler": check_choice(nuts_sampler, name="nuts_sampler", choices=SAMPLERS),
         "target_accept": _check_target_accept(target_accept),
@@ -200,6 +203,16 @@ def _check_args(history, prior, method, draws, chains, tune, grid_size, nuts_sam
     else:
         history.require_intervals(method=method)  # ValueError without intervals
     return {"method": method, "prior": prior, "sizes": sizes}
+
+
+def _check_tune(tune, method: str) -> int:
+    tune = check_positive_int(tune, name="tune", minimum=0)
+    if method == "nuts" and tune < MIN_TUNE:
+        raise ValueError(
+            f"`tune` must be >= {MIN_TUNE} for method 'nuts' (fewer warm-up draws cannot adapt the NUTS step "
+            f"size: nutpie aborts at 0 and most transitions diverge below ~8); got {tune}"
+        )
+    return tune
 
 
 def _check_target_accept(target_accept) -> float:
@@ -264,7 +277,7 @@ def _data_groups(history) -> dict:
 def _record_diagnostics(idata) -> None:
     """Store the NUTS diagnostics summary in ``sample_stats.attrs``; warn when a check fails."""
     diag = sampler_diagnostics(idata)
-    idata.sample_stats.attrs.update(diag.to_record())
+    idata.sample_stats.attrs.update({k: v for k, v in diag.to_record().items() if v is not None})
     if not diag.ok:
         warnings.warn(
             "NUTS diagnostics failed: " + "; ".join(diag.problems) + " (see sampler_diagnostics)",

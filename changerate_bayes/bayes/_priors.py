@@ -23,6 +23,13 @@ from .._validation import check_positive_scalar
 
 __all__ = ["GammaPrior", "LogNormalPrior", "BetaPrimePrior", "Prior", "PriorCoefficients"]
 
+#: |mu| of a log-normal prior at most this: e^mu, the prior median, is a normal float64
+MAX_ABS_LOG_RATE = 700.0
+#: a log-normal sigma below this × max(1, |mu|) is a point mass at float64 resolution
+SIGMA_RESOLUTION = 1e-12
+#: a log-normal sigma above this makes 1/(2 sigma²) underflow towards zero
+SIGMA_MAX = 1e150
+
 
 @dataclass(frozen=True)
 class PriorCoefficients:
@@ -204,7 +211,10 @@ class LogNormalPrior(Prior):
     Raises
     ------
     ValueError
-        If ``sigma`` <= 0, or a parameter is NaN or infinite (the message names it).
+        If a parameter is NaN or infinite; if |``mu``| > 700 (the prior median e^mu
+        must be a normal float64); if ``sigma`` is outside
+        [1e-12·max(1, |mu|), 1e150] (narrower than float64 resolves log Δ near mu, or
+        so wide that 1/(2 sigma²) underflows). The message names the parameter.
     TypeError
         If a parameter is not a real number.
 
@@ -226,8 +236,21 @@ class LogNormalPrior(Prior):
     family = "lognormal"
 
     def __post_init__(self):
-        object.__setattr__(self, "mu", _check_real(self.mu, name="mu"))
-        object.__setattr__(self, "sigma", check_positive_scalar(self.sigma, name="sigma"))
+        mu = _check_real(self.mu, name="mu")
+        if abs(mu) > MAX_ABS_LOG_RATE:
+            raise ValueError(
+                f"`mu` must be in [-{MAX_ABS_LOG_RATE:g}, {MAX_ABS_LOG_RATE:g}] (the prior median e^mu must be "
+                f"a normal float64 rate); got {mu}"
+            )
+        sigma = check_positive_scalar(self.sigma, name="sigma")
+        low = SIGMA_RESOLUTION * max(1.0, abs(mu))
+        if not low <= sigma <= SIGMA_MAX:
+            raise ValueError(
+                f"`sigma` must be in [{low:.3g}, {SIGMA_MAX:g}] for mu = {mu:g} (below, float64 cannot resolve "
+                f"log Δ around mu; above, 1/(2 sigma²) underflows); got {sigma:g}"
+            )
+        object.__setattr__(self, "mu", mu)
+        object.__setattr__(self, "sigma", sigma)
 
     @property
     def median(self) -> float:
@@ -236,8 +259,9 @@ class LogNormalPrior(Prior):
 
     @property
     def mean(self) -> float:
-        """Prior mean of Δ, e^(mu + sigma²/2)."""
-        return math.exp(self.mu + 0.5 * self.sigma**2)
+        """Prior mean of Δ, e^(mu + sigma²/2) (``inf`` beyond the float64 range)."""
+        log_mean = self.mu + 0.5 * self.sigma**2
+        return math.exp(log_mean) if log_mean < 709.0 else math.inf
 
     def coefficients(self, crawl_rate=None) -> PriorCoefficients:
         """Log-density coefficients in log Δ: C = 1/(2 sigma²), M = mu."""
@@ -277,8 +301,9 @@ class BetaPrimePrior(Prior):
 
     Notes
     -----
-    Conjugacy (issue 3): after k crawls with Î_k changes seen, the posterior given
-    the indicators alone is Δ/p ~ BetaPrime(a + Î_k, b + k − Î_k), with mean
+    Conjugacy (a Beta prior on the Bernoulli(μ) indicators, paper eq. 4): after k crawls
+    with Î_k changes seen, the posterior given the indicators alone is
+    Δ/p ~ BetaPrime(a + Î_k, b + k − Î_k), with mean
     p (a + Î_k)/(b + k − Î_k − 1). A page never seen changed has posterior mean
     p·a/(b + k − 1) (zero, and an improper posterior, under a = 0).
 

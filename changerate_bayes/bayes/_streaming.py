@@ -2,28 +2,42 @@
 
 from __future__ import annotations
 
-import dataclasses
 import numbers
+import warnings
 
 import numpy as np
 
-from .._validation import as_float_array, check_choice, check_positive_int, first_bad_index
+from .._validation import (
+    StatisticalWarning,
+    as_float_array,
+    check_choice,
+    check_positive_int,
+    first_bad_index,
+)
 from ..history import CrawlHistory
 from ._conjugate import conjugate_mean, conjugate_quantile
-from ._grid import inverse_cdf
+from ._grid import BLOCK_PAGES, fit_grid, inverse_cdf, posterior_mean
+from ._lattice import LatticeLikelihood
 from ._likelihood import _log1mexp_neg
 from ._priors import BetaPrimePrior, Prior, log_prior_u
 
-__all__ = ["BayesianEstimator", "posterior_mean_path", "LIKELIHOODS", "DEFAULT_RATE_GRID_SIZE"]
+__all__ = ["BayesianEstimator", "posterior_mean_path", "LIKELIHOODS", "READ_GRID_SIZE"]
 
 LIKELIHOODS = ("conjugate", "exact")
-#: nodes of the fixed log-rate grid of the exact-likelihood streaming posterior
-DEFAULT_RATE_GRID_SIZE = 1024
+#: quadrature nodes per page when the exact posterior is read (mean, credible interval)
+READ_GRID_SIZE = 128
+#: a fixed ``rate_grid`` is reported as not covering the posterior when more than this
+#: posterior mass lies on its outermost nodes (1% of them at each end, at least 2) ...
+EDGE_MASS = 1e-6
+#: ... or when the posterior sd of log Δ is below this many node spacings
+MIN_SD_SPACINGS = 3.0
 _DEFAULT_PRIOR = BetaPrimePrior(1.0, 2.0)
 
 
 def _check_level(level) -> float:
-    if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < level < 1:
+    if isinstance(level, bool) or not isinstance(level, numbers.Real):
+        raise TypeError(f"`level` must be a real number in (0, 1); got {type(level).__name__}")
+    if not 0 < level < 1:
         raise ValueError(f"`level` must be in (0, 1); got {level!r}")
     return float(level)
 
@@ -41,6 +55,7 @@ class _Config:
             )
         self.prior = prior
         self.p = None
+        self.log_rates = None
         if crawl_rate is not None:
             self.p = as_float_array(crawl_rate, name="crawl_rate", positive=True, ndim=(0, 1))
         if self.likelihood == "conjugate":
@@ -55,48 +70,84 @@ class _Config:
             raise ValueError(f"likelihood 'exact' needs a proper prior; got the improper {prior!r}")
         if prior.needs_crawl_rate and self.p is None:
             raise ValueError(f"`prior` {prior!r} is a prior on Δ/p: pass `crawl_rate`")
-        self.log_rates = self._grid(rate_grid)
-        self.coef = {c: np.asarray(v, dtype=np.float64) for c, v in dataclasses.asdict(prior.coefficients(self.p)).items()}
+        if rate_grid is not None:
+            self.log_rates = _fixed_grid(rate_grid)
 
-    def _grid(self, rate_grid) -> np.ndarray:
-        if rate_grid is None:
-            dist = self.prior.distribution(None if self.p is None else self.p)
-            low = float(np.min(dist.ppf(1e-8))) * 1e-4
-            high = float(np.max(dist.ppf(1.0 - 1e-8))) * 1e4
-            size = DEFAULT_RATE_GRID_SIZE
-        else:
-            if not (isinstance(rate_grid, tuple) and len(rate_grid) == 3):
-                raise TypeError(f"`rate_grid` must be a tuple (low, high, size); got {rate_grid!r}")
-            low, high, size = rate_grid
-            bounds = as_float_array([low, high], name="rate_grid", positive=True)
-            low, high = float(bounds[0]), float(bounds[1])
-            size = check_positive_int(size, name="rate_grid size", minimum=16)
-            if not high > low:
-                raise ValueError(f"`rate_grid` needs low < high; got {rate_grid!r}")
-        return np.linspace(np.log(low), np.log(high), size)
+    @property
+    def fixed_grid(self) -> bool:
+        return self.log_rates is not None
 
+    def coef(self, n_pages: int) -> dict:
+        """Prior coefficients in log Δ as arrays of shape (n_pages,)."""
+        return self.prior.coefficients(self.p).as_arrays(n_pages)
+
+    # ------------------------------------------------- fixed grid (rate_grid given)
     def log_prior(self, n_pages):
         u = self.log_rates
-        coef = {c: np.broadcast_to(v, (n_pages,)).copy() if np.ndim(v) else np.full(n_pages, float(v))
-                for c, v in self.coef.items()}
-        return log_prior_u(np.broadcast_to(u, (n_pages, u.size)), coef)
+        return log_prior_u(np.broadcast_to(u, (n_pages, u.size)), self.coef(n_pages))
 
     def increment(self, changed, interval):
-        """Exact log-likelihood of one crawl at every grid node, shape (n_pages, G)."""
+        """Exact log-likelihood of one crawl at every fixed-grid node, shape (n_pages, G)."""
         x = np.exp(self.log_rates)[None, :] * interval[:, None]
         return np.where(changed[:, None] > 0, _log1mexp_neg(x), -x)
 
-    def exact_mean(self, log_post):
+    def fixed_mean(self, log_post):
+        _warn_if_grid_misses(self.log_rates, log_post)
         rates = np.exp(self.log_rates)
         w = np.exp(log_post - log_post.max(axis=1, keepdims=True))
         w[:, [0, -1]] *= 0.5
         return (w * rates).sum(axis=1) / w.sum(axis=1)
 
-    def exact_quantile(self, log_post, probs):
+    def fixed_quantile(self, log_post, probs):
+        _warn_if_grid_misses(self.log_rates, log_post)
         u = self.log_rates
         n = log_post.shape[0]
         out = inverse_cdf(np.full(n, u[0]), np.full(n, u[1] - u[0]), log_post, np.broadcast_to(probs, (n, len(probs))))
         return np.exp(out)
+
+
+def _fixed_grid(rate_grid) -> np.ndarray:
+    if not (isinstance(rate_grid, tuple) and len(rate_grid) == 3):
+        raise TypeError(f"`rate_grid` must be a tuple (low, high, size); got {rate_grid!r}")
+    low, high, size = rate_grid
+    bounds = as_float_array([low, high], name="rate_grid", positive=True)
+    low, high = float(bounds[0]), float(bounds[1])
+    size = check_positive_int(size, name="rate_grid size", minimum=16)
+    if not high > low:
+        raise ValueError(f"`rate_grid` needs low < high; got {rate_grid!r}")
+    return np.linspace(np.log(low), np.log(high), size)
+
+
+def _warn_if_grid_misses(log_rates, log_post) -> None:
+    """StatisticalWarning when a fixed grid does not cover or resolve a page's posterior."""
+    size = log_rates.size
+    w = np.exp(log_post - log_post.max(axis=1, keepdims=True))
+    w /= w.sum(axis=1, keepdims=True)
+    edge = max(2, size // 100)
+    at_edge = (w[:, :edge].sum(axis=1) > EDGE_MASS) | (w[:, -edge:].sum(axis=1) > EDGE_MASS)
+    mean_u = (w * log_rates).sum(axis=1)
+    sd_u = np.sqrt(np.maximum((w * (log_rates - mean_u[:, None]) ** 2).sum(axis=1), 0.0))
+    narrow = sd_u < MIN_SD_SPACINGS * (log_rates[1] - log_rates[0])
+    if at_edge.any() or narrow.any():
+        page = int(np.flatnonzero(at_edge | narrow)[0])
+        what = ("has more than {:g} of its mass at an end of".format(EDGE_MASS) if at_edge[page]
+                else f"is narrower than {MIN_SD_SPACINGS:g} node spacings of")
+        warnings.warn(
+            f"the posterior of page {page} {what} the fixed `rate_grid` "
+            f"[{np.exp(log_rates[0]):.3g}, {np.exp(log_rates[-1]):.3g}] ({size} nodes): its mean and "
+            "credible interval are not accurate; use rate_grid=None (exact at any Δ)",
+            StatisticalWarning,
+            stacklevel=4,
+        )
+
+
+def _read_blocks(lik, coef, fn) -> np.ndarray:
+    """Apply ``fn(lik_block, coef_block)`` in blocks of pages and stack the results."""
+    out = []
+    for start in range(0, lik.n_pages, BLOCK_PAGES):
+        stop = min(start + BLOCK_PAGES, lik.n_pages)
+        out.append(fn(lik.block(start, stop), {c: v[start:stop] for c, v in coef.items()}))
+    return np.concatenate(out, axis=0)
 
 
 class BayesianEstimator:
@@ -113,14 +164,15 @@ class BayesianEstimator:
     likelihood : {"conjugate", "exact"}, default "conjugate"
         ``"conjugate"``: Poisson crawling with τ marginalised; the state is two
         counts per page (O(1)), intervals are ignored. ``"exact"``: the
-        interval-censored likelihood on a fixed grid of log Δ; the state is the
-        log-posterior at the grid nodes (O(G) per page) and ``update`` needs the
-        interval.
+        interval-censored likelihood given the intervals; ``update`` needs the
+        interval, and the state is a tabulated log-likelihood (see Notes).
     rate_grid : tuple (low, high, size), optional
-        Fixed grid for ``"exact"``: ``size`` nodes uniform in log Δ from ``low`` to
-        ``high`` (rates per unit time). Default: 1024 nodes from 10^-4 × the prior's
-        1e-8 quantile to 10^4 × its 1 − 1e-8 quantile. The mean stays accurate while the
-        posterior of log Δ lies inside the grid and its sd exceeds ~2 node spacings.
+        ``"exact"`` only. None (default): the exact state of the Notes, valid at any Δ.
+        A tuple keeps instead the log-posterior on ``size`` nodes uniform in log Δ from
+        ``low`` to ``high`` (rates per unit time), for comparison with fixed-grid
+        implementations; reading ``rate`` or ``credible_interval`` then warns
+        (StatisticalWarning) when the posterior has mass at the ends of that grid or is
+        narrower than 3 node spacings, where its values are not accurate.
     n_pages : int, optional
         None (default) for one page with scalar updates; else ``update`` takes
         arrays of shape (n_pages,).
@@ -130,9 +182,16 @@ class BayesianEstimator:
     n_crawls_ : int
         Crawls seen.
     n_changed_ : float or ndarray
-        Changes seen Î_k (``"conjugate"``).
+        Changes seen Î_k.
+    exposure_ : float or ndarray
+        ``"exact"``: total length T0 of the intervals that saw no change.
     log_posterior_ : ndarray, shape (n_pages, G)
-        Unnormalised log-posterior at the grid nodes (``"exact"``).
+        ``"exact"`` with a fixed ``rate_grid``: unnormalised log-posterior at its nodes.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For bad settings (the message names the argument).
 
     Notes
     -----
@@ -142,12 +201,24 @@ class BayesianEstimator:
     change has been seen the posterior is improper and ``rate`` is 0, the limit
     a → 0+, and ``credible_interval`` raises.
 
+    Exact: log L(Δ) = Σ_{I_j=1} log(1 − e^{−Δτ_j}) − Δ T0. The state is T0, Î_k,
+    Σ log τ_j over the changes seen, and the first sum tabulated on a lattice of
+    log Δ (16 nodes per unit) spanning the crawl intervals seen, 44 + log(max τ/min τ)
+    units, shared by the pages; outside it the sum has closed asymptotic forms, so the
+    state is the exact log-likelihood at every Δ (to ~1e-13 per crawl), whatever the
+    prior and the data. Reading the posterior fits the same adapted quadrature as
+    ``posterior(method="grid")`` (:data:`READ_GRID_SIZE` nodes): the mean is a ratio
+    of two normalising constants (``inf`` where the posterior mean does not exist),
+    the interval inverts the posterior CDF. Before any crawl both come from the prior
+    in closed form. An update costs O(lattice) per page for a crawl that saw a
+    change and O(1) for one that did not; a read costs O(READ_GRID_SIZE) per page.
+
     The streaming state after each update equals :func:`posterior_mean_path` on the
     same crawls (same arithmetic, same order).
 
     Examples
     --------
-    >>> from changerate_bayes import BayesianEstimator
+    >>> from changerate_bayes import BayesianEstimator, GammaPrior
     >>> est = BayesianEstimator(crawl_rate=2.0)  # BetaPrimePrior(1, 2), conjugate
     >>> for changed in [1, 0, 1, 1]:
     ...     est.update(changed)
@@ -156,6 +227,10 @@ class BayesianEstimator:
     >>> lo, hi = est.credible_interval(0.9)
     >>> bool(lo < est.rate < hi)
     True
+    >>> exact = BayesianEstimator(prior=GammaPrior(2.0, 1.0), likelihood="exact")
+    >>> exact.update(0, interval=1.5)  # no change in 1.5 time units: Gamma(2, 2.5)
+    >>> round(exact.rate, 12)  # 2 / 2.5
+    0.8
     """
 
     def __init__(self, *, prior=None, crawl_rate=None, likelihood="conjugate", rate_grid=None, n_pages=None):
@@ -170,10 +245,13 @@ class BayesianEstimator:
         if p is not None and p.ndim == 1 and p.shape != (n,):
             raise ValueError(f"`crawl_rate` must be a scalar or have shape (n_pages,) = ({n},); got {p.shape}")
         self.n_crawls_ = 0
-        if self._cfg.likelihood == "conjugate":
-            self._changed = np.zeros(n)
-        else:
-            self.log_posterior_ = self._cfg.log_prior(n)
+        self._changed = np.zeros(n)
+        if self._cfg.likelihood == "exact":
+            if self._cfg.fixed_grid:
+                self.log_posterior_ = self._cfg.log_prior(n)
+                self._t0 = np.zeros(n)
+            else:
+                self._lik = LatticeLikelihood(n)
 
     # ------------------------------------------------------------------ updates
     def _as_pages(self, x, *, name, positive=False):
@@ -213,13 +291,16 @@ class BayesianEstimator:
         bad = (c != 0) & (c != 1)
         if bad.any():
             raise ValueError(f"`changed` must be 0 or 1; got {c[bad][0]} at index {first_bad_index(bad)}")
-        if self._cfg.likelihood == "conjugate":
-            self._changed = self._changed + c
-        else:
+        if self._cfg.likelihood == "exact":
             if interval is None:
                 raise ValueError("likelihood 'exact' needs the crawl `interval` τ_k")
             tau = self._as_pages(interval, name="interval", positive=True)
-            self.log_posterior_ = self.log_posterior_ + self._cfg.increment(c, tau)
+            if self._cfg.fixed_grid:
+                self.log_posterior_ = self.log_posterior_ + self._cfg.increment(c, tau)
+                self._t0 = self._t0 + np.where(c > 0, 0.0, tau)
+            else:
+                self._lik.update(c > 0, tau)
+        self._changed = self._changed + c
         self.n_crawls_ += 1
 
     def merge(self, other: "BayesianEstimator") -> "BayesianEstimator":
@@ -227,43 +308,89 @@ class BayesianEstimator:
 
         Conjugate: the counts add. Exact: the log-likelihoods add (the prior is
         counted once).
+
+        Raises
+        ------
+        TypeError
+            If ``other`` is not a BayesianEstimator.
+        ValueError
+            If the two differ in ``likelihood``, ``prior``, ``crawl_rate``,
+            ``rate_grid`` or ``n_pages``: counts observed at different crawl rates, or
+            posteriors under different priors, cannot be pooled.
         """
         if not isinstance(other, BayesianEstimator):
             raise TypeError(f"`other` must be a BayesianEstimator; got {type(other).__name__}")
-        same = (self._cfg.likelihood, repr(self._cfg.prior), self.n_pages) == (
-            other._cfg.likelihood, repr(other._cfg.prior), other.n_pages)
-        if not same or (self._cfg.likelihood == "exact" and not np.array_equal(self._cfg.log_rates, other._cfg.log_rates)):
-            raise ValueError("`other` must have the same likelihood, prior, grid and n_pages")
+        a, b = self._cfg, other._cfg
+        checks = (
+            ("likelihood", a.likelihood, b.likelihood, a.likelihood == b.likelihood),
+            ("prior", a.prior, b.prior, a.prior == b.prior),
+            ("n_pages", self.n_pages, other.n_pages, self.n_pages == other.n_pages),
+            ("crawl_rate", self.crawl_rate, other.crawl_rate,
+             (a.p is None) == (b.p is None) and (a.p is None or np.array_equal(a.p, b.p))),
+            ("rate_grid", self.rate_grid, other.rate_grid,
+             (a.log_rates is None) == (b.log_rates is None)
+             and (a.log_rates is None or np.array_equal(a.log_rates, b.log_rates))),
+        )
+        for name, mine, theirs, same in checks:
+            if not same:
+                raise ValueError(
+                    f"`{name}` differs: {mine!r} and {theirs!r} (estimators merge only with the same "
+                    "likelihood, prior, crawl_rate, rate_grid and n_pages)"
+                )
         merged = BayesianEstimator(prior=self.prior, crawl_rate=self.crawl_rate, likelihood=self.likelihood,
                                    rate_grid=self.rate_grid, n_pages=self.n_pages)
-        if self._cfg.likelihood == "conjugate":
-            merged._changed = self._changed + other._changed
-        else:
-            merged.log_posterior_ = self.log_posterior_ + other.log_posterior_ - self._cfg.log_prior(self.n_pages or 1)
+        merged._changed = self._changed + other._changed
+        if a.likelihood == "exact":
+            if a.fixed_grid:
+                merged.log_posterior_ = self.log_posterior_ + other.log_posterior_ - a.log_prior(self.n_pages or 1)
+                merged._t0 = self._t0 + other._t0
+            else:
+                merged._lik = self._lik.merge(other._lik)
         merged.n_crawls_ = self.n_crawls_ + other.n_crawls_
         return merged
 
     # ------------------------------------------------------------------ reading
     @property
     def n_changed_(self):
-        if self._cfg.likelihood != "conjugate":
-            raise AttributeError("n_changed_ is kept by the conjugate likelihood only")
-        return float(self._changed[0]) if self.n_pages is None else self._changed.copy()
+        return self._out(self._changed.copy())
+
+    @property
+    def exposure_(self):
+        if self._cfg.likelihood != "exact":
+            raise AttributeError("exposure_ is kept by the exact likelihood only")
+        return self._out((self._t0 if self._cfg.fixed_grid else self._lik.t0).copy())
 
     def _out(self, x):
         return float(x[0]) if self.n_pages is None else x
+
+    def _prior_values(self, what, probs=None):
+        """Prior mean (n_pages,) or quantiles (n_pages, m) of every page, in closed form, before any crawl."""
+        n = self.n_pages or 1
+        p = self._cfg.p
+        dist = self._cfg.prior.distribution(None if p is None else np.reshape(p, (-1, 1)))
+        with np.errstate(over="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # scipy's overflow to inf is the answer
+            if what == "mean":
+                return np.broadcast_to(np.asarray(dist.mean(), dtype=np.float64).ravel(), (n,)).copy()
+            return np.broadcast_to(dist.ppf(probs[None, :]), (n, probs.size)).copy()
 
     @property
     def rate(self):
         """Posterior mean of Δ (per unit time): float, or ndarray of shape (n_pages,).
 
         Before the first crawl this is the prior mean (∞ for a BetaPrimePrior with
-        b <= 1), not NaN as for the non-Bayesian estimators.
+        b <= 1), not NaN as for the non-Bayesian estimators; ∞ too while the posterior
+        mean does not exist (a BetaPrimePrior with b <= 1 and no crawl without change).
         """
         cfg = self._cfg
         if cfg.likelihood == "conjugate":
             return self._out(conjugate_mean(cfg.prior.a, cfg.prior.b, self._changed, self.n_crawls_, cfg.p))
-        return self._out(cfg.exact_mean(self.log_posterior_))
+        if cfg.fixed_grid:
+            return self._out(cfg.fixed_mean(self.log_posterior_))
+        if self.n_crawls_ == 0:
+            return self._out(self._prior_values("mean"))
+        coef = cfg.coef(self._lik.n_pages)
+        return self._out(_read_blocks(self._lik, coef, lambda lik, c: posterior_mean(lik, c, size=READ_GRID_SIZE)))
 
     def credible_interval(self, level: float = 0.9):
         """Equal-tailed credible interval of Δ.
@@ -276,9 +403,12 @@ class BayesianEstimator:
         Returns
         -------
         (low, high) : floats or ndarrays of shape (n_pages,)
+            0.0 or ``inf`` where a quantile lies beyond the float64 range.
 
         Raises
         ------
+        TypeError
+            If ``level`` is not a real number.
         ValueError
             If ``level`` is not in (0, 1), or a page's posterior is improper (a = 0,
             no change seen).
@@ -295,8 +425,13 @@ class BayesianEstimator:
                 )
             q = conjugate_quantile(cfg.prior.a, cfg.prior.b, self._changed[:, None], self.n_crawls_,
                                    np.reshape(cfg.p, (-1, 1)), probs[None, :])
+        elif cfg.fixed_grid:
+            q = cfg.fixed_quantile(self.log_posterior_, probs)
+        elif self.n_crawls_ == 0:
+            q = self._prior_values("quantile", probs)
         else:
-            q = cfg.exact_quantile(self.log_posterior_, probs)
+            coef = cfg.coef(self._lik.n_pages)
+            q = _read_blocks(self._lik, coef, lambda lik, c: fit_grid(lik, c, size=READ_GRID_SIZE).quantile(probs))
         return self._out(q[:, 0]), self._out(q[:, 1])
 
 
@@ -316,13 +451,24 @@ def posterior_mean_path(history, *, prior=None, likelihood="conjugate", rate_gri
     ndarray, shape of ``history.changed``
         Element j is the posterior mean after the first j + 1 crawls.
 
+    Raises
+    ------
+    TypeError
+        If ``history`` is not a CrawlHistory, or ``prior`` not a prior.
+    ValueError
+        As for :class:`BayesianEstimator`, or when the history lacks what the
+        likelihood needs.
+
     Examples
     --------
     >>> from changerate_bayes import CrawlHistory
-    >>> from changerate_bayes.bayes import BetaPrimePrior, posterior_mean_path
+    >>> from changerate_bayes.bayes import BetaPrimePrior, GammaPrior, posterior_mean_path
     >>> h = CrawlHistory([1, 0, 1], crawl_rate=3.0)
     >>> posterior_mean_path(h, prior=BetaPrimePrior(0.0, 2.0)).tolist()  # = LLN, alpha = 1
     [3.0, 1.5, 3.0]
+    >>> h = CrawlHistory([0, 0], intervals=[1.0, 3.0])  # Gamma(2, 1) -> Gamma(2, 2), Gamma(2, 5)
+    >>> posterior_mean_path(h, prior=GammaPrior(2.0, 1.0), likelihood="exact").round(12).tolist()
+    [1.0, 0.4]
     """
     if not isinstance(history, CrawlHistory):
         raise TypeError(f"`history` must be a CrawlHistory; got {type(history).__name__}")
@@ -333,11 +479,12 @@ def posterior_mean_path(history, *, prior=None, likelihood="conjugate", rate_gri
     if cfg.likelihood == "conjugate":
         p = np.broadcast_to(np.asarray(cfg.p, dtype=np.float64).reshape(-1, 1), (n, 1))
         out = conjugate_mean(cfg.prior.a, cfg.prior.b, np.cumsum(changed, axis=1), np.arange(1, k + 1), p)
-    else:
-        tau = history.require_intervals(method="exact").reshape(n, -1)
-        log_post = cfg.log_prior(n)
-        out = np.empty((n, k))
-        for j in range(k):  # the recursion over crawls; vectorised over pages
-            log_post = log_post + cfg.increment(changed[:, j], tau[:, j])
-            out[:, j] = cfg.exact_mean(log_post)
+        return out.reshape(history.shape)
+    tau = history.require_intervals(method="exact").reshape(n, -1)
+    est = BayesianEstimator(prior=cfg.prior, crawl_rate=history.crawl_rate, likelihood="exact",
+                            rate_grid=rate_grid, n_pages=n)
+    out = np.empty((n, k))
+    for j in range(k):  # the recursion over crawls; vectorised over pages
+        est.update(changed[:, j], tau[:, j])
+        out[:, j] = est.rate
     return out.reshape(history.shape)
