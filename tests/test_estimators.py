@@ -3,10 +3,11 @@
 import math
 import warnings
 import zlib
+from decimal import Context, Decimal, localcontext
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from scipy.optimize import brentq
@@ -17,13 +18,15 @@ from changerate_bayes import (
     MLEEstimator,
     MomentMatchingEstimator,
     NaiveEstimator,
+    RegularCrawlEstimator,
     SAEstimator,
     SAMEstimator,
     StatisticalWarning,
     estimate_path,
     simulate_history,
 )
-from changerate_bayes.estimators import ESTIMATORS, METHODS, StreamingEstimator
+from changerate_bayes.estimators import ESTIMATORS, METHODS, StreamingEstimator, _rootpath, _rootsolve
+from changerate_bayes.estimators._crawlcheck import dkw_threshold, poisson_distance
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -35,7 +38,19 @@ CONTRACT_PARAMS = {
     "sam": [{}, {"eta": 1.2, "beta": 0.6}, {"eta": 0.75, "beta": 0.75, "omega": 0.5, "initial": 1.0}],
     "mle": [{}],
     "mm": [{}],
+    "regular": [{}],
 }
+
+
+def _rate_before_any_crawl(method, params):
+    """What each class documents for ``rate`` at k = 0 (NaN only where undefined)."""
+    if method in ("sa", "sam"):
+        return params.get("initial", 0.0)  # y_0 / z_0
+    if method == "lln":  # p·0/(0 + α_0): 0 for a constant α, 0/0 for "log", "sqrt", undefined for a callable
+        return 0.0 if isinstance(params.get("alpha", 1.0), float) else math.nan
+    if method == "regular":  # −p log(0.5/0.5)
+        return 0.0
+    return math.nan  # naive: 0/0; mle, mm: flat likelihood / equation
 
 
 def _concrete_subclasses(cls):
@@ -47,16 +62,19 @@ def _concrete_subclasses(cls):
     return out
 
 
-def _history(shape, seed, delta=2.0, p=3.0, pattern=None):
-    """A random history; ``pattern`` forces a prefix ("ones"/"zeros") on every page."""
+def _history(shape, seed, delta=2.0, p=3.0, pattern=None, regular=False):
+    """A random history (Poisson crawls, or every τ = 1/p if ``regular``); ``pattern``
+    forces a prefix ("ones"/"zeros") on every page."""
     gen = np.random.default_rng(seed)
-    tau = gen.exponential(1 / p, size=shape)
+    rate = p if len(shape) == 1 else np.linspace(p, 2 * p, shape[0])
+    scale = 1 / np.asarray(rate, dtype=float)
+    scale = scale[:, None] if scale.ndim else scale
+    tau = np.broadcast_to(scale, shape).copy() if regular else gen.exponential(1.0, size=shape) * scale
     changed = (gen.random(shape) < -np.expm1(-delta * tau)).astype(np.int8)
     if pattern == "ones":
         changed[..., :5] = 1
     elif pattern == "zeros":
         changed[..., :5] = 0
-    rate = p if len(shape) == 1 else np.linspace(p, 2 * p, shape[0])
     return CrawlHistory(changed, tau, rate)
 
 
@@ -130,6 +148,16 @@ def test_mle_hand_values():
     h = CrawlHistory([0, 0, 1], intervals=[1.0, 2.0, 1.0])  # e^Δ − 1 = 1/3
     assert estimate_path(h, "mle").tolist()[:2] == [0.0, 0.0]
     assert estimate_path(h, "mle")[2] == pytest.approx(math.log(4 / 3), rel=1e-13)
+
+
+def test_regular_hand_values():
+    h = CrawlHistory([1, 0, 1, 1], crawl_rate=2.0)
+    # −p log((k − Î + 0.5)/(k + 0.5)): −2 log(0.5/1.5), −2 log(1.5/2.5), −2 log(1.5/3.5), −2 log(1.5/4.5)
+    ref = [2 * math.log(3), 2 * math.log(5 / 3), 2 * math.log(7 / 3), 2 * math.log(3)]
+    assert_allclose(estimate_path(h, "regular"), ref, rtol=1e-15)
+    assert estimate_path(CrawlHistory([0, 0], crawl_rate=2.0), "regular").tolist() == [0.0, 0.0]
+    # every crawl changed: finite, p log(2k + 1)
+    assert_allclose(estimate_path(CrawlHistory([1, 1, 1], crawl_rate=2.0), "regular"), 2 * np.log([3, 5, 7]))
 
 
 def test_mm_hand_values():
@@ -222,12 +250,13 @@ def _cases():
 
 @pytest.mark.parametrize(("cls", "params", "shape"), list(_cases()))
 def test_streaming_rate_equals_path_after_every_update(cls, params, shape):
-    h = _history(shape, seed=11, pattern="ones")
+    h = _history(shape, seed=11, pattern="ones", regular=cls.method == "regular")
     path = estimate_path(h, cls.method, **params)
     n_pages = None if len(shape) == 1 else shape[0]
     est = cls(crawl_rate=h.crawl_rate, n_pages=n_pages, **params)
     rate0 = est.rate
-    assert np.isnan(rate0).all()  # no estimate before the first crawl
+    assert np.shape(rate0) == (() if n_pages is None else (n_pages,))
+    assert_allclose(rate0, _rate_before_any_crawl(cls.method, params), rtol=0, atol=0)
     for j in range(h.n_crawls):
         assert est.update(h.changed[..., j], interval=h.intervals[..., j]) is None
         rate = est.rate
@@ -240,8 +269,8 @@ def test_streaming_rate_equals_path_after_every_update(cls, params, shape):
 
 
 def test_pages_are_independent():
-    h = _history((5, 80), seed=4)
     for method in METHODS:
+        h = _history((5, 80), seed=4, regular=method == "regular")
         path = estimate_path(h, method)
         for i in range(5):
             assert_allclose(path[i], estimate_path(h.page(i), method), rtol=1e-12)
@@ -250,7 +279,8 @@ def test_pages_are_independent():
 # --------------------------------------------------------------------------- merge
 
 
-@pytest.mark.parametrize("cls", [NaiveEstimator, LLNEstimator, MLEEstimator, MomentMatchingEstimator])
+@pytest.mark.parametrize("cls", [NaiveEstimator, LLNEstimator, MLEEstimator, MomentMatchingEstimator,
+                                 RegularCrawlEstimator])
 def test_merge_equals_one_estimator_over_all_crawls(cls):
     h = _history((3, 40), seed=5)
     a, b, whole = (cls(crawl_rate=h.crawl_rate, n_pages=3) for _ in range(3))
@@ -406,10 +436,12 @@ def test_missing_intervals_and_crawl_rate():
         with pytest.raises(ValueError, match=f"method '{method}' needs the crawl intervals"):
             estimate_path(no_tau, method)
     no_p = CrawlHistory([1, 0], intervals=[1.0, 1.0])
-    for method in ("naive", "lln", "sa", "sam"):
+    for method in ("naive", "lln", "sa", "sam", "regular"):
         with pytest.raises(ValueError, match=f"method '{method}' needs the crawl rate"):
             estimate_path(no_p, method)
-    for cls in (NaiveEstimator, LLNEstimator, SAEstimator, SAMEstimator):
+    with pytest.raises(TypeError, match="method 'regular' does not take parameter"):
+        estimate_path(CrawlHistory([1, 0], crawl_rate=2.0), "regular", alpha=1.0)
+    for cls in (NaiveEstimator, LLNEstimator, SAEstimator, SAMEstimator, RegularCrawlEstimator):
         with pytest.raises(ValueError, match="needs the crawl rate"):
             cls()
 
@@ -466,3 +498,178 @@ def test_mle_root_at_the_rounding_noise_floor():
 
         ref = brentq(score, 1e-9, 1e3, xtol=1e-300)
         assert abs(path[k - 1] - ref) <= 1e-12 * ref
+
+
+# ---------------------------------------------------------------- the crawling model
+
+
+@pytest.mark.parametrize("method", ["naive", "lln", "sa", "sam"])
+def test_poisson_crawl_methods_warn_on_a_fixed_schedule(method):
+    # every τ = 1/p: E[I] = 1 − e^{−Δ/p}, not Δ/(Δ + p), and LLN tends to p(e^{Δ/p} − 1) = 12.9
+    h = simulate_history(5.0, 3.0, 2000, crawl="regular", rng=1)
+    with pytest.warns(StatisticalWarning, match="assumes Poisson crawling") as record:
+        estimate_path(h, method)
+    (w,) = [w for w in record if issubclass(w.category, StatisticalWarning)]
+    text = str(w.message)
+    assert "exponential with mean 1/p" in text and "eq. 4" in text
+    assert "'mle' or 'mm'" in text and "'regular'" in text  # the alternatives
+    assert "coefficient of variation 0.000" in text
+    assert w.filename == __file__  # stacklevel: the warning points at the caller
+
+
+def test_poisson_crawls_are_not_flagged_and_a_wrong_rate_is():
+    h = simulate_history(5.0, 3.0, 400, n_pages=200, rng=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StatisticalWarning)
+        for method in ("naive", "lln", "sa", "sam"):
+            estimate_path(h, method)
+        estimate_path(CrawlHistory(h.changed, crawl_rate=3.0), "lln")  # no intervals: nothing to check
+    # intervals of a crawl at rate 2 declared as p = 3: mean p·τ = 1.5
+    wrong = CrawlHistory(h.changed, h.intervals * 1.5, crawl_rate=3.0)
+    with pytest.warns(StatisticalWarning, match=r"mean p·τ = 1\.49"):
+        estimate_path(wrong, "lln")
+
+
+def test_poisson_check_false_alarm_rate_is_bounded_by_dkw():
+    # The check flags when the distance exceeds dkw_threshold(alpha, n), which a Poisson
+    # sample exceeds with probability <= alpha (DKW-Massart); the binned distance is at
+    # most the KS distance. At alpha = 0.05 (so that it can be measured) the share of
+    # 4000 Poisson pages of 40 crawls above it must not exceed 0.05 by more than 3
+    # binomial standard errors (0.0103).
+    gen = np.random.default_rng(2024)
+    per_page, pooled = poisson_distance(gen.exponential(size=(4000, 40)))
+    share = float((per_page > dkw_threshold(0.05, 40)).mean())
+    assert share <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 4000)
+    assert pooled <= dkw_threshold(0.05, 4000 * 40)
+    # a fixed schedule is at distance 1 − e^{−1} (up to the 1/64 binning)
+    per_page, _ = poisson_distance(np.ones((1, 30)))
+    assert per_page[0] == pytest.approx(1 - math.exp(-1), abs=1 / 64)
+
+
+def test_regular_estimator_on_regular_and_poisson_crawls():
+    # With every τ = 1/p, Δ̂ → Δ; the delta method gives sd(Δ̂) = p √((1 − q)/(q k)),
+    # q = e^{−Δ/p}: 0.044 at k = 20000 (tolerance 4 sd).
+    h = simulate_history(5.0, 3.0, 20000, crawl="regular", rng=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StatisticalWarning)
+        est = estimate_path(h, "regular")[-1]
+    q = math.exp(-5 / 3)
+    assert abs(est - 5.0) <= 4 * 3 * math.sqrt((1 - q) / (q * 20000))
+    poisson = simulate_history(5.0, 3.0, 2000, rng=3)
+    with pytest.warns(StatisticalWarning, match="method 'regular' assumes crawls on a fixed schedule"):
+        estimate_path(poisson, "regular")
+
+
+def test_rate_before_any_crawl():
+    assert SAEstimator(crawl_rate=2.0, initial=1.5).rate == 1.5  # y_0, as documented
+    assert SAMEstimator(crawl_rate=2.0, initial=1.5).rate == 1.5
+    assert SAEstimator(crawl_rate=[1.0, 2.0], initial=0.5, n_pages=2).rate.tolist() == [0.5, 0.5]
+    assert LLNEstimator(crawl_rate=2.0).rate == 0.0  # p·0/(0 + α)
+    assert math.isnan(LLNEstimator(crawl_rate=2.0, alpha="log").rate)  # 0/0
+    assert RegularCrawlEstimator(crawl_rate=2.0).rate == 0.0
+    for est in (NaiveEstimator(crawl_rate=2.0), MLEEstimator(), MomentMatchingEstimator()):
+        assert math.isnan(est.rate)
+
+
+# ------------------------------------------------------------ the three root regimes
+
+
+@pytest.mark.parametrize("method", ["mle", "mm"])
+def test_roots_do_not_depend_on_page_chunks(method, monkeypatch):
+    # 200 crawls: the exact first crawls, the hand-over and the Taylor tracking. Bit for bit:
+    # the Monte Carlo engine relies on it (serial = chunked = parallel).
+    h = _history((7, 200), seed=8)
+    ref = estimate_path(h, method)
+    monkeypatch.setattr(_rootpath, "PAGE_CHUNK", 3)
+    monkeypatch.setattr(_rootpath, "REANCHOR_ELEMENTS", 300)  # re-anchors one or two pages at a time
+    monkeypatch.setattr(_rootsolve, "ROW_BLOCK", 2)
+    assert np.array_equal(estimate_path(h, method), ref)
+
+
+@pytest.mark.parametrize("method", ["mle", "mm"])
+def test_streaming_roots_across_the_hand_over(method):
+    h = _history((3, 300), seed=9)
+    path = estimate_path(h, method)
+    est = ESTIMATORS[method](n_pages=3)
+    for j in range(300):
+        est.update(h.changed[:, j], interval=h.intervals[:, j])
+        assert_allclose(est.rate, path[:, j], rtol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["mle", "mm"])
+def test_robust_regime_agrees_with_the_fast_regimes(method):
+    # The root scales as 1/s when every interval is multiplied by s. With s = 2^-700 the
+    # intervals leave the fast regimes' range, so every prefix is solved in log space.
+    h = _history((250,), seed=10)
+    fast = estimate_path(h, method)
+    tiny = estimate_path(CrawlHistory(h.changed, np.ldexp(h.intervals, -700)), method)
+    special = ~np.isfinite(fast) | (fast == 0)
+    assert np.array_equal(tiny[special], fast[special])
+    assert_allclose(np.ldexp(tiny[~special], -700), fast[~special], rtol=2e-13)
+
+
+def _decimal_sides(method, changed, tau, delta):
+    """The two sides of the equation in 40-digit decimal arithmetic, written without cancellation.
+
+    MLE: Σ_{I=1} τ/(e^{Δτ} − 1) and Σ_{I=0} τ. MM: Σ_j e^{−x_j} = n0 with every term kept
+    below 1/2: Σ_{x >= ln 2} e^{−x} + (m − n0) = Σ_{x < ln 2} (1 − e^{−x}), m = #{x < ln 2}
+    (1 − e^{−x} from its series for tiny x), so the tiny deviations of terms from 1 survive.
+    """
+    left = right = Decimal(0)
+    half = Decimal(2).ln()
+    count = -int(len(changed) - np.sum(changed))  # m − n0, added once, exactly
+    for c, t in zip(changed, tau):
+        t = Decimal(float(t))
+        x = delta * t
+        if method == "mle":
+            if c:
+                em1 = x + x * x / 2 + x * x * x / 6 if x < Decimal("1e-15") else x.exp() - 1
+                left += t / em1
+            else:
+                right += t
+        elif x < half:
+            right += x - x * x / 2 + x * x * x / 6 if x < Decimal("1e-15") else 1 - (-x).exp()
+            count += 1
+        else:
+            left += (-x).exp()
+    if method == "mm":
+        left, right = (left + count, right) if count >= 0 else (left, right - count)
+    return left, right
+
+
+_DEC = Context(prec=40, Emin=-10**15, Emax=10**15, traps=[])
+
+
+@settings(max_examples=30)
+@given(st.lists(st.tuples(st.integers(0, 1), st.floats(-300.0, 300.0)), min_size=2, max_size=10))
+def test_roots_for_intervals_from_1e_minus_300_to_1e300(crawls):
+    # No RuntimeWarning (pytest turns those of changerate_bayes into errors), no NaN, and
+    # every root bracketed in 40-digit arithmetic: the equation changes sign between
+    # Δ̂(1 − δ) and Δ̂(1 + δ), δ = 64 ulp of log Δ̂ (log Δ is resolved to a few ulp). The
+    # final root also agrees with scipy's brentq in s = log Δ on the decimal equation.
+    changed = np.array([c for c, _ in crawls], dtype=float)
+    tau = 10.0 ** np.array([e for _, e in crawls])
+    h = CrawlHistory(changed, tau)
+    with localcontext(_DEC):
+        for method in ("mle", "mm"):
+            path = estimate_path(h, method)
+            assert not np.isnan(path).any()
+            for j in range(len(crawls)):
+                c, t = changed[: j + 1], tau[: j + 1]
+                if c.sum() == 0 or c.sum() == j + 1:
+                    assert path[j] == (0.0 if c.sum() == 0 else math.inf)
+                    continue
+                root = Decimal(float(path[j]))
+                assert 0 < path[j] < math.inf
+                d = Decimal(64 * np.finfo(float).eps * max(1.0, abs(math.log(path[j]))))
+                lo_left, lo_right = _decimal_sides(method, c, t, root * (1 - d))
+                hi_left, hi_right = _decimal_sides(method, c, t, root * (1 + d))
+                assert lo_left > lo_right and hi_left < hi_right, (method, j)
+            if 0 < changed.sum() < len(crawls):
+
+                def g(s):
+                    left, right = _decimal_sides(method, changed, tau, Decimal(s).exp())
+                    return float((left - right) / (left + right))
+
+                s_ref = brentq(g, -800.0, 800.0, xtol=1e-13, rtol=4 * np.finfo(float).eps, maxiter=300)
+                assert math.log(path[-1]) == pytest.approx(s_ref, abs=1e-12, rel=0)

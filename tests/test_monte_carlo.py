@@ -3,6 +3,7 @@
 import json
 from concurrent.futures import ThreadPoolExecutor
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
@@ -69,6 +70,29 @@ def test_rmse_ratio_hand_values():
     assert rmse_ratio(np.array([np.inf, 1.0]), b, 2.0, weights) == (None, None, None)
 
 
+def _entry(n_k=30):
+    k = list(range(1, n_k + 1))
+    est = {"label": "LLN", "method": "lln", "params": {}, "k": k, "single": [5.0] * n_k, "low": [4.0] * n_k,
+           "high": [6.0] * n_k, "rmse": [1.0 / (i ** 0.5) for i in k], "infinite_fraction": [0.0] * n_k}
+    return {"figure": "2", "change_rate": 5.0, "crawl_rate": 3.0, "n_replications": 100, "n_crawls": n_k,
+            "estimators": [est]}
+
+
+def test_figure_labels_do_not_overlap_the_next_panel():
+    # Each panel's y-label and tick labels must start right of the previous panel's axes
+    # (panel (c)'s y-label used to sit on panel (b)).
+    fig = monte_carlo._figure(_entry())
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    axes = fig.axes
+    for left, right in zip(axes[:-1], axes[1:]):
+        label = right.yaxis.label.get_window_extent(renderer)
+        ticks = right.yaxis.get_tightbbox(renderer)
+        assert left.get_window_extent(renderer).x1 < min(label.x0, ticks.x0)
+    assert "quantiles" in axes[1].get_title()
+    plt.close(fig)
+
+
 @pytest.fixture(scope="module")
 def quick_result():
     return monte_carlo.run(Preset("quick"), seed=2024, progress=Progress(quiet=True))
@@ -99,3 +123,4 @@ def test_quick_study_schema_and_render(quick_result):
             assert r["ci_low"] <= r["ratio"] <= r["ci_high"]
     html = monte_carlo.render(quick_result)
     assert html.count("<img") == 4 and "Practical recommendations" in html
+    assert "2.5% quantile of Δ̂ over runs" in html and "97.5% quantile of Δ̂ over runs" in html

@@ -1,4 +1,4 @@
-"""check_sam_stepsizes on each boundary of Theorem 3 (paper Remarks 4-6)."""
+"""check_sam_stepsizes on each boundary of Theorem 3 (paper Remarks 4, 6 and 7)."""
 
 import dataclasses
 import math
@@ -26,7 +26,7 @@ from changerate_bayes import check_sam_stepsizes
         (0.75, 0.5, "invalid", "not in (1/2, 1]"),
         (0.6, 0.4, "invalid", "β = 0.4 is not in (1/2, 1]"),  # the conjectured range β <= 1/2
         (2.2, 1.1, "invalid", "β = 1.1 is not in (1/2, 1]: Σβ_k < ∞"),
-        (0.6, 0.6, "invalid", "Remark 6"),  # η = β
+        (0.6, 0.6, "invalid", "Remark 7"),  # η = β: constant momentum
         (0.5, 0.6, "invalid", "race to infinity"),  # η < β
         (1.3, 0.6, "invalid", "η = 1.3 > 2β = 1.2"),  # η > 2β
         (1.2 + 1e-9, 0.6, "invalid", "> 2β"),

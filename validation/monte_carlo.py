@@ -201,7 +201,7 @@ def _figure(entry):
     import matplotlib.pyplot as plt
 
     delta = entry["change_rate"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), layout="constrained")
     for i, e in enumerate(entry["estimators"]):
         k, color = np.array(e["k"]), f"C{i}"
         axes[0].semilogx(k, _arr(e["single"]), color=color, label=e["label"], lw=1)
@@ -212,10 +212,11 @@ def _figure(entry):
         ax.axhline(delta, color="k", lw=0.8, ls="--", label="actual rate")
         ax.set_ylim(0, 2.5 * delta)
     axes[0].set_title("(a) one run")
-    axes[1].set_title("(b) 95% band over runs")
+    axes[1].set_title("(b) 2.5%-97.5% quantiles of Δ̂ over runs")
     axes[2].set_title("(c) RMSE")
-    axes[0].set_ylabel("estimate of Δ")
-    axes[2].set_ylabel("root mean squared error")
+    axes[0].set_ylabel("estimate Δ̂ of Δ")
+    axes[1].set_ylabel("estimate Δ̂ of Δ")
+    axes[2].set_ylabel("root mean squared error of Δ̂")
     for ax in axes:
         ax.set_xlabel("crawls k")
         ax.grid(True, which="both", alpha=0.3)
@@ -229,7 +230,7 @@ def _fig5_figure(entries):
     import matplotlib.pyplot as plt
 
     titles = {"5a": "(a) LLN, α_k", "5b": "(b) SA, η", "5c": "(c) SAM, η = 0.8, β", "5d": "(d) SAM, β = 0.4, η"}
-    fig, axes = plt.subplots(1, 4, figsize=(17, 4.2))
+    fig, axes = plt.subplots(1, 4, figsize=(17, 4.6), layout="constrained", sharey=True)
     for ax, entry in zip(axes, entries):
         for i, e in enumerate(entry["estimators"]):
             ax.loglog(e["k"], _arr(e["rmse"]), color=f"C{i}", label=e["label"], lw=1.2)
@@ -251,9 +252,10 @@ def render(result: dict) -> str:
     data = result["monte_carlo"]
     figs = data["figures"]
     parts = ["<p>Synthetic pages changing as a Poisson process with rate Δ, crawled at Poisson times with "
-             "rate p (paper Section 4.2-4.3). Each figure shows (a) one run, (b) the 2.5%-97.5% quantiles "
-             "over runs at each k and (c) the root mean squared error against k. RMSE is missing where "
-             "an estimator is infinite in some run (MLE/MM before the first crawl without a change).</p>"]
+             "rate p (paper Section 4.2-4.3). Each figure shows (a) the estimate Δ̂ in one run, (b) the 2.5% "
+             "and 97.5% quantiles of Δ̂ over the runs at each k (the band holding 95% of the estimates) and "
+             "(c) the root mean squared error of Δ̂ against k. RMSE is missing where an estimator is infinite "
+             "in some run (MLE/MM before the first crawl without a change).</p>"]
     for entry in figs:
         if not entry["figure"].startswith("5"):
             parts.append(figure_to_html(_figure(entry), alt=f"Fig. {entry['figure']}: trajectories, 95% bands "
@@ -263,10 +265,15 @@ def render(result: dict) -> str:
                 rows.append({"estimator": e["label"], "rmse_end": e["rmse"][-1], "band_low": e["low"][-1],
                              "band_high": e["high"][-1],
                              "inf_first": e["infinite_fraction"][min(9, len(e["k"]) - 1)]})
-            parts.append(html_table(rows, [("estimator", "estimator"), ("rmse_end", f"RMSE at k={entry['n_crawls']}"),
-                                           ("band_low", "2.5%"), ("band_high", "97.5%"),
-                                           ("inf_first", f"share infinite at k={entry['estimators'][0]['k'][min(9, len(entry['estimators'][0]['k']) - 1)]}")],
-                                    caption=f"Fig. {entry['figure']} at the last k"))
+            k_last = entry["n_crawls"]
+            k_early = entry["estimators"][0]["k"][min(9, len(entry["estimators"][0]["k"]) - 1)]
+            parts.append(html_table(rows, [("estimator", "estimator"), ("rmse_end", f"RMSE at k = {k_last}"),
+                                           ("band_low", f"2.5% quantile of Δ̂ over runs at k = {k_last}"),
+                                           ("band_high", f"97.5% quantile of Δ̂ over runs at k = {k_last}"),
+                                           ("inf_first", f"share of runs with Δ̂ = ∞ at k = {k_early}")],
+                                    caption=f"Fig. {entry['figure']} (Δ = {entry['change_rate']:g}, "
+                                            f"p = {entry['crawl_rate']:g}): the estimates over "
+                                            f"{entry['n_replications']} runs"))
     five = [e for e in figs if e["figure"].startswith("5")]
     if five:
         parts.append(figure_to_html(_fig5_figure(five), alt="Fig. 5: RMSE against k for different α_k, η and "

@@ -379,8 +379,8 @@ class BayesianEstimator:
         """Posterior mean of Δ (per unit time): float, or ndarray of shape (n_pages,).
 
         Before the first crawl this is the prior mean (∞ for a BetaPrimePrior with
-        b <= 1), not NaN as for the non-Bayesian estimators; ∞ too while the posterior
-        mean does not exist (a BetaPrimePrior with b <= 1 and no crawl without change).
+        b <= 1); ∞ too while the posterior mean does not exist (a BetaPrimePrior with
+        b <= 1 and no crawl without change).
         """
         cfg = self._cfg
         if cfg.likelihood == "conjugate":

@@ -1,4 +1,5 @@
-"""Change-rate estimators: Naive, LLN, SA, SAM (Avrachenkov et al.), MLE and moment matching.
+"""Change-rate estimators: Naive, LLN, SA, SAM (Avrachenkov et al.), MLE, moment matching
+and Cho & Garcia-Molina's estimator for regular crawls.
 
 Each is available as a batch trajectory, :func:`estimate_path`, and as a streaming
 object with ``update(changed, interval=None)`` and a ``rate`` property that equals the
@@ -11,6 +12,7 @@ from ._mle import MLEEstimator
 from ._mm import MomentMatchingEstimator
 from ._naive import NaiveEstimator
 from ._path import METHODS, estimate_path
+from ._regular import RegularCrawlEstimator
 from ._sa import SAEstimator
 from ._sam import SAMEstimator
 from ._stepsizes import SAMStepsizeCheck, check_sam_stepsizes
@@ -25,6 +27,7 @@ ESTIMATORS = {
         SAMEstimator,
         MLEEstimator,
         MomentMatchingEstimator,
+        RegularCrawlEstimator,
     )
 }
 
@@ -35,6 +38,7 @@ __all__ = [
     "MLEEstimator",
     "MomentMatchingEstimator",
     "NaiveEstimator",
+    "RegularCrawlEstimator",
     "SAEstimator",
     "SAMEstimator",
     "SAMStepsizeCheck",

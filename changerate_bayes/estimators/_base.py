@@ -62,7 +62,9 @@ class StreamingEstimator:
     Subclasses set ``method`` (the name understood by :func:`estimate_path`),
     ``needs_crawl_rate`` / ``needs_intervals``, store their constructor arguments
     verbatim under the same names, keep their learned state in attributes ending in
-    ``_`` and implement ``_update(changed, interval)`` and ``_rate()``.
+    ``_`` and implement ``_update(changed, interval)`` and ``_rate()`` (also called before
+    the first crawl, with ``n_crawls_ == 0``: the value of the formula at k = 0, or NaN
+    where the estimator is undefined there).
 
     Parameters
     ----------
@@ -145,11 +147,12 @@ class StreamingEstimator:
 
     @property
     def rate(self):
-        """The current estimate of Δ (float, or ndarray of shape (n_pages,)); NaN before any crawl."""
-        if self.n_crawls_ == 0:
-            r = np.full(self._shape, np.nan)
-        else:
-            r = np.asarray(self._rate(), dtype=np.float64)
+        """The current estimate of Δ (float, or ndarray of shape (n_pages,)).
+
+        Before any crawl it is what the estimator's formula gives at k = 0 (SA and SAM:
+        ``initial``); NaN only where that is undefined (each class says which).
+        """
+        r = np.broadcast_to(np.asarray(self._rate(), dtype=np.float64), self._shape)
         return float(r) if self.n_pages is None else r.copy()
 
     def path_params(self) -> dict:

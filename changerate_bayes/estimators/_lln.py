@@ -94,8 +94,17 @@ class LLNEstimator(StreamingEstimator):
     -----
     x_k = p Î_k / (k + α_k − Î_k) (paper eq. 1). α_k > 0 keeps x_k finite when every
     crawl saw a change. If α_k/k → 0 then x_k → Δ a.s.; if also log(k/α_k)/k → 0 then
-    E|x_k − Δ| = O(max{k^{-1/2}, α_k/k}) (Theorem 1). The state is (k, Î_k): O(1)
-    memory, and estimators over disjoint crawls merge exactly (:meth:`merge`).
+    E|x_k − Δ| = O(max{k^{-1/2}, α_k/k}) (Theorem 1). Before any crawl, ``rate`` is the
+    formula at k = 0, x_0 = 0/α_0 = 0.0 for a constant α (the posterior mean of
+    :class:`BayesianEstimator` with the matching improper prior is the same 0); it is
+    NaN for ``"log"`` and ``"sqrt"`` (α_0 = 0, so 0/0) and for a callable (α_k is defined
+    for k >= 1 only). The state is (k, Î_k): O(1) memory, and estimators over disjoint
+    crawls merge exactly (:meth:`merge`).
+
+    The estimator is built on E[I] = Δ/(Δ + p), which holds for Poisson crawling at rate
+    p: intervals exponential with mean 1/p (paper eq. 4). With crawls on a fixed
+    schedule it tends to p(e^{Δ/p} − 1), not Δ. This object does not see the intervals;
+    :func:`estimate_path` checks them and warns.
 
     References
     ----------
@@ -126,6 +135,10 @@ class LLNEstimator(StreamingEstimator):
         self.changes_ = self.changes_ + changed
 
     def _rate(self):
+        if self.n_crawls_ == 0:
+            # x_0 = p·0/(0 + α_0): 0 for a constant α; α_0 = 0 for "log" and "sqrt" (0/0),
+            # and a callable α is only defined for k >= 1
+            return np.full(self._shape, 0.0 if isinstance(self.alpha, float) else np.nan)
         k = np.array([self.n_crawls_])
         a = alpha_sequence(self.alpha, k)[0]
         return self._p() * self.changes_ / (k[0] + a - self.changes_)

@@ -19,9 +19,9 @@ class MLEEstimator(RootEstimator):
     """The maximum-likelihood change-rate estimator (Cho & Garcia-Molina), streaming.
 
     Keeps the whole history (O(k) memory): the likelihood equation changes with every
-    crawl. Each update is nevertheless cheap: the root is tracked with a certified
-    Taylor expansion around an anchor, re-solved from scratch only when it drifts far
-    (see Notes).
+    crawl. Updates are nevertheless cheap: the first 128 crawls are solved exactly from
+    a predictor (O(k) each), later ones tracked with a certified Taylor expansion around
+    an anchor, re-solved from scratch only when the root drifts far.
 
     Parameters
     ----------
@@ -46,7 +46,9 @@ class MLEEstimator(RootEstimator):
     some crawls saw a change and some did not. While no crawl has seen a change the
     likelihood is largest at Δ = 0 and the estimate is exactly 0.0; while every crawl
     has, it increases without bound and the estimate is ``inf``. No clamp is applied.
-    Roots are certified to a relative error below ~1e-13.
+    Before any crawl the likelihood is flat and ``rate`` is NaN.
+    Roots are accurate to a relative error of ~1e-13 or better for any finite positive
+    intervals, from 1e-300 to 1e300 (the three regimes of ``_rootpath``).
 
     References
     ----------

@@ -41,7 +41,8 @@ class MomentMatchingEstimator(RootEstimator):
     change matches its expectation given the intervals. It is computed as
     Σ_{I=1} e^{−Δτ} = Σ_{I=0} (1 − e^{−Δτ}) (no cancellation). The estimate is exactly
     0.0 while no crawl has seen a change (the root is Δ = 0) and ``inf`` while every
-    crawl has; no clamp is applied.
+    crawl has; no clamp is applied. Before any crawl both sides are 0 for every Δ and
+    ``rate`` is NaN.
 
     References
     ----------

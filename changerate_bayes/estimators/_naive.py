@@ -47,8 +47,13 @@ class NaiveEstimator(StreamingEstimator):
 
     Notes
     -----
-    w_k = p Î_k / k with Î_k = Σ_{j≤k} I_j. The state is (k, Î_k): O(1) memory, and two
-    estimators over disjoint crawls of the same page(s) merge exactly (:meth:`merge`).
+    w_k = p Î_k / k with Î_k = Σ_{j≤k} I_j. Before any crawl (k = 0) the fraction is 0/0
+    and ``rate`` is NaN. The state is (k, Î_k): O(1) memory, and two estimators over
+    disjoint crawls of the same page(s) merge exactly (:meth:`merge`).
+
+    Its limit assumes Poisson crawling at rate p (intervals exponential with mean 1/p,
+    paper eq. 4); this object does not see the intervals, :func:`estimate_path` checks
+    them.
 
     References
     ----------
@@ -75,6 +80,8 @@ class NaiveEstimator(StreamingEstimator):
         self.changes_ = self.changes_ + changed
 
     def _rate(self):
+        if self.n_crawls_ == 0:  # the change fraction 0/0 of no crawl is undefined
+            return np.full(self._shape, np.nan)
         return self._p() * self.changes_ / float(self.n_crawls_)
 
     def merge(self, other: "NaiveEstimator") -> "NaiveEstimator":

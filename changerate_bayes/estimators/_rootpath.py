@@ -1,152 +1,67 @@
 """Trajectories of the roots of the MLE and moment-matching equations, crawl by crawl.
 
 Both estimators solve an equation F_k(Δ) = Σ_{j≤k} φ(I_j, τ_j, Δ) − T_k = 0 whose terms
-are completely monotone in Δ (decreasing and convex), so the root is unique:
+are completely monotone in Δ, so the root is unique (``_rootkinds``). A path needs the
+root for every prefix k; re-solving each from scratch costs O(k) per evaluation and
+O(k²) per path. Three regimes keep the cost low and the roots exact:
 
-* MLE (paper eq. 15): φ = I τ/(e^{Δτ} − 1), T_k = Σ (1 − I_j) τ_j;
-* MM: Σ(1 − I_j) = Σ e^{−Δτ_j}, written Σ_{I=1} e^{−Δτ} + Σ_{I=0} (e^{−Δτ} − 1) = 0 so
-  that each term is computed without cancellation (expm1), T_k = 0.
+1. **The first crawls** (prefix length <= ``K_EXACT``): the root moves a lot from one
+   crawl to the next, so each prefix is solved exactly, crawl by crawl for all pages at
+   once. A predictor (the local cubic model of the previous root's equation plus the new
+   crawl's exact term) is refined by one evaluation of the scale-free function H and its
+   first three derivatives over the prefix (O(k) each) and a local cubic step; the
+   root is accepted when the estimated truncation error of that model is below 1e-15
+   (``_rootsolve.local_error``), which takes one evaluation for most prefixes. Rows that
+   do not converge in ``LOCAL_ITER`` evaluations, and the first finite root of each page,
+   go to the robust solver.
+2. **Later crawls**: the sums are kept as Taylor coefficients around an *anchor* Δ_a in
+   the scaled variable t = (Δ − Δ_a)/Δ_a,
 
-Re-solving at every k costs O(k) per evaluation. Instead, the sums are kept as Taylor
-coefficients around an *anchor* Δ_a in the scaled variable t = (Δ − Δ_a)/Δ_a:
+       Σ_j φ(Δ_a(1 + t)) = Σ_n A_n t^n,   A_n = Σ_j c_n(Δ_a τ_j),
 
-    Σ_j φ(Δ_a(1 + t)) = Σ_n A_n t^n,   A_n = Σ_j c_n(Δ_a τ_j),
+   so adding crawl k costs O(order) and the root for prefix k is a root of a polynomial
+   of fixed degree, found by Newton's method from t = 0, for |t| <= ρ. Each accepted
+   root is certified: the truncation error of the series on |t| <= ρ has an explicit
+   bound E_k (from complete monotonicity, or the Lagrange remainder of exp), the root must
+   lie in [−ρ, ρ] with margin E_k, and E_k/|Q'(t*)| (the root's error in t) must be below
+   1e-13. When a prefix fails (the root drifted beyond ρ, or the bound is too loose), its
+   root is solved exactly by the robust solver and the series is re-anchored there
+   (O(k)); this is rare once the estimate has settled.
+3. **Intervals of extreme magnitude** (a page with an interval outside
+   [2^-600, 2^600] ≈ [2e-181, 4e180], or whose longest interval exceeds 2^200 times its
+   shortest): from that crawl on, every prefix of the page is solved by the robust
+   log-space solver (``_rootsolve.solve_robust``), which converges for any finite
+   positive intervals. It costs O(k) per prefix, so O(k²) per path, for such pages only.
 
-so adding crawl k costs O(order) and the root for prefix k is a root of a polynomial of
-fixed degree, found by Newton's method from t = 0, for |t| <= ρ. Each accepted root is
-certified: the truncation error of the series on |t| <= ρ has an explicit bound E_k
-(from complete monotonicity, or the Lagrange remainder of exp), the root must lie in
-[−ρ, ρ] with margin E_k, and E_k/|Q'(t*)| (the root's error in t) must be below 1e-13.
-When a prefix fails (the root drifted beyond ρ, or the bound is too loose), its root is
-solved from scratch with a safeguarded Newton iteration on the exact O(k) sum, bracketed
-by bisection, and the series is re-anchored there (O(k)). Re-anchoring is frequent for
-the first crawls, when the estimate still jumps, and rare later.
-
-Everything is vectorised over pages; a page's numbers do not depend on the other pages
-or on how the crawls are split into blocks (running sums are accumulated sequentially,
-iterations stop element by element), so the streaming estimators and the batch path
-give the same roots.
+Everything is vectorised over pages, in chunks of ``PAGE_CHUNK`` pages, so time and
+memory grow linearly with the number of pages. A page's numbers do not depend on the
+other pages (sums over a prefix run in an order fixed by the page's own crawls), and the
+streaming estimators, which add one crawl at a time, follow the same three regimes, so
+they agree with the batch path to the accuracy above.
 """
 
 from __future__ import annotations
 
-import functools
-import math
-
 import numpy as np
+
+from ._rootkinds import MLE_KIND, MM_KIND, RHO, powers
+from ._rootsolve import cubic_root, local_error, local_sums, shift, solve_robust
 
 __all__ = ["RootPath", "MLE_KIND", "MM_KIND"]
 
 ORDER = 18  # Taylor order N
-RHO = 0.08  # accepted |t| = |Δ − Δ_a|/Δ_a
-SPREAD = 0.5  # s in the complete-monotonicity bound |c_n| <= φ(x(1 − s))/s^n
-CERTIFY = 1e-13  # largest accepted bound on the root's relative error
-MAX_X = 800.0  # x = Δτ beyond which e^{−x} is 0 in float64
-MIN_X = 1e-300
-WINDOW_ELEMENTS = 2**16  # pages × crawls per vectorised block (bounds memory: × order)
-MIN_WINDOW, MAX_WINDOW = 256, 8192
+CERTIFY = 1e-13  # largest accepted bound on the root's relative error (Taylor tracking)
+K_EXACT = 128  # prefixes up to this length are solved exactly, crawl by crawl
+LOCAL_TOL = 1e-15  # accepted estimated relative error of the local cubic model's root
+LOCAL_ITER = 3  # local evaluations per prefix before falling back to the robust solver
+PREDICTOR_ITER = 2  # Newton steps on the predictor's model (O(1) per page each)
+PAGE_CHUNK = 4096  # pages processed together (bounds memory; time is linear in pages)
+WINDOW_ELEMENTS = 2**16  # pages × crawls per vectorised Taylor block (bounds memory: × order)
+MIN_WINDOW, MAX_WINDOW = 8, 8192
 REANCHOR_CHUNK = 2048
-
-
-@functools.cache
-def _stirling_weights(order: int) -> np.ndarray:
-    """M[n, k] = (−1)^n k! S(n+1, k+1)/n!, so x^n w^{(n)}(x)/n! = w Σ_k M[n,k] x^{n−k} u^k.
-
-    Uses Li_{−n}(z) = Σ_k k! S(n+1, k+1) (z/(1−z))^{k+1} with z = e^{−x}, w = 1/(e^x − 1),
-    u = x w; all terms have one sign, so no cancellation.
-    """
-    size = order + 2
-    s2 = [[0] * (size + 1) for _ in range(size + 1)]  # Stirling numbers of the second kind
-    s2[0][0] = 1
-    for n in range(1, size + 1):
-        for k in range(1, n + 1):
-            s2[n][k] = k * s2[n - 1][k] + s2[n - 1][k - 1]
-    out = np.zeros((order + 1, order + 1))
-    for n in range(order + 1):
-        for k in range(n + 1):
-            out[n, k] = (-1) ** n * math.factorial(k) * s2[n + 1][k + 1] / math.factorial(n)
-    return out
-
-
-def _powers(x: np.ndarray, order: int) -> np.ndarray:
-    """x^0, ..., x^order stacked along a new first axis."""
-    out = np.empty((order + 1,) + x.shape)
-    out[0] = 1.0
-    for n in range(1, order + 1):
-        np.multiply(out[n - 1], x, out=out[n])
-    return out
-
-
-class _MLEKind:
-    """φ = I τ / (e^{Δτ} − 1), T = Σ (1 − I) τ (paper eq. 15)."""
-
-    name = "mle"
-
-    @staticmethod
-    def rhs(changed, tau):
-        return (1.0 - changed) * tau
-
-    @staticmethod
-    def _w(x):
-        return np.exp(-x) / -np.expm1(-x)
-
-    def coefficients(self, x, changed, tau, order):
-        xc = np.clip(x, MIN_X, MAX_X)
-        w = self._w(xc)
-        u = xc * w
-        xp, up = _powers(xc, order), _powers(u, order)
-        m = _stirling_weights(order)
-        # c_n = w Σ_{k<=n} M[n,k] x^{n−k} u^k, accumulated over k for all n at once
-        acc = m[:, 0].reshape((-1,) + (1,) * x.ndim) * xp
-        for k in range(1, order + 1):
-            acc[k:] += m[k:, k].reshape((-1,) + (1,) * x.ndim) * xp[: order + 1 - k] * up[k]
-        return acc * (changed * tau * w)
-
-    def bound(self, x, changed, tau, order):
-        ratio = RHO / SPREAD
-        xc = np.clip(x * (1.0 - SPREAD), MIN_X, MAX_X)
-        return changed * tau * self._w(xc) * (ratio ** (order + 1) / (1.0 - ratio))
-
-    def value_slope(self, delta, changed, tau):
-        xc = np.clip(delta * tau, MIN_X, MAX_X)
-        w = self._w(xc)
-        return changed * tau * w, -changed * tau * tau * (w * (1.0 + w))
-
-
-class _MMKind:
-    """Σ_{I=1} e^{−Δτ} + Σ_{I=0} (e^{−Δτ} − 1) = 0 (moment matching), T = 0."""
-
-    name = "mm"
-
-    @staticmethod
-    def rhs(changed, tau):
-        return np.zeros_like(tau)
-
-    def coefficients(self, x, changed, tau, order):
-        xc = np.clip(x, MIN_X, MAX_X)
-        em = np.exp(-xc)
-        out = np.empty((order + 1,) + x.shape)
-        out[0] = np.where(changed > 0, em, np.expm1(-xc))
-        term = em
-        for n in range(1, order + 1):
-            term = term * (-xc) / n
-            out[n] = term
-        return out
-
-    def bound(self, x, changed, tau, order):
-        # Lagrange remainder of e^{−x(1+t)} for |t| <= ρ: e^{−x(1−ρ)} (xρ)^{N+1}/(N+1)!
-        xc = np.clip(x, MIN_X, MAX_X)
-        log_b = -xc * (1.0 - RHO) + (order + 1) * np.log(xc * RHO) - math.lgamma(order + 2)
-        return np.exp(log_b)
-
-    def value_slope(self, delta, changed, tau):
-        xc = np.clip(delta * tau, MIN_X, MAX_X)
-        em = np.exp(-xc)
-        return np.where(changed > 0, em, np.expm1(-xc)), -tau * em
-
-
-MLE_KIND = _MLEKind()
-MM_KIND = _MMKind()
+REANCHOR_ELEMENTS = 2**22  # pages × prefix length solved and re-expanded at once (bounds memory)
+SAFE_TAU = (2.0**-600, 2.0**600)  # intervals handled by the fast regimes 1-2
+SAFE_SPREAD = 2.0**200  # largest ratio of a page's longest to shortest interval there
 
 
 def _prefix_total(values: np.ndarray, start: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -158,11 +73,18 @@ def _prefix_total(values: np.ndarray, start: np.ndarray, lengths: np.ndarray) ->
 
 def _horner(coef: np.ndarray, t: np.ndarray):
     """Q(t) = Σ_n coef[n] t^n and Q'(t) (coef along axis 0; sums run over n in order)."""
-    powers = _powers(t, coef.shape[0] - 1)
-    q = (coef * powers).sum(axis=0)
+    pw = powers(t, coef.shape[0] - 1)
+    q = (coef * pw).sum(axis=0)
     n = np.arange(1, coef.shape[0]).reshape((-1,) + (1,) * t.ndim)
-    dq = (coef[1:] * n * powers[:-1]).sum(axis=0)
+    dq = (coef[1:] * n * pw[:-1]).sum(axis=0)
     return q, dq
+
+
+def _rows(arr, rows, j):
+    """arr[rows, :j], as a view when ``rows`` is an increasing contiguous range."""
+    if rows.size == 1 or (rows.size and rows[-1] - rows[0] + 1 == rows.size and (np.diff(rows) == 1).all()):
+        return arr[rows[0] : rows[-1] + 1, :j]
+    return arr[rows, :j]
 
 
 class RootPath:
@@ -172,6 +94,15 @@ class RootPath:
     ----------
     kind : MLE_KIND or MM_KIND
     n_pages : int
+
+    Attributes
+    ----------
+    root : ndarray, shape (n_pages,)
+        The root after the last crawl (NaN before any crawl).
+    n_exact : int
+        Prefixes (pages × crawls) solved by the robust solver, for benchmarks.
+    n_reanchor : int
+        Re-anchors of the Taylor tracking (each O(k)), for benchmarks.
     """
 
     def __init__(self, kind, n_pages: int):
@@ -184,11 +115,18 @@ class RootPath:
         self.anchor = np.ones(n_pages)  # any Δ_a > 0 is a valid expansion point
         self.coef = np.zeros((self.order + 1, n_pages))
         self.err = np.zeros(n_pages)
+        self.expanded = np.ones(n_pages, dtype=bool)  # coef/err hold the whole prefix
         self.target = np.zeros(n_pages)
         self.n_changed = np.zeros(n_pages)
         self.n_unchanged = np.zeros(n_pages)
         self.root = np.full(n_pages, np.nan)
-        self.n_exact = 0  # prefixes solved from scratch (re-anchors), for benchmarks
+        self.local = np.zeros((4, n_pages))  # H and its t-derivatives at the root (regime 1)
+        self.has_local = np.zeros(n_pages, dtype=bool)
+        self.tau_min = np.full(n_pages, np.inf)
+        self.tau_max = np.zeros(n_pages)
+        self.unsafe = np.zeros(n_pages, dtype=bool)
+        self.n_exact = 0
+        self.n_reanchor = 0
 
     # ----------------------------------------------------------------- history
     def _append(self, changed, tau):
@@ -209,6 +147,17 @@ class RootPath:
         """The stored (changed, intervals), shape (n_pages, k)."""
         return self._changed[:, : self.length], self._tau[:, : self.length]
 
+    def _safe_stop(self, tau):
+        """Per page, the first new crawl from which its intervals leave the fast regimes."""
+        lo = np.minimum(np.minimum.accumulate(tau, axis=1), self.tau_min[:, None])
+        hi = np.maximum(np.maximum.accumulate(tau, axis=1), self.tau_max[:, None])
+        bad = (lo < SAFE_TAU[0]) | (hi > SAFE_TAU[1]) | (hi / SAFE_SPREAD > lo)
+        stop = np.where(bad.any(axis=1), np.argmax(bad, axis=1), tau.shape[1])
+        stop[self.unsafe] = 0
+        self.tau_min, self.tau_max = lo[:, -1], hi[:, -1]
+        self.unsafe |= bad[:, -1]
+        return stop
+
     # ----------------------------------------------------------------- public
     def extend(self, changed: np.ndarray, tau: np.ndarray) -> np.ndarray:
         """Add crawls (arrays (n_pages, L)); return the roots after each, shape (n_pages, L)."""
@@ -217,20 +166,123 @@ class RootPath:
         start = self.length
         self._append(changed, tau)
         n_new = changed.shape[1]
+        stop = self._safe_stop(tau)
         out = np.empty((self.n_pages, n_new))
-        pos = np.zeros(self.n_pages, dtype=np.int64)  # crawls of the new block consumed
+        for c0 in range(0, self.n_pages, PAGE_CHUNK):
+            pages = np.arange(c0, min(c0 + PAGE_CHUNK, self.n_pages))
+            self._extend_pages(pages, start, n_new, stop[pages], out)
+        return out
+
+    # ----------------------------------------------------------------- regimes
+    def _extend_pages(self, pages, start, n_new, stop, out):
+        n_early = min(n_new, max(0, K_EXACT - start))
+        for i in range(n_early):  # regime 1 (and regime 3 for unsafe pages)
+            self._step(pages[i < stop], pages[i >= stop], start + i, out[:, i])
+        tracked = stop > n_early
+        if tracked.any():  # regime 2
+            self._track(pages[tracked], start, n_early, stop[tracked], out)
+        for i in range(max(n_early, int(stop.min())), n_new):  # regime 3 after the first crawls
+            rows = pages[stop <= i]
+            self._step(rows[:0], rows, start + i, out[:, i])
+
+    def _step(self, local_rows, robust_rows, g, out_col):
+        """Crawl ``g`` (0-based): update the counts and solve prefix g + 1 exactly."""
+        rows = np.concatenate([local_rows, robust_rows])
+        if rows.size == 0:
+            return
+        kind, j = self.kind, g + 1
+        c, t = self._changed[rows, g], self._tau[rows, g]
+        self.n_changed[rows] += c
+        self.n_unchanged[rows] += 1.0 - c
+        self.target[rows] += kind.rhs(c, t)
+        self.expanded[rows] = False
+        n1, n0 = self.n_changed[rows], self.n_unchanged[rows]
+        regular = (n1 > 0) & (n0 > 0)
+        root = np.where(n0 == 0, np.inf, 0.0)
+        is_local = np.arange(rows.size) < local_rows.size
+        fast = regular & is_local & self.has_local[rows]
+        if fast.any():
+            idx = np.flatnonzero(fast)
+            root[idx] = self._local_solve(rows[idx], c[idx], t[idx], j)
+        slow = regular & ~fast
+        todo = slow | (fast & ~np.isfinite(root))
+        if todo.any():
+            idx = np.flatnonzero(todo)
+            sub = rows[idx]
+            ch, tau = _rows(self._changed, sub, j), _rows(self._tau, sub, j)
+            root[idx] = solve_robust(kind, ch, tau, np.ones(ch.shape, dtype=bool), self.root[sub])
+            self.n_exact += idx.size
+            loc = idx[is_local[idx]]
+            if loc.size:  # derivatives at the new root, for the next crawl's predictor
+                sub = rows[loc]
+                h = local_sums(kind, root[loc], _rows(self._changed, sub, j), _rows(self._tau, sub, j),
+                               self.target[sub], self.n_unchanged[sub])
+                self.local[:, sub] = shift(h, np.zeros(loc.size))
+        self.has_local[rows] = regular & is_local
+        self.root[rows] = root
+        out_col[rows] = root
+
+    def _local_solve(self, rows, c, t, j):
+        """Regime 1 for rows whose previous root is finite: predictor, then local cubic steps.
+
+        Returns the roots (NaN where ``LOCAL_ITER`` evaluations did not converge).
+        """
+        kind = self.kind
+        r, d = self.root[rows], self.local[:, rows]
+        x = r * t
+        tt = np.zeros(rows.size)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            for _ in range(PREDICTOR_ITER):  # predictor: previous cubic model + the new crawl's exact term
+                v = kind.local_terms(x * (1.0 + tt), c)
+                lin0, lin1 = kind.local_linear(r * (1.0 + tt), kind.rhs(c, t), 1.0 - c)
+                m = tt * (d[1] + tt * (d[2] / 2.0 + tt * d[3] / 6.0)) + v[0] + lin0
+                dm = d[1] + tt * (d[2] + tt * d[3] / 2.0) + (v[1] + lin1) / (1.0 + tt)
+                tt = np.minimum(np.maximum(tt - m / dm, -0.5), 1.0)
+            tt = np.where(np.isfinite(tt), tt, 0.0)
+        point = r * (1.0 + tt)
+        out = np.full(rows.size, np.nan)
+        todo = np.arange(rows.size)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # failures -> NaN -> robust
+            self._local_iterate(rows, point, todo, out, j)
+        return out
+
+    def _local_iterate(self, rows, point, todo, out, j):
+        kind = self.kind
+        for _ in range(LOCAL_ITER):
+            sub = rows[todo]
+            h = local_sums(kind, point[todo], _rows(self._changed, sub, j), _rows(self._tau, sub, j),
+                           self.target[sub], self.n_unchanged[sub])
+            step = cubic_root(h)
+            new = point[todo] * (1.0 + step)
+            ok = local_error(h, step) <= LOCAL_TOL
+            out[todo[ok]] = new[ok]
+            self.local[:, sub[ok]] = shift(h[:, ok], step[ok])
+            point[todo] = new
+            todo = todo[~ok]
+            if todo.size == 0:
+                break
+
+    def _track(self, pages, start, n_early, stop, out):
+        """Regime 2 for new crawls n_early <= i < stop of each page."""
+        pos = np.zeros(self.n_pages, dtype=np.int64)
+        limit = np.zeros(self.n_pages, dtype=np.int64)
+        pos[pages], limit[pages] = n_early, stop
+        stale = pages[~self.expanded[pages]]
+        if stale.size and start + n_early > 0:  # hand-over from regime 1: expand once
+            regular = (self.n_changed[stale] > 0) & (self.n_unchanged[stale] > 0)
+            self.anchor[stale] = np.where(regular, self.root[stale], self.anchor[stale])
+            self._expand(stale, np.full(stale.size, start + n_early))
         while True:
-            active = np.flatnonzero(pos < n_new)
+            active = pages[pos[pages] < limit[pages]]
             if active.size == 0:
                 break
             lo = int(pos[active].min())
             cap = max(MIN_WINDOW, min(MAX_WINDOW, WINDOW_ELEMENTS // active.size))
-            width = min(n_new - lo, cap, max(16, start + lo))
-            self._block(active, pos, start, width, n_new, out)
-        return out
+            width = min(int((limit[active] - pos[active]).max()), cap, max(16, start + lo))
+            self._block(active, pos, limit, start, width, out)
 
-    # ----------------------------------------------------------------- internals
-    def _block(self, pages, pos, start, width, n_new, out):
+    def _block(self, pages, pos, limit, start, width, out):
+        n_new = limit[pages, None]
         cols = pos[pages, None] + np.arange(width)  # indices into the new block
         inside = cols < n_new
         gcols = np.minimum(cols, n_new - 1) + start  # global column indices
@@ -273,7 +325,7 @@ class RootPath:
         roots = np.where(special_inf, np.inf, np.where(special_zero, 0.0, anchor[:, None] * (1.0 + t)))
 
         n_ok = np.where(ok.all(axis=1), width, np.argmin(ok, axis=1))
-        n_ok = np.minimum(n_ok, (n_new - pos[pages]))
+        n_ok = np.minimum(n_ok, limit[pages] - pos[pages])
         rows = np.repeat(np.arange(pages.size), width).reshape(pages.size, width)
         take = np.arange(width) < n_ok[:, None]
         out[pages[rows[take]], cols[take]] = roots[take]
@@ -286,37 +338,50 @@ class RootPath:
         self.root[pages[has]] = roots[has, last[has]]
         pos[pages] += n_ok
 
-        failed = pages[pos[pages] < np.minimum(pos[pages] - n_ok + width, n_new)]
+        failed = pages[pos[pages] < np.minimum(pos[pages] - n_ok + width, limit[pages])]
         if failed.size:
             self._reanchor(failed, pos, start, out)
 
     def _reanchor(self, pages, pos, start, out):
         """Solve the failing prefix of each page exactly and expand around its root."""
-        self.n_exact += pages.size
+        self.n_reanchor += pages.size
+        batch = max(1, REANCHOR_ELEMENTS // (start + int(pos[pages].max()) + 1))
+        for b0 in range(0, pages.size, batch):
+            self._reanchor_batch(pages[b0 : b0 + batch], pos, start, out)
+
+    def _reanchor_batch(self, pages, pos, start, out):
         lengths = start + pos[pages] + 1  # prefix length including the failing crawl
         m = int(lengths.max())
-        ch_all = self._changed[pages, :m]
-        tau_all = self._tau[pages, :m]
         inside = np.arange(m) < lengths[:, None]
-        ch_all = ch_all * inside
-        tau_all = np.where(inside, tau_all, 1.0)
-        kind = self.kind
-        zero = np.zeros(pages.size)
-        target = _prefix_total(kind.rhs(ch_all, tau_all) * inside, zero, lengths)
-        n1 = _prefix_total(ch_all, zero, lengths)
+        ch_all = self._changed[pages, :m] * inside
+        tau_all = np.where(inside, self._tau[pages, :m], 1.0)
+        n1 = _prefix_total(ch_all, np.zeros(pages.size), lengths)
         n0 = lengths - n1
-        guess = self.root[pages]
-        bad_guess = ~(np.isfinite(guess) & (guess > 0))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            crude = -np.log(np.maximum(n0, 1.0) / lengths) / (_prefix_total(tau_all * inside, zero, lengths) / lengths)
-        guess = np.where(bad_guess, crude, guess)
         regular = (n0 > 0) & (n1 > 0)
         root = np.where(n0 == 0, np.inf, 0.0)
         if regular.any():
             r = regular
-            root[r] = _solve_exact(kind, ch_all[r], tau_all[r], inside[r], lengths[r], target[r], guess[r])
-        anchor = np.where(regular, root, self.anchor[pages])
-        # the series around the new anchor, over the whole prefix (chunked, sequential sums)
+            root[r] = solve_robust(self.kind, ch_all[r], tau_all[r], inside[r], self.root[pages[r]])
+            self.n_exact += int(r.sum())
+        self.anchor[pages] = np.where(regular, root, self.anchor[pages])
+        self._expand(pages, lengths)
+        self.root[pages] = root
+        out[pages, pos[pages]] = root
+        pos[pages] += 1
+
+    def _expand(self, pages, lengths):
+        """The series around each page's anchor over its prefix (chunked, sequential sums)."""
+        batch = max(1, REANCHOR_ELEMENTS // int(lengths.max()))
+        for b0 in range(0, pages.size, batch):
+            self._expand_batch(pages[b0 : b0 + batch], lengths[b0 : b0 + batch])
+
+    def _expand_batch(self, pages, lengths):
+        m = int(lengths.max())
+        inside = np.arange(m) < lengths[:, None]
+        ch_all = self._changed[pages, :m] * inside
+        tau_all = np.where(inside, self._tau[pages, :m], 1.0)
+        kind, anchor = self.kind, self.anchor[pages]
+        zero = np.zeros(pages.size)
         coef = np.zeros((self.order + 1, pages.size))
         err = np.zeros(pages.size)
         for c0 in range(0, m, REANCHOR_CHUNK):
@@ -328,55 +393,10 @@ class RootPath:
             coef = _prefix_total(d, coef, lens)
             b = kind.bound(x, ch_all[:, c0:c1], tau_all[:, c0:c1], self.order) * ins
             err = _prefix_total(b, err, lens)
-        self.anchor[pages] = anchor
         self.coef[:, pages] = coef
         self.err[pages] = err
-        self.target[pages] = target
+        self.target[pages] = _prefix_total(kind.rhs(ch_all, tau_all) * inside, zero, lengths)
+        n1 = _prefix_total(ch_all, zero, lengths)
         self.n_changed[pages] = n1
-        self.n_unchanged[pages] = n0
-        self.root[pages] = root
-        out[pages, pos[pages]] = root
-        pos[pages] += 1
-
-
-_NOISE = 16 * np.finfo(np.float64).eps  # relative rounding noise of a float64 sum
-
-
-def _solve_exact(kind, changed, tau, inside, lengths, target, guess, max_iter=400):
-    """Root of Σ_{j<length} φ_j(Δ) − target by Newton's method safeguarded by bisection.
-
-    Vectorised over rows; sums run sequentially over each row's prefix. The function is
-    decreasing and convex in Δ, positive near 0 and negative for large Δ (both counts
-    are > 0), so a Newton step from the left never overshoots and the bracket
-    [lo, hi] (lo: F > 0, hi: F < 0) catches steps from the right. The iteration stops
-    when |F| is within the rounding noise of the sum (16 ulp of Σ|terms|), when the
-    Newton step or the bracket is below 16 ulp of Δ: near the root F only flips sign
-    at the level of rounding, and a tighter test would cycle there.
-    """
-    lo = np.zeros(lengths.shape)
-    hi = np.full(lengths.shape, np.inf)
-    x = guess.copy()
-    todo = np.ones(lengths.shape, dtype=bool)
-    for _ in range(max_iter):
-        val, slope = kind.value_slope(x[:, None], changed, tau)
-        f = np.cumsum(val * inside, axis=-1)[:, -1] - target  # sequential; zeros past each length
-        df = np.cumsum(slope * inside, axis=-1)[:, -1]
-        # rounding noise of the sum: below it the sign of f carries no information
-        noise = _NOISE * (np.abs(val * inside).sum(axis=-1) + np.abs(target))
-        lo = np.where(todo & (f > 0), x, lo)
-        hi = np.where(todo & (f < 0), x, hi)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            newton = x - f / df
-            geometric = np.sqrt(lo * hi)
-        ok = np.isfinite(newton) & (newton >= lo) & (newton <= hi)
-        fallback = np.where(np.isinf(hi), 4.0 * np.maximum(x, lo), np.where(lo > 0, geometric, 0.5 * hi))
-        x_new = np.where(ok, newton, fallback)
-        small_step = ok & (np.abs(newton - x) <= _NOISE * np.abs(x))
-        done = (np.abs(f) <= noise) | small_step | (np.isfinite(hi) & (hi - lo <= _NOISE * hi))
-        x = np.where(todo & ~(f == 0), x_new, x)
-        todo = todo & ~done
-        if not todo.any():
-            break
-    else:  # pragma: no cover - the bracket halves at least every other step
-        raise RuntimeError("MLE/MM root did not converge")
-    return x
+        self.n_unchanged[pages] = lengths - n1
+        self.expanded[pages] = True

@@ -114,8 +114,13 @@ class SAEstimator(StreamingEstimator):
     approximation of the zero of h(y) = p(Δ − y)/(Δ + p). y_k → Δ a.s. when Σ η_k = ∞
     and Σ η_k² < ∞ (η in (1/2, 1]), and E|y_k − Δ| = O(k^{−η/2}) for η in (0, 1)
     (Theorem 2). At η = 1 the rate is k^{−min(1/2, p/(Δ+p))}: it depends on the slope
-    p/(Δ+p) of the limiting ODE. O(1) state; the recursion is order dependent, so two
-    estimators cannot be merged.
+    p/(Δ+p) of the limiting ODE. Before any crawl ``rate`` is y_0 = ``initial``. O(1)
+    state; the recursion is order dependent, so two estimators cannot be merged.
+
+    The mean field h(y) uses E[I] = Δ/(Δ + p), which holds for Poisson crawling at rate
+    p: intervals exponential with mean 1/p (paper eq. 4). With crawls on a fixed
+    schedule y_k tends to p(e^{Δ/p} − 1), not Δ. This object does not see the
+    intervals; :func:`estimate_path` checks them and warns.
 
     References
     ----------
@@ -126,6 +131,8 @@ class SAEstimator(StreamingEstimator):
     --------
     >>> from changerate_bayes import SAEstimator
     >>> est = SAEstimator(crawl_rate=3.0, eta=1.0)
+    >>> est.rate  # y_0 = initial
+    0.0
     >>> for i in [1, 0, 1]:
     ...     est.update(i)
     >>> est.rate  # y1 = 3, y2 = 3 - 3/2, y3 = 1.5 + (4.5 - 1.5)/3

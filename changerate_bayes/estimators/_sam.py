@@ -176,7 +176,13 @@ class SAMEstimator(StreamingEstimator):
     eq. 3 and 10). Theorem 3 gives z_k → Δ a.s. for β in (1/2, 1] and either η = 2β
     (one-timescale) or β < η < 2β (two-timescale); :func:`check_sam_stepsizes` tells
     which regime a choice is in. Remark 8 conjectures E|z_k − Δ| = Õ(k^{−β/2}).
-    O(1) state (z_k, z_{k−1}); order dependent, so no merge.
+    Before any crawl ``rate`` is z_0 = ``initial``. O(1) state (z_k, z_{k−1}); order
+    dependent, so no merge.
+
+    Like SA it is built on E[I] = Δ/(Δ + p), which holds for Poisson crawling at rate p:
+    intervals exponential with mean 1/p (paper eq. 4); with crawls on a fixed schedule it
+    tends to p(e^{Δ/p} − 1), not Δ. This object does not see the intervals;
+    :func:`estimate_path` checks them and warns.
 
     References
     ----------
@@ -186,6 +192,9 @@ class SAMEstimator(StreamingEstimator):
     Examples
     --------
     >>> from changerate_bayes import SAMEstimator
+    >>> est = SAMEstimator(crawl_rate=3.0, eta=1.0, beta=1.0, omega=0.5, initial=2.0)
+    >>> est.rate  # z_0 = initial
+    2.0
     >>> est = SAMEstimator(crawl_rate=3.0, eta=1.0, beta=1.0, omega=0.5)
     >>> for i in [1, 1]:
     ...     est.update(i)

@@ -25,7 +25,7 @@ class SAMStepsizeCheck:
     condition : str
         In words: the condition that holds, or every condition that is violated.
     zeta_limit : float
-        lim ζ_k: 1 when η > β, 1 − ω when η = β (Remark 6), −inf when η < β.
+        lim ζ_k: 1 when η > β, 1 − ω when η = β (Remark 7), −inf when η < β.
     """
 
     eta: float
@@ -71,14 +71,16 @@ def check_sam_stepsizes(eta, beta, omega=1.0) -> SAMStepsizeCheck:
     With γ_k = η_k/β_k, Theorem 3 needs Σβ_k = ∞ and Σβ_k² < ∞ (β in (1/2, 1]) and
     either β_k = γ_k (η = 2β, one timescale) or Σγ_k = ∞, Σγ_k² < ∞ and β_k/γ_k → 0
     (β < η < 2β, two timescales). Outside: η < β makes ζ_k → −∞ and the iterates race to
-    infinity; η = β keeps γ_k = 1 and the momentum constant, ζ_k → 1 − ω (Remark 6);
-    η > 2β makes z the fast iterate (the reversed timescales of Remark 5). The
+    infinity; η = β keeps γ_k = 1 and the momentum constant, ζ_k → 1 − ω (Remark 7);
+    η > 2β makes z the fast iterate, γ_k/β_k → 0 (the reversed timescales of Remark 6,
+    for which the paper's simulations suggest that the iterates race to infinity). The
     boundaries η = 2β and η = β are compared with a relative tolerance of 1e-12.
 
     References
     ----------
     Avrachenkov, Patil & Thoppe, "Online algorithms for estimating change rates of web
-    pages", Theorem 3, Remarks 4-6.
+    pages", Theorem 3, Remarks 4, 6 and 7 (Remark 4 gives the two regimes, Remark 6 the
+    reversed timescales, Remark 7 the constant momentum).
 
     Examples
     --------
@@ -105,14 +107,14 @@ def check_sam_stepsizes(eta, beta, omega=1.0) -> SAMStepsizeCheck:
     if on_b:
         problems.append(
             f"{e} = β: γ_k = η_k/β_k = 1 does not vanish (Σγ_k² = ∞); the momentum ζ_k → 1 − ω = "
-            f"{1 - omega:g} stays constant (Remark 6), outside Theorem 3"
+            f"{1 - omega:g} stays constant (Remark 7), outside Theorem 3"
         )
     elif eta < beta:
         problems.append(f"{e} < {b}: γ_k = η_k/β_k → ∞ and ζ_k → −∞, the iterates race to infinity")
     elif eta > 2 * beta and not on_2b:
         problems.append(
             f"{e} > 2β = {2 * beta:g}: β_k/γ_k → ∞, z becomes the fast iterate (the reversed "
-            "timescales of Remark 5), outside Theorem 3"
+            "timescales of Remark 6), outside Theorem 3"
         )
     zeta_limit = 1.0 - omega if on_b else (-math.inf if eta < beta else 1.0)
     if problems:
