@@ -41,38 +41,55 @@ def as_generator(rng: RngLike, *, name: str = "rng") -> np.random.Generator:
 
 
 def seed_sequence(seed: int | np.random.SeedSequence | None, *, name: str = "seed") -> np.random.SeedSequence:
-    """Return a :class:`numpy.random.SeedSequence` for an integer ``seed``."""
+    """Return a :class:`numpy.random.SeedSequence` for an integer ``seed``.
+
+    Raises
+    ------
+    TypeError
+        If ``seed`` is not a non-negative int, a SeedSequence or None.
+    """
     if isinstance(seed, np.random.SeedSequence):
         return seed
     if seed is None:
         return np.random.SeedSequence()
     if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) and seed >= 0:
         return np.random.SeedSequence(int(seed))
-    raise TypeError(f"`{name}` must be a non-negative int seed or a SeedSequence; got {seed!r}")
+    raise TypeError(f"`{name}` must be a non-negative int seed, a SeedSequence or a numpy Generator; got {seed!r}")
 
 
-def replication_generators(
-    seed: int | np.random.SeedSequence | None, n_replications: int, *, start: int = 0, stop: int | None = None
-) -> list[np.random.Generator]:
+def replication_generators(rng, n_replications: int, *, start: int = 0, stop: int | None = None) -> list[np.random.Generator]:
     """Generators for Monte Carlo replications ``start, ..., stop - 1``.
 
-    Replication ``i`` always uses ``SeedSequence(seed).spawn(n_replications)[i]``, so a
-    study gives the same numbers whether its replications run in one process or are
-    split into chunks across processes or machines.
+    With an int seed (or a SeedSequence), replication ``i`` always uses
+    ``SeedSequence(seed).spawn(n_replications)[i]``, so a study gives the same numbers
+    whether its replications run in one process or are split into chunks across
+    processes or machines. A Generator spawns ``n_replications`` fresh children
+    (``Generator.spawn``) on every call: reproducible from the generator's state, but
+    chunks of one study must then be taken from a single call (use an int seed to split
+    a study across processes).
 
     Parameters
     ----------
-    seed : int or SeedSequence
-        The study's seed.
+    rng : int, SeedSequence or numpy.random.Generator
+        The study's seed or generator.
     n_replications : int
         Total number of replications R of the study.
     start, stop : int
         The chunk of replications wanted (default: all of them).
+
+    Raises
+    ------
+    TypeError
+        If ``rng`` is of another type.
+    ValueError
+        For a negative seed, R < 1 or a chunk outside [0, R].
     """
-    if not isinstance(n_replications, numbers.Integral) or n_replications < 1:
+    if isinstance(n_replications, bool) or not isinstance(n_replications, numbers.Integral) or n_replications < 1:
         raise ValueError(f"`n_replications` must be a positive integer; got {n_replications!r}")
     stop = n_replications if stop is None else stop
     if not 0 <= start <= stop <= n_replications:
         raise ValueError(f"need 0 <= start <= stop <= n_replications; got start={start}, stop={stop}")
-    children = seed_sequence(seed).spawn(n_replications)[start:stop]
+    if isinstance(rng, np.random.Generator):
+        return rng.spawn(n_replications)[start:stop]
+    children = seed_sequence(rng, name="rng").spawn(n_replications)[start:stop]
     return [np.random.default_rng(c) for c in children]

@@ -105,13 +105,14 @@ def simulate_history(change_rate, crawl_rate, n_crawls, *, n_pages=None, crawl="
 
 
 def simulate_replications(
-    change_rate, crawl_rate, n_crawls, n_replications, *, seed=None, crawl="poisson", start=0, stop=None
+    change_rate, crawl_rate, n_crawls, n_replications, *, rng=None, crawl="poisson", start=0, stop=None
 ) -> CrawlHistory:
     """Simulate Monte Carlo replications of one page, reproducible chunk by chunk.
 
-    Replication i draws from ``SeedSequence(seed).spawn(n_replications)[i]``, so the
-    rows ``start:stop`` are the same whether all replications are simulated at once or
-    in separate chunks (processes, machines).
+    With an int seed, replication i draws from
+    ``SeedSequence(rng).spawn(n_replications)[i]``, so the rows ``start:stop`` are the
+    same whether all replications are simulated at once or in separate chunks
+    (processes, machines).
 
     Parameters
     ----------
@@ -121,8 +122,9 @@ def simulate_replications(
         k, crawls per replication.
     n_replications : int
         R, the study's total number of replications.
-    seed : int or numpy.random.SeedSequence
-        The study's seed.
+    rng : int, numpy.random.SeedSequence or numpy.random.Generator
+        The study's seed (chunks are reproducible only from an int seed or a
+        SeedSequence: a Generator spawns fresh children on every call).
     crawl : {"poisson", "regular"}
     start, stop : int
         Chunk of replications to simulate (default all).
@@ -137,7 +139,7 @@ def simulate_replications(
     p = check_positive_scalar(crawl_rate, name="crawl_rate")
     _check_mean_interval(p)
     crawl = check_choice(crawl, name="crawl", choices=_CRAWLS)
-    gens = replication_generators(seed, n_replications, start=start, stop=stop)
+    gens = replication_generators(rng, n_replications, start=start, stop=stop)
     changed = np.empty((len(gens), n_crawls), dtype=np.int8)
     tau = np.empty((len(gens), n_crawls))
     for row, gen in enumerate(gens):  # one draw call per stream; all arithmetic is vectorised

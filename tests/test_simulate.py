@@ -38,8 +38,8 @@ def test_per_page_rates_and_zero_rate():
 
 
 def test_replications_are_identical_in_chunks():
-    whole = simulate_replications(5.0, 3.0, 30, 10, seed=99)
-    parts = [simulate_replications(5.0, 3.0, 30, 10, seed=99, start=a, stop=b) for a, b in ((0, 3), (3, 4), (4, 10))]
+    whole = simulate_replications(5.0, 3.0, 30, 10, rng=99)
+    parts = [simulate_replications(5.0, 3.0, 30, 10, rng=99, start=a, stop=b) for a, b in ((0, 3), (3, 4), (4, 10))]
     np.testing.assert_array_equal(whole.changed, np.vstack([p.changed for p in parts]))
     np.testing.assert_array_equal(whole.intervals, np.vstack([p.intervals for p in parts]))
 
@@ -86,3 +86,16 @@ def test_as_generator_passes_generators_through():
     assert as_generator(g) is g
     with pytest.raises(ValueError, match="non-negative"):
         as_generator(-3)
+
+
+def test_replications_from_a_generator():
+    # a Generator spawns fresh children: same state, same numbers; the next call differs
+    a = simulate_replications(5.0, 3.0, 20, 4, rng=np.random.default_rng(3))
+    b = simulate_replications(5.0, 3.0, 20, 4, rng=np.random.default_rng(3))
+    np.testing.assert_array_equal(a.intervals, b.intervals)
+    gen = np.random.default_rng(3)
+    first = simulate_replications(5.0, 3.0, 20, 4, rng=gen)
+    second = simulate_replications(5.0, 3.0, 20, 4, rng=gen)
+    assert not np.array_equal(first.intervals, second.intervals)
+    with pytest.raises(TypeError, match="`rng` must be a non-negative int seed, a SeedSequence or a numpy Generator"):
+        simulate_replications(5.0, 3.0, 20, 4, rng=1.5)

@@ -70,7 +70,7 @@ def default_chunk(n_crawls: int, n_replications: int) -> int:
 def _chunk(change_rate, crawl_rate, n_crawls, n_replications, seed, crawl, settings, keep, start, stop):
     """Estimates of every setting at crawl counts ``keep`` for replications start:stop."""
     hist = simulate_replications(
-        change_rate, crawl_rate, n_crawls, n_replications, seed=seed, crawl=crawl, start=start, stop=stop
+        change_rate, crawl_rate, n_crawls, n_replications, rng=seed, crawl=crawl, start=start, stop=stop
     )
     idx = keep - 1
     out = {}
