@@ -41,7 +41,7 @@ def test_serial_equals_chunked_equals_parallel():
 
 def test_engine_equals_estimate_path_and_replication_streams():
     keep = np.array([1, 10, 200])
-    out = run_replications(5.0, 3.0, 200, 6, rng=7, settings=SETTINGS[:5] + SETTINGS[6:], keep=keep)
+    out = run_replications(5.0, 3.0, 200, 6, seed=7, settings=SETTINGS[:5] + SETTINGS[6:], keep=keep)
     h = simulate_replications(5.0, 3.0, 200, 6, rng=7)
     for s in SETTINGS[:5] + SETTINGS[6:]:
         assert np.array_equal(out[s.label], estimate_path(h, s.method, **s.params)[:, keep - 1]), s.label
