@@ -186,7 +186,9 @@ def render(result: dict) -> str:
         f"times (p = {st['crawl_rate']:g}/h); change rates heavy-tailed across pages (truths: "
         f"{', '.join(st['truths'])}; see the module docstring). Each estimator's RMSE over pages; "
         "'MSE gain' is the LLN's MSE minus the estimator's, with its Monte Carlo SE from paired per-page "
-        "differences (positive: better than the LLN).</p>"
+        "differences (positive: better than the LLN). Pooled fits use <code>method=\"marginal\"</code>: NUTS on the "
+        "two population hyperparameters with every page's rate integrated out by quadrature, then each page's rate "
+        "drawn exactly given them.</p>"
     ]
     for truth in st["truths"]:
         parts.append(_figure(rows, truth))

@@ -1,0 +1,161 @@
+"""The marginal pooled model: quadrature of p(data_i | θ), exact conditional draws, and
+agreement with the joint NUTS model.
+
+Reference values are independent of the code under test: for the gamma population
+p(data_i | θ) has a closed form (below); for the log-normal it is ``scipy.integrate.quad``.
+"""
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from changerate_bayes import pooled_posterior, sampler_diagnostics, simulate_history
+from changerate_bayes._validation import StatisticalWarning
+from changerate_bayes.bayes import _conditional
+from changerate_bayes.bayes._conditional import conditional_draws
+from changerate_bayes.bayes._likelihood import log_likelihood
+from changerate_bayes.bayes._marginal import likelihood_table, marginal_log_likelihood
+
+
+def _pages(n_pages, k, seed):
+    gen = np.random.default_rng(seed)
+    tau = gen.exponential(1.0, (n_pages, k))
+    changed = (gen.random((n_pages, k)) < 0.5).astype(np.int8)
+    changed[0], changed[1] = 0, 1  # a page never seen changed and one always seen changed
+    return changed, tau
+
+
+def gamma_marginal(changed, tau, log_mean, shape):
+    """log p(data | θ) for Δ ~ Gamma(shape, rate shape/mean), by hand.
+
+    L(Δ) = Π_{j: I_j=1} (1 − e^{−Δτ_j}) · e^{−Δ T0} = Σ_{S ⊆ changed} (−1)^|S| e^{−Δ(T0 + Σ_S τ_j)},
+    and E[e^{−cΔ}] = (1 + c·mean/shape)^{−shape}; so p(data | θ) is a finite signed sum.
+    """
+    mean = math.exp(log_mean)
+    out = []
+    for ch, t in zip(changed, tau):
+        t0 = float(t[ch == 0].sum())
+        seen = t[ch == 1]
+        total = 0.0
+        for r in range(seen.size + 1):
+            for sub in itertools.combinations(seen, r):
+                c = t0 + sum(sub)
+                total += (-1) ** r * math.exp(-shape * math.log1p(c * mean / shape))
+        out.append(math.log(total))
+    return np.array(out)
+
+
+def lognormal_marginal(changed, tau, m, s):
+    """log p(data | θ) for log Δ ~ Normal(m, s) by adaptive quadrature over u = log Δ."""
+    out = []
+    for ch, t in zip(changed, tau):
+        def f(u, ch=ch, t=t):
+            return math.exp(float(log_likelihood(math.exp(u), ch, t))) * stats.norm.pdf(u, m, s)
+
+        # L varies near u = −log τ_j; the population sits within m ± 40 s
+        lo, hi = m - 40 * s, m + 40 * s
+        pts = sorted(p for p in [m, *(-np.log(t))] if lo < p < hi)
+        val, _ = integrate.quad(f, lo, hi, points=pts, epsabs=0.0, epsrel=1e-13, limit=500)
+        out.append(math.log(val))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("shape", [0.02, 0.5, 3.0, 100.0, 1e4, 1e6])
+def test_gamma_marginal_matches_closed_form(shape):
+    changed, tau = _pages(12, 5, seed=1)
+    got = marginal_log_likelihood(changed, tau, "gamma", math.log(0.7), shape)
+    want = gamma_marginal(changed, tau, math.log(0.7), shape)
+    # the quadrature's documented accuracy: relative error of p(data_i | θ) below 1e-8
+    np.testing.assert_allclose(np.exp(got - want), 1.0, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("s", [0.003, 0.05, 0.15, 0.3, 1.0, 3.0, 8.0])
+def test_lognormal_marginal_matches_quad(s):
+    changed, tau = _pages(12, 5, seed=2)
+    got = marginal_log_likelihood(changed, tau, "lognormal", -0.4, s)
+    want = lognormal_marginal(changed, tau, -0.4, s)
+    np.testing.assert_allclose(np.exp(got - want), 1.0, rtol=0, atol=1e-8)
+
+
+def test_likelihood_table_spans_where_every_likelihood_varies():
+    changed, tau = _pages(30, 10, seed=3)
+    table = likelihood_table(changed, tau)
+    assert table.interpolation_error <= 1e-8 and table.step == 0.1
+    assert ((table.scaled >= 0) & (table.scaled <= 1 + 1e-12)).all()
+    # at the ends every page's likelihood is at its limit: 1 − T ≤ 1e-12 below (never-changed
+    # pages) and T ≤ 1e-12 above for any page that saw a change
+    assert np.all(table.scaled[0, :1] >= 1 - 1e-12)  # page 0 never changed: L → 1 as Δ → 0
+    seen = changed.sum(axis=1) > 0
+    assert np.all(table.scaled[seen, -1] <= 1e-12) or np.all(table.scaled[~seen, -1] <= 1e-12)
+
+
+def _conditional_cdf(ch, t, population, loc, spread):
+    """CDF of Δ given the page's data and θ (reference for the draws).
+
+    Composite Simpson on 200 001 points of u = log Δ over loc ± 30 (mass outside < 1e-40
+    for these θ); its error, O(h⁴) with h = 3e-4, is far below the KS test's resolution.
+    """
+    u = np.linspace(loc - 30, loc + 30, 200_001)
+    log_lik = log_likelihood(np.exp(u), ch[None, :], t[None, :])
+    if population == "lognormal":
+        log_prior = stats.norm.logpdf(u, loc, spread)
+    else:  # density of u = log Δ for Δ ~ Gamma(spread, rate spread/e^loc)
+        log_prior = stats.gamma.logpdf(np.exp(u), spread, scale=math.exp(loc) / spread) + u
+    dens = np.exp(log_lik + log_prior - np.max(log_lik + log_prior))
+    cdf = np.concatenate([[0.0], integrate.cumulative_simpson(dens, x=u)])
+    cdf /= cdf[-1]
+    return lambda x: np.interp(np.log(x), u, cdf)
+
+
+@pytest.mark.parametrize(("population", "loc", "spread"), [("lognormal", -0.5, 1.2), ("gamma", 0.3, 0.8)])
+@pytest.mark.parametrize("fallback", [False, True])
+def test_conditional_draws_follow_the_exact_conditional(population, loc, spread, fallback, monkeypatch):
+    """One page, 3000 draws given fixed θ: a KS test against the quadrature CDF.
+
+    ``fallback`` forces every draw through the grid path (no rejection round), which must
+    give the same distribution.
+    """
+    if fallback:
+        monkeypatch.setattr(_conditional, "MAX_ROUNDS", 0)
+    ch = np.array([[1, 0, 1]])
+    t = np.array([[0.8, 1.5, 0.3]])
+    table = likelihood_table(ch, t)
+    n = 3000
+    draws, n_grid = conditional_draws(ch, t, table.log_max, population, np.full(n, loc), np.full(n, spread),
+                                      np.random.default_rng(11))
+    assert draws.shape == (n, 1) and np.all(draws > 0)
+    assert n_grid == (n if fallback else 0)
+    res = stats.kstest(draws[:, 0], _conditional_cdf(ch[0], t[0], population, loc, spread))
+    assert res.pvalue > 1e-3, res
+
+
+@pytest.mark.slow
+def test_marginal_and_joint_give_the_same_hyperparameter_posterior():
+    """Both methods sample one posterior: hyperparameter means agree within their MCSE, and
+    the marginal one mixes at k = 1 crawl per page."""
+    gen = np.random.default_rng(7)
+    delta = np.exp(gen.normal(np.log(0.5), 1.0, 400))
+    h = simulate_history(delta, 1.0, 1, n_pages=400, rng=gen)
+    fits = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatisticalWarning)
+        for method in ("marginal", "joint"):
+            fits[method] = pooled_posterior(h, method=method, draws=1000, tune=1000, chains=2, rng=5)
+    import arviz as az
+
+    for name in ("population_log_median", "population_sigma"):
+        means, ses = [], []
+        for idata in fits.values():
+            summ = az.summary(idata, var_names=[name], kind="all")
+            means.append(float(summ["mean"].iloc[0]))
+            ses.append(float(summ["mcse_mean"].iloc[0]))
+        z = abs(means[0] - means[1]) / math.hypot(*ses)
+        assert z < 4, (name, means, ses)
+    diag = sampler_diagnostics(fits["marginal"])
+    assert diag.problems == (), diag.problems
+    assert fits["marginal"].posterior.attrs["pooling"] == "marginal"
+    assert fits["marginal"].posterior["change_rate"].shape == (2, 1000, 400)
