@@ -60,6 +60,7 @@ H2 = CrawlHistory([[1, 0], [0, 0]], [[1.0, 2.0], [0.5, 0.5]], crawl_rate=1.0)
         (CrawlHistory([[1, 0], [0, 1]], crawl_rate=1.0), {}, ValueError, "method 'pooled' needs the crawl intervals"),
         (H2, {"population": "pareto"}, ValueError, r"`population` must be one of \('lognormal', 'gamma'\)"),
         (H2, {"population": 1}, TypeError, "`population` must be one of"),
+        (H2, {"method": "laplace"}, ValueError, r"`method` must be one of \('marginal', 'joint'\)"),
         (H2, {"rate_scale": 0.0}, ValueError, "`rate_scale` must be a finite number > 0"),
         (H2, {"rate_scale": "1"}, TypeError, "`rate_scale` must be a real number"),
         (H2, {"draws": 0}, ValueError, "`draws` must be >= 1"),
