@@ -225,9 +225,14 @@ def render(result: dict) -> str:
     div = sum(d["n_divergences"] for d in diags)
     text = (f"{len(diags) - len(bad)} of {len(diags)} pooled fits meet every threshold; {div} divergent transitions in all. ")
     if slow:
-        text += ("The population hyperparameters mix slowly in " + ", ".join(
-            f"k={d['k']} ({d['population']}: ESS {d['hyper_ess_bulk_min']:.0f}, R-hat {d['hyper_r_hat_max']:.3f})"
-            for d in slow) + ": with few crawls per page the population spread is weakly identified (low ESS). ")
+        text += ("The population hyperparameters miss a threshold in " + ", ".join(
+            f"k={d['k']} ({d['population']}: bulk ESS {d['hyper_ess_bulk_min']:.0f}"
+            + (" < " if d["hyper_ess_bulk_min"] < d["ess_threshold"] else " ≥ ") + f"{d['ess_threshold']:.0f}, "
+            f"R-hat {d['hyper_r_hat_max']:.3f}" + (" > " if d["hyper_r_hat_max"] > d["r_hat_threshold"] else " ≤ ")
+            + f"{d['r_hat_threshold']:g})" for d in slow)
+            + f": with few crawls per page the population spread is weakly identified, and R-hat from "
+            f"{diags[0]['n_chains']} chains of {diags[0]['n_draws']} draws is itself noisy; rerun such a fit with "
+            "more chains before trusting its hyperparameter intervals. ")
     text += ("Page rates: at most " + f"{max(d['page_frac_r_hat_over'] for d in diags):.1%}"
              + " of pages per fit have R-hat above 1.01 (the largest of hundreds of R-hats from short chains); "
              "the RMSEs average posterior means over all pages, so they are robust to these, but a single page's "
