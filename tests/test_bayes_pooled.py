@@ -48,6 +48,10 @@ def test_pooled_posterior_layout_and_diagnostics(pooled_small_k):
     diag = sampler_diagnostics(idata)
     assert diag.r_hat.size == 600 + 2 and diag.n_divergences == 0
     assert idata.sample_stats.attrs["n_divergences"] == 0
+    # the warning and the stored summary check what NUTS sampled: the two hyperparameters
+    hyper = sampler_diagnostics(idata, var_names=["population_log_median", "population_sigma"])
+    assert idata.sample_stats.attrs["r_hat_max"] == hyper.r_hat_max
+    assert idata.sample_stats.attrs["ess_bulk_min"] == hyper.ess_bulk_min
 
 
 H2 = CrawlHistory([[1, 0], [0, 0]], [[1.0, 2.0], [0.5, 0.5]], crawl_rate=1.0)
@@ -67,6 +71,9 @@ H2 = CrawlHistory([[1, 0], [0, 0]], [[1.0, 2.0], [0.5, 0.5]], crawl_rate=1.0)
         (H2, {"chains": 2.0}, TypeError, "`chains` must be an integer"),
         (H2, {"nuts_sampler": "jax"}, ValueError, "`nuts_sampler` must be one of"),
         (H2, {"target_accept": 0.0}, ValueError, r"`target_accept` must be in \(0, 1\)"),
+        (H2, {"target_accept": "0.9"}, TypeError, r"`target_accept` must be a real number in \(0, 1\); got str"),
+        (H2, {"tune": 0}, ValueError, r"`tune` must be >= 10 for pooled_posterior \(fewer warm-up draws"),
+        (H2, {"tune": 9, "method": "joint"}, ValueError, r"`tune` must be >= 10 for pooled_posterior.*; got 9"),
         ({"changed": [[1]]}, {}, TypeError, "`history` must be a CrawlHistory; got dict"),
     ],
 )

@@ -201,6 +201,7 @@ NO_P = CrawlHistory([1, 0, 1], [0.5, 1.0, 2.0])
         (H, {"grid_size": 4}, ValueError, "`grid_size` must be >= 8; got 4"),
         (H, {"nuts_sampler": "stan"}, ValueError, "`nuts_sampler` must be one of"),
         (H, {"target_accept": 1.5}, ValueError, r"`target_accept` must be in \(0, 1\); got 1.5"),
+        (H, {"target_accept": "0.9"}, TypeError, r"`target_accept` must be a real number in \(0, 1\); got str"),
         (H, {"rng": 1.5}, TypeError, "`rng` must be an int seed"),
         (H, {"rng": -1}, ValueError, "`rng` must be a non-negative integer seed"),
     ],

@@ -23,6 +23,8 @@ from ._population import grid_coefficients, sample_log_rate
 __all__ = ["conditional_draws", "MAX_ROUNDS"]
 
 MAX_ROUNDS = 64
+#: log of the smallest positive normal double (≈ 2.2e-308): the floor of a drawn Δ
+LOG_TINY = float(np.log(np.finfo(np.float64).tiny))
 #: draws × pages × crawls per block (bounds the work arrays to ~40 MB)
 BLOCK_ELEMENTS = 1 << 22
 
@@ -43,7 +45,8 @@ def conditional_draws(changed, intervals, log_sup, population: str, loc, spread,
     Returns
     -------
     draws : ndarray, shape (n_draws, n_pages)
-        Δ per unit time.
+        Δ per unit time, in [e^LOG_TINY, e^700] (≈ [2.2e-308, 1e304]): a draw beyond
+        the range of doubles is returned at its end, never as 0 or ∞.
     n_grid : int
         How many (draw, page) pairs fell back to the grid.
     """
@@ -72,7 +75,9 @@ def conditional_draws(changed, intervals, log_sup, population: str, loc, spread,
             lik = ExactLikelihood(changed[p], intervals[p])
             coef = grid_coefficients(population, loc[d], spread[d])
             draws, _ = grid_draws(lik, coef, n_draws=1, rng=rng)
-            u[d, j] = np.log(draws[:, 0])
+            u[d, j] = np.log(np.maximum(draws[:, 0], np.finfo(np.float64).tiny))
             n_grid += d.size
-        out[:, pages] = np.exp(u)
+        # a gamma population with shape << 1 puts mass below the smallest double: such
+        # draws are returned as LOG_TINY's rate (finite log, never an exact 0)
+        out[:, pages] = np.exp(np.maximum(u, LOG_TINY))
     return out, n_grid

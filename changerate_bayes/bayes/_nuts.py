@@ -10,13 +10,17 @@ data sets compiles once and only swaps data (``CompiledModel.with_data`` /
 
 from __future__ import annotations
 
+import numbers
 import os
 from collections import OrderedDict
 from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["ReusableModel", "get_model", "resolve_sampler", "page_model", "pt_log_prior", "SAMPLERS", "MIN_TUNE"]
+from .._validation import check_positive_int
+
+__all__ = ["ReusableModel", "get_model", "resolve_sampler", "page_model", "pt_log_prior", "SAMPLERS", "MIN_TUNE",
+           "check_nuts_tune", "check_target_accept"]
 
 SAMPLERS = ("auto", "nutpie", "pymc")
 #: Fewest NUTS warm-up draws per chain. nutpie's warm-up (nuts-rs ``GlobalStrategy``)
@@ -26,6 +30,29 @@ SAMPLERS = ("auto", "nutpie", "pymc")
 #: after 10 draws. Measured on the one-page model (20 seeds, 200 draws): divergent
 #: chains at tune <= 7 with nutpie and <= 6 with PyMC's sampler, none from 8 on.
 MIN_TUNE = 10
+
+
+def check_nuts_tune(tune, *, what: str = "method 'nuts'") -> int:
+    """``tune`` as an int after checking it is >= ``MIN_TUNE`` (ValueError/TypeError naming it)."""
+    tune = check_positive_int(tune, name="tune", minimum=0)
+    if tune < MIN_TUNE:
+        raise ValueError(
+            f"`tune` must be >= {MIN_TUNE} for {what} (fewer warm-up draws cannot adapt the NUTS step "
+            f"size: nutpie aborts at 0 and most transitions diverge below ~8); got {tune}"
+        )
+    return tune
+
+
+def check_target_accept(target_accept) -> float:
+    """``target_accept`` as a float in (0, 1): TypeError for a non-real, ValueError out of range."""
+    if isinstance(target_accept, bool) or not isinstance(target_accept, numbers.Real):
+        raise TypeError(f"`target_accept` must be a real number in (0, 1); got {type(target_accept).__name__}")
+    value = float(target_accept)
+    if not 0 < value < 1:
+        raise ValueError(f"`target_accept` must be in (0, 1); got {target_accept!r}")
+    return value
+
+
 #: compiled models kept per process (least recently used dropped first)
 CACHE_SIZE = 8
 _CACHE: OrderedDict = OrderedDict()

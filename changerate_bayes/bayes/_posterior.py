@@ -14,7 +14,9 @@ from ._conjugate import conjugate_draws
 from ._diagnostics import sampler_diagnostics
 from ._grid import DEFAULT_GRID_SIZE, _mode, grid_draws, improper_pages
 from ._likelihood import ExactLikelihood, sparse_data
-from ._nuts import FAMILY_COEFFICIENTS, MIN_TUNE, SAMPLERS, get_model, page_model, resolve_sampler
+from ._nuts import (
+    FAMILY_COEFFICIENTS, SAMPLERS, check_nuts_tune, check_target_accept, get_model, page_model, resolve_sampler,
+)
 from ._priors import BetaPrimePrior, Prior
 
 __all__ = ["posterior", "METHODS", "DEFAULT_PRIOR"]
@@ -190,7 +192,7 @@ def _check_args(history, prior, method, draws, chains, tune, grid_size, nuts_sam
         "tune": _check_tune(tune, method),
         "grid_size": check_positive_int(grid_size, name="grid_size", minimum=8),
         "nuts_sampler": check_choice(nuts_sampler, name="nuts_sampler", choices=SAMPLERS),
-        "target_accept": _check_target_accept(target_accept),
+        "target_accept": check_target_accept(target_accept),
     }
     prior = _check_prior(prior, history)
     if method == "conjugate":
@@ -207,18 +209,7 @@ def _check_args(history, prior, method, draws, chains, tune, grid_size, nuts_sam
 
 def _check_tune(tune, method: str) -> int:
     tune = check_positive_int(tune, name="tune", minimum=0)
-    if method == "nuts" and tune < MIN_TUNE:
-        raise ValueError(
-            f"`tune` must be >= {MIN_TUNE} for method 'nuts' (fewer warm-up draws cannot adapt the NUTS step "
-            f"size: nutpie aborts at 0 and most transitions diverge below ~8); got {tune}"
-        )
-    return tune
-
-
-def _check_target_accept(target_accept) -> float:
-    if isinstance(target_accept, bool) or not isinstance(target_accept, (int, float)) or not 0 < target_accept < 1:
-        raise ValueError(f"`target_accept` must be in (0, 1); got {target_accept!r}")
-    return float(target_accept)
+    return check_nuts_tune(tune) if method == "nuts" else tune
 
 
 def _fit_conjugate(history, prior, gen, *, draws, chains, **_):
