@@ -174,3 +174,35 @@ class StreamingEstimator:
         params = ", ".join(f"{k}={v!r}" for k, v in self.path_params().items())
         sep = ", " if params else ""
         return f"{type(self).__name__}(crawl_rate={self.crawl_rate!r}{sep}{params}, n_pages={self.n_pages!r})"
+
+
+class ChangeCountEstimator(StreamingEstimator):
+    """Base of the estimators whose state is (k, Î_k): Naive, LLN and regular-crawl.
+
+    Keeps ``changes_`` = Î_k = Σ_{j≤k} I_j; subclasses implement ``_rate()`` from
+    ``n_crawls_`` and ``changes_``.
+    """
+
+    def __init__(self, *, crawl_rate=None, n_pages=None):
+        super().__init__(crawl_rate=crawl_rate, n_pages=n_pages)
+        self.changes_ = np.zeros(self._shape)
+
+    def _update(self, changed, interval):
+        self.changes_ = self.changes_ + changed
+
+    def merge(self, other):
+        """A new estimator holding the crawls of ``self`` and ``other`` (disjoint data).
+
+        The estimate depends on the data only through (k, Î_k), so merging adds both.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``other`` is not of the same class with the same crawl rate, parameters
+            and pages.
+        """
+        self._check_mergeable(other)
+        out = type(self)(crawl_rate=self.crawl_rate, n_pages=self.n_pages, **self.path_params())
+        out.n_crawls_ = self.n_crawls_ + other.n_crawls_
+        out.changes_ = self.changes_ + other.changes_
+        return out

@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from ._base import StreamingEstimator
+from ._base import ChangeCountEstimator
 
 __all__ = ["LLNEstimator"]
 
@@ -68,7 +68,7 @@ def lln_path(history, *, alpha=1.0) -> np.ndarray:
     return p * ones / (k + a - ones)
 
 
-class LLNEstimator(StreamingEstimator):
+class LLNEstimator(ChangeCountEstimator):
     """The law-of-large-numbers change-rate estimator of Avrachenkov et al., streaming.
 
     Parameters
@@ -124,15 +124,11 @@ class LLNEstimator(StreamingEstimator):
     method = "lln"
 
     def __init__(self, *, crawl_rate=None, alpha=1.0, n_pages=None):
-        super().__init__(crawl_rate=crawl_rate, n_pages=n_pages)
         self.alpha = lln_params(alpha)["alpha"]
-        self.changes_ = np.zeros(self._shape)
+        super().__init__(crawl_rate=crawl_rate, n_pages=n_pages)
 
     def path_params(self) -> dict:
         return {"alpha": self.alpha}
-
-    def _update(self, changed, interval):
-        self.changes_ = self.changes_ + changed
 
     def _rate(self):
         if self.n_crawls_ == 0:
@@ -142,19 +138,3 @@ class LLNEstimator(StreamingEstimator):
         k = np.array([self.n_crawls_])
         a = alpha_sequence(self.alpha, k)[0]
         return self._p() * self.changes_ / (k[0] + a - self.changes_)
-
-    def merge(self, other: "LLNEstimator") -> "LLNEstimator":
-        """A new estimator holding the crawls of ``self`` and ``other`` (disjoint data).
-
-        x_k depends on the data only through (k, Î_k), so merging adds both.
-
-        Raises
-        ------
-        TypeError, ValueError
-            If ``other`` is not an LLNEstimator with the same crawl rate, α and pages.
-        """
-        self._check_mergeable(other)
-        out = LLNEstimator(crawl_rate=self.crawl_rate, alpha=self.alpha, n_pages=self.n_pages)
-        out.n_crawls_ = self.n_crawls_ + other.n_crawls_
-        out.changes_ = self.changes_ + other.changes_
-        return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import StreamingEstimator
+from ._base import ChangeCountEstimator
 
 __all__ = ["NaiveEstimator"]
 
@@ -24,7 +24,7 @@ def naive_path(history) -> np.ndarray:
     return p * ones / k
 
 
-class NaiveEstimator(StreamingEstimator):
+class NaiveEstimator(ChangeCountEstimator):
     """The Naive change-rate estimator, streaming: the crawl rate times the change fraction.
 
     It ignores the changes missed between two crawls, so it is biased and not
@@ -72,28 +72,7 @@ class NaiveEstimator(StreamingEstimator):
 
     method = "naive"
 
-    def __init__(self, *, crawl_rate=None, n_pages=None):
-        super().__init__(crawl_rate=crawl_rate, n_pages=n_pages)
-        self.changes_ = np.zeros(self._shape)
-
-    def _update(self, changed, interval):
-        self.changes_ = self.changes_ + changed
-
     def _rate(self):
         if self.n_crawls_ == 0:  # the change fraction 0/0 of no crawl is undefined
             return np.full(self._shape, np.nan)
         return self._p() * self.changes_ / float(self.n_crawls_)
-
-    def merge(self, other: "NaiveEstimator") -> "NaiveEstimator":
-        """A new estimator holding the crawls of ``self`` and ``other`` (disjoint data).
-
-        Raises
-        ------
-        TypeError, ValueError
-            If ``other`` is not a NaiveEstimator with the same crawl rate and pages.
-        """
-        self._check_mergeable(other)
-        out = NaiveEstimator(crawl_rate=self.crawl_rate, n_pages=self.n_pages)
-        out.n_crawls_ = self.n_crawls_ + other.n_crawls_
-        out.changes_ = self.changes_ + other.changes_
-        return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import StreamingEstimator
+from ._base import ChangeCountEstimator
 
 __all__ = ["RegularCrawlEstimator"]
 
@@ -29,7 +29,7 @@ def regular_path(history) -> np.ndarray:
     return regular_estimate(p, ones, k)
 
 
-class RegularCrawlEstimator(StreamingEstimator):
+class RegularCrawlEstimator(ChangeCountEstimator):
     """Cho & Garcia-Molina's change-rate estimator for crawls at fixed intervals 1/p, streaming.
 
     With every interval τ = 1/p, I_k ~ Bernoulli(1 − e^{−Δ/p}) independently, so
@@ -83,26 +83,5 @@ class RegularCrawlEstimator(StreamingEstimator):
 
     method = "regular"
 
-    def __init__(self, *, crawl_rate=None, n_pages=None):
-        super().__init__(crawl_rate=crawl_rate, n_pages=n_pages)
-        self.changes_ = np.zeros(self._shape)
-
-    def _update(self, changed, interval):
-        self.changes_ = self.changes_ + changed
-
     def _rate(self):
         return regular_estimate(self._p(), self.changes_, float(self.n_crawls_))
-
-    def merge(self, other: "RegularCrawlEstimator") -> "RegularCrawlEstimator":
-        """A new estimator holding the crawls of ``self`` and ``other`` (disjoint data).
-
-        Raises
-        ------
-        TypeError, ValueError
-            If ``other`` is not a RegularCrawlEstimator with the same crawl rate and pages.
-        """
-        self._check_mergeable(other)
-        out = RegularCrawlEstimator(crawl_rate=self.crawl_rate, n_pages=self.n_pages)
-        out.n_crawls_ = self.n_crawls_ + other.n_crawls_
-        out.changes_ = self.changes_ + other.changes_
-        return out
