@@ -1,0 +1,40 @@
+"""Command-line interface: ``changerate-bayes``.
+
+Each sub-command lives in a module of this package that defines
+``register(subparsers)``: it adds its parser and sets ``func``, a callable taking the
+parsed arguments and returning the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+__all__ = ["main"]
+
+# Sub-command modules of this package, in the order ``--help`` lists them.
+_COMMANDS: tuple[str, ...] = (
+    "validate",
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="changerate-bayes",
+        description="Estimate how often web pages change, and validate the estimators.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in _COMMANDS:
+        importlib.import_module(f"{__name__}.{name}").register(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``changerate-bayes`` command; returns the exit status."""
+    args = _parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""``changerate-bayes validate``: run the validation studies and write the report."""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["register"]
+
+
+def register(sub) -> None:
+    """Add the ``validate`` parser to the sub-parsers ``sub``."""
+    val = sub.add_parser(
+        "validate",
+        help="run the validation studies and write an HTML report",
+        description="Run the Monte Carlo and real-trace validation studies; write "
+        "OUT/index.html (self-contained) and OUT/results.json.",
+    )
+    size = val.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_const", const="quick", dest="preset",
+                      help="small studies, under 5 minutes on 2 cores")
+    size.add_argument("--full", action="store_const", const="full", dest="preset",
+                      help="the papers' scale, under 20 minutes on 2 cores")
+    val.set_defaults(preset="default", func=run)
+    val.add_argument("--out", default="reports", help="output folder (default: reports/)")
+    val.add_argument("--seed", type=int, default=20201, help="master seed (default: 20201)")
+    val.add_argument("--only", nargs="+", metavar="STUDY", help="run only these studies")
+
+
+def run(args) -> int:
+    """Run ``validate`` with parsed arguments ``args``; return the exit status."""
+    from validation import STUDIES, run_validation
+
+    if args.seed < 0:
+        print("changerate-bayes: error: --seed must be >= 0", file=sys.stderr)
+        return 2
+    if args.only:
+        unknown = [s for s in args.only if s not in STUDIES]
+        if unknown:
+            print(f"changerate-bayes: error: unknown study {unknown}; choose from {list(STUDIES)}",
+                  file=sys.stderr)
+            return 2
+    from changerate_bayes.report import check_output_dir
+
+    try:
+        check_output_dir(args.out)
+    except ValueError as exc:
+        print(f"changerate-bayes: error: --out: {exc}", file=sys.stderr)
+        return 2
+    run_validation(args.out, preset=args.preset, seed=args.seed, only=args.only)
+    return 0
