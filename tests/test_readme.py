@@ -10,11 +10,20 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
 
 
+MAIN_JOB = "uv run --locked changerate-bayes validate --quick"
+TESTS = "uv run --locked --extra test pytest -q -n auto"
+
+
 def test_readme_has_examples_and_the_two_commands():
     text = README.read_text(encoding="utf-8")
     assert len(BLOCKS) >= 5
-    assert "changerate-bayes validate --quick" in text
-    assert "python -m pytest -q" in text
+    shell = "\n".join(re.findall(r"```bash\n(.*?)```", text, flags=re.S)).splitlines()
+    assert MAIN_JOB in shell and TESTS in shell
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert TESTS in ci
 
 
 @pytest.mark.slow
