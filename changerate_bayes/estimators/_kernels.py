@@ -241,41 +241,35 @@ def exp_cell_distance(tau, offsets, p, edges, table, scale, per_page, pooled):
     """Per-page Kolmogorov distance of z = p τ from Exp(1) at the 1/64-quantiles.
 
     ``edges[i]`` (i = 1..63) is the smallest float z in cell i of
-    ``floor(64 (1 − e^{−z}))``; ``table[floor(z·scale)]`` is the cell of the left end of
-    each lookup bin, and one bin holds at most one edge, so a cell is one lookup and one
-    comparison. ``pooled`` (64,) receives the counts summed over pages.
+    ``floor(64 (1 − e^{−z}))`` and ``edges[64]`` = inf; ``table[floor(z·scale)]`` is the
+    cell of the left end of each lookup bin, and one bin holds at most one edge, so a cell
+    is one lookup and one comparison (no branch: z is first capped at ``edges[63]``).
+    ``pooled`` (64,) receives the counts summed over pages.
+
+    The distance max_c |acc_c/k − (c+1)/64| (acc_c the crawls in cells <= c) is computed as
+    max_c |64·acc_c − (c+1)·k| / (64 k), exact in integers with one rounding.
     """
     n = offsets.size - 1
-    m = edges.size  # 64: edges[0] = 0 unused
-    top = table.size - 1
+    m = edges.size - 1  # 64 cells
     last = edges[m - 1]
     shared = p.size == 1
     counts = np.zeros(m, dtype=np.int64)
     for i in range(n):
         pi = p[0] if shared else p[i]
-        for c in range(m):
-            counts[c] = 0
         lo, hi = offsets[i], offsets[i + 1]
         for j in range(lo, hi):
-            z = tau[j] * pi
-            if z >= last:
-                cell = m - 1
-            else:
-                b = int(z * scale)
-                if b > top:
-                    b = top
-                cell = table[b]
-                if cell + 1 < m and z >= edges[cell + 1]:
-                    cell += 1
-            counts[cell] += 1
+            z = min(tau[j] * pi, last)
+            c = table[int(z * scale)]
+            c += z >= edges[c + 1]
+            counts[c] += 1
         k = hi - lo
         acc = 0
-        dist = 0.0
+        worst = 0
         for c in range(m - 1):
             acc += counts[c]
+            d = abs(m * acc - (c + 1) * k)
+            worst = max(worst, d)
+        for c in range(m):
             pooled[c] += counts[c]
-            d = abs(acc / k - (c + 1) / m)
-            if d > dist:
-                dist = d
-        pooled[m - 1] += counts[m - 1]
-        per_page[i] = dist
+            counts[c] = 0
+        per_page[i] = worst / (m * k)
