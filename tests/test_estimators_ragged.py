@@ -320,3 +320,33 @@ def test_sa_and_sam_at_a_huge_crawl_rate_are_the_scaled_answer(method):
         est.update(c)
         _same(est.rate, huge[j], 1e-15)
     assert final_estimates(CrawlHistory(changed, crawl_rate=P_HUGE), method) == huge[-1]
+
+
+# ------------------------------------------------------------------ compiled MLE path
+@pytest.mark.parametrize("seed", range(3))
+def test_compiled_mle_path_equals_the_previous_root_tracking(seed):
+    """The compiled MLE path (exact first prefixes, then certified Taylor tracking) against the
+    numpy root tracking it replaces for the MLE path (``RootPath``), past the exact regime."""
+    from changerate_bayes.estimators._rootpath import MLE_KIND, RootPath
+
+    rng = np.random.default_rng(seed)
+    n, k = 40, 400
+    delta, p = rng.uniform(0.2, 8.0, (n, 1)), rng.uniform(0.5, 4.0, (n, 1))
+    tau = rng.exponential(1.0, (n, k)) / p
+    changed = (rng.random((n, k)) < -np.expm1(-delta * tau)).astype(np.int8)
+    changed[0, :50] = 1  # inf, then finite
+    changed[1, :200] = 0  # 0.0, then finite
+    new = estimate_path(CrawlHistory(changed, tau), "mle")
+    old = RootPath(MLE_KIND, n).extend(changed.astype(float), tau)
+    _same(new, old, 1e-9)
+    assert np.max(np.abs(new[np.isfinite(old) & (old > 0)] / old[np.isfinite(old) & (old > 0)] - 1)) < 1e-12
+
+
+def test_mle_pages_with_extreme_intervals_use_the_log_space_solver():
+    tau = np.array([[1e-250, 1.0, 1e250, 2.0], [0.5, 1.0, 1.5, 2.0]])
+    h = CrawlHistory([[1, 0, 1, 0], [1, 0, 1, 0]], tau)
+    path = estimate_path(h, "mle")
+    assert np.isfinite(path[:, 1:]).all()
+    for i in range(2):
+        _same(path[i], estimate_path(h.page(i), "mle"), 1e-12)
+        assert final_estimates(h, "mle")[i] == pytest.approx(path[i, -1], rel=1e-11)
