@@ -519,9 +519,11 @@ def _mle_page(changed, tau, lo, hi, weights, order, k_exact, certify, out, row, 
                     root = anchor * (1.0 + t)
                     solved = True
             if not solved:
-                if anchored:
-                    root = mle_exact(changed, tau, lo, g + 1, target, n1, anchor * (1.0 + t))
-                    stats[0] += 1
+                if anchored:  # the root left the disk (or the bound is loose): solve from its edge
+                    root = mle_local(changed, tau, lo, g + 1, target, n1, anchor * (1.0 + t), hloc, 1e-15)
+                    if not np.isfinite(root):
+                        root = mle_exact(changed, tau, lo, g + 1, target, n1, anchor * (1.0 + t))
+                        stats[0] += 1
                     has_local = False
                 else:
                     new = np.nan

@@ -57,6 +57,8 @@ def _mle_compiled(history, tau, pages, *, path: bool):
     re-solved exactly and re-anchored when the certificate fails. Cost per crawl does
     not depend on the page's length beyond the re-anchors, which become rare.
     """
+    import numba
+
     from . import _kernels
 
     changed = history.flat_changed
@@ -66,9 +68,12 @@ def _mle_compiled(history, tau, pages, *, path: bool):
     if path:
         weights = np.ascontiguousarray(_stirling_weights(ORDER).T)
         stats = np.zeros(2, dtype=np.int64)
-        _kernels.mle_segments(changed, tau, history.offsets, pages, weights, MLE_K_EXACT, CERTIFY, out, final, stats)
+        with numba.parallel_chunksize(1):  # blocks of pages handed out one at a time (load balance)
+            _kernels.mle_segments(changed, tau, history.offsets, pages, weights, MLE_K_EXACT, CERTIFY, out, final,
+                                  stats)
     else:
-        _kernels.mle_final_segments(changed, tau, history.offsets, pages, final)
+        with numba.parallel_chunksize(256):
+            _kernels.mle_final_segments(changed, tau, history.offsets, pages, final)
     return out, final
 
 
