@@ -101,6 +101,16 @@ def _bad01(c):
 
 
 @nb.njit(**_JIT)
+def _all01(changed):
+    """Whether every entry is 0 or 1 (a branch-free pass that vectorises)."""
+    bad = 0
+    for i in range(changed.size):
+        c = changed[i]
+        bad += not (c == 0 or c == 1)
+    return bad == 0
+
+
+@nb.njit(**_JIT)
 def first_bad_changed(changed, mask):
     """Index of the first (masked) entry that is not 0 or 1, or −1."""
     use_mask = mask.size > 0
@@ -116,9 +126,8 @@ def first_bad_changed(changed, mask):
 def count_update(changed, changes):
     """Î += I for every page, after checking every I is 0 or 1 (−1, or the bad index)."""
     n = changed.size
-    for i in range(n):
-        if _bad01(changed[i]):
-            return i
+    if not _all01(changed):
+        return first_bad_changed(changed, np.zeros(0, dtype=np.bool_))
     for i in range(n):
         changes[i] += np.float64(changed[i])
     return -1
@@ -138,15 +147,24 @@ def count_update_masked(changed, mask, changes, counts):
 
 
 @nb.njit(**_JIT)
-def sa_update(changed, y, p, e):
-    """One SA step for every page with the shared stepsize ``e``, in place.
+def sa_update(changed, y, p, e, frozen):
+    """One SA step for every page with the shared stepsize ``e``, in place (``frozen``: some
+    estimate may already be ±inf, and is then kept).
 
     Returns (bad index or −1, number of pages whose estimate left the float64 range)."""
     n = changed.size
-    for i in range(n):
-        if _bad01(changed[i]):
-            return i, 0
+    if not _all01(changed):
+        return first_bad_changed(changed, np.zeros(0, dtype=np.bool_)), 0
     shared = p.size == 1
+    if not frozen:  # no estimate has left the float64 range: no frozen value to keep
+        n_bad = 0
+        for i in range(n):
+            yi = y[i]
+            new = _sa_step(yi, np.float64(changed[i]), e, p[0] if shared else p[i])
+            ok = np.isfinite(new)
+            y[i] = new if ok else _freeze_sign(new, yi)
+            n_bad += not ok
+        return -1, n_bad
     n_bad = 0
     for i in range(n):
         yi = y[i]
@@ -189,9 +207,8 @@ def sam_update(changed, z, zp, diverged, p, e, zeta):
     """One SAM step for every page: z_{k+1} is written over z_{k−1} (the caller swaps the
     two buffers). Returns (bad index or −1, number of pages that newly diverged)."""
     n = changed.size
-    for i in range(n):
-        if _bad01(changed[i]):
-            return i, 0
+    if not _all01(changed):
+        return first_bad_changed(changed, np.zeros(0, dtype=np.bool_)), 0
     shared = p.size == 1
     n_bad = 0
     for i in range(n):

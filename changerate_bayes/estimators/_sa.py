@@ -201,6 +201,7 @@ class SAEstimator(StreamingEstimator):
         self._p_run = self._p_flat / self._up
         self._y = np.full(self._shape, self.initial / self._up)
         self._etas = np.zeros(0)
+        self._frozen = False  # whether some estimate has left the float64 range (then kept at ±inf)
 
     @property
     def estimate_(self) -> np.ndarray:
@@ -220,7 +221,8 @@ class SAEstimator(StreamingEstimator):
         self._check_interval(interval, mask)
         if mask is None:
             eta_k = float(stepsize_at(self.eta, self.n_crawls_))
-            bad, n_over = _kernels.sa_update(arr.reshape(-1), self._y.reshape(-1), self._p_run, eta_k)
+            bad, n_over = _kernels.sa_update(arr.reshape(-1), self._y.reshape(-1), self._p_run, eta_k,
+                                             self._frozen)
         else:
             self._start_counts()
             need = int(self.counts_.max()) + 1
@@ -230,6 +232,7 @@ class SAEstimator(StreamingEstimator):
         if bad >= 0:
             self._raise_bad_changed(arr, bad)
         if n_over:
+            self._frozen = True
             warn_overflow(n_over, self._y.size, stacklevel=3)
 
     def _rate(self):
