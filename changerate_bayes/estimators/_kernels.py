@@ -253,7 +253,7 @@ def sam_update_masked(changed, mask, z, zp, diverged, counts, p, etas, zetas):
 
 
 # --------------------------------------------------------------------------- Poisson check
-@nb.njit(**_JIT)
+@nb.njit(parallel=True, **_JIT)
 def exp_cell_distance(tau, offsets, p, edges, table, scale, per_page, pooled):
     """Per-page Kolmogorov distance of z = p τ from Exp(1) at the 1/64-quantiles.
 
@@ -261,7 +261,8 @@ def exp_cell_distance(tau, offsets, p, edges, table, scale, per_page, pooled):
     ``floor(64 (1 − e^{−z}))`` and ``edges[64]`` = inf; ``table[floor(z·scale)]`` is the
     cell of the left end of each lookup bin, and one bin holds at most one edge, so a cell
     is one lookup and one comparison (no branch: z is first capped at ``edges[63]``).
-    ``pooled`` (64,) receives the counts summed over pages.
+    ``pooled`` (64,) receives the counts summed over pages. Blocks of pages run in
+    parallel, each with its own counts.
 
     The distance max_c |acc_c/k − (c+1)/64| (acc_c the crawls in cells <= c) is computed as
     max_c |64·acc_c − (c+1)·k| / (64 k), exact in integers with one rounding.
@@ -270,26 +271,32 @@ def exp_cell_distance(tau, offsets, p, edges, table, scale, per_page, pooled):
     m = edges.size - 1  # 64 cells
     last = edges[m - 1]
     shared = p.size == 1
-    counts = np.zeros(m, dtype=np.int64)
-    for i in range(n):
-        pi = p[0] if shared else p[i]
-        lo, hi = offsets[i], offsets[i + 1]
-        for j in range(lo, hi):
-            z = min(tau[j] * pi, last)
-            c = table[int(z * scale)]
-            c += z >= edges[c + 1]
-            counts[c] += 1
-        k = hi - lo
-        acc = 0
-        worst = 0
-        for c in range(m - 1):
-            acc += counts[c]
-            d = abs(m * acc - (c + 1) * k)
-            worst = max(worst, d)
+    n_blocks = max(1, min(n, 64))
+    block_counts = np.zeros((n_blocks, m), dtype=np.int64)
+    for blk in nb.prange(n_blocks):
+        counts = np.zeros(m, dtype=np.int64)
+        mine = block_counts[blk]
+        for i in range(blk * n // n_blocks, (blk + 1) * n // n_blocks):
+            pi = p[0] if shared else p[i]
+            lo, hi = offsets[i], offsets[i + 1]
+            for j in range(lo, hi):
+                z = min(tau[j] * pi, last)
+                c = table[int(z * scale)]
+                c += z >= edges[c + 1]
+                counts[c] += 1
+            k = hi - lo
+            acc = 0
+            worst = 0
+            for c in range(m - 1):
+                acc += counts[c]
+                worst = max(worst, abs(m * acc - (c + 1) * k))
+            for c in range(m):
+                mine[c] += counts[c]
+                counts[c] = 0
+            per_page[i] = worst / (m * k)
+    for blk in range(n_blocks):
         for c in range(m):
-            pooled[c] += counts[c]
-            counts[c] = 0
-        per_page[i] = worst / (m * k)
+            pooled[c] += block_counts[blk, c]
 
 
 # --------------------------------------------------------------------------- MLE roots
