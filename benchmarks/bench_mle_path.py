@@ -1,6 +1,16 @@
 """Speed of the MLE / MM trajectories: against brentq at every k, and against the number of pages.
 
-Run: ``python benchmarks/bench_mle_path.py [--k 10000] [--seed 1] [--pages 1000 10000 100000]``
+Run: ``uv run --locked python benchmarks/bench_mle_path.py [--k 10000] [--seed 1] [--pages 1000 10000 100000]``
+
+Goals (each printed as a ``RESULT`` line beside its measurement):
+
+* one page, k = 10^4: ``estimate_path(h, "mle")`` >= 200x faster than re-solving every
+  prefix with brentq (cold bracket), with the same roots to 1e-9 relative;
+* cost per page-crawl flat within 2x from k = 16 to 10^4 (``--flat-crawls`` crawls in
+  all at each k);
+* 10^5 pages x 100 crawls in <= 8 s; the previous implementation (the numpy
+  ``RootPath`` root tracking, which the MM path and pages with extreme intervals still
+  use) is timed at ``--previous-pages`` x 100 in the same run for the ratio.
 
 Part 1 prints, for one simulated page (Δ = 5, p = 3, Poisson crawls) and k crawls:
 
@@ -17,6 +27,8 @@ Part 1 prints, for one simulated page (Δ = 5, p = 3, Poisson crawls) and k craw
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import time
 
 import numpy as np
@@ -24,6 +36,15 @@ from scipy.optimize import brentq
 
 from changerate_bayes import estimate_path, simulate_history
 from changerate_bayes.estimators._rootpath import MLE_KIND, RootPath
+
+
+def result(goal, measured, meets, **extra):
+    row = {"goal": goal, "measured": measured, "meets": None if meets is None else bool(meets), **extra}
+    print("RESULT " + json.dumps(row, ensure_ascii=False), flush=True)
+
+
+def load_note():
+    return f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
 
 
 def _score(changed, tau):
@@ -92,13 +113,18 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--change-rate", type=float, default=5.0)
     parser.add_argument("--crawl-rate", type=float, default=3.0)
-    parser.add_argument("--pages", type=int, nargs="*", default=[1_000, 10_000, 100_000],
+    parser.add_argument("--pages", type=int, nargs="*", default=[],
                         help="page counts for part 2 (100 crawls each)")
     parser.add_argument("--page-crawls", type=int, default=100)
+    parser.add_argument("--flat-ks", type=int, nargs="*", default=[16, 128, 1000, 10_000])
+    parser.add_argument("--flat-crawls", type=int, default=320_000)
+    parser.add_argument("--previous-pages", type=int, default=10_000)
     args = parser.parse_args(argv)
+    print(load_note())
 
     h = simulate_history(args.change_rate, args.crawl_rate, args.k, rng=args.seed)
     changed, tau = h.changed.astype(np.float64), h.intervals
+    estimate_path(h.head(200), "mle")  # compiles (or loads) the kernels
     t_path, path = _best_of(lambda: estimate_path(h, "mle"), 3)
     solver = RootPath(MLE_KIND, 1)
     solver.extend(changed[None], tau[None])
@@ -117,8 +143,55 @@ def main(argv=None):
     print(f"  speed-up over warm brentq       : {t_warm / t_path:9.1f} x")
     print(f"  max relative difference to brentq over all k: {rel:.2e}; 0.0/inf limits identical: {same_limits}")
     print(f"  final estimate {path[-1]:.6f} (true Δ = {args.change_rate:g})")
+    speed = t_cold / t_path
+    result(f"MLE path, one page, k = {args.k}: >= 200x faster than brentq at every k",
+           f"{speed:.0f}x ({t_path:.3f} s against {t_cold:.1f} s)", speed >= 200, value=speed, note=load_note())
+    result(f"MLE path, k = {args.k}: the same roots as brentq to 1e-9 relative",
+           f"max relative difference {rel:.1e}", rel <= 1e-9 and same_limits, value=float(rel))
+    flatness(args)
+    goal_pages(args)
     if args.pages:
         pages_scaling(args)
+
+
+def flatness(args):
+    """Cost per page-crawl of the MLE path against the page length k (same crawls in all)."""
+    print(f"\nMLE path: cost per page-crawl against k ({args.flat_crawls} crawls in all at each k)")
+    costs = {}
+    for k in args.flat_ks:
+        n = max(1, args.flat_crawls // k)
+        h = simulate_history(args.change_rate, args.crawl_rate, k, n_pages=n, rng=args.seed)
+        wall, _ = _best_of(lambda: estimate_path(h, "mle"), 2)
+        costs[k] = wall / (n * k)
+        print(f"  k = {k:6d} ({n:6d} pages): {costs[k] * 1e9:8.0f} ns per page-crawl", flush=True)
+    spread = max(costs.values()) / min(costs.values())
+    detail = ", ".join(f"k={k}: {c * 1e9:.0f} ns" for k, c in costs.items())
+    result(f"MLE path: cost per page-crawl flat within 2x from k = {min(costs)} to {max(costs)}",
+           f"max/min {spread:.2f} ({detail})", spread <= 2.0, value=spread, note=load_note())
+
+
+def goal_pages(args):
+    """10^5 pages x 100 crawls, and the previous implementation at fewer pages for the ratio."""
+    k, n = 100, 100_000
+    h = simulate_history(args.change_rate, args.crawl_rate, k, n_pages=n, rng=args.seed)
+    wall, _ = _best_of(lambda: estimate_path(h, "mle"), 1)
+    m = args.previous_pages
+    small = simulate_history(args.change_rate, args.crawl_rate, k, n_pages=m, rng=args.seed)
+    t_new, new = _best_of(lambda: estimate_path(small, "mle"), 1)
+
+    def previous():
+        return RootPath(MLE_KIND, m).extend(small.changed.astype(np.float64), small.intervals)
+
+    t_old, old = _best_of(previous, 1)
+    ok = np.isfinite(old) & (old > 0)
+    rel = float(np.max(np.abs(new[ok] / old[ok] - 1.0)))
+    print(f"\nMLE path, {n:.0e} pages x {k} crawls: {wall:.2f} s; at {m:.0e} pages: {t_new:.2f} s, the previous "
+          f"implementation {t_old:.2f} s ({t_old / t_new:.1f}x slower; max relative difference {rel:.1e})")
+    result(f"MLE path, {n:.0e} pages x {k} crawls: <= 8 s", f"{wall:.2f} s (previous implementation: "
+           f"{t_old / t_new:.1f}x slower at {m:.0e} pages in this run)", wall <= 8.0, value=wall, unit="s",
+           note=load_note())
+    result("MLE path: the same roots as the previous implementation to 1e-9 relative", f"{rel:.1e}",
+           rel <= 1e-9, value=rel)
 
 
 def _timed(fn):

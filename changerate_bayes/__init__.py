@@ -23,6 +23,7 @@ from .estimators import (
     SAMEstimator,
     check_sam_stepsizes,
     estimate_path,
+    final_estimates,
 )
 
 # --- bayes ---
@@ -56,6 +57,7 @@ __all__ = [
     "posterior_mean_path",
     "sampler_diagnostics",
     "estimate_path",
+    "final_estimates",
     "NaiveEstimator",
     "LLNEstimator",
     "SAEstimator",
