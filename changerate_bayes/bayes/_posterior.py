@@ -13,7 +13,7 @@ from . import _arviz
 from ._conjugate import conjugate_draws
 from ._diagnostics import sampler_diagnostics
 from ._grid import DEFAULT_GRID_SIZE, _mode, grid_draws, improper_pages
-from ._likelihood import ExactLikelihood, sparse_data
+from ._sufficient import change_counts, crawl_rates, data_groups, exact_likelihood
 from ._nuts import (
     FAMILY_COEFFICIENTS, SAMPLERS, check_nuts_tune, check_target_accept, get_model, page_model, resolve_sampler,
 )
@@ -45,15 +45,6 @@ def _check_prior(prior, history: CrawlHistory) -> Prior:
     return prior
 
 
-def _pages_2d(history: CrawlHistory):
-    """changed, intervals (or None) and p (or None) with a page axis: (n, k), (n,)."""
-    n = history.n_pages or 1
-    changed = history.changed.reshape(n, -1)
-    tau = None if history.intervals is None else history.intervals.reshape(n, -1)
-    p = None if history.crawl_rate is None else np.broadcast_to(np.asarray(history.crawl_rate, float), (n,))
-    return changed, tau, p
-
-
 def refuse_improper(mask: np.ndarray, prior: Prior, history: CrawlHistory) -> None:
     """ValueError naming the first page whose posterior is improper."""
     if mask.any():
@@ -83,7 +74,9 @@ def posterior(
     Parameters
     ----------
     history : CrawlHistory
-        Indicators I_k of shape (k,) or (n_pages, k). ``"nuts"`` and ``"grid"`` need
+        Indicators I_k of shape (k,) or (n_pages, k), or a ragged history (pages with
+        different numbers of crawls, :meth:`CrawlHistory.from_segments`), which every
+        method takes at the same cost per crawl. ``"nuts"`` and ``"grid"`` need
         its ``intervals`` τ_k (the time unit of τ is the unit of Δ: τ in hours gives Δ
         per hour); ``"conjugate"`` needs its ``crawl_rate`` p and ignores τ.
     prior : GammaPrior, LogNormalPrior or BetaPrimePrior, optional
@@ -120,7 +113,9 @@ def posterior(
     arviz.InferenceData
         ``posterior["change_rate"]`` with dims (chain, draw) for a 1-D history or
         (chain, draw, page); ``observed_data["changed"]``, ``constant_data`` with
-        ``intervals`` and/or ``crawl_rate``; ``posterior.attrs`` with ``method`` and
+        ``intervals`` and/or ``crawl_rate`` (a ragged history padded after each
+        page's last crawl with I = 0 and τ = 0, and ``constant_data["observed"]``
+        marking the real crawls); ``posterior.attrs`` with ``method`` and
         ``prior``. For ``"nuts"``, ``sample_stats`` (with ``diverging``) and the
         summary of :func:`sampler_diagnostics` in ``sample_stats.attrs``.
 
@@ -174,7 +169,7 @@ def posterior(
         n_pages=history.n_pages,
         attrs={"method": opts["method"], "prior": repr(prior), **attrs},
         sample_stats=stats,
-        **_data_groups(history),
+        **data_groups(history),
     )
     if opts["method"] == "nuts":
         _record_diagnostics(idata)
@@ -218,33 +213,31 @@ def _check_tune(tune, method: str) -> int:
 
 
 def _fit_conjugate(history, prior, gen, *, draws, chains, **_):
-    changed, _, p = _pages_2d(history)
-    n, k = changed.shape
-    n_changed = changed.sum(axis=1)
+    n_changed, n_crawls = change_counts(history)
     refuse_improper((prior.a + n_changed) <= 0, prior, history)
-    return conjugate_draws(prior.a, prior.b, n_changed, k, p, (chains, draws, n), gen), {}, None
+    size = (chains, draws, n_changed.size)
+    return conjugate_draws(prior.a, prior.b, n_changed, n_crawls, crawl_rates(history), size, gen), {}, None
 
 
 def _exact_setup(history, prior):
-    changed, tau, p = _pages_2d(history)
-    lik = ExactLikelihood(changed, tau)
-    coef = prior.coefficients(p).as_arrays(changed.shape[0])
+    lik = exact_likelihood(history)
+    coef = prior.coefficients(crawl_rates(history)).as_arrays(lik.n_pages)
     refuse_improper(improper_pages(lik, coef), prior, history)
-    return changed, tau, lik, coef
+    return lik, coef
 
 
 def _fit_grid(history, prior, gen, *, draws, chains, grid_size, **_):
-    _, _, lik, coef = _exact_setup(history, prior)
+    lik, coef = _exact_setup(history, prior)
     flat, _ = grid_draws(lik, coef, n_draws=chains * draws, rng=gen, size=grid_size)
     return flat.reshape(lik.n_pages, chains, draws).transpose(1, 2, 0), {"grid_size": grid_size}, None
 
 
 def _fit_nuts(history, prior, gen, *, draws, chains, tune, nuts_sampler, target_accept, **_):
-    changed, tau, lik, coef = _exact_setup(history, prior)
+    lik, coef = _exact_setup(history, prior)
     n, family = lik.n_pages, prior.family
     sampler = resolve_sampler(nuts_sampler)
     model = get_model(("pages", family, n), lambda: page_model(n, family), sampler=sampler, var_names=["change_rate"])
-    data = sparse_data(changed, tau)
+    data = {"t0": lik.t0, "tau1": lik._tau, "page1": lik._page}
     data.update({f"prior_{c}": coef[c] for c in FAMILY_COEFFICIENTS[family]})
     post, stats = model.sample(
         data,
@@ -256,18 +249,6 @@ def _fit_nuts(history, prior, gen, *, draws, chains, tune, nuts_sampler, target_
         target_accept=target_accept,
     )
     return post["change_rate"], {"sampler": sampler, "tune": tune}, stats
-
-
-def _data_groups(history) -> dict:
-    """observed_data (the indicators) and constant_data (intervals, crawl rate) with dims."""
-    data_dims = ("crawl",) if history.n_pages is None else ("page", "crawl")
-    constant = {}
-    if history.intervals is not None:
-        constant["intervals"] = (history.intervals, data_dims)
-    if history.crawl_rate is not None:
-        rate = np.asarray(history.crawl_rate, dtype=np.float64)
-        constant["crawl_rate"] = (rate, ("page",) if rate.ndim else ())
-    return {"observed_data": {"changed": (history.changed, data_dims)}, "constant_data": constant}
 
 
 def _record_diagnostics(idata) -> None:

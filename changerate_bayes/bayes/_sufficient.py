@@ -16,7 +16,10 @@ import numpy as np
 from ..history import CrawlHistory
 from ._likelihood import ExactLikelihood
 
-__all__ = ["exact_likelihood", "change_counts", "crawl_rates"]
+__all__ = [
+    "exact_likelihood", "change_counts", "crawl_rates", "likelihood_from_parts", "changed_padded", "take_pages",
+    "data_groups",
+]
 
 
 def change_counts(history: CrawlHistory) -> tuple[np.ndarray, np.ndarray]:
@@ -46,15 +49,72 @@ def exact_likelihood(history: CrawlHistory) -> ExactLikelihood:
     if tau is None:
         raise ValueError("the likelihood needs the crawl intervals τ: pass `intervals` to CrawlHistory")
     changed = history.flat_changed > 0
-    n = history.lengths.size
     page = history.page_index()
+    t0 = np.bincount(page, weights=np.where(changed, 0.0, tau), minlength=history.lengths.size)
+    return likelihood_from_parts(t0, page[changed], tau[changed])
+
+
+def data_groups(history: CrawlHistory, *, crawl_rate: bool = True) -> dict:
+    """``observed_data`` (the indicators) and ``constant_data`` (intervals, crawl rate) with dims.
+
+    A ragged history is stored padded, (page, crawl) with I = 0 and τ = 0 after each
+    page's last crawl, and ``constant_data["observed"]`` (bool, (page, crawl)) marks the
+    real crawls.
+    """
+    if history.n_pages is None:
+        changed, tau, mask, dims = history.flat_changed, history.flat_intervals, None, ("crawl",)
+    else:
+        changed, tau, mask = history.padded()
+        dims = ("page", "crawl")
+    constant = {}
+    if tau is not None:
+        constant["intervals"] = (tau, dims)
+    if history.is_ragged:
+        constant["observed"] = (mask, dims)
+    if crawl_rate and history.crawl_rate is not None:
+        rate = np.asarray(history.crawl_rate, dtype=np.float64)
+        constant["crawl_rate"] = (rate, ("page",) if rate.ndim else ())
+    return {"observed_data": {"changed": (changed, dims)}, "constant_data": constant}
+
+
+def likelihood_from_parts(t0: np.ndarray, page: np.ndarray, tau: np.ndarray) -> ExactLikelihood:
+    """An :class:`ExactLikelihood` from S0 per page and the changed intervals (page-sorted).
+
+    Parameters
+    ----------
+    t0 : ndarray, shape (n_pages,)
+        S0 = Σ(1 − I)τ of each page.
+    page : ndarray of int, shape (n_changes,)
+        Page of each changed crawl, non-decreasing.
+    tau : ndarray, shape (n_changes,)
+        Interval of each changed crawl.
+    """
+    n = t0.size
     lik = object.__new__(ExactLikelihood)
     lik.n_pages = n
-    lik.n_changed = np.bincount(page, weights=changed, minlength=n).astype(np.float64)
-    lik.t0 = np.bincount(page, weights=np.where(changed, 0.0, tau), minlength=n)
-    lik._page = page[changed]
-    lik._tau = np.ascontiguousarray(tau[changed])
+    lik.n_changed = np.bincount(page, minlength=n).astype(np.float64)
+    lik.t0 = np.asarray(t0, dtype=np.float64)
+    lik._page = np.asarray(page, dtype=np.int64)
+    lik._tau = np.ascontiguousarray(tau, dtype=np.float64)
     lik._segments()
     half = lik._sum(lik._tau) / 2.0
     lik.start = np.log((lik.n_changed + 0.5) / (lik.t0 + half))
     return lik
+
+
+def changed_padded(lik: ExactLikelihood) -> tuple[np.ndarray, np.ndarray]:
+    """The changed intervals as a (n_pages, max changes) array padded with 1.0, and its mask."""
+    counts = lik.n_changed.astype(np.int64)
+    width = max(int(counts.max()) if counts.size else 0, 1)
+    mask = np.arange(width)[None, :] < counts[:, None]
+    tau = np.ones(mask.shape)
+    tau[mask] = lik._tau
+    return tau, mask
+
+
+def take_pages(lik: ExactLikelihood, idx: np.ndarray) -> ExactLikelihood:
+    """The likelihood of pages ``idx`` (any order, repeats allowed), as new pages 0..len(idx)−1."""
+    tau, mask = changed_padded(lik)
+    sub_mask = mask[idx]
+    page = np.nonzero(sub_mask)[0]
+    return likelihood_from_parts(lik.t0[idx], page, tau[idx][sub_mask])
