@@ -18,16 +18,14 @@ from ._likelihood import ExactLikelihood
 
 __all__ = [
     "exact_likelihood", "change_counts", "crawl_rates", "likelihood_from_parts", "changed_padded", "take_pages",
-    "data_groups",
+    "data_groups", "time_rescaling",
 ]
 
 
 def change_counts(history: CrawlHistory) -> tuple[np.ndarray, np.ndarray]:
     """Changes seen Î and crawls k per page, float64 arrays of shape (n_pages,)."""
-    lengths = history.lengths
-    flat = history.flat_changed
-    n_changed = np.add.reduceat(flat.astype(np.float64), history.offsets[:-1]) if flat.size else np.zeros(0)
-    return n_changed, lengths.astype(np.float64)
+    n_changed = np.add.reduceat(history.flat_changed, history.offsets[:-1], dtype=np.int64)
+    return n_changed.astype(np.float64), history.lengths.astype(np.float64)
 
 
 def crawl_rates(history: CrawlHistory) -> np.ndarray | None:
@@ -38,14 +36,57 @@ def crawl_rates(history: CrawlHistory) -> np.ndarray | None:
     return np.broadcast_to(np.asarray(history.crawl_rate, dtype=np.float64), (n,))
 
 
-def exact_likelihood(history: CrawlHistory) -> ExactLikelihood:
+#: a page whose intervals sum beyond the float64 range is rescaled so its sum is below 2^MAX_TOTAL_EXPONENT
+MAX_TOTAL_EXPONENT = 1000
+
+
+def time_rescaling(history: CrawlHistory, coef: dict):
+    """Rescale the time of pages whose intervals sum beyond the float64 range.
+
+    The likelihood depends on Δτ only, so with τ' = 2^{−e} τ (exact in binary) and
+    Δ' = 2^{e} Δ, i.e. u' = u + shift with shift = e·log 2, the posterior of u' is that
+    of u moved by ``shift``: the prior coefficients become B' = 2^{−e} B, M' = M + shift
+    and L' = L + shift (A, C, E unchanged), and Δ = e^{u' − shift}. Only pages whose
+    interval total overflows get e > 0 (chosen so the total is below 2^1000); the
+    others are untouched, bit for bit.
+
+    Returns
+    -------
+    tau : ndarray, shape (n_visits,)
+        The flat intervals (the history's own array when nothing is rescaled).
+    coef : dict of ndarray
+        The prior coefficients in the rescaled time.
+    shift : ndarray, shape (n_pages,), or None
+        e·log 2 per page; None when no page is rescaled.
+    """
+    tau = history.flat_intervals
+    starts = history.offsets[:-1]
+    with np.errstate(over="ignore"):
+        totals = np.add.reduceat(tau, starts)
+    bad = ~np.isfinite(totals)
+    if not bad.any():
+        return tau, coef, None
+    lengths = history.lengths
+    top = np.maximum.reduceat(tau, starts)
+    e = np.zeros(lengths.size, dtype=np.int64)
+    e[bad] = (np.ceil(np.log2(top[bad])) + np.ceil(np.log2(lengths[bad])) - MAX_TOTAL_EXPONENT).astype(np.int64)
+    shift = e * np.log(2.0)
+    new = dict(coef)
+    new["B"] = np.ldexp(coef["B"], -e)
+    new["M"] = coef["M"] + shift
+    new["L"] = coef["L"] + shift
+    return np.ldexp(tau, -np.repeat(e, lengths)), new, shift
+
+
+def exact_likelihood(history: CrawlHistory, tau: np.ndarray | None = None) -> ExactLikelihood:
     """The :class:`ExactLikelihood` of every page from the flat (CSR) view of the history.
 
     Holds per page S0 and the number of changes, and the intervals of the changed crawls
     with their page index (page-sorted), exactly what ``ExactLikelihood(changed, tau)``
-    holds for a rectangular history.
+    holds for a rectangular history. ``tau`` replaces the flat intervals (e.g. from
+    :func:`time_rescaling`).
     """
-    tau = history.flat_intervals
+    tau = history.flat_intervals if tau is None else tau
     if tau is None:
         raise ValueError("the likelihood needs the crawl intervals τ: pass `intervals` to CrawlHistory")
     changed = history.flat_changed > 0
