@@ -90,18 +90,43 @@ def test_grid_kernel_matches_on_a_ragged_history():
     np.testing.assert_allclose(new, old, rtol=1e-12, atol=0)
 
 
-@pytest.mark.parametrize("method", ["grid", "conjugate"])
-def test_same_draws_whatever_the_number_of_threads(many_pages, method):
+def test_same_grid_draws_whatever_the_number_of_threads(many_pages):
     prior = BetaPrimePrior(1.0, 2.0)
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        one = posterior(many_pages, prior=prior, method=method, draws=20, chains=1, rng=8).posterior["change_rate"]
+        one = _draws(many_pages, prior, draws=20, chains=1, rng=8)
         numba.set_num_threads(max(2, before))
-        two = posterior(many_pages, prior=prior, method=method, draws=20, chains=1, rng=8).posterior["change_rate"]
+        two = _draws(many_pages, prior, draws=20, chains=1, rng=8)
     finally:
         numba.set_num_threads(before)
-    np.testing.assert_array_equal(one.values, two.values)
+    np.testing.assert_array_equal(one, two)
+
+
+def test_same_conjugate_draws_whatever_the_number_of_threads(many_pages, monkeypatch):
+    from changerate_bayes.bayes import _conjugate
+
+    monkeypatch.setattr(_conjugate, "BLOCK_PAGES", 512)  # several blocks
+    runs = []
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(_conjugate, "THREADS", threads)
+        idata = posterior(many_pages, prior=BetaPrimePrior(1.0, 2.0), method="conjugate", draws=20, chains=1, rng=8)
+        runs.append(idata.posterior["change_rate"].values)
+    np.testing.assert_array_equal(runs[0], runs[1])
+    np.testing.assert_array_equal(runs[0], runs[2])
+
+
+def test_conjugate_block_is_the_previous_sampler_with_its_generator(monkeypatch):
+    """One block: the same numbers as scipy's beta-prime sampler with that block's generator."""
+    from changerate_bayes.bayes import _conjugate
+
+    n_changed, n_crawls, p = np.array([0.0, 3.0, 7.0]), np.array([5.0, 9.0, 7.0]), np.array([0.5, 1.0, 2.0])
+    out = _conjugate.conjugate_posterior_draws(1.0, 2.0, n_changed, n_crawls, p, n_draws=50,
+                                               rng=np.random.default_rng(3))
+    s = int(np.random.default_rng(3).integers(0, 2**63))
+    gen = np.random.Generator(np.random.PCG64(np.random.SeedSequence(s).spawn(1)[0]))
+    ref = stats.betaprime(1.0 + n_changed, 2.0 + n_crawls - n_changed, scale=p).rvs(size=(50, 3), random_state=gen)
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=0)
 
 
 def test_conjugate_kernel_draws_the_beta_prime_posterior():
