@@ -34,7 +34,9 @@ from .bayes import (
     LogNormalPrior,
     pooled_posterior,
     posterior,
+    PosteriorSummary,
     posterior_mean_path,
+    posterior_summary,
     sampler_diagnostics,
 )
 
@@ -55,6 +57,8 @@ __all__ = [
     "pooled_posterior",
     "posterior",
     "posterior_mean_path",
+    "posterior_summary",
+    "PosteriorSummary",
     "sampler_diagnostics",
     "estimate_path",
     "final_estimates",
