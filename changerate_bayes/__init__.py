@@ -33,7 +33,9 @@ from .bayes import (
     LogNormalPrior,
     pooled_posterior,
     posterior,
+    PosteriorSummary,
     posterior_mean_path,
+    posterior_summary,
     sampler_diagnostics,
 )
 
@@ -54,6 +56,8 @@ __all__ = [
     "pooled_posterior",
     "posterior",
     "posterior_mean_path",
+    "posterior_summary",
+    "PosteriorSummary",
     "sampler_diagnostics",
     "estimate_path",
     "NaiveEstimator",

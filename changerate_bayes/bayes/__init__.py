@@ -6,6 +6,7 @@
   :func:`pooled_posterior` (hierarchical, many pages) return ``arviz.InferenceData``.
 - :class:`BayesianEstimator` updates a posterior crawl by crawl;
   :func:`posterior_mean_path` is its batch counterpart.
+- :func:`posterior_summary`: exact per-page mean, sd and credible interval (no draws).
 - :func:`log_likelihood`, :func:`sampler_diagnostics`.
 """
 
@@ -14,6 +15,7 @@ from ._likelihood import log_likelihood, pt_log_likelihood
 from ._pooled import POPULATIONS, pooled_posterior
 from ._posterior import DEFAULT_PRIOR, METHODS, posterior
 from ._priors import BetaPrimePrior, GammaPrior, LogNormalPrior, Prior
+from ._summary import PosteriorSummary, posterior_summary
 from ._streaming import BayesianEstimator, posterior_mean_path
 
 __all__ = [
@@ -33,6 +35,8 @@ __all__ = [
     "pooled_posterior",
     "posterior",
     "posterior_mean_path",
+    "posterior_summary",
+    "PosteriorSummary",
     "pt_log_likelihood",
     "sampler_diagnostics",
 ]

@@ -196,15 +196,20 @@ def _check_args(history, prior, method, draws, chains, tune, grid_size, nuts_sam
     }
     prior = _check_prior(prior, history)
     if method == "conjugate":
-        history.crawl_rate_column(method="conjugate")  # ValueError without a crawl rate
-        if not isinstance(prior, BetaPrimePrior):
-            raise ValueError(
-                "`prior` must be a BetaPrimePrior for method 'conjugate' (the Beta prior on "
-                f"Δ/(Δ+p) is conjugate to the indicators); got {prior!r}"
-            )
-    else:
+        _check_conjugate(history, prior)
+    elif history.flat_intervals is None:
         history.require_intervals(method=method)  # ValueError without intervals
     return {"method": method, "prior": prior, "sizes": sizes}
+
+
+def _check_conjugate(history: CrawlHistory, prior: Prior) -> None:
+    """ValueError unless the history has a crawl rate and the prior is beta-prime."""
+    history.crawl_rate_column(method="conjugate")  # ValueError without a crawl rate
+    if not isinstance(prior, BetaPrimePrior):
+        raise ValueError(
+            "`prior` must be a BetaPrimePrior for method 'conjugate' (the Beta prior on "
+            f"Δ/(Δ+p) is conjugate to the indicators); got {prior!r}"
+        )
 
 
 def _check_tune(tune, method: str) -> int:
