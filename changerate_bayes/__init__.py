@@ -23,6 +23,7 @@ from .estimators import (
     SAMEstimator,
     check_sam_stepsizes,
     estimate_path,
+    final_estimates,
 )
 
 # --- bayes ---
@@ -60,6 +61,7 @@ __all__ = [
     "PosteriorSummary",
     "sampler_diagnostics",
     "estimate_path",
+    "final_estimates",
     "NaiveEstimator",
     "LLNEstimator",
     "SAEstimator",

@@ -1,9 +1,10 @@
 """Change-rate estimators: Naive, LLN, SA, SAM (Avrachenkov et al.), MLE, moment matching
 and Cho & Garcia-Molina's estimator for regular crawls.
 
-Each is available as a batch trajectory, :func:`estimate_path`, and as a streaming
-object with ``update(changed, interval=None)`` and a ``rate`` property that equals the
-trajectory after every update.
+Each is available as a batch trajectory, :func:`estimate_path`, as each page's final
+estimate, :func:`final_estimates`, and as a streaming object with
+``update(changed, interval=None, mask=None)`` and a ``rate`` property that equals the
+trajectory after every update. Histories may hold pages of any length (ragged).
 """
 
 from ._base import StreamingEstimator
@@ -11,7 +12,7 @@ from ._lln import LLNEstimator
 from ._mle import MLEEstimator
 from ._mm import MomentMatchingEstimator
 from ._naive import NaiveEstimator
-from ._path import METHODS, estimate_path
+from ._path import METHODS, estimate_path, final_estimates
 from ._regular import RegularCrawlEstimator
 from ._sa import SAEstimator
 from ._sam import SAMEstimator
@@ -45,4 +46,5 @@ __all__ = [
     "StreamingEstimator",
     "check_sam_stepsizes",
     "estimate_path",
+    "final_estimates",
 ]

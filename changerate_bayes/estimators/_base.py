@@ -21,6 +21,22 @@ from .._validation import as_float_array, check_positive_int, first_bad_index
 __all__ = ["StreamingEstimator"]
 
 
+def scaled_ratio(p, num, den):
+    """p · num / den, elementwise, without a spurious overflow of p · num.
+
+    Computed as (p · num) / den, the form of the paper's formulas; where that product
+    overflows (a crawl rate near the float64 limit) it is p · (num / den) instead, the
+    finite answer when there is one. 0/0 gives NaN without a warning.
+    """
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        out = np.asarray(p * num / den)
+        bad = ~np.isfinite(out)
+        if bad.any():
+            alt = np.broadcast_to(p * (num / den), out.shape)
+            out = np.where(bad & np.isfinite(alt), alt, out)
+    return out
+
+
 def check_finite_scalar(x, *, name: str) -> float:
     """Return ``x`` as a float after checking it is a finite real number."""
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
@@ -62,9 +78,10 @@ class StreamingEstimator:
     Subclasses set ``method`` (the name understood by :func:`estimate_path`),
     ``needs_crawl_rate`` / ``needs_intervals``, store their constructor arguments
     verbatim under the same names, keep their learned state in attributes ending in
-    ``_`` and implement ``_update(changed, interval)`` and ``_rate()`` (also called before
-    the first crawl, with ``n_crawls_ == 0``: the value of the formula at k = 0, or NaN
-    where the estimator is undefined there).
+    ``_`` and implement ``_update(changed, interval, mask)`` and ``_rate()`` (also called
+    before the first crawl, with ``n_crawls_ == 0``: the value of the formula at k = 0,
+    or NaN where the estimator is undefined there). ``mask`` is None when every page is
+    crawled, else a bool array (n_pages,) of the pages crawled in this step.
 
     Parameters
     ----------
@@ -91,6 +108,9 @@ class StreamingEstimator:
         self.crawl_rate = crawl_rate
         self.n_pages = n_pages
         self.n_crawls_ = 0
+        self.counts_ = None  # per-page crawl counts once a mask has made them differ
+        self._p_flat = None if crawl_rate is None else np.ascontiguousarray(
+            np.atleast_1d(np.asarray(crawl_rate, dtype=np.float64)))
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -101,49 +121,126 @@ class StreamingEstimator:
         """The crawl rate as an array broadcastable against the state."""
         return np.asarray(self.crawl_rate, dtype=np.float64)
 
-    def _check_observation(self, changed, interval):
+    def _k(self):
+        """Crawls seen by each page: a float (every page alike), or a float array (n_pages,)."""
+        return float(self.n_crawls_) if self.counts_ is None else self.counts_.astype(np.float64)
+
+    @property
+    def page_crawls(self):
+        """Crawls seen so far by each page: an int (one page) or int64 array (n_pages,).
+
+        Equal to ``n_crawls_`` on every page unless ``update`` was given a ``mask``.
+        """
+        if self.n_pages is None:
+            return self.n_crawls_
+        if self.counts_ is None:
+            return np.full(self.n_pages, self.n_crawls_, dtype=np.int64)
+        return self.counts_.copy()
+
+    def _check_changed_array(self, changed):
         shape = self._shape
         arr = np.asarray(changed)
         if arr.dtype.kind not in "biuf":
             raise TypeError(f"`changed` must be 0/1 numbers or booleans; got dtype {arr.dtype}")
         if arr.shape != shape:
             raise ValueError(f"`changed` must have shape {shape} (n_pages={self.n_pages}); got {arr.shape}")
-        bad = (arr != 0) & (arr != 1)
-        if bad.any():
-            where = "" if arr.ndim == 0 else f" at index {first_bad_index(bad)}"
-            raise ValueError(f"`changed` must be 0 or 1; got {arr[bad].flat[0].item()!r}{where}")
-        obs = arr.astype(np.float64)
+        return arr
+
+    @staticmethod
+    def _raise_bad_changed(arr, i):
+        where = "" if arr.ndim == 0 else f" at index {i}"
+        raise ValueError(f"`changed` must be 0 or 1; got {arr.reshape(-1)[i].item()!r}{where}")
+
+    def _check_mask(self, mask):
+        """None (every page crawled), or a bool array (n_pages,) with at least one False."""
+        if mask is None:
+            return None
+        if self.n_pages is None:
+            raise ValueError("`mask` is for estimators of several pages (n_pages given); "
+                             "a one-page estimator is crawled at every update")
+        m = np.asarray(mask)
+        if m.dtype != bool:
+            raise TypeError(f"`mask` must be a boolean array (True = page crawled); got dtype {m.dtype}")
+        if m.shape != self._shape:
+            raise ValueError(f"`mask` must have shape {self._shape} (n_pages={self.n_pages}); got {m.shape}")
+        if m.all() and self.counts_ is None:
+            return None
+        return np.ascontiguousarray(m)
+
+    def _check_interval(self, interval, mask):
+        shape = self._shape
         if interval is None:
             if self.needs_intervals:
                 raise ValueError(
                     f"method {self.method!r} needs the crawl interval τ: pass `interval` to update()"
                 )
-            return obs, None
-        tau = as_float_array(interval, name="interval", positive=True)
+            return None
+        if mask is None:
+            tau = as_float_array(interval, name="interval", positive=True)
+        else:  # only the crawled pages' intervals are used, and checked
+            tau = as_float_array(interval, name="interval", finite=False)
+            bad = mask & ~(np.isfinite(tau) & (tau > 0)) if tau.shape == shape else None
+            if bad is not None and bad.any():
+                raise ValueError(f"`interval` must be finite and > 0 on the crawled pages; got "
+                                 f"{tau[bad].flat[0]} at index {first_bad_index(bad)}")
         if tau.shape != shape:
             raise ValueError(f"`interval` must have shape {shape} (n_pages={self.n_pages}); got {tau.shape}")
-        return obs, tau
+        return tau
+
+    def _check_observation(self, changed, interval, mask=None):
+        arr = self._check_changed_array(changed)
+        bad = (arr != 0) & (arr != 1)
+        if mask is not None:
+            bad &= mask
+        if bad.any():
+            self._raise_bad_changed(arr, int(np.flatnonzero(bad.reshape(-1))[0]))
+        return arr.astype(np.float64), self._check_interval(interval, mask)
+
+    def _start_counts(self):
+        if self.counts_ is None:
+            self.counts_ = np.full(self.n_pages, self.n_crawls_, dtype=np.int64)
 
     # ------------------------------------------------------------------ public API
-    def update(self, changed, interval=None) -> None:
+    def update(self, changed, interval=None, mask=None) -> None:
         """Feed one crawl: I (``changed``) and, where the method needs it, τ (``interval``).
 
         Parameters
         ----------
         changed : {0, 1} or array_like of shape (n_pages,)
-            I_k = 1 if the page changed since the previous crawl.
+            I_k = 1 if the page changed since the previous crawl (bool or any numeric
+            dtype holding 0/1).
         interval : float or array_like of shape (n_pages,), optional
             τ_k = t_k - t_{k-1} > 0 (required by ``"mle"`` and ``"mm"``).
+        mask : array_like of bool, shape (n_pages,), optional
+            The pages crawled in this step (default: all). The other pages' state is
+            left untouched and their entries of ``changed`` / ``interval`` are neither
+            used nor checked, so pages crawled at different times and of any length
+            stream through one estimator; each page's ``rate`` is then its estimate
+            after its own crawls (its :func:`estimate_path` row at ``page_crawls - 1``).
 
         Raises
         ------
         ValueError
             If ``changed`` is not 0/1 or has the wrong shape, ``interval`` is not > 0
-            and finite, or is missing where the method needs it.
+            and finite, or is missing where the method needs it, or ``mask`` has the
+            wrong shape (or is given to a one-page estimator).
+        TypeError
+            If ``changed`` is not numeric or ``mask`` is not boolean.
         """
-        obs, tau = self._check_observation(changed, interval)
-        self._update(obs, tau)
+        mask = self._check_mask(mask)
+        if mask is None and self.counts_ is not None:  # pages already differ: all crawled now
+            mask = np.ones(self.n_pages, dtype=bool)
+        self._update_checked(changed, interval, mask)
         self.n_crawls_ += 1
+
+    def _update_checked(self, changed, interval, mask):
+        """Check the input and update (overridden by the fused kernels of the subclasses)."""
+        obs, tau = self._check_observation(changed, interval, mask)
+        if mask is not None:
+            self._start_counts()
+        self._update(obs, tau, mask)
+        if mask is not None:
+            self.counts_[mask] += 1
 
     @property
     def rate(self):
@@ -179,21 +276,33 @@ class StreamingEstimator:
 class ChangeCountEstimator(StreamingEstimator):
     """Base of the estimators whose state is (k, Î_k): Naive, LLN and regular-crawl.
 
-    Keeps ``changes_`` = Î_k = Σ_{j≤k} I_j; subclasses implement ``_rate()`` from
-    ``n_crawls_`` and ``changes_``.
+    Keeps ``changes_`` = Î_k = Σ_{j≤k} I_j (updated in place); subclasses implement
+    ``_rate()`` from ``_k()`` and ``changes_``. For several pages the update is one
+    compiled pass that checks the I_k and adds them.
     """
 
     def __init__(self, *, crawl_rate=None, n_pages=None):
         super().__init__(crawl_rate=crawl_rate, n_pages=n_pages)
         self.changes_ = np.zeros(self._shape)
 
-    def _update(self, changed, interval):
-        self.changes_ = self.changes_ + changed
+    def _update_checked(self, changed, interval, mask):
+        from . import _kernels
+
+        arr = self._check_changed_array(changed)
+        self._check_interval(interval, mask)
+        if mask is None:
+            bad = _kernels.count_update(arr.reshape(-1), self.changes_.reshape(-1))
+        else:
+            self._start_counts()
+            bad = _kernels.count_update_masked(arr, mask, self.changes_, self.counts_)
+        if bad >= 0:
+            self._raise_bad_changed(arr, bad)
 
     def merge(self, other):
         """A new estimator holding the crawls of ``self`` and ``other`` (disjoint data).
 
-        The estimate depends on the data only through (k, Î_k), so merging adds both.
+        The estimate depends on the data only through (k, Î_k), so merging adds both
+        (per page when the estimators were fed with masks).
 
         Raises
         ------
@@ -205,4 +314,6 @@ class ChangeCountEstimator(StreamingEstimator):
         out = type(self)(crawl_rate=self.crawl_rate, n_pages=self.n_pages, **self.path_params())
         out.n_crawls_ = self.n_crawls_ + other.n_crawls_
         out.changes_ = self.changes_ + other.changes_
+        if self.counts_ is not None or other.counts_ is not None:
+            out.counts_ = self.page_crawls + other.page_crawls
         return out

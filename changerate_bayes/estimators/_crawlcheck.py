@@ -17,16 +17,21 @@ distance over all pages exceeds ε(α/2, n_pages·k) or one page's distance exce
 ε(α/(2 n_pages), k), with ε(a, n) = sqrt(log(2/a)/(2n)); by the union bound a genuine
 Poisson crawl is flagged with probability at most α. Regular crawls (all p τ = 1) have
 D ≈ 1 − e^{−1} = 0.63 and are flagged from about 18 crawls on one page (or 18 crawls
-pooled over pages). Binning by the exact CDF makes the check O(n), with no sort.
+pooled over pages). Binning by the exact CDF makes the check O(n), with no sort: one
+compiled pass over the crawls (``_kernels.exp_cell_distance``) finds each z's cell with a
+lookup table and one comparison, and keeps 64 counts per page at a time, so pages of any
+length cost no padding and no (n_pages, 64) array.
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
 
 from .._validation import StatisticalWarning
+from ._segments import segment_totals
 
 __all__ = ["FALSE_ALARM", "poisson_distance", "dkw_threshold", "warn_if_not_poisson", "warn_if_not_regular"]
 
@@ -66,31 +71,80 @@ def poisson_distance(z: np.ndarray):
     return per_page, pooled
 
 
-def _scaled_intervals(history):
-    tau = np.atleast_2d(history.intervals)
+def _cell(z):
+    return np.minimum(np.floor(-np.expm1(-z) * N_EDGES), N_EDGES - 1)
+
+
+LOOKUP_SCALE = 128.0  # bins of width 1/128 in z: narrower than any cell (>= 1/64), so one edge per bin
+
+
+@functools.cache
+def _cell_edges():
+    """edges[i] = the smallest float z with cell(z) >= i (i = 1..63), and the lookup table."""
+    edges = np.zeros(N_EDGES)
+    for i in range(1, N_EDGES):
+        z = -np.log1p(-i / N_EDGES)
+        while _cell(z) >= i:
+            z = np.nextafter(z, 0.0)
+        while _cell(z) < i:
+            z = np.nextafter(z, np.inf)
+        edges[i] = z
+    n_bins = int(np.ceil(edges[-1] * LOOKUP_SCALE)) + 1
+    table = np.searchsorted(edges[1:], np.arange(n_bins) / LOOKUP_SCALE, side="right").astype(np.int64)
+    return edges, table
+
+
+def poisson_distance_segments(history):
+    """Per-page and pooled distance of p·τ from Exp(1), as :func:`poisson_distance`, over the
+    history's CSR segments (pages of any length) in one compiled pass.
+
+    Returns
+    -------
+    per_page : ndarray, shape (n_pages,)
+    pooled : float
+    """
+    from . import _kernels
+
+    edges, table = _cell_edges()
+    p = np.ascontiguousarray(np.atleast_1d(np.asarray(history.crawl_rate, dtype=np.float64)))
+    n = history.lengths.size
+    per_page = np.empty(n)
+    counts = np.zeros(N_EDGES, dtype=np.int64)
+    _kernels.exp_cell_distance(history.flat_intervals, history.offsets, p, edges, table, LOOKUP_SCALE,
+                               per_page, counts)
+    levels = np.arange(1, N_EDGES) / N_EDGES
+    pooled = float(np.abs(np.cumsum(counts)[:-1] / history.n_visits - levels).max())
+    return per_page, pooled
+
+
+def _flat_scaled_intervals(history):
     p = np.asarray(history.crawl_rate, dtype=np.float64)
-    return tau * (p[:, None] if p.ndim == 1 else p)
+    tau = history.flat_intervals
+    with np.errstate(over="ignore"):
+        return tau * (np.repeat(p, history.lengths) if p.ndim == 1 else p)
 
 
 def warn_if_not_poisson(history, method: str, *, stacklevel: int) -> bool:
     """Warn when the intervals are clearly not exponential with mean 1/p; return whether it warned."""
-    if history.intervals is None or history.crawl_rate is None:
+    if history.flat_intervals is None or history.crawl_rate is None:
         return False
-    z = _scaled_intervals(history)
-    n_pages, k = z.shape
-    per_page, pooled = poisson_distance(z)
-    eps_pool = float(dkw_threshold(FALSE_ALARM / 2, n_pages * k))
-    eps_page = float(dkw_threshold(FALSE_ALARM / (2 * n_pages), k))
+    n_pages, lengths = history.lengths.size, history.lengths
+    per_page, pooled = poisson_distance_segments(history)
+    eps_pool = float(dkw_threshold(FALSE_ALARM / 2, history.n_visits))
+    eps_page = dkw_threshold(FALSE_ALARM / (2 * n_pages), lengths)  # each page at its own length
     flagged = per_page > eps_page
     if pooled <= eps_pool and not flagged.any():
         return False
-    mean, cv = float(z.mean()), float(z.std() / z.mean())
+    eps_page = float(eps_page.max()) if history.is_ragged else float(eps_page[0])
+    z = _flat_scaled_intervals(history)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, cv = float(z.mean()), float(z.std() / z.mean())
     if n_pages == 1:
         where = f"Kolmogorov distance of p·τ from Exp(1) D = {per_page[0]:.3f} > {eps_page:.3f}"
     else:
         where = (f"Kolmogorov distance of p·τ from Exp(1) D = {pooled:.3f} pooled over the {n_pages} pages "
                  f"(flagged above {eps_pool:.3f}), and {int(flagged.sum())} page(s) above the per-page level "
-                 f"{eps_page:.3f}")
+                 f"{eps_page:.3f}" + (" (at the shortest page's length)" if history.is_ragged else ""))
     warnings.warn(
         f"method {method!r} assumes Poisson crawling: intervals τ exponential with mean 1/p, so that "
         f"E[I] = Δ/(Δ + p) (paper eq. 4). These intervals are not (a test that Poisson crawls fail with "
@@ -109,13 +163,19 @@ def warn_if_not_regular(history, estimate, *, stacklevel: int) -> bool:
     −p log E[e^{−Δτ}] ≈ Δ(1 + m − (Δ/p) c²/2) to first order, so the relative bias is
     about |m − (Δ/p) c²/2| <= |m| + (Δ̂/p) c²/2, evaluated per page with the final estimate.
     """
-    if history.intervals is None or history.crawl_rate is None:
+    if history.flat_intervals is None or history.crawl_rate is None:
         return False
-    z = _scaled_intervals(history)
+    z = _flat_scaled_intervals(history)
     p = np.atleast_1d(np.asarray(history.crawl_rate, dtype=np.float64))
     ratio = np.atleast_1d(np.asarray(estimate, dtype=np.float64)) / p
-    m = z.mean(axis=1) - 1.0
-    c = z.std(axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if history.is_ragged:  # per page, over its own crawls
+            mean = segment_totals(z, history) / history.lengths
+            c = np.sqrt(segment_totals((z - np.repeat(mean, history.lengths)) ** 2, history) / history.lengths)
+        else:
+            z2 = z.reshape(history.lengths.size, -1)
+            mean, c = z2.mean(axis=1), z2.std(axis=1)
+        m = mean - 1.0
     bias = np.abs(m) + ratio * c**2 / 2.0
     bad = bias > REGULAR_BIAS
     if not bad.any():

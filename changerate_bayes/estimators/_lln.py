@@ -6,7 +6,8 @@ import numbers
 
 import numpy as np
 
-from ._base import ChangeCountEstimator
+from ._base import ChangeCountEstimator, scaled_ratio
+from ._segments import crawl_rates, position_in_page, scatter_padded, segment_cumsum, segment_totals
 
 __all__ = ["LLNEstimator"]
 
@@ -60,12 +61,28 @@ def alpha_sequence(alpha, k: np.ndarray) -> np.ndarray:
 
 
 def lln_path(history, *, alpha=1.0) -> np.ndarray:
-    """x_k for every prefix k, shape ``history.shape``."""
+    """x_k for every prefix k, shape ``history.shape`` (NaN-padded (n_pages, n_crawls) if ragged;
+    a callable ``alpha`` then receives the flat array of every crawl's k)."""
+    if history.is_ragged:
+        p = crawl_rates(history, method="lln")
+        ones = segment_cumsum(history.flat_changed, history)
+        k = position_in_page(history) + 1
+        a = alpha_sequence(alpha, k)
+        x = scaled_ratio(p if p.size == 1 else np.repeat(p, history.lengths), ones, k + a - ones)
+        return scatter_padded(x, history)
     p = history.crawl_rate_column(method="lln")
     ones = np.cumsum(history.changed, axis=-1, dtype=np.float64)
     k = np.arange(1, history.n_crawls + 1)
     a = alpha_sequence(alpha, k)
-    return p * ones / (k + a - ones)
+    return scaled_ratio(p, ones, k + a - ones)
+
+
+def lln_final(history, *, alpha=1.0) -> np.ndarray:
+    """x_k after each page's last crawl, shape (n_pages,) (α_k at each page's own k)."""
+    p = crawl_rates(history, method="lln")
+    ones = segment_totals(history.flat_changed, history)
+    k = history.lengths
+    return scaled_ratio(p, ones, k + alpha_sequence(alpha, k) - ones)
 
 
 class LLNEstimator(ChangeCountEstimator):
@@ -131,10 +148,20 @@ class LLNEstimator(ChangeCountEstimator):
         return {"alpha": self.alpha}
 
     def _rate(self):
-        if self.n_crawls_ == 0:
-            # x_0 = p·0/(0 + α_0): 0 for a constant α; α_0 = 0 for "log" and "sqrt" (0/0),
-            # and a callable α is only defined for k >= 1
-            return np.full(self._shape, 0.0 if isinstance(self.alpha, float) else np.nan)
-        k = np.array([self.n_crawls_])
-        a = alpha_sequence(self.alpha, k)[0]
-        return self._p() * self.changes_ / (k[0] + a - self.changes_)
+        # x_0 = p·0/(0 + α_0): 0 for a constant α; α_0 = 0 for "log" and "sqrt" (0/0),
+        # and a callable α is only defined for k >= 1
+        at_zero = 0.0 if isinstance(self.alpha, float) else np.nan
+        if self.counts_ is None:
+            if self.n_crawls_ == 0:
+                return np.full(self._shape, at_zero)
+            k = np.array([self.n_crawls_])
+            a = alpha_sequence(self.alpha, k)[0]
+            return scaled_ratio(self._p(), self.changes_, k[0] + a - self.changes_)
+        k = self.counts_
+        seen = k > 0
+        a = np.zeros(k.shape)
+        if seen.any():
+            a[seen] = alpha_sequence(self.alpha, k[seen])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            x = scaled_ratio(self._p(), self.changes_, k + a - self.changes_)
+        return np.where(seen, x, at_zero)

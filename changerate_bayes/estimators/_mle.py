@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._rootest import RootEstimator, root_path
+from ._rootest import RootEstimator, root_final, root_path
 from ._rootpath import MLE_KIND
 
 __all__ = ["MLEEstimator"]
@@ -13,6 +13,11 @@ __all__ = ["MLEEstimator"]
 def mle_path(history) -> np.ndarray:
     """Δ̂_MLE after each crawl, shape ``history.shape``."""
     return root_path(history, MLE_KIND)
+
+
+def mle_final(history) -> np.ndarray:
+    """The root after each page's last crawl, shape (n_pages,) (one exact solve per page)."""
+    return root_final(history, MLE_KIND)
 
 
 class MLEEstimator(RootEstimator):

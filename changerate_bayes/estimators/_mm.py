@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._rootest import RootEstimator, root_path
+from ._rootest import RootEstimator, root_final, root_path
 from ._rootpath import MM_KIND
 
 __all__ = ["MomentMatchingEstimator"]
@@ -13,6 +13,11 @@ __all__ = ["MomentMatchingEstimator"]
 def mm_path(history) -> np.ndarray:
     """Δ̂_MM after each crawl, shape ``history.shape``."""
     return root_path(history, MM_KIND)
+
+
+def mm_final(history) -> np.ndarray:
+    """The root after each page's last crawl, shape (n_pages,) (one exact solve per page)."""
+    return root_final(history, MM_KIND)
 
 
 class MomentMatchingEstimator(RootEstimator):

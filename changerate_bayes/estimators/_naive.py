@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import ChangeCountEstimator
+from ._base import ChangeCountEstimator, scaled_ratio
+from ._segments import crawl_rates, position_in_page, scatter_padded, segment_cumsum, segment_totals
 
 __all__ = ["NaiveEstimator"]
 
@@ -17,11 +18,23 @@ def naive_params(**params) -> dict:
 
 
 def naive_path(history) -> np.ndarray:
-    """w_k = p Î_k / k for every prefix k of the history, shape ``history.shape``."""
+    """w_k = p Î_k / k for every prefix k of the history, shape ``history.shape``
+    ((n_pages, n_crawls) with NaN after each page's last crawl if ragged)."""
+    if history.is_ragged:
+        p = crawl_rates(history, method="naive")
+        ones = segment_cumsum(history.flat_changed, history)
+        k = position_in_page(history) + 1.0
+        return scatter_padded(scaled_ratio(p if p.size == 1 else np.repeat(p, history.lengths), ones, k), history)
     p = history.crawl_rate_column(method="naive")
     ones = np.cumsum(history.changed, axis=-1, dtype=np.float64)
     k = np.arange(1, history.n_crawls + 1, dtype=np.float64)
-    return p * ones / k
+    return scaled_ratio(p, ones, k)
+
+
+def naive_final(history) -> np.ndarray:
+    """w_k after each page's last crawl, shape (n_pages,) (``(1,)`` for one page)."""
+    p = crawl_rates(history, method="naive")
+    return scaled_ratio(p, segment_totals(history.flat_changed, history), history.lengths.astype(np.float64))
 
 
 class NaiveEstimator(ChangeCountEstimator):
@@ -73,6 +86,6 @@ class NaiveEstimator(ChangeCountEstimator):
     method = "naive"
 
     def _rate(self):
-        if self.n_crawls_ == 0:  # the change fraction 0/0 of no crawl is undefined
+        if self.counts_ is None and self.n_crawls_ == 0:  # the change fraction 0/0 of no crawl is undefined
             return np.full(self._shape, np.nan)
-        return self._p() * self.changes_ / float(self.n_crawls_)
+        return scaled_ratio(self._p(), self.changes_, self._k())

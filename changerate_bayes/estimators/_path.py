@@ -1,20 +1,23 @@
-"""``estimate_path``: the trajectory of any estimator over a crawl history."""
+"""``estimate_path``: the trajectory of any estimator over a crawl history, and
+``final_estimates``: each page's estimate after its last crawl."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from ..history import CrawlHistory
 from .._validation import check_choice
 from ._crawlcheck import warn_if_not_poisson, warn_if_not_regular
-from ._lln import lln_params, lln_path
-from ._mle import mle_path
-from ._mm import mm_path
-from ._naive import naive_params, naive_path
-from ._regular import regular_params, regular_path
+from ._lln import lln_final, lln_params, lln_path
+from ._mle import mle_final, mle_path
+from ._mm import mm_final, mm_path
+from ._naive import naive_final, naive_params, naive_path
+from ._regular import regular_final, regular_params, regular_path
 from ._rootest import no_params
-from ._sa import sa_params, sa_path
-from ._sam import sam_params, sam_path
+from ._sa import sa_final, sa_params, sa_path
+from ._sam import sam_final, sam_params, sam_path
 
-__all__ = ["METHODS", "POISSON_CRAWL_METHODS", "estimate_path", "check_method_params"]
+__all__ = ["METHODS", "POISSON_CRAWL_METHODS", "estimate_path", "final_estimates", "check_method_params"]
 
 METHODS = ("naive", "lln", "sa", "sam", "mle", "mm", "regular")
 POISSON_CRAWL_METHODS = ("naive", "lln", "sa", "sam")  # built on E[I] = Δ/(Δ + p)
@@ -36,6 +39,15 @@ _PATHS = {
     "mle": mle_path,
     "mm": mm_path,
     "regular": regular_path,
+}
+_FINALS = {
+    "naive": naive_final,
+    "lln": lln_final,
+    "sa": sa_final,
+    "sam": sam_final,
+    "mle": mle_final,
+    "mm": mm_final,
+    "regular": regular_final,
 }
 
 
@@ -64,7 +76,8 @@ def estimate_path(history, method, **params):
     Parameters
     ----------
     history : CrawlHistory
-        One page (shape (k,)) or several (shape (n_pages, k)).
+        One page (shape (k,)), several (shape (n_pages, k)), or pages of any length (a
+        ragged history from :meth:`CrawlHistory.from_segments`).
     method : {"naive", "lln", "sa", "sam", "mle", "mm", "regular"}
         The estimator (paper eq. 1-3, 15 and Section 3.4):
 
@@ -99,7 +112,11 @@ def estimate_path(history, method, **params):
     -------
     ndarray of float64, shape ``history.shape``
         Element j (along the last axis) is the estimate after the first j + 1 crawls,
-        in changes per the time unit of the crawl rate / intervals.
+        in changes per the time unit of the crawl rate / intervals. For a ragged
+        history the shape is (n_pages, n_crawls), n_crawls the longest page, and row i
+        is NaN after page i's last crawl (from column ``history.lengths[i]`` on); each
+        row equals the path of that page alone. :func:`final_estimates` gives each
+        page's last value without the padded array.
 
     Raises
     ------
@@ -122,10 +139,16 @@ def estimate_path(history, method, **params):
 
     Notes
     -----
-    Vectorised over pages; the recursive estimators loop over crawls. The MLE and MM
+    Vectorised over pages (the counts of "naive", "lln" and "regular" by cumulative
+    sums over each page's crawls; "sa" and "sam" in one compiled pass over the crawls
+    of all pages). With a crawl rate near the float64 limit (e.g. 1.7e308) the
+    estimates stay finite wherever they are representable: p·Î_k/k is formed as
+    p·(Î_k/k) where p·Î_k would overflow, and an SA/SAM step that overflows is redone in
+    units of p. The MLE and
     paths solve the first 128 prefixes exactly and then track the root with a
     certified Taylor expansion instead of re-solving from scratch at every k (see
-    ``_rootpath``); time and memory grow linearly with the number of pages.
+    ``_rootpath``); time and memory grow linearly with the number of pages. Ragged
+    histories are solved in groups of pages of similar length (within a factor 2).
 
     The Poisson-crawling check: under Poisson crawling p·τ ~ Exp(1). The largest gap
     between the empirical CDF of p·τ and 1 − e^{−z} at the 1/64-quantiles of Exp(1) is
@@ -161,5 +184,68 @@ def estimate_path(history, method, **params):
     if method in POISSON_CRAWL_METHODS:
         warn_if_not_poisson(history, method, stacklevel=2)
     elif method == "regular":
-        warn_if_not_regular(history, path[..., -1], stacklevel=2)
+        last = path[np.arange(path.shape[0]), history.lengths - 1] if history.is_ragged else path[..., -1]
+        warn_if_not_regular(history, last, stacklevel=2)
     return path
+
+
+def final_estimates(history, method, **params):
+    """Each page's estimate of the change rate Δ after its last crawl.
+
+    The same numbers as the last observed column of :func:`estimate_path` (row i at
+    column ``history.lengths[i] - 1``), computed without the path where the maths
+    allows: "naive", "lln" and "regular" from each page's counts (k, Î_k) by segment
+    sums; "sa" and "sam" by one compiled pass over the crawls that keeps only the
+    current iterate; "mle" and "mm" by one exact solve of each page's equation over all
+    its crawls (no root tracking over the prefixes).
+
+    Parameters
+    ----------
+    history : CrawlHistory
+        One page, several pages, or pages of any length (ragged).
+    method : {"naive", "lln", "sa", "sam", "mle", "mm", "regular"}
+        The estimator, as in :func:`estimate_path`.
+    **params
+        The method's parameters, as in :func:`estimate_path` (for a callable ``alpha``,
+        it receives each page's number of crawls).
+
+    Returns
+    -------
+    float or ndarray of float64, shape (n_pages,)
+        A float for a one-page (1-D) history, else one estimate per page, in changes per
+        the time unit of the crawl rate / intervals. Equal to the path's last values to
+        rounding for the counting and recursive methods; for "mle" and "mm" to the
+        path's certified accuracy (relative error ~1e-13, see :func:`estimate_path`).
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`estimate_path`.
+
+    Warns
+    -----
+    StatisticalWarning
+        As :func:`estimate_path` (the crawling-model checks and SAM overflow).
+
+    References
+    ----------
+    As :func:`estimate_path`.
+
+    Examples
+    --------
+    >>> from changerate_bayes import CrawlHistory, final_estimates
+    >>> h = CrawlHistory.from_segments([1, 0, 1, 1, 0, 0], lengths=[2, 4], crawl_rate=3.0)
+    >>> final_estimates(h, "naive").tolist()  # 3 * 1/2, 3 * 2/4
+    [1.5, 1.5]
+    >>> final_estimates(h, "lln").tolist()  # 3 * 1/(2 + 1 - 1), 3 * 2/(4 + 1 - 2)
+    [1.5, 2.0]
+    """
+    if not isinstance(history, CrawlHistory):
+        raise TypeError(f"`history` must be a CrawlHistory; got {type(history).__name__}")
+    params = check_method_params(method, params)
+    out = np.asarray(_FINALS[method](history, **params), dtype=np.float64)
+    if method in POISSON_CRAWL_METHODS:
+        warn_if_not_poisson(history, method, stacklevel=2)
+    elif method == "regular":
+        warn_if_not_regular(history, out, stacklevel=2)
+    return float(out[0]) if history.n_pages is None else out

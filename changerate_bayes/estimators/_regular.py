@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import ChangeCountEstimator
+from ._segments import crawl_rates, position_in_page, scatter_padded, segment_cumsum, segment_totals
 
 __all__ = ["RegularCrawlEstimator"]
 
@@ -22,11 +23,23 @@ def regular_estimate(p, changes, k):
 
 
 def regular_path(history) -> np.ndarray:
-    """Δ̂_k for every prefix k, shape ``history.shape``."""
+    """Δ̂_k for every prefix k, shape ``history.shape`` (NaN-padded (n_pages, n_crawls) if ragged)."""
+    if history.is_ragged:
+        p = crawl_rates(history, method="regular")
+        ones = segment_cumsum(history.flat_changed, history)
+        k = position_in_page(history) + 1.0
+        return scatter_padded(regular_estimate(p if p.size == 1 else np.repeat(p, history.lengths), ones, k),
+                              history)
     p = history.crawl_rate_column(method="regular")
     ones = np.cumsum(history.changed, axis=-1, dtype=np.float64)
     k = np.arange(1, history.n_crawls + 1, dtype=np.float64)
     return regular_estimate(p, ones, k)
+
+
+def regular_final(history) -> np.ndarray:
+    """Δ̂_k after each page's last crawl, shape (n_pages,)."""
+    p = crawl_rates(history, method="regular")
+    return regular_estimate(p, segment_totals(history.flat_changed, history), history.lengths.astype(np.float64))
 
 
 class RegularCrawlEstimator(ChangeCountEstimator):
@@ -84,4 +97,4 @@ class RegularCrawlEstimator(ChangeCountEstimator):
     method = "regular"
 
     def _rate(self):
-        return regular_estimate(self._p(), self.changes_, float(self.n_crawls_))
+        return regular_estimate(self._p(), self.changes_, self._k())

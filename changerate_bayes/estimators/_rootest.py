@@ -6,8 +6,10 @@ import numpy as np
 
 from ._base import StreamingEstimator
 from ._rootpath import RootPath
+from ._rootsolve import solve_robust
+from ._segments import length_buckets, segment_totals
 
-__all__ = ["RootEstimator", "root_path", "no_params"]
+__all__ = ["RootEstimator", "root_path", "root_final", "no_params"]
 
 
 def no_params(method: str, **params) -> dict:
@@ -17,13 +19,63 @@ def no_params(method: str, **params) -> dict:
     return {}
 
 
+def _flat_intervals(history, kind):
+    tau = history.flat_intervals
+    if tau is None:
+        raise ValueError(f"method {kind.name!r} needs the crawl intervals τ: pass `intervals` to CrawlHistory")
+    return tau
+
+
+def _gather(history, pages, m, tau):
+    """Rows ``pages`` of the history padded to ``m`` crawls: changed (0), τ (1.0), inside."""
+    lengths = history.lengths[pages]
+    inside = np.arange(m)[None, :] < lengths[:, None]
+    idx = np.where(inside, history.offsets[pages][:, None] + np.arange(m)[None, :], 0)
+    changed = np.where(inside, history.flat_changed[idx], 0).astype(np.float64)
+    return changed, np.where(inside, tau[idx], 1.0), inside
+
+
 def root_path(history, kind) -> np.ndarray:
-    """The root for every prefix of every page, shape ``history.shape``."""
-    tau = history.require_intervals(method=kind.name)
-    changed = np.atleast_2d(history.changed)
-    solver = RootPath(kind, changed.shape[0])
-    out = solver.extend(changed, np.atleast_2d(tau))
-    return out.reshape(history.shape)
+    """The root for every prefix of every page, shape ``history.shape``.
+
+    A ragged history is solved in groups of pages of similar length (lengths in
+    [2^b, 2^(b+1))), each padded to its longest page; the roots of a page's prefixes
+    depend on that page's crawls only, and the padding is set to NaN.
+    """
+    tau = _flat_intervals(history, kind)
+    if not history.is_ragged:
+        changed = np.atleast_2d(history.changed)
+        solver = RootPath(kind, changed.shape[0])
+        out = solver.extend(changed, np.atleast_2d(history.intervals))
+        return out.reshape(history.shape)
+    out = np.full(history.shape, np.nan)
+    for pages, m in length_buckets(history.lengths):
+        changed, tau_rows, inside = _gather(history, pages, m, tau)
+        roots = RootPath(kind, pages.size).extend(changed, tau_rows)
+        out[pages, :m] = np.where(inside, roots, np.nan)
+    return out
+
+
+def root_final(history, kind) -> np.ndarray:
+    """The root after each page's last crawl, shape (n_pages,): one exact solve per page.
+
+    Pages where no crawl (every crawl) saw a change give 0.0 (``inf``) from the counts
+    alone; the others are solved by the bracketed log-space Newton solver over their
+    crawls, in groups of similar length.
+    """
+    tau = _flat_intervals(history, kind)
+    n1 = segment_totals(history.flat_changed, history)
+    n0 = history.lengths - n1
+    out = np.where(n0 == 0, np.inf, 0.0)
+    regular = np.flatnonzero((n1 > 0) & (n0 > 0))
+    if regular.size == 0:
+        return out
+    sub_lengths = history.lengths[regular]
+    for group, m in length_buckets(sub_lengths):
+        pages = regular[group]
+        changed, tau_rows, inside = _gather(history, pages, m, tau)
+        out[pages] = solve_robust(kind, changed, tau_rows, inside, np.full(pages.size, np.nan))
+    return out
 
 
 class RootEstimator(StreamingEstimator):
@@ -34,12 +86,60 @@ class RootEstimator(StreamingEstimator):
     def __init__(self, *, crawl_rate=None, n_pages=None):
         super().__init__(crawl_rate=crawl_rate, n_pages=n_pages)
         self.solver_ = RootPath(self._kind, 1 if n_pages is None else n_pages)
+        self._pages = None  # per-page history once a mask made the pages' lengths differ
 
-    def _update(self, changed, interval):
-        self.solver_.extend(changed.reshape(-1, 1), interval.reshape(-1, 1))
+    def _update(self, changed, interval, mask):
+        if mask is None and self._pages is None:
+            self.solver_.extend(changed.reshape(-1, 1), interval.reshape(-1, 1))
+            return
+        if self._pages is None:
+            self._start_per_page()
+        self._update_pages(changed, interval, mask)
+
+    # ------------------------------------------------------------ pages of any length
+    def _start_per_page(self):
+        """Switch to per-page histories: (changed, τ) buffers with each page's own length."""
+        changed, tau = self.solver_.history()
+        cap = max(64, 2 * changed.shape[1])
+        buf_c = np.zeros((self.n_pages, cap))
+        buf_t = np.ones((self.n_pages, cap))
+        buf_c[:, : changed.shape[1]] = changed
+        buf_t[:, : changed.shape[1]] = tau
+        n1 = changed.sum(axis=1)
+        self._pages = {"changed": buf_c, "tau": buf_t, "n1": n1, "n0": changed.shape[1] - n1,
+                       "root": self.solver_.root.copy()}
+
+    def _update_pages(self, changed, interval, mask):
+        """Add a crawl to the masked pages and solve each of their prefixes exactly (O(k) each)."""
+        st = self._pages
+        rows = np.flatnonzero(mask)
+        pos = self.counts_[rows]  # crawls before this one
+        need = int(pos.max()) + 1
+        cap = st["changed"].shape[1]
+        if need > cap:
+            for name, fill in (("changed", 0.0), ("tau", 1.0)):
+                grown = np.full((self.n_pages, max(need, 2 * cap)), fill)
+                grown[:, :cap] = st[name]
+                st[name] = grown
+        c = changed[rows]
+        st["changed"][rows, pos] = c
+        st["tau"][rows, pos] = interval[rows]
+        st["n1"][rows] += c
+        st["n0"][rows] += 1.0 - c
+        n1, n0 = st["n1"][rows], st["n0"][rows]
+        new = np.where(n0 == 0, np.inf, 0.0)
+        regular = np.flatnonzero((n1 > 0) & (n0 > 0))
+        if regular.size:
+            lengths = pos[regular] + 1
+            for group, m in length_buckets(lengths):
+                sub = rows[regular[group]]
+                inside = np.arange(m)[None, :] < lengths[group][:, None]
+                new[regular[group]] = solve_robust(self._kind, st["changed"][sub, :m], st["tau"][sub, :m], inside,
+                                                   st["root"][sub])
+        st["root"][rows] = new
 
     def _rate(self):
-        r = self.solver_.root
+        r = self.solver_.root if self._pages is None else self._pages["root"]
         return r[0] if self.n_pages is None else r
 
     def merge(self, other):
@@ -51,9 +151,13 @@ class RootEstimator(StreamingEstimator):
         Raises
         ------
         TypeError, ValueError
-            If ``other`` is not of the same class with the same pages.
+            If ``other`` is not of the same class with the same pages, or either was fed
+            with a ``mask`` that made its pages' lengths differ.
         """
         self._check_mergeable(other)
+        if self._pages is not None or other._pages is not None:
+            raise ValueError(f"{type(self).__name__}.merge needs estimators whose pages have all had the "
+                             "same crawls; one of them was updated with a `mask`")
         out = type(self)(crawl_rate=self.crawl_rate, n_pages=self.n_pages)
         for est in (self, other):
             changed, tau = est.solver_.history()

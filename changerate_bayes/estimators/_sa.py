@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
+from .._validation import StatisticalWarning
 from ._base import StreamingEstimator, check_exponent, check_finite_scalar
+from ._segments import crawl_rates
 
 __all__ = ["SAEstimator"]
 
@@ -77,13 +81,58 @@ def sa_recursion(changed_t, p, eta, initial, keep=None) -> np.ndarray:
     return out
 
 
+RANGE_LIMIT = 2.0**500  # crawl rates (or initial values) from here on run scaled by 2^-512
+
+
+def range_scale(p, initial) -> float:
+    """The power of two 2^e by which the recursion's output is multiplied (1.0 or 2^512).
+
+    The SA/SAM recursions are linear in (y, p, y_0): run on (p, y_0)/2^e and multiplied
+    back by 2^e they give the same numbers (powers of two scale exactly), while a crawl
+    rate near the float64 limit (e.g. 1.7e308) no longer overflows the state. An
+    estimate beyond the float64 range is then reported as ±inf for that crawl only.
+    """
+    big = float(np.max(np.abs(p))) >= RANGE_LIMIT or abs(float(initial)) >= RANGE_LIMIT
+    return 2.0**512 if big else 1.0
+
+
+def warn_overflow(n_bad, n_total, stacklevel):
+    warnings.warn(
+        f"SA estimates left the float64 range on {n_bad} of {n_total} trajectories (the crawl rate "
+        "times the step sizes exceeds 1.8e308); they are reported as +inf from then on",
+        StatisticalWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+def _sa_segments(history, eta, initial, *, path: bool):
+    from . import _kernels
+
+    p = crawl_rates(history, method="sa")
+    up = range_scale(p, initial)
+    lengths = history.lengths
+    n, k = lengths.size, int(lengths.max())
+    etas = np.ascontiguousarray(stepsizes(eta, k))
+    out = np.full((n, k) if path else (n, 0), np.nan)
+    final = np.empty(n)
+    diverged = np.zeros(n, dtype=bool)
+    _kernels.sa_segments(history.flat_changed, history.offsets, p / up, etas, float(initial) / up, up, out, final,
+                         diverged)
+    if diverged.any():
+        warn_overflow(int(diverged.sum()), n, stacklevel=4)
+    return out, final
+
+
 def sa_path(history, *, eta=0.75, initial=0.0) -> np.ndarray:
-    """y_1, ..., y_k for every page, shape ``history.shape``."""
-    p = np.asarray(history.crawl_rate_column(method="sa"))
-    changed_t = np.ascontiguousarray(np.moveaxis(history.changed, -1, 0), dtype=np.float64)
-    p_state = p[:, 0] if p.ndim == 2 else p
-    out = sa_recursion(changed_t, p_state, eta, initial)
-    return np.moveaxis(out, 0, -1)
+    """y_1, ..., y_k for every page, shape ``history.shape`` (NaN-padded (n_pages, n_crawls)
+    if ragged); one compiled pass over the crawls (``_kernels.sa_segments``)."""
+    out, _ = _sa_segments(history, eta, initial, path=True)
+    return out if history.is_ragged else out.reshape(history.shape)
+
+
+def sa_final(history, *, eta=0.75, initial=0.0) -> np.ndarray:
+    """y_k after each page's last crawl, shape (n_pages,), without the path."""
+    return _sa_segments(history, eta, initial, path=False)[1]
 
 
 class SAEstimator(StreamingEstimator):
@@ -105,8 +154,10 @@ class SAEstimator(StreamingEstimator):
     ----------
     n_crawls_ : int
         k, crawls seen so far.
-    estimate_ : float or ndarray
-        y_k.
+    estimate_ : ndarray, shape () or (n_pages,)
+        y_k (updated in place: one compiled pass checks the I_k and steps every page).
+        With a crawl rate >= 2^500 the state is kept scaled by 2^-512 (exactly) so that
+        it cannot overflow, and ``estimate_`` is a scaled copy.
 
     Notes
     -----
@@ -146,14 +197,37 @@ class SAEstimator(StreamingEstimator):
         params = sa_params(eta, initial)
         self.eta = params["eta"]
         self.initial = params["initial"]
-        self.estimate_ = np.full(self._shape, self.initial)
+        self._up = range_scale(self._p_flat, self.initial)
+        self._p_run = self._p_flat / self._up
+        self._y = np.full(self._shape, self.initial / self._up)
+        self._etas = np.zeros(0)
+
+    @property
+    def estimate_(self) -> np.ndarray:
+        """y_k: shape () or (n_pages,)."""
+        return self._y if self._up == 1.0 else self._y * self._up
 
     def path_params(self) -> dict:
         return {"eta": self.eta, "initial": self.initial}
 
-    def _update(self, changed, interval):
-        eta_k = stepsize_at(self.eta, self.n_crawls_)
-        self.estimate_ = sa_step(self.estimate_, changed, eta_k, self._p())
+    def _update_checked(self, changed, interval, mask):
+        from . import _kernels
+
+        arr = self._check_changed_array(changed)
+        self._check_interval(interval, mask)
+        if mask is None:
+            eta_k = float(stepsize_at(self.eta, self.n_crawls_))
+            bad, n_over = _kernels.sa_update(arr.reshape(-1), self._y.reshape(-1), self._p_run, eta_k)
+        else:
+            self._start_counts()
+            need = int(self.counts_.max()) + 1
+            if self._etas.size < need:
+                self._etas = np.ascontiguousarray(stepsizes(self.eta, max(need, 2 * self._etas.size)))
+            bad, n_over = _kernels.sa_update_masked(arr, mask, self._y, self.counts_, self._p_run, self._etas)
+        if bad >= 0:
+            self._raise_bad_changed(arr, bad)
+        if n_over:
+            warn_overflow(n_over, self._y.size, stacklevel=3)
 
     def _rate(self):
         return self.estimate_

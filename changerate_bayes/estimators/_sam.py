@@ -8,7 +8,8 @@ import numpy as np
 
 from .._validation import StatisticalWarning, check_positive_scalar
 from ._base import StreamingEstimator, check_finite_scalar
-from ._sa import stepsize_at, stepsizes
+from ._sa import range_scale, stepsize_at, stepsizes
+from ._segments import crawl_rates
 
 __all__ = ["SAMEstimator"]
 
@@ -111,13 +112,14 @@ def sam_recursion(changed_t, p, eta, beta, omega, initial, keep=None):
     return out, diverged
 
 
-def warn_divergence(diverged, eta, beta, omega, stacklevel=3):
+def warn_divergence(diverged, eta, beta, omega, stacklevel=3, n_total=None):
     from ._stepsizes import check_sam_stepsizes
 
-    n_bad = int(np.count_nonzero(diverged))
+    n_bad = int(np.count_nonzero(diverged)) if n_total is None else int(diverged)
+    n_total = np.size(diverged) if n_total is None else n_total
     check = check_sam_stepsizes(eta, beta, omega)
     warnings.warn(
-        f"SAM iterates overflowed (race to infinity) on {n_bad} of {np.size(diverged)} trajectories; "
+        f"SAM iterates overflowed (race to infinity) on {n_bad} of {n_total} trajectories; "
         f"the rate is reported as ±inf from then on. Stepsizes eta={eta:g}, beta={beta:g}, "
         f"omega={omega:g}: regime {check.regime!r} ({check.condition})",
         StatisticalWarning,
@@ -125,15 +127,35 @@ def warn_divergence(diverged, eta, beta, omega, stacklevel=3):
     )
 
 
-def sam_path(history, *, eta=0.75, beta=0.6, omega=1.0, initial=0.0) -> np.ndarray:
-    """z_1, ..., z_k for every page, shape ``history.shape``."""
-    p = np.asarray(history.crawl_rate_column(method="sam"))
-    changed_t = np.ascontiguousarray(np.moveaxis(history.changed, -1, 0), dtype=np.float64)
-    p_state = p[:, 0] if p.ndim == 2 else p
-    out, diverged = sam_recursion(changed_t, p_state, eta, beta, omega, initial)
+def _sam_segments(history, eta, beta, omega, initial, *, path: bool):
+    from . import _kernels
+
+    p = crawl_rates(history, method="sam")
+    up = range_scale(p, initial)
+    lengths = history.lengths
+    n, k = lengths.size, int(lengths.max())
+    etas = np.ascontiguousarray(stepsizes(eta, k))
+    zetas = np.ascontiguousarray(momenta(eta, beta, omega, k))
+    out = np.full((n, k) if path else (n, 0), np.nan)
+    final = np.empty(n)
+    diverged = np.zeros(n, dtype=bool)
+    _kernels.sam_segments(history.flat_changed, history.offsets, p / up, etas, zetas, float(initial) / up, up, out,
+                          final, diverged)
     if diverged.any():
-        warn_divergence(diverged, eta, beta, omega, stacklevel=4)
-    return np.moveaxis(out, 0, -1)
+        warn_divergence(diverged, eta, beta, omega, stacklevel=5)
+    return out, final
+
+
+def sam_path(history, *, eta=0.75, beta=0.6, omega=1.0, initial=0.0) -> np.ndarray:
+    """z_1, ..., z_k for every page, shape ``history.shape`` (NaN-padded (n_pages, n_crawls)
+    if ragged); one compiled pass over the crawls (``_kernels.sam_segments``)."""
+    out, _ = _sam_segments(history, eta, beta, omega, initial, path=True)
+    return out if history.is_ragged else out.reshape(history.shape)
+
+
+def sam_final(history, *, eta=0.75, beta=0.6, omega=1.0, initial=0.0) -> np.ndarray:
+    """z_k after each page's last crawl, shape (n_pages,), without the path."""
+    return _sam_segments(history, eta, beta, omega, initial, path=False)[1]
 
 
 class SAMEstimator(StreamingEstimator):
@@ -159,8 +181,11 @@ class SAMEstimator(StreamingEstimator):
     ----------
     n_crawls_ : int
         k, crawls seen so far.
-    estimate_, previous_ : float or ndarray
-        z_k and z_{k−1}.
+    estimate_, previous_ : ndarray, shape () or (n_pages,)
+        z_k and z_{k−1} (one compiled pass checks the I_k and steps every page; the
+        new z_{k+1} is written over z_{k−1} and the two arrays swap roles). With a crawl
+        rate >= 2^500 the state is kept scaled by 2^-512 (exactly), and these are
+        scaled copies.
     diverged_ : bool or ndarray of bool
         Whether the iterates overflowed ("race to infinity"); the rate is then ±inf.
 
@@ -211,26 +236,53 @@ class SAMEstimator(StreamingEstimator):
         self.beta = params["beta"]
         self.omega = params["omega"]
         self.initial = params["initial"]
-        self.estimate_ = np.full(self._shape, self.initial)
-        self.previous_ = self.estimate_.copy()
+        self._up = range_scale(self._p_flat, self.initial)
+        self._p_run = self._p_flat / self._up
+        self._z = np.full(self._shape, self.initial / self._up)
+        self._zp = self._z.copy()
         self.diverged_ = np.zeros(self._shape, dtype=bool)
+        self._etas = self._zetas = np.zeros(0)
+
+    @property
+    def estimate_(self) -> np.ndarray:
+        """z_k: shape () or (n_pages,)."""
+        return self._z if self._up == 1.0 else self._z * self._up
+
+    @property
+    def previous_(self) -> np.ndarray:
+        """z_{k−1}: shape () or (n_pages,)."""
+        return self._zp if self._up == 1.0 else self._zp * self._up
 
     def path_params(self) -> dict:
         return {"eta": self.eta, "beta": self.beta, "omega": self.omega, "initial": self.initial}
 
-    def _update(self, changed, interval):
-        k = self.n_crawls_
-        eta_k = stepsize_at(self.eta, k)
-        zeta_k = momentum_at(self.eta, self.beta, self.omega, k)
-        with np.errstate(over="ignore", invalid="ignore"):
-            new = sam_step(self.estimate_, self.previous_, changed, eta_k, zeta_k, self._p())
-            newly = ~np.isfinite(new) & ~self.diverged_
-            frozen = np.where(self.diverged_, self.estimate_, frozen_value(new, self.estimate_))
-            new = np.where(newly | self.diverged_, frozen, new)
-        self.previous_, self.estimate_ = self.estimate_, new
-        if newly.any():
-            self.diverged_ = self.diverged_ | newly
-            warn_divergence(newly, self.eta, self.beta, self.omega, stacklevel=4)
+    def _update_checked(self, changed, interval, mask):
+        from . import _kernels
+
+        arr = self._check_changed_array(changed)
+        self._check_interval(interval, mask)
+        if mask is None:
+            k = self.n_crawls_
+            eta_k = float(stepsize_at(self.eta, k))
+            zeta_k = float(momentum_at(self.eta, self.beta, self.omega, k))
+            # z_{k+1} is written over z_{k-1}; then the two buffers swap roles
+            bad, n_new = _kernels.sam_update(arr.reshape(-1), self._z.reshape(-1), self._zp.reshape(-1),
+                                             self.diverged_.reshape(-1), self._p_run, eta_k, zeta_k)
+            if bad < 0:
+                self._zp, self._z = self._z, self._zp
+        else:
+            self._start_counts()
+            need = int(self.counts_.max()) + 1
+            if self._etas.size < need:
+                size = max(need, 2 * self._etas.size)
+                self._etas = np.ascontiguousarray(stepsizes(self.eta, size))
+                self._zetas = np.ascontiguousarray(momenta(self.eta, self.beta, self.omega, size))
+            bad, n_new = _kernels.sam_update_masked(arr, mask, self._z, self._zp, self.diverged_, self.counts_,
+                                                    self._p_run, self._etas, self._zetas)
+        if bad >= 0:
+            self._raise_bad_changed(arr, bad)
+        if n_new:
+            warn_divergence(n_new, self.eta, self.beta, self.omega, stacklevel=4, n_total=self.diverged_.size)
 
     def _rate(self):
         return self.estimate_
