@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ._semantics import CrawlLog, build_log, check_digest_not_empty, compact_frame
@@ -10,11 +11,13 @@ from ._tabular import _plan, check_columns
 __all__ = ["read_frame"]
 
 
-def read_frame(frame, *, columns=None, change_from="auto", source="<dataframe>") -> CrawlLog:
+def read_frame(frame, *, columns=None, change_from="auto", source="<dataframe>", rows=None,
+               empty_ok: bool = False) -> CrawlLog:
     """Read a crawl log held in a pandas DataFrame (one row per visit, in log order).
 
     Same columns, change rules, result and errors as :func:`read_csv`; "row" numbers in
-    errors count the frame's rows from 1. A boolean ``not_modified`` column (HTTP 304 /
+    errors count the frame's rows from 1 (or are ``rows``, an int array of one number per
+    row, e.g. the rows of the whole log a partition comes from). A boolean ``not_modified`` column (HTTP 304 /
     WARC revisit) is honoured if present.
 
     Raises
@@ -26,7 +29,8 @@ def read_frame(frame, *, columns=None, change_from="auto", source="<dataframe>")
 
     Examples
     --------
-    >>> import pandas as pd
+    >>> import numpy as np
+import pandas as pd
     >>> from changerate_bayes.io import read_frame
     >>> df = pd.DataFrame({"page": ["a", "a", "a", "b"],
     ...                    "fetch_time": ["2024-01-01T00:00Z", "2024-01-01T02:00Z", "2024-01-01T03:00Z",
@@ -44,7 +48,8 @@ def read_frame(frame, *, columns=None, change_from="auto", source="<dataframe>")
     cols = list(plan.values()) + (["not_modified"] if "not_modified" in frame.columns else [])
     std = frame[cols].rename(columns=inv)
     part, labels = compact_frame(std, source=source, first_line=1, line_word="row",
-                                 labels=pd.Index([], dtype=object), state={}, names=plan)
+                                 labels=pd.Index([], dtype=object), state={}, names=plan,
+                                 lines=None if rows is None else np.asarray(rows, dtype=np.int64))
     if kind == "digest":
         check_digest_not_empty(part, source=source, column=plan["digest"])
-    return build_log(part, labels, change_from=kind, sources=(source,))
+    return build_log(part, labels, change_from=kind, sources=(source,), empty_ok=empty_ok)

@@ -150,7 +150,7 @@ def _numbers(values: pd.Series, *, source, column, lines, line_word) -> np.ndarr
 
 
 def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_word: str, labels: pd.Index,
-                  state: dict, names: dict | None = None, time_format: str | None = None):
+                  state: dict, names: dict | None = None, time_format: str | None = None, lines=None):
     """Compact columns of one chunk of a log whose columns have the standard names.
 
     Parameters
@@ -172,10 +172,11 @@ def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_wor
     """
     names = names or {}
     n = len(frame)
-    lines = np.arange(first_line, first_line + n, dtype=np.int64)
+    if lines is None:
+        lines = np.arange(first_line, first_line + n, dtype=np.int64)
     col = lambda c: names.get(c, c)  # noqa: E731
     pages = frame["page"]
-    missing = pages.isna().to_numpy(dtype=bool)
+    missing = pages.isna().to_numpy(dtype=bool).copy()
     if pages.dtype == object or str(pages.dtype) == "string":
         missing |= (pages.astype("string").str.strip() == "").fillna(True).to_numpy(dtype=bool)
     if missing.any():
@@ -221,7 +222,7 @@ def check_digest_not_empty(v: VisitColumns, *, source: str, column: str) -> None
                             "map another column with `columns=` or choose `change_from`")
 
 
-def build_log(v: VisitColumns, labels, *, change_from: str, sources) -> CrawlLog:
+def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: bool = False) -> CrawlLog:
     """Apply the change semantics (module docstring) to compact columns: a :class:`CrawlLog`.
 
     Raises
@@ -312,6 +313,9 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources) -> CrawlLog
         single_visit_pages=single, pages_without_usable_visit=none_usable, last_modified_ignored=lm_ignored,
     )
     if obs_pages.size == 0:
+        if empty_ok:  # a partition of a cluster run may hold no usable page
+            return CrawlLog(history=None, first_visit=np.zeros(0, "datetime64[ns]"),
+                            last_visit=np.zeros(0, "datetime64[ns]"), audit=audit)
         raise CrawlLogError(
             f"{', '.join(audit.sources)}: no page has two usable visits, so there is nothing to estimate\n"
             + audit.format()
