@@ -20,7 +20,7 @@ def client():
     cluster.close()
 
 
-def _synthetic_log(tmp_path, n=20_000, pages=300, seed=3):
+def _synthetic_log(tmp_path, n=6000, pages=120, seed=3):
     rng = np.random.default_rng(seed)
     page = rng.integers(0, pages, n)
     start = pd.Timestamp("2024-01-01", tz="UTC")
@@ -35,6 +35,7 @@ def _synthetic_log(tmp_path, n=20_000, pages=300, seed=3):
     return path
 
 
+@pytest.mark.slow
 def test_dask_equals_pandas(tmp_path, client):
     from changerate_bayes.cluster import estimate_pages_dask
 
@@ -42,7 +43,7 @@ def test_dask_equals_pandas(tmp_path, client):
     cols = {"page": "url", "fetch_time": "when", "digest": "sha"}
     log = read_csv(path, columns=cols, chunk_rows=4096)
     expect = estimate_pages(log, budget=50.0)
-    ddf = dd.read_csv(path, dtype=str, keep_default_na=False, blocksize=100_000)
+    ddf = dd.read_csv(path, dtype=str, keep_default_na=False, blocksize=40_000)
     assert ddf.npartitions > 1
     got = estimate_pages_dask(ddf, columns=cols, budget=50.0, npartitions=4, source=str(path))
     assert got.n_partitions == 4

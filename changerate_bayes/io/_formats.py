@@ -48,7 +48,7 @@ def detect_format(path) -> str:
                 header = fh.readline()
         except (OSError, UnicodeDecodeError):
             header = ""
-        if "changed_filtered" in header.split(","):
+        if "changed_filtered" in [c.strip() for c in header.split(",")]:
             return "ota"
     return fmt
 
