@@ -165,8 +165,15 @@ def estimate_report(table: pd.DataFrame, audit: Audit, *, log: CrawlLog | None =
              f"{table.attrs.get('budget_per_day', float('nan')):.4g} crawls/day "
              f"({table.attrs.get('objective', '')}).</p>")
     warn = table.attrs.get("warnings") or []
-    warn_html = "".join(f"<p class='verdict mixed'>{_esc(w)}</p>" for w in warn)
+    warn_html = ""
+    if warn:
+        warn_html = (f"<details><summary>Model checks of the estimators: {len(warn)} warning(s)</summary>"
+                     + "".join(f"<p class='verdict mixed'>{_esc(w)}</p>" for w in warn) + "</details>")
+    import time
+
+    t0 = time.perf_counter()
     gof = _gof_rows(log, top, seed=seed, n_resamples=n_resamples)
+    gof_seconds = time.perf_counter() - t0
     cols = ["page", "n_crawls", "n_changes", "mean_interval_h", *methods, "posterior_mean", "posterior_lower",
             "posterior_upper", "crawl_interval_h"]
     sections = [
@@ -175,7 +182,7 @@ def estimate_report(table: pd.DataFrame, audit: Audit, *, log: CrawlLog | None =
         {"id": "busiest", "title": f"The {len(top)} busiest pages", "seconds": 0.0,
          "html": str(_forest_figure(top, level))
          + str(html_table(_records(top[cols]), cols, caption="Rates in changes per day; intervals in hours"))},
-        {"id": "poisson", "title": "Poisson diagnostics of the busiest pages", "seconds": 0.0,
+        {"id": "poisson", "title": "Poisson diagnostics of the busiest pages", "seconds": gof_seconds,
          "html": ("<p>Crawl-grid tests of the times at which crawls saw a change (a finding about the data: "
                   "a rejection says these pages' changes are not a homogeneous Poisson process).</p>"
                   + str(html_table(gof, ["page", "detections", "crawl step (h)", "rejected (Holm 5%)", "reading"]))
