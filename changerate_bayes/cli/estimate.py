@@ -155,14 +155,17 @@ def run(args) -> int:
     print(audit.format())
     for msg in dict.fromkeys(str(w.message) for w in caught):
         print(f"note: {msg}")
-    write_table(table, out)
-    print(f"wrote {len(table)} pages to {out}")
-    if args.report:
+    html = None
+    if args.report:  # built before anything is written: a failure leaves no file behind
         from changerate_bayes.log_report import OTA_ATTRIBUTION, estimate_report
-        from changerate_bayes.report import write_report
 
         html, results = estimate_report(table, audit, log=log, seed=args.seed,
                                         attribution=OTA_ATTRIBUTION if fmt == "ota" else None)
+    write_table(table, out)
+    print(f"wrote {len(table)} pages to {out}")
+    if html is not None:
+        from changerate_bayes.report import write_report
+
         path = write_report(args.report, html=html, results=results)
         print(f"wrote the report {path}")
     print(f"done in {time.perf_counter() - t0:.1f} s")

@@ -122,14 +122,13 @@ def read_cdx(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
 def _chunk(rows, src, labels, state, names):
     lines = np.array([ln for ln, _ in rows], dtype=np.int64)
     df = _frame([r for _, r in rows])
-    # non-contiguous line numbers (skipped blank lines): check times here to name the true line
     bad = ~df["fetch_time"].str.fullmatch(r"\d{14}")
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
         raise CrawlLogError(f"{src}: line {lines[i]}, field 'timestamp': expected 14 digits YYYYMMDDhhmmss (UTC); "
                             f"got {df['fetch_time'].iloc[i]!r}")
     part, labels = compact_frame(df, source=src, first_line=int(lines[0]), line_word="line", labels=labels,
-                                 state=state, names=names, time_format=_TIME_FORMAT)
+                                 state=state, names=names, time_format=_TIME_FORMAT, lines=lines)
     return part, labels
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import os
 from pathlib import Path
 
 from ._errors import CrawlLogError
@@ -15,7 +14,7 @@ __all__ = ["FORMATS", "detect_format", "read_log"]
 FORMATS = ("csv", "parquet", "cdx", "warc", "ota", "auto")
 
 _SUFFIXES = {
-    ".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet", ".cdx": "cdx", ".cdxj": "cdx",
+    ".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".cdx": "cdx", ".cdxj": "cdx",
     ".warc": "warc", ".arc": "warc",
 }
 _COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
@@ -85,9 +84,7 @@ def read_log(paths, *, format="auto", columns=None, change_from="auto", ota_chan
     from ._tabular import DEFAULT_CHUNK_ROWS, _as_paths, read_csv, read_parquet
     from ._warc import read_warc
 
-    files = _as_paths(paths) if not isinstance(paths, (str, os.PathLike)) or Path(paths).is_file() else None
-    if files is None:
-        files = _as_paths(paths)
+    files = _as_paths(paths)
     if not isinstance(format, str) or format not in FORMATS:
         raise CrawlLogError(f"{files[0]}: unknown format {format!r}; choose one of {list(FORMATS)}")
     if format == "auto":

@@ -17,8 +17,21 @@ def read_frame(frame, *, columns=None, change_from="auto", source="<dataframe>",
 
     Same columns, change rules, result and errors as :func:`read_csv`; "row" numbers in
     errors count the frame's rows from 1 (or are ``rows``, an int array of one number per
-    row, e.g. the rows of the whole log a partition comes from). A boolean ``not_modified`` column (HTTP 304 /
-    WARC revisit) is honoured if present.
+    row, e.g. the rows of the whole log a partition comes from). A boolean
+    ``not_modified`` column (HTTP 304 / WARC revisit) is honoured if present.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    columns, change_from
+        As :func:`read_csv`.
+    source : str, default "<dataframe>"
+        Name used in error messages and in the audit.
+    rows : array_like of int, optional
+        Row numbers used in error messages.
+    empty_ok : bool, default False
+        Return a CrawlLog with ``history=None`` (and the audit) instead of raising
+        when no page has two usable visits (a partition of a cluster run).
 
     Raises
     ------
@@ -29,8 +42,7 @@ def read_frame(frame, *, columns=None, change_from="auto", source="<dataframe>",
 
     Examples
     --------
-    >>> import numpy as np
-import pandas as pd
+    >>> import pandas as pd
     >>> from changerate_bayes.io import read_frame
     >>> df = pd.DataFrame({"page": ["a", "a", "a", "b"],
     ...                    "fetch_time": ["2024-01-01T00:00Z", "2024-01-01T02:00Z", "2024-01-01T03:00Z",

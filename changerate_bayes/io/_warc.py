@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 
+import numpy as np
 import pandas as pd
 
 from ._errors import CrawlLogError
@@ -74,13 +75,8 @@ def read_warc(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
             if not rows:
                 return
             df = pd.DataFrame(rows, columns=["page", "fetch_time", "status", "digest", "not_modified", "not_capture"])
-            # record numbers may skip (non-capture records): compact each contiguous run is overkill;
-            # errors name the record by mapping positions back through ``nums``
-            try:
-                part, labels = compact_frame(df, source=src, first_line=0, line_word="record", labels=labels,
-                                             state=state, names=names)
-            except CrawlLogError as exc:
-                raise _renumber(exc, src, nums) from None
+            part, labels = compact_frame(df, source=src, first_line=0, line_word="record", labels=labels,
+                                         state=state, names=names, lines=np.asarray(nums, dtype=np.int64))
             parts.append(part)
             rows.clear()
             nums.clear()
@@ -113,17 +109,3 @@ def read_warc(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
         raise CrawlLogError(f"{', '.join(map(str, files))}: no response or revisit records")
     v = VisitColumns.concat(parts)
     return build_log(v, labels, change_from="digest", sources=files)
-
-
-def _renumber(exc: CrawlLogError, src: str, nums: list[int]) -> CrawlLogError:
-    """Turn "record i" (position in the chunk, from 0) into the record's number in the file."""
-    import re
-
-    text = str(exc)
-    m = re.match(rf"{re.escape(src)}: record (\d+)", text)
-    if not m:
-        return exc
-    i = int(m.group(1))
-    return CrawlLogError(text.replace(f"record {i}", f"record {nums[i] if i < len(nums) else i}", 1))
-
-
