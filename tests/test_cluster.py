@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from changerate_bayes import estimate_pages
+from changerate_bayes import StatisticalWarning, estimate_pages
 from changerate_bayes.io import read_csv
 
 dd = pytest.importorskip("dask.dataframe")
@@ -42,7 +42,8 @@ def test_dask_equals_pandas(tmp_path, client):
     path = _synthetic_log(tmp_path)
     cols = {"page": "url", "fetch_time": "when", "digest": "sha"}
     log = read_csv(path, columns=cols, chunk_rows=4096)
-    expect = estimate_pages(log, budget=50.0)
+    with pytest.warns(StatisticalWarning, match="'regular' assumes crawls on a fixed schedule"):
+        expect = estimate_pages(log, budget=50.0)  # the synthetic crawls are Poisson, not regular
     ddf = dd.read_csv(path, dtype=str, keep_default_na=False, blocksize=40_000)
     assert ddf.npartitions > 1
     got = estimate_pages_dask(ddf, columns=cols, budget=50.0, npartitions=4, source=str(path))
@@ -70,3 +71,23 @@ def test_dask_error_names_the_log_row(tmp_path, client):
         estimate_pages_dask(ddf, source="log")
     with pytest.raises(CrawlLogError, match="missing required column 'page'"):
         estimate_pages_dask(ddf.rename(columns={"page": "p"}), source="log")
+
+
+@pytest.mark.slow
+def test_estimate_command_dask_engine_equals_pandas(tmp_path, client, capsys):
+    from changerate_bayes.cli import main
+
+    path = _synthetic_log(tmp_path, n=3000, pages=60, seed=9)
+    text = path.read_text().replace("url,when,status,sha", "page,fetch_time,status,digest")
+    path.write_text(text)
+    a, b = tmp_path / "pandas.parquet", tmp_path / "dask.parquet"
+    assert main(["estimate", str(path), "--methods", "lln", "mle", "--out", str(a)]) == 0
+    pandas_audit = capsys.readouterr().out.split("wrote")[0]
+    assert main(["estimate", str(path), "--methods", "lln", "mle", "--out", str(b), "--engine", "dask",
+                 "--scheduler", client.scheduler.address]) == 0
+    dask_audit = capsys.readouterr().out.split("wrote")[0]
+    assert dask_audit == pandas_audit
+    ta, tb = pd.read_parquet(a), pd.read_parquet(b)
+    assert ta["page"].tolist() == tb["page"].tolist()
+    num = [c for c in ta.columns if c not in ("page", "first_visit", "last_visit")]
+    np.testing.assert_allclose(tb[num].to_numpy(float), ta[num].to_numpy(float), rtol=1e-12, atol=0)
