@@ -3,6 +3,8 @@
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from changerate_bayes.io import DROP_REASONS, CrawlLogError, read_csv, read_frame, read_log, read_parquet
 
@@ -159,19 +161,11 @@ def test_chunked_reading_gives_the_same_log(tmp_path):
     assert _accounted(whole.audit) and whole.audit.out_of_order > 0
 
 
-def test_vectorised_semantics_match_a_plain_reference():
-    """The sort/shift implementation against a direct per-page reading of the rules."""
-    rng = np.random.default_rng(11)
-    n = 600
-    df = pd.DataFrame({"page": rng.integers(0, 12, n).astype(str),
-                       "fetch_time": pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(rng.integers(0, 400, n), "h"),
-                       "status": rng.choice([200, 200, 200, 304, 404], n),
-                       "digest": rng.choice(["a", "b", ""], n, p=[0.6, 0.3, 0.1])})
-    df["fetch_time"] = df.fetch_time.dt.strftime("%Y-%m-%dT%H:%M:%SZ")
-    log = read_frame(df)
+def _reference(df):
+    """The change rules read directly, one page at a time (the test's reference)."""
     expect_c, expect_t, ids = [], [], []
-    d = df.assign(t=pd.to_datetime(df.fetch_time), row=np.arange(n))
-    for page in pd.unique(df.page):  # reference implementation: one page at a time
+    d = df.assign(t=pd.to_datetime(df.fetch_time), row=np.arange(len(df)))
+    for page in pd.unique(df.page):
         g = d[d.page == page]
         g = g[(g.status < 400) & ((g.digest != "") | (g.status == 304))]
         g = g.sort_values(["t", "row"]).drop_duplicates("t")
@@ -191,11 +185,44 @@ def test_vectorised_semantics_match_a_plain_reference():
             ids.append(page)
             expect_c += c
             expect_t += t
+    return ids, expect_c, expect_t
+
+
+def _random_log(rng, n, pages, hours):
+    df = pd.DataFrame({"page": rng.integers(0, pages, n).astype(str),
+                       "fetch_time": pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(rng.integers(0, hours, n), "h"),
+                       "status": rng.choice([200, 200, 200, 304, 404], n),
+                       "digest": rng.choice(["a", "b", ""], n, p=[0.6, 0.3, 0.1])})
+    df["fetch_time"] = df.fetch_time.dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return df
+
+
+def test_vectorised_semantics_match_a_plain_reference():
+    """The sort/shift implementation against a direct per-page reading of the rules."""
+    df = _random_log(np.random.default_rng(11), 600, 12, 400)
+    log = read_frame(df)
+    ids, expect_c, expect_t = _reference(df)
     assert log.history.page_ids.tolist() == ids
     assert log.history.flat_changed.tolist() == expect_c
     np.testing.assert_allclose(log.history.flat_intervals, expect_t, rtol=0, atol=0)
     assert _accounted(log.audit)
     assert set(dict(log.audit.dropped)) == set(DROP_REASONS)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 80), pages=st.integers(1, 5), hours=st.integers(2, 30))
+def test_semantics_property(seed, n, pages, hours):
+    df = _random_log(np.random.default_rng(seed), n, pages, hours)
+    ids, expect_c, expect_t = _reference(df)
+    if not ids:
+        with pytest.raises(CrawlLogError, match="no page has two usable visits"):
+            read_frame(df)
+        return
+    log = read_frame(df)
+    assert log.history.page_ids.tolist() == ids
+    assert log.history.flat_changed.tolist() == expect_c
+    assert log.history.flat_intervals.tolist() == expect_t
+    assert _accounted(log.audit)
 
 
 # ----------------------------------------------------------------------------- bad input
