@@ -178,7 +178,10 @@ class StreamingEstimator:
         if mask is None:
             tau = as_float_array(interval, name="interval", positive=True)
         else:  # only the crawled pages' intervals are used, and checked
-            tau = as_float_array(interval, name="interval", finite=False)
+            tau = np.asarray(interval)
+            if tau.dtype == bool or tau.dtype.kind not in "iuf":
+                raise TypeError(f"`interval` must be numeric; got dtype {tau.dtype}")
+            tau = tau.astype(np.float64, copy=False)
             bad = mask & ~(np.isfinite(tau) & (tau > 0)) if tau.shape == shape else None
             if bad is not None and bad.any():
                 raise ValueError(f"`interval` must be finite and > 0 on the crawled pages; got "

@@ -80,8 +80,10 @@ LOOKUP_SCALE = 128.0  # bins of width 1/128 in z: narrower than any cell (>= 1/6
 
 @functools.cache
 def _cell_edges():
-    """edges[i] = the smallest float z with cell(z) >= i (i = 1..63), and the lookup table."""
-    edges = np.zeros(N_EDGES)
+    """edges[i] = the smallest float z with cell(z) >= i (i = 1..63), edges[64] = inf, and the
+    lookup table."""
+    edges = np.zeros(N_EDGES + 1)
+    edges[N_EDGES] = np.inf
     for i in range(1, N_EDGES):
         z = -np.log1p(-i / N_EDGES)
         while _cell(z) >= i:
@@ -89,14 +91,18 @@ def _cell_edges():
         while _cell(z) < i:
             z = np.nextafter(z, np.inf)
         edges[i] = z
-    n_bins = int(np.ceil(edges[-1] * LOOKUP_SCALE)) + 1
-    table = np.searchsorted(edges[1:], np.arange(n_bins) / LOOKUP_SCALE, side="right").astype(np.int64)
+    n_bins = int(np.ceil(edges[N_EDGES - 1] * LOOKUP_SCALE)) + 1
+    table = np.searchsorted(edges[1:N_EDGES], np.arange(n_bins) / LOOKUP_SCALE, side="right").astype(np.int64)
     return edges, table
 
 
 def poisson_distance_segments(history):
     """Per-page and pooled distance of p·τ from Exp(1), as :func:`poisson_distance`, over the
     history's CSR segments (pages of any length) in one compiled pass.
+
+    The distances are computed as max_i |64·(count below q_i) − i·k| / (64 k), exact in
+    integers with one rounding, so they are within one ulp of the formula of
+    :func:`poisson_distance`.
 
     Returns
     -------
@@ -112,8 +118,9 @@ def poisson_distance_segments(history):
     counts = np.zeros(N_EDGES, dtype=np.int64)
     _kernels.exp_cell_distance(history.flat_intervals, history.offsets, p, edges, table, LOOKUP_SCALE,
                                per_page, counts)
-    levels = np.arange(1, N_EDGES) / N_EDGES
-    pooled = float(np.abs(np.cumsum(counts)[:-1] / history.n_visits - levels).max())
+    # as the per-page distances: exact integers, one rounding
+    gaps = np.abs(N_EDGES * np.cumsum(counts)[:-1] - np.arange(1, N_EDGES) * history.n_visits)
+    pooled = float(gaps.max() / (N_EDGES * history.n_visits))
     return per_page, pooled
 
 

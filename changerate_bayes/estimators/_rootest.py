@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import StreamingEstimator
-from ._rootpath import RootPath
+from ._rootkinds import MLE_KIND, _stirling_weights
+from ._rootpath import CERTIFY, ORDER, SAFE_SPREAD, SAFE_TAU, RootPath
 from ._rootsolve import solve_robust
 from ._segments import length_buckets, segment_totals
 
@@ -35,14 +36,68 @@ def _gather(history, pages, m, tau):
     return changed, np.where(inside, tau[idx], 1.0), inside
 
 
+MLE_K_EXACT = 128  # the compiled MLE path solves prefixes up to this length exactly
+
+
+def _safe_pages(history, tau):
+    """Pages whose intervals all lie in the range of the fast regimes (see ``_rootpath``)."""
+    lo = np.minimum.reduceat(tau, history.offsets[:-1])
+    hi = np.maximum.reduceat(tau, history.offsets[:-1])
+    return (lo >= SAFE_TAU[0]) & (hi <= SAFE_TAU[1]) & (hi / SAFE_SPREAD <= lo)
+
+
+def _mle_compiled(history, tau, pages, *, path: bool):
+    """The compiled MLE path (or final roots) of ``pages``, in parallel over pages.
+
+    Per page, crawl by crawl: the first ``MLE_K_EXACT`` prefixes are solved exactly (a
+    predictor from the previous root's local cubic model, then one O(k) evaluation of H
+    and its derivatives, accepted when the model's tail bound is below 1e-15; a bracketed
+    Newton solve otherwise); later ones are tracked with the certified Taylor series of
+    ``_rootpath`` (order 18, |t| <= 0.08, relative error certified below 1e-13),
+    re-solved exactly and re-anchored when the certificate fails. Cost per crawl does
+    not depend on the page's length beyond the re-anchors, which become rare.
+    """
+    from . import _kernels
+
+    changed = history.flat_changed
+    width = int(history.lengths[pages].max()) if path and pages.size else 0
+    out = np.full((pages.size, width), np.nan)
+    final = np.empty(pages.size)
+    if path:
+        weights = np.ascontiguousarray(_stirling_weights(ORDER).T)
+        stats = np.zeros(2, dtype=np.int64)
+        _kernels.mle_segments(changed, tau, history.offsets, pages, weights, MLE_K_EXACT, CERTIFY, out, final, stats)
+    else:
+        _kernels.mle_final_segments(changed, tau, history.offsets, pages, final)
+    return out, final
+
+
 def root_path(history, kind) -> np.ndarray:
     """The root for every prefix of every page, shape ``history.shape``.
 
-    A ragged history is solved in groups of pages of similar length (lengths in
-    [2^b, 2^(b+1))), each padded to its longest page; the roots of a page's prefixes
-    depend on that page's crawls only, and the padding is set to NaN.
+    The MLE runs compiled (:func:`_mle_compiled`) on every page whose intervals lie in
+    [2^-600, 2^600] within a factor 2^200 of each other, and through :class:`RootPath`
+    (which also handles intervals of any magnitude) otherwise; the moment-matching root
+    always through :class:`RootPath`. A ragged history is solved there in groups of pages
+    of similar length (lengths in [2^b, 2^(b+1))), each padded to its longest page; the
+    roots of a page's prefixes depend on that page's crawls only, and the padding is set
+    to NaN.
     """
     tau = _flat_intervals(history, kind)
+    if kind is MLE_KIND:
+        safe = _safe_pages(history, tau)
+        fast = np.flatnonzero(safe)
+        out = np.full((history.lengths.size, history.n_crawls), np.nan)
+        if fast.size:
+            out[fast, : int(history.lengths[fast].max())] = _mle_compiled(history, tau, fast, path=True)[0]
+        slow = np.flatnonzero(~safe)
+        if slow.size:
+            for pages, m in length_buckets(history.lengths[slow]):
+                rows = slow[pages]
+                changed, tau_rows, inside = _gather(history, rows, m, tau)
+                roots = RootPath(kind, rows.size).extend(changed, tau_rows)
+                out[rows, :m] = np.where(inside, roots, np.nan)
+        return out if history.is_ragged else out.reshape(history.shape)
     if not history.is_ragged:
         changed = np.atleast_2d(history.changed)
         solver = RootPath(kind, changed.shape[0])
@@ -67,7 +122,14 @@ def root_final(history, kind) -> np.ndarray:
     n1 = segment_totals(history.flat_changed, history)
     n0 = history.lengths - n1
     out = np.where(n0 == 0, np.inf, 0.0)
-    regular = np.flatnonzero((n1 > 0) & (n0 > 0))
+    regular = (n1 > 0) & (n0 > 0)
+    if kind is MLE_KIND:  # compiled: one safeguarded Newton solve per page, in parallel
+        safe = _safe_pages(history, tau)
+        fast = np.flatnonzero(regular & safe)
+        if fast.size:
+            out[fast] = _mle_compiled(history, tau, fast, path=False)[1]
+        regular &= ~safe
+    regular = np.flatnonzero(regular)
     if regular.size == 0:
         return out
     sub_lengths = history.lengths[regular]

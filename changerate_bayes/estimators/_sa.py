@@ -205,7 +205,10 @@ class SAEstimator(StreamingEstimator):
     @property
     def estimate_(self) -> np.ndarray:
         """y_k: shape () or (n_pages,)."""
-        return self._y if self._up == 1.0 else self._y * self._up
+        if self._up == 1.0:
+            return self._y
+        with np.errstate(over="ignore"):  # an estimate beyond the float64 range is inf
+            return self._y * self._up
 
     def path_params(self) -> dict:
         return {"eta": self.eta, "initial": self.initial}

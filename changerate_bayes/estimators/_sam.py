@@ -246,12 +246,18 @@ class SAMEstimator(StreamingEstimator):
     @property
     def estimate_(self) -> np.ndarray:
         """z_k: shape () or (n_pages,)."""
-        return self._z if self._up == 1.0 else self._z * self._up
+        if self._up == 1.0:
+            return self._z
+        with np.errstate(over="ignore"):  # an estimate beyond the float64 range is inf
+            return self._z * self._up
 
     @property
     def previous_(self) -> np.ndarray:
         """z_{k−1}: shape () or (n_pages,)."""
-        return self._zp if self._up == 1.0 else self._zp * self._up
+        if self._up == 1.0:
+            return self._zp
+        with np.errstate(over="ignore"):  # an estimate beyond the float64 range is inf
+            return self._zp * self._up
 
     def path_params(self) -> dict:
         return {"eta": self.eta, "beta": self.beta, "omega": self.omega, "initial": self.initial}
