@@ -40,6 +40,9 @@ from .bayes import (
     sampler_diagnostics,
 )
 
+# --- the per-page table ---
+from .pages import estimate_pages  # noqa: E402
+
 # --- diagnostics / traces / scheduling: use the subpackages ---
 from . import diagnostics, scheduling, traces  # noqa: E402
 
@@ -70,6 +73,7 @@ __all__ = [
     "MomentMatchingEstimator",
     "RegularCrawlEstimator",
     "check_sam_stepsizes",
+    "estimate_pages",
     "diagnostics",
     "scheduling",
     "traces",

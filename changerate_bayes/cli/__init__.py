@@ -16,6 +16,8 @@ __all__ = ["main"]
 # Sub-command modules of this package, in the order ``--help`` lists them.
 _COMMANDS: tuple[str, ...] = (
     "validate",
+    "estimate",
+    "diagnose",
 )
 
 

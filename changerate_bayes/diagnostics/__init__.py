@@ -10,11 +10,15 @@ change) are tested as independent crawls on their grid instead, with exact nulls
 (geometric gaps, uniform detection slots), plus the calibration of
 P(I = 1 | τ) = 1 - exp(-Δτ). Ties and quantised times are handled by jitter within
 the recording resolution; too few events give "insufficient data", not an error.
+
+:func:`interval_calibration` tests a crawl history itself (pages of any length, any
+crawl schedule with varied intervals): P(I = 1 | τ) = 1 - exp(-Δτ) by interval bins.
 """
 
 from ._crawl import crawl_calibration
 from ._gof import CRAWL_TESTS, GAP_TESTS, TEST_NAMES, PoissonGOFResult, poisson_gof
 from ._grid import CrawlGrid
+from ._history import IntervalCalibration, interval_calibration
 from ._plots import RateSeries, plot_qq, plot_rate, rate_over_time
 from ._qq import QQData, exponential_qq
 from ._result import DiagnosticResult
@@ -25,6 +29,7 @@ __all__ = [
     "CrawlGrid",
     "DiagnosticResult",
     "GAP_TESTS",
+    "IntervalCalibration",
     "PoissonGOFResult",
     "QQData",
     "RateSeries",
@@ -32,6 +37,7 @@ __all__ = [
     "TEST_NAMES",
     "crawl_calibration",
     "exponential_qq",
+    "interval_calibration",
     "plot_qq",
     "plot_rate",
     "poisson_gof",

@@ -1,0 +1,172 @@
+"""``changerate-bayes estimate``: crawl logs in, one row of estimates per page out."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["register", "run"]
+
+
+def register(sub) -> None:
+    """Add the ``estimate`` parser to the sub-parsers ``sub``."""
+    from changerate_bayes.estimators import METHODS
+    from changerate_bayes.io import FORMATS
+
+    p = sub.add_parser(
+        "estimate",
+        help="read crawl logs and estimate every page's change rate",
+        description="Read crawl logs (CSV, Parquet, CDX, WARC or Open Terms Archive observations), print the "
+        "audit of the rows read, and write one row per page: counts, first/last visit, every estimator's final "
+        "value, the posterior mean and credible interval (changes per day) and the optimal crawl interval.",
+    )
+    p.add_argument("logs", nargs="+", metavar="LOG", help="log files (read as one log)")
+    p.add_argument("--format", default="auto", choices=FORMATS, help="log format (default: from the file names)")
+    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS, metavar="METHOD",
+                   help=f"estimators to report (default: all of {', '.join(METHODS)})")
+    p.add_argument("--out", default="estimates.parquet", help="the per-page table, .parquet or .csv "
+                   "(default: estimates.parquet)")
+    p.add_argument("--report", metavar="DIR", help="also write a self-contained HTML report into DIR")
+    p.add_argument("--budget", type=float, metavar="CRAWLS_PER_DAY",
+                   help="crawls per day to allocate (default: the crawls per day the log shows)")
+    p.add_argument("--level", type=float, default=0.9, help="credible interval probability (default 0.9)")
+    p.add_argument("--ota-changed", choices=("filtered", "raw"), default="filtered",
+                   help="Open Terms Archive logs: which change column is I_k (default: filtered)")
+    p.add_argument("--engine", choices=("pandas", "dask"), default="pandas",
+                   help="pandas (in process, default) or dask (CSV/Parquet/OTA only)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: a local cluster of 2 workers)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the report's Monte Carlo p-values")
+    p.set_defaults(func=run)
+
+
+def _err(msg: str) -> int:
+    print(f"changerate-bayes: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def write_table(table, out: Path) -> None:
+    """Write the table to ``out`` (.parquet or .csv) atomically: a temporary file, then a rename."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}-", dir=out.parent)
+    os.close(fd)
+    try:
+        if out.suffix == ".parquet":
+            table.to_parquet(tmp, index=False)
+        else:
+            table.to_csv(tmp, index=False)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _check_out(path: str) -> Path:
+    out = Path(path)
+    if out.suffix not in (".parquet", ".csv"):
+        raise ValueError(f"--out must end in .parquet or .csv; got {path!r}")
+    if out.is_dir():
+        raise ValueError(f"--out {path!r} is a folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not os.access(out.parent, os.W_OK):
+        raise ValueError(f"--out {path!r}: folder {str(out.parent)!r} is not writable")
+    return out
+
+
+def _dask_table(args, fmt):
+    import dask.dataframe as dd
+    from distributed import Client, LocalCluster
+
+    from changerate_bayes.cluster import estimate_pages_dask
+
+    if fmt not in ("csv", "parquet", "ota"):
+        raise ValueError(f"--engine dask reads CSV, Parquet and OTA logs; got format {fmt!r} (use --engine pandas)")
+    if fmt == "parquet":
+        ddf = dd.read_parquet(args.logs)
+    else:
+        gz = any(str(p).endswith((".gz", ".bz2", ".xz", ".zst")) for p in args.logs)
+        ddf = dd.read_csv(args.logs, dtype=str, keep_default_na=False, blocksize=None if gz else "64MB")
+    columns, change = (None, "auto")
+    if fmt == "ota":
+        columns, change = {"changed": f"changed_{args.ota_changed}"}, "changed"
+    cluster = None
+    if args.scheduler:
+        client = Client(args.scheduler)
+    else:
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+        client = Client(cluster)
+    try:
+        res = estimate_pages_dask(ddf, columns=columns, change_from=change, methods=args.methods,
+                                  budget=args.budget, level=args.level, source=", ".join(args.logs),
+                                  npartitions=max(ddf.npartitions, 2), client=client)
+        log = None
+        if args.report:  # the busiest pages' visits, for their diagnostics
+            from changerate_bayes.io import read_frame
+
+            top = res.table.sort_values(["n_changes", "posterior_mean"], ascending=False).head(6)["page"]
+            page_col = (columns or {}).get("page", "page")
+            sub = ddf[ddf[page_col].isin(list(top))].compute()
+            log = read_frame(sub.reset_index(drop=True), columns=columns, change_from=change)
+        return res.table, res.audit, log
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def run(args) -> int:
+    """Run ``estimate`` with parsed arguments ``args``; return the exit status."""
+    import warnings
+
+    from changerate_bayes.io import CrawlLogError, detect_format, read_log
+
+    t0 = time.perf_counter()
+    try:
+        out = _check_out(args.out)
+        if args.report:
+            from changerate_bayes.report import check_output_dir
+
+            check_output_dir(args.report)
+        if args.budget is not None and not (args.budget > 0 and args.budget < float("inf")):
+            raise ValueError(f"--budget must be > 0 crawls per day; got {args.budget}")
+        fmt = args.format
+        if fmt == "auto":
+            kinds = {detect_format(p) for p in args.logs}
+            fmt = kinds.pop() if len(kinds) == 1 else "auto"
+    except (ValueError, OSError) as exc:
+        return _err(str(exc))
+    from changerate_bayes import estimate_pages
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            if args.engine == "dask":
+                table, audit, log = _dask_table(args, fmt)
+            else:
+                log = read_log(args.logs, format=fmt, ota_changed=args.ota_changed)
+                audit = log.audit
+                table = estimate_pages(log, methods=args.methods, budget=args.budget, level=args.level)
+        except CrawlLogError as exc:
+            return _err(str(exc))
+        except ValueError as exc:
+            return _err(str(exc))
+    print(audit.format())
+    for msg in dict.fromkeys(str(w.message) for w in caught):
+        print(f"note: {msg}")
+    html = None
+    if args.report:  # built before anything is written: a failure leaves no file behind
+        from changerate_bayes.log_report import OTA_ATTRIBUTION, estimate_report
+
+        html, results = estimate_report(table, audit, log=log, seed=args.seed,
+                                        attribution=OTA_ATTRIBUTION if fmt == "ota" else None)
+    write_table(table, out)
+    print(f"wrote {len(table)} pages to {out}")
+    if html is not None:
+        from changerate_bayes.report import write_report
+
+        path = write_report(args.report, html=html, results=results)
+        print(f"wrote the report {path}")
+    print(f"done in {time.perf_counter() - t0:.1f} s")
+    return 0

@@ -1,0 +1,131 @@
+"""The audit of a crawl log: what was read, what was kept, and why rows were dropped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+__all__ = ["Audit", "DROP_REASONS"]
+
+#: Why a row of a log is not used, in the order the rules are applied.
+DROP_REASONS: tuple[str, ...] = (
+    "not_a_capture",                   # WARC revisit of another profile; unparsable CDX capture kind
+    "missing_status",                  # status column present, value missing (not a 304/revisit)
+    "failed_status",                   # HTTP status >= 400
+    "missing_digest",                  # digests decide changes and this visit has none
+    "missing_changed",                 # the 0/1 ``changed`` column decides and is empty here
+    "missing_last_modified",           # last_modified decides and is missing or not before the fetch
+    "duplicate",                       # same page, same time as a visit kept before it
+    "not_modified_before_reference",   # a 304/revisit before the page's first copy with a digest
+)
+
+
+@dataclass(frozen=True)
+class Audit:
+    """What a reader did with every row of a crawl log.
+
+    Every row read is accounted for once:
+    ``rows_read == visits_kept + reference_visits + sum(dropped)``.
+
+    Attributes
+    ----------
+    sources : tuple of str
+        The files read (or ``"<dataframe>"``).
+    change_source : str
+        What decided "changed": ``"digest"``, ``"changed"`` or ``"last_modified"``.
+    rows_read : int
+        Visits (rows, CDX lines, WARC response/revisit records) read.
+    pages : int
+        Distinct pages among the rows read.
+    pages_kept : int
+        Pages with at least two usable visits: the pages of the history.
+    visits_kept : int
+        Observations in the history: usable visits after each page's first.
+    reference_visits : int
+        Each page's first usable visit (the reference copy, not an observation),
+        including those of single-visit pages.
+    dropped : tuple of (str, int)
+        Rows not used, by reason (:data:`DROP_REASONS`, in that order; every reason
+        listed, zeros included).
+    out_of_order : int
+        Rows earlier than the previous row of the same page in file order (they are
+        sorted, not dropped).
+    single_visit_pages : int
+        Pages with exactly one usable visit (a reference copy and nothing to compare
+        it with): reported, not in the history.
+    pages_without_usable_visit : int
+        Pages whose every row was dropped.
+    last_modified_ignored : int
+        ``last_modified`` values at or after their own fetch time (servers and sitemaps
+        that always say "now"), ignored.
+    """
+
+    sources: tuple
+    change_source: str
+    rows_read: int
+    pages: int
+    pages_kept: int
+    visits_kept: int
+    reference_visits: int
+    dropped: tuple
+    out_of_order: int
+    single_visit_pages: int
+    pages_without_usable_visit: int
+    last_modified_ignored: int
+
+    @property
+    def dropped_total(self) -> int:
+        """Rows dropped for any reason."""
+        return int(sum(n for _, n in self.dropped))
+
+    def dropped_by(self, reason: str) -> int:
+        """Rows dropped for ``reason`` (one of :data:`DROP_REASONS`)."""
+        table = dict(self.dropped)
+        if reason not in table:
+            raise ValueError(f"`reason` must be one of {list(DROP_REASONS)}; got {reason!r}")
+        return table[reason]
+
+    def as_dict(self) -> dict:
+        """Plain ``dict`` (JSON-ready): ``dropped`` becomes a mapping reason -> count."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["sources"] = list(self.sources)
+        out["dropped"] = dict(self.dropped)
+        out["dropped_total"] = self.dropped_total
+        return out
+
+    def format(self) -> str:
+        """A few lines of plain text, as the ``estimate`` command prints them."""
+        lines = [
+            f"read {self.rows_read} rows of {self.pages} pages from {len(self.sources)} file(s); "
+            f"changes decided by {self.change_source}",
+            f"kept {self.visits_kept} visits of {self.pages_kept} pages "
+            f"(+ {self.reference_visits} reference copies: each page's first visit)",
+            f"dropped {self.dropped_total} rows"
+            + (": " + ", ".join(f"{r} {n}" for r, n in self.dropped if n) if self.dropped_total else ""),
+            f"out-of-order rows sorted: {self.out_of_order}; single-visit pages: {self.single_visit_pages}; "
+            f"pages with no usable visit: {self.pages_without_usable_visit}; "
+            f"last_modified at/after fetch time ignored: {self.last_modified_ignored}",
+        ]
+        return "\n".join(lines)
+
+    @staticmethod
+    def combine(parts, *, sources=None) -> "Audit":
+        """Sum the audits of disjoint sets of pages (e.g. the partitions of a cluster run).
+
+        Raises
+        ------
+        ValueError
+            If ``parts`` is empty or the parts used different change sources.
+        """
+        parts = list(parts)
+        if not parts:
+            raise ValueError("`parts` must hold at least one Audit")
+        kinds = {a.change_source for a in parts}
+        if len(kinds) > 1:
+            raise ValueError(f"the audits used different change sources: {sorted(kinds)}")
+        counts = {}
+        for name in ("rows_read", "pages", "pages_kept", "visits_kept", "reference_visits", "out_of_order",
+                     "single_visit_pages", "pages_without_usable_visit", "last_modified_ignored"):
+            counts[name] = int(sum(getattr(a, name) for a in parts))
+        dropped = tuple((r, int(sum(dict(a.dropped)[r] for a in parts))) for r in DROP_REASONS)
+        src = tuple(sources) if sources is not None else parts[0].sources
+        return Audit(sources=src, change_source=parts[0].change_source, dropped=dropped, **counts)

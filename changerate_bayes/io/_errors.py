@@ -1,0 +1,15 @@
+"""The error raised for a malformed crawl log."""
+
+from __future__ import annotations
+
+__all__ = ["CrawlLogError", "where"]
+
+
+class CrawlLogError(ValueError):
+    """A crawl log that cannot be read: the message names the file, the line and the column."""
+
+
+def where(source: str, line_word: str, line, column: str | None = None) -> str:
+    """``"log.csv: line 12, column 'fetch_time'"``."""
+    text = f"{source}: {line_word} {int(line)}"
+    return text if column is None else f"{text}, column {column!r}"

@@ -1,0 +1,338 @@
+"""The change semantics shared by every reader: visits of many pages -> a ragged history.
+
+A log is first reduced, chunk by chunk, to compact columns (:class:`VisitColumns`:
+integer page codes, UTC nanoseconds, hashed digests), then :func:`build_log` applies
+the rules below to all pages at once with sorts and shifts (no loop over pages):
+
+1. A row that is not a capture (e.g. a WARC revisit of an unknown profile) is dropped.
+2. When the log has a status column, a row whose status is missing is dropped
+   (``missing_status``), and so is one with status >= 400 (``failed_status``). An HTTP
+   304 or a WARC revisit of profile identical-payload-digest / server-not-modified is a
+   successful visit that saw no change, whatever its status field says.
+3. A successful visit without the evidence that decides "changed" is dropped: no digest
+   (``missing_digest``), an empty ``changed`` (``missing_changed``), or a
+   ``last_modified`` that is missing or not before its fetch (``missing_last_modified``).
+4. Visits are sorted by page and time (rows earlier than the previous row of the same
+   page in file order are counted as ``out_of_order``). Duplicate captures (same page,
+   same time) collapse to the first in file order (``duplicate``).
+5. Each page's first remaining visit is the reference copy, not an observation. Every
+   later visit k is an observation: τ_k = t_k - t_{k-1} in hours, from the previous
+   *remaining* (successful) visit, so the interval after a failed visit runs from the
+   last successful one; and I_k is
+
+   - ``digest``: 1 iff the digest differs from that of the previous successful visit
+     (a 304/revisit carries the previous digest forward; one before the page's first
+     digest is dropped, ``not_modified_before_reference``);
+   - ``changed``: the crawler's own 0/1 decision;
+   - ``last_modified``: 1 iff last_modified is after the previous visit's time;
+
+   and 0 for a 304/revisit.
+6. ``last_modified`` at or after its own fetch time is ignored and counted
+   (``last_modified_ignored``), whatever decides changes.
+7. Pages left with a single visit are counted (``single_visit_pages``), not kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..history import CrawlHistory
+from ._audit import DROP_REASONS, Audit
+from ._errors import CrawlLogError, where
+from ._times import _NAT, parse_time_column
+
+__all__ = ["CHANGE_SOURCES", "STANDARD_COLUMNS", "CrawlLog", "VisitColumns", "build_log", "compact_frame",
+           "resolve_change_source"]
+
+#: The columns a log may have (``page`` and ``fetch_time`` are required).
+STANDARD_COLUMNS = ("page", "fetch_time", "status", "digest", "changed", "last_modified")
+CHANGE_SOURCES = ("auto", "digest", "changed", "last_modified")
+_NS_PER_HOUR = 3.6e12
+_R = {name: i + 1 for i, name in enumerate(DROP_REASONS)}
+
+
+@dataclass(frozen=True)
+class CrawlLog:
+    """A crawl log read into a ragged history, with its audit.
+
+    Attributes
+    ----------
+    history : CrawlHistory
+        Ragged: one page per page with at least two usable visits, in order of first
+        appearance in the log; ``intervals`` in **hours** (rates per hour),
+        ``crawl_rate`` = each page's observed crawl rate, visits / Σ τ (per hour),
+        ``page_ids`` = the page labels.
+    first_visit, last_visit : ndarray of datetime64[ns], shape (n_pages,)
+        UTC time of each page's reference copy and of its last usable visit.
+    audit : Audit
+        Rows read, kept and dropped by reason.
+    """
+
+    history: CrawlHistory
+    first_visit: np.ndarray
+    last_visit: np.ndarray
+    audit: Audit
+
+    @property
+    def page_ids(self) -> np.ndarray:
+        """Page labels, shape (n_pages,)."""
+        return self.history.page_ids
+
+
+@dataclass
+class VisitColumns:
+    """Compact columns of a log (internal): one entry per row, in file order."""
+
+    page: np.ndarray            # int64 codes into ``labels``
+    time: np.ndarray            # int64 UTC ns
+    status: np.ndarray | None   # float64, NaN = missing (None: no status column)
+    not_modified: np.ndarray    # bool: HTTP 304 / WARC revisit
+    digest: np.ndarray | None   # uint64 hashes (None: no digest column)
+    has_digest: np.ndarray | None
+    changed: np.ndarray | None  # int8 0/1, -1 = missing (None: no changed column)
+    last_modified: np.ndarray | None  # int64 UTC ns, _NAT = missing
+    not_capture: np.ndarray     # bool: dropped as "not_a_capture"
+
+    @staticmethod
+    def concat(parts: list["VisitColumns"]) -> "VisitColumns":
+        def cat(name):
+            cols = [getattr(p, name) for p in parts]
+            if all(c is None for c in cols):
+                return None
+            if any(c is None for c in cols):
+                raise CrawlLogError(f"the files do not all have a {name!r} column: give them the same columns")
+            return np.concatenate(cols)
+
+        names = VisitColumns.__dataclass_fields__
+        return VisitColumns(**{name: cat(name) for name in names})
+
+
+def resolve_change_source(change_from: str, available: set, *, source: str) -> str:
+    """``change_from`` with "auto" resolved: digest, else changed, else last_modified."""
+    if change_from not in CHANGE_SOURCES:
+        raise ValueError(f"`change_from` must be one of {list(CHANGE_SOURCES)}; got {change_from!r}")
+    if change_from == "auto":
+        for name in ("digest", "changed", "last_modified"):
+            if name in available:
+                return name
+        raise CrawlLogError(
+            f"{source}: line 1: no column says whether a page changed: the log needs a 'digest', 'changed' or "
+            "'last_modified' column (map yours with `columns=`)"
+        )
+    if change_from not in available:
+        raise CrawlLogError(f"{source}: line 1: missing column {change_from!r}, which `change_from` asks for")
+    return change_from
+
+
+def _hash_strings(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    s = values.astype("string").str.strip()
+    ok = ~(s.isna() | (s == "") | (s == "-")).to_numpy(dtype=bool)
+    out = np.zeros(len(s), dtype=np.uint64)
+    if ok.any():
+        out[ok] = pd.util.hash_array(s[ok].to_numpy(dtype=object))
+    return out, ok
+
+
+def _numbers(values: pd.Series, *, source, column, lines, line_word) -> np.ndarray:
+    if values.dtype.kind in "biuf":
+        return values.to_numpy(dtype=np.float64)
+    s = values.astype("string").str.strip()
+    missing = (s.isna() | (s == "") | (s == "-")).to_numpy(dtype=bool)
+    num = pd.to_numeric(s.mask(missing), errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.isnan(num) & ~missing
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: expected a number; got {s.iloc[i]!r}")
+    return num
+
+
+def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_word: str, labels: pd.Index,
+                  state: dict, names: dict | None = None, time_format: str | None = None, lines=None):
+    """Compact columns of one chunk of a log whose columns have the standard names.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Columns among :data:`STANDARD_COLUMNS`, plus optionally ``not_modified``
+        (bool) and ``not_capture`` (bool).
+    first_line : int
+        File line (or record) number of the chunk's first row, for error messages.
+    labels : pandas.Index
+        Page labels seen so far; new ones are appended.
+    names : dict, optional
+        Standard name -> the file's column name, for error messages.
+
+    Returns
+    -------
+    (VisitColumns, pandas.Index)
+        The chunk and the updated labels.
+    """
+    names = names or {}
+    n = len(frame)
+    if lines is None:
+        lines = np.arange(first_line, first_line + n, dtype=np.int64)
+    col = lambda c: names.get(c, c)  # noqa: E731
+    pages = frame["page"]
+    missing = pages.isna().to_numpy(dtype=bool).copy()
+    if pages.dtype == object or str(pages.dtype) == "string":
+        missing |= (pages.astype("string").str.strip() == "").fillna(True).to_numpy(dtype=bool)
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        raise CrawlLogError(f"{where(source, line_word, lines[i], col('page'))}: missing page")
+    codes, uniques = pd.factorize(pages, sort=False)
+    uniques = pd.Index(uniques)
+    new = uniques[~uniques.isin(labels)]
+    if len(new):
+        labels = labels.append(new)
+    codes = labels.get_indexer(uniques)[codes].astype(np.int64)
+    time = parse_time_column(frame["fetch_time"], source=source, column=col("fetch_time"), lines=lines,
+                             line_word=line_word, required=True, state=state, fmt=time_format)
+    status = None
+    if "status" in frame:
+        status = _numbers(frame["status"], source=source, column=col("status"), lines=lines, line_word=line_word)
+    nm = frame["not_modified"].to_numpy(dtype=bool) if "not_modified" in frame else np.zeros(n, bool)
+    if status is not None:
+        nm = nm | (status == 304)
+    digest = has_digest = None
+    if "digest" in frame:
+        digest, has_digest = _hash_strings(frame["digest"])
+    changed = None
+    if "changed" in frame:
+        num = _numbers(frame["changed"], source=source, column=col("changed"), lines=lines, line_word=line_word)
+        bad = ~np.isnan(num) & (num != 0) & (num != 1)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise CrawlLogError(f"{where(source, line_word, lines[i], col('changed'))}: must be 0 or 1; got {num[i]:g}")
+        changed = np.where(np.isnan(num), -1, num).astype(np.int8)
+    last_modified = None
+    if "last_modified" in frame:
+        last_modified = parse_time_column(frame["last_modified"], source=source, column=col("last_modified"),
+                                          lines=lines, line_word=line_word, required=False, state={})
+    not_capture = frame["not_capture"].to_numpy(dtype=bool) if "not_capture" in frame else np.zeros(n, bool)
+    return VisitColumns(codes, time, status, nm, digest, has_digest, changed, last_modified, not_capture), labels
+
+
+def check_digest_not_empty(v: VisitColumns, *, source: str, column: str) -> None:
+    """A digest column that is entirely empty is an error (it cannot decide anything)."""
+    if v.has_digest is not None and v.has_digest.size and not v.has_digest.any():
+        raise CrawlLogError(f"{source}: line 1, column {column!r}: the digest column is entirely empty; "
+                            "map another column with `columns=` or choose `change_from`")
+
+
+def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: bool = False) -> CrawlLog:
+    """Apply the change semantics (module docstring) to compact columns: a :class:`CrawlLog`.
+
+    Raises
+    ------
+    CrawlLogError
+        If no page has two usable visits (nothing to estimate).
+    """
+    n = v.page.size
+    labels = np.asarray(labels, dtype=object)
+    pos = np.arange(n, dtype=np.int64)
+    # out-of-order rows: earlier than the previous row of the same page in file order
+    by_page = np.argsort(v.page, kind="stable")
+    pp, tt = v.page[by_page], v.time[by_page]
+    out_of_order = int(np.count_nonzero((pp[1:] == pp[:-1]) & (tt[1:] < tt[:-1])))
+
+    lm_ok = None
+    lm_ignored = 0
+    if v.last_modified is not None:
+        present = v.last_modified != _NAT
+        lm_ok = present & (v.last_modified < v.time)
+        lm_ignored = int(np.count_nonzero(present & ~lm_ok))
+
+    reason = np.zeros(n, dtype=np.int8)
+
+    def drop(mask, name):
+        reason[(reason == 0) & mask] = _R[name]
+
+    nm = v.not_modified
+    drop(v.not_capture, "not_a_capture")
+    if v.status is not None:
+        drop(np.isnan(v.status) & ~nm, "missing_status")
+        drop((v.status >= 400) & ~nm, "failed_status")
+    if change_from == "digest":
+        drop(~v.has_digest & ~nm, "missing_digest")
+    elif change_from == "changed":
+        drop((v.changed < 0) & ~nm, "missing_changed")
+    else:
+        drop(~lm_ok & ~nm, "missing_last_modified")
+
+    idx = np.flatnonzero(reason == 0)
+    order = idx[np.lexsort((pos[idx], v.time[idx], v.page[idx]))]
+    pg, tm = v.page[order], v.time[order]
+    dup = np.zeros(order.size, dtype=bool)
+    dup[1:] = (pg[1:] == pg[:-1]) & (tm[1:] == tm[:-1])
+    reason[order[dup]] = _R["duplicate"]
+    order = order[~dup]
+
+    if change_from == "digest":
+        pg = v.page[order]
+        m = order.size
+        k = np.arange(m)
+        first = np.ones(m, dtype=bool)
+        first[1:] = pg[1:] != pg[:-1]
+        start = np.maximum.accumulate(np.where(first, k, 0))
+        content = ~nm[order]
+        last_content = np.maximum.accumulate(np.where(content, k, -1))
+        no_ref = last_content < start
+        reason[order[no_ref]] = _R["not_modified_before_reference"]
+        eff = v.digest[order][last_content][~no_ref]
+        order = order[~no_ref]
+    pg, tm = v.page[order], v.time[order]
+    m = order.size
+    first = np.ones(m, dtype=bool)
+    first[1:] = pg[1:] != pg[:-1]
+    obs = ~first
+    if change_from == "digest":
+        chg = np.zeros(m, dtype=np.int8)
+        chg[1:] = eff[1:] != eff[:-1]
+    elif change_from == "changed":
+        chg = v.changed[order].copy()
+    else:
+        chg = np.zeros(m, dtype=np.int8)
+        chg[1:] = v.last_modified[order][1:] > tm[:-1]
+    chg[nm[order]] = 0
+    chg[first] = 0
+
+    counts_all = np.bincount(v.page, minlength=labels.size) if n else np.zeros(labels.size, np.int64)
+    kept_per_page = np.bincount(pg, minlength=labels.size)
+    n_pages = int(np.count_nonzero(counts_all))
+    single = int(np.count_nonzero(kept_per_page == 1))
+    none_usable = int(np.count_nonzero((counts_all > 0) & (kept_per_page == 0)))
+    obs_pages = np.flatnonzero(kept_per_page >= 2)  # page codes of the history, in label order
+    dropped = tuple((name, int(np.count_nonzero(reason == _R[name]))) for name in DROP_REASONS)
+    audit = Audit(
+        sources=tuple(str(s) for s in sources), change_source=change_from, rows_read=int(n), pages=n_pages,
+        pages_kept=int(obs_pages.size), visits_kept=int(np.count_nonzero(obs & (kept_per_page[pg] >= 2))),
+        reference_visits=int(np.count_nonzero(first)), dropped=dropped, out_of_order=out_of_order,
+        single_visit_pages=single, pages_without_usable_visit=none_usable, last_modified_ignored=lm_ignored,
+    )
+    if obs_pages.size == 0:
+        if empty_ok:  # a partition of a cluster run may hold no usable page
+            return CrawlLog(history=None, first_visit=np.zeros(0, "datetime64[ns]"),
+                            last_visit=np.zeros(0, "datetime64[ns]"), audit=audit)
+        raise CrawlLogError(
+            f"{', '.join(audit.sources)}: no page has two usable visits, so there is nothing to estimate\n"
+            + audit.format()
+        )
+    # pages appear in sorted code order = order of first appearance in the log
+    tau = np.zeros(m)
+    tau[1:] = (tm[1:] - tm[:-1]) / _NS_PER_HOUR
+    lengths = kept_per_page[obs_pages] - 1
+    flat_tau = tau[obs]
+    sums = np.add.reduceat(flat_tau, np.concatenate(([0], np.cumsum(lengths)[:-1])))
+    history = CrawlHistory.from_segments(
+        chg[obs], flat_tau, lengths=lengths.astype(np.int64), crawl_rate=lengths / sums,
+        page_ids=labels[obs_pages],
+    )
+    first_t = tm[first][kept_per_page[pg[first]] >= 2]
+    last = np.ones(m, dtype=bool)
+    last[:-1] = pg[1:] != pg[:-1]
+    last_t = tm[last][kept_per_page[pg[last]] >= 2]
+    return CrawlLog(history=history, first_visit=first_t.astype("datetime64[ns]"),
+                    last_visit=last_t.astype("datetime64[ns]"), audit=audit)

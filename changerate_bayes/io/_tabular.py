@@ -1,0 +1,214 @@
+"""CSV and Parquet crawl logs (pandas + pyarrow), read in chunks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from ._errors import CrawlLogError
+from ._semantics import (
+    STANDARD_COLUMNS, CrawlLog, VisitColumns, build_log, check_digest_not_empty, compact_frame,
+    resolve_change_source,
+)
+
+__all__ = ["read_csv", "read_parquet", "DEFAULT_CHUNK_ROWS"]
+
+#: Rows per chunk: memory holds one chunk of text plus ~40 bytes per visit read.
+DEFAULT_CHUNK_ROWS = 500_000
+
+
+def _as_paths(paths) -> list[Path]:
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    try:
+        out = [Path(p) for p in paths]
+    except TypeError:
+        raise TypeError(f"`paths` must be a path or a list of paths; got {type(paths).__name__}") from None
+    if not out:
+        raise ValueError("`paths` must name at least one file")
+    for p in out:
+        if not p.is_file():
+            raise CrawlLogError(f"{p}: no such file")
+    return out
+
+
+def check_columns(columns) -> dict:
+    """The caller's mapping standard name -> file column name, checked."""
+    if columns is None:
+        return {}
+    if not isinstance(columns, dict):
+        raise TypeError(f"`columns` must be a dict (standard name -> your column name); got {type(columns).__name__}")
+    unknown = sorted(set(columns) - set(STANDARD_COLUMNS))
+    if unknown:
+        raise ValueError(f"`columns` keys must be among {list(STANDARD_COLUMNS)}; got {unknown}")
+    for k, val in columns.items():
+        if not isinstance(val, str):
+            raise TypeError(f"`columns[{k!r}]` must be a column name (str); got {type(val).__name__}")
+    return dict(columns)
+
+
+def _plan(header: list[str], mapping: dict, *, source: str, change_from: str):
+    """Which file columns to read as which standard columns; errors for missing ones."""
+    file_cols = set(header)
+    for std, name in mapping.items():
+        if name not in file_cols:
+            raise CrawlLogError(f"{source}: line 1: missing column {name!r} (given for {std!r} in `columns`); "
+                                f"the file has {header}")
+    plan = {}
+    for std in STANDARD_COLUMNS:
+        name = mapping.get(std, std)
+        if name in file_cols:
+            plan[std] = name
+    for std in ("page", "fetch_time"):
+        if std not in plan:
+            raise CrawlLogError(f"{source}: line 1: missing required column {mapping.get(std, std)!r}; "
+                                f"the file has {header} (map yours with `columns=`)")
+    kind = resolve_change_source(change_from, set(plan), source=source)
+    # read only what decides changes, plus status and last_modified (audit)
+    for other in {"digest", "changed", "last_modified"} - {kind, "last_modified"}:
+        plan.pop(other, None)
+    return plan, kind
+
+
+def _finish(parts, labels, *, kind, plans, sources) -> CrawlLog:
+    v = VisitColumns.concat(parts)
+    if kind == "digest":
+        check_digest_not_empty(v, source=", ".join(map(str, sources)), column=plans[0]["digest"])
+    return build_log(v, labels, change_from=kind, sources=sources)
+
+
+def read_csv(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUNK_ROWS, sep=",") -> CrawlLog:
+    """Read crawl logs in CSV (optionally compressed: .gz, .bz2, .zst, .xz) into a ragged history.
+
+    A crawl log is a long table of visits, one row per visit, with columns ``page``
+    and ``fetch_time`` (ISO-8601; with or without a UTC offset, not mixed) and any of
+    ``status`` (HTTP status), ``digest`` (content hash, ETag or payload digest),
+    ``changed`` (0/1 when the crawler already decided) and ``last_modified``.
+
+    Parameters
+    ----------
+    paths : path or list of paths
+        One log, or several read as one (same columns).
+    columns : dict, optional
+        Your column names: standard name -> file column, e.g.
+        ``{"page": "url", "fetch_time": "ts", "digest": "sha1"}``.
+    change_from : {"auto", "digest", "changed", "last_modified"}, default "auto"
+        What decides I_k (see :mod:`changerate_bayes.io`): "auto" takes the digest if
+        there is one, else ``changed``, else ``last_modified``.
+    chunk_rows : int, default 500_000
+        Rows parsed at a time: memory holds one chunk of text plus about 40 bytes per
+        visit, whatever the file size.
+    sep : str, default ","
+
+    Returns
+    -------
+    CrawlLog
+        The ragged history (intervals in hours), first/last visit times, audit.
+
+    Raises
+    ------
+    CrawlLogError (a ValueError)
+        Naming the file, line and column: a missing required column, an unparsable or
+        missing time, naive and aware times mixed, an entirely empty digest column, a
+        non-numeric status, a ``changed`` value other than 0/1, or no page with two
+        usable visits.
+    TypeError
+        For ``paths`` or ``columns`` of the wrong type.
+
+    Examples
+    --------
+    >>> import io, tempfile, os
+    >>> from changerate_bayes.io import read_csv
+    >>> text = "page,fetch_time,digest\\na,2024-01-01T00:00Z,x\\na,2024-01-01T06:00Z,y\\na,2024-01-01T18:00Z,y\\n"
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = os.path.join(d, "log.csv")
+    ...     _ = open(path, "w").write(text)
+    ...     log = read_csv(path)
+    >>> log.history.flat_changed.tolist(), log.history.flat_intervals.tolist()
+    ([1, 0], [6.0, 12.0])
+    """
+    mapping = check_columns(columns)
+    chunk_rows = _check_chunk(chunk_rows)
+    files = _as_paths(paths)
+    labels = pd.Index([], dtype=object)
+    state: dict = {}
+    parts, plans, kind = [], [], None
+    for path in files:
+        src = str(path)
+        try:
+            header = list(pd.read_csv(path, sep=sep, nrows=0).columns)
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+            raise CrawlLogError(f"{src}: line 1: not a readable CSV file ({exc})") from None
+        plan, k = _plan(header, mapping, source=src, change_from=change_from)
+        if kind is not None and k != kind:
+            raise CrawlLogError(f"{src}: changes would be decided by {k!r} here but by {kind!r} in the first file")
+        kind = k
+        plans.append(plan)
+        inv = {v: s for s, v in plan.items()}
+        line = 2
+        try:
+            reader = pd.read_csv(path, sep=sep, usecols=list(plan.values()), dtype=str, keep_default_na=False,
+                                 chunksize=chunk_rows)
+            for chunk in reader:
+                chunk = chunk.rename(columns=inv)
+                part, labels = compact_frame(chunk, source=src, first_line=line, line_word="line",
+                                             labels=labels, state=state, names=plan)
+                parts.append(part)
+                line += len(chunk)
+        except pd.errors.ParserError as exc:
+            raise CrawlLogError(f"{src}: near line {line}: malformed CSV ({exc})") from None
+    return _finish(parts, labels, kind=kind, plans=plans, sources=files)
+
+
+def read_parquet(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
+    """Read crawl logs in Parquet, batch by batch, into a ragged history.
+
+    Same columns, change rules, result and errors as :func:`read_csv` ("row" numbers
+    count data rows from 1). Time columns may be Parquet timestamps (with or without a
+    time zone; naive ones are taken as UTC) or ISO-8601 strings.
+
+    Raises
+    ------
+    CrawlLogError (a ValueError)
+        As :func:`read_csv`, or for a file that is not Parquet.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    mapping = check_columns(columns)
+    chunk_rows = _check_chunk(chunk_rows)
+    files = _as_paths(paths)
+    labels = pd.Index([], dtype=object)
+    state: dict = {}
+    parts, plans, kind = [], [], None
+    for path in files:
+        src = str(path)
+        try:
+            pf = pq.ParquetFile(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise CrawlLogError(f"{src}: not a readable Parquet file ({exc})") from None
+        header = list(pf.schema_arrow.names)
+        plan, k = _plan(header, mapping, source=src, change_from=change_from)
+        if kind is not None and k != kind:
+            raise CrawlLogError(f"{src}: changes would be decided by {k!r} here but by {kind!r} in the first file")
+        kind = k
+        plans.append(plan)
+        inv = {v: s for s, v in plan.items()}
+        row = 1
+        for batch in pf.iter_batches(batch_size=chunk_rows, columns=list(plan.values())):
+            chunk = batch.to_pandas().rename(columns=inv)
+            part, labels = compact_frame(chunk, source=src, first_line=row, line_word="row", labels=labels,
+                                         state=state, names=plan)
+            parts.append(part)
+            row += len(chunk)
+    return _finish(parts, labels, kind=kind, plans=plans, sources=files)
+
+
+def _check_chunk(chunk_rows) -> int:
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int):
+        raise TypeError(f"`chunk_rows` must be an int; got {type(chunk_rows).__name__}")
+    if chunk_rows < 1:
+        raise ValueError(f"`chunk_rows` must be >= 1; got {chunk_rows}")
+    return chunk_rows

@@ -1,0 +1,256 @@
+"""The HTML report of a user's own crawl log: rates across pages, the busiest pages, the audit."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from .io import Audit, CrawlLog
+
+__all__ = ["detection_times", "estimate_report", "diagnose_report", "OTA_ATTRIBUTION"]
+
+#: Attribution of the shipped Open Terms Archive data (kept wherever the data is shown).
+OTA_ATTRIBUTION = ('Data: Open Terms Archive (licence ODC-BY 1.0), "Open Terms Archive contributors"; dating '
+                   'collection "Open Terms Archive with contributions from the Dating Privacy collective".')
+
+
+def detection_times(log: CrawlLog) -> tuple[np.ndarray, np.ndarray]:
+    """Times (hours since each page's first visit) of the crawls that saw a change.
+
+    Returns
+    -------
+    times : ndarray of float64, shape (n_detections,)
+    page : ndarray of int64, same shape
+        Page number (row of the history) of each time; pages in order, times sorted.
+    """
+    h = log.history
+    t = np.cumsum(h.flat_intervals)
+    start = np.concatenate(([0.0], t))[h.offsets[:-1]]
+    t = t - np.repeat(start, h.lengths)
+    hit = h.flat_changed.astype(bool)
+    return t[hit], h.page_index()[hit]
+
+
+def _json_safe(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def _records(table: pd.DataFrame) -> list[dict]:
+    out = []
+    for rec in table.to_dict("records"):
+        row = {}
+        for k, v in rec.items():
+            if isinstance(v, pd.Timestamp):
+                v = None if pd.isna(v) else v.isoformat()
+            elif isinstance(v, (np.floating, float)):
+                v = _json_safe(float(v))
+            elif isinstance(v, np.integer):
+                v = int(v)
+            elif v is pd.NaT:
+                v = None
+            row[k] = v
+        out.append(row)
+    return out
+
+
+def _audit_html(audit: Audit):
+    from .report import html_table
+
+    rows = [{"item": k, "value": v} for k, v in audit.as_dict().items() if k not in ("dropped", "sources")]
+    rows += [{"item": f"dropped: {r}", "value": n} for r, n in audit.dropped]
+    rows.append({"item": "sources", "value": ", ".join(audit.sources)})
+    return html_table(rows, [("item", "Audit"), ("value", "Count")], caption="Every row read, accounted for")
+
+
+def _rate_figure(table: pd.DataFrame):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .report import figure_to_html
+
+    rate = table["posterior_mean"].to_numpy()
+    rate = rate[np.isfinite(rate) & (rate > 0)]
+    fig, ax = plt.subplots(figsize=(6.5, 3.2))
+    if rate.size:
+        bins = np.logspace(np.log10(rate.min()) - 0.05, np.log10(rate.max()) + 0.05, min(40, max(5, rate.size // 2)))
+        ax.hist(rate, bins=bins, color="#4477aa")
+        ax.set_xscale("log")
+    ax.set_xlabel("posterior mean change rate (changes per day)")
+    ax.set_ylabel("pages")
+    return figure_to_html(fig, alt="Histogram of the posterior mean change rate across pages, log scale")
+
+
+def _forest_figure(top: pd.DataFrame, level: float):
+    import matplotlib.pyplot as plt
+
+    from .report import figure_to_html
+
+    fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(top) + 1.0))
+    y = np.arange(len(top))[::-1]
+    m, lo, hi = (top[c].to_numpy() for c in ("posterior_mean", "posterior_lower", "posterior_upper"))
+    ax.errorbar(m, y, xerr=[m - lo, hi - m], fmt="o", color="#aa3377", capsize=3)
+    ax.set_yticks(y, [str(p)[-40:] for p in top["page"]], fontsize=7)
+    ax.set_xlabel(f"change rate per day: posterior mean and {level:.0%} credible interval")
+    return figure_to_html(fig, alt="Posterior means and credible intervals of the busiest pages")
+
+
+def _gof_rows(log: CrawlLog | None, top: pd.DataFrame, *, seed: int, n_resamples: int):
+    """Poisson diagnostics of the busiest pages' detections (crawl-grid tests)."""
+    from .diagnostics import interval_calibration, poisson_gof
+
+    rows = []
+    if log is None:
+        return rows
+    calib = interval_calibration(log.history)
+    times, page = detection_times(log)
+    index = {p: i for i, p in enumerate(log.page_ids)}
+    for p in top["page"]:  # a handful of pages, each its own trace
+        i = index[p]
+        t = times[page == i]
+        lo, hi = log.history.offsets[i], log.history.offsets[i + 1]
+        step = float(np.median(log.history.flat_intervals[lo:hi]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = poisson_gof(t, crawl_interval=step, n_resamples=n_resamples, rng=seed) if t.size >= 3 else None
+        if res is None:
+            rows.append({"page": p, "detections": int(t.size), "crawl step (h)": step, "rejected (Holm 5%)": "—",
+                         "interval calibration p": _calib_p(calib, i),
+                         "reading": "fewer than 3 detections: not tested"})
+            continue
+        rej = res.rejected(0.05)
+        rows.append({"page": p, "detections": int(t.size), "crawl step (h)": step,
+                     "rejected (Holm 5%)": ", ".join(rej) if rej else "none",
+                     "interval calibration p": _calib_p(calib, i),
+                     "reading": res.summary(0.05).split("\n")[0]})
+    return rows
+
+
+def _calib_p(calib, i):
+    return float(calib.pvalue[i]) if calib.status[i] == "ok" else calib.status[i]
+
+
+def estimate_report(table: pd.DataFrame, audit: Audit, *, log: CrawlLog | None = None, busiest: int = 6,
+                    seed: int = 0, n_resamples: int = 199, attribution: str | None = None):
+    """HTML and JSON results of ``changerate-bayes estimate --report``.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        From :func:`changerate_bayes.estimate_pages`.
+    audit : Audit
+    log : CrawlLog, optional
+        Needed for the Poisson diagnostics of the busiest pages (detection times).
+    busiest : int, default 6
+        Pages (most changes seen) shown with their posteriors and diagnostics.
+    seed : int, default 0
+        Seed of the diagnostics' Monte Carlo p-values.
+    n_resamples : int, default 199
+    attribution : str, optional
+        Data attribution shown in the header (e.g. :data:`OTA_ATTRIBUTION`).
+
+    Returns
+    -------
+    (str, dict)
+        The page (self-contained HTML) and the results for ``results.json``.
+    """
+    from .report import html_table, render_page
+
+    level = table.attrs.get("level", 0.9)
+    top = table.sort_values(["n_changes", "posterior_mean"], ascending=False).head(busiest)
+    methods = [c for c in table.columns if c in ("naive", "lln", "sa", "sam", "mle", "mm", "regular")]
+    rate = table["posterior_mean"].to_numpy()
+    q = np.quantile(rate, [0.1, 0.5, 0.9])
+    intro = (f"<p>{len(table)} pages; posterior mean change rate per day: 10% {q[0]:.3g}, median {q[1]:.3g}, "
+             f"90% {q[2]:.3g}. Prior {table.attrs.get('prior', '')}; budget "
+             f"{table.attrs.get('budget_per_day', float('nan')):.4g} crawls/day "
+             f"({table.attrs.get('objective', '')}).</p>")
+    warn = table.attrs.get("warnings") or []
+    warn_html = ""
+    if warn:
+        warn_html = (f"<details><summary>Model checks of the estimators: {len(warn)} warning(s)</summary>"
+                     + "".join(f"<p class='verdict mixed'>{_esc(w)}</p>" for w in warn) + "</details>")
+    import time
+
+    t0 = time.perf_counter()
+    gof = _gof_rows(log, top, seed=seed, n_resamples=n_resamples)
+    gof_seconds = time.perf_counter() - t0
+    cols = ["page", "n_crawls", "n_changes", "mean_interval_h", *methods, "posterior_mean", "posterior_lower",
+            "posterior_upper", "crawl_interval_h"]
+    sections = [
+        {"id": "rates", "title": "Change rates across pages", "seconds": 0.0,
+         "html": intro + str(_rate_figure(table)) + warn_html},
+        {"id": "busiest", "title": f"The {len(top)} busiest pages", "seconds": 0.0,
+         "html": str(_forest_figure(top, level))
+         + str(html_table(_records(top[cols]), cols, caption="Rates in changes per day; intervals in hours"))},
+        {"id": "poisson", "title": "Poisson diagnostics of the busiest pages", "seconds": gof_seconds,
+         "html": ("<p>Crawl-grid tests of the times at which crawls saw a change, and the interval calibration "
+                  "of each page's history (P(I = 1 | τ) = 1 − e<sup>−Δτ</sup> by interval bins). These are "
+                  "findings about the data: a rejection says these pages' changes are not a homogeneous Poisson "
+                  "process.</p>"
+                  + str(html_table(gof, ["page", "detections", "crawl step (h)", "rejected (Holm 5%)",
+                                         "interval calibration p", "reading"]))
+                  if gof else "<p>Not available for this engine.</p>")},
+        {"id": "audit", "title": "Audit of the log", "seconds": 0.0, "html": str(_audit_html(audit))},
+    ]
+    if attribution:
+        sections[0]["html"] = f"<p><em>{_esc(attribution)}</em></p>" + sections[0]["html"]
+    sections[0]["html"] = f"<p>Sources: {_esc(', '.join(audit.sources))}</p>" + sections[0]["html"]
+    html = render_page(title="Change rates of your pages", sections=sections, meta=_meta("estimate", seed))
+    results = {"audit": audit.as_dict(), "pages": _records(table), "diagnostics": gof,
+               "attrs": {k: (v if not isinstance(v, float) else _json_safe(v)) for k, v in table.attrs.items()}}
+    return html, results
+
+
+def diagnose_report(results: list, *, sources, alpha: float = 0.05, seed: int = 0):
+    """HTML and JSON results of ``changerate-bayes diagnose``: one section per trace.
+
+    Parameters
+    ----------
+    results : list of (page, PoissonGOFResult)
+    sources : sequence of str
+    """
+    from .report import html_table, render_page
+
+    rows, details = [], {}
+    for page, res in results:
+        rej = res.rejected(alpha)
+        rows.append({"page": page, "events": res.n_events, "rate per hour": res.rate,
+                     "rejected (Holm)": ", ".join(rej) if rej else "none"})
+        details[str(page)] = res.to_dict()
+    sections = [{"id": "summary", "title": "Poisson diagnostics", "seconds": 0.0,
+                 "html": str(html_table(rows, ["page", "events", "rate per hour", "rejected (Holm)"]))}]
+    for page, res in results[:10]:
+        tests = [{"test": k, "p-value": v.pvalue, "reading": v.reading} for k, v in res.tests.items()]
+        sections.append({"id": f"page-{len(sections)}", "title": f"Page {page}", "seconds": 0.0,
+                         "html": f"<p>{_esc(res.summary(alpha))}</p>" + str(html_table(tests, ["test", "p-value", "reading"]))})
+    sections[0]["html"] = f"<p>Sources: {_esc(', '.join(map(str, sources)))}</p>" + sections[0]["html"]
+    html = render_page(title="Is it Poisson? Your change times", sections=sections, meta=_meta("diagnose", seed))
+    return html, {"pages": rows, "details": details}
+
+
+def _meta(command: str, seed: int) -> dict:
+    import datetime
+    import platform
+
+    import matplotlib
+    import scipy
+
+    from . import __version__
+
+    return {"preset": command, "seed": seed, "total_seconds": 0.0, "version": __version__,
+            "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "versions": {"python": platform.python_version(), "numpy": np.__version__, "pandas": pd.__version__,
+                         "scipy": scipy.__version__, "matplotlib": matplotlib.__version__}}
+
+
+def _esc(text: str) -> str:
+    from markupsafe import escape
+
+    return str(escape(text))
