@@ -37,6 +37,9 @@ from .bayes import (
     sampler_diagnostics,
 )
 
+# --- dynamic (drifting rates) ---
+from .dynamic import DynamicRateFilter, dynamic_posterior
+
 # --- diagnostics / traces / scheduling: use the subpackages ---
 from . import diagnostics, scheduling, traces  # noqa: E402
 
@@ -56,6 +59,9 @@ __all__ = [
     "posterior_mean_path",
     "sampler_diagnostics",
     "estimate_path",
+    # dynamic
+    "DynamicRateFilter",
+    "dynamic_posterior",
     "NaiveEstimator",
     "LLNEstimator",
     "SAEstimator",
