@@ -30,6 +30,9 @@ KERNEL_SDS = 6.0
 TAIL = 1e-30
 #: status codes returned by the kernels
 OK, NO_MASS = 0, 1
+#: LLVM may reorder sums and fuse multiply-adds (results change at float64 rounding level);
+#: NaN and infinity keep their IEEE meaning
+FASTMATH = {"reassoc", "contract", "arcp", "nsz"}
 
 
 @njit(cache=True)
@@ -49,12 +52,13 @@ def lattice_kernel(t, bmax, out):
     start = b_full + int(math.ceil(2.0 * sd)) + 30
     for n in range(b + 1):
         out[n] = 0.0
+    two_over_t = 2.0 / t
     y_next = 0.0
     y = 1e-280
     if start <= b:
         out[start] = y
     for n in range(start, 0, -1):
-        y_prev = (2.0 * n / t) * y + y_next
+        y_prev = (n * two_over_t) * y + y_next
         y_next = y
         y = y_prev
         if n - 1 <= b:
@@ -72,7 +76,7 @@ def lattice_kernel(t, bmax, out):
     return b
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _prefix(kern, b, prefix):
     acc = 0.0
     for n in range(b + 1):
@@ -80,7 +84,7 @@ def _prefix(kern, b, prefix):
         prefix[n] = acc
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _support(w, g):
     mx = 0.0
     for i in range(g):
@@ -96,7 +100,7 @@ def _support(w, g):
     return lo, hi, thr
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _diffuse(w, out, kern, prefix, b, g):
     """out ← K w (column-renormalised at the lattice ends); returns the support of out."""
     lo, hi, thr = _support(w, g)
@@ -119,7 +123,7 @@ def _diffuse(w, out, kern, prefix, b, g):
     return o_lo, o_hi
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _observe(w, lo, hi, rates, tau, changed, do_update):
     """Predictive P(I = 0), P(I = 1) of ``w`` (already diffused) on [lo, hi]; update in place."""
     p0 = 0.0
@@ -145,7 +149,7 @@ def _observe(w, lo, hi, rates, tau, changed, do_update):
     return p0, p1
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _step(w, scratch, kern, prefix, rates, log_h2, sigma, tau, changed, g):
     """One crawl of one page under one volatility; w updated in place.
 
@@ -167,7 +171,7 @@ def _step(w, scratch, kern, prefix, rates, log_h2, sigma, tau, changed, g):
     return p0, p1, (OK if z > 0.0 else NO_MASS)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _predictive(w, scratch, kern, prefix, rates, log_h2, sigma, tau, g):
     """P(I = 1) of the next crawl at interval τ (w untouched)."""
     if sigma > 0.0:
@@ -186,7 +190,7 @@ def _predictive(w, scratch, kern, prefix, rates, log_h2, sigma, tau, g):
 BLOCK = 64
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, fastmath=FASTMATH)
 def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, status):
     """One crawl of every masked-in page, for every volatility (in place).
 
@@ -212,7 +216,7 @@ def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, st
                     status[i] = st
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, fastmath=FASTMATH)
 def stream_predict(weights, tau, rates, log_h2, sigmas, out):
     """P(I = 1) of the next crawl at interval tau[i] of page i under each volatility: out (S, n)."""
     n_s, n, g = weights.shape
@@ -226,7 +230,7 @@ def stream_predict(weights, tau, rates, log_h2, sigmas, out):
                 out[s, i] = _predictive(weights[s, i], scratch, kern, prefix, rates, log_h2, sigmas[s], tau[i], g)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def _mixture_weights(log_ev, pi):
     n_s = log_ev.shape[0]
     mx = -np.inf
@@ -241,7 +245,7 @@ def _mixture_weights(log_ev, pi):
         pi[s] /= tot
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FASTMATH)
 def summarize(m, rates, u0, h, probs, q_out):
     """Mean of Δ under node probabilities m, and quantiles at sorted ``probs``.
 
@@ -268,7 +272,7 @@ def summarize(m, rates, u0, h, probs, q_out):
     return mean
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, fastmath=FASTMATH)
 def batch_filter(prior_w, changed, tau, mask, rates, u0, h, sigmas, probs, smooth,
                  pred, f_mean, f_q, s_mean, s_q, wpath, log_ev, status):
     """Forward filtering (and forward-backward smoothing) of whole histories.
