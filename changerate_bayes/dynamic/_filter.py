@@ -8,7 +8,6 @@ import numpy as np
 
 from .._rng import as_generator
 from .._validation import as_float_array, check_positive_int
-from . import _kernels
 from ._model import DEFAULT_SIGMAS, check_prior, check_sigmas, make_lattice
 
 __all__ = ["DynamicRateFilter"]
@@ -114,7 +113,7 @@ class DynamicRateFilter:
     --------
     >>> import numpy as np
     >>> from changerate_bayes import DynamicRateFilter, GammaPrior
-    >>> f = DynamicRateFilter(sigma=0.0, prior=GammaPrior(2.0, 1.0), grid=np.geomspace(1e-3, 1e2, 400))
+    >>> f = DynamicRateFilter(sigma=0.0, prior=GammaPrior(2.0, 1.0), grid=np.geomspace(1e-6, 1e2, 400))
     >>> f.update(False, 3.0)  # one crawl after 3 hours, no change: Gamma(2, 4) exactly
     >>> round(float(f.rate), 6)
     0.5
@@ -191,6 +190,8 @@ class DynamicRateFilter:
         tau = self._vector(tau_checked, name="interval", positive=True)
         status = np.zeros(self._n, dtype=np.int8)
         lat = self._lattice
+        from . import _kernels  # numba is imported on first use
+
         _kernels.stream_update(self._w, self._log_ev, changed, tau, mask, lat.rates, 2.0 * np.log(lat.h),
                                self._sigmas, status)
         if status.any():
@@ -271,6 +272,8 @@ class DynamicRateFilter:
         tau = self._vector(interval, name="interval", positive=True)
         out = np.empty((self._sigmas.size, self._n))
         lat = self._lattice
+        from . import _kernels
+
         _kernels.stream_predict(self._w, tau, lat.rates, 2.0 * np.log(lat.h), self._sigmas, out)
         pi = mixture_weights(self._log_ev)
         return self._out(np.sum(pi * out, axis=0))

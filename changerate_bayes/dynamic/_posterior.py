@@ -9,7 +9,6 @@ import numpy as np
 from .._validation import as_float_array
 from ..bayes import _arviz
 from ..history import CrawlHistory
-from . import _kernels
 from ._model import DEFAULT_SIGMAS, check_prior, check_sigmas, make_lattice
 
 __all__ = ["dynamic_posterior", "DEFAULT_LEVELS"]
@@ -175,6 +174,8 @@ def dynamic_posterior(history, *, sigma=DEFAULT_SIGMAS, prior=None, grid=None, s
     changed_c = np.ascontiguousarray(changed)
     tau_c = np.ascontiguousarray(tau, dtype=np.float64)
     m_c = np.ascontiguousarray(m, dtype=bool)
+    from . import _kernels  # numba is imported on first use
+
     for a in range(0, n, BLOCK_PAGES):
         b = min(n, a + BLOCK_PAGES)
         w0 = lat.prior_weights(b - a) if np.ndim(lat.log_prior) == 1 else _block_prior(lat, a, b)
