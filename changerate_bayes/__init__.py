@@ -42,6 +42,8 @@ from .bayes import (
 
 # --- the per-page table ---
 from .pages import estimate_pages  # noqa: E402
+# --- dynamic (drifting rates) ---
+from .dynamic import DynamicRateFilter, dynamic_posterior
 
 # --- diagnostics / traces / scheduling: use the subpackages ---
 from . import diagnostics, scheduling, traces  # noqa: E402
@@ -65,6 +67,9 @@ __all__ = [
     "sampler_diagnostics",
     "estimate_path",
     "final_estimates",
+    # dynamic
+    "DynamicRateFilter",
+    "dynamic_posterior",
     "NaiveEstimator",
     "LLNEstimator",
     "SAEstimator",

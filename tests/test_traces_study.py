@@ -160,7 +160,8 @@ def test_replay_ylim_follows_the_estimators_and_the_target():
 def test_replay_figure_labels_the_target(tiny_result):
     fig = T._replay_figure([r for r in tiny_result["trace_replays"] if r["name"] == "wikipedia_oblast"])
     labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
-    assert "target: empirical rate over the window" in labels and "empirical rate so far" in labels
+    assert "count rate over the window" in labels and "empirical rate so far" in labels
+    assert "crawl-visible rate over the window" in labels
     ax = fig.axes[0]
     target = tiny_result["trace_replays"][0]["plot"]["target"]
     assert ax.get_ylim()[1] >= target and ax.get_ylim()[1] < 5 * target
@@ -185,3 +186,25 @@ def test_a_failing_estimator_is_reported_not_fatal(monkeypatch):
     assert summary["mle"]["failed"] == "RuntimeError: MLE/MM root did not converge"
     assert summary["mle"]["median_abs_rel_error"] is None and np.all(np.isnan(paths["mle"]))
     assert summary["lln"]["failed"] is None
+
+
+def test_crawl_visible_rate_by_hand_and_for_poisson_changes():
+    # changes at 1, 1.1, 5 in (0, 10], p = 1: gaps 1, 0.1, 3.9
+    q = (-np.expm1(-1.0) - np.expm1(-0.1) - np.expm1(-3.9)) / 10.0
+    v = T.crawl_visible_rate(np.array([0.0, 1.0, 1.1, 5.0]), np.array([10.0, 4.0]), 1.0)
+    assert v[0] == pytest.approx(q / (1 - q))
+    q4 = (-np.expm1(-1.0) - np.expm1(-0.1)) / 4.0
+    assert v[1] == pytest.approx(q4 / (1 - q4))
+    # Poisson changes: E[1 - e^{-pg}] = p/(Δ + p), so the crawl-visible rate is Δ (within 4 SE)
+    rng = np.random.default_rng(7)
+    delta, p, span = 2.0, 0.5, 20000.0
+    c = np.sort(rng.uniform(0, span, rng.poisson(delta * span)))
+    est = T.crawl_visible_rate(c, np.array([span]), p)[0]
+    m = c.size
+    g = rng.exponential(1 / delta, 200000)
+    sd_q = np.std(-np.expm1(-p * g)) * np.sqrt(m) / (p * span)
+    qq = delta / (delta + p)
+    assert abs(est - delta) < 4 * sd_q * p / (1 - qq) ** 2 + 4 * np.sqrt(m) / span
+    # clustered changes: bursts of 5 within a second look like one change to hourly crawls
+    bursts = np.sort(np.concatenate([c[::5] + 1e-4 * j for j in range(5)]))
+    assert T.crawl_visible_rate(bursts, np.array([span]), p)[0] < 0.3 * bursts.size / span

@@ -24,6 +24,7 @@ STUDIES: tuple[str, ...] = (
     "scheduling_sampling",
     "calibration",
     "pooling",
+    "prequential",
 )
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "hdi",
     "check_inference_data",
     "posterior_names",
+    "make_summary_data",
 ]
 
 
@@ -74,6 +75,32 @@ def make_inference_data(
         idata.add_groups(extra)
     idata.posterior.attrs.update(attrs)
     return idata
+
+
+def make_summary_data(groups: dict[str, dict], *, coords: dict, attrs: dict):
+    """An ``InferenceData`` of posterior summaries (no chain/draw dims).
+
+    Parameters
+    ----------
+    groups : dict of group name -> dict of name -> (ndarray, tuple of dim names)
+        Standard ArviZ group names (``posterior``, ``predictions``, ``observed_data``,
+        ``constant_data``...).
+    coords : dict of dim name -> coordinate values
+        Only the dims a group uses are attached to it.
+    attrs : dict
+        Stored on every group.
+    """
+    import arviz as az
+    import xarray as xr
+
+    datasets = {}
+    for group, content in groups.items():
+        used = {d for _, dims_ in content.values() for d in dims_}
+        ds = xr.Dataset({name: (dims_, np.asarray(values)) for name, (values, dims_) in content.items()},
+                        coords={d: v for d, v in coords.items() if d in used})
+        ds.attrs.update(attrs)
+        datasets[group] = ds
+    return az.InferenceData(**datasets)
 
 
 def draws_of(idata, var: str = "change_rate") -> np.ndarray:
