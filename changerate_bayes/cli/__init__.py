@@ -16,6 +16,7 @@ __all__ = ["main"]
 # Sub-command modules of this package, in the order ``--help`` lists them.
 _COMMANDS: tuple[str, ...] = (
     "validate",
+    "replay",
 )
 
 

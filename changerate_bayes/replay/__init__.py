@@ -8,6 +8,7 @@ local copies were fresh, their age, and the crawls spent.
 * :func:`replay_policies`: the tidy table of metrics for a list of policies × budgets.
 * :func:`pages_from_table`, :class:`ReplayPages`: the checked input.
 * :func:`run_replay`, :class:`ReplayResult`, :class:`ReplayContext`: the engine.
+* :func:`plot_freshness_budget`: freshness against crawls per day.
 * :func:`replay_metrics`, :func:`bootstrap_counts`, :func:`bootstrap_ratio`: metrics and
   intervals over resampled pages.
 * Policies: :class:`UniformPolicy`, :class:`OraclePolicy`, :class:`PlugInPolicy`,
@@ -23,6 +24,7 @@ from ._engine import ReplayContext, ReplayResult, run_replay
 from ._learners import GridLearner, LLNLearner
 from ._metrics import bootstrap_counts, bootstrap_ratio, replay_metrics
 from ._pages import ReplayPages, pages_from_table
+from ._plots import plot_freshness_budget
 from ._policies import (
     NUTCH_DEFAULTS,
     POLICIES,
@@ -62,6 +64,7 @@ __all__ = [
     "bootstrap_ratio",
     "nutch_update",
     "pages_from_table",
+    "plot_freshness_budget",
     "replay_metrics",
     "replay_policies",
     "run_replay",
