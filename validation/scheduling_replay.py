@@ -20,7 +20,7 @@ for all policies, so ratios are paired).
 =========  ==================================  ==========  ======  =========
 preset     OTA documents                       trace days  n_boot  bisection
 =========  ==================================  ==========  ======  =========
-quick      100 (seeded), the last 365 days      60          200     8
+quick      100 (seeded), the last 365 days      30          200     7
 default    all, whole windows                  365         400     10
 full       all, whole windows                  730         1000    12
 =========  ==================================  ==========  ======  =========
@@ -50,7 +50,7 @@ ATTRIBUTION = ("Open Terms Archive data: licence ODC-BY 1.0, \"Open Terms Archiv
 
 def _sizes(preset):
     return preset.pick(
-        quick=dict(n_pages=100, days=365, trace_days=60, n_boot=200, iterations=8),
+        quick=dict(n_pages=100, days=365, trace_days=30, n_boot=200, iterations=7),
         default=dict(n_pages=None, days=None, trace_days=365, n_boot=400, iterations=10),
         full=dict(n_pages=None, days=None, trace_days=730, n_boot=1000, iterations=12),
     )
