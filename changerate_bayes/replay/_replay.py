@@ -55,12 +55,13 @@ def _check_policies(policies) -> list:
     if isinstance(policies, str) or not isinstance(policies, (list, tuple)):
         policies = [policies]
     out = []
+    valid = tuple(POLICIES) + tuple(TUNED)  # read now: entries added to POLICIES count
     for p in policies:
         if isinstance(p, str):
-            if p not in POLICY_NAMES:
-                raise ValueError(f"unknown policy {p!r}; valid policies: {', '.join(POLICY_NAMES)}")
+            if p not in valid:
+                raise ValueError(f"unknown policy {p!r}; valid policies: {', '.join(valid)}")
         elif not all(hasattr(p, a) for a in ("name", "budgeted", "reset", "next_step", "select", "observe")):
-            raise TypeError(f"a policy must be a name from {POLICY_NAMES} or a policy object; got {p!r}")
+            raise TypeError(f"a policy must be a name from {valid} or a policy object; got {p!r}")
         out.append(p)
     names = [p if isinstance(p, str) else p.name for p in out]
     if len(set(names)) != len(names):
