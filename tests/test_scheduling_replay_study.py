@@ -2,9 +2,12 @@
 
 import math
 
+import pytest
+
 from validation import scheduling_replay as study
 
 
+@pytest.mark.slow
 def test_study_pieces_on_a_small_slice():
     changes, win, empty = study.ota_table(n_pages=12, days=90, seed=3)
     assert empty == 84  # documents whose first record is their last event
