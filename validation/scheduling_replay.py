@@ -204,31 +204,11 @@ def summarize(result: dict) -> dict:
 def _figure(rows, budgets, title):
     import matplotlib.pyplot as plt
 
+    from changerate_bayes.replay import plot_freshness_budget
+
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    budgeted = [p for p in POLICY_NAMES if p not in SCHEDULES]
-    for name in budgeted:
-        rr = sorted([r for r in rows if r["policy"] == name and r["budget_source"] == "given"],
-                    key=lambda r: r["budget"])
-        if not rr:
-            continue
-        x = [r["budget"] for r in rr]
-        y = [r["freshness_weighted"] for r in rr]
-        lo = [r["freshness_weighted"] - (r.get("freshness_weighted_lo") or r["freshness_weighted"]) for r in rr]
-        hi = [(r.get("freshness_weighted_hi") or r["freshness_weighted"]) - r["freshness_weighted"] for r in rr]
-        style = dict(ls="--") if name.startswith("oracle") else (dict(ls=":") if name.endswith("_tuned") else {})
-        ax.errorbar(x, y, yerr=[lo, hi], marker="o", ms=3, capsize=2, label=name, **style)
-    for name, mk in zip(SCHEDULES, ("s", "D", "^")):
-        r = _row(rows, name, "own schedule")
-        if r:
-            ax.errorbar([r["crawls_per_day"]], [r["freshness_weighted"]],
-                        yerr=[[r["freshness_weighted"] - (r.get("freshness_weighted_lo") or r["freshness_weighted"])],
-                              [(r.get("freshness_weighted_hi") or r["freshness_weighted"]) - r["freshness_weighted"]]],
-                        marker=mk, ms=8, ls="none", color="k", label=f"{name} (defaults)")
-    ax.set_xscale("log")
-    ax.set_xlabel("crawls per day (budget; own spend for the defaults)")
-    ax.set_ylabel("time-averaged freshness")
+    plot_freshness_budget(pd.DataFrame(rows), ax=ax)
     ax.set_title(title)
-    ax.legend(fontsize="x-small", ncol=2)
     return fig
 
 

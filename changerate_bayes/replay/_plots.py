@@ -11,9 +11,10 @@ __all__ = ["plot_freshness_budget"]
 def plot_freshness_budget(table: pd.DataFrame, *, weighted: bool = True, ax=None):
     """Freshness against budget for each policy of a :func:`replay_policies` table.
 
-    Budgeted and tuned policies are lines over the given budgets (with their bootstrap
-    intervals when the table has them); a schedule with its defaults is one black marker
-    at the crawls per day it spent.
+    Budgeted and tuned policies are lines over the given budgets, each point at the crawls
+    per day actually spent (a tuned schedule that cannot spend as little as a budget sits at
+    its floor), with the bootstrap intervals when the table has them; a schedule with its
+    defaults is one black marker.
 
     Parameters
     ----------
@@ -49,7 +50,7 @@ def plot_freshness_budget(table: pd.DataFrame, *, weighted: bool = True, ax=None
         if f"{col}_lo" in rows:
             err = np.vstack([y - rows[f"{col}_lo"].to_numpy(dtype=float), rows[f"{col}_hi"].to_numpy(dtype=float) - y])
         ls = "--" if name.startswith("oracle") else (":" if name.endswith("_tuned") else "-")
-        ax.errorbar(rows["budget"], y, yerr=err, marker="o", ms=3, capsize=2, ls=ls, label=name)
+        ax.errorbar(rows["crawls_per_day"], y, yerr=err, marker="o", ms=3, capsize=2, ls=ls, label=name)
     own = table[table["budget_source"] == "own schedule"]
     for (_, r), mk in zip(own.iterrows(), "sD^v<>"):
         err = None
@@ -58,7 +59,7 @@ def plot_freshness_budget(table: pd.DataFrame, *, weighted: bool = True, ax=None
         ax.errorbar([r["crawls_per_day"]], [r[col]], yerr=err, marker=mk, ms=8, ls="none", color="k",
                     label=f"{r['policy']} (own schedule)")
     ax.set_xscale("log")
-    ax.set_xlabel("crawls per day (budget; own spend for a schedule)")
+    ax.set_xlabel("crawls per day spent")
     ax.set_ylabel("time-averaged freshness" + (" (weighted)" if weighted else ""))
     ax.legend(fontsize="x-small", ncol=2)
     return ax
