@@ -22,6 +22,7 @@ STUDIES: tuple[str, ...] = (
     "scheduling_closed_loop",
     "scheduling_whittle",
     "scheduling_sampling",
+    "scheduling_replay",
     "calibration",
     "pooling",
     "prequential",

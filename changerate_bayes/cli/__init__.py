@@ -18,6 +18,7 @@ _COMMANDS: tuple[str, ...] = (
     "validate",
     "estimate",
     "diagnose",
+    "replay",
 )
 
 

@@ -1,0 +1,73 @@
+"""Replaying real change histories under a crawl budget.
+
+Given the real change times of N pages and each page's observation window, a crawl
+policy decides when each page is crawled; a crawl reveals only I (changed since the
+last crawl?) and τ (time since it). The replay scores every policy by the time the
+local copies were fresh, their age, and the crawls spent.
+
+* :func:`replay_policies`: the tidy table of metrics for a list of policies × budgets.
+* :func:`pages_from_table`, :class:`ReplayPages`: the checked input.
+* :func:`run_replay`, :class:`ReplayResult`, :class:`ReplayContext`: the engine.
+* :func:`plot_freshness_budget`: freshness against crawls per day.
+* :func:`replay_metrics`, :func:`bootstrap_counts`, :func:`bootstrap_ratio`: metrics and
+  intervals over resampled pages.
+* Policies: :class:`UniformPolicy`, :class:`OraclePolicy`, :class:`PlugInPolicy`,
+  :class:`ThompsonPolicy` (budgeted); :class:`NutchPolicy`, :class:`StormCrawlerPolicy`
+  (the crawlers' adaptive schedules, :func:`nutch_update`, :func:`stormcrawler_update`),
+  :func:`tune_increase_rate`.
+* Learners (``update(changed, interval, mask)``, ``rate``, ``sample(rng)``):
+  :class:`LLNLearner`, :class:`GridLearner`; any object with that interface plugs into
+  :class:`PlugInPolicy` / :class:`ThompsonPolicy`.
+"""
+
+from ._engine import ReplayContext, ReplayResult, run_replay
+from ._learners import GridLearner, LLNLearner
+from ._metrics import bootstrap_counts, bootstrap_ratio, replay_metrics
+from ._pages import ReplayPages, pages_from_table
+from ._plots import plot_freshness_budget
+from ._policies import (
+    NUTCH_DEFAULTS,
+    POLICIES,
+    STORMCRAWLER_DEFAULTS,
+    NutchPolicy,
+    OraclePolicy,
+    PlugInPolicy,
+    RatePolicy,
+    StormCrawlerPolicy,
+    ThompsonPolicy,
+    UniformPolicy,
+    nutch_update,
+    stormcrawler_update,
+)
+from ._replay import DEFAULT_POLICIES, POLICY_NAMES, TUNED, replay_policies, tune_increase_rate
+
+__all__ = [
+    "DEFAULT_POLICIES",
+    "GridLearner",
+    "LLNLearner",
+    "NUTCH_DEFAULTS",
+    "NutchPolicy",
+    "OraclePolicy",
+    "POLICIES",
+    "POLICY_NAMES",
+    "PlugInPolicy",
+    "RatePolicy",
+    "ReplayContext",
+    "ReplayPages",
+    "ReplayResult",
+    "STORMCRAWLER_DEFAULTS",
+    "StormCrawlerPolicy",
+    "TUNED",
+    "ThompsonPolicy",
+    "UniformPolicy",
+    "bootstrap_counts",
+    "bootstrap_ratio",
+    "nutch_update",
+    "pages_from_table",
+    "plot_freshness_budget",
+    "replay_metrics",
+    "replay_policies",
+    "run_replay",
+    "stormcrawler_update",
+    "tune_increase_rate",
+]

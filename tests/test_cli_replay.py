@@ -1,0 +1,44 @@
+"""The ``changerate-bayes replay`` command."""
+
+import json
+
+import pandas as pd
+
+from changerate_bayes.cli import main
+
+
+def _files(tmp_path):
+    ch = tmp_path / "changes.csv"
+    pd.DataFrame({"page": ["a", "a", "b"],
+                  "timestamp": ["2024-01-02T10:00:00Z", "2024-01-05T00:00:00Z", "2024-01-03T12:00:00Z"]}).to_csv(ch, index=False)
+    win = tmp_path / "windows.csv"
+    pd.DataFrame({"page": ["a", "b", "c"], "start": "2024-01-01", "end": "2024-01-20"}).to_csv(win, index=False)
+    return str(ch), str(win)
+
+
+def test_replay_command_writes_a_report(tmp_path, capsys):
+    ch, win = _files(tmp_path)
+    out = tmp_path / "rep"
+    code = main(["replay", ch, "--windows", win, "--budget", "0.5", "2", "--policies", "uniform", "stormcrawler",
+                 "oracle", "--n-boot", "20", "--report", str(out), "--csv", str(tmp_path / "t.csv")])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "stormcrawler" in printed and "spent by stormcrawler" in printed
+    html = (out / "index.html").read_text()
+    assert "data:image/png;base64" in html and "<script src" not in html  # self-contained
+    rows = json.loads((out / "results.json").read_text())["replay"]
+    assert {r["policy"] for r in rows} == {"uniform", "stormcrawler", "oracle"}
+    assert len(pd.read_csv(tmp_path / "t.csv")) == len(rows)
+
+
+def test_replay_command_bad_input_leaves_nothing(tmp_path, capsys):
+    ch, win = _files(tmp_path)
+    out = tmp_path / "rep"
+    assert main(["replay", ch, "--windows", win, "--budget", "-1", "--report", str(out)]) == 2
+    assert "budget" in capsys.readouterr().err
+    assert main(["replay", ch, "--windows", win, "--budget", "1", "--policies", "nope", "--report", str(out)]) == 2
+    assert "valid policies" in capsys.readouterr().err
+    assert main(["replay", ch, "--budget", "1", "--report", str(out)]) == 2  # no windows at all
+    assert "start and end" in capsys.readouterr().err
+    assert main(["replay", str(tmp_path / "missing.csv"), "--budget", "1"]) == 2
+    assert not (out / "index.html").exists() and not (out / "results.json").exists()

@@ -1,0 +1,36 @@
+"""The scheduling_replay study's pieces on a small slice of the shipped documents."""
+
+import math
+
+import pytest
+
+from validation import scheduling_replay as study
+
+
+@pytest.mark.slow
+def test_study_pieces_on_a_small_slice():
+    changes, win, empty = study.ota_table(n_pages=12, days=90, seed=3)
+    assert empty == 84  # documents whose first record is their last event
+    assert len(win) == 12 and (win["end"] > win["start"]).all()
+    rate = study._total_rate(changes, win)
+    sizes = dict(n_boot=30, iterations=4)
+    budgets, df = study._replay(changes, win, rate, step="6h", epoch="7D", sizes=sizes, seed=1)
+    assert [round(b / rate, 12) for b in budgets] == [0.1, 0.3, 1.0, 3.0]
+    assert set(study.POLICY_NAMES) == set(df["policy"])
+    rows = study._records(df)
+    assert all(not (isinstance(v, float) and not math.isfinite(v)) for r in rows for v in r.values())
+    tchanges, twin = study.trace_table(days=20)
+    assert (twin["end"] <= 20).all() and len(twin) == 12
+    settings = {"preset": "quick", "n_documents": 12, "n_empty_windows": empty, "n_changes": len(changes),
+                "total_change_rate": rate, "multiples": list(study.MULTIPLES), "budgets": budgets, "days": 90,
+                "n_boot": 30, "iterations": 4, "step": "6h", "epoch": "7D", "n_traces": 12, "trace_days": 20,
+                "trace_change_rate": rate, "trace_budgets": budgets, "trace_step": "6h", "trace_epoch": "7D"}
+    res = {"scheduling_replay": {"settings": settings, "ota": rows, "traces": rows,
+                                 "verdict": study._verdict(rows, budgets)}}
+    s = study.summarize(res)
+    assert set(s) == {"verdict", "key_number", "kind"} and s["kind"] in ("holds", "fails", "finding")
+    assert s["verdict"].startswith("On 12 real documents")
+    html = study.render(res)
+    assert "hindsight-optimal" in html and "ODC-BY" in html
+    for m in study.MULTIPLES:
+        assert f"{m:g}×" in html
