@@ -21,6 +21,8 @@ import numpy as np
 
 from changerate_bayes import CrawlHistory, GammaPrior, posterior, simulate_history
 
+from _result import result
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -66,6 +68,10 @@ def main(argv=None):
         print(f"{page:7d} {rates[page]:8.4f} {g_mean[i]:9.4f} ± {g_mcse[i]:.4f} {n_mean[i]:9.4f} ± {n_mcse[i]:.4f} "
               f"{z[i]:6.2f}")
     print(f"max |z| = {np.abs(z).max():.2f} (agreement: every |z| < 3)")
+    result(f"grid posterior, {args.pages:,} pages × {args.crawls} crawls, {args.draws} draws per page "
+           f"(for information)", f"{dt:.1f} s", None, value=dt, unit="s")
+    result(f"grid agrees with NUTS on {args.check} pages: every |mean difference| / MCSE < 3",
+           f"max {np.abs(z).max():.2f}", bool(np.abs(z).max() < 3), value=float(np.abs(z).max()))
     print(f"\ntime per page: grid {t_grid / args.check * 1e3:.2f} ms (4000 draws), "
           f"NUTS {t_nuts / args.check * 1e3:.1f} ms (4 × 1000 draws, {args.check} pages in one model; "
           f"compilation {t_compile:.1f} s once); ratio NUTS/grid = {t_nuts / t_grid:.0f}")
