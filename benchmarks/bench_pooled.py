@@ -22,6 +22,8 @@ import numpy as np
 
 from changerate_bayes import pooled_posterior, simulate_history
 
+from _result import result
+
 HYPER = ["population_log_median", "population_sigma"]
 
 
@@ -61,6 +63,8 @@ def main(argv=None):
                   f"{r['s_mcse']:>6.3f}")
         ratio = (res["marginal"]["ess"] / res["marginal"]["time"]) / (res["joint"]["ess"] / res["joint"]["time"])
         print(f"    hyperparameter ESS per second, marginal / joint: {ratio:.1f}")
+        result(f"pooled posterior, {args.pages} pages, k = {k}: hyperparameter ESS/s, marginal / joint "
+               f"(for information)", f"{ratio:.1f}x", None, value=ratio, unit="x")
 
 
 if __name__ == "__main__":

@@ -122,5 +122,4 @@ def test_quick_study_schema_and_render(quick_result):
     # the Naive estimator converges to pΔ/(Δ+p), not Δ
     naive = next(r for r in rows if r["estimator"] == "naive")
     assert naive["mean_at_k_max"] == pytest.approx(naive["limit"], rel=0.01)
-    html = convergence.render(quick_result)
     assert html.count("<img") == 2 and "verdict" in html

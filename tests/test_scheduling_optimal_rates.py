@@ -350,3 +350,64 @@ def test_crawl_objective_bad_input():
         crawl_objective([-1.0], [1.0], 1.0)
     with pytest.raises(ValueError, match=r"`crawl_rates` must have the shape of `change_rates`"):
         crawl_objective([1.0, 2.0], [1.0], 1.0)
+
+
+# ------------------------------------- the selection kernel against the sorted solver
+def _against_sorted_solver(delta, w, budget, *, fast=True):
+    """The selection solver equals the sorted log-domain solver to 1e-12 relative.
+
+    Beyond 1e-12 p_i, the floor is a few ulps of Δ_i: both evaluate p_i = Δ_i (e_i + t g_i)
+    from the rounded breakpoints w/Δ, whose last bit moves p_i by about Δ_i ε. With
+    ``fast`` the selection kernel itself must have found the answer (no fallback).
+    """
+    from changerate_bayes.scheduling import _optimal_rates as mod
+
+    new = mod._binary_freshness_select(delta, w, budget) if fast else optimal_crawl_rates(delta, w, budget)
+    assert new is not None  # ordinary magnitudes: no fallback
+    old = _binary_freshness_rows(delta[None, :], w[None, :], np.array([budget]))[0]
+    tol = 1e-12 * old + 8 * np.finfo(float).eps * delta
+    assert np.all(np.abs(new - old) <= tol), np.max(np.abs(new - old) / tol)
+    assert np.array_equal(new > 0, old > 0)
+    return new
+
+
+@pytest.mark.parametrize("n", [2, 3, 17, 100, 1000, 50_000])
+@pytest.mark.parametrize("budget_share", [1e-9, 1e-3, 0.5, 20.0])
+def test_selection_kernel_matches_the_sorted_solver(n, budget_share):
+    gen = np.random.default_rng(n + int(1e3 * budget_share))
+    delta = gen.pareto(1.2, n) + 1e-3
+    w = gen.lognormal(0.0, 2.0, n)
+    p = _against_sorted_solver(delta, w, budget_share * n)
+    assert abs(p.sum() / (budget_share * n) - 1) < 1e-12
+
+
+def test_selection_kernel_with_ties_and_near_ties():
+    gen = np.random.default_rng(4)
+    # many equal breakpoints (one value per block of 1000 pages): the pivot ties
+    delta = np.repeat(gen.lognormal(0.0, 1.0, 40), 1000)
+    w = 2.0 * delta * np.repeat(gen.lognormal(0.0, 1.0, 40), 1000)
+    for budget in (1e-6, 3.0, 1e3, 1e6):
+        p = _against_sorted_solver(delta, w, budget)
+        blocks = p.reshape(40, 1000)
+        assert np.all(blocks.max(axis=1) == blocks.min(axis=1))  # tied pages are treated alike
+    # breakpoints within 1e-12 of each other and a budget 1e-16 of ΣΔ: the selection's
+    # sums cancel, its active set fails the KKT check and the sorted solver answers
+    delta = 1e8 * (1 + 1e-13 * gen.random(5000))
+    w = 1 + 1e-12 * gen.random(5000)
+    _against_sorted_solver(delta, w, 1e-4, fast=False)
+
+
+def test_selection_kernel_hands_over_outside_its_range(monkeypatch):
+    from changerate_bayes.scheduling import _optimal_rates as mod
+
+    delta, w = np.array([1.0, 2.0, 30.0]), np.array([1.0, 1.0, 2.0])
+    assert mod._binary_freshness_select(delta * 1e305, w, 3e305) is None  # Δ/B fine, w/Δ = 1e-305 not
+    assert mod._binary_freshness_select(delta, w, 3e-160) is None  # Δ/B = 1e160
+    assert mod._binary_freshness_select(delta, w, 3.0) is not None
+    # a failed quickselect (unlucky pivots) or a rejected active set falls back to the sorted solver
+    ref = optimal_crawl_rates(delta, w, 3.0)
+    monkeypatch.setattr(mod, "select_level", lambda r, sq, d: (np.nan, np.nan, False))
+    np.testing.assert_allclose(optimal_crawl_rates(delta, w, 3.0), ref, rtol=1e-13)
+    monkeypatch.setattr(mod, "select_level", lambda r, sq, d: (r.min(), 0.0, True))  # every page: t < 0
+    np.testing.assert_allclose(optimal_crawl_rates(delta, w, 3.0), ref, rtol=1e-13)
+    assert mod._binary_freshness_select(delta, w, 3.0) is None

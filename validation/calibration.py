@@ -412,7 +412,6 @@ def _rank_figure(sbc):
         ax.set_title(f"{rec['label']}\nχ² p = {rec['ranks']['pvalue']:.2f}", fontsize=8)
         ax.set_xlabel(f"rank bin (of {N_RANK_DRAWS + 1} ranks)", fontsize=8)
     axes[0].set_ylabel("data sets")
-    fig.tight_layout()
     return figure_to_html(fig, alt="SBC rank histograms, one per method, with the binomial band of a uniform histogram")
 
 
@@ -434,7 +433,6 @@ def _ppc_figure(ppc):
         ax.set_ylabel("P(I = 1 | τ)", fontsize=8)
         ax.set_title(f"{method}: {source.split(':')[0]}", fontsize=8)
     np.atleast_1d(axes)[0].legend(fontsize=7)
-    fig.tight_layout()
     return figure_to_html(fig, alt="Posterior predictive check: observed and predicted fraction of crawls that saw a change, by crawl-interval bin")
 
 

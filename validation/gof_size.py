@@ -508,7 +508,6 @@ def _crawl_size_figure(rows):
     ax0.legend(fontsize=7, loc="upper left")
     ax0.set_ylim(0, max(0.25, max((r["interval_high"] or 0) for r in rows
                                   if r["test"] in tests and r["n_datasets"] >= MIN_PLOTTED) + 0.02))
-    fig.subplots_adjust(bottom=0.3, wspace=0.08)
     return fig
 
 
@@ -522,7 +521,6 @@ def _power_figure(rows):
                          f"~{CRAWL_HAWKES_DELAY:g} crawls") for a in crawl_alt]
     names = list(dict.fromkeys([t for _, tests, _ in panels for t in tests]))
     fig, axes = plt.subplots(1, len(panels), figsize=(3.3 * len(panels), 4.8), sharey=True)
-    fig.subplots_adjust(bottom=0.32)
     for ax, (alt, tests, title) in zip(np.atleast_1d(axes), panels):
         for t in tests:
             rr = [r for r in rows if r["alternative"] == alt and r["test"] == t and r["rejection_rate"] is not None
@@ -539,7 +537,7 @@ def _power_figure(rows):
     for ax in np.atleast_1d(axes):
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=5, fontsize=7, frameon=False)
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=5, fontsize=7, frameon=False)
     return fig
 
 

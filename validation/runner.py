@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import datetime as _dt
 import importlib
+import numbers
+import os
 import platform
+import signal
 import time
 from pathlib import Path
 
 from ._preset import Preset, Progress
 
-__all__ = ["STUDIES", "run_validation", "load_study"]
+__all__ = ["STUDIES", "run_validation", "load_study", "default_jobs"]
 
 # Report order. Each entry is a module of this package (see the package docstring).
 STUDIES: tuple[str, ...] = (
@@ -41,23 +44,134 @@ def load_study(name: str):
 
 
 def _versions() -> dict:
-    import arviz
-    import numpy
-    import pymc
-    import scipy
-    import statsmodels
+    """Versions of Python and of the main libraries, read from the installed metadata."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    return {
-        "python": platform.python_version(),
-        "numpy": numpy.__version__,
-        "scipy": scipy.__version__,
-        "statsmodels": statsmodels.__version__,
-        "pymc": pymc.__version__,
-        "arviz": arviz.__version__,
-    }
+    out = {"python": platform.python_version()}
+    for name in ("numpy", "scipy", "statsmodels", "pymc", "arviz", "nutpie", "matplotlib"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
 
 
-def run_validation(out_dir="reports", *, preset="default", seed: int = 20201, only=None, progress=None) -> Path:
+def default_jobs() -> int:
+    """The number of cores this process may use (at least 1)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _check_jobs(jobs) -> int:
+    if isinstance(jobs, bool) or not isinstance(jobs, numbers.Integral):
+        raise TypeError(f"`jobs` must be an int >= 1; got {type(jobs).__name__}")
+    if jobs < 1:
+        raise ValueError(f"`jobs` must be >= 1; got {jobs}")
+    return int(jobs)
+
+
+def _run_study(name: str, preset: Preset, seed: int, progress) -> dict:
+    """Run one study and render its section; the unit of work of a process."""
+    from changerate_bayes.report import figure_context
+
+    mod = load_study(name)
+    t0 = time.perf_counter()
+    result = mod.run(preset, seed=seed, progress=progress.child(f"  {name}: "))
+    if set(result) != set(mod.KEYS):
+        raise RuntimeError(f"study {name} returned keys {sorted(result)}, expected {sorted(mod.KEYS)}")
+    with figure_context():
+        html = str(mod.render(result))
+    return {"result": result, "html": html, "seconds": time.perf_counter() - t0}
+
+
+class _QueueProgress(Progress):
+    """Progress of a study in a worker process: lines are sent to the parent's queue."""
+
+    def __init__(self, queue, prefix: str = ""):
+        super().__init__(prefix=prefix, bar_mode="off")
+        self._queue = queue
+
+    def __call__(self, message: str) -> None:
+        self._queue.put(f"{self.prefix}{message}")
+
+    def child(self, prefix: str) -> "_QueueProgress":
+        return _QueueProgress(self._queue, prefix=prefix)
+
+
+_WORKER_QUEUE = None
+
+
+def _worker_init(queue) -> None:
+    """Worker set-up: Ctrl-C is handled by the parent, which stops the workers."""
+    global _WORKER_QUEUE
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _WORKER_QUEUE = queue
+
+
+def _worker_run(name: str, preset_name: str, seed: int) -> dict:
+    return _run_study(name, Preset(preset_name), seed, _QueueProgress(_WORKER_QUEUE))
+
+
+def _ignoring_sigint(start):
+    """Call ``start()`` with Ctrl-C ignored, so that processes it spawns inherit that."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return start()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return start()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _run_parallel(names, preset, seeds, jobs, progress, done):
+    """Run the studies ``names`` in ``jobs`` spawned processes; results in ``names`` order."""
+    import multiprocessing as mp
+    import queue as _queue
+
+    ctx = mp.get_context("spawn")  # no fork of a process holding threads (BLAS, numba, tqdm)
+    lines = ctx.Queue()
+    # Longest first (from the last measured times), so that no process is left with a
+    # long study at the end; the results are put back in report order.
+    order = sorted(range(len(names)), key=lambda i: -_COST_HINT.get(names[i], 0.0))
+    pool = _ignoring_sigint(lambda: ctx.Pool(min(jobs, len(names)), initializer=_worker_init, initargs=(lines,)))
+    try:
+        pending = {i: pool.apply_async(_worker_run, (names[i], preset.name, seeds[i])) for i in order}
+        out: dict = {}
+        while pending:
+            try:  # relay the workers' progress lines while waiting
+                progress(lines.get(timeout=0.2))
+                continue
+            except _queue.Empty:
+                pass
+            for i in [i for i, r in pending.items() if r.ready()]:
+                out[i] = pending.pop(i).get()  # re-raises a study's exception here
+                done(names[i], out[i])
+        while True:
+            try:
+                progress(lines.get_nowait())
+            except _queue.Empty:
+                break
+        pool.close()
+    except BaseException:  # a failed study or Ctrl-C: stop the other studies now
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+        lines.close()
+    return [out[i] for i in range(len(names))]
+
+
+#: Wall seconds of each study at the quick preset on 2 cores (measured with one job);
+#: used only to start the longest studies first when several processes run them.
+_COST_HINT: dict[str, float] = {}
+
+
+def run_validation(out_dir="reports", *, preset="default", seed: int = 20201, only=None, progress=None,
+                   jobs: int = 1) -> Path:
     """Run the studies and write ``index.html`` and ``results.json`` to ``out_dir``.
 
     Parameters
@@ -68,55 +182,77 @@ def run_validation(out_dir="reports", *, preset="default", seed: int = 20201, on
         Master seed; study i gets ``SeedSequence(seed).spawn(len(STUDIES))[i]``'s
         first word, so studies do not share random streams.
     only : list of str, optional
-        Run only these studies (module names from ``STUDIES``).
+        Run only these studies (module names from ``STUDIES``); the report then says
+        it is partial (``meta["partial"]`` True, ``meta["studies"]`` the studies run).
     progress : Progress, optional
-        Where progress lines go (stderr by default).
+        Where progress lines go (stderr by default); a bar with an ETA on a terminal.
+    jobs : int, default 1
+        Processes running studies at once. The studies are independent and each has
+        its own seed, so the results are the same whatever ``jobs`` is; only the
+        timings in ``meta`` differ. More than 1 starts fresh (spawned) processes.
 
     Returns
     -------
     Path
-        The written ``index.html``. Nothing is written if a study fails.
+        The written ``index.html``. Nothing is written if a study fails or the run is
+        interrupted.
 
     Raises
     ------
     ValueError
-        For an unknown preset or study name, or an ``out_dir`` that cannot hold the
-        report (checked before any study runs).
+        For an unknown preset or study name, ``jobs`` < 1, or an ``out_dir`` that cannot
+        hold the report (checked before any study runs).
+    TypeError
+        If ``jobs`` is not an int.
     """
     from changerate_bayes import __version__
     from changerate_bayes.report import check_output_dir, render_page, write_report
     import numpy as np
 
     preset = preset if isinstance(preset, Preset) else Preset(preset)
+    jobs = _check_jobs(jobs)
     progress = progress or Progress()
     names = list(STUDIES) if not only else list(dict.fromkeys(only))  # each study once, in the given order
     modules = [load_study(n) for n in names]  # validates names before any work
     check_output_dir(out_dir)  # fail now, not after the studies have run
-    seeds = np.random.SeedSequence(seed).generate_state(len(STUDIES))
+    all_seeds = np.random.SeedSequence(seed).generate_state(len(STUDIES))
+    seeds = [int(all_seeds[STUDIES.index(name)]) for name in names]
     results: dict = {}
-    sections = []
     t_start = time.perf_counter()
-    for i, (name, mod) in enumerate(zip(names, modules), start=1):
-        progress(f"[{i}/{len(modules)}] {mod.TITLE} ...")
-        t0 = time.perf_counter()
-        study_seed = int(seeds[STUDIES.index(name)])
-        result = mod.run(preset, seed=study_seed, progress=progress.child(f"  {name}: "))
-        if set(result) != set(mod.KEYS):
-            raise RuntimeError(f"study {name} returned keys {sorted(result)}, expected {sorted(mod.KEYS)}")
-        clash = set(result) & set(results)
+    n = len(names)
+    with progress.bar(n, desc="validate") as bar:
+        finished = []
+
+        def done(name, out):
+            finished.append(name)
+            progress(f"[{len(finished)}/{n}] {name} done in {out['seconds']:.1f} s")
+            bar.update(1)
+
+        if jobs > 1 and n > 1:
+            progress(f"running {n} studies in {min(jobs, n)} processes")
+            outs = _run_parallel(names, preset, seeds, jobs, progress, done)
+        else:
+            outs = []
+            for i, (name, mod) in enumerate(zip(names, modules), start=1):
+                progress(f"[{i}/{n}] {mod.TITLE} ...")
+                bar.set_postfix_str(name)
+                outs.append(_run_study(name, preset, seeds[i - 1], progress))
+                done(name, outs[-1])
+    sections = []
+    for name, mod, out in zip(names, modules, outs):
+        clash = set(out["result"]) & set(results)
         if clash:
             raise RuntimeError(f"study {name} repeats results.json keys {sorted(clash)}")
-        results.update(result)
-        html = mod.render(result)
-        seconds = time.perf_counter() - t0
-        sections.append({"id": name, "title": mod.TITLE, "html": html, "seconds": seconds})
-        progress(f"[{i}/{len(modules)}] done in {seconds:.1f} s")
+        results.update(out["result"])
+        sections.append({"id": name, "title": mod.TITLE, "html": out["html"], "seconds": out["seconds"]})
     total = time.perf_counter() - t_start
     meta = {
         "version": __version__,
         "preset": preset.name,
         "seed": seed,
         "studies": names,
+        "partial": set(names) != set(STUDIES),
+        "jobs": min(jobs, n),
         "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "total_seconds": total,
         "section_seconds": {s["id"]: s["seconds"] for s in sections},

@@ -153,7 +153,6 @@ def _scatter_figure(rows):
     for ax, key, title in zip(axes, OBJECTIVES, ("binary freshness", "harmonic staleness")):
         plot_crawl_rates(d, np.array([r[key] for r in rows]), w, ax=ax)
         ax.set_title(title)
-    fig.tight_layout()
     return fig
 
 

@@ -148,7 +148,6 @@ def _raster_figure(rasters):
     for ax, r in zip(np.atleast_1d(axes), rasters):
         plot_schedule(np.array(r["crawled"], dtype=bool), ax=ax)
         ax.set_title(f"index policy, M = {r['n_active']} (last 60 periods)", fontsize="small")
-    fig.tight_layout()
     return fig
 
 

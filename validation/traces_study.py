@@ -426,7 +426,6 @@ def _diagnostic_figure(tr):
     seg = Segments(se, sc, sc / np.diff(se), 0.05)
     plot_rate(series, ax=a2, segments=seg, rate=tr["rate"], origin=np.datetime64(pl["origin"]), rate_unit="per hour")
     a2.set_title("rate over time and Bayesian-blocks segments", fontsize=9)
-    fig.subplots_adjust(wspace=0.3)
     return fig
 
 
@@ -448,8 +447,7 @@ def _replay_figure(reps):
         ax.set_ylabel("change rate (per hour)")
         ax.set_title(f"p = {rp['crawl_rate']:.3g}/h = {_of_rate(rp['ratio'])}", fontsize=9)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, frameon=False)
-    fig.subplots_adjust(bottom=0.3)
+    fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=7, frameon=False)
     ax = axes[-1]
     for j, rp in enumerate(reps):
         po = rp["plot"]["posterior"]
@@ -462,7 +460,6 @@ def _replay_figure(reps):
     ax.set_ylabel("posterior density")
     ax.set_title(f"grid posterior, {HDI_PROB:.0%} HDI shaded (replication 0)", fontsize=9)
     ax.legend(fontsize=7)
-    fig.subplots_adjust(wspace=0.3)
     return fig
 
 

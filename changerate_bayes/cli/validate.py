@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 __all__ = ["register"]
 
@@ -24,14 +25,45 @@ def register(sub) -> None:
     val.add_argument("--out", default="reports", help="output folder (default: reports/)")
     val.add_argument("--seed", type=int, default=20201, help="master seed (default: 20201)")
     val.add_argument("--only", nargs="+", metavar="STUDY", help="run only these studies")
+    val.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                     help="studies run at once in separate processes (default: all cores); "
+                          "the results do not depend on it")
+
+
+def _missing_parents(path) -> list[Path]:
+    """``path`` and those of its parents that do not exist yet, deepest first."""
+    out = []
+    p = Path(path).absolute()
+    while not p.exists() and p != p.parent:
+        out.append(p)
+        p = p.parent
+    return out
+
+
+def _remove_if_empty(folders) -> None:
+    """Remove the folders made for the report (deepest first) if they are still empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()  # only succeeds on an empty folder
+        except OSError:
+            break
 
 
 def run(args) -> int:
-    """Run ``validate`` with parsed arguments ``args``; return the exit status."""
+    """Run ``validate`` with parsed arguments ``args``; return the exit status.
+
+    Ctrl-C stops the studies, prints one line, removes the output folder if this run
+    created it and it is empty, and returns 130.
+    """
     from validation import STUDIES, run_validation
+    from validation.runner import default_jobs
 
     if args.seed < 0:
         print("changerate-bayes: error: --seed must be >= 0", file=sys.stderr)
+        return 2
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    if jobs < 1:
+        print(f"changerate-bayes: error: --jobs must be >= 1; got {jobs}", file=sys.stderr)
         return 2
     if args.only:
         unknown = [s for s in args.only if s not in STUDIES]
@@ -41,10 +73,16 @@ def run(args) -> int:
             return 2
     from changerate_bayes.report import check_output_dir
 
+    created = _missing_parents(args.out) if str(args.out).strip() else []
     try:
         check_output_dir(args.out)
     except ValueError as exc:
         print(f"changerate-bayes: error: --out: {exc}", file=sys.stderr)
         return 2
-    run_validation(args.out, preset=args.preset, seed=args.seed, only=args.only)
+    try:
+        run_validation(args.out, preset=args.preset, seed=args.seed, only=args.only, jobs=jobs)
+    except KeyboardInterrupt:
+        _remove_if_empty(created)
+        print("changerate-bayes: interrupted; no report written", file=sys.stderr, flush=True)
+        return 130
     return 0

@@ -15,7 +15,7 @@ import jinja2
 import numpy as np
 from markupsafe import Markup, escape
 
-__all__ = ["check_output_dir", "figure_to_html", "html_table", "render_page", "verdict_html", "write_report"]
+__all__ = ["check_output_dir", "figure_context", "figure_to_html", "html_table", "render_page", "verdict_html", "write_report"]
 
 _ENV = None
 
@@ -50,8 +50,27 @@ def format_value(x, digits: int = 4) -> str:
     return str(x)
 
 
+#: matplotlib settings of the report's figures (see :func:`figure_context`)
+FIGURE_RC = {"figure.constrained_layout.use": True}
+
+
+def figure_context():
+    """Context manager in which new matplotlib figures get the report's settings.
+
+    Figures made inside it use constrained layout (``layout="constrained"``), so
+    :func:`figure_to_html` saves them as they are, without a tight bounding box that
+    would draw each figure twice. The validation runner renders every study in it.
+    """
+    import matplotlib
+
+    return matplotlib.rc_context(FIGURE_RC)
+
+
 def figure_to_html(fig, *, alt: str, dpi: int = 90) -> Markup:
     """Embed a matplotlib figure as a PNG data URI ``<img>`` and close the figure.
+
+    The figure is saved at its own size, drawn once: make it with a layout engine
+    (constrained layout inside :func:`figure_context`) so that nothing is clipped.
 
     Parameters
     ----------
@@ -68,7 +87,7 @@ def figure_to_html(fig, *, alt: str, dpi: int = 90) -> Markup:
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi)
     plt.close(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     return Markup(

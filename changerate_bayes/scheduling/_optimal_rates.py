@@ -7,6 +7,7 @@ import numbers
 import numpy as np
 
 from .._validation import as_float_array, check_choice, check_positive_scalar
+from ._water_level import allocate, select_level
 
 __all__ = ["optimal_crawl_rates", "crawl_objective"]
 
@@ -95,8 +96,9 @@ def optimal_crawl_rates(change_rates, weights, budget, *, objective="binary_fres
     s = λ^{-1/2} between consecutive breakpoints; its values at the breakpoints,
     F_j = s_j Σ_{i<j} \sqrt{w_i Δ_i} - Σ_{i<j} Δ_i, are non-decreasing in j. The
     active set is the first m pages with m = #{j : F_j < B}, and Σ p_i = B gives
-    s = (B + Σ_{i<=m} Δ_i) / Σ_{i<=m} \sqrt{w_i Δ_i} in closed form. Cost: one sort,
-    O(N log N). A page whose Δ_i is too large for its weight gets p_i = 0: p_i is
+    s = (B + Σ_{i<=m} Δ_i) / Σ_{i<=m} \sqrt{w_i Δ_i} in closed form. The level is found
+    by selection over the breakpoints (quickselect carrying the partial sums), in
+    expected O(N) time, not by a sort. A page whose Δ_i is too large for its weight gets p_i = 0: p_i is
     non-decreasing in w_i but *not* monotone in Δ_i (it rises, then falls to 0).
 
     *Harmonic staleness.* Stationarity w_i Δ_i / (p_i (p_i + Δ_i)) = λ gives the
@@ -235,8 +237,60 @@ def _gather(a: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 
 def _binary_freshness(d: np.ndarray, w: np.ndarray, budget: float) -> np.ndarray:
-    """Exact water-filling for max Σ w p/(p+Δ), Σ p = B; all Δ, w > 0."""
-    return _binary_freshness_rows(d[None, :], w[None, :], np.array([budget]))[0]
+    """Exact water-filling for max Σ w p/(p+Δ), Σ p = B; all Δ, w > 0.
+
+    The water level is found by selection (:func:`_binary_freshness_select`, O(N)); at
+    magnitudes where that float evaluation could over- or underflow, or in the rare case
+    where rounding misplaces the level, the sorted log-domain solver takes over.
+    """
+    p = _binary_freshness_select(d, w, budget)
+    if p is None:
+        p = _binary_freshness_rows(d[None, :], w[None, :], np.array([budget]))[0]
+    return p
+
+
+#: magnitudes of Δ/B (and of √(w/Δ)) for which the selection solver's float evaluation
+#: can neither overflow nor underflow (products and sums of N terms stay normal)
+_SELECT_RANGE = (1e-150, 1e150)
+
+
+def _binary_freshness_select(d: np.ndarray, w: np.ndarray, budget: float) -> np.ndarray | None:
+    """Water-filling for binary freshness by selection of the water level; None if out of range.
+
+    Works with δ = Δ/B and the breakpoints r = w/Δ, so the result is exactly invariant
+    when (Δ, B) or w are multiplied by a power of two.
+
+    *Search.* Σ q_i(λ) at λ = r_j is F_j = r_j^{-1/2} Σ_{r_i > r_j} δ_i √r_i - Σ_{r_i > r_j} δ_i,
+    non-increasing in λ; page j is crawled iff F_j < 1. Quickselect over the breakpoints
+    (:func:`._water_level.select_level`, compiled): each pass splits the remaining
+    candidates at a pivot breakpoint, evaluates F there from the sums over the pages
+    already known to be crawled plus the candidates above it, and keeps the side that
+    holds the level: expected O(N) in all, against O(N log N) for a sort.
+
+    *Evaluation.* With the smallest crawled breakpoint r_m, g_i = √(r_i/r_m) >= 1 and
+    e_i = g_i - 1 = (r_i - r_m)/(r_m (1 + g_i)) (no cancellation), the KKT allocation
+    is q_i = δ_i (e_i + t g_i) with t = (1 - Σ δ_i e_i)/Σ δ_i g_i: non-negative terms,
+    exact to a few ulps even when B is tiny against Δ. The active set found by the
+    search is accepted only if t >= 0 and the next breakpoint r' satisfies
+    (1 + t)^2 r' <= r_m (the KKT conditions); otherwise None is returned.
+    """
+    n = d.size
+    if n == 1:
+        return np.array([budget], dtype=np.float64)
+    lo, hi = _SELECT_RANGE
+    with np.errstate(all="ignore"):
+        r = w / d  # breakpoints (up to the factor B/max(w))
+        delta = d / budget
+        if not (r.min() >= lo * lo and r.max() <= hi * hi and delta.min() >= lo and delta.max() * n <= hi):
+            return None
+        sq = np.sqrt(r)
+        sq *= delta  # δ √r, proportional to √(w δ)
+
+    act_min, idle_max, ok = select_level(r, sq, delta)
+    if not ok:
+        return None
+    out = np.empty(n)
+    return out if allocate(r, delta, act_min, idle_max, budget, out) else None
 
 
 def _binary_freshness_rows(d: np.ndarray, w: np.ndarray, budget: np.ndarray) -> np.ndarray:
