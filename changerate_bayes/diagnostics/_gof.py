@@ -143,6 +143,9 @@ class PoissonGOFResult:
         if self.degenerate is not None:
             return f"{self.n_events} events{ties}: {self.degenerate}; no test can run (insufficient data)."
         if not ran:
+            if crawl and self.n_events >= 10 and self.crawl_grid.detection_probability >= 1:
+                return (f"{self.n_events} {what}{ties}: every crawl from the first to the last detection saw a "
+                        "change (q̂ = 1), so the change rate is not identified and no test can run; crawl more often.")
             return f"{self.n_events} {what}{ties}: too few for any test."
         rej = self.rejected(alpha)
         head = f"{self.n_events} {what}{ties}"

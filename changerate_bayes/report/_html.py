@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import math
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import jinja2
@@ -164,9 +166,12 @@ def check_output_dir(out_dir) -> Path:
 def write_report(out_dir, *, html: str, results: dict) -> Path:
     """Write ``index.html`` and ``results.json`` into ``out_dir`` atomically.
 
-    Both files are first written to a temporary folder beside ``out_dir`` and then
-    moved into place; if moving the second fails, the first is put back, so a
-    failure never leaves a partial or mixed report.
+    Both files are first written to a temporary folder inside ``out_dir`` and then
+    moved into place under an exclusive lock on ``out_dir/.report.lock``, so two
+    processes writing to the same folder at once leave one complete pair, never
+    ``index.html`` of one run beside ``results.json`` of the other; if moving the
+    second file fails, the first is put back, so a failure never leaves a partial or
+    mixed report.
 
     Raises
     ------
@@ -180,17 +185,51 @@ def write_report(out_dir, *, html: str, results: dict) -> Path:
     try:
         (tmp / "index.html").write_text(html, encoding="utf-8")
         (tmp / "results.json").write_text(payload, encoding="utf-8")
-        backups = []
-        try:
-            for name in _REPORT_FILES:
-                if (out / name).exists():
-                    os.replace(out / name, tmp / f"old-{name}")
-                    backups.append(name)
-                os.replace(tmp / name, out / name)
-        except OSError:
-            for name in backups:  # put the previous report back
-                os.replace(tmp / f"old-{name}", out / name)
-            raise
+        with _report_lock(out):  # another process swapping its pair in waits for this swap to end
+            backups = []
+            try:
+                for name in _REPORT_FILES:
+                    if (out / name).exists():
+                        os.replace(out / name, tmp / f"old-{name}")
+                        backups.append(name)
+                    os.replace(tmp / name, out / name)
+            except OSError:
+                for name in backups:  # put the previous report back
+                    os.replace(tmp / f"old-{name}", out / name)
+                raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out / "index.html"
+
+
+_LOCK_FILE = ".report.lock"
+
+
+@contextlib.contextmanager
+def _report_lock(out: Path):
+    """Hold an exclusive lock on ``out/.report.lock`` (``fcntl.flock``; on systems
+    without it, an ``O_EXCL`` lock file polled every 50 ms)."""
+    path = out / _LOCK_FILE
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        fcntl = None
+    if fcntl is not None:
+        with open(path, "a+b") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+        return
+    while True:  # pragma: no cover - not POSIX
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            break
+        except FileExistsError:
+            time.sleep(0.05)
+    try:  # pragma: no cover
+        yield
+    finally:  # pragma: no cover
+        os.close(fd)
+        os.unlink(path)
