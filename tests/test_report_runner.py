@@ -154,3 +154,33 @@ def test_a_study_named_twice_runs_once(tmp_path, fake):
     fake()
     runner.run_validation(tmp_path, preset="quick", only=["fake_study", "fake_study"])
     assert json.loads((tmp_path / "results.json").read_text())["meta"]["studies"] == ["fake_study"]
+
+
+def test_concurrent_writers_leave_one_complete_pair(tmp_path, monkeypatch):
+    """A second writer that starts while the first is between its two moves must not
+    interleave: it waits for the lock, so the folder ends with one run's pair."""
+    import os
+    import threading
+
+    real_replace = os.replace
+    first_in_middle, second_done = threading.Event(), threading.Event()
+
+    def slow(src, dst):
+        real_replace(src, dst)
+        if str(dst).endswith("index.html") and "old-" not in str(dst) and not first_in_middle.is_set():
+            first_in_middle.set()  # writer A has moved index.html in, not yet results.json
+            second_done.wait(0.5)  # without a lock, writer B completes right here
+
+    monkeypatch.setattr("changerate_bayes.report._html.os.replace", slow)
+    a = threading.Thread(target=write_report, args=(tmp_path,), kwargs={"html": "<p>A</p>", "results": {"run": "A"}})
+    a.start()
+    assert first_in_middle.wait(5)
+    b = threading.Thread(target=lambda: (write_report(tmp_path, html="<p>B</p>", results={"run": "B"}),
+                                         second_done.set()))
+    b.start()
+    a.join(10)
+    b.join(10)
+    html = (tmp_path / "index.html").read_text()
+    run = json.loads((tmp_path / "results.json").read_text())["run"]
+    assert html == f"<p>{run}</p>"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".report.lock", "index.html", "results.json"]
