@@ -581,3 +581,21 @@ def render(result: dict) -> str:
         "(to 1e-12), and the mean of the conjugate posterior draws agrees within 3 Monte Carlo SEs" if ok else
         "the LLN identity fails (see the table)", ok))
     return "\n".join(str(p) for p in parts)
+
+
+def summarize(result: dict) -> dict:
+    """The summary-table row: the SBC verdict over every method's rank-uniformity and
+    coverage checks (with the NUTS convergence thresholds)."""
+    from changerate_bayes.report import summary_row
+
+    res = result["calibration"]
+    st = res["settings"]
+    pvalues = []
+    for rec in res["sbc"]:
+        pvalues += [rec["ranks"]["pvalue"]] + [c["pvalue"] for c in rec["coverage"]]
+    summaries = [nuts_diagnostics_summary(rec["diagnostics"]) for rec in res["sbc"] if rec["method"] == "nuts"]
+    verdict, ok = sbc_verdict(pvalues, st["uniformity_alpha"], summaries)
+    kind = {True: "holds", False: "fails", None: "mixed"}[ok]
+    n_pass = sum(p >= st["uniformity_alpha"] for p in pvalues)
+    return summary_row(verdict=verdict[0].upper() + verdict[1:] + ".",
+                       key_number=f"{n_pass} / {len(pvalues)} checks pass at {st['uniformity_alpha']:g}", kind=kind)

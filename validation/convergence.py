@@ -495,3 +495,18 @@ def _regimes_verdict(regimes):
         else:
             text += f"Outside Theorem 3: {_setting(g)} {_outcome(g)}. "
     return text.strip()
+
+
+def summarize(result: dict) -> dict:
+    """The summary-table row: measured error slopes consistent with Theorems 1-3, and the
+    SAM stepsize regimes."""
+    from changerate_bayes.report import summary_row
+
+    rows, regimes = result["convergence_rates"], result["sam_regimes"]
+    bad = [r for r in rows if "not consistent" in r["verdict"]]
+    regimes_ok = _regimes_ok(regimes)
+    verdict = (f"{len(rows) - len(bad)} of {len(rows)} fitted error slopes are consistent with their theorem; "
+               + ("the SAM stepsize regimes behave as Theorem 3 says." if regimes_ok else
+                  "some SAM stepsize regimes do not behave as Theorem 3 says."))
+    kind = "holds" if not bad and regimes_ok else ("mixed" if len(bad) < len(rows) else "fails")
+    return summary_row(verdict=verdict, key_number=f"{len(rows) - len(bad)} / {len(rows)} slopes", kind=kind)

@@ -578,7 +578,7 @@ def render(result: dict) -> str:
             "The pitfall: plain KS with the rate plugged in from the same data and the textbook p-value rejects "
             + ", ".join(f"{r['rejection_rate']:.4f} at n = {r['n_events']}" for r in pit)
             + " instead of 0.05: far too conservative. Lilliefors' table or a parametric bootstrap of the same "
-              "statistic fixes it.", False))
+              "statistic fixes it.", kind="finding"))
     parts.append(figure_to_html(_size_figure(exact), alt="Rejection rate under H0 of every test on exact event "
                                                          "times with its 99% binomial interval, by number of events"))
     cols = [("test", "test"), ("n_events", "n"), ("n_datasets", "datasets run"), ("n_insufficient", "too few data"),
@@ -606,7 +606,7 @@ def render(result: dict) -> str:
                             for r in cp if r["crawl_ratio"] >= 0.1)
                 + f" of datasets, up to {worst['rejection_rate']:.2f}: a detection merges every change of its "
                   "crawl interval, so the jittered gaps are not exponential unless c is tiny against the mean "
-                  "gap. It is not run on crawl detections any more.", False))
+                  "gap. It is not run on crawl detections any more.", kind="finding"))
         parts.append(figure_to_html(_crawl_size_figure(crawl), alt="Rejection rate under H0 of every crawl-"
                                     "detection test with its 99% binomial interval, by ratio c / mean gap and n"))
         if irregular:
@@ -665,3 +665,18 @@ def render(result: dict) -> str:
          ("n_datasets", "datasets"), ("rejection_rate", "power")],
         caption="Power at α = 0.05"))
     return "\n".join(str(p) for p in parts)
+
+
+def summarize(result: dict) -> dict:
+    """The summary-table row: how many size checks (test × n, and × crawl ratio on crawl
+    detections of a regular schedule) lie within their 99% binomial interval."""
+    from changerate_bayes.report import summary_row
+
+    rows = [r for r in result["gof_size"] if r.get("schedule", REGULAR) == REGULAR
+            and r["test"] not in (PITFALL, CRAWL_PITFALL) and r["within"] is not None]
+    bad = [r for r in rows if not r["within"]]
+    verdict = (f"{len(rows) - len(bad)} of {len(rows)} size checks of the Poisson tests under H0 lie within their "
+               "99% binomial interval of 0.05")
+    verdict += "." if not bad else ("; outside: " + ", ".join(sorted({_TEST_LABELS[r["test"]] for r in bad})) + ".")
+    kind = "holds" if not bad else ("mixed" if len(bad) == 1 else "fails")
+    return summary_row(verdict=verdict, key_number=f"{len(rows) - len(bad)} / {len(rows)} sizes within", kind=kind)

@@ -297,3 +297,20 @@ def render(result: dict) -> str:
         text += " Not measurable: " + "; ".join(f"{r['claim']} ({r['criterion']})" for r in unmeasured) + "."
     parts.append(verdict_html(text, True if not failed and not unmeasured else (None if held else False)))
     return "\n".join(str(p) for p in parts)
+
+
+def summarize(result: dict) -> dict:
+    """The summary-table row: how many of the paper's practical recommendations hold."""
+    from changerate_bayes.report import summary_row
+
+    recs = result["monte_carlo"]["recommendations"]
+    held = sum(1 for r in recs if r["holds"] is True)
+    failed = [r for r in recs if r["holds"] is False]
+    unmeasured = sum(1 for r in recs if r["holds"] is None)
+    verdict = f"{held} of {len(recs)} practical recommendations of the paper hold as measured RMSE ratios"
+    if failed:
+        verdict += "; not supported: " + "; ".join(r["claim"] for r in failed)
+    if unmeasured:
+        verdict += f"; {unmeasured} not measurable"
+    kind = "holds" if not failed and not unmeasured else ("mixed" if held else "fails")
+    return summary_row(verdict=verdict + ".", key_number=f"{held} / {len(recs)} hold", kind=kind)

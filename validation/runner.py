@@ -107,7 +107,8 @@ def run_validation(out_dir="reports", *, preset="default", seed: int = 20201, on
         results.update(result)
         html = mod.render(result)
         seconds = time.perf_counter() - t0
-        sections.append({"id": name, "title": mod.TITLE, "html": html, "seconds": seconds})
+        summary = mod.summarize(result) if hasattr(mod, "summarize") else None  # row of the summary table
+        sections.append({"id": name, "title": mod.TITLE, "html": html, "seconds": seconds, "summary": summary})
         progress(f"[{i}/{len(modules)}] done in {seconds:.1f} s")
     total = time.perf_counter() - t_start
     meta = {

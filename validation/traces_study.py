@@ -545,7 +545,9 @@ def render(result: dict) -> str:
     crawl_words = crawl_traces_words(traces)
     if crawl_words:
         text += " " + crawl_words
-    parts.append(verdict_html(text, True if n_rej == 0 else (False if n_rej == len(traces) else None)))
+    parts.append(verdict_html(text, kind="finding"))
+    parts.append('<nav class="subnav"><strong>Traces:</strong> ' + " · ".join(
+        f'<a href="#trace-{t["name"]}">{t["name"]}</a>' for t in traces) + "</nav>")
     parts.append(html_table(
         _overview_rows(traces),
         [("trace", "trace"), ("kind", "kind"), ("events", "events"), ("rate", "rate (per hour)"),
@@ -587,14 +589,14 @@ def render(result: dict) -> str:
                  "of changes between two crawls is seen as one change, so every estimator that inverts "
                  "P(I=1) = 1 - e^(-Δτ) estimates the rate of bursts, not of changes. No choice among them "
                  "repairs the model.")
-    parts.append(verdict_html(text, not degrade))
+    parts.append(verdict_html(text, kind="finding"))
     parts.append(verdict_html(
         f"Posterior credible intervals: the {HDI_PROB:.0%} HDI of the grid posterior holds the window's "
-        f"empirical rate in {np.mean(real_cov):.0%} of real-trace replays (median over traces and p "
-        f"{np.median(real_cov):.0%}) against {np.mean(pois_cov):.0%} on the Poisson surrogates: "
+        f"empirical rate in {np.mean(real_cov):.0%} of real-trace replays (median over the traces and crawl "
+        f"rates: {np.median(real_cov):.0%}) against {np.mean(pois_cov):.0%} on the Poisson surrogates: "
         + ("coverage collapses on real traces." if np.mean(real_cov) < 0.5 else
            "coverage holds." if np.mean(real_cov) > 0.85 else "coverage is lost in part."),
-        bool(np.mean(real_cov) > 0.85)))
+        kind="finding"))
     failures = [f"{_METHOD_LABELS[e['method']]} on {r['name']} at p = {_of_rate(r['ratio'])} "
                 f"({e['real'].get('failed') or e['poisson'].get('failed')})"
                 for r in replays for e in r["errors"] if e["real"].get("failed") or e["poisson"].get("failed")]
@@ -618,11 +620,12 @@ def render(result: dict) -> str:
     for t in traces:
         reps = [r for r in replays if r["name"] == t["name"]]
         parts.append(f'<h3 id="trace-{t["name"]}">{t["name"]}</h3>')
+        parts.append('<p class="top"><a href="#traces_study">↑ list of traces</a> · <a href="#top">↑ top</a></p>')
         extra = (f" Crawl interval about {t['crawl_interval_hours'] * 60:.0f} min." if t["crawl_interval_hours"]
                  else "")
         parts.append(f"<p>{_KIND_WORDS[t['kind']]}: {t['n_events']} events over {t['span_hours'] / 24:.0f} days, "
                      f"{t['rate']:.4g} per hour; {t['n_ties']} tied timestamps.{extra}</p>")
-        parts.append(verdict_html(t["verdict"], not t["rejected"]))
+        parts.append(verdict_html(t["verdict"], kind="finding"))
         if t["notes"]:
             parts.append("<p><small>" + ". ".join(n[0].upper() + n[1:] for n in t["notes"]) + ".</small></p>")
         parts.append(figure_to_html(_diagnostic_figure(t), alt=f"Q-Q plot of the gaps with simulation envelope "
@@ -649,3 +652,23 @@ def render(result: dict) -> str:
                                                ("failed", "solver failure")],
                                     caption="Final-estimate error (median over replications)"))
     return "\n".join(str(p) for p in parts)
+
+
+def summarize(result: dict) -> dict:
+    """The summary-table row: on how many real traces the Poisson model is rejected (a
+    finding about the data), with the replay's median error against Poisson surrogates."""
+    from changerate_bayes.report import summary_row
+
+    traces, replays = result["traces"], result["trace_replays"]
+    n_rej = sum(1 for t in traces if t["rejected"])
+    summ = _method_summary(replays)
+    real_err = float(np.nanmedian(_nan([s["real"] for s in summ if s["method"] != "Naive"]))) if summ else float("nan")
+    pois_err = float(np.nanmedian(_nan([s["poisson"] for s in summ if s["method"] != "Naive"]))) if summ else float("nan")
+    failures = sum(1 for r in replays for e in r["errors"] if e["real"].get("failed") or e["poisson"].get("failed"))
+    verdict = f"The homogeneous Poisson model is rejected on {n_rej} of {len(traces)} real traces"
+    verdict += (f"; replayed crawls estimate their rate with median error {real_err:.2f} against {pois_err:.2f} on "
+                "Poisson surrogates." if summ else ".")
+    if failures:
+        verdict += f" {failures} estimator run(s) failed."
+    return summary_row(verdict=verdict, key_number=f"{n_rej} / {len(traces)} traces not Poisson",
+                       kind="fails" if failures else "finding")

@@ -8,6 +8,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -17,7 +18,8 @@ import jinja2
 import numpy as np
 from markupsafe import Markup, escape
 
-__all__ = ["check_output_dir", "figure_to_html", "html_table", "render_page", "verdict_html", "write_report"]
+__all__ = ["VERDICT_KINDS", "check_output_dir", "figure_to_html", "format_pvalue", "format_value", "html_table",
+           "render_page", "summary_row", "verdict_html", "write_report"]
 
 _ENV = None
 
@@ -32,6 +34,9 @@ def _env() -> jinja2.Environment:
             lstrip_blocks=True,
         )
         _ENV.filters["fmt"] = format_value
+        _ENV.filters["fmt_p"] = format_pvalue
+        _ENV.tests["number"] = lambda x: isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(
+            x, (bool, np.bool_))
     return _ENV
 
 
@@ -52,8 +57,43 @@ def format_value(x, digits: int = 4) -> str:
     return str(x)
 
 
+#: p-values below this are shown as "< 1e-4": Monte Carlo and table p-values carry no more
+#: precision, and asymptotic ones (1e-242) only say "far below any level"
+PVALUE_FLOOR = 1e-4
+
+
+def format_pvalue(p) -> str:
+    """Format a p-value for a table: "< 1e-4" below 1e-4, else 3 significant digits.
+
+    Examples
+    --------
+    >>> format_pvalue(4.612e-242), format_pvalue(0.0), format_pvalue(0.012345), format_pvalue(1.0)
+    ('< 1e-4', '< 1e-4', '0.0123', '1')
+    """
+    if p is None:
+        return "—"
+    p = float(p)
+    if math.isnan(p):
+        return "NaN"
+    if p < PVALUE_FLOOR:
+        return "< 1e-4"
+    return f"{p:.3g}"
+
+
+_PVALUE_KEY = re.compile(r"(^|_)p(_?value)?(_|$)", re.IGNORECASE)
+
+
+def is_pvalue_column(key: str, header: str) -> bool:
+    """True for a table column of p-values: key ``p``, ``pvalue``, ``p_value``
+    (optionally prefixed or suffixed with ``_``) or a header naming a p-value."""
+    return bool(_PVALUE_KEY.search(str(key))) or "p-value" in str(header).lower()
+
+
 def figure_to_html(fig, *, alt: str, dpi: int = 90) -> Markup:
     """Embed a matplotlib figure as a PNG data URI ``<img>`` and close the figure.
+
+    The PNG is flattened on white and stored with a 256-colour palette (about a third
+    of the size of the full-colour PNG).
 
     Parameters
     ----------
@@ -72,10 +112,23 @@ def figure_to_html(fig, *, alt: str, dpi: int = 90) -> Markup:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     plt.close(fig)
-    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    data = base64.b64encode(_palette_png(buf.getvalue())).decode("ascii")
     return Markup(
         f'<figure><img src="data:image/png;base64,{data}" alt="{escape(alt)}"></figure>'
     )
+
+
+def _palette_png(png: bytes) -> bytes:
+    """The PNG flattened on white and reduced to a 256-colour palette (Pillow's fast
+    octree): line plots keep their look at about a third of the bytes."""
+    from PIL import Image
+
+    img = Image.open(io.BytesIO(png))
+    flat = Image.new("RGB", img.size, "white")
+    flat.paste(img, mask=img.getchannel("A") if img.mode == "RGBA" else None)
+    out = io.BytesIO()
+    flat.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 def html_table(records, columns, *, caption: str | None = None, digits: int = 4) -> Markup:
@@ -89,8 +142,14 @@ def html_table(records, columns, *, caption: str | None = None, digits: int = 4)
     caption : str, optional
     digits : int, default 4
         Significant digits for floats.
+
+    Notes
+    -----
+    Text cells are left-aligned and numbers right-aligned; p-value columns (see
+    :func:`is_pvalue_column`) are formatted by :func:`format_pvalue`.
     """
     cols = [(c, c) if isinstance(c, str) else tuple(c) for c in columns]
+    cols = [(key, header, is_pvalue_column(key, header)) for key, header in cols]
     return Markup(
         _env().get_template("table.html.j2").render(
             records=records, columns=cols, caption=caption, digits=digits
@@ -98,11 +157,69 @@ def html_table(records, columns, *, caption: str | None = None, digits: int = 4)
     )
 
 
-def verdict_html(text: str, ok: bool | None = None) -> Markup:
-    """A verdict paragraph, styled by outcome: ``ok`` True (holds), False (fails), None (mixed)."""
-    cls = {True: "ok", False: "fail", None: "mixed"}[ok]
-    label = {True: "Holds", False: "Does not hold", None: "Mixed"}[ok]
+#: verdict kinds: CSS class and label of the box
+VERDICT_KINDS = {
+    "holds": ("ok", "Holds"),
+    "fails": ("fail", "Does not hold"),
+    "mixed": ("mixed", "Mixed"),
+    "finding": ("finding", "Finding about the data"),
+}
+
+
+def verdict_html(text: str, ok: bool | None = None, *, kind: str | None = None) -> Markup:
+    """A verdict box, styled by what it reports.
+
+    Parameters
+    ----------
+    text : str
+        The verdict in words (escaped).
+    ok : bool or None, default None
+        For a check of a claim: True (holds), False (fails), None (mixed).
+    kind : {"holds", "fails", "mixed", "finding"}, optional
+        Overrides ``ok``. ``"finding"`` is a statement about the data (e.g. "the
+        Poisson model is rejected on this real trace"), neither a pass nor a failure of
+        the software, shown in a neutral style.
+
+    Returns
+    -------
+    markupsafe.Markup
+        ``<p class="verdict ...">`` HTML.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``.
+    """
+    if kind is None:
+        kind = {True: "holds", False: "fails", None: "mixed"}[ok]
+    if kind not in VERDICT_KINDS:
+        raise ValueError(f"`kind` must be one of {sorted(VERDICT_KINDS)}; got {kind!r}")
+    cls, label = VERDICT_KINDS[kind]
     return Markup(f'<p class="verdict {cls}"><strong>{label}:</strong> {escape(text)}</p>')
+
+
+def summary_row(*, verdict: str, key_number: str, kind: str) -> dict:
+    """The summary-table entry a study's ``summarize(result)`` returns.
+
+    Parameters
+    ----------
+    verdict : str
+        One sentence: what the study concludes.
+    key_number : str
+        The number that carries the verdict, with its unit or comparison.
+    kind : {"holds", "fails", "mixed", "finding"}
+        As in :func:`verdict_html`.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind`` or an empty verdict.
+    """
+    if kind not in VERDICT_KINDS:
+        raise ValueError(f"`kind` must be one of {sorted(VERDICT_KINDS)}; got {kind!r}")
+    if not str(verdict).strip():
+        raise ValueError("`verdict` must not be empty")
+    return {"verdict": str(verdict), "key_number": str(key_number), "kind": kind}
 
 
 def render_page(*, title: str, sections: list[dict], meta: dict) -> str:
