@@ -1,4 +1,4 @@
-"""Size and power of the Poisson diagnostics (issue 5, "Size and power").
+"""Size and power of the Poisson diagnostics.
 
 Under H0 (homogeneous Poisson, n events) every test of
 ``changerate_bayes.diagnostics.poisson_gof`` should reject 5% of datasets at

@@ -1,6 +1,6 @@
 """Optimal crawl rates for known change rates: checks of ``optimal_crawl_rates``.
 
-Three checks of the exact KKT / water-filling solver (issue 6, paper Section 5):
+Three checks of the exact KKT / water-filling solver (paper Section 5):
 
 1. agreement with ``scipy.optimize.minimize(method="SLSQP")`` on small random
    problems (objective value and rates);

@@ -1,4 +1,4 @@
-"""Real traces: Poisson diagnostics and the paper's Experiment-1 replay (issues 2 §4-5, 5).
+"""Real traces: Poisson diagnostics and the paper's Experiment-1 replay.
 
 For every shipped trace: ``poisson_gof`` (Q-Q plot with simulation envelope, rate over
 time with the Bayesian-blocks segments, the test table, a verdict in words), then the
@@ -385,7 +385,9 @@ def _diagnostic_figure(tr):
 def _replay_figure(reps):
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(reps) + 1, figsize=(4.2 * (len(reps) + 1), 4.3))
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plt.subplots(1, len(reps) + 1, figsize=(4.2 * (len(reps) + 1), 4.6))
     for ax, rp in zip(axes, reps):
         pl = rp["plot"]
         k = np.asarray(pl["k"])
@@ -393,13 +395,16 @@ def _replay_figure(reps):
             ax.plot(k, _nan(pl["paths"][m]), lw=1, color=f"C{j}", label=_METHOD_LABELS[m])
         ax.plot(k, _nan(pl["running_rate"]), color="k", lw=1.2, ls="--", label="empirical rate so far")
         ax.axhline(pl["target"], color="k", lw=1.2, label="target: empirical rate over the window")
-        ax.set_ylim(*replay_ylim({m: _nan(pl["paths"][m]) for m in METHODS}, pl["target"]))
+        shown = {m: _nan(pl["paths"][m]) for m in METHODS} | {"running": _nan(pl["running_rate"])}
+        ax.set_ylim(*replay_ylim(shown, pl["target"]))
+        ax.set_xlim(replay_xstart(k), float(k[-1]) if k.size else 1.0)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("crawls k")
         ax.set_ylabel("change rate (per hour)")
         ax.set_title(f"p = {rp['crawl_rate']:.3g}/h = {_of_rate(rp['ratio'])}", fontsize=9)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, frameon=False)
-    fig.subplots_adjust(bottom=0.3)
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=9, frameon=False)
+    fig.subplots_adjust(bottom=0.32)
     ax = axes[-1]
     for j, rp in enumerate(reps):
         po = rp["plot"]["posterior"]
@@ -408,24 +413,30 @@ def _replay_figure(reps):
         ax.axvspan(po["hdi"][0], po["hdi"][1], color=f"C{j}", alpha=0.15)
     ax.axvline(reps[0]["plot"]["target"], color="k", lw=1, label="empirical rate (window)")
     ax.set_xlabel("change rate (per hour)")
-    ax.tick_params(axis="x", labelsize=7, labelrotation=30)
+    ax.tick_params(axis="x", labelsize=8, labelrotation=30)
     ax.set_ylabel("posterior density")
     ax.set_title(f"grid posterior, {HDI_PROB:.0%} HDI shaded (replication 0)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
     fig.subplots_adjust(wspace=0.3)
     return fig
 
 
-def replay_ylim(paths: dict, target: float, *, skip: float = 0.05, q: float = 0.98) -> tuple[float, float]:
-    """y-limits of a replay panel from the estimator paths and the target: from 0 to 1.15 times
-    the larger of the target and the ``q`` quantile of the finite estimates after the first
-    ``skip`` fraction of crawls (early transients and infinite MLE/MM values would flatten
-    everything else, as would the first crawls' "empirical rate so far")."""
+def replay_ylim(paths: dict, target: float, *, skip: float = 0.05) -> tuple[float, float]:
+    """y-limits of a replay panel: from 0 to 1.15 times the largest of the target and every
+    finite value of the paths after the first ``skip`` fraction of crawls. The panel's
+    x-axis starts there too (:func:`replay_xstart`), so no drawn value is clipped; early
+    transients and infinite MLE/MM values (counted in the table) would flatten the rest."""
     vals = [np.asarray(p, dtype=np.float64)[int(skip * len(p)):] for p in paths.values()]
     vals = np.concatenate(vals) if vals else np.zeros(0)
     vals = vals[np.isfinite(vals)]
-    top = max(float(target) if target is not None else 0.0, float(np.quantile(vals, q)) if vals.size else 0.0)
+    top = max(float(target) if target is not None else 0.0, float(vals.max()) if vals.size else 0.0)
     return 0.0, (1.15 * top if top > 0 else 1.0)
+
+
+def replay_xstart(k, *, skip: float = 0.05) -> float:
+    """First crawl shown in a replay panel: the one after the first ``skip`` fraction."""
+    k = np.asarray(k)
+    return float(k[min(int(skip * k.size), k.size - 1)]) if k.size else 0.0
 
 
 def tests_by_kind(traces) -> list[dict]:

@@ -109,6 +109,7 @@ def figure_to_html(fig, *, alt: str, dpi: int = 90) -> Markup:
     """
     import matplotlib.pyplot as plt
 
+    _integer_ticks(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     plt.close(fig)
@@ -116,6 +117,38 @@ def figure_to_html(fig, *, alt: str, dpi: int = 90) -> Markup:
     return Markup(
         f'<figure><img src="data:image/png;base64,{data}" alt="{escape(alt)}"></figure>'
     )
+
+
+def _axis_values(ax, which: str) -> np.ndarray:
+    """Data drawn on the x or y axis of ``ax``: line coordinates, and bar edges/heights."""
+    vals = []
+    for line in ax.get_lines():
+        vals.append(np.asarray(line.get_xdata() if which == "x" else line.get_ydata(), dtype=object))
+    for patch in ax.patches:
+        if type(patch).__name__ == "Rectangle":
+            x0, y0, w, h = patch.get_x(), patch.get_y(), patch.get_width(), patch.get_height()
+            vals.append(np.array([x0 + w / 2] if which == "x" else [y0 + h], dtype=object))
+    if not vals:
+        return np.zeros(0)
+    try:
+        out = np.concatenate([v.ravel() for v in vals]).astype(np.float64)
+    except (TypeError, ValueError):  # dates or categories: not a number axis
+        return np.zeros(0)
+    return out[np.isfinite(out)]
+
+
+def _integer_ticks(fig) -> None:
+    """Integer ticks on every linear axis whose drawn data are all whole numbers (crawl
+    counts, cycles, ranks), so that no tick reads 2.5 crawls."""
+    from matplotlib.ticker import AutoLocator, MaxNLocator
+
+    for ax in fig.get_axes():
+        for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            if axis.get_scale() != "linear" or type(axis.get_major_locator()) is not AutoLocator:
+                continue
+            vals = _axis_values(ax, which)
+            if vals.size >= 2 and np.all(vals == np.round(vals)) and np.ptp(vals) >= 1:
+                axis.set_major_locator(MaxNLocator(integer=True))
 
 
 def _palette_png(png: bytes) -> bytes:
