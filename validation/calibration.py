@@ -433,7 +433,7 @@ def _ppc_figure(ppc):
         ax.set_xlabel("crawl interval τ (h), quintile bins", fontsize=8)
         ax.set_ylabel("P(I = 1 | τ)", fontsize=8)
         ax.set_title(f"{method}: {source.split(':')[0]}", fontsize=8)
-    np.atleast_1d(axes)[0].legend(fontsize=7)
+    np.atleast_1d(axes)[0].legend(fontsize=8)
     fig.tight_layout()
     return figure_to_html(fig, alt="Posterior predictive check: observed and predicted fraction of crawls that saw a change, by crawl-interval bin")
 

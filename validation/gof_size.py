@@ -505,7 +505,7 @@ def _crawl_size_figure(rows):
         ax.set_title(f"crawl detections, n = {n}", fontsize=9)
     ax0 = np.atleast_1d(axes)[0]
     ax0.set_ylabel("rejection rate under H0 at α = 0.05")
-    ax0.legend(fontsize=7, loc="upper left")
+    ax0.legend(fontsize=8.5, loc="upper left")
     ax0.set_ylim(0, max(0.25, max((r["interval_high"] or 0) for r in rows
                                   if r["test"] in tests and r["n_datasets"] >= MIN_PLOTTED) + 0.02))
     fig.subplots_adjust(bottom=0.3, wspace=0.08)
@@ -539,7 +539,7 @@ def _power_figure(rows):
     for ax in np.atleast_1d(axes):
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=5, fontsize=7, frameon=False)
+    fig.legend(list(handles.values()), list(handles), loc="lower center", ncol=5, fontsize=9, frameon=False)
     return fig
 
 

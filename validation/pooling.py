@@ -183,7 +183,7 @@ def _figure(rows, truth):
     ax.set_xlabel("crawls per page k")
     ax.set_ylabel("RMSE of Δ (per hour)")
     ax.set_title(f"truth: {truth} rates across pages (MLE omitted where 0 or ∞)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return figure_to_html(fig, alt=f"RMSE against k of pooled, per-page and oracle estimates, {truth} truth")
 

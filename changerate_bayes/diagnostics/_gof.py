@@ -316,6 +316,13 @@ def poisson_gof(
     equal is degenerate and no test runs. ``summary()`` combines the tests with
     Holm's correction.
 
+    Cost: O(n_resamples · n log n) up to 10^4 events; above, the Bayesian-blocks
+    segmentation runs on at most 4000 groups of consecutive times (change points only
+    between groups: ``segments.group_size``) and the Monte Carlo nulls of the bootstrap,
+    gap-CV and time-rescaling tests are simulated at 10^4 gaps with the statistics on
+    their asymptotic scale (said in each test's ``details["null"]``), so the cost grows
+    as O(n log n) (times for 10^4 to 10^6 events: ``benchmarks/bench_poisson_gof_scaling.py``).
+
     Crawl detections are not exact change times: a detection says that at least one
     change fell in its crawl interval of length c. Under Poisson changes the crawls
     detect independently with probability q = 1 - exp(-Δc), so the gaps between
