@@ -145,6 +145,27 @@ def _numbers_or_missing(arr: np.ndarray) -> bool:
     return any(k is None for k in kinds) and all(k is not False for k in kinds)
 
 
+#: integers up to 2**53 convert to float64 exactly
+_EXACT_INT = 2**53
+
+
+def _integer_offsets(arr: np.ndarray, *, name: str, require_sorted: bool) -> np.ndarray:
+    """Integer times beyond 2**53 as float offsets from the first, subtracted exactly.
+
+    Converting such times to float64 first would round neighbours to the same value;
+    the differences are taken in integer arithmetic (modulo 2**64, exact for sorted
+    times of one dtype, whose span is below 2**64) and only then converted.
+    """
+    if require_sorted:
+        dec = arr[1:] < arr[:-1]
+        if dec.any():
+            i = int(np.flatnonzero(dec)[0]) + 1
+            raise _row_error(name, i, f"is earlier than row {i - 1}; event times must be sorted ascending")
+    u = arr.astype(np.uint64)  # two's complement: differences modulo 2**64 are exact
+    first = u[0] if require_sorted else u[int(np.argmin(arr))]
+    return (u - first).astype(np.float64)
+
+
 def as_event_times(x, *, name: str = "event_times", require_sorted: bool = True) -> EventTimes:
     """Convert event times to floats.
 
@@ -169,7 +190,10 @@ def as_event_times(x, *, name: str = "event_times", require_sorted: bool = True)
 
     Notes
     -----
-    Ties (equal times) are kept: zero gaps are data, never dropped here. Aware times
+    Ties (equal times) are kept: zero gaps are data, never dropped here. Integer
+    times beyond 2**53 in magnitude (e.g. nanoseconds since the epoch) become offsets
+    from the first time, subtracted in integer arithmetic so that no precision is
+    lost. Aware times
     are exact instants whatever their UTC offsets (``+01:00`` and ``+02:00`` rows of one
     zone across a daylight-saving change are fine) and are converted to UTC.
     """
@@ -191,7 +215,10 @@ def as_event_times(x, *, name: str = "event_times", require_sorted: bool = True)
         i = next(i for i, v in enumerate(arr) if v is None or (isinstance(v, float) and np.isnan(v)))
         raise _row_error(name, i, "is missing (None/NaN); times must be finite numbers")
     resolution = None
-    if arr.dtype.kind in "iuf" and arr.dtype != bool:
+    if arr.dtype.kind in "iu" and arr.size and (int(arr.max()) > _EXACT_INT or int(arr.min()) < -_EXACT_INT):
+        values = _integer_offsets(arr, name=name, require_sorted=require_sorted)
+        unit, origin = "input units", None
+    elif arr.dtype.kind in "iuf" and arr.dtype != bool:
         values = arr.astype(np.float64)
         bad = ~np.isfinite(values)
         if bad.any():

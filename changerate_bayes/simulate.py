@@ -12,6 +12,7 @@ __all__ = ["simulate_history", "simulate_replications", "simulate_change_times"]
 
 _CRAWLS = ("poisson", "regular")
 _MAX_EVENTS = 1e9  # simulate_change_times: larger expected counts are refused
+_MAX_CRAWLS = 1e9  # simulate_history: larger histories are refused
 
 
 def _rates(change_rate, crawl_rate, n_pages):
@@ -83,8 +84,8 @@ def simulate_history(change_rate, crawl_rate, n_crawls, *, n_pages=None, crawl="
     ------
     ValueError
         For Δ < 0, p <= 0 (or so small that 1/p overflows), NaN/inf rates,
-        n_crawls < 1, a rate array whose shape is not (n_pages,) or an unknown
-        ``crawl``.
+        n_crawls < 1, more than 1e9 crawls in all, a rate array whose shape is not
+        (n_pages,) or an unknown ``crawl``.
 
     Examples
     --------
@@ -100,6 +101,9 @@ def simulate_history(change_rate, crawl_rate, n_crawls, *, n_pages=None, crawl="
     delta, p = _rates(change_rate, crawl_rate, n_pages)
     gen = as_generator(rng)
     shape = (n_crawls,) if n_pages is None else (n_pages, n_crawls)
+    if np.prod(shape, dtype=np.float64) > _MAX_CRAWLS:
+        raise ValueError(f"`n_pages` × `n_crawls` = {np.prod(shape, dtype=np.float64):.3g} crawls; more than "
+                         f"{_MAX_CRAWLS:.0e} would not fit in memory (9 bytes per crawl): simulate in batches")
     changed, tau = _draw(gen, delta, p, shape, crawl)
     return CrawlHistory(changed, tau, p if p.ndim else float(p))
 

@@ -170,7 +170,7 @@ def test_marginal_and_joint_give_the_same_hyperparameter_posterior():
 
 
 def test_conditional_draws_stay_positive_under_a_very_heavy_left_tail():
-    """Gamma population with shape 0.0044 (helper-found case): P(Δ < 1e-304) ≈ 5% for a page
+    """Gamma population with shape 0.0044 (a case found by search): P(Δ < 1e-304) ≈ 5% for a page
     never seen changed, below the smallest double; draws are floored there, never 0."""
     ch = np.zeros((50, 3), dtype=np.int8)
     t = np.random.default_rng(0).exponential(1.0, (50, 3))

@@ -1,4 +1,4 @@
-"""Awkward data (issue 5): ties, quantised times, too few events, zero gaps, bad input."""
+"""Awkward data: ties, quantised times, too few events, zero gaps, bad input."""
 
 import re
 import warnings

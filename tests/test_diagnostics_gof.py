@@ -1,4 +1,4 @@
-"""poisson_gof: the contract of issue 2 §4 and issue 5, on simulated and real traces; plots."""
+"""poisson_gof: its contract on simulated and real traces; plots."""
 
 import dataclasses
 import json

@@ -154,3 +154,90 @@ def test_a_study_named_twice_runs_once(tmp_path, fake):
     fake()
     runner.run_validation(tmp_path, preset="quick", only=["fake_study", "fake_study"])
     assert json.loads((tmp_path / "results.json").read_text())["meta"]["studies"] == ["fake_study"]
+
+
+def test_concurrent_writers_leave_one_complete_pair(tmp_path, monkeypatch):
+    """A second writer that starts while the first is between its two moves must not
+    interleave: it waits for the lock, so the folder ends with one run's pair."""
+    import os
+    import threading
+
+    real_replace = os.replace
+    first_in_middle, second_done = threading.Event(), threading.Event()
+
+    def slow(src, dst):
+        real_replace(src, dst)
+        if str(dst).endswith("index.html") and "old-" not in str(dst) and not first_in_middle.is_set():
+            first_in_middle.set()  # writer A has moved index.html in, not yet results.json
+            second_done.wait(0.5)  # without a lock, writer B completes right here
+
+    monkeypatch.setattr("changerate_bayes.report._html.os.replace", slow)
+    a = threading.Thread(target=write_report, args=(tmp_path,), kwargs={"html": "<p>A</p>", "results": {"run": "A"}})
+    a.start()
+    assert first_in_middle.wait(5)
+    b = threading.Thread(target=lambda: (write_report(tmp_path, html="<p>B</p>", results={"run": "B"}),
+                                         second_done.set()))
+    b.start()
+    a.join(10)
+    b.join(10)
+    html = (tmp_path / "index.html").read_text()
+    run = json.loads((tmp_path / "results.json").read_text())["run"]
+    assert html == f"<p>{run}</p>"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".report.lock", "index.html", "results.json"]
+
+
+def test_cli_version_and_study_list(capsys):
+    from changerate_bayes import __version__
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"changerate-bayes {__version__}"
+    with pytest.raises(SystemExit):
+        main(["validate", "--help"])
+    out = capsys.readouterr().out
+    assert all(f"\n  {name}\n" in out + "\n" for name in runner.STUDIES)
+
+
+def test_verdict_kinds_and_pvalue_format():
+    from changerate_bayes.report import format_pvalue, summary_row
+
+    assert 'class="verdict ok"' in verdict_html("x", True) and 'class="verdict mixed"' in verdict_html("x")
+    finding = verdict_html("Poisson rejected on this trace", kind="finding")
+    assert 'class="verdict finding"' in finding and "Finding about the data" in finding
+    assert 'class="verdict fail"' in verdict_html("x", True, kind="fails")  # kind overrides ok
+    with pytest.raises(ValueError, match="`kind`"):
+        verdict_html("x", kind="great")
+    assert [format_pvalue(p) for p in (0.0, 4.612e-242, 9.99e-5, 1e-4, 0.012345, 0.5, 1.0, None)] == [
+        "< 1e-4", "< 1e-4", "< 1e-4", "0.0001", "0.0123", "0.5", "1", "—"]
+    html = html_table([{"test": "KS", "pvalue": 0.0, "p": 4.612e-242, "stat": 12.3456}],
+                      [("test", "test"), ("pvalue", "p-value"), ("p", "p"), ("stat", "statistic")])
+    assert html.count("&lt; 1e-4") == 2 and "4.612e-242" not in html and ">0<" not in html
+    assert '<td class="t">KS</td>' in html and '<td class="n">12.35</td>' in html
+    assert summary_row(verdict="v", key_number="1 / 2", kind="finding") == {
+        "verdict": "v", "key_number": "1 / 2", "kind": "finding"}
+    with pytest.raises(ValueError):
+        summary_row(verdict="v", key_number="1", kind="ok")
+
+
+def test_report_opens_with_the_summary_and_marks_partial_runs(tmp_path, fake, monkeypatch):
+    fake()
+    mod = sys.modules["validation.fake_study"]
+    mod.summarize = lambda result: {"verdict": "the stand-in holds", "key_number": "42 / 42", "kind": "holds"}
+    path = runner.run_validation(tmp_path, preset="quick", seed=3)
+    html = path.read_text()
+    assert html.index('id="summary"') < html.index('<section id="fake_study"')
+    assert "the stand-in holds" in html and "42 / 42" in html and 'href="#fake_study"' in html
+    assert 'href="#top"' in html and "Partial report" not in html
+    from changerate_bayes.report import render_page
+
+    meta = json.loads((tmp_path / "results.json").read_text())["meta"]
+    partial = render_page(title="t", sections=[], meta=dict(meta, partial=True, studies=["convergence", "pooling"]))
+    assert "Partial report" in partial and "convergence, pooling" in partial
+
+
+def test_every_study_summarizes_its_result():
+    import importlib
+
+    for name in runner.STUDIES:
+        mod = importlib.import_module(f"validation.{name}")
+        assert callable(getattr(mod, "summarize", None)), name

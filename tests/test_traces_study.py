@@ -93,7 +93,7 @@ def tiny_result():
     return json.loads(json.dumps(res, allow_nan=False))
 
 
-def test_run_returns_the_issue_5_overview(tiny_result):
+def test_run_returns_the_trace_overview(tiny_result):
     assert set(tiny_result) == set(T.KEYS)
     traces = tiny_result["traces"]
     assert [t["name"] for t in traces] == ["wikipedia_oblast", "gitscrape_simonwillisonblog-backup_blog_blogmark"]
@@ -130,7 +130,7 @@ def test_render_has_overview_and_a_section_per_trace(tiny_result):
     assert "Overview of the traces" in html
     assert html.count("<h3 id=\"trace-") == 2
     assert html.count("data:image/png;base64") == 4
-    assert "HDI" in html and "Does not hold" in html
+    assert "HDI" in html and "Finding about the data" in html  # rejections on real data are findings
     # how many tests ran on which kind of trace, and why the others did not ("15 tests" was wrong)
     assert "15 tests" not in html and "Which tests run on which kind of trace" in html
     assert "13 tests ran on the revisions trace" in html and "9 tests ran on the crawl detections trace" in html
@@ -155,6 +155,12 @@ def test_replay_ylim_follows_the_estimators_and_the_target():
     lo, hi = T.replay_ylim({"lln": np.r_[np.full(10, 50.0), np.full(190, 0.02)]}, 0.01)
     assert hi == pytest.approx(0.02 * 1.15)  # an early transient (first 5% of crawls) does not set the scale
     assert T.replay_ylim({"mle": np.full(5, np.inf)}, 0.0) == (0.0, 1.0)
+    # nothing drawn after the first 5% of crawls (where the x-axis starts) is clipped
+    g = np.random.default_rng(0)
+    wild = {"sa": g.lognormal(0, 2, 400), "mm": np.r_[np.inf, g.lognormal(0, 1, 399)]}
+    lo, hi = T.replay_ylim(wild, 1.0)
+    assert hi > max(np.max(v[20:][np.isfinite(v[20:])]) for v in wild.values())
+    assert T.replay_xstart(np.arange(1, 401)) == 21.0
 
 
 def test_replay_figure_labels_the_target(tiny_result):

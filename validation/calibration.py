@@ -432,7 +432,7 @@ def _ppc_figure(ppc):
         ax.set_xlabel("crawl interval τ (h), quintile bins", fontsize=8)
         ax.set_ylabel("P(I = 1 | τ)", fontsize=8)
         ax.set_title(f"{method}: {source.split(':')[0]}", fontsize=8)
-    np.atleast_1d(axes)[0].legend(fontsize=7)
+    np.atleast_1d(axes)[0].legend(fontsize=8)
     return figure_to_html(fig, alt="Posterior predictive check: observed and predicted fraction of crawls that saw a change, by crawl-interval bin")
 
 
@@ -579,3 +579,21 @@ def render(result: dict) -> str:
         "(to 1e-12), and the mean of the conjugate posterior draws agrees within 3 Monte Carlo SEs" if ok else
         "the LLN identity fails (see the table)", ok))
     return "\n".join(str(p) for p in parts)
+
+
+def summarize(result: dict) -> dict:
+    """The summary-table row: the SBC verdict over every method's rank-uniformity and
+    coverage checks (with the NUTS convergence thresholds)."""
+    from changerate_bayes.report import summary_row
+
+    res = result["calibration"]
+    st = res["settings"]
+    pvalues = []
+    for rec in res["sbc"]:
+        pvalues += [rec["ranks"]["pvalue"]] + [c["pvalue"] for c in rec["coverage"]]
+    summaries = [nuts_diagnostics_summary(rec["diagnostics"]) for rec in res["sbc"] if rec["method"] == "nuts"]
+    verdict, ok = sbc_verdict(pvalues, st["uniformity_alpha"], summaries)
+    kind = {True: "holds", False: "fails", None: "mixed"}[ok]
+    n_pass = sum(p >= st["uniformity_alpha"] for p in pvalues)
+    return summary_row(verdict=verdict[0].upper() + verdict[1:] + ".",
+                       key_number=f"{n_pass} / {len(pvalues)} checks pass at {st['uniformity_alpha']:g}", kind=kind)

@@ -372,7 +372,7 @@ def _loglog_panel(ax, rows, title):
         share = min(0.6, 0.045 * (len(rows) + 1) + 0.04)
         decades = math.log10(top / bottom) + 0.1
         ax.set_ylim(bottom / 10**0.05, top * 10 ** (decades * share / (1 - share)))
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=8.5, loc="upper right")
     ax.grid(True, which="both", alpha=0.3)
 
 
@@ -406,7 +406,7 @@ def render(result: dict) -> str:
         kk = np.geomspace(10, base[0]["k"][-1], 50)
         axes[1, 1].loglog(kk, np.sqrt(2 / (math.pi * kk * info)), "k--", lw=1,
                           label="Cramér-Rao: √(2/(π k I(Δ)))")
-        axes[1, 1].legend(fontsize=7)
+        axes[1, 1].legend(fontsize=8.5)
     parts.append(figure_to_html(fig, alt="Log-log mean absolute error against k with fitted slope lines "
                                          "for the LLN, SA, SAM, Naive, MLE and MM estimators"))
     table = [dict(r, params=_params_text(r["params"]) or "—") for r in rows]
@@ -436,7 +436,7 @@ def render(result: dict) -> str:
     ax.set_xlabel("crawls k")
     ax.set_ylabel("mean absolute error")
     ax.set_title("SAM stepsize regimes (dashed: outside Theorem 3; lines end where the error exceeds 1000Δ)", fontsize=10)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.legend(fontsize=8.5, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.grid(True, which="both", alpha=0.3)
     parts.append(figure_to_html(fig, alt="SAM mean absolute error against k for valid and invalid stepsize regimes"))
     parts.append(html_table(regimes, [("eta", "η"), ("beta", "β"), ("omega", "ω"), ("regime", "regime"),
@@ -495,3 +495,18 @@ def _regimes_verdict(regimes):
         else:
             text += f"Outside Theorem 3: {_setting(g)} {_outcome(g)}. "
     return text.strip()
+
+
+def summarize(result: dict) -> dict:
+    """The summary-table row: measured error slopes consistent with Theorems 1-3, and the
+    SAM stepsize regimes."""
+    from changerate_bayes.report import summary_row
+
+    rows, regimes = result["convergence_rates"], result["sam_regimes"]
+    bad = [r for r in rows if "not consistent" in r["verdict"]]
+    regimes_ok = _regimes_ok(regimes)
+    verdict = (f"{len(rows) - len(bad)} of {len(rows)} fitted error slopes are consistent with their theorem; "
+               + ("the SAM stepsize regimes behave as Theorem 3 says." if regimes_ok else
+                  "some SAM stepsize regimes do not behave as Theorem 3 says."))
+    kind = "holds" if not bad and regimes_ok else ("mixed" if len(bad) < len(rows) else "fails")
+    return summary_row(verdict=verdict, key_number=f"{len(rows) - len(bad)} / {len(rows)} slopes", kind=kind)

@@ -1,4 +1,4 @@
-"""Size and power of the Poisson diagnostics (issue 5, "Size and power").
+"""Size and power of the Poisson diagnostics.
 
 Under H0 (homogeneous Poisson, n events) every test of
 ``changerate_bayes.diagnostics.poisson_gof`` should reject 5% of datasets at
@@ -505,7 +505,7 @@ def _crawl_size_figure(rows):
         ax.set_title(f"crawl detections, n = {n}", fontsize=9)
     ax0 = np.atleast_1d(axes)[0]
     ax0.set_ylabel("rejection rate under H0 at α = 0.05")
-    ax0.legend(fontsize=7, loc="upper left")
+    ax0.legend(fontsize=8.5, loc="upper left")
     ax0.set_ylim(0, max(0.25, max((r["interval_high"] or 0) for r in rows
                                   if r["test"] in tests and r["n_datasets"] >= MIN_PLOTTED) + 0.02))
     return fig
@@ -537,7 +537,7 @@ def _power_figure(rows):
     for ax in np.atleast_1d(axes):
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=5, fontsize=7, frameon=False)
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=5, fontsize=9, frameon=False)
     return fig
 
 
@@ -576,7 +576,7 @@ def render(result: dict) -> str:
             "The pitfall: plain KS with the rate plugged in from the same data and the textbook p-value rejects "
             + ", ".join(f"{r['rejection_rate']:.4f} at n = {r['n_events']}" for r in pit)
             + " instead of 0.05: far too conservative. Lilliefors' table or a parametric bootstrap of the same "
-              "statistic fixes it.", False))
+              "statistic fixes it.", kind="finding"))
     parts.append(figure_to_html(_size_figure(exact), alt="Rejection rate under H0 of every test on exact event "
                                                          "times with its 99% binomial interval, by number of events"))
     cols = [("test", "test"), ("n_events", "n"), ("n_datasets", "datasets run"), ("n_insufficient", "too few data"),
@@ -604,7 +604,7 @@ def render(result: dict) -> str:
                             for r in cp if r["crawl_ratio"] >= 0.1)
                 + f" of datasets, up to {worst['rejection_rate']:.2f}: a detection merges every change of its "
                   "crawl interval, so the jittered gaps are not exponential unless c is tiny against the mean "
-                  "gap. It is not run on crawl detections any more.", False))
+                  "gap. It is not run on crawl detections any more.", kind="finding"))
         parts.append(figure_to_html(_crawl_size_figure(crawl), alt="Rejection rate under H0 of every crawl-"
                                     "detection test with its 99% binomial interval, by ratio c / mean gap and n"))
         if irregular:
@@ -663,3 +663,18 @@ def render(result: dict) -> str:
          ("n_datasets", "datasets"), ("rejection_rate", "power")],
         caption="Power at α = 0.05"))
     return "\n".join(str(p) for p in parts)
+
+
+def summarize(result: dict) -> dict:
+    """The summary-table row: how many size checks (test × n, and × crawl ratio on crawl
+    detections of a regular schedule) lie within their 99% binomial interval."""
+    from changerate_bayes.report import summary_row
+
+    rows = [r for r in result["gof_size"] if r.get("schedule", REGULAR) == REGULAR
+            and r["test"] not in (PITFALL, CRAWL_PITFALL) and r["within"] is not None]
+    bad = [r for r in rows if not r["within"]]
+    verdict = (f"{len(rows) - len(bad)} of {len(rows)} size checks of the Poisson tests under H0 lie within their "
+               "99% binomial interval of 0.05")
+    verdict += "." if not bad else ("; outside: " + ", ".join(sorted({_TEST_LABELS[r["test"]] for r in bad})) + ".")
+    kind = "holds" if not bad else ("mixed" if len(bad) == 1 else "fails")
+    return summary_row(verdict=verdict, key_number=f"{len(rows) - len(bad)} / {len(rows)} sizes within", kind=kind)

@@ -197,22 +197,31 @@ def _arr(values):
     return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
+_STYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (3, 1, 1, 1, 1, 1)))
+
+
 def _figure(entry):
+    """Panels (a) one run, (b) the 2.5%-97.5% band of each estimator, drawn as its two
+    edges in the estimator's colour and line style over a light fill so that
+    overlapping bands stay distinguishable, (c) RMSE; one legend under the panels."""
     import matplotlib.pyplot as plt
 
     delta = entry["change_rate"]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), layout="constrained")
+    fig, axes = plt.subplots(1, 3, figsize=(12.5, 4.8), layout="constrained")
     for i, e in enumerate(entry["estimators"]):
-        k, color = np.array(e["k"]), f"C{i}"
-        axes[0].semilogx(k, _arr(e["single"]), color=color, label=e["label"], lw=1)
-        axes[1].fill_between(k, _arr(e["low"]), _arr(e["high"]), color=color, alpha=0.18, label=e["label"])
-        axes[2].loglog(k, _arr(e["rmse"]), color=color, label=e["label"], lw=1.2)
+        k, color, ls = np.array(e["k"]), f"C{i}", _STYLES[i % len(_STYLES)]
+        axes[0].semilogx(k, _arr(e["single"]), color=color, ls=ls, label=e["label"], lw=1.2)
+        low, high = _arr(e["low"]), _arr(e["high"])
+        axes[1].fill_between(k, low, high, color=color, alpha=0.07, lw=0)
+        axes[1].plot(k, low, color=color, ls=ls, lw=1.4)
+        axes[1].plot(k, high, color=color, ls=ls, lw=1.4)
+        axes[2].loglog(k, _arr(e["rmse"]), color=color, ls=ls, label=e["label"], lw=1.4)
     for ax in axes[:2]:
         ax.set_xscale("log")
-        ax.axhline(delta, color="k", lw=0.8, ls="--", label="actual rate")
+        ax.axhline(delta, color="k", lw=0.9, ls="--", label="actual rate Δ")
         ax.set_ylim(0, 2.5 * delta)
     axes[0].set_title("(a) one run")
-    axes[1].set_title("(b) 2.5%-97.5% quantiles of Δ̂ over runs")
+    axes[1].set_title("(b) 2.5% and 97.5% quantiles of Δ̂ over runs")
     axes[2].set_title("(c) RMSE")
     axes[0].set_ylabel("estimate Δ̂ of Δ")
     axes[1].set_ylabel("estimate Δ̂ of Δ")
@@ -220,9 +229,10 @@ def _figure(entry):
     for ax in axes:
         ax.set_xlabel("crawls k")
         ax.grid(True, which="both", alpha=0.3)
-    axes[2].legend(fontsize=7)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=10, frameon=False)
     fig.suptitle(f"Fig. {entry['figure']}: Δ = {delta:g}, p = {entry['crawl_rate']:g}, "
-                 f"{entry['n_replications']} runs", fontsize=11)
+                 f"{entry['n_replications']} runs", fontsize=12)
     return fig
 
 
@@ -230,16 +240,23 @@ def _fig5_figure(entries):
     import matplotlib.pyplot as plt
 
     titles = {"5a": "(a) LLN, α_k", "5b": "(b) SA, η", "5c": "(c) SAM, η = 0.8, β", "5d": "(d) SAM, β = 0.4, η"}
-    fig, axes = plt.subplots(1, 4, figsize=(17, 4.6), layout="constrained", sharey=True)
-    for ax, entry in zip(axes, entries):
+    n = len(entries)
+    rows = 1 if n <= 2 else 2
+    cols = -(-n // rows)
+    fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, 4.2 * rows), layout="constrained", sharey=True,
+                             squeeze=False)
+    for ax in axes.ravel()[n:]:
+        ax.set_visible(False)
+    for ax, entry in zip(axes.ravel(), entries):
         for i, e in enumerate(entry["estimators"]):
-            ax.loglog(e["k"], _arr(e["rmse"]), color=f"C{i}", label=e["label"], lw=1.2)
+            ax.loglog(e["k"], _arr(e["rmse"]), color=f"C{i}", ls=_STYLES[i % len(_STYLES)], label=e["label"], lw=1.4)
         ax.set_title(titles.get(entry["figure"], entry["figure"]))
         ax.set_xlabel("crawls k")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
-    axes[0].set_ylabel("RMSE")
-    fig.suptitle(f"Fig. 5: Δ = 500, p = 10, {entries[0]['n_replications']} runs", fontsize=11)
+        ax.legend(fontsize=9)
+    for row in axes:
+        row[0].set_ylabel("RMSE")
+    fig.suptitle(f"Fig. 5: Δ = 500, p = 10, {entries[0]['n_replications']} runs", fontsize=12)
     return fig
 
 
@@ -297,3 +314,21 @@ def render(result: dict) -> str:
         text += " Not measurable: " + "; ".join(f"{r['claim']} ({r['criterion']})" for r in unmeasured) + "."
     parts.append(verdict_html(text, True if not failed and not unmeasured else (None if held else False)))
     return "\n".join(str(p) for p in parts)
+
+
+def summarize(result: dict) -> dict:
+    """The summary-table row: how many of the paper's practical recommendations hold."""
+    from changerate_bayes.report import summary_row
+
+    recs = result["monte_carlo"]["recommendations"]
+    held = sum(1 for r in recs if r["holds"] is True)
+    failed = [r for r in recs if r["holds"] is False]
+    unmeasured = sum(1 for r in recs if r["holds"] is None)
+    verdict = f"{held} of {len(recs)} practical recommendations of the paper hold as measured RMSE ratios"
+    if failed:
+        claims = list(dict.fromkeys(r["claim"].split(":")[0] for r in failed))  # each recommendation once
+        verdict += f"; {len(failed)} not supported here ({'; '.join(claims)})"
+    if unmeasured:
+        verdict += f"; {unmeasured} not measurable"
+    kind = "holds" if not failed and not unmeasured else ("mixed" if held else "fails")
+    return summary_row(verdict=verdict + ".", key_number=f"{held} / {len(recs)} hold", kind=kind)

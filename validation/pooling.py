@@ -35,6 +35,17 @@ import warnings
 
 import numpy as np
 
+#: the truths in words, for the report (rates per hour)
+_TRUTH_WORDS = {
+    "lognormal": "lognormal: log Δ ~ Normal(log 0.5, 1)",
+    "lomax": "lomax: P(Δ > x) = (1 + x/2)^(−5), mean 0.5",
+}
+
+
+def _join(ks) -> str:
+    return ", ".join(str(k) for k in ks)
+
+
 TITLE = "Pooling pages: hierarchical posterior vs per-page estimates at small k"
 KEYS = ("pooling",)
 
@@ -172,7 +183,7 @@ def _figure(rows, truth):
     ax.set_xlabel("crawls per page k")
     ax.set_ylabel("RMSE of Δ (per hour)")
     ax.set_title(f"truth: {truth} rates across pages (MLE omitted where 0 or ∞)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
     return figure_to_html(fig, alt=f"RMSE against k of pooled, per-page and oracle estimates, {truth} truth")
 
 
@@ -184,7 +195,7 @@ def render(result: dict) -> str:
     parts = [
         f"<p>{st['pages']} pages per replication ({st['reps']} replication(s)), each crawled k times at Poisson "
         f"times (p = {st['crawl_rate']:g}/h); change rates heavy-tailed across pages (truths: "
-        f"{', '.join(st['truths'])}; see the module docstring). Each estimator's RMSE over pages; "
+        f"{', '.join(_TRUTH_WORDS.get(t, t) for t in st['truths'])}). Each estimator's RMSE over pages; "
         "'MSE gain' is the LLN's MSE minus the estimator's, with its Monte Carlo SE from paired per-page "
         "differences (positive: better than the LLN). Pooled fits use <code>method=\"marginal\"</code>: NUTS on the "
         "two population hyperparameters with every page's rate integrated out by quadrature, then each page's rate "
@@ -207,7 +218,8 @@ def render(result: dict) -> str:
             mle_txt = "; the per-page MLE is 0 or ∞ on " + ", ".join(
                 f"{r['n_zero_or_inf']} pages at k={r['k']}" for r in mle) + " (RMSE infinite where any is ∞)"
             text = (f"Truth {truth}, {name}: RMSE ratio to the LLN {ratios}. Lower than the LLN by more than "
-                    f"{st['z_win']:g} SE at k = {wins or 'none'}" + (f"; higher at k = {losses}" if losses else "")
+                    f"{st['z_win']:g} SE at " + (f"k = {_join(wins)}" if wins else "no k")
+                    + (f"; higher at k = {_join(losses)}" if losses else "")
                     + mle_txt + ".")
             ok = True if (wins and not losses) else (False if not wins else None)
             parts.append(verdict_html(text, ok))
@@ -240,3 +252,24 @@ def render(result: dict) -> str:
              "noisy R-hat estimates from short chains, not a mixing failure of their own.")
     parts.append(verdict_html(text, True if not bad else None))
     return "\n".join(str(p) for p in parts)
+
+
+def summarize(result: dict) -> dict:
+    """The summary-table row: at how many (truth, population, k) the pooled posterior
+    beats the per-page LLN by more than ``z_win`` standard errors, and whether the fits
+    met the convergence thresholds."""
+    from changerate_bayes.report import summary_row
+
+    res = result["pooling"]
+    st, rows = res["settings"], res["rows"]
+    pooled = [r for r in rows if str(r["estimator"]).startswith("pooled") and r["z"] is not None]
+    wins = sum(1 for r in pooled if r["z"] > st["z_win"])
+    losses = sum(1 for r in pooled if r["z"] < -st["z_win"])
+    diags = res.get("diagnostics", [])
+    bad = sum(1 for d in diags if not d["ok"])
+    verdict = (f"The pooled posterior beats the per-page LLN by more than {st['z_win']:g} SE in {wins} of "
+               f"{len(pooled)} (truth, population, k) settings" + (f" and loses in {losses}" if losses else "")
+               + (f"; {bad} of {len(diags)} pooled fits miss a convergence threshold." if bad else
+                  "; every pooled fit meets the convergence thresholds."))
+    kind = "holds" if wins and not losses and not bad else ("fails" if not wins else "mixed")
+    return summary_row(verdict=verdict, key_number=f"{wins} / {len(pooled)} wins", kind=kind)

@@ -244,7 +244,9 @@ def run_validation(out_dir="reports", *, preset="default", seed: int = 20201, on
         if clash:
             raise RuntimeError(f"study {name} repeats results.json keys {sorted(clash)}")
         results.update(out["result"])
-        sections.append({"id": name, "title": mod.TITLE, "html": out["html"], "seconds": out["seconds"]})
+        summary = mod.summarize(out["result"]) if hasattr(mod, "summarize") else None  # row of the summary table
+        sections.append({"id": name, "title": mod.TITLE, "html": out["html"], "seconds": out["seconds"],
+                         "summary": summary})
     total = time.perf_counter() - t_start
     meta = {
         "version": __version__,

@@ -211,3 +211,17 @@ def render(result: dict) -> str:
     parts.append("<p>Every copy is fresh at day 0, so all policies start above F* and the regret starts "
                  "negative; the oracle's stays there.</p>")
     return "\n".join(parts)
+
+
+def summarize(result: dict) -> dict:
+    """The summary-table row: the best learning policy's freshness against the oracle's."""
+    from changerate_bayes.report import summary_row
+
+    by = {r["policy"]: r for r in result["scheduling_closed_loop"]["summary"]}
+    learners = [p for p in by if p not in ("oracle", "uniform")]
+    best = max(learners, key=lambda p: by[p]["freshness"])
+    rel = by[best]["relative_freshness"]
+    ok = rel > 0.95
+    verdict = (f"Learning Δ while crawling, the best policy ({best}) reaches {rel:.1%} of the oracle's freshness "
+               + ("(goal: above 95%)." if ok else "(below the 95% goal)."))
+    return summary_row(verdict=verdict, key_number=f"{rel:.1%} of oracle", kind="holds" if ok else "fails")

@@ -182,3 +182,22 @@ def render(result: dict) -> str:
                                    ("samples_per_cycle", "samples / cycle")],
                             caption=f"ChangeRatio over {n_c} cycles (sample size k = {st['sample_size']})"))
     return "\n".join(parts)
+
+
+def summarize(result: dict) -> dict:
+    """The summary-table row: the rule-of-thumb sample size against the optimum, and
+    greedy sampling against proportional allocation."""
+    from changerate_bayes.report import summary_row
+
+    res = result["scheduling_sampling"]
+    ss, cycles = res["sample_size"], res["cycles"]
+    ratio = ss["rule_change_ratio"] / ss["optimal_change_ratio"]
+    mean = {}
+    for r in cycles:
+        mean.setdefault(r["policy"], []).append(r["change_ratio"])
+    greedy, prop = float(np.mean(mean["greedy"])), float(np.mean(mean["proportional"]))
+    ok = ratio > 0.97 and greedy >= prop
+    verdict = (f"The rule of thumb √(rN) reaches {ratio:.1%} of the optimal sample size's ChangeRatio; greedy "
+               f"sampling {'beats' if greedy >= prop else 'loses to'} proportional allocation ({greedy:.3f} vs "
+               f"{prop:.3f}).")
+    return summary_row(verdict=verdict, key_number=f"{ratio:.1%} of optimum", kind="holds" if ok else "fails")

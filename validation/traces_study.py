@@ -1,4 +1,4 @@
-"""Real traces: Poisson diagnostics and the paper's Experiment-1 replay (issues 2 §4-5, 5).
+"""Real traces: Poisson diagnostics and the paper's Experiment-1 replay.
 
 For every shipped trace: ``poisson_gof`` (Q-Q plot with simulation envelope, rate over
 time with the Bayesian-blocks segments, the test table, a verdict in words), then the
@@ -432,7 +432,9 @@ def _diagnostic_figure(tr):
 def _replay_figure(reps):
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(reps) + 1, figsize=(4.2 * (len(reps) + 1), 4.3))
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plt.subplots(1, len(reps) + 1, figsize=(4.2 * (len(reps) + 1), 4.6))
     for ax, rp in zip(axes, reps):
         pl = rp["plot"]
         k = np.asarray(pl["k"])
@@ -442,12 +444,15 @@ def _replay_figure(reps):
         ax.axhline(pl["target"], color="k", lw=1.2, label="count rate over the window")
         if pl.get("visible") is not None:
             ax.axhline(pl["visible"], color="C7", lw=1.2, ls="-.", label="crawl-visible rate over the window")
-        ax.set_ylim(*replay_ylim({m: _nan(pl["paths"][m]) for m in METHODS}, pl["target"]))
+        shown = {m: _nan(pl["paths"][m]) for m in METHODS} | {"running": _nan(pl["running_rate"])}
+        ax.set_ylim(*replay_ylim(shown, max(pl["target"], pl.get("visible") or 0.0)))
+        ax.set_xlim(replay_xstart(k), float(k[-1]) if k.size else 1.0)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("crawls k")
         ax.set_ylabel("change rate (per hour)")
         ax.set_title(f"p = {rp['crawl_rate']:.3g}/h = {_of_rate(rp['ratio'])}", fontsize=9)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=7, frameon=False)
+    fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=9, frameon=False)
     ax = axes[-1]
     for j, rp in enumerate(reps):
         po = rp["plot"]["posterior"]
@@ -456,23 +461,29 @@ def _replay_figure(reps):
         ax.axvspan(po["hdi"][0], po["hdi"][1], color=f"C{j}", alpha=0.15)
     ax.axvline(reps[0]["plot"]["target"], color="k", lw=1, label="empirical rate (window)")
     ax.set_xlabel("change rate (per hour)")
-    ax.tick_params(axis="x", labelsize=7, labelrotation=30)
+    ax.tick_params(axis="x", labelsize=8, labelrotation=30)
     ax.set_ylabel("posterior density")
     ax.set_title(f"grid posterior, {HDI_PROB:.0%} HDI shaded (replication 0)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
     return fig
 
 
-def replay_ylim(paths: dict, target: float, *, skip: float = 0.05, q: float = 0.98) -> tuple[float, float]:
-    """y-limits of a replay panel from the estimator paths and the target: from 0 to 1.15 times
-    the larger of the target and the ``q`` quantile of the finite estimates after the first
-    ``skip`` fraction of crawls (early transients and infinite MLE/MM values would flatten
-    everything else, as would the first crawls' "empirical rate so far")."""
+def replay_ylim(paths: dict, target: float, *, skip: float = 0.05) -> tuple[float, float]:
+    """y-limits of a replay panel: from 0 to 1.15 times the largest of the target and every
+    finite value of the paths after the first ``skip`` fraction of crawls. The panel's
+    x-axis starts there too (:func:`replay_xstart`), so no drawn value is clipped; early
+    transients and infinite MLE/MM values (counted in the table) would flatten the rest."""
     vals = [np.asarray(p, dtype=np.float64)[int(skip * len(p)):] for p in paths.values()]
     vals = np.concatenate(vals) if vals else np.zeros(0)
     vals = vals[np.isfinite(vals)]
-    top = max(float(target) if target is not None else 0.0, float(np.quantile(vals, q)) if vals.size else 0.0)
+    top = max(float(target) if target is not None else 0.0, float(vals.max()) if vals.size else 0.0)
     return 0.0, (1.15 * top if top > 0 else 1.0)
+
+
+def replay_xstart(k, *, skip: float = 0.05) -> float:
+    """First crawl shown in a replay panel: the one after the first ``skip`` fraction."""
+    k = np.asarray(k)
+    return float(k[min(int(skip * k.size), k.size - 1)]) if k.size else 0.0
 
 
 def tests_by_kind(traces) -> list[dict]:
@@ -601,7 +612,9 @@ def render(result: dict) -> str:
     crawl_words = crawl_traces_words(traces)
     if crawl_words:
         text += " " + crawl_words
-    parts.append(verdict_html(text, True if n_rej == 0 else (False if n_rej == len(traces) else None)))
+    parts.append(verdict_html(text, kind="finding"))
+    parts.append('<nav class="subnav"><strong>Traces:</strong> ' + " · ".join(
+        f'<a href="#trace-{t["name"]}">{t["name"]}</a>' for t in traces) + "</nav>")
     parts.append(html_table(
         _overview_rows(traces),
         [("trace", "trace"), ("kind", "kind"), ("events", "events"), ("rate", "rate (per hour)"),
@@ -644,7 +657,7 @@ def render(result: dict) -> str:
                if vis_trackers else "No estimator is closer to the crawl-visible rate at every p")
             + "; the table says which rate each estimator is closer to at each p. The gap to the count rate is "
               "the burstiness of the changes, not a failure of the estimators.")
-    parts.append(verdict_html(text, True if vis_err <= max(2 * pois_err, 0.1) else None))
+    parts.append(verdict_html(text, kind="holds" if vis_err <= max(2 * pois_err, 0.1) else "finding"))
     cov_vis = np.array([r.get("coverage_visible", np.nan) for r in replays], dtype=np.float64)
     parts.append(verdict_html(
         f"Posterior credible intervals: the {HDI_PROB:.0%} HDI of the grid posterior holds the crawl-visible rate "
@@ -653,7 +666,7 @@ def render(result: dict) -> str:
         + ("The static posterior assumes a constant rate; where the rate drifts its interval is too narrow even for "
            "the rate it can see (see the prequential section for a model of moving rates)."
            if np.nanmean(cov_vis) < 0.85 else "Coverage of the rate the crawler can see holds."),
-        True if np.nanmean(cov_vis) > 0.85 else None))
+        kind="holds" if np.nanmean(cov_vis) > 0.85 else "finding"))
     failures = [f"{_METHOD_LABELS[e['method']]} on {r['name']} at p = {_of_rate(r['ratio'])} "
                 f"({e['real'].get('failed') or e['poisson'].get('failed')})"
                 for r in replays for e in r["errors"] if e["real"].get("failed") or e["poisson"].get("failed")]
@@ -682,11 +695,12 @@ def render(result: dict) -> str:
     for t in traces:
         reps = [r for r in replays if r["name"] == t["name"]]
         parts.append(f'<h3 id="trace-{t["name"]}">{t["name"]}</h3>')
+        parts.append('<p class="top"><a href="#traces_study">↑ list of traces</a> · <a href="#top">↑ top</a></p>')
         extra = (f" Crawl interval about {t['crawl_interval_hours'] * 60:.0f} min." if t["crawl_interval_hours"]
                  else "")
         parts.append(f"<p>{_KIND_WORDS[t['kind']]}: {t['n_events']} events over {t['span_hours'] / 24:.0f} days, "
                      f"{t['rate']:.4g} per hour; {t['n_ties']} tied timestamps.{extra}</p>")
-        parts.append(verdict_html(t["verdict"], not t["rejected"]))
+        parts.append(verdict_html(t["verdict"], kind="finding"))
         if t["notes"]:
             parts.append("<p><small>" + ". ".join(n[0].upper() + n[1:] for n in t["notes"]) + ".</small></p>")
         parts.append(figure_to_html(_diagnostic_figure(t), alt=f"Q-Q plot of the gaps with simulation envelope "
@@ -715,3 +729,23 @@ def render(result: dict) -> str:
                                                ("failed", "solver failure")],
                                     caption="Final-estimate error (median over replications)"))
     return "\n".join(str(p) for p in parts)
+
+
+def summarize(result: dict) -> dict:
+    """The summary-table row: on how many real traces the Poisson model is rejected (a
+    finding about the data), with the replay's median error against Poisson surrogates."""
+    from changerate_bayes.report import summary_row
+
+    traces, replays = result["traces"], result["trace_replays"]
+    n_rej = sum(1 for t in traces if t["rejected"])
+    summ = _method_summary(replays)
+    real_err = float(np.nanmedian(_nan([s["real"] for s in summ if s["method"] != "Naive"]))) if summ else float("nan")
+    pois_err = float(np.nanmedian(_nan([s["poisson"] for s in summ if s["method"] != "Naive"]))) if summ else float("nan")
+    failures = sum(1 for r in replays for e in r["errors"] if e["real"].get("failed") or e["poisson"].get("failed"))
+    verdict = f"The homogeneous Poisson model is rejected on {n_rej} of {len(traces)} real traces"
+    verdict += (f"; replayed crawls estimate their rate with median error {real_err:.2f} against {pois_err:.2f} on "
+                "Poisson surrogates." if summ else ".")
+    if failures:
+        verdict += f" {failures} estimator run(s) failed."
+    return summary_row(verdict=verdict, key_number=f"{n_rej} / {len(traces)} traces not Poisson",
+                       kind="fails" if failures else "finding")

@@ -63,6 +63,40 @@ def log1mexp_exp(v):
     return np.where(v < _SERIES_BELOW, v - 0.5 * x + x * x / 24.0, direct)
 
 
+def _real_array(x, name: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"`{name}` must hold real numbers; got dtype {arr.dtype}")
+    return arr.astype(np.float64)
+
+
+def _checked_likelihood_args(change_rate, changed, intervals):
+    """Validated float arrays (Δ, I, τ) for :func:`log_likelihood`."""
+    delta = _real_array(change_rate, "change_rate")
+    changed = _real_array(changed, "changed")
+    intervals = _real_array(intervals, "intervals")
+    if np.isnan(delta).any() or (delta < 0).any():
+        bad = delta[np.isnan(delta) | (delta < 0)].flat[0]
+        raise ValueError(f"`change_rate` must be >= 0 (changes per time unit); got {bad}")
+    if changed.ndim == 0:
+        raise ValueError("`changed` must have a crawl axis, shape (k,) or (n_pages, k); got a scalar")
+    if changed.shape != intervals.shape:
+        raise ValueError(f"`changed` and `intervals` must have the same shape; got {changed.shape} and "
+                         f"{intervals.shape}")
+    bad = (changed != 0) & (changed != 1)
+    if bad.any():
+        raise ValueError(f"`changed` must hold 0 or 1 (did crawl j see a change); got {changed[bad].flat[0]}")
+    bad = ~(np.isfinite(intervals) & (intervals > 0))
+    if bad.any():
+        raise ValueError(f"`intervals` must be positive and finite; got {intervals[bad].flat[0]}")
+    try:
+        np.broadcast_shapes(delta.shape, changed.shape[:-1])
+    except ValueError:
+        raise ValueError(f"`change_rate` of shape {delta.shape} does not broadcast against the pages, shape "
+                         f"{changed.shape[:-1]}") from None
+    return delta, changed, intervals
+
+
 def log_likelihood(change_rate, changed, intervals) -> np.ndarray:
     """Exact log-likelihood of crawl indicators given their intervals.
 
@@ -80,7 +114,17 @@ def log_likelihood(change_rate, changed, intervals) -> np.ndarray:
     -------
     ndarray
         log L(Δ), summed over the crawl axis; shape of ``change_rate`` broadcast
-        against ``changed.shape[:-1]``.
+        against ``changed.shape[:-1]``. Δ = 0 gives −inf if any crawl saw a change.
+
+    Raises
+    ------
+    TypeError
+        If an argument does not hold real numbers (e.g. strings).
+    ValueError
+        If ``change_rate`` is negative or NaN, ``changed`` holds values other than 0
+        and 1, ``intervals`` are not positive and finite, ``changed`` and
+        ``intervals`` differ in shape, or ``change_rate`` does not broadcast against
+        the pages ``changed.shape[:-1]``.
 
     Notes
     -----
@@ -97,12 +141,11 @@ def log_likelihood(change_rate, changed, intervals) -> np.ndarray:
     >>> float(log_likelihood(2.0, [1, 0], [0.5, 0.25]))  # log(1 - e^-1) - 0.5
     -0.9586751453870819
     """
-    delta = np.asarray(change_rate, dtype=np.float64)[..., None]
-    changed = np.asarray(changed, dtype=np.float64)
-    intervals = np.asarray(intervals, dtype=np.float64)
-    x = delta * intervals
+    delta, changed, intervals = _checked_likelihood_args(change_rate, changed, intervals)
+    x = delta[..., None] * intervals
     x, changed = np.broadcast_arrays(x, changed)
-    return np.sum(np.where(changed > 0, _log1mexp_neg(np.where(changed > 0, x, 1.0)), -x), axis=-1)
+    with np.errstate(divide="ignore"):  # Δ = 0 with a change seen: log 0 = -inf, as documented
+        return np.sum(np.where(changed > 0, _log1mexp_neg(np.where(changed > 0, x, 1.0)), -x), axis=-1)
 
 
 def pt_log_likelihood(log_rate, changed, intervals):

@@ -199,8 +199,8 @@ def pooled_posterior(
 
     References
     ----------
-    Paper "Online estimators of change rates", Section 3.1 (the likelihood);
-    issue 3 of this project. Betancourt & Girolami (2015), "Hamiltonian Monte Carlo
+    Paper "Online estimators of change rates", Section 3.1 (the likelihood).
+    Betancourt & Girolami (2015), "Hamiltonian Monte Carlo
     for hierarchical models" (centred and non-centred geometry).
 
     Examples

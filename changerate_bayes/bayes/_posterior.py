@@ -192,6 +192,8 @@ def _check_args(history, prior, method, draws, chains, tune, grid_size, nuts_sam
         "nuts_sampler": check_choice(nuts_sampler, name="nuts_sampler", choices=SAMPLERS),
         "target_accept": check_target_accept(target_accept),
     }
+    if method == "conjugate":  # before the prior: no prior can stand in for the missing crawl rate
+        history.crawl_rate_column(method="conjugate")  # ValueError without a crawl rate
     prior = _check_prior(prior, history)
     if method == "conjugate":
         _check_conjugate(history, prior)

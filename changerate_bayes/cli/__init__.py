@@ -27,6 +27,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="changerate-bayes",
         description="Estimate how often web pages change, and validate the estimators.",
     )
+    from changerate_bayes import __version__
+
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in _COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)

@@ -10,11 +10,17 @@ __all__ = ["register"]
 
 def register(sub) -> None:
     """Add the ``validate`` parser to the sub-parsers ``sub``."""
+    import argparse
+
+    from validation import STUDIES
+
     val = sub.add_parser(
         "validate",
         help="run the validation studies and write an HTML report",
         description="Run the Monte Carlo and real-trace validation studies; write "
         "OUT/index.html (self-contained) and OUT/results.json.",
+        epilog="studies (for --only), in report order:\n" + "\n".join(f"  {name}" for name in STUDIES),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     size = val.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_const", const="quick", dest="preset",
@@ -24,7 +30,8 @@ def register(sub) -> None:
     val.set_defaults(preset="default", func=run)
     val.add_argument("--out", default="reports", help="output folder (default: reports/)")
     val.add_argument("--seed", type=int, default=20201, help="master seed (default: 20201)")
-    val.add_argument("--only", nargs="+", metavar="STUDY", help="run only these studies")
+    val.add_argument("--only", nargs="+", metavar="STUDY",
+                     help="run only these studies (names listed below); the report then says it is partial")
     val.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                      help="studies run at once in separate processes (default: all cores); "
                           "the results do not depend on it")

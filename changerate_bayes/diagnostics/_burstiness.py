@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from ._exponential import MIN_GAPS
+from ._exponential import MIN_GAPS, NULL_SIZE, subsize_pvalue
 from ._result import DiagnosticResult, insufficient, verdict_words
 
 __all__ = ["gap_cv", "burstiness_coefficient", "burstiness_results"]
@@ -39,14 +39,22 @@ def burstiness_results(gaps: np.ndarray, *, n_resamples: int, rng, alpha: float 
     if gaps.size < MIN_GAPS or not np.mean(gaps) > 0:
         why = f"{gaps.size} gap(s); the test needs at least {MIN_GAPS} with a positive mean"
         return insufficient("gap_cv", why), insufficient("burstiness", why)
-    res = stats.monte_carlo_test(
-        gaps, lambda size: rng.standard_exponential(size), gap_cv,
-        vectorized=True, n_resamples=n_resamples, alternative="two-sided", axis=-1,
-    )
-    cv, p = float(res.statistic), float(min(1.0, res.pvalue))
+    if gaps.size > NULL_SIZE:  # √m (CV - 1) has a limiting null law: simulate it at NULL_SIZE gaps
+        cv = float(gap_cv(gaps))
+        p = subsize_pvalue(np.sqrt(gaps.size) * (cv - 1.0),
+                           lambda b: np.sqrt(NULL_SIZE) * (gap_cv(rng.standard_exponential((b, NULL_SIZE))) - 1.0),
+                           n_resamples=n_resamples, alternative="two-sided")
+        null = f"Monte Carlo at {NULL_SIZE} exponential gaps, √m (CV - 1) compared"
+    else:
+        res = stats.monte_carlo_test(
+            gaps, lambda size: rng.standard_exponential(size), gap_cv,
+            vectorized=True, n_resamples=n_resamples, alternative="two-sided", axis=-1,
+        )
+        cv, p = float(res.statistic), float(min(1.0, res.pvalue))
+        null = "Monte Carlo, exponential gaps"
     b = float(burstiness_coefficient(cv))
     kind = "bursty (gaps more variable than exponential)" if cv > 1 else "more regular than Poisson"
-    det = {"n_gaps": int(gaps.size), "n_resamples": int(n_resamples), "null": "Monte Carlo, exponential gaps"}
+    det = {"n_gaps": int(gaps.size), "n_resamples": int(n_resamples), "null": null}
     r_cv = DiagnosticResult(
         "gap_cv", cv, p,
         f"gap CV = {cv:.3g} (1 for Poisson); " + verdict_words(p, alpha, reject=f"the trace is {kind}",

@@ -18,9 +18,41 @@ from scipy import stats
 
 from ._result import DiagnosticResult, insufficient, verdict_words
 
-__all__ = ["MIN_GAPS", "lilliefors_test", "anderson_test", "bootstrap_test", "edf_statistics"]
+__all__ = ["MIN_GAPS", "NULL_SIZE", "lilliefors_test", "anderson_test", "bootstrap_test", "edf_statistics",
+           "subsize_pvalue"]
 
 MIN_GAPS = 5
+
+#: above this many gaps, Monte Carlo nulls are simulated at this size, on the √n scale
+NULL_SIZE = 10_000
+_CHUNK = 50  # Monte Carlo samples simulated at once above NULL_SIZE (bounds the memory)
+
+
+def subsize_pvalue(observed: float, simulate, *, n_resamples: int, alternative: str = "greater") -> float:
+    """Monte Carlo p-value from a null simulated in chunks of samples.
+
+    Parameters
+    ----------
+    observed : float
+        The statistic of the data.
+    simulate : callable
+        ``simulate(b)`` returns ``b`` statistics drawn under H0, shape (b,).
+    n_resamples : int
+    alternative : {"greater", "two-sided"}
+        "greater": (1 + #{T* >= T}) / (1 + B); "two-sided": twice the smaller tail,
+        as ``scipy.stats.monte_carlo_test``.
+
+    Returns
+    -------
+    float
+        The p-value, in (0, 1].
+    """
+    null = np.concatenate([simulate(min(_CHUNK, n_resamples - i)) for i in range(0, n_resamples, _CHUNK)])
+    greater = (1 + np.count_nonzero(null >= observed)) / (1 + n_resamples)
+    if alternative == "greater":
+        return float(greater)
+    less = (1 + np.count_nonzero(null <= observed)) / (1 + n_resamples)
+    return float(min(1.0, 2 * min(greater, less)))
 
 _NAMES = {"ks": "ks_bootstrap", "ad": "ad_bootstrap", "cvm": "cvm_bootstrap"}
 _LABELS = {"ks": "Kolmogorov-Smirnov", "ad": "Anderson-Darling", "cvm": "Cramér-von Mises"}
@@ -72,10 +104,15 @@ def bootstrap_test(gaps: np.ndarray, statistic: str, *, n_resamples: int, rng, a
 
     The scale is refitted on every bootstrap sample, so the p-value is a Monte Carlo
     p-value of the estimated-parameter test, (1 + #{T* >= T}) / (1 + n_resamples).
+    Above :data:`NULL_SIZE` gaps the bootstrap samples have NULL_SIZE gaps and the
+    statistics are compared on their asymptotic scale (√m·D for KS; A² and W² as they
+    are), which bounds the cost at O(n_resamples · NULL_SIZE) whatever m.
     """
     name = _NAMES[statistic]
     if gaps.size < MIN_GAPS:
         return _too_few(name, gaps)
+    if gaps.size > NULL_SIZE:
+        return _large_bootstrap(gaps, statistic, n_resamples=n_resamples, rng=rng, alpha=alpha)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # log(0) in AD of an extreme bootstrap draw
         res = stats.goodness_of_fit(
@@ -87,6 +124,31 @@ def bootstrap_test(gaps: np.ndarray, statistic: str, *, n_resamples: int, rng, a
         f"{_LABELS[statistic]} statistic {t:.3g}, rate refitted in {n_resamples} bootstrap samples; "
         + verdict_words(p, alpha, reject=_REJECT, keep=_KEEP),
         details={"n_gaps": int(gaps.size), "n_resamples": int(n_resamples), "null": "parametric bootstrap"},
+    )
+
+
+def _root_n(statistic: str, m: int) -> float:
+    """Factor putting the statistic on its asymptotic scale: √m for KS (AD and CvM are already)."""
+    return float(np.sqrt(m)) if statistic == "ks" else 1.0
+
+
+def _large_bootstrap(gaps, statistic, *, n_resamples, rng, alpha):
+    """The bootstrap test above NULL_SIZE gaps: the estimated-scale null of √m·KS, A² or
+    W² converges as m grows, so it is simulated at NULL_SIZE gaps (cost independent of m)."""
+    name = _NAMES[statistic]
+    m = gaps.size
+    t = float(edf_statistics(gaps)[statistic])
+    with np.errstate(divide="ignore"):  # log(0) in AD of an extreme draw: +inf, counted as extreme
+        p = subsize_pvalue(
+            t * _root_n(statistic, m),
+            lambda b: edf_statistics(rng.standard_exponential((b, NULL_SIZE)))[statistic] * _root_n(statistic, NULL_SIZE),
+            n_resamples=n_resamples)
+    return DiagnosticResult(
+        name, t, p,
+        f"{_LABELS[statistic]} statistic {t:.3g}, rate refitted in {n_resamples} bootstrap samples of "
+        f"{NULL_SIZE} gaps (asymptotic scaling); " + verdict_words(p, alpha, reject=_REJECT, keep=_KEEP),
+        details={"n_gaps": int(m), "n_resamples": int(n_resamples),
+                 "null": f"parametric bootstrap at {NULL_SIZE} gaps, statistic on its asymptotic scale"},
     )
 
 

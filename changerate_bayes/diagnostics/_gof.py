@@ -143,6 +143,9 @@ class PoissonGOFResult:
         if self.degenerate is not None:
             return f"{self.n_events} events{ties}: {self.degenerate}; no test can run (insufficient data)."
         if not ran:
+            if crawl and self.n_events >= 10 and self.crawl_grid.detection_probability >= 1:
+                return (f"{self.n_events} {what}{ties}: every crawl from the first to the last detection saw a "
+                        "change (q̂ = 1), so the change rate is not identified and no test can run; crawl more often.")
             return f"{self.n_events} {what}{ties}: too few for any test."
         rej = self.rejected(alpha)
         head = f"{self.n_events} {what}{ties}"
@@ -312,6 +315,13 @@ def poisson_gof(
     "insufficient data" (no p-value) instead of failing; a trace whose times are all
     equal is degenerate and no test runs. ``summary()`` combines the tests with
     Holm's correction.
+
+    Cost: O(n_resamples · n log n) up to 10^4 events; above, the Bayesian-blocks
+    segmentation runs on at most 4000 groups of consecutive times (change points only
+    between groups: ``segments.group_size``) and the Monte Carlo nulls of the bootstrap,
+    gap-CV and time-rescaling tests are simulated at 10^4 gaps with the statistics on
+    their asymptotic scale (said in each test's ``details["null"]``), so the cost grows
+    as O(n log n) (times for 10^4 to 10^6 events: ``benchmarks/bench_poisson_gof_scaling.py``).
 
     Crawl detections are not exact change times: a detection says that at least one
     change fell in its crawl interval of length c. Under Poisson changes the crawls

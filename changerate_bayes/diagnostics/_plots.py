@@ -47,6 +47,12 @@ def rate_over_time(times, *, n_bins: int | None = None) -> RateSeries:
     Returns
     -------
     RateSeries
+        Fewer than two events give one bin of rate 0.
+
+    Raises
+    ------
+    ValueError
+        If two or more events all fall at one time (zero span: the rate is undefined).
 
     Examples
     --------
@@ -58,9 +64,12 @@ def rate_over_time(times, *, n_bins: int | None = None) -> RateSeries:
     if n_bins is None:
         n_bins = int(np.clip(t.size // 10, 1, 200))
     n_bins = check_positive_int(n_bins, name="n_bins")
-    if t.size < 2 or t[-1] <= t[0]:
+    if t.size < 2:
         lo = float(t[0]) if t.size else 0.0
         return RateSeries(np.array([lo, lo]), np.array([t.size]), np.array([0.0]))
+    if not t[-1] > t[0]:
+        raise ValueError(f"`times` has zero span ({t.size} events all at {t[0]:g}): the rate over time is "
+                         "undefined (infinite)")
     edges = np.linspace(t[0], t[-1], n_bins + 1)
     counts, _ = np.histogram(t, bins=edges)
     return RateSeries(edges, counts, counts / np.diff(edges))
@@ -171,16 +180,21 @@ def plot_rate(result, ax=None, *, n_bins: int | None = None, log: bool = True, s
     if isinstance(result, RateSeries):
         series = result
     else:
-        series = rate_over_time(result.times, n_bins=n_bins)
         segments, rate, origin, rate_unit = result.segments, result.rate, result.origin, result.rate_unit
-    kw = {"color": "0.6", "baseline": None, "label": f"events per bin ({series.counts.size} bins)"} | kwargs
-    ax.stairs(series.rates, _clock(series.edges, origin), **kw)
+        if result.degenerate is not None:  # all events at one time: there is no rate to draw
+            series = None
+            ax.text(0.5, 0.5, f"{result.degenerate}: no rate", transform=ax.transAxes, ha="center", va="center")
+        else:
+            series = rate_over_time(result.times, n_bins=n_bins)
+    if series is not None:
+        kw = {"color": "0.6", "baseline": None, "label": f"events per bin ({series.counts.size} bins)"} | kwargs
+        ax.stairs(series.rates, _clock(series.edges, origin), **kw)
     if segments is not None:
         ax.stairs(segments.rates, _clock(segments.edges, origin), color="C3", lw=1.6, baseline=None,
                   label=f"Bayesian blocks ({segments.n_segments} segments)")
     if rate is not None:
         ax.axhline(rate, color="k", ls="--", lw=0.8, label="overall rate")
-    if log and np.any(series.rates > 0):
+    if log and series is not None and np.any(series.rates > 0):
         ax.set_yscale("log")
     if origin is not None:
         import matplotlib.dates as mdates
@@ -191,5 +205,6 @@ def plot_rate(result, ax=None, *, n_bins: int | None = None, log: bool = True, s
     unit = rate_unit.replace("per ", "")
     ax.set_ylabel(f"events per {unit}")
     ax.set_xlabel("time (UTC)" if origin is not None else f"time ({unit}s)")
-    ax.legend(loc="best", fontsize="small")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="best", fontsize="small")
     return ax

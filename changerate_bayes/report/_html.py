@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import jinja2
 import numpy as np
 from markupsafe import Markup, escape
 
-__all__ = ["check_output_dir", "figure_context", "figure_to_html", "html_table", "render_page", "verdict_html", "write_report"]
+__all__ = ["VERDICT_KINDS", "check_output_dir", "figure_context", "figure_to_html", "format_pvalue", "format_value",
+           "html_table", "render_page", "summary_row", "verdict_html", "write_report"]
 
 _ENV = None
 
@@ -30,6 +34,9 @@ def _env() -> jinja2.Environment:
             lstrip_blocks=True,
         )
         _ENV.filters["fmt"] = format_value
+        _ENV.filters["fmt_p"] = format_pvalue
+        _ENV.tests["number"] = lambda x: isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(
+            x, (bool, np.bool_))
     return _ENV
 
 
@@ -66,11 +73,45 @@ def figure_context():
     return matplotlib.rc_context(FIGURE_RC)
 
 
+#: p-values below this are shown as "< 1e-4": Monte Carlo and table p-values carry no more
+#: precision, and asymptotic ones (1e-242) only say "far below any level"
+PVALUE_FLOOR = 1e-4
+
+
+def format_pvalue(p) -> str:
+    """Format a p-value for a table: "< 1e-4" below 1e-4, else 3 significant digits.
+
+    Examples
+    --------
+    >>> format_pvalue(4.612e-242), format_pvalue(0.0), format_pvalue(0.012345), format_pvalue(1.0)
+    ('< 1e-4', '< 1e-4', '0.0123', '1')
+    """
+    if p is None:
+        return "—"
+    p = float(p)
+    if math.isnan(p):
+        return "NaN"
+    if p < PVALUE_FLOOR:
+        return "< 1e-4"
+    return f"{p:.3g}"
+
+
+_PVALUE_KEY = re.compile(r"(^|_)p(_?value)?(_|$)", re.IGNORECASE)
+
+
+def is_pvalue_column(key: str, header: str) -> bool:
+    """True for a table column of p-values: key ``p``, ``pvalue``, ``p_value``
+    (optionally prefixed or suffixed with ``_``) or a header naming a p-value."""
+    return bool(_PVALUE_KEY.search(str(key))) or "p-value" in str(header).lower()
+
+
 def figure_to_html(fig, *, alt: str, dpi: int = 90) -> Markup:
     """Embed a matplotlib figure as a PNG data URI ``<img>`` and close the figure.
 
     The figure is saved at its own size, drawn once: make it with a layout engine
     (constrained layout inside :func:`figure_context`) so that nothing is clipped.
+    The PNG is flattened on white and stored with a 256-colour palette (about a third
+    of the size of the full-colour PNG).
 
     Parameters
     ----------
@@ -86,13 +127,59 @@ def figure_to_html(fig, *, alt: str, dpi: int = 90) -> Markup:
     """
     import matplotlib.pyplot as plt
 
+    _integer_ticks(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
     plt.close(fig)
-    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    data = base64.b64encode(_palette_png(buf.getvalue())).decode("ascii")
     return Markup(
         f'<figure><img src="data:image/png;base64,{data}" alt="{escape(alt)}"></figure>'
     )
+
+
+def _axis_values(ax, which: str) -> np.ndarray:
+    """Data drawn on the x or y axis of ``ax``: line coordinates, and bar edges/heights."""
+    vals = []
+    for line in ax.get_lines():
+        vals.append(np.asarray(line.get_xdata() if which == "x" else line.get_ydata(), dtype=object))
+    for patch in ax.patches:
+        if type(patch).__name__ == "Rectangle":
+            x0, y0, w, h = patch.get_x(), patch.get_y(), patch.get_width(), patch.get_height()
+            vals.append(np.array([x0 + w / 2] if which == "x" else [y0 + h], dtype=object))
+    if not vals:
+        return np.zeros(0)
+    try:
+        out = np.concatenate([v.ravel() for v in vals]).astype(np.float64)
+    except (TypeError, ValueError):  # dates or categories: not a number axis
+        return np.zeros(0)
+    return out[np.isfinite(out)]
+
+
+def _integer_ticks(fig) -> None:
+    """Integer ticks on every linear axis whose drawn data are all whole numbers (crawl
+    counts, cycles, ranks), so that no tick reads 2.5 crawls."""
+    from matplotlib.ticker import AutoLocator, MaxNLocator
+
+    for ax in fig.get_axes():
+        for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            if axis.get_scale() != "linear" or type(axis.get_major_locator()) is not AutoLocator:
+                continue
+            vals = _axis_values(ax, which)
+            if vals.size >= 2 and np.all(vals == np.round(vals)) and np.ptp(vals) >= 1:
+                axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _palette_png(png: bytes) -> bytes:
+    """The PNG flattened on white and reduced to a 256-colour palette (Pillow's fast
+    octree): line plots keep their look at about a third of the bytes."""
+    from PIL import Image
+
+    img = Image.open(io.BytesIO(png))
+    flat = Image.new("RGB", img.size, "white")
+    flat.paste(img, mask=img.getchannel("A") if img.mode == "RGBA" else None)
+    out = io.BytesIO()
+    flat.quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 def html_table(records, columns, *, caption: str | None = None, digits: int = 4) -> Markup:
@@ -106,8 +193,14 @@ def html_table(records, columns, *, caption: str | None = None, digits: int = 4)
     caption : str, optional
     digits : int, default 4
         Significant digits for floats.
+
+    Notes
+    -----
+    Text cells are left-aligned and numbers right-aligned; p-value columns (see
+    :func:`is_pvalue_column`) are formatted by :func:`format_pvalue`.
     """
     cols = [(c, c) if isinstance(c, str) else tuple(c) for c in columns]
+    cols = [(key, header, is_pvalue_column(key, header)) for key, header in cols]
     return Markup(
         _env().get_template("table.html.j2").render(
             records=records, columns=cols, caption=caption, digits=digits
@@ -115,11 +208,69 @@ def html_table(records, columns, *, caption: str | None = None, digits: int = 4)
     )
 
 
-def verdict_html(text: str, ok: bool | None = None) -> Markup:
-    """A verdict paragraph, styled by outcome: ``ok`` True (holds), False (fails), None (mixed)."""
-    cls = {True: "ok", False: "fail", None: "mixed"}[ok]
-    label = {True: "Holds", False: "Does not hold", None: "Mixed"}[ok]
+#: verdict kinds: CSS class and label of the box
+VERDICT_KINDS = {
+    "holds": ("ok", "Holds"),
+    "fails": ("fail", "Does not hold"),
+    "mixed": ("mixed", "Mixed"),
+    "finding": ("finding", "Finding about the data"),
+}
+
+
+def verdict_html(text: str, ok: bool | None = None, *, kind: str | None = None) -> Markup:
+    """A verdict box, styled by what it reports.
+
+    Parameters
+    ----------
+    text : str
+        The verdict in words (escaped).
+    ok : bool or None, default None
+        For a check of a claim: True (holds), False (fails), None (mixed).
+    kind : {"holds", "fails", "mixed", "finding"}, optional
+        Overrides ``ok``. ``"finding"`` is a statement about the data (e.g. "the
+        Poisson model is rejected on this real trace"), neither a pass nor a failure of
+        the software, shown in a neutral style.
+
+    Returns
+    -------
+    markupsafe.Markup
+        ``<p class="verdict ...">`` HTML.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``.
+    """
+    if kind is None:
+        kind = {True: "holds", False: "fails", None: "mixed"}[ok]
+    if kind not in VERDICT_KINDS:
+        raise ValueError(f"`kind` must be one of {sorted(VERDICT_KINDS)}; got {kind!r}")
+    cls, label = VERDICT_KINDS[kind]
     return Markup(f'<p class="verdict {cls}"><strong>{label}:</strong> {escape(text)}</p>')
+
+
+def summary_row(*, verdict: str, key_number: str, kind: str) -> dict:
+    """The summary-table entry a study's ``summarize(result)`` returns.
+
+    Parameters
+    ----------
+    verdict : str
+        One sentence: what the study concludes.
+    key_number : str
+        The number that carries the verdict, with its unit or comparison.
+    kind : {"holds", "fails", "mixed", "finding"}
+        As in :func:`verdict_html`.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind`` or an empty verdict.
+    """
+    if kind not in VERDICT_KINDS:
+        raise ValueError(f"`kind` must be one of {sorted(VERDICT_KINDS)}; got {kind!r}")
+    if not str(verdict).strip():
+        raise ValueError("`verdict` must not be empty")
+    return {"verdict": str(verdict), "key_number": str(key_number), "kind": kind}
 
 
 def render_page(*, title: str, sections: list[dict], meta: dict) -> str:
@@ -183,9 +334,12 @@ def check_output_dir(out_dir) -> Path:
 def write_report(out_dir, *, html: str, results: dict) -> Path:
     """Write ``index.html`` and ``results.json`` into ``out_dir`` atomically.
 
-    Both files are first written to a temporary folder beside ``out_dir`` and then
-    moved into place; if moving the second fails, the first is put back, so a
-    failure never leaves a partial or mixed report.
+    Both files are first written to a temporary folder inside ``out_dir`` and then
+    moved into place under an exclusive lock on ``out_dir/.report.lock``, so two
+    processes writing to the same folder at once leave one complete pair, never
+    ``index.html`` of one run beside ``results.json`` of the other; if moving the
+    second file fails, the first is put back, so a failure never leaves a partial or
+    mixed report.
 
     Raises
     ------
@@ -199,17 +353,51 @@ def write_report(out_dir, *, html: str, results: dict) -> Path:
     try:
         (tmp / "index.html").write_text(html, encoding="utf-8")
         (tmp / "results.json").write_text(payload, encoding="utf-8")
-        backups = []
-        try:
-            for name in _REPORT_FILES:
-                if (out / name).exists():
-                    os.replace(out / name, tmp / f"old-{name}")
-                    backups.append(name)
-                os.replace(tmp / name, out / name)
-        except OSError:
-            for name in backups:  # put the previous report back
-                os.replace(tmp / f"old-{name}", out / name)
-            raise
+        with _report_lock(out):  # another process swapping its pair in waits for this swap to end
+            backups = []
+            try:
+                for name in _REPORT_FILES:
+                    if (out / name).exists():
+                        os.replace(out / name, tmp / f"old-{name}")
+                        backups.append(name)
+                    os.replace(tmp / name, out / name)
+            except OSError:
+                for name in backups:  # put the previous report back
+                    os.replace(tmp / f"old-{name}", out / name)
+                raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out / "index.html"
+
+
+_LOCK_FILE = ".report.lock"
+
+
+@contextlib.contextmanager
+def _report_lock(out: Path):
+    """Hold an exclusive lock on ``out/.report.lock`` (``fcntl.flock``; on systems
+    without it, an ``O_EXCL`` lock file polled every 50 ms)."""
+    path = out / _LOCK_FILE
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        fcntl = None
+    if fcntl is not None:
+        with open(path, "a+b") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+        return
+    while True:  # pragma: no cover - not POSIX
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            break
+        except FileExistsError:
+            time.sleep(0.05)
+    try:  # pragma: no cover
+        yield
+    finally:  # pragma: no cover
+        os.close(fd)
+        os.unlink(path)

@@ -1,4 +1,4 @@
-"""Crawl scheduling built on change-rate estimates (issue 6).
+"""Crawl scheduling built on change-rate estimates.
 
 * Optimal crawl rates for known Δ: :func:`optimal_crawl_rates` (exact KKT /
   water-filling, paper Section 5; Azar et al. 2018; Kolobov et al. 2019) and

@@ -11,6 +11,8 @@ Three kinds of trace, which mean different things:
 from __future__ import annotations
 
 import csv
+import io
+import os
 from dataclasses import dataclass
 from importlib import resources
 
@@ -89,6 +91,11 @@ def _check_name(name):
 def read_trace_csv(path) -> np.ndarray:
     """Read a trace CSV (header ``timestamp``, one ISO-8601 time per line).
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file, UTF-8 encoded (a leading byte-order mark is allowed).
+
     Returns
     -------
     ndarray of datetime64[us], shape (n,)
@@ -96,12 +103,24 @@ def read_trace_csv(path) -> np.ndarray:
 
     Raises
     ------
+    TypeError
+        If ``path`` is not a str or path (an int would be taken as a file descriptor).
     ValueError
-        If the header is not ``timestamp``, a line is unparsable, a time is missing,
-        time zones are mixed or the times are not sorted: the message names the line.
+        If the file is not valid UTF-8, the header is not ``timestamp``, a line is
+        unparsable, a time is missing, time zones are mixed or the times are not
+        sorted: the message names the file and the line.
     """
-    with open(path, newline="", encoding="utf-8") as fh:
-        rows = list(csv.reader(fh))
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"`path` must be a file path (str or os.PathLike); got {type(path).__name__}")
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ValueError(f"trace file {path} line {line}: not valid UTF-8 (byte {raw[exc.start]:#04x} at "
+                         f"offset {exc.start}); save the file as UTF-8") from None
+    rows = list(csv.reader(io.StringIO(text, newline="")))
     if not rows or [c.strip() for c in rows[0]] != ["timestamp"]:
         raise ValueError(f"trace file {path}: the first line must be the header 'timestamp'")
     items = []
