@@ -102,7 +102,7 @@ def test_render_reports_wins_losses_and_diagnostics_in_words():
     settings = {"truths": ["lognormal"], "populations": ["lognormal"], "pages": 10, "ks": [1, 2], "reps": 1,
                 "draws": 300, "tune": 300, "crawl_rate": 1.0, "z_win": 2.0, "preset": "quick"}
     html = pooling.render({"pooling": {"settings": settings, "rows": rows, "diagnostics": [diag]}})
-    assert "Lower than the LLN by more than 2 SE at k = [1]; higher at k = [2]" in html
+    assert "Lower than the LLN by more than 2 SE at k = 1; higher at k = 2" in html  # no Python lists in prose
     assert "7 pages at k=1" in html and "population hyperparameters miss a threshold" in html
     assert "bulk ESS 90 &lt; 200, R-hat 1.020 &gt; 1.01" in html and "2 chains of 300 draws" in html
     assert "Mixed:" in html

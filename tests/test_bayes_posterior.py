@@ -183,7 +183,7 @@ NO_P = CrawlHistory([1, 0, 1], [0.5, 1.0, 2.0])
         (NO_TAU, {"method": "grid"}, ValueError, "method 'grid' needs the crawl intervals"),
         (NO_TAU, {"method": "nuts"}, ValueError, "method 'nuts' needs the crawl intervals"),
         (NO_P, {"method": "conjugate", "prior": BetaPrimePrior(1.0, 2.0)}, ValueError,
-         "is a prior on Δ/p: the history needs a crawl_rate"),
+         "method 'conjugate' needs the crawl rate"),  # what is missing, before any prior is checked
         (NO_P, {"method": "grid"}, ValueError, "`prior` is required when the history has no crawl_rate"),
         (H, {"method": "conjugate", "prior": GammaPrior(1.0, 1.0)}, ValueError,
          "`prior` must be a BetaPrimePrior for method 'conjugate'"),
