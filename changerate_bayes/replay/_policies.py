@@ -369,6 +369,19 @@ class StormCrawlerPolicy(_SchedulePolicy):
         self.interval[i], self.next_fetch[i] = stormcrawler_update(self.interval[i], t, changed, **par)
 
 
+#: Volatilities (per √day) averaged by the dynamic learners, and their lattice size: fewer
+#: than the dynamic posterior's defaults, so that a replay step stays cheap.
+DYNAMIC_SIGMAS = (0.0, 0.03, 0.1, 0.3)
+DYNAMIC_GRID = 96
+
+
+def _dynamic_learner(n_pages: int):
+    """The dynamic posterior (log-rate random walk, volatility averaged) as a learner."""
+    from ..dynamic import DynamicRateFilter
+
+    return DynamicRateFilter(n_pages=n_pages, sigma=DYNAMIC_SIGMAS, grid=DYNAMIC_GRID)
+
+
 #: Exploration share of the plug-in policies.
 PLUG_IN_EXPLORATION = 0.05
 
@@ -383,6 +396,8 @@ POLICIES = {
                                 exploration=PLUG_IN_EXPLORATION),
     "posterior_mean": lambda: PlugInPolicy(GridLearner, name="posterior_mean", exploration=PLUG_IN_EXPLORATION),
     "thompson": lambda: ThompsonPolicy(GridLearner, name="thompson"),
+    "dynamic_mean": lambda: PlugInPolicy(_dynamic_learner, name="dynamic_mean", exploration=PLUG_IN_EXPLORATION),
+    "dynamic_thompson": lambda: ThompsonPolicy(_dynamic_learner, name="dynamic_thompson"),
     "oracle": lambda: OraclePolicy("optimal"),
     "oracle_proportional": lambda: OraclePolicy("proportional"),
 }
