@@ -14,7 +14,7 @@ import numpy as np
 from scipy import stats
 
 __all__ = [
-    "conjugate_parameters", "conjugate_mean", "conjugate_draws", "conjugate_posterior_draws", "conjugate_quantile",
+    "conjugate_parameters", "conjugate_mean", "conjugate_posterior_draws", "conjugate_quantile",
 ]
 
 
@@ -36,12 +36,6 @@ def conjugate_mean(a: float, b: float, n_changed, n_crawls, crawl_rate) -> np.nd
         return np.where(denom > 0, crawl_rate * (post_a / np.where(denom > 0, denom, 1.0)), np.inf)
 
 
-def conjugate_draws(a, b, n_changed, n_crawls, crawl_rate, size, rng) -> np.ndarray:
-    """Draws of Δ of shape ``size`` (last axis = pages when the inputs are arrays)."""
-    post_a, post_b = conjugate_parameters(a, b, n_changed, n_crawls)
-    return stats.betaprime(post_a, post_b, scale=crawl_rate).rvs(size=size, random_state=rng)
-
-
 #: pages per block of the conjugate draws (one generator each)
 BLOCK_PAGES = 8192
 #: threads drawing blocks at once (NumPy's generators release the GIL while they fill)
@@ -52,8 +46,8 @@ def conjugate_posterior_draws(a, b, n_changed, n_crawls, crawl_rate, *, n_draws:
                               rng: np.random.Generator) -> np.ndarray:
     """Draws of Δ = p · G_α/G_β for every page, shape (n_draws, n_pages) (C order).
 
-    The same distribution as :func:`conjugate_draws` (scipy's beta-prime sampler is the
-    same ratio of gammas), drawn block by block into the output, so no temporary is
+    The numbers of ``scipy.stats.betaprime(α, β, scale=p).rvs`` (the same ratio of
+    gammas) given each block's generator, drawn block by block into the output, so no temporary is
     larger than a block: block j of :data:`BLOCK_PAGES` pages uses its own generator,
     ``SeedSequence(s).spawn(n_blocks)[j]`` with s drawn once from ``rng``, and the
     blocks run on :data:`THREADS` threads. The draws depend on ``rng`` only, not on

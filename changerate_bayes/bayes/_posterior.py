@@ -91,8 +91,12 @@ def posterior(
         ``"nuts"``: PyMC model of the exact likelihood sampled in log Δ (nutpie when
         installed); pages are independent parameters of one model.
         ``"grid"``: exact 1-D quadrature in log Δ per page, i.i.d. draws by inverse
-        CDF; vectorised over pages (10^5 pages × 100 crawls in seconds).
-        ``"conjugate"``: closed form under Poisson crawling with τ marginalised.
+        CDF; a compiled kernel (numba, pages in parallel on all cores; compiled on
+        first use, then loaded from numba's on-disk cache) that reads each page's
+        crawls from the flat history, so memory is the draws plus O(block).
+        ``"conjugate"``: closed form under Poisson crawling with τ marginalised; draws
+        p·G_α/G_β filled block by block (one generator per block of pages, spawned
+        from ``rng``), the same whatever the number of threads.
     draws : int, default 1000
         Draws per chain.
     chains : int, default 4
@@ -132,7 +136,9 @@ def posterior(
         missing intervals (grid, nuts)
         or crawl rate (conjugate, beta-prime prior); a non-beta-prime prior with
         ``"conjugate"``; non-positive sizes; an improper prior (BetaPrimePrior with
-        a = 0) on a page that never saw a change (improper posterior).
+        a = 0) on a page that never saw a change (improper posterior); for
+        ``"conjugate"``, a page whose posterior puts probability above 1e-9 beyond the
+        largest float64 (draws would overflow to ``inf``; e.g. crawl_rate 1.7e308).
 
     Warns
     -----
@@ -144,7 +150,9 @@ def posterior(
     Likelihood given the intervals: P(I_j = 1 | τ_j) = 1 − e^{−Δτ_j}, so
     log L = Σ I_j log(1 − e^{−Δτ_j}) − Δ Σ (1 − I_j) τ_j (log1mexp keeps it finite for
     Δτ from 1e-300 to 1e300). Without τ, under Poisson crawling, I_j ~ Bernoulli(Δ/(Δ+p))
-    and Δ/p ~ BetaPrime(a + Î_k, b + k − Î_k) a posteriori.
+    and Δ/p ~ BetaPrime(a + Î_k, b + k − Î_k) a posteriori. Pages whose intervals sum
+    beyond the float64 range are handled in a time unit rescaled by a power of two
+    (exact), so ``"grid"`` and ``"nuts"`` return their finite answer.
 
     References
     ----------
