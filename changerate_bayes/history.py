@@ -302,12 +302,16 @@ class CrawlHistory:
         return p[:, None] if p.ndim == 1 else p
 
     def require_intervals(self, *, method: str) -> np.ndarray:
-        """The crawl intervals, or a ValueError naming ``method`` if they are missing."""
+        """The crawl intervals, or a ValueError naming ``method`` if they are missing.
+
+        Returns ``intervals`` (shape of ``changed``), or ``flat_intervals`` (n_visits,)
+        for a ragged history.
+        """
         if self.flat_intervals is None:
             raise ValueError(
                 f"method {method!r} needs the crawl intervals τ: pass `intervals` to CrawlHistory"
             )
-        return self.intervals
+        return self.flat_intervals if self.is_ragged else self.intervals
 
     def page(self, i: int) -> "CrawlHistory":
         """The 1-D history of page ``i`` of a multi-page history."""

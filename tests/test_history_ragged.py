@@ -131,3 +131,10 @@ def test_from_times_small_first_interval_does_not_warn(recwarn):
     CrawlHistory.from_times([0.4], [1.0, 2.0, 3.0])  # first interval equal to the others
     CrawlHistory.from_times([0.4], [999.0, 1000.0, 1001.0])  # 999x the median: below the threshold
     assert not [w for w in recwarn if issubclass(w.category, StatisticalWarning)]
+
+
+def test_require_intervals_of_a_ragged_history_is_the_flat_array():
+    h = CrawlHistory.from_segments([1, 0, 1], [1.0, 2.0, 3.0], lengths=[1, 2])
+    np.testing.assert_array_equal(h.require_intervals(method="mle"), [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="method 'mle' needs the crawl intervals"):
+        CrawlHistory.from_segments([1, 0, 1], lengths=[1, 2]).require_intervals(method="mle")
