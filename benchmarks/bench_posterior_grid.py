@@ -1,49 +1,127 @@
-"""Benchmark: the exact grid posterior on 10^5 pages × 100 crawls, and its agreement with NUTS.
+"""Benchmark: posteriors for a million pages (grid and conjugate), and grid vs NUTS agreement.
 
-Run: ``python benchmarks/bench_posterior_grid.py [--pages 100000] [--crawls 100]
-[--draws 100] [--check 5]``.
+Run: ``python benchmarks/bench_posterior_grid.py [--pages 1000000] [--crawls 20]
+[--draws 100] [--check 5] [--skip-nuts]``.
 
-Prints the wall time of ``posterior(history, method="grid")`` on the whole history
-(time.perf_counter, one run), then, on ``--check`` of its pages, the posterior means of
-``method="grid"`` (4000 i.i.d. draws) and ``method="nuts"`` (nutpie, 4 × 1000 draws)
-with their Monte Carlo SEs (grid: sd/√n; NUTS: ArviZ ``mcse``), the z-score of each
-difference, and the time per page of each method (NUTS: sampling only, after compilation).
+Goals (10^6 pages × 20 Poisson crawls, 100 draws per page):
+
+* ``posterior(method="grid")`` in ≤ 10 s and ≤ 1 GB peak memory;
+* ``posterior(method="conjugate")`` in ≤ 2 s and ≤ 1 GB peak memory.
+
+Each method runs in its own child process (``python bench_posterior_grid.py --child
+METHOD``) that simulates the history, compiles the kernels on a small history (or
+loads them from numba's on-disk cache), then times one ``posterior`` call on the full
+history (time.perf_counter). Memory is read in the child with
+``resource.getrusage(RUSAGE_SELF).ru_maxrss`` (the peak resident set size of the
+process): before the call (interpreter, libraries and the simulated history) and after
+it, so the table shows the whole process's peak and what the call added to it. The
+draws alone are 8 × 10^8 bytes = 0.8 GB.
+
+Then, on ``--check`` pages, the posterior means of ``method="grid"`` (4000 i.i.d.
+draws) and ``method="nuts"`` (nutpie, 4 × 1000 draws) with their Monte Carlo SEs, the
+z-score of each difference, and the time per page of each method.
+
+Prints one ``RESULT {json}`` line per goal (see ``benchmarks/run_all.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
 import time
 import warnings
 
-import arviz as az
 import numpy as np
 
-from changerate_bayes import CrawlHistory, GammaPrior, posterior, simulate_history
+GOALS = {"grid": (10.0, 1.0), "conjugate": (2.0, 1.0)}  # seconds, GB
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pages", type=int, default=100_000)
-    parser.add_argument("--crawls", type=int, default=100)
-    parser.add_argument("--draws", type=int, default=100, help="grid draws per page on the large history")
-    parser.add_argument("--check", type=int, default=5, help="pages compared with NUTS")
-    args = parser.parse_args(argv)
-    gen = np.random.default_rng(2024)
+def _history(pages, crawls, seed=2024):
+    from changerate_bayes import GammaPrior, simulate_history
+
+    gen = np.random.default_rng(seed)
     prior = GammaPrior(2.0, 1.0)
-    rates = prior.sample(args.pages, rng=gen)
-    history = simulate_history(rates, 1.0, args.crawls, n_pages=args.pages, rng=gen)
-    print(f"# {args.pages:,} pages × {args.crawls} Poisson crawls (p = 1), Δ ~ Gamma(2, 1); "
-          f"{history.changed.mean():.1%} of crawls saw a change")
+    rates = prior.sample(pages, rng=gen)
+    return prior, rates, simulate_history(rates, 1.0, crawls, n_pages=pages, rng=gen)
 
+
+def _prior_for(method, prior):
+    from changerate_bayes import BetaPrimePrior
+
+    return BetaPrimePrior(1.0, 2.0) if method == "conjugate" else prior
+
+
+def child(method, pages, crawls, draws):
+    """Time one posterior call in this process and report its peak memory (JSON on stdout)."""
+    from changerate_bayes import posterior
+
+    prior, _, history = _history(pages, crawls)
+    small = _history(200, crawls, seed=1)[2]
+    posterior(small, prior=_prior_for(method, prior), method=method, draws=draws, chains=1, rng=0)  # compile / load
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     t0 = time.perf_counter()
-    idata = posterior(history, prior=prior, method="grid", draws=args.draws, chains=1, rng=1)
+    idata = posterior(history, prior=_prior_for(method, prior), method=method, draws=draws, chains=1, rng=1)
     dt = time.perf_counter() - t0
-    print(f"grid posterior, {args.draws} draws per page: {dt:.2f} s "
-          f"({args.pages / dt:,.0f} pages/s; {idata.posterior['change_rate'].shape} draws)")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    shape = idata.posterior["change_rate"].shape
+    print(json.dumps({"seconds": dt, "peak_bytes": peak, "before_bytes": before, "shape": list(shape),
+                      "changed": float(history.flat_changed.mean())}))
 
-    pick = np.sort(gen.choice(args.pages, args.check, replace=False))
-    sub = CrawlHistory(history.changed[pick], history.intervals[pick], history.crawl_rate)
+
+def run_child(method, args):
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", method, "--pages", str(args.pages),
+           "--crawls", str(args.crawls), "--draws", str(args.draws)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def result(goal, measured, meets, **extra):
+    print("RESULT " + json.dumps({"goal": goal, "measured": measured, "meets": meets, **extra}, ensure_ascii=False),
+          flush=True)
+
+
+def _load():
+    try:
+        return f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    except OSError:
+        return f"{os.cpu_count()} cores"
+
+
+def speed(args):
+    size = f"{args.pages:,} pages × {args.crawls} crawls, {args.draws} draws per page"
+    for method in ("grid", "conjugate"):
+        note_before = _load()
+        r = run_child(method, args)
+        secs, gb = r["seconds"], r["peak_bytes"] / 1e9
+        added = (r["peak_bytes"] - r["before_bytes"]) / 1e9
+        max_s, max_gb = GOALS[method]
+        print(f"posterior(method={method!r}), {size}: {secs:.2f} s (goal ≤ {max_s:g} s); peak RSS of the process "
+              f"{gb:.2f} GB (goal ≤ {max_gb:g} GB), of which {r['before_bytes'] / 1e9:.2f} GB before the call "
+              f"(libraries + history) and {added:.2f} GB added by it; draws {tuple(r['shape'])}; {note_before}")
+        note = f"{note_before}; {added:.2f} GB added by the call, {r['before_bytes'] / 1e9:.2f} GB before it"
+        result(f"posterior(method=\"{method}\"), {size}: ≤ {max_s:g} s", f"{secs:.2f} s", secs <= max_s,
+               value=secs, unit="s", note=note)
+        result(f"posterior(method=\"{method}\"), {size}: ≤ {max_gb:g} GB peak (whole process)", f"{gb:.2f} GB",
+               gb <= max_gb, value=gb, unit="GB", note=note)
+        result(f"posterior(method=\"{method}\"), {size}: memory added by the call (draws: "
+               f"{8 * args.pages * args.draws / 1e9:.2f} GB)", f"{added:.2f} GB", None, value=added, unit="GB",
+               note=note)
+
+
+def agreement(args):
+    import arviz as az
+
+    from changerate_bayes import CrawlHistory, posterior
+
+    prior, rates, history = _history(20_000, args.crawls)
+    gen = np.random.default_rng(7)
+    pick = np.sort(gen.choice(history.n_pages, args.check, replace=False))
+    changed, tau, _ = history.padded()
+    sub = CrawlHistory(changed[pick], tau[pick], history.crawl_rate)
     t0 = time.perf_counter()
     grid = posterior(sub, prior=prior, method="grid", draws=1000, chains=4, rng=2)
     t_grid = time.perf_counter() - t0
@@ -65,10 +143,29 @@ def main(argv=None):
     for i, page in enumerate(pick):
         print(f"{page:7d} {rates[page]:8.4f} {g_mean[i]:9.4f} ± {g_mcse[i]:.4f} {n_mean[i]:9.4f} ± {n_mcse[i]:.4f} "
               f"{z[i]:6.2f}")
-    print(f"max |z| = {np.abs(z).max():.2f} (agreement: every |z| < 3)")
+    zmax = float(np.abs(z).max())
+    print(f"max |z| = {zmax:.2f} (agreement: every |z| < 3)")
     print(f"\ntime per page: grid {t_grid / args.check * 1e3:.2f} ms (4000 draws), "
           f"NUTS {t_nuts / args.check * 1e3:.1f} ms (4 × 1000 draws, {args.check} pages in one model; "
           f"compilation {t_compile:.1f} s once); ratio NUTS/grid = {t_nuts / t_grid:.0f}")
+    result(f"grid vs NUTS posterior means on {args.check} pages: max |z| < 3", f"{zmax:.2f}", zmax < 3, value=zmax)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=1_000_000)
+    parser.add_argument("--crawls", type=int, default=20)
+    parser.add_argument("--draws", type=int, default=100, help="draws per page on the large history")
+    parser.add_argument("--check", type=int, default=5, help="pages compared with NUTS")
+    parser.add_argument("--skip-nuts", action="store_true", help="only the speed and memory goals")
+    parser.add_argument("--child", choices=sorted(GOALS), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args.child, args.pages, args.crawls, args.draws)
+        return
+    speed(args)
+    if not args.skip_nuts:
+        agreement(args)
 
 
 if __name__ == "__main__":

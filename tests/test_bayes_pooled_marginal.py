@@ -184,3 +184,70 @@ def test_conditional_draws_stay_positive_under_a_very_heavy_left_tail():
     # (scipy gamma CDF) and L <= 1 only lifts that for pages never seen changed; SE of the
     # fraction over 20000 draws is < 0.002
     assert (draws < 1.001 * floor).mean() > 0.02
+
+
+def _ragged_pages(lengths, seed):
+    from changerate_bayes import CrawlHistory
+
+    gen = np.random.default_rng(seed)
+    changed = [(gen.random(n) < 0.5).astype(np.int8) for n in lengths]
+    tau = [gen.exponential(1.0, n) for n in lengths]
+    changed[0][:], changed[1][:] = 0, 1  # a page never seen changed and one always seen changed
+    h = CrawlHistory.from_segments(np.concatenate(changed), np.concatenate(tau), lengths=lengths)
+    return h, changed, tau
+
+
+@pytest.mark.parametrize(("population", "loc", "spread"), [("gamma", math.log(0.7), 0.5), ("lognormal", -0.4, 1.0)])
+def test_marginal_likelihood_of_a_ragged_history(population, loc, spread):
+    """Pages of 1 to 9 crawls in one table: p(data_i | θ) against the closed form / quad."""
+    from changerate_bayes.bayes._marginal import marginal_log_likelihood_of
+    from changerate_bayes.bayes._sufficient import exact_likelihood
+
+    lengths = [3, 5, 1, 9, 2, 4, 7, 1, 6]
+    h, changed, tau = _ragged_pages(lengths, seed=5)
+    got = marginal_log_likelihood_of(exact_likelihood(h), h.n_crawls, population, loc, spread)
+    ref = gamma_marginal if population == "gamma" else lognormal_marginal
+    want = ref(changed, tau, loc, spread)
+    np.testing.assert_allclose(np.exp(got - want), 1.0, rtol=0, atol=1e-8)
+
+
+def test_conditional_draws_of_ragged_pages_follow_the_exact_conditional():
+    """Two pages of 2 and 6 crawls drawn together: a KS test per page (3000 draws each)."""
+    from changerate_bayes import CrawlHistory
+    from changerate_bayes.bayes._conditional import conditional_draws_of
+    from changerate_bayes.bayes._marginal import likelihood_table_of
+    from changerate_bayes.bayes._sufficient import exact_likelihood
+
+    ch = [np.array([1, 0]), np.array([0, 1, 1, 0, 0, 1])]
+    t = [np.array([0.8, 1.5]), np.array([0.3, 0.9, 0.2, 1.1, 0.4, 2.0])]
+    h = CrawlHistory.from_segments(np.concatenate(ch), np.concatenate(t), lengths=[2, 6])
+    lik = exact_likelihood(h)
+    table = likelihood_table_of(lik, h.n_crawls)
+    n = 3000
+    draws, _ = conditional_draws_of(lik, h.n_crawls, table.log_max, "lognormal", np.full(n, -0.5),
+                                    np.full(n, 1.2), np.random.default_rng(4))
+    assert draws.shape == (n, 2)
+    for i in range(2):
+        res = stats.kstest(draws[:, i], _conditional_cdf(ch[i], t[i], "lognormal", -0.5, 1.2))
+        assert res.pvalue > 1e-3
+
+
+def test_pooled_posterior_of_a_ragged_history():
+    from changerate_bayes import CrawlHistory
+
+    gen = np.random.default_rng(8)
+    lengths = gen.integers(1, 8, 60)
+    rates = np.exp(gen.normal(-0.5, 0.8, 60))
+    tau = gen.exponential(1.0, lengths.sum())
+    changed = (gen.random(tau.size) < -np.expm1(-np.repeat(rates, lengths) * tau)).astype(np.int8)
+    h = CrawlHistory.from_segments(changed, tau, lengths=lengths)
+    assert h.is_ragged
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatisticalWarning)
+        idata = pooled_posterior(h, draws=200, tune=200, chains=2, rng=3)
+    assert idata.posterior["change_rate"].shape == (2, 200, 60)
+    assert np.all(idata.posterior["change_rate"].values > 0)
+    np.testing.assert_array_equal(idata.constant_data["observed"].values.sum(axis=1), lengths)
+    # the population's median rate e^m against the truth's e^{-0.5}: within its posterior spread
+    m = idata.posterior["population_log_median"].values
+    assert abs(m.mean() - (-0.5)) < 4 * m.std() + 0.1

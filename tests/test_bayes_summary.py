@@ -4,7 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
-from scipy import optimize, special, stats
+from scipy import special, stats
 
 from changerate_bayes import BetaPrimePrior, CrawlHistory, GammaPrior, LogNormalPrior, posterior_summary
 from changerate_bayes.bayes import PosteriorSummary

@@ -7,10 +7,15 @@ are i.i.d. Bernoulli(μ), μ = Δ/(Δ + p) (paper eq. 4). A Beta(a, b) prior on 
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from scipy import stats
 
-__all__ = ["conjugate_parameters", "conjugate_mean", "conjugate_draws", "conjugate_quantile"]
+__all__ = [
+    "conjugate_parameters", "conjugate_mean", "conjugate_posterior_draws", "conjugate_quantile",
+]
 
 
 def conjugate_parameters(a: float, b: float, n_changed, n_crawls):
@@ -27,13 +32,50 @@ def conjugate_mean(a: float, b: float, n_changed, n_crawls, crawl_rate) -> np.nd
     post_a, post_b = conjugate_parameters(a, b, n_changed, n_crawls)
     denom = post_b - 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(denom > 0, crawl_rate * post_a / np.where(denom > 0, denom, 1.0), np.inf)
+        # p · (α/(β − 1)): no overflow of p·α when the mean itself is finite
+        return np.where(denom > 0, crawl_rate * (post_a / np.where(denom > 0, denom, 1.0)), np.inf)
 
 
-def conjugate_draws(a, b, n_changed, n_crawls, crawl_rate, size, rng) -> np.ndarray:
-    """Draws of Δ of shape ``size`` (last axis = pages when the inputs are arrays)."""
+#: pages per block of the conjugate draws (one generator each)
+BLOCK_PAGES = 8192
+#: threads drawing blocks at once (NumPy's generators release the GIL while they fill)
+THREADS = os.cpu_count() or 1
+
+
+def conjugate_posterior_draws(a, b, n_changed, n_crawls, crawl_rate, *, n_draws: int,
+                              rng: np.random.Generator) -> np.ndarray:
+    """Draws of Δ = p · G_α/G_β for every page, shape (n_draws, n_pages) (C order).
+
+    The numbers of ``scipy.stats.betaprime(α, β, scale=p).rvs`` (the same ratio of
+    gammas) given each block's generator, drawn block by block into the output, so no temporary is
+    larger than a block: block j of :data:`BLOCK_PAGES` pages uses its own generator,
+    ``SeedSequence(s).spawn(n_blocks)[j]`` with s drawn once from ``rng``, and the
+    blocks run on :data:`THREADS` threads. The draws depend on ``rng`` only, not on
+    the number of threads.
+    """
     post_a, post_b = conjugate_parameters(a, b, n_changed, n_crawls)
-    return stats.betaprime(post_a, post_b, scale=crawl_rate).rvs(size=size, random_state=rng)
+    n = post_a.size
+    rate = np.broadcast_to(np.asarray(crawl_rate, dtype=np.float64), (n,))
+    n_blocks = max(1, -(-n // BLOCK_PAGES))
+    seeds = np.random.SeedSequence(int(rng.integers(0, 2**63))).spawn(n_blocks)
+    out = np.empty((n_draws, n))
+
+    def fill(j):
+        lo, hi = j * BLOCK_PAGES, min(n, (j + 1) * BLOCK_PAGES)
+        gen = np.random.Generator(np.random.PCG64(seeds[j]))
+        g_a = gen.standard_gamma(post_a[lo:hi], size=(n_draws, hi - lo))
+        g_b = gen.standard_gamma(post_b[lo:hi], size=(n_draws, hi - lo))
+        np.divide(g_a, g_b, out=g_a)
+        with np.errstate(over="ignore"):
+            np.multiply(g_a, rate[lo:hi], out=out[:, lo:hi])
+
+    if THREADS > 1 and n_blocks > 1:
+        with ThreadPoolExecutor(max_workers=THREADS) as pool:
+            list(pool.map(fill, range(n_blocks)))
+    else:
+        for j in range(n_blocks):
+            fill(j)
+    return out
 
 
 def conjugate_quantile(a, b, n_changed, n_crawls, crawl_rate, probs) -> np.ndarray:

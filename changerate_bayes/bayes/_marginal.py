@@ -52,6 +52,8 @@ from ._likelihood import ExactLikelihood
 __all__ = [
     "LikelihoodTable",
     "likelihood_table",
+    "likelihood_table_of",
+    "marginal_log_likelihood_of",
     "pt_population_weights",
     "pt_log_marginal",
     "marginal_log_likelihood",
@@ -105,18 +107,20 @@ class LikelihoodTable:
         return self.start + self.step * np.arange(self.size)
 
 
-def _node_range(changed: np.ndarray, intervals: np.ndarray) -> tuple[float, float]:
-    """u_0 and the last node: every page's likelihood is at its limits outside them."""
-    seen = changed > 0
-    t0 = np.where(seen, 0.0, intervals).sum(axis=1)
-    tau1 = intervals[seen]
-    lo = math.log(SATURATION / intervals.sum(axis=1).max())
+def _node_range(lik: ExactLikelihood, n_crawls: int) -> tuple[float, float]:
+    """u_0 and the last node: every page's likelihood is at its limits outside them.
+
+    ``n_crawls`` is the largest number of crawls of a page (it bounds the number of
+    changed intervals in the saturation test).
+    """
+    t0, tau1 = lik.t0, lik._tau
+    lo = math.log(SATURATION / (t0 + lik._sum(tau1)).max())
     drop = -math.log(SATURATION)
     his = []
     if (t0 > 0).any():  # e^{−Δ T0} <= SATURATION
         his.append(math.log(drop / t0[t0 > 0].min()))
     if tau1.size:  # Σ_j e^{−Δ τ_j} <= SATURATION over the changed intervals
-        his.append(math.log((drop + math.log(changed.shape[1])) / tau1.min()))
+        his.append(math.log((drop + math.log(n_crawls)) / tau1.min()))
     return lo, max(max(his), lo)
 
 
@@ -148,9 +152,23 @@ def likelihood_table(changed: np.ndarray, intervals: np.ndarray, *, step: float 
     """
     changed = np.asarray(changed)
     intervals = np.asarray(intervals, dtype=np.float64)
-    lik = ExactLikelihood(changed, intervals)
+    return likelihood_table_of(ExactLikelihood(changed, intervals), changed.shape[1], step=step)
+
+
+def likelihood_table_of(lik: ExactLikelihood, n_crawls: int, *, step: float = GRID_STEP) -> LikelihoodTable:
+    """:func:`likelihood_table` from the sufficient statistics of the pages (any lengths).
+
+    Parameters
+    ----------
+    lik : ExactLikelihood
+        S0 and the changed intervals of every page (``_sufficient.exact_likelihood``).
+    n_crawls : int
+        The largest number of crawls of a page.
+    step : float
+        As for :func:`likelihood_table`.
+    """
     n = lik.n_pages
-    lo, hi = _node_range(changed, intervals)
+    lo, hi = _node_range(lik, n_crawls)
     size = max(int(math.ceil((hi - lo) / step)) + 1, STENCIL)
 
     def log_lik(u_values):  # one vectorised pass over all pages per node
@@ -174,20 +192,20 @@ def likelihood_table(changed: np.ndarray, intervals: np.ndarray, *, step: float 
         both[:, 0::2], both[:, 1::2] = log_l, mid
         log_l, step, size = both, step / 2, 2 * size - 1
     # the sup of L_i: a one-sided page tends to its limit 1; a mixed one peaks inside
-    log_max = np.maximum(log_max, _log_sup(changed, intervals))
+    log_max = np.maximum(log_max, _log_sup(lik))
     return LikelihoodTable(lo, step, np.exp(log_l - log_max[:, None]), log_max, error)
 
 
-def _log_sup(changed: np.ndarray, intervals: np.ndarray) -> np.ndarray:
+def _log_sup(lik: ExactLikelihood) -> np.ndarray:
     """log sup_Δ L_i: 0 for pages that always or never changed, the maximum otherwise."""
     from ._grid import _mode
     from ._priors import PriorCoefficients
+    from ._sufficient import take_pages
 
-    s = (changed > 0).sum(axis=1)
-    out = np.zeros(changed.shape[0])
-    mixed = np.flatnonzero((s > 0) & (s < changed.shape[1]))
+    out = np.zeros(lik.n_pages)
+    mixed = np.flatnonzero((lik.n_changed > 0) & (lik.t0 > 0))  # some crawl changed, some did not
     if mixed.size:
-        sub = ExactLikelihood(changed[mixed], intervals[mixed])
+        sub = take_pages(lik, mixed)
         out[mixed] = sub.value(_mode(sub, PriorCoefficients().as_arrays(mixed.size)))
     return out
 
@@ -273,12 +291,24 @@ def marginal_log_likelihood(changed, intervals, population: str, loc: float, spr
     loc, spread : float
         m and s (log-normal) or log μ and a (gamma).
     """
+    changed = np.asarray(changed)
+    lik = ExactLikelihood(changed, np.asarray(intervals, dtype=np.float64))
+    return marginal_log_likelihood_of(lik, changed.shape[1], population, loc, spread)
+
+
+def marginal_log_likelihood_of(lik: ExactLikelihood, n_crawls: int, population: str, loc: float,
+                               spread: float) -> np.ndarray:
+    """:func:`marginal_log_likelihood` from the pages' sufficient statistics (any lengths).
+
+    ``lik`` holds S0 and the changed intervals of every page
+    (``_sufficient.exact_likelihood``); ``n_crawls`` is the largest number of crawls.
+    """
     import pytensor
     import pytensor.tensor as pt
 
     from ._population import SymbolicPopulation
 
-    table = likelihood_table(np.asarray(changed), np.asarray(intervals, dtype=np.float64))
+    table = likelihood_table_of(lik, n_crawls)
     th = pt.dvector("theta")
     pop = SymbolicPopulation(population, th[0], th[1])
     v = pt_population_weights(pop, table.start, table.step, table.size)

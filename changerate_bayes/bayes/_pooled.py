@@ -11,7 +11,7 @@ from .._validation import StatisticalWarning, check_choice, check_positive_int, 
 from ..history import CrawlHistory
 from . import _arviz
 from ._diagnostics import sampler_diagnostics
-from ._likelihood import sparse_data
+from ._sufficient import data_groups, exact_likelihood
 from ._nuts import SAMPLERS, check_nuts_tune, check_target_accept, get_model, resolve_sampler
 from ._population import HYPER, POPULATIONS
 
@@ -105,7 +105,8 @@ def pooled_posterior(
     Parameters
     ----------
     history : CrawlHistory
-        Shape (n_pages, k), n_pages >= 2, with intervals τ (the exact likelihood
+        Shape (n_pages, k), or ragged (pages with different numbers of crawls,
+        :meth:`CrawlHistory.from_segments`), n_pages >= 2, with intervals τ (the exact likelihood
         P(I = 1 | τ) = 1 − e^{−Δτ} is used). τ's time unit is Δ's.
     population : {"lognormal", "gamma"}, default "lognormal"
         ``"lognormal"``: log Δ_i ~ Normal(m, s), hyperpriors m ~ Normal(log
@@ -224,7 +225,6 @@ def pooled_posterior(
     fit = _fit_marginal if opts["method"] == "marginal" else _fit_joint
     post, stats, attrs = fit(history, opts, gen)
     population = opts["population"]
-    tau = history.intervals
     idata = _arviz.make_inference_data(
         post,
         n_pages=history.n_pages,
@@ -232,8 +232,7 @@ def pooled_posterior(
         attrs={"method": "pooled", "pooling": opts["method"], "population": population,
                "rate_scale": opts["rate_scale"], "sampler": opts["sampler"], **attrs},
         sample_stats=stats,
-        observed_data={"changed": (history.changed, ("page", "crawl"))},
-        constant_data={"intervals": (tau, ("page", "crawl"))},
+        **data_groups(history, crawl_rate=False),
     )
     sampled = list(HYPER[population]) if opts["method"] == "marginal" else None
     diag = sampler_diagnostics(idata, var_names=sampled)
@@ -263,7 +262,9 @@ def _check_args(history, population, method, rate_scale, draws, chains, tune, nu
         raise ValueError(
             f"`history` must hold at least 2 pages (shape (n_pages, k)) to pool; got shape {history.shape}"
         )
-    tau = history.require_intervals(method="pooled")
+    tau = history.flat_intervals
+    if tau is None:
+        history.require_intervals(method="pooled")  # ValueError naming what is missing
     if rate_scale is None:
         rate_scale = (float(np.median(history.crawl_rate)) if history.crawl_rate is not None
                       else 1.0 / float(np.mean(tau)))
@@ -282,12 +283,12 @@ def _sample(model, data: dict, opts: dict, gen):
 
 def _fit_marginal(history, opts, gen):
     """Hyperparameters by NUTS on the marginal posterior, then every page's Δ given them."""
-    from ._conditional import conditional_draws
-    from ._marginal import likelihood_table
+    from ._conditional import conditional_draws_of
+    from ._marginal import likelihood_table_of
 
-    population, changed, tau = opts["population"], history.changed, history.intervals
+    population, lik = opts["population"], exact_likelihood(history)
     names = HYPER[population]
-    table = likelihood_table(changed, tau)
+    table = likelihood_table_of(lik, history.n_crawls)
     model = get_model(("pooled-marginal", population), lambda: _marginal_model(population),
                       sampler=opts["sampler"], var_names=list(names))
     data = {"likelihood_table": table.scaled, "likelihood_table_t": np.ascontiguousarray(table.scaled.T),
@@ -295,7 +296,8 @@ def _fit_marginal(history, opts, gen):
             "log_rate_scale": np.log(opts["rate_scale"])}
     post, stats = _sample(model, data, opts, gen)
     loc, spread = (post[v] for v in names)
-    rates, n_grid = conditional_draws(changed, tau, table.log_max, population, loc.ravel(), spread.ravel(), gen)
+    rates, n_grid = conditional_draws_of(lik, history.n_crawls, table.log_max, population, loc.ravel(),
+                                         spread.ravel(), gen)
     post["change_rate"] = rates.reshape(*loc.shape, history.n_pages)
     attrs = {"grid_step": table.step, "grid_size": table.size, "interpolation_error": table.interpolation_error,
              "grid_fallback_draws": n_grid}
@@ -308,6 +310,7 @@ def _fit_joint(history, opts, gen):
     names = ["change_rate", *HYPER[population]]
     model = get_model(("pooled-joint", population, n), lambda: _joint_model(population, n),
                       sampler=opts["sampler"], var_names=names)
-    data = {**sparse_data(history.changed, history.intervals), "log_rate_scale": np.log(opts["rate_scale"])}
+    lik = exact_likelihood(history)
+    data = {"t0": lik.t0, "tau1": lik._tau, "page1": lik._page, "log_rate_scale": np.log(opts["rate_scale"])}
     post, stats = _sample(model, data, opts, gen)
     return post, stats, {}

@@ -10,10 +10,13 @@ from .._rng import as_generator
 from .._validation import StatisticalWarning, check_choice, check_positive_int
 from ..history import CrawlHistory
 from . import _arviz
-from ._conjugate import conjugate_draws
+from scipy import special
+
+from ._conjugate import conjugate_posterior_draws
 from ._diagnostics import sampler_diagnostics
-from ._grid import DEFAULT_GRID_SIZE, _mode, grid_draws, improper_pages
-from ._likelihood import ExactLikelihood, sparse_data
+from ._grid import DEFAULT_GRID_SIZE, _mode, improper_pages
+from ._grid_fast import grid_posterior_draws
+from ._sufficient import change_counts, crawl_rates, data_groups, exact_likelihood, time_rescaling
 from ._nuts import (
     FAMILY_COEFFICIENTS, SAMPLERS, check_nuts_tune, check_target_accept, get_model, page_model, resolve_sampler,
 )
@@ -45,15 +48,6 @@ def _check_prior(prior, history: CrawlHistory) -> Prior:
     return prior
 
 
-def _pages_2d(history: CrawlHistory):
-    """changed, intervals (or None) and p (or None) with a page axis: (n, k), (n,)."""
-    n = history.n_pages or 1
-    changed = history.changed.reshape(n, -1)
-    tau = None if history.intervals is None else history.intervals.reshape(n, -1)
-    p = None if history.crawl_rate is None else np.broadcast_to(np.asarray(history.crawl_rate, float), (n,))
-    return changed, tau, p
-
-
 def refuse_improper(mask: np.ndarray, prior: Prior, history: CrawlHistory) -> None:
     """ValueError naming the first page whose posterior is improper."""
     if mask.any():
@@ -83,7 +77,9 @@ def posterior(
     Parameters
     ----------
     history : CrawlHistory
-        Indicators I_k of shape (k,) or (n_pages, k). ``"nuts"`` and ``"grid"`` need
+        Indicators I_k of shape (k,) or (n_pages, k), or a ragged history (pages with
+        different numbers of crawls, :meth:`CrawlHistory.from_segments`), which every
+        method takes at the same cost per crawl. ``"nuts"`` and ``"grid"`` need
         its ``intervals`` τ_k (the time unit of τ is the unit of Δ: τ in hours gives Δ
         per hour); ``"conjugate"`` needs its ``crawl_rate`` p and ignores τ.
     prior : GammaPrior, LogNormalPrior or BetaPrimePrior, optional
@@ -95,8 +91,12 @@ def posterior(
         ``"nuts"``: PyMC model of the exact likelihood sampled in log Δ (nutpie when
         installed); pages are independent parameters of one model.
         ``"grid"``: exact 1-D quadrature in log Δ per page, i.i.d. draws by inverse
-        CDF; vectorised over pages (10^5 pages × 100 crawls in seconds).
-        ``"conjugate"``: closed form under Poisson crawling with τ marginalised.
+        CDF; a compiled kernel (numba, pages in parallel on all cores; compiled on
+        first use, then loaded from numba's on-disk cache) that reads each page's
+        crawls from the flat history, so memory is the draws plus O(block).
+        ``"conjugate"``: closed form under Poisson crawling with τ marginalised; draws
+        p·G_α/G_β filled block by block (one generator per block of pages, spawned
+        from ``rng``), the same whatever the number of threads.
     draws : int, default 1000
         Draws per chain.
     chains : int, default 4
@@ -120,7 +120,9 @@ def posterior(
     arviz.InferenceData
         ``posterior["change_rate"]`` with dims (chain, draw) for a 1-D history or
         (chain, draw, page); ``observed_data["changed"]``, ``constant_data`` with
-        ``intervals`` and/or ``crawl_rate``; ``posterior.attrs`` with ``method`` and
+        ``intervals`` and/or ``crawl_rate`` (a ragged history padded after each
+        page's last crawl with I = 0 and τ = 0, and ``constant_data["observed"]``
+        marking the real crawls); ``posterior.attrs`` with ``method`` and
         ``prior``. For ``"nuts"``, ``sample_stats`` (with ``diverging``) and the
         summary of :func:`sampler_diagnostics` in ``sample_stats.attrs``.
 
@@ -134,7 +136,9 @@ def posterior(
         missing intervals (grid, nuts)
         or crawl rate (conjugate, beta-prime prior); a non-beta-prime prior with
         ``"conjugate"``; non-positive sizes; an improper prior (BetaPrimePrior with
-        a = 0) on a page that never saw a change (improper posterior).
+        a = 0) on a page that never saw a change (improper posterior); for
+        ``"conjugate"``, a page whose posterior puts probability above 1e-9 beyond the
+        largest float64 (draws would overflow to ``inf``; e.g. crawl_rate 1.7e308).
 
     Warns
     -----
@@ -146,7 +150,9 @@ def posterior(
     Likelihood given the intervals: P(I_j = 1 | τ_j) = 1 − e^{−Δτ_j}, so
     log L = Σ I_j log(1 − e^{−Δτ_j}) − Δ Σ (1 − I_j) τ_j (log1mexp keeps it finite for
     Δτ from 1e-300 to 1e300). Without τ, under Poisson crawling, I_j ~ Bernoulli(Δ/(Δ+p))
-    and Δ/p ~ BetaPrime(a + Î_k, b + k − Î_k) a posteriori.
+    and Δ/p ~ BetaPrime(a + Î_k, b + k − Î_k) a posteriori. Pages whose intervals sum
+    beyond the float64 range are handled in a time unit rescaled by a power of two
+    (exact), so ``"grid"`` and ``"nuts"`` return their finite answer.
 
     References
     ----------
@@ -174,7 +180,7 @@ def posterior(
         n_pages=history.n_pages,
         attrs={"method": opts["method"], "prior": repr(prior), **attrs},
         sample_stats=stats,
-        **_data_groups(history),
+        **data_groups(history),
     )
     if opts["method"] == "nuts":
         _record_diagnostics(idata)
@@ -218,33 +224,75 @@ def _check_tune(tune, method: str) -> int:
 
 
 def _fit_conjugate(history, prior, gen, *, draws, chains, **_):
-    changed, _, p = _pages_2d(history)
-    n, k = changed.shape
-    n_changed = changed.sum(axis=1)
+    n_changed, n_crawls = change_counts(history)
     refuse_improper((prior.a + n_changed) <= 0, prior, history)
-    return conjugate_draws(prior.a, prior.b, n_changed, k, p, (chains, draws, n), gen), {}, None
+    p = crawl_rates(history)
+    refuse_overflow(prior.a + n_changed, prior.b + n_crawls - n_changed, p, history)
+    out = conjugate_posterior_draws(prior.a, prior.b, n_changed, n_crawls, p, n_draws=chains * draws, rng=gen)
+    return out.reshape(chains, draws, n_changed.size), {}, None
+
+
+#: posterior(method="conjugate") refuses a page whose draws exceed the largest double with this probability
+OVERFLOW_PROBABILITY = 1e-9
+
+
+def refuse_overflow(post_a, post_b, p, history) -> None:
+    """ValueError naming the first page whose draws of p·BetaPrime(α, β) would overflow float64.
+
+    P(p X > max double) = P(X > t) = I_{1/(1+t)}(β, α) with t = max/p; above
+    :data:`OVERFLOW_PROBABILITY` the draws could not represent the posterior (they
+    would hold ``inf``).
+    """
+    big = np.finfo(np.float64).max
+    with np.errstate(over="ignore", divide="ignore"):
+        t = big / p
+        tail = special.betainc(post_b, post_a, 1.0 / (1.0 + t))
+    bad = tail > OVERFLOW_PROBABILITY
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        where = "" if history.n_pages is None else f" of page {i}"
+        raise ValueError(
+            f"the conjugate posterior{where} puts probability {tail[i]:.3g} above the largest float64 "
+            f"({big:.3g}): its draws would overflow to inf (crawl_rate {p[i]:.4g} per unit time); express "
+            "the rates in a larger time unit, or use posterior_summary (exact, no draws)"
+        )
+
+
+class _Counts:
+    """What :func:`improper_pages` needs of a likelihood: changes and crawls per page."""
+
+    def __init__(self, n_changed, n_crawls):
+        self.n_changed, self._n_crawls = n_changed, n_crawls
+
+    def right_tail_finite(self):
+        return self.n_changed < self._n_crawls
 
 
 def _exact_setup(history, prior):
-    changed, tau, p = _pages_2d(history)
-    lik = ExactLikelihood(changed, tau)
-    coef = prior.coefficients(p).as_arrays(changed.shape[0])
+    coef = prior.coefficients(crawl_rates(history)).as_arrays(history.lengths.size)
+    tau, coef, shift = time_rescaling(history, coef)
+    lik = exact_likelihood(history, tau)
     refuse_improper(improper_pages(lik, coef), prior, history)
-    return changed, tau, lik, coef
+    return lik, coef, shift
 
 
 def _fit_grid(history, prior, gen, *, draws, chains, grid_size, **_):
-    _, _, lik, coef = _exact_setup(history, prior)
-    flat, _ = grid_draws(lik, coef, n_draws=chains * draws, rng=gen, size=grid_size)
-    return flat.reshape(lik.n_pages, chains, draws).transpose(1, 2, 0), {"grid_size": grid_size}, None
+    n_changed, n_crawls = change_counts(history)
+    n = n_changed.size
+    coef = prior.coefficients(crawl_rates(history)).as_arrays(n)
+    refuse_improper(improper_pages(_Counts(n_changed, n_crawls), coef), prior, history)
+    tau, coef, shift = time_rescaling(history, coef)
+    out = grid_posterior_draws(history.flat_changed, tau, history.offsets, coef, n_draws=chains * draws, rng=gen,
+                               size=grid_size, shift=shift)
+    return out.reshape(chains, draws, n), {"grid_size": grid_size}, None
 
 
 def _fit_nuts(history, prior, gen, *, draws, chains, tune, nuts_sampler, target_accept, **_):
-    changed, tau, lik, coef = _exact_setup(history, prior)
+    lik, coef, shift = _exact_setup(history, prior)
     n, family = lik.n_pages, prior.family
     sampler = resolve_sampler(nuts_sampler)
     model = get_model(("pages", family, n), lambda: page_model(n, family), sampler=sampler, var_names=["change_rate"])
-    data = sparse_data(changed, tau)
+    data = {"t0": lik.t0, "tau1": lik._tau, "page1": lik._page}
     data.update({f"prior_{c}": coef[c] for c in FAMILY_COEFFICIENTS[family]})
     post, stats = model.sample(
         data,
@@ -255,19 +303,8 @@ def _fit_nuts(history, prior, gen, *, draws, chains, tune, nuts_sampler, target_
         init=_mode(lik, coef),
         target_accept=target_accept,
     )
-    return post["change_rate"], {"sampler": sampler, "tune": tune}, stats
-
-
-def _data_groups(history) -> dict:
-    """observed_data (the indicators) and constant_data (intervals, crawl rate) with dims."""
-    data_dims = ("crawl",) if history.n_pages is None else ("page", "crawl")
-    constant = {}
-    if history.intervals is not None:
-        constant["intervals"] = (history.intervals, data_dims)
-    if history.crawl_rate is not None:
-        rate = np.asarray(history.crawl_rate, dtype=np.float64)
-        constant["crawl_rate"] = (rate, ("page",) if rate.ndim else ())
-    return {"observed_data": {"changed": (history.changed, data_dims)}, "constant_data": constant}
+    rate = post["change_rate"] if shift is None else post["change_rate"] * np.exp(-shift)
+    return rate, {"sampler": sampler, "tune": tune}, stats
 
 
 def _record_diagnostics(idata) -> None:

@@ -12,7 +12,7 @@ from .._validation import check_choice, check_positive_int
 from ..history import CrawlHistory
 from ._conjugate import conjugate_parameters
 from ._grid import BLOCK_PAGES, DEFAULT_GRID_SIZE, fit_grid, improper_pages
-from ._sufficient import change_counts, crawl_rates, exact_likelihood
+from ._sufficient import change_counts, crawl_rates, exact_likelihood, time_rescaling
 
 __all__ = ["PosteriorSummary", "posterior_summary", "SUMMARY_METHODS"]
 
@@ -125,9 +125,9 @@ def posterior_summary(history, *, prior=None, method: str = "grid", level: float
     -----
     Grid: with f the log-posterior of u = log Δ and Z_j = ∫ e^{ju + f(u)} du, each on
     its own adapted grid (e^{ju} times the prior is the prior with A + j), the mean is
-    Z_1/Z_0 and E[Δ²] = Z_2/Z_0, so heavy right tails are integrated in full; where
-    sd/mean < 1e-2 the variance is the grid's central moment instead (no
-    cancellation). The interval inverts the quadrature CDF of the density's grid.
+    Z_1/Z_0 and E[Δ²]/E[Δ]² = Z_2 Z_0/Z_1², so heavy right tails are integrated in
+    full; where sd/mean < 1e-2 the relative variance is the grid's central moment
+    E[(Δ/E[Δ] − 1)²] instead (no cancellation). The interval inverts the quadrature CDF of the density's grid.
     The log-likelihood needs per page only S0 = Σ(1 − I_j)τ_j and the intervals of the
     crawls that saw a change.
 
@@ -168,10 +168,14 @@ def posterior_summary(history, *, prior=None, method: str = "grid", level: float
     else:
         if history.flat_intervals is None:
             raise ValueError("method 'grid' needs the crawl intervals τ: pass `intervals` to CrawlHistory")
-        lik = exact_likelihood(history)
-        coef = prior.coefficients(crawl_rates(history)).as_arrays(lik.n_pages)
+        coef = prior.coefficients(crawl_rates(history)).as_arrays(history.lengths.size)
+        tau, coef, shift = time_rescaling(history, coef)
+        lik = exact_likelihood(history, tau)
         refuse_improper(improper_pages(lik, coef), prior, history)
         mean, sd, lower, upper = grid_summary(lik, coef, probs, size=grid_size)
+        if shift is not None:  # back from the rescaled time of overflowing pages (exact: powers of 2)
+            e = -np.rint(shift / np.log(2.0)).astype(np.int64)
+            mean, sd, lower, upper = (np.ldexp(v, e) for v in (mean, sd, lower, upper))
     return PosteriorSummary(mean=mean, sd=sd, lower=lower, upper=upper, level=level, method=method,
                             prior=repr(prior), page_ids=history.page_ids)
 
@@ -226,12 +230,13 @@ def _grid_block(lik, coef, probs, size):
         shifted["A"] = np.where(inf, coef["A"], shifted["A"])
         log_z.append(fit_grid(lik, shifted, size=size).log_norm)
         finite.append(~inf)
-    with np.errstate(over="ignore", invalid="ignore"):
-        mean = np.where(finite[1], np.exp(log_z[1] - log_z[0]), np.inf)
-        m2 = np.where(finite[2], np.exp(log_z[2] - log_z[0]), np.inf)
-        var = m2 - mean * mean
-        central = grid._trapezoid((np.exp(grid.u) - mean[:, None]) ** 2)
-        use_grid = finite[2] & np.isfinite(mean) & ~(var > _CANCEL_CV2 * mean * mean)
-        var = np.where(use_grid, central, var)
-        sd = np.where(finite[2], np.sqrt(np.maximum(var, 0.0)), np.inf)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        log_mean = log_z[1] - log_z[0]
+        mean = np.where(finite[1], np.exp(log_mean), np.inf)
+        # E[Δ²]/E[Δ]² − 1 from the log normalising constants: free of the scale of Δ
+        cv2 = np.expm1(log_z[2] + log_z[0] - 2.0 * log_z[1])
+        central = grid._trapezoid(np.expm1(grid.u - log_mean[:, None]) ** 2)  # E[(Δ/E[Δ] − 1)²]
+        use_grid = finite[2] & finite[1] & ~(cv2 > _CANCEL_CV2)
+        cv2 = np.where(use_grid, central, cv2)
+        sd = np.where(finite[2] & finite[1], mean * np.sqrt(np.maximum(cv2, 0.0)), np.inf)
     return mean, sd, grid.quantile(probs)

@@ -1,0 +1,383 @@
+"""Compiled per-page kernels of the grid posterior (numba, both cores).
+
+The same algorithm as :mod:`._grid` (mode by safeguarded Newton, tail ends, sinh nodes,
+trapezoid normalisation, cumulative Simpson CDF and log-linear inverse CDF), written
+for one page at a time and run over pages in parallel (``numba.prange`` over tiles of
+:data:`TILE` pages). Each page reads its own crawls from the flat (CSR) arrays of the
+history, keeps the intervals of its changed crawls in a small buffer and S0 = Σ(1 − I)τ
+as one number, so pages of any length cost what their crawls cost and no array the
+size of the history is made.
+
+Compiled on first use (``cache=True`` keeps the machine code on disk); importing this
+module compiles nothing. Status codes per page: 0 ok, 1 no bracket for the mode, 2 mode
+did not converge, 3 tails not within the float64 range.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+__all__ = ["grid_draws_block", "TILE"]
+
+#: pages per parallel work item: a tile's draws (TILE × n_draws doubles) stay in cache
+TILE = 16
+
+_OPTS = dict(cache=True, nogil=True, error_model="numpy")
+
+# the constants of ._grid (kept equal by the tests)
+BRACKET_START = 20.0
+DROP = 30.0
+PROBE_SCALES = 5.0
+END_SLACK = 5.0
+END_ITERATIONS = 100
+SIDE_NODES_SCALES = 4.0
+MODE_TOL = 1e-9
+MODE_MAX_ITER = 300
+SERIES_BELOW = -18.0
+LOG2 = math.log(2.0)
+#: above this x, 1 − e^{−x} rounds to 1.0 (e^{−x} < 2^-54), so log(1 − e^{−x}) = 0.0 exactly
+SATURATED = 37.5
+
+
+@nb.njit(**_OPTS)
+def _softplus(x):
+    # np.logaddexp(0, x)
+    if x > 0.0:
+        return x + math.log1p(math.exp(-x))
+    return math.log1p(math.exp(x))
+
+
+@nb.njit(**_OPTS)
+def _sigmoid(x):
+    # scipy.special.expit
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+@nb.njit(**_OPTS)
+def _log_prior(u, A, B, C, M, E, L):
+    out = 0.0
+    if A != 0.0:
+        out += A * u
+    if B > 0.0:
+        out -= B * math.exp(u)
+    if C != 0.0:
+        out -= C * (u - M) ** 2
+    if E != 0.0:
+        out -= E * _softplus(u - L)
+    return out
+
+
+@nb.njit(**_OPTS)
+def _log_prior_derivs(u, A, B, C, M, E, L):
+    d1 = 0.0
+    d2 = 0.0
+    if A != 0.0:
+        d1 += A
+    if B > 0.0:
+        be = B * math.exp(u)
+        d1 -= be
+        d2 -= be
+    if C != 0.0:
+        d1 -= 2.0 * C * (u - M)
+        d2 -= 2.0 * C
+    if E != 0.0:
+        s = _sigmoid(u - L)
+        d1 -= E * s
+        d2 -= E * s * (1.0 - s)
+    return d1, d2
+
+
+@nb.njit(**_OPTS)
+def _times_exp(t0, u):
+    if t0 > 0.0:
+        return t0 * math.exp(u)
+    return 0.0
+
+
+@nb.njit(**_OPTS)
+def _log_lik(u, tau, m, t0):
+    """Σ_{changed} log(1 − e^{−τ e^u}) − S0 e^u (as ExactLikelihood.value)."""
+    eu = math.exp(u)
+    total = 0.0
+    for j in range(m):
+        x = tau[j] * eu
+        if x < 1e-290 or u < -700.0:
+            v = u + math.log(tau[j])
+            x2 = math.exp(v)
+            if v < SERIES_BELOW:
+                term = v - 0.5 * x2 + x2 * x2 / 24.0
+            else:
+                term = math.log(-math.expm1(-x2))
+        elif x > SATURATED:
+            continue  # log(−expm1(−x)) is exactly 0.0 in float64 here
+        else:
+            term = math.log(-math.expm1(-x))
+        total += term
+    return total - _times_exp(t0, u)
+
+
+@nb.njit(**_OPTS)
+def _log_lik_derivs(u, tau, m, t0):
+    """First and second derivative in u (as ExactLikelihood.derivatives)."""
+    eu = math.exp(u)
+    g = 0.0
+    h = 0.0
+    for j in range(m):
+        x = tau[j] * eu
+        em = -math.expm1(-x)
+        if em > 0.0:
+            q = 0.0 if x > 745.0 else x * math.exp(-x) / em
+        else:
+            q = 1.0
+        g += q
+        if q > 0.0:
+            h += -q * (q + x - 1.0)
+    t0e = _times_exp(t0, u)
+    return g - t0e, h - t0e
+
+
+@nb.njit(**_OPTS)
+def _post(u, tau, m, t0, A, B, C, M, E, L):
+    return _log_lik(u, tau, m, t0) + _log_prior(u, A, B, C, M, E, L)
+
+
+@nb.njit(**_OPTS)
+def _post_derivs(u, tau, m, t0, A, B, C, M, E, L):
+    g, h = _log_lik_derivs(u, tau, m, t0)
+    p1, p2 = _log_prior_derivs(u, A, B, C, M, E, L)
+    return g + p1, h + p2
+
+
+@nb.njit(**_OPTS)
+def _mode(start, tau, m, t0, A, B, C, M, E, L):
+    """(mode, status) as ._grid._mode for one page."""
+    if not math.isfinite(start):
+        start = 0.0
+    lo = start - BRACKET_START
+    hi = start + BRACKET_START
+    width = BRACKET_START
+    ok = False
+    for _ in range(40):
+        bad_lo = not (_post_derivs(lo, tau, m, t0, A, B, C, M, E, L)[0] > 0.0)
+        bad_hi = not (_post_derivs(hi, tau, m, t0, A, B, C, M, E, L)[0] < 0.0)
+        if not (bad_lo or bad_hi):
+            ok = True
+            break
+        width *= 4.0
+        if bad_lo:
+            lo = lo - width
+        if bad_hi:
+            hi = hi + width
+    if not ok:
+        return start, 1
+    u = min(max(start, lo), hi)
+    prev2 = hi - lo
+    prev = prev2
+    for _ in range(MODE_MAX_ITER):
+        g, h = _post_derivs(u, tau, m, t0, A, B, C, M, E, L)
+        if g > 0.0:
+            lo = u
+        if g < 0.0:
+            hi = u
+        newton = u - g / h
+        use = (newton >= lo) and (newton <= hi) and (2.0 * abs(newton - u) <= abs(prev2))
+        new = newton if use else 0.5 * (lo + hi)
+        if g == 0.0:
+            new = u
+        step = new - u
+        prev2 = prev
+        prev = step
+        tol_u = MODE_TOL * (1.0 + abs(u))
+        done = (abs(step) <= tol_u) or (hi - lo <= tol_u)
+        u = new
+        if done:
+            return u, 0
+    return u, 2
+
+
+@nb.njit(**_OPTS)
+def _tail_end(mode, scale, level, side, tau, m, t0, A, B, C, M, E, L):
+    probe = mode + side * PROBE_SCALES * scale
+    f_p = _post(probe, tau, m, t0, A, B, C, M, E, L)
+    g_p = _post_derivs(probe, tau, m, t0, A, B, C, M, E, L)[0]
+    short = f_p > level
+    if short:
+        return probe + side * (f_p - level) / abs(g_p)
+    end = probe
+    inner = mode
+    f_out = f_p
+    g_out = g_p
+    for _ in range(END_ITERATIONS):
+        work = (not (f_out >= level - END_SLACK)) and (abs(end - inner) > 1e-12 * (1.0 + abs(end)))
+        if not work:
+            break
+        newton = end - (f_out - level) / g_out
+        useful = math.isfinite(newton) and (side * (newton - inner) > 0.0) and (
+            abs(newton - end) >= 0.5 * abs(end - inner))
+        trial = newton if useful else 0.5 * (inner + end)
+        f_t = _post(trial, tau, m, t0, A, B, C, M, E, L)
+        if not (f_t > level):
+            g_t = _post_derivs(trial, tau, m, t0, A, B, C, M, E, L)[0]
+            end = trial
+            f_out = f_t
+            g_out = g_t
+        else:
+            inner = trial
+    return end
+
+
+@nb.njit(**_OPTS)
+def _log_cosh(s):
+    a = abs(s)
+    return a + math.log1p(math.exp(-2.0 * a)) - LOG2
+
+
+@nb.njit(**_OPTS)
+def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s, logd, cdf, beta, work):
+    """Fit page i's grid and write its draws exp(u) · e^{−shift} to out[:, col]. Returns status."""
+    mode, status = _mode(start, tau, m, t0, A, B, C, M, E, L)
+    if status != 0:
+        work[0] = mode
+        return status
+    f_m = _post(mode, tau, m, t0, A, B, C, M, E, L)
+    h = _post_derivs(mode, tau, m, t0, A, B, C, M, E, L)[1]
+    scale = 1.0 / math.sqrt(max(-h, 1e-300))
+    level = f_m - DROP
+    lo_end = _tail_end(mode, scale, level, -1.0, tau, m, t0, A, B, C, M, E, L)
+    hi_end = _tail_end(mode, scale, level, 1.0, tau, m, t0, A, B, C, M, E, L)
+    if not (math.isfinite(lo_end) and math.isfinite(hi_end) and math.isfinite(scale) and scale > 0.0):
+        work[0] = mode
+        return 3
+    scale = min(scale, min(mode - lo_end, hi_end - mode) / SIDE_NODES_SCALES)
+    s_lo = -math.asinh((mode - lo_end) / scale)
+    s_hi = math.asinh((hi_end - mode) / scale)
+    size = lin.size
+    log_scale = math.log(scale)
+    for g in range(size):
+        s[g] = s_lo + (s_hi - s_lo) * lin[g]
+    peak = -np.inf
+    for g in range(size):
+        u = mode + scale * math.sinh(s[g])
+        v = _post(u, tau, m, t0, A, B, C, M, E, L)
+        v += log_scale + _log_cosh(s[g])
+        logd[g] = v
+        if v > peak:
+            peak = v
+    # normalisation by the trapezoid rule over s (as fit_grid), then the CDF (inverse_cdf)
+    total = 0.0
+    for g in range(size):
+        logd[g] -= peak
+        w = 0.5 if (g == 0 or g == size - 1) else 1.0
+        total += math.exp(logd[g]) * w
+    step = s[1] - s[0]
+    log_mass = math.log(total * (s[1] - s[0]))
+    top = -np.inf
+    for g in range(size):
+        logd[g] -= log_mass
+        if logd[g] > top:
+            top = logd[g]
+    for g in range(size):
+        work[g] = math.exp(logd[g] - top)
+    # cumulative Simpson with unit spacing (scipy.integrate.cumulative_simpson)
+    cdf[0] = 0.0
+    acc = 0.0
+    third = 1.0 / 3.0
+    for c in range(size - 1):
+        if c == size - 2 or c % 2 == 1:
+            # the h2 formula: the cell [c, c+1] from y[c-1], y[c], y[c+1]
+            f1 = work[c + 1]
+            f2 = work[c]
+            f3 = work[c - 1]
+        else:
+            f1 = work[c]
+            f2 = work[c + 1]
+            f3 = work[c + 2]
+        acc += third * (5.0 * f1 / 4.0 + 2.0 * f2 - f3 / 4.0)
+        cdf[c + 1] = acc
+    for g in range(1, size):
+        if cdf[g] < cdf[g - 1]:
+            cdf[g] = cdf[g - 1]
+    last = cdf[size - 1]
+    for g in range(size):
+        cdf[g] /= last
+    for g in range(size - 1):
+        b = logd[g + 1] - logd[g]
+        beta[g] = 0.0 if math.isnan(b) else b
+        # expm1 of the clipped cell slope, once per cell rather than once per draw
+        work[g] = math.expm1(min(max(-abs(beta[g]), -700.0), -1e-300))
+    jump0 = 1
+    while jump0 < size - 1:
+        jump0 *= 2
+    x0 = s[0]
+    for d in range(probs.size):
+        p = probs[d]
+        j = 0
+        jump = jump0
+        while jump >= 1:
+            cand = min(j + jump, size - 2)
+            if cdf[cand] <= p:
+                j = cand
+            jump //= 2
+        low = cdf[j]
+        mass = cdf[j + 1] - low
+        phi = 0.0
+        if mass > 0.0:
+            phi = min(max((p - low) / mass, 0.0), 1.0)
+        b = beta[j]
+        rising = b > 0.0
+        psi = 1.0 - phi if rising else phi
+        nbv = min(max(-abs(b), -700.0), -1e-300)
+        t = math.log1p(psi * work[j]) / nbv
+        if math.isnan(t):
+            t = 1.0
+        t = min(max(t, 0.0), 1.0)
+        if rising:
+            t = 1.0 - t
+        x = x0 + (j + t) * step
+        out[d, col] = math.exp(mode + scale * math.sinh(x) - shift)
+    return 0
+
+
+@nb.njit(parallel=True, **_OPTS)
+def grid_draws_block(changed, tau, offsets, lo, hi, A, B, C, M, E, L, shift, lin, uniforms, out, status, bad_mode):
+    """Draws for pages lo:hi into out[:, lo:hi] (out has shape (n_draws, n_pages)).
+
+    ``changed``, ``tau`` and ``offsets`` are the flat (CSR) history; ``uniforms`` has
+    shape (hi − lo, n_draws), row r for page lo + r.
+    """
+    n = hi - lo
+    size = lin.size
+    n_tiles = (n + TILE - 1) // TILE
+    max_len = 1
+    for i in range(lo, hi):
+        max_len = max(max_len, offsets[i + 1] - offsets[i])
+    for t in nb.prange(n_tiles):
+        buf = np.empty(max_len)
+        s = np.empty(size)
+        logd = np.empty(size)
+        cdf = np.empty(size)
+        beta = np.empty(size)
+        work = np.empty(size)
+        first = lo + t * TILE
+        for i in range(first, min(first + TILE, hi)):
+            m = 0
+            t0 = 0.0
+            for k in range(offsets[i], offsets[i + 1]):
+                if changed[k] != 0:
+                    buf[m] = tau[k]
+                    m += 1
+                else:
+                    t0 += tau[k]
+            half = 0.0
+            for j in range(m):
+                half += buf[j]
+            half /= 2.0
+            start = math.log((m + 0.5) / (t0 + half))
+            st = _page(i, buf, m, t0, start, A[i], B[i], C[i], M[i], E[i], L[i], shift[i], lin,
+                       uniforms[i - lo], out, i, s, logd, cdf, beta, work)
+            status[i] = st
+            if st != 0:
+                bad_mode[i] = work[0]

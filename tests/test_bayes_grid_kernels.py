@@ -1,0 +1,194 @@
+"""The compiled grid and conjugate kernels of posterior() against the previous code.
+
+The reference for the grid is the vectorised NumPy implementation that
+``posterior(method="grid")`` used before (``_grid.grid_draws`` on the whole history,
+reproduced below): same uniforms in the same order, so the draws must agree to 1e-12.
+The conjugate draws now come from per-block generators (so only their distribution can
+be compared with the previous ``scipy.stats.betaprime(...).rvs``): KS tests against the
+closed form, and the same draws whatever the number of threads.
+"""
+
+import numba
+import numpy as np
+import pytest
+from scipy import stats
+
+from changerate_bayes import (
+    BetaPrimePrior, CrawlHistory, GammaPrior, LogNormalPrior, posterior, posterior_summary, simulate_history,
+)
+from changerate_bayes.bayes import BayesianEstimator
+from changerate_bayes.bayes._grid import grid_draws
+from changerate_bayes.bayes._sufficient import crawl_rates, exact_likelihood
+
+
+def previous_grid_posterior(history, prior, *, draws, chains, rng, grid_size=64):
+    """posterior(method="grid")'s draws as computed before the compiled kernels."""
+    lik = exact_likelihood(history)
+    coef = prior.coefficients(crawl_rates(history)).as_arrays(lik.n_pages)
+    flat, _ = grid_draws(lik, coef, n_draws=chains * draws, rng=np.random.default_rng(rng), size=grid_size)
+    return flat.reshape(lik.n_pages, chains, draws).transpose(1, 2, 0)
+
+
+def _draws(history, prior, **kw):
+    return posterior(history, prior=prior, method="grid", **kw).posterior["change_rate"].values
+
+
+@pytest.fixture(scope="module")
+def many_pages():
+    gen = np.random.default_rng(11)
+    rates = np.exp(gen.normal(0.0, 1.5, 3000))
+    return simulate_history(rates, np.exp(gen.normal(0.0, 1.0, 3000)), 20, n_pages=3000, rng=gen)
+
+
+@pytest.mark.parametrize("prior", [GammaPrior(2.0, 1.0), BetaPrimePrior(1.0, 2.0), LogNormalPrior(-1.0, 2.0),
+                                   GammaPrior(0.01, 1e-3), BetaPrimePrior(0.0, 2.0)])
+def test_grid_kernel_matches_the_previous_implementation(many_pages, prior):
+    if not prior.proper:  # a = 0 needs a change on every page
+        keep = np.flatnonzero(many_pages.changed.sum(axis=1) > 0)
+        many_pages = CrawlHistory(many_pages.changed[keep], many_pages.intervals[keep], many_pages.crawl_rate[keep])
+    new = _draws(many_pages, prior, draws=40, chains=2, rng=5)
+    old = previous_grid_posterior(many_pages, prior, draws=40, chains=2, rng=5)
+    np.testing.assert_allclose(new, old, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("grid_size", [8, 33, 65])
+def test_grid_kernel_matches_at_other_grid_sizes(many_pages, grid_size):
+    h = CrawlHistory(many_pages.changed[:300], many_pages.intervals[:300], many_pages.crawl_rate[:300])
+    new = _draws(h, GammaPrior(1.0, 0.5), draws=30, chains=1, rng=2, grid_size=grid_size)
+    old = previous_grid_posterior(h, GammaPrior(1.0, 0.5), draws=30, chains=1, rng=2, grid_size=grid_size)
+    np.testing.assert_allclose(new, old, rtol=1e-12, atol=0)
+
+
+EXTREME = [
+    ([1, 0, 1, 0, 1, 1], [1e-6, 1e6, 1e-2, 3.0, 1e3, 1e-4]),
+    ([1, 1, 1, 1], [0.3, 1.2, 0.5, 2.0]),
+    ([0, 0, 0, 0, 0], [0.3, 1.2, 0.5, 2.0, 0.7]),
+    ([1], [1e-300]),
+    ([1, 0], [1e-300, 1e-300]),
+    ([0, 1], [1e250, 1e-250]),
+    ([1, 1], [1e300, 1e300]),
+]
+
+
+@pytest.mark.parametrize("prior", [GammaPrior(2.0, 1.0), LogNormalPrior(0.0, 1.0)])
+def test_grid_kernel_matches_on_extreme_intervals(prior):
+    for changed, tau in EXTREME:
+        h = CrawlHistory(changed, tau)
+        new = _draws(h, prior, draws=200, chains=1, rng=3)
+        old = previous_grid_posterior(h, prior, draws=200, chains=1, rng=3)[..., 0]
+        np.testing.assert_allclose(new, old, rtol=1e-12, atol=0, err_msg=f"{changed} {tau}")
+
+
+def test_grid_kernel_matches_on_a_ragged_history():
+    gen = np.random.default_rng(4)
+    lengths = gen.integers(1, 40, 500)
+    tau = gen.exponential(1.0, lengths.sum())
+    changed = (gen.random(tau.size) < 0.4).astype(np.int8)
+    h = CrawlHistory.from_segments(changed, tau, lengths=lengths, crawl_rate=1.0)
+    new = _draws(h, BetaPrimePrior(1.0, 2.0), draws=50, chains=2, rng=9)
+    old = previous_grid_posterior(h, BetaPrimePrior(1.0, 2.0), draws=50, chains=2, rng=9)
+    np.testing.assert_allclose(new, old, rtol=1e-12, atol=0)
+
+
+def test_same_grid_draws_whatever_the_number_of_threads(many_pages):
+    prior = BetaPrimePrior(1.0, 2.0)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = _draws(many_pages, prior, draws=20, chains=1, rng=8)
+        numba.set_num_threads(max(2, before))
+        two = _draws(many_pages, prior, draws=20, chains=1, rng=8)
+    finally:
+        numba.set_num_threads(before)
+    np.testing.assert_array_equal(one, two)
+
+
+def test_same_conjugate_draws_whatever_the_number_of_threads(many_pages, monkeypatch):
+    from changerate_bayes.bayes import _conjugate
+
+    monkeypatch.setattr(_conjugate, "BLOCK_PAGES", 512)  # several blocks
+    runs = []
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(_conjugate, "THREADS", threads)
+        idata = posterior(many_pages, prior=BetaPrimePrior(1.0, 2.0), method="conjugate", draws=20, chains=1, rng=8)
+        runs.append(idata.posterior["change_rate"].values)
+    np.testing.assert_array_equal(runs[0], runs[1])
+    np.testing.assert_array_equal(runs[0], runs[2])
+
+
+def test_conjugate_block_is_the_previous_sampler_with_its_generator(monkeypatch):
+    """One block: the same numbers as scipy's beta-prime sampler with that block's generator."""
+    from changerate_bayes.bayes import _conjugate
+
+    n_changed, n_crawls, p = np.array([0.0, 3.0, 7.0]), np.array([5.0, 9.0, 7.0]), np.array([0.5, 1.0, 2.0])
+    out = _conjugate.conjugate_posterior_draws(1.0, 2.0, n_changed, n_crawls, p, n_draws=50,
+                                               rng=np.random.default_rng(3))
+    s = int(np.random.default_rng(3).integers(0, 2**63))
+    gen = np.random.Generator(np.random.PCG64(np.random.SeedSequence(s).spawn(1)[0]))
+    ref = stats.betaprime(1.0 + n_changed, 2.0 + n_crawls - n_changed, scale=p).rvs(size=(50, 3), random_state=gen)
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=0)
+
+
+def test_conjugate_kernel_draws_the_beta_prime_posterior():
+    # pages spread over several seed blocks; KS per page against the closed form
+    n = 9000
+    gen = np.random.default_rng(1)
+    p = np.exp(gen.normal(0.0, 1.0, n))
+    h = simulate_history(np.full(n, 0.7), p, 12, n_pages=n, rng=gen)
+    idata = posterior(h, prior=BetaPrimePrior(1.5, 2.5), method="conjugate", draws=1000, chains=2, rng=6)
+    draws = idata.posterior["change_rate"].values
+    s = h.changed.sum(axis=1)
+    pvalues = []
+    for i in (0, 1, 4500, 8999):
+        dist = stats.betaprime(1.5 + s[i], 2.5 + 12 - s[i], scale=p[i])
+        pvalues.append(stats.kstest(draws[..., i].ravel(), dist.cdf).pvalue)
+    assert min(pvalues) > 1e-3
+    # the pooled PIT of all pages is uniform (one KS test on 9000 × 20 values)
+    a, b = 1.5 + s, 2.5 + 12 - s
+    pit = stats.betaprime.cdf(draws[0, :20], a, b, scale=p)
+    assert stats.kstest(pit.ravel(), "uniform").pvalue > 1e-3
+
+
+# ------------------------------------------------------------ extreme magnitudes
+def test_grid_posterior_with_intervals_summing_beyond_float64():
+    # S0 = 2 × 1.7e308 overflows; the posterior is ∝ Δ^{a−1} e^{−bΔ} (1 − e^{−Δ}) e^{−Δ S0}
+    # ≈ Gamma(a + 1, S0) (Δ ~ 1e-308, so 1 − e^{−Δ} = Δ to 1e-300)
+    h = CrawlHistory([1, 0, 0], [1.0, 1.7e308, 1.7e308])
+    draws = _draws(h, GammaPrior(2.0, 1.0), draws=2000, chains=2, rng=1).ravel()
+    assert np.all(np.isfinite(draws)) and np.all(draws > 0)
+    scaled = np.ldexp(draws, 1024)  # Δ · 2^1024 ~ Gamma(3, S0 / 2^1024)
+    rate = 2.0 * np.ldexp(1.7e308, -1024)
+    assert stats.kstest(scaled, stats.gamma(3.0, scale=1.0 / rate).cdf).pvalue > 1e-3
+    s = posterior_summary(h, prior=GammaPrior(2.0, 1.0))
+    assert np.ldexp(s.mean[0], 1024) == pytest.approx(3.0 / rate, rel=1e-10)
+    assert np.ldexp(s.sd[0], 1024) == pytest.approx(np.sqrt(3.0) / rate, rel=1e-8)
+    lo, hi = stats.gamma(3.0, scale=1.0 / rate).ppf([0.05, 0.95])
+    assert np.ldexp(s.lower[0], 1024) == pytest.approx(lo, rel=1e-4)
+    assert np.ldexp(s.upper[0], 1024) == pytest.approx(hi, rel=1e-4)
+
+
+def test_conjugate_at_the_largest_crawl_rate():
+    h = CrawlHistory([1, 0, 0], [1.0, 1.0, 1.0], crawl_rate=1.7e308)
+    # draws of Δ = p · BetaPrime(2, 4) exceed 1.8e308 with probability 0.17: refused
+    with pytest.raises(ValueError, match="puts probability 0.17.* above the largest float64"):
+        posterior(h, method="conjugate", draws=10, chains=1)
+    # the exact summary: mean p · 2/3 is finite, the 95% quantile lies beyond float64
+    s = posterior_summary(h, method="conjugate", level=0.9)
+    assert s.mean[0] == pytest.approx(1.7e308 * (2.0 / 3.0), rel=1e-14)
+    assert s.lower[0] == pytest.approx(1.7e308 * stats.betaprime(2.0, 4.0).ppf(0.05), rel=1e-10)
+    assert s.upper[0] == np.inf and not np.isnan(s.sd[0])
+    est = BayesianEstimator(crawl_rate=1.7e308)
+    for c in (1, 0, 0):
+        est.update(c)
+    assert est.rate == pytest.approx(1.7e308 * (2.0 / 3.0), rel=1e-14)  # p (a + 1)/(b + 3 − 1 − 1)
+
+
+def test_conjugate_at_a_large_but_safe_crawl_rate():
+    h = CrawlHistory([1, 0, 0, 0, 0, 0, 0, 0], crawl_rate=1e300)
+    d = posterior(h, method="conjugate", draws=500, chains=2, rng=0).posterior["change_rate"].values
+    assert np.all(np.isfinite(d))
+
+
+def test_flat_posterior_is_refused_by_the_kernel():
+    with pytest.raises(ValueError, match="too flat in log Δ"):
+        posterior(CrawlHistory([0], [1.0]), prior=GammaPrior(5e-324, 1.0), method="grid", draws=5, chains=1)
