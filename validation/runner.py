@@ -163,9 +163,21 @@ def _run_parallel(names, preset, seeds, jobs, progress, done):
     return [out[i] for i in range(len(names))]
 
 
-#: Wall seconds of each study at the quick preset on 2 cores (measured with one job);
-#: used only to start the longest studies first when several processes run them.
-_COST_HINT: dict[str, float] = {}
+#: Relative cost of each study (wall seconds at the quick preset, one process, measured
+#: on a loaded 2-core machine); used only to start the longest studies first when
+#: several processes run them. A study missing here counts as cheap.
+_COST_HINT: dict[str, float] = {
+    "pooling": 444.0,
+    "gof_size": 263.0,
+    "traces_study": 248.0,
+    "calibration": 235.0,
+    "monte_carlo": 53.0,
+    "convergence": 37.0,
+    "scheduling_rates": 28.0,
+    "scheduling_whittle": 28.0,
+    "scheduling_closed_loop": 27.0,
+    "scheduling_sampling": 10.0,
+}
 
 
 def run_validation(out_dir="reports", *, preset="default", seed: int = 20201, only=None, progress=None,
