@@ -132,7 +132,7 @@ def _run_parallel(names, preset, seeds, jobs, progress, done):
 
     ctx = mp.get_context("spawn")  # no fork of a process holding threads (BLAS, numba, tqdm)
     lines = ctx.Queue()
-    # Longest first (from the last measured times), so that no process is left with a
+    # Longest first (by the measured relative costs), so that no process is left with a
     # long study at the end; the results are put back in report order.
     order = sorted(range(len(names)), key=lambda i: -_COST_HINT.get(names[i], 0.0))
     pool = _ignoring_sigint(lambda: ctx.Pool(min(jobs, len(names)), initializer=_worker_init, initargs=(lines,)))
@@ -153,11 +153,8 @@ def _run_parallel(names, preset, seeds, jobs, progress, done):
                 progress(lines.get_nowait())
             except _queue.Empty:
                 break
-        pool.close()
-    except BaseException:  # a failed study or Ctrl-C: stop the other studies now
-        pool.terminate()
-        raise
-    finally:
+    finally:  # all results in hand, a study failed, or Ctrl-C: stop the workers now, without
+        pool.terminate()  # waiting for their interpreters to wind down (seconds under load)
         pool.join()
         lines.close()
     return [out[i] for i in range(len(names))]
