@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from changerate_bayes.scheduling import crawl_objective, optimal_crawl_rates
+from changerate_bayes.scheduling._optimal_rates import _binary_freshness_rows
 from validation.scheduling_rates import reference_crawl_rates
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -134,6 +135,9 @@ def compare_with_peer(n, objective, *, peer, repeats, gen):
     budget = n / 2
     optimal_crawl_rates(delta[:1000], w[:1000], 500.0, objective=objective)  # compile / load the kernel
     t_ours, ours = _best(lambda: optimal_crawl_rates(delta, w, budget, objective=objective), repeats)
+    if objective == "binary_freshness":  # the sorted log-domain solver (the previous kernel), for comparison
+        t_sorted, _ = _best(lambda: _binary_freshness_rows(delta[None], w[None], np.array([budget])), repeats)
+        print(f"{objective:20s} N = {n:>9,}: sorted solver (previous kernel) {t_sorted * 1e3:8.1f} ms")
     t0 = time.perf_counter()
     if objective == "binary_freshness":
         theirs = peer[0](w, delta, budget)
