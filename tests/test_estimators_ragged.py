@@ -350,3 +350,16 @@ def test_mle_pages_with_extreme_intervals_use_the_log_space_solver():
     for i in range(2):
         _same(path[i], estimate_path(h.page(i), "mle"), 1e-12)
         assert final_estimates(h, "mle")[i] == pytest.approx(path[i, -1], rel=1e-11)
+
+
+@pytest.mark.parametrize("delta,p", [(0.01, 10.0), (50.0, 0.5), (500.0, 0.1), (1e-4, 100.0)])
+def test_compiled_mle_path_at_extreme_change_to_crawl_ratios(delta, p):
+    """Almost no change seen, or almost every crawl changed: the predictor's derivatives vanish
+    or the terms underflow; the compiled path still equals the previous root tracking."""
+    from changerate_bayes import simulate_history
+    from changerate_bayes.estimators._rootpath import MLE_KIND, RootPath
+
+    h = simulate_history(delta, p, 300, n_pages=50, rng=3)
+    new = _quiet(estimate_path, h, "mle")
+    old = RootPath(MLE_KIND, 50).extend(h.changed.astype(float), h.intervals)
+    _same(new, old, 1e-12)
