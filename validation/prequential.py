@@ -393,7 +393,6 @@ def _reliability_figure(panels):
         ax.set_ylabel("observed frequency")
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=7)
-    fig.subplots_adjust(wspace=0.3)
     return fig
 
 

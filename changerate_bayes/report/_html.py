@@ -127,6 +127,8 @@ def figure_to_html(fig, *, alt: str, dpi: int = 90) -> Markup:
     """
     import matplotlib.pyplot as plt
 
+    if fig.get_layout_engine() is None:  # a figure made outside figure_context(): lay it out once, here
+        fig.set_layout_engine("constrained")
     _integer_ticks(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
