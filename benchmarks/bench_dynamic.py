@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from changerate_bayes import DynamicRateFilter, dynamic_posterior
+from _result import result  # noqa: E402  (the RESULT line read by run_all.py)
 
 GOAL_SECONDS = 10.0
 
@@ -46,6 +47,12 @@ def main(n_pages: int = 100_000, n_crawls: int = 100, grid_size: int = 200) -> N
         print(f"{label:62s} {dt:7.2f} s wall, {cpu:7.2f} s CPU  ({cpu / (n_pages * n_crawls) * 1e6:.2f} CPU-µs "
               "per page-crawl, "
               f"kernel half-width ≈ {b:.0f} nodes at τ = 1 h){goal}", flush=True)
+        size = f"{n_pages} pages × {n_crawls} crawls, {grid_size}-node lattice"
+        if goal:
+            result(f"dynamic posterior, {label}, {size}: ≤ {GOAL_SECONDS:g} s", f"{dt:.1f} s ({cpu:.1f} s CPU)",
+                   dt <= GOAL_SECONDS, value=dt, unit="s")
+        else:
+            result(f"dynamic posterior, {label}, {size}", f"{dt:.1f} s ({cpu:.1f} s CPU)", None, value=dt, unit="s")
     f = DynamicRateFilter(n_pages, sigma=0.03, grid=grid)
     t0, c0 = time.perf_counter(), time.process_time()
     for j in range(n_crawls):

@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from changerate_bayes.diagnostics import poisson_gof
+from _result import result  # noqa: E402  (the RESULT line read by run_all.py)
 
 GOALS = {10**4: None, 10**5: 10.0, 10**6: 60.0}
 
@@ -38,6 +39,8 @@ def main(sizes):
         verdict = "" if goal is None else (f"goal <= {goal:.0f} s: " + ("met" if sec <= goal else "NOT met"))
         print(f"n = {n:>8}: {sec:6.1f} s  {verdict:22s} segments {res.segments.n_segments} "
               f"(group size {res.segments.group_size}), {len(res.rejected())} tests reject", flush=True)
+        result(f"poisson_gof on {n:.0e} events" + ("" if goal is None else f": ≤ {goal:.0f} s"), f"{sec:.1f} s",
+               None if goal is None else sec <= goal, value=sec, unit="s")
 
 
 if __name__ == "__main__":
