@@ -42,3 +42,41 @@ def test_non_utf8_csv_names_file_and_encoding(tmp_path):
 def test_folder_instead_of_file_is_named(tmp_path):
     with pytest.raises(CrawlLogError, match="is a folder, not a log file"):
         read_log(tmp_path, format="csv")
+
+
+CHANGES = "page,timestamp\na,2024-01-02T00:00Z\na,2024-01-05T00:00Z\nb,2024-01-03T00:00Z\n"
+
+
+@pytest.mark.parametrize("budget, changes", [
+    ("0", CHANGES),
+    ("nan", CHANGES),
+    ("2", "page,timestamp\na,2024-01-05T00:00Z\na,2024-01-02T00:00Z\n"),   # unsorted change times
+])
+def test_replay_failure_leaves_no_new_folders(tmp_path, capsys, budget, changes):
+    path = tmp_path / "ch.csv"
+    path.write_text(changes)
+    rc = main(["replay", str(path), "--window", "2024-01-01T00:00Z", "2024-01-10T00:00Z", "--budget", budget,
+               "--policies", "uniform", "--n-boot", "0", "--report", str(tmp_path / "rep" / "sub"),
+               "--csv", str(tmp_path / "tab" / "t.csv")])
+    assert rc == 2
+    assert "replay: error:" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ch.csv"]
+
+
+def test_replay_non_utf8_input_is_refused(tmp_path, capsys):
+    path = tmp_path / "ch.csv"
+    path.write_bytes(b"page,timestamp\n\xe9,2024-01-02T00:00Z\n")
+    rc = main(["replay", str(path), "--window", "2024-01-01T00:00Z", "2024-01-10T00:00Z", "--budget", "2",
+               "--policies", "uniform", "--n-boot", "0"])
+    assert rc == 2
+    assert "not UTF-8 text" in capsys.readouterr().err
+
+
+def test_replay_csv_into_new_folder(tmp_path, capsys):
+    path = tmp_path / "ch.csv"
+    path.write_text(CHANGES)
+    out = tmp_path / "tab" / "t.csv"
+    rc = main(["replay", str(path), "--window", "2024-01-01T00:00Z", "2024-01-10T00:00Z", "--budget", "2",
+               "--policies", "uniform", "--n-boot", "0", "--csv", str(out)])
+    assert rc == 0
+    assert out.read_text().startswith("policy,") and [p.name for p in out.parent.iterdir()] == ["t.csv"]
