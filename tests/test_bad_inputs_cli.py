@@ -80,3 +80,20 @@ def test_replay_csv_into_new_folder(tmp_path, capsys):
                "--policies", "uniform", "--n-boot", "0", "--csv", str(out)])
     assert rc == 0
     assert out.read_text().startswith("policy,") and [p.name for p in out.parent.iterdir()] == ["t.csv"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("time\n1.0\nabc\n3.0\n", r"mixes numbers \(line 2: '1.0'\) and non-numbers \(line 3: 'abc'\)"),
+    ("page,time\na,1.0\na,\na,3.0\n", r"line 3, column 'time': missing time"),
+    ("when\n1.0\n2.0\n", r"missing time column 'time'"),
+])
+def test_diagnose_bad_times(tmp_path, capsys, text, message):
+    path = tmp_path / "ev.csv"
+    path.write_text(text)
+    rc = main(["diagnose", str(path), "--report", str(tmp_path / "rep" / "sub"), "--n-resamples", "9"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    import re
+
+    assert re.search(message, err), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ev.csv"]

@@ -122,24 +122,9 @@ def run(args) -> int:
     A failure removes the folders this run created for ``--out`` and ``--report`` if
     they are still empty, so that nothing is left behind.
     """
-    from changerate_bayes.cli.validate import _missing_parents
+    from changerate_bayes.cli._folders import run_removing_new_folders
 
-    created = []
-    for path in (Path(args.out).parent, args.report):
-        if path is not None and str(path).strip():
-            created += [p for p in _missing_parents(path) if p not in created]
-    created.sort(key=lambda p: len(p.parts), reverse=True)  # deepest first
-    status = 1
-    try:
-        status = _run(args)
-    finally:
-        if status != 0:
-            for folder in created:
-                try:
-                    folder.rmdir()  # only succeeds on an empty folder
-                except OSError:
-                    pass
-    return status
+    return run_removing_new_folders(_run, args, [Path(args.out).parent, args.report])
 
 
 def _run(args) -> int:

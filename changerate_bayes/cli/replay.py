@@ -78,24 +78,9 @@ def run(args) -> int:
     """
     from pathlib import Path
 
-    from changerate_bayes.cli.validate import _missing_parents
+    from changerate_bayes.cli._folders import run_removing_new_folders
 
-    created = []
-    for path in (args.report, Path(args.csv).parent if args.csv else None):
-        if path is not None and str(path).strip():
-            created += [p for p in _missing_parents(path) if p not in created]
-    created.sort(key=lambda p: len(p.parts), reverse=True)  # deepest first
-    status = 1
-    try:
-        status = _run(args)
-    finally:
-        if status != 0:
-            for folder in created:
-                try:
-                    folder.rmdir()  # only succeeds on an empty folder
-                except OSError:
-                    pass
-    return status
+    return run_removing_new_folders(_run, args, [args.report, Path(args.csv).parent if args.csv else None])
 
 
 def _run(args) -> int:
