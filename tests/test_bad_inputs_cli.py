@@ -97,3 +97,11 @@ def test_diagnose_bad_times(tmp_path, capsys, text, message):
 
     assert re.search(message, err), err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ev.csv"]
+
+
+@pytest.mark.parametrize("page", ["", "  "])
+def test_csv_row_without_page_is_refused(tmp_path, page):
+    log = tmp_path / "log.csv"
+    log.write_text(GOOD.replace("\na,2024-01-02", f"\n{page},2024-01-02"))
+    with pytest.raises(CrawlLogError, match=r"log\.csv: line 3, column 'page': missing page"):
+        read_csv(log)
