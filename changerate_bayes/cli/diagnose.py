@@ -32,7 +32,16 @@ def _err(msg: str) -> int:
 
 
 def run(args) -> int:
-    """Run ``diagnose`` with parsed arguments ``args``; return the exit status."""
+    """Run ``diagnose`` with parsed arguments ``args``; return the exit status.
+
+    A failure removes the report folders this run created if they are still empty.
+    """
+    from changerate_bayes.cli._folders import run_removing_new_folders
+
+    return run_removing_new_folders(_run, args, [args.report])
+
+
+def _run(args) -> int:
     import warnings
 
     import pandas as pd
@@ -57,8 +66,17 @@ def run(args) -> int:
     if frame.empty:
         return _err(f"{args.events}: no rows")
     times = frame[col]
+    blank = (times.str.strip() == "").to_numpy()
+    if blank.any():
+        return _err(f"{args.events}: line {int(blank.argmax()) + 2}, column {col!r}: missing time")
     numeric = pd.to_numeric(times, errors="coerce")
-    values = numeric if numeric.notna().all() else times
+    is_num = numeric.notna().to_numpy()
+    if is_num.any() and not is_num.all():
+        i, j = int(is_num.argmax()), int((~is_num).argmax())
+        return _err(f"{args.events}: column {col!r} mixes numbers (line {i + 2}: {times.iloc[i]!r}) and "
+                    f"non-numbers (line {j + 2}: {times.iloc[j]!r}): give every time as a number or every "
+                    "time as an ISO-8601 datetime")
+    values = numeric if is_num.all() else times
     has_pages = args.page_column in frame.columns
     pages = frame[args.page_column] if has_pages else pd.Series(["(all)"] * len(frame))
     order = pages.value_counts(sort=True).index[: args.max_pages]

@@ -117,7 +117,17 @@ def _dask_table(args, fmt):
 
 
 def run(args) -> int:
-    """Run ``estimate`` with parsed arguments ``args``; return the exit status."""
+    """Run ``estimate`` with parsed arguments ``args``; return the exit status.
+
+    A failure removes the folders this run created for ``--out`` and ``--report`` if
+    they are still empty, so that nothing is left behind.
+    """
+    from changerate_bayes.cli._folders import run_removing_new_folders
+
+    return run_removing_new_folders(_run, args, [Path(args.out).parent, args.report])
+
+
+def _run(args) -> int:
     import warnings
 
     from changerate_bayes.io import CrawlLogError, detect_format, read_log

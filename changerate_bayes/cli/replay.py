@@ -71,8 +71,24 @@ def _report_html(df, *, source: str, args, seconds: float) -> str:
 
 
 def run(args) -> int:
-    """Run ``replay`` with parsed arguments ``args``; return the exit status."""
+    """Run ``replay`` with parsed arguments ``args``; return the exit status.
+
+    A failure removes the folders this run created for ``--report`` and ``--csv`` if
+    they are still empty, so that nothing is left behind.
+    """
+    from pathlib import Path
+
+    from changerate_bayes.cli._folders import run_removing_new_folders
+
+    return run_removing_new_folders(_run, args, [args.report, Path(args.csv).parent if args.csv else None])
+
+
+def _run(args) -> int:
+    from pathlib import Path
+
     import pandas as pd
+
+    from changerate_bayes.cli.estimate import write_table
 
     from changerate_bayes.replay import DEFAULT_POLICIES, replay_policies
     from changerate_bayes.report import check_output_dir, write_report
@@ -86,6 +102,15 @@ def run(args) -> int:
             check_output_dir(args.report)
         except (TypeError, ValueError) as exc:
             return fail(f"--report: {exc}")
+    csv_out = None
+    if args.csv:
+        csv_out = Path(args.csv)
+        if csv_out.is_dir():
+            return fail(f"--csv {args.csv!r} is a folder")
+        try:
+            csv_out.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return fail(f"--csv {args.csv!r}: folder {str(csv_out.parent)!r} cannot be created ({exc.strerror})")
     try:
         changes = pd.read_csv(args.changes)
         windows = None
@@ -95,6 +120,9 @@ def run(args) -> int:
             windows = tuple(_window_value(x) for x in args.window)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         return fail(f"cannot read the input: {exc}")
+    except UnicodeDecodeError as exc:
+        return fail(f"cannot read the input: not UTF-8 text ({exc.reason}: byte {exc.object[exc.start]:#04x}); "
+                    "re-encode the CSV files as UTF-8")
     t0 = time.perf_counter()
     try:
         df = replay_policies(changes, window=windows, budget=args.budget,
@@ -105,12 +133,14 @@ def run(args) -> int:
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(df[["policy", "budget", "budget_source", "freshness", "freshness_weighted", "mean_age_days",
                   "crawls_per_day", "within_budget", "detected_per_crawl"]].to_string(index=False))
-    if args.csv:
-        df.to_csv(args.csv, index=False)
-    if args.report:
+    html = None
+    if args.report:  # built before anything is written: a failure leaves no file behind
         html = _report_html(df, source=args.changes, args=args, seconds=time.perf_counter() - t0)
         results = {"replay": [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
                               for r in df.to_dict("records")]}
+    if csv_out is not None:
+        write_table(df, csv_out)  # atomic: a temporary file, then a rename
+    if html is not None:
         path = write_report(args.report, html=html, results=results)
         print(f"report written to {path}")
     return 0

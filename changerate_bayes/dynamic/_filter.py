@@ -180,8 +180,11 @@ class DynamicRateFilter:
             where ``mask`` is True). ValueError also when a crawl is impossible on the
             lattice (every node gives it probability 0 in float64): widen ``grid``.
         """
-        changed = self._vector(changed, name="changed", dtype=bool)
         mask = np.ones(self._n, dtype=bool) if mask is None else self._vector(mask, name="mask", dtype=bool)
+        changed_in = np.asarray(changed) if changed is not None else None
+        if changed_in is not None and changed_in.dtype.kind in "biuf" and changed_in.shape == (self._n,):
+            changed_in = np.where(mask, changed_in, 0)  # entries of pages not crawled are neither used nor checked
+        changed = self._vector(changed_in, name="changed", dtype=bool)
         tau_in = np.asarray(interval)
         if tau_in.dtype.kind in "iuf" and tau_in.ndim in (0, 1):
             tau_checked = np.where(mask, tau_in, 1.0) if tau_in.ndim == 1 and tau_in.shape == (self._n,) else tau_in

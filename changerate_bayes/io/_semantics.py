@@ -177,7 +177,7 @@ def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_wor
     col = lambda c: names.get(c, c)  # noqa: E731
     pages = frame["page"]
     missing = pages.isna().to_numpy(dtype=bool).copy()
-    if pages.dtype == object or str(pages.dtype) == "string":
+    if pages.dtype == object or isinstance(pages.dtype, pd.StringDtype):  # pandas 3 reads dtype=str as "str"
         missing |= (pages.astype("string").str.strip() == "").fillna(True).to_numpy(dtype=bool)
     if missing.any():
         i = int(np.flatnonzero(missing)[0])

@@ -29,6 +29,8 @@ def _as_paths(paths) -> list[Path]:
     if not out:
         raise ValueError("`paths` must name at least one file")
     for p in out:
+        if p.is_dir():
+            raise CrawlLogError(f"{p}: is a folder, not a log file")
         if not p.is_file():
             raise CrawlLogError(f"{p}: no such file")
     return out
@@ -159,6 +161,9 @@ def read_csv(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUN
                 line += len(chunk)
         except pd.errors.ParserError as exc:
             raise CrawlLogError(f"{src}: near line {line}: malformed CSV ({exc})") from None
+        except UnicodeDecodeError as exc:
+            raise CrawlLogError(f"{src}: at or after line {line}: not UTF-8 text ({exc.reason}: byte "
+                                f"{exc.object[exc.start]:#04x}); re-encode the file as UTF-8") from None
     return _finish(parts, labels, kind=kind, plans=plans, sources=files)
 
 

@@ -94,18 +94,24 @@ class ReplayPages:
 def _parse_times(values, *, what: str, labels, datetimes: bool):
     """int64 ms (and the origin-free values) from a column; errors name the row."""
     if datetimes:
+        numeric = [i for i, v in enumerate(values)
+                   if isinstance(v, (numbers.Real, np.number)) and not isinstance(v, (bool, np.bool_)) and v == v]
+        if numeric:  # pandas would read a number as nanoseconds after 1970 and carry on
+            i = numeric[0]
+            raise ValueError(f"{what} of {labels[i]} is a number ({values[i]!r}), but the times are datetimes: "
+                             "give a datetime or an ISO-8601 string, or give every time as days (numbers)")
         parsed = pd.to_datetime(pd.Series(values), utc=True, errors="coerce", format="mixed")
         bad = parsed.isna().to_numpy()
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{what} of row {labels[i]!r} is not a parsable time: {values[i]!r}")
+            raise ValueError(f"{what} of {labels[i]} is not a parsable time: {values[i]!r}")
         epoch = pd.Timestamp(0, tz="UTC")
         return ((parsed - epoch) // pd.Timedelta(milliseconds=1)).to_numpy(dtype=np.int64)
     arr = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(arr)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{what} of row {labels[i]!r} is not a finite number (days): {values[i]!r}")
+        raise ValueError(f"{what} of {labels[i]} is not a finite number (days): {values[i]!r}")
     return np.rint(arr * MS_PER_DAY).astype(np.int64)
 
 
@@ -195,7 +201,7 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
     if len(win) == 0:
         raise ValueError("no pages: `window` (or `changes`) lists no page")
 
-    wlabels = [f"window of page {p!r}" for p in win["page"]]
+    wlabels = [f"the window of page {p!r}" for p in win["page"]]
     if datetimes is None:
         datetimes = _is_datetime_like(win["start"])
     start = _parse_times(win["start"].to_numpy(), what="start", labels=wlabels, datetimes=datetimes)
@@ -208,7 +214,7 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
     names = tuple(win["page"])
     pos = {n: i for i, n in enumerate(names)}
 
-    change = _parse_times(ts, what="timestamp", labels=labels, datetimes=datetimes) if len(changes) else np.zeros(0, np.int64)
+    change = _parse_times(ts, what="timestamp", labels=[f"row {x!r}" for x in labels], datetimes=datetimes) if len(changes) else np.zeros(0, np.int64)
     pidx = np.array([pos.get(p, -1) for p in page], dtype=np.int64)
     if (pidx < 0).any():
         i = int(np.flatnonzero(pidx < 0)[0])

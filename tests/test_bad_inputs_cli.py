@@ -1,0 +1,107 @@
+"""Refusals of bad crawl logs and replay inputs: a clear message, and nothing left on disk."""
+
+import pytest
+
+from changerate_bayes.cli import main
+from changerate_bayes.io import CrawlLogError, read_csv, read_log
+
+GOOD = "page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,2024-01-02T00:00Z,y\na,2024-01-03T00:00Z,y\n"
+
+
+@pytest.mark.parametrize("text", [
+    "page,digest\na,x\na,y\n",                                                   # missing fetch_time
+    "page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,notatime,y\n",             # unparsable time
+    "page,fetch_time,digest\n",                                                  # header only
+])
+def test_estimate_failure_leaves_no_new_folders(tmp_path, capsys, text):
+    log = tmp_path / "log.csv"
+    log.write_text(text)
+    out = tmp_path / "new" / "deeper" / "est.csv"
+    report = tmp_path / "rep" / "sub"
+    rc = main(["estimate", str(log), "--methods", "lln", "--out", str(out), "--report", str(report)])
+    assert rc == 2
+    assert "error" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.csv"]
+
+
+def test_estimate_failure_keeps_existing_folders(tmp_path):
+    log = tmp_path / "log.csv"
+    log.write_text("page,digest\na,x\n")
+    (tmp_path / "rep").mkdir()
+    assert main(["estimate", str(log), "--out", str(tmp_path / "e.csv"), "--report", str(tmp_path / "rep")]) == 2
+    assert (tmp_path / "rep").is_dir() and list((tmp_path / "rep").iterdir()) == []
+
+
+def test_non_utf8_csv_names_file_and_encoding(tmp_path):
+    log = tmp_path / "latin1.csv"
+    log.write_bytes(GOOD.replace("a,", "\xe9t\xe9,").encode("latin-1"))
+    with pytest.raises(CrawlLogError, match=r"latin1\.csv: .*line 2: not UTF-8 text .*0xe9"):
+        read_csv(log)
+
+
+def test_folder_instead_of_file_is_named(tmp_path):
+    with pytest.raises(CrawlLogError, match="is a folder, not a log file"):
+        read_log(tmp_path, format="csv")
+
+
+CHANGES = "page,timestamp\na,2024-01-02T00:00Z\na,2024-01-05T00:00Z\nb,2024-01-03T00:00Z\n"
+
+
+@pytest.mark.parametrize("budget, changes", [
+    ("0", CHANGES),
+    ("nan", CHANGES),
+    ("2", "page,timestamp\na,2024-01-05T00:00Z\na,2024-01-02T00:00Z\n"),   # unsorted change times
+])
+def test_replay_failure_leaves_no_new_folders(tmp_path, capsys, budget, changes):
+    path = tmp_path / "ch.csv"
+    path.write_text(changes)
+    rc = main(["replay", str(path), "--window", "2024-01-01T00:00Z", "2024-01-10T00:00Z", "--budget", budget,
+               "--policies", "uniform", "--n-boot", "0", "--report", str(tmp_path / "rep" / "sub"),
+               "--csv", str(tmp_path / "tab" / "t.csv")])
+    assert rc == 2
+    assert "replay: error:" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ch.csv"]
+
+
+def test_replay_non_utf8_input_is_refused(tmp_path, capsys):
+    path = tmp_path / "ch.csv"
+    path.write_bytes(b"page,timestamp\n\xe9,2024-01-02T00:00Z\n")
+    rc = main(["replay", str(path), "--window", "2024-01-01T00:00Z", "2024-01-10T00:00Z", "--budget", "2",
+               "--policies", "uniform", "--n-boot", "0"])
+    assert rc == 2
+    assert "not UTF-8 text" in capsys.readouterr().err
+
+
+def test_replay_csv_into_new_folder(tmp_path, capsys):
+    path = tmp_path / "ch.csv"
+    path.write_text(CHANGES)
+    out = tmp_path / "tab" / "t.csv"
+    rc = main(["replay", str(path), "--window", "2024-01-01T00:00Z", "2024-01-10T00:00Z", "--budget", "2",
+               "--policies", "uniform", "--n-boot", "0", "--csv", str(out)])
+    assert rc == 0
+    assert out.read_text().startswith("policy,") and [p.name for p in out.parent.iterdir()] == ["t.csv"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("time\n1.0\nabc\n3.0\n", r"mixes numbers \(line 2: '1.0'\) and non-numbers \(line 3: 'abc'\)"),
+    ("page,time\na,1.0\na,\na,3.0\n", r"line 3, column 'time': missing time"),
+    ("when\n1.0\n2.0\n", r"missing time column 'time'"),
+])
+def test_diagnose_bad_times(tmp_path, capsys, text, message):
+    path = tmp_path / "ev.csv"
+    path.write_text(text)
+    rc = main(["diagnose", str(path), "--report", str(tmp_path / "rep" / "sub"), "--n-resamples", "9"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    import re
+
+    assert re.search(message, err), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ev.csv"]
+
+
+@pytest.mark.parametrize("page", ["", "  "])
+def test_csv_row_without_page_is_refused(tmp_path, page):
+    log = tmp_path / "log.csv"
+    log.write_text(GOOD.replace("\na,2024-01-02", f"\n{page},2024-01-02"))
+    with pytest.raises(CrawlLogError, match=r"log\.csv: line 3, column 'page': missing page"):
+        read_csv(log)
