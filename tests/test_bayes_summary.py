@@ -178,3 +178,14 @@ def test_missing_data_named():
                           prior=BetaPrimePrior(1.0, 2.0))
     with pytest.raises(TypeError, match="CrawlHistory"):
         posterior_summary([1, 0])
+
+
+def test_grid_summary_refuses_a_mean_below_its_own_interval():
+    # one change seen in an interval of 1e-100: the posterior ∝ x (1 + x)^-3 up to x ≈ 1e100
+    # has a mean of about 2 ln(1e100) ≈ 460 that the grid cannot resolve; E[Δ] >= 0.95·q05
+    # for any Δ >= 0, so a mean below that bound is refused rather than returned
+    h = CrawlHistory(changed=np.array([1]), intervals=np.array([1e-100]), crawl_rate=1.0)
+    with pytest.raises(ValueError, match="page 0: the posterior spreads over more orders of magnitude"):
+        posterior_summary(h)
+    ok = posterior_summary(CrawlHistory(changed=np.array([1]), intervals=np.array([1e-30]), crawl_rate=1.0))
+    assert ok.mean[0] >= 0.95 * ok.lower[0]

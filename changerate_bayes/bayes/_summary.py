@@ -119,7 +119,10 @@ def posterior_summary(history, *, prior=None, method: str = "grid", level: float
         For an unknown ``method``; ``level`` outside (0, 1); missing intervals (grid)
         or crawl rate (conjugate, beta-prime prior); a non-beta-prime prior with
         ``"conjugate"``; an improper posterior (BetaPrimePrior with a = 0 on a page
-        that never saw a change).
+        that never saw a change); a page whose posterior spreads over more orders of
+        magnitude than the quadrature grid resolves (its computed mean would fall below
+        what its own credible interval allows, e.g. one change seen in an interval of
+        1e-60 time units).
 
     Notes
     -----
@@ -173,11 +176,29 @@ def posterior_summary(history, *, prior=None, method: str = "grid", level: float
         lik = exact_likelihood(history, tau)
         refuse_improper(improper_pages(lik, coef), prior, history)
         mean, sd, lower, upper = grid_summary(lik, coef, probs, size=grid_size)
+        _check_mean_against_interval(mean, lower, probs[0])
         if shift is not None:  # back from the rescaled time of overflowing pages (exact: powers of 2)
             e = -np.rint(shift / np.log(2.0)).astype(np.int64)
             mean, sd, lower, upper = (np.ldexp(v, e) for v in (mean, sd, lower, upper))
     return PosteriorSummary(mean=mean, sd=sd, lower=lower, upper=upper, level=level, method=method,
                             prior=repr(prior), page_ids=history.page_ids)
+
+
+def _check_mean_against_interval(mean, lower, p_low) -> None:
+    """ValueError where a grid mean contradicts its own interval.
+
+    For Δ >= 0 with P(Δ >= q) = 1 − p_low, E[Δ] >= (1 − p_low)·q: a mean below that
+    means the grid missed part of the posterior's mass (a tail spread over many orders
+    of magnitude), and the number would be silently wrong.
+    """
+    bad = np.isfinite(mean) & (mean < (1.0 - p_low) * lower * (1.0 - 1e-9))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"page {i}: the posterior spreads over more orders of magnitude than the quadrature grid "
+            f"resolves (computed mean {mean[i]:.3g} below the bound {(1.0 - p_low) * lower[i]:.3g} that its "
+            f"credible interval implies); check the unit of the intervals"
+        )
 
 
 def conjugate_quantiles(post_a, post_b, crawl_rate, probs) -> np.ndarray:
