@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
+from ._folders import new_folders, remove_if_empty
 
 __all__ = ["register"]
 
@@ -37,25 +37,6 @@ def register(sub) -> None:
                           "the results do not depend on it")
 
 
-def _missing_parents(path) -> list[Path]:
-    """``path`` and those of its parents that do not exist yet, deepest first."""
-    out = []
-    p = Path(path).absolute()
-    while not p.exists() and p != p.parent:
-        out.append(p)
-        p = p.parent
-    return out
-
-
-def _remove_if_empty(folders) -> None:
-    """Remove the folders made for the report (deepest first) if they are still empty."""
-    for folder in folders:
-        try:
-            folder.rmdir()  # only succeeds on an empty folder
-        except OSError:
-            break
-
-
 def run(args) -> int:
     """Run ``validate`` with parsed arguments ``args``; return the exit status.
 
@@ -80,7 +61,7 @@ def run(args) -> int:
             return 2
     from changerate_bayes.report import check_output_dir
 
-    created = _missing_parents(args.out) if str(args.out).strip() else []
+    created = new_folders([args.out])
     try:
         check_output_dir(args.out)
     except ValueError as exc:
@@ -89,7 +70,7 @@ def run(args) -> int:
     try:
         run_validation(args.out, preset=args.preset, seed=args.seed, only=args.only, jobs=jobs)
     except KeyboardInterrupt:
-        _remove_if_empty(created)
+        remove_if_empty(created)
         print("changerate-bayes: interrupted; no report written", file=sys.stderr, flush=True)
         return 130
     return 0
