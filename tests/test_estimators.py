@@ -26,7 +26,7 @@ from changerate_bayes import (
     simulate_history,
 )
 from changerate_bayes.estimators import ESTIMATORS, METHODS, StreamingEstimator, _rootpath, _rootsolve
-from changerate_bayes.estimators._crawlcheck import dkw_threshold, poisson_distance
+from changerate_bayes.estimators._crawlcheck import dkw_threshold, poisson_distance_segments
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -537,12 +537,13 @@ def test_poisson_check_false_alarm_rate_is_bounded_by_dkw():
     # 4000 Poisson pages of 40 crawls above it must not exceed 0.05 by more than 3
     # binomial standard errors (0.0103).
     gen = np.random.default_rng(2024)
-    per_page, pooled = poisson_distance(gen.exponential(size=(4000, 40)))
+    per_page, pooled = poisson_distance_segments(
+        CrawlHistory(np.zeros((4000, 40)), gen.exponential(size=(4000, 40)), crawl_rate=1.0))
     share = float((per_page > dkw_threshold(0.05, 40)).mean())
     assert share <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 4000)
     assert pooled <= dkw_threshold(0.05, 4000 * 40)
     # a fixed schedule is at distance 1 − e^{−1} (up to the 1/64 binning)
-    per_page, _ = poisson_distance(np.ones((1, 30)))
+    per_page, _ = poisson_distance_segments(CrawlHistory(np.zeros((1, 30)), np.ones((1, 30)), crawl_rate=1.0))
     assert per_page[0] == pytest.approx(1 - math.exp(-1), abs=1 / 64)
 
 

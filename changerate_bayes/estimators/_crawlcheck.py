@@ -33,7 +33,7 @@ import numpy as np
 from .._validation import StatisticalWarning
 from ._segments import segment_totals
 
-__all__ = ["FALSE_ALARM", "poisson_distance", "dkw_threshold", "warn_if_not_poisson", "warn_if_not_regular"]
+__all__ = ["FALSE_ALARM", "poisson_distance_segments", "dkw_threshold", "warn_if_not_poisson", "warn_if_not_regular"]
 
 FALSE_ALARM = 1e-6  # probability that a genuine Poisson crawl is flagged, per call
 N_EDGES = 64  # the distance is taken at the 1/64-quantiles of Exp(1)
@@ -49,26 +49,6 @@ _ALTERNATIVES_POISSON = (
 def dkw_threshold(alpha, n):
     """ε with 2 exp(−2 n ε²) = alpha: the distance a Poisson crawl exceeds with probability <= alpha."""
     return np.sqrt(np.log(2.0 / alpha) / (2.0 * np.asarray(n, dtype=np.float64)))
-
-
-def poisson_distance(z: np.ndarray):
-    """Distance of z (rows: pages, shape (n_pages, k)) from Exp(1) at the 1/64-quantiles.
-
-    Returns
-    -------
-    per_page : ndarray, shape (n_pages,)
-        max_i |F_k(q_i) − i/64| per page, F_k the page's empirical CDF.
-    pooled : float
-        The same for all pages pooled.
-    """
-    n_pages, k = z.shape
-    cells = np.minimum(np.floor(-np.expm1(-z) * N_EDGES), N_EDGES - 1).astype(np.int64)
-    counts = np.bincount((cells + N_EDGES * np.arange(n_pages)[:, None]).ravel(), minlength=n_pages * N_EDGES)
-    counts = counts.reshape(n_pages, N_EDGES)
-    levels = np.arange(1, N_EDGES) / N_EDGES
-    per_page = np.abs(np.cumsum(counts, axis=1)[:, :-1] / k - levels).max(axis=1)
-    pooled = float(np.abs(np.cumsum(counts.sum(axis=0))[:-1] / (n_pages * k) - levels).max())
-    return per_page, pooled
 
 
 def _cell(z):
@@ -97,17 +77,19 @@ def _cell_edges():
 
 
 def poisson_distance_segments(history):
-    """Per-page and pooled distance of p·τ from Exp(1), as :func:`poisson_distance`, over the
+    """Per-page and pooled distance of p·τ from Exp(1) at the 1/64-quantiles, over the
     history's CSR segments (pages of any length) in one compiled pass.
 
-    The distances are computed as max_i |64·(count below q_i) − i·k| / (64 k), exact in
-    integers with one rounding, so they are within one ulp of the formula of
-    :func:`poisson_distance`.
+    The distances are max_i |F_k(q_i) − i/64| (F_k the page's empirical CDF of p·τ),
+    computed as max_i |64·(count below q_i) − i·k| / (64 k): exact in integers with one
+    rounding.
 
     Returns
     -------
     per_page : ndarray, shape (n_pages,)
+        The distance of each page.
     pooled : float
+        The same for all pages pooled.
     """
     from . import _kernels
 
