@@ -51,6 +51,14 @@ def check_columns(columns) -> dict:
     return dict(columns)
 
 
+def _plan_next_file(header: list[str], mapping: dict, *, source: str, change_from: str, kind):
+    """:func:`_plan` of one more file; its changes must be decided as in the files before (``kind``)."""
+    plan, k = _plan(header, mapping, source=source, change_from=change_from)
+    if kind is not None and k != kind:
+        raise CrawlLogError(f"{source}: changes would be decided by {k!r} here but by {kind!r} in the first file")
+    return plan, k
+
+
 def _plan(header: list[str], mapping: dict, *, source: str, change_from: str):
     """Which file columns to read as which standard columns; errors for missing ones."""
     file_cols = set(header)
@@ -143,10 +151,7 @@ def read_csv(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUN
             header = list(pd.read_csv(path, sep=sep, nrows=0).columns)
         except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
             raise CrawlLogError(f"{src}: line 1: not a readable CSV file ({exc})") from None
-        plan, k = _plan(header, mapping, source=src, change_from=change_from)
-        if kind is not None and k != kind:
-            raise CrawlLogError(f"{src}: changes would be decided by {k!r} here but by {kind!r} in the first file")
-        kind = k
+        plan, kind = _plan_next_file(header, mapping, source=src, change_from=change_from, kind=kind)
         plans.append(plan)
         inv = {v: s for s, v in plan.items()}
         line = 2
@@ -195,10 +200,7 @@ def read_parquet(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_
         except (pa.ArrowInvalid, OSError) as exc:
             raise CrawlLogError(f"{src}: not a readable Parquet file ({exc})") from None
         header = list(pf.schema_arrow.names)
-        plan, k = _plan(header, mapping, source=src, change_from=change_from)
-        if kind is not None and k != kind:
-            raise CrawlLogError(f"{src}: changes would be decided by {k!r} here but by {kind!r} in the first file")
-        kind = k
+        plan, kind = _plan_next_file(header, mapping, source=src, change_from=change_from, kind=kind)
         plans.append(plan)
         inv = {v: s for s, v in plan.items()}
         row = 1
