@@ -278,3 +278,14 @@ def test_bad_values_name_the_row():
     _raises(df, r"row 2, column 'status': expected a number; got 'OK'")
     df = pd.DataFrame({"page": ["a"], "fetch_time": ["2024-01-01T00:00Z"], "digest": ["x"]})
     _raises(df, r"no page has two usable visits")
+
+
+def test_files_that_decide_changes_differently_are_refused(tmp_path):
+    from changerate_bayes.io import CrawlLogError, read_csv
+
+    a = tmp_path / "a.csv"
+    b = tmp_path / "b.csv"
+    a.write_text("page,fetch_time,digest\nx,2024-01-01T00:00Z,d1\nx,2024-01-01T06:00Z,d2\n", encoding="utf-8")
+    b.write_text("page,fetch_time,changed\ny,2024-01-01T00:00Z,0\ny,2024-01-01T06:00Z,1\n", encoding="utf-8")
+    with pytest.raises(CrawlLogError, match=r"b\.csv: changes would be decided by 'changed' here but by 'digest'"):
+        read_csv([a, b])
