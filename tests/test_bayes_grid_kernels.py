@@ -192,3 +192,39 @@ def test_conjugate_at_a_large_but_safe_crawl_rate():
 def test_flat_posterior_is_refused_by_the_kernel():
     with pytest.raises(ValueError, match="too flat in log Δ"):
         posterior(CrawlHistory([0], [1.0]), prior=GammaPrior(5e-324, 1.0), method="grid", draws=5, chains=1)
+
+
+def test_series_terms_of_the_likelihood_agree_with_expm1_to_a_few_ulps():
+    """log(1 − e^{−x}) = log x + h(x) and x/(e^x − 1) from the Bernoulli series, x in [0, 1]."""
+    from changerate_bayes.bayes import _grid_kernels as k
+
+    x = np.concatenate([np.geomspace(1e-300, 1e-3, 200), np.linspace(1e-3, k.SERIES_X, 2001)])
+    h = np.array([k._h_series(v) for v in x])
+    q = np.array([k._q_series(v) for v in x])
+    np.testing.assert_allclose(np.log(x) + h, np.log(-np.expm1(-x)), rtol=4 * np.finfo(float).eps, atol=1e-300)
+    np.testing.assert_allclose(q, x / np.expm1(x), rtol=4 * np.finfo(float).eps)
+    assert k._q_series(0.0) == 1.0 and k._h_series(0.0) == 0.0
+    # the series' first coefficients (x/(e^x − 1) = 1 − x/2 + x²/12 − x⁴/720 + ...)
+    np.testing.assert_allclose(k._Q_COEF[:3], [1 / 12, -1 / 720, 1 / 30240], rtol=1e-15)
+    np.testing.assert_allclose(k._H_COEF[:2], [1 / 24, -1 / 2880], rtol=1e-15)
+
+
+def test_exp_route_of_the_likelihood_terms_agrees_with_expm1():
+    """Above SERIES_X, 1 − e^{−x} from exp(−x) is within a few ulps of −expm1(−x)."""
+    from changerate_bayes.bayes import _grid_kernels as k
+
+    x = np.linspace(k.SERIES_X, k.SATURATED, 5001)
+    np.testing.assert_allclose(np.log(1.0 - np.exp(-x)), np.log(-np.expm1(-x)), rtol=0, atol=4e-16)
+
+
+def test_sinh_and_log1p_of_the_draws_are_within_a_few_ulps():
+    """_sinh has an absolute error of a few ulps of cosh; _log1p a relative error of a few ulps."""
+    from changerate_bayes.bayes import _grid_kernels as k
+
+    s = np.concatenate([np.linspace(-30.0, 30.0, 4001), [1e-300, -1e-12, 705.0, -705.0]])
+    got = np.array([k._sinh(v) for v in s])
+    np.testing.assert_array_less(np.abs(got - np.sinh(s)), 4 * np.finfo(float).eps * np.cosh(s))
+    z = -np.concatenate([np.geomspace(1e-300, 0.5, 3000), np.linspace(0.5, 1.0 - 1e-12, 1000)])
+    got = np.array([k._log1p(v) for v in z])
+    np.testing.assert_allclose(got, np.log1p(z), rtol=4 * np.finfo(float).eps)
+    assert k._log1p(-1.0) == -np.inf
