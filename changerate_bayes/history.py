@@ -192,14 +192,20 @@ class CrawlHistory:
         """CSR offsets, int64 of shape (n_pages + 1,): page i is ``flat[offsets[i]:offsets[i+1]]``."""
         if self._ragged is not None:
             return self._ragged[2]
-        k = self._changed.shape[-1]
-        n = 1 if self._changed.ndim == 1 else self._changed.shape[0]
-        return _frozen(np.arange(n + 1, dtype=np.int64) * k)
+        cached = self.__dict__.get("_offsets")
+        if cached is None:  # made once: the history is immutable
+            k = self._changed.shape[-1]
+            n = 1 if self._changed.ndim == 1 else self._changed.shape[0]
+            cached = self.__dict__["_offsets"] = _frozen(np.arange(n + 1, dtype=np.int64) * k)
+        return cached
 
     @property
     def lengths(self) -> np.ndarray:
-        """Crawls per page, int64 of shape (n_pages,) (``(1,)`` for one page)."""
-        return np.diff(self.offsets)
+        """Crawls per page, int64 of shape (n_pages,) (``(1,)`` for one page) (read-only)."""
+        cached = self.__dict__.get("_lengths")
+        if cached is None:  # made once: the history is immutable
+            cached = self.__dict__["_lengths"] = _frozen(np.diff(self.offsets))
+        return cached
 
     @property
     def n_visits(self) -> int:

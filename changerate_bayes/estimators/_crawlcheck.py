@@ -120,11 +120,12 @@ def warn_if_not_poisson(history, method: str, *, stacklevel: int) -> bool:
     n_pages, lengths = history.lengths.size, history.lengths
     per_page, pooled = poisson_distance_segments(history)
     eps_pool = float(dkw_threshold(FALSE_ALARM / 2, history.n_visits))
-    eps_page = dkw_threshold(FALSE_ALARM / (2 * n_pages), lengths)  # each page at its own length
+    # each page at its own length (one number when all pages have the same length)
+    eps_page = dkw_threshold(FALSE_ALARM / (2 * n_pages), lengths if history.is_ragged else lengths[0])
     flagged = per_page > eps_page
     if pooled <= eps_pool and not flagged.any():
         return False
-    eps_page = float(eps_page.max()) if history.is_ragged else float(eps_page[0])
+    eps_page = float(np.max(eps_page))
     z = _flat_scaled_intervals(history)
     with np.errstate(over="ignore", invalid="ignore"):
         mean, cv = float(z.mean()), float(z.std() / z.mean())

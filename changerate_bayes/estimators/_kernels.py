@@ -284,15 +284,15 @@ def exp_cell_distance(tau, offsets, p, edges, table, scale, per_page, pooled):
                 c = table[int(z * scale)]
                 c += z >= edges[c + 1]
                 counts[c] += 1
+                mine[c] += 1
             k = hi - lo
             acc = 0
             worst = 0
-            for c in range(m - 1):
+            for c in range(m - 1):  # one pass: the prefix sums, their distance, and the reset
                 acc += counts[c]
-                worst = max(worst, abs(m * acc - (c + 1) * k))
-            for c in range(m):
-                mine[c] += counts[c]
                 counts[c] = 0
+                worst = max(worst, abs(m * acc - (c + 1) * k))
+            counts[m - 1] = 0
             per_page[i] = worst / (m * k)
     for blk in range(n_blocks):
         for c in range(m):
