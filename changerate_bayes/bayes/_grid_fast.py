@@ -8,6 +8,8 @@ crawls from the flat (CSR) history, so the only large array is the output.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 __all__ = ["grid_posterior_draws", "BLOCK_PAGES"]
@@ -56,12 +58,19 @@ def grid_posterior_draws(changed, tau, offsets, coef: dict, *, n_draws: int, rng
     out = np.empty((n_draws, n))
     status = np.zeros(n, dtype=np.int32)
     bad_mode = np.zeros(n)
-    for lo in range(0, n, BLOCK_PAGES):
-        hi = min(lo + BLOCK_PAGES, n)
-        uniforms = rng.random((hi - lo, n_draws))
-        grid_draws_block(changed, tau, offsets, lo, hi, a["A"], a["B"], a["C"], a["M"], a["E"], a["L"], shift,
-                         lin, uniforms, out, status, bad_mode)
-        _raise_for_status(status[lo:hi], bad_mode[lo:hi], lo)
+    starts = range(0, n, BLOCK_PAGES)
+    # the next block's uniforms are drawn on a second thread (NumPy releases the GIL while
+    # it fills) while the kernel works on this block: the same numbers in the same order
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        ahead = pool.submit(rng.random, (min(BLOCK_PAGES, n), n_draws))
+        for lo in starts:
+            hi = min(lo + BLOCK_PAGES, n)
+            uniforms = ahead.result()
+            if hi < n:
+                ahead = pool.submit(rng.random, (min(hi + BLOCK_PAGES, n) - hi, n_draws))
+            grid_draws_block(changed, tau, offsets, lo, hi, a["A"], a["B"], a["C"], a["M"], a["E"], a["L"], shift,
+                             lin, uniforms, out, status, bad_mode)
+            _raise_for_status(status[lo:hi], bad_mode[lo:hi], lo)
     return out
 
 
