@@ -311,6 +311,49 @@ _NEWTON_TOL = 1e-9
 _EPS = 2.220446049250313e-16
 
 
+_INV_LN2 = 1.4426950408889634
+_LN2_HI = 0.6931471803691238  # ln 2 split (fdlibm): n·LN2_HI is exact for |n| < 2^20
+_LN2_LO = 1.9082149292705877e-10
+_ROUND = 6755399441055744.0  # 1.5·2^52: y + ROUND rounds y to an integer held in the low bits
+_ROUND_BITS = 0x4338000000000000  # the bits of ROUND
+_CHUNK = 64  # crawls per block of the blocked loops (scratch of the kernels)
+
+
+@nb.njit(**_JIT_MLE)
+def _expm1_block(y, m, out, tbuf, sbuf):
+    """out[b] = e^{y_b} − 1 for 0 <= y_b <= 709 (b < m), to 2 ulp, in loops that vectorise.
+
+    y = n ln 2 + r with n = round(y/ln 2) and |r| <= ln(2)/2; e^r − 1 is its Taylor
+    polynomial of degree 13 (truncation below 2e-17 relative) and e^y − 1 = 2^n (e^r − 1) +
+    (2^n − 1), both terms exact to an ulp (2^n − 1 is exact for n <= 52). 2^n is built
+    from its bits (through the int64 views of the scratch ``tbuf`` / ``sbuf``).
+    """
+    tbits = tbuf.view(np.int64)
+    scale = sbuf.view(np.float64)
+    for b in range(m):
+        tbuf[b] = y[b] * _INV_LN2 + _ROUND
+    for b in range(m):
+        sbuf[b] = (tbits[b] - _ROUND_BITS + 1023) << 52
+    for b in range(m):
+        n = tbuf[b] - _ROUND
+        r = (y[b] - n * _LN2_HI) - n * _LN2_LO
+        p = 1.0 / 6227020800.0
+        p = p * r + 1.0 / 479001600.0
+        p = p * r + 1.0 / 39916800.0
+        p = p * r + 1.0 / 3628800.0
+        p = p * r + 1.0 / 362880.0
+        p = p * r + 1.0 / 40320.0
+        p = p * r + 1.0 / 5040.0
+        p = p * r + 1.0 / 720.0
+        p = p * r + 1.0 / 120.0
+        p = p * r + 1.0 / 24.0
+        p = p * r + 1.0 / 6.0
+        p = p * r + 0.5
+        em = r + r * (r * p)
+        s = scale[b]
+        out[b] = s * em + (s - 1.0)
+
+
 @nb.njit(**_JIT_MLE)
 def mle_exact(changed, tau, lo, hi, target, n1, guess):
     """The MLE root over crawls lo..hi−1 (some changed, some not; ``target`` = Σ_{I=0} τ > 0).
@@ -350,18 +393,26 @@ def mle_exact(changed, tau, lo, hi, target, n1, guess):
 
 
 @nb.njit(**_JIT_MLE)
-def _local_sums(changed, tau, lo, hi, d, target, h):
+def _local_sums(changed, tau, lo, hi, d, target, h, work, ibuf):
     """H and its first three derivatives in t at Δ = d(1 + t), t = 0 (the scale-free H of
     ``_rootkinds``: x u' = u(1 − x − u), x² u'' = u(x + u)(x + 2u − 2),
-    x³ u‴ = u(x + u)(3(x + 2u) − x² − 6u(x + u)))."""
+    x³ u‴ = u(x + u)(3(x + 2u) − x² − 6u(x + u))), in blocks of ``_CHUNK`` crawls (the
+    e^x − 1 of a block by ``_expm1_block``; unchanged crawls add zeros); sums in crawl order.
+    ``work`` (3, _CHUNK) and ``ibuf`` (_CHUNK,) are scratch."""
+    xs = work[0]
+    em = work[1]
     h0 = -d * target
     h1 = h0
     h2 = 0.0
     h3 = 0.0
-    for j in range(lo, hi):
-        if changed[j] != 0:
-            x = min(max(d * tau[j], _MIN_X), _LOCAL_MAX_X)
-            u = x / np.expm1(x)
+    for c0 in range(lo, hi, _CHUNK):
+        m = min(_CHUNK, hi - c0)
+        for b in range(m):
+            xs[b] = min(max(d * tau[c0 + b], _MIN_X), _LOCAL_MAX_X)
+        _expm1_block(xs, m, em, work[2], ibuf)
+        for b in range(m):
+            x = xs[b]
+            u = x / em[b] if changed[c0 + b] != 0 else 0.0
             a = u * (x + u)
             su = x + 2.0 * u
             h0 += u
@@ -392,7 +443,7 @@ def _cubic_step(h):
 
 
 @nb.njit(**_JIT_MLE)
-def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol):
+def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol, work, ibuf):
     """The MLE root over crawls lo..hi−1 from a good starting point: local cubic models of
     H at the point (one O(k) pass each), accepted once the model's tail bound is below
     ``local_tol``. On return ``h`` holds H's derivatives at the root (in its units), for the
@@ -400,7 +451,7 @@ def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol):
     for _ in range(3):
         if not (point > 0.0 and np.isfinite(point)):
             return np.nan
-        _local_sums(changed, tau, lo, hi, point, target, h)
+        _local_sums(changed, tau, lo, hi, point, target, h, work, ibuf)
         t, err = _cubic_step(h)
         new = point * (1.0 + t)
         if err <= local_tol:
@@ -449,7 +500,7 @@ _REACH = 0.25  # Halley iterates are followed this far from the anchor (the seri
 
 
 @nb.njit(**_JIT_MLE)
-def _series_block(xs, m, order, g, bound, acc):
+def _series_block(xs, m, order, g, bound, acc, work, ibuf):
     """The Taylor series of m changed crawls around the anchor, in the scaled variable.
 
     With x_b = Δ_a τ_b (clamped to [MIN_X, MAX_X], in place) and t = (Δ − Δ_a)/Δ_a,
@@ -467,7 +518,11 @@ def _series_block(xs, m, order, g, bound, acc):
     for b in range(m):
         x = min(max(xs[b], _MIN_X), _MAX_X)
         xs[b] = x
-        half = np.expm1(0.5 * x)
+        acc[b] = 0.5 * x
+    _expm1_block(acc, m, bound, work[2], ibuf)
+    for b in range(m):
+        x = xs[b]
+        half = bound[b]
         g[0, b] = x / (half * (half + 2.0))
         bound[b] = x / half
     for n in range(order):
@@ -487,7 +542,7 @@ def _series_block(xs, m, order, g, bound, acc):
 
 
 @nb.njit(**_JIT_MLE)
-def _expand(changed, tau, lo, hi, anchor, order, coef, xs, g, bound, acc):
+def _expand(changed, tau, lo, hi, anchor, order, coef, xs, g, bound, acc, work, ibuf):
     """coef[n] = Σ over the changed crawls lo..hi−1 of their scaled series (``_series_block``),
     summed crawl after crawl; returns Σ x w(x/2) (the truncation bound before its factor)."""
     for n in range(order + 1):
@@ -500,7 +555,7 @@ def _expand(changed, tau, lo, hi, anchor, order, coef, xs, g, bound, acc):
             xs[m] = anchor * tau[i]
             m += 1
         if m > 0 and (m == cap or i == hi - 1):
-            _series_block(xs, m, order, g, bound, acc)
+            _series_block(xs, m, order, g, bound, acc, work, ibuf)
             for b in range(m):
                 err += bound[b]
                 for n in range(order + 1):
@@ -555,7 +610,8 @@ def _certified(t, dq, err, certify):
 
 
 @nb.njit(**_JIT_MLE)
-def _mle_page(changed, tau, lo, hi, order, k_exact, certify, out, row, write, coef, xs, g, bound, acc, stats):
+def _mle_page(changed, tau, lo, hi, order, k_exact, certify, out, row, write, coef, xs, g, bound, acc, work, ibuf,
+              stats):
     """The MLE after every crawl of one page (crawls lo..hi−1); returns the last root.
 
     The first ``k_exact`` prefixes are solved exactly (a predictor from the previous root's
@@ -611,7 +667,7 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, out, row, write, co
                                 m += 1
                                 if m == b_want:
                                     break
-                        _series_block(xs, m, order, g, bound, acc)
+                        _series_block(xs, m, order, g, bound, acc, work, ibuf)
                         b_used = 0
                         b_have = m
                         b_want = min(2 * b_want, cap)  # blocks grow while the anchor holds
@@ -626,7 +682,7 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, out, row, write, co
                     # the root left the disk: re-anchor at Halley's estimate of it (the series
                     # converges there) and solve on the new series
                     anchor = anchor * (1.0 + tn)
-                    err = _expand(changed, tau, lo, gi + 1, anchor, order, coef, xs, g, bound, acc) * tail
+                    err = _expand(changed, tau, lo, gi + 1, anchor, order, coef, xs, g, bound, acc, work, ibuf) * tail
                     b_used = 0
                     b_have = 0
                     b_want = _FIRST_BLOCK
@@ -638,7 +694,7 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, out, row, write, co
                     root = anchor * (1.0 + tn)
             if not solved:
                 if anchored:  # the root left the disk (or the bound is loose): solve from its edge
-                    root = mle_local(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t), hloc, 1e-15)
+                    root = mle_local(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t), hloc, 1e-15, work, ibuf)
                     if not np.isfinite(root):
                         root = mle_exact(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t))
                         stats[0] += 1
@@ -647,10 +703,10 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, out, row, write, co
                     new = np.nan
                     if has_local:
                         new = mle_local(changed, tau, lo, gi + 1, target, n1,
-                                        _predict(root, hloc, c, tau[gi]), hloc, 1e-15)
+                                        _predict(root, hloc, c, tau[gi]), hloc, 1e-15, work, ibuf)
                     if not np.isfinite(new):
                         new = mle_exact(changed, tau, lo, gi + 1, target, n1, root)
-                        _local_sums(changed, tau, lo, gi + 1, new, target, hloc)
+                        _local_sums(changed, tau, lo, gi + 1, new, target, hloc, work, ibuf)
                         hloc[0] = 0.0
                         stats[0] += 1
                     root = new
@@ -659,7 +715,7 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, out, row, write, co
                     anchored = True
                     anchor = root
                     t = 0.0
-                    err = _expand(changed, tau, lo, gi + 1, anchor, order, coef, xs, g, bound, acc) * tail
+                    err = _expand(changed, tau, lo, gi + 1, anchor, order, coef, xs, g, bound, acc, work, ibuf) * tail
                     b_used = 0
                     b_have = 0
                     b_want = _FIRST_BLOCK
@@ -691,11 +747,13 @@ def mle_segments(changed, tau, offsets, pages, order, k_exact, certify, out, fin
         g = np.empty((order + 1, _SERIES_BLOCK))
         bound = np.empty(_SERIES_BLOCK)
         acc = np.empty(_SERIES_BLOCK)
+        work = np.empty((3, _CHUNK))
+        ibuf = np.empty(_CHUNK, dtype=np.int64)
         st = np.zeros(2, dtype=np.int64)
         for r in range(ch * n // n_chunks, (ch + 1) * n // n_chunks):
             i = pages[r]
             final[r] = _mle_page(changed, tau, offsets[i], offsets[i + 1], order, k_exact, certify,
-                                 out, r, write, coef, xs, g, bound, acc, st)
+                                 out, r, write, coef, xs, g, bound, acc, work, ibuf, st)
         exact[ch] = st[0]
         anchors[ch] = st[1]
     stats[0] += exact.sum()
