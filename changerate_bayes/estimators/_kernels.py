@@ -24,6 +24,7 @@ import numba as nb
 import numpy as np
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")  # IEEE division: inf/NaN, handled below
+_JIT_MLE = dict(_JIT, fastmath={"contract"})  # the MLE roots: fused multiply-adds (one rounding each)
 
 
 @nb.njit(inline="always", **_JIT)
@@ -310,13 +311,50 @@ _NEWTON_TOL = 1e-9
 _EPS = 2.220446049250313e-16
 
 
-@nb.njit(inline="always", **_JIT)
-def _w(x):
-    """1/(e^x − 1) for x in [MIN_X, MAX_X]."""
-    return np.exp(-x) / -np.expm1(-x)
+_INV_LN2 = 1.4426950408889634
+_LN2_HI = 0.6931471803691238  # ln 2 split (fdlibm): n·LN2_HI is exact for |n| < 2^20
+_LN2_LO = 1.9082149292705877e-10
+_ROUND = 6755399441055744.0  # 1.5·2^52: y + ROUND rounds y to an integer held in the low bits
+_ROUND_BITS = 0x4338000000000000  # the bits of ROUND
+_CHUNK = 64  # crawls per block of the blocked loops (scratch of the kernels)
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_JIT_MLE)
+def _expm1_block(y, m, out, tbuf, sbuf):
+    """out[b] = e^{y_b} − 1 for 0 <= y_b <= 709 (b < m), to 2 ulp, in loops that vectorise.
+
+    y = n ln 2 + r with n = round(y/ln 2) and |r| <= ln(2)/2; e^r − 1 is its Taylor
+    polynomial of degree 13 (truncation below 2e-17 relative) and e^y − 1 = 2^n (e^r − 1) +
+    (2^n − 1), both terms exact to an ulp (2^n − 1 is exact for n <= 52). 2^n is built
+    from its bits (through the int64 views of the scratch ``tbuf`` / ``sbuf``).
+    """
+    tbits = tbuf.view(np.int64)
+    scale = sbuf.view(np.float64)
+    for b in range(m):
+        tbuf[b] = y[b] * _INV_LN2 + _ROUND
+    for b in range(m):
+        sbuf[b] = (tbits[b] - _ROUND_BITS + 1023) << 52
+    for b in range(m):
+        n = tbuf[b] - _ROUND
+        r = (y[b] - n * _LN2_HI) - n * _LN2_LO
+        p = 1.0 / 6227020800.0
+        p = p * r + 1.0 / 479001600.0
+        p = p * r + 1.0 / 39916800.0
+        p = p * r + 1.0 / 3628800.0
+        p = p * r + 1.0 / 362880.0
+        p = p * r + 1.0 / 40320.0
+        p = p * r + 1.0 / 5040.0
+        p = p * r + 1.0 / 720.0
+        p = p * r + 1.0 / 120.0
+        p = p * r + 1.0 / 24.0
+        p = p * r + 1.0 / 6.0
+        p = p * r + 0.5
+        em = r + r * (r * p)
+        s = scale[b]
+        out[b] = s * em + (s - 1.0)
+
+
+@nb.njit(**_JIT_MLE)
 def mle_exact(changed, tau, lo, hi, target, n1, guess):
     """The MLE root over crawls lo..hi−1 (some changed, some not; ``target`` = Σ_{I=0} τ > 0).
 
@@ -354,19 +392,27 @@ def mle_exact(changed, tau, lo, hi, target, n1, guess):
     return d
 
 
-@nb.njit(**_JIT)
-def _local_sums(changed, tau, lo, hi, d, target, h):
+@nb.njit(**_JIT_MLE)
+def _local_sums(changed, tau, lo, hi, d, target, h, work, ibuf):
     """H and its first three derivatives in t at Δ = d(1 + t), t = 0 (the scale-free H of
     ``_rootkinds``: x u' = u(1 − x − u), x² u'' = u(x + u)(x + 2u − 2),
-    x³ u‴ = u(x + u)(3(x + 2u) − x² − 6u(x + u)))."""
+    x³ u‴ = u(x + u)(3(x + 2u) − x² − 6u(x + u))), in blocks of ``_CHUNK`` crawls (the
+    e^x − 1 of a block by ``_expm1_block``; unchanged crawls add zeros); sums in crawl order.
+    ``work`` (3, _CHUNK) and ``ibuf`` (_CHUNK,) are scratch."""
+    xs = work[0]
+    em = work[1]
     h0 = -d * target
     h1 = h0
     h2 = 0.0
     h3 = 0.0
-    for j in range(lo, hi):
-        if changed[j] != 0:
-            x = min(max(d * tau[j], _MIN_X), _LOCAL_MAX_X)
-            u = x / np.expm1(x)
+    for c0 in range(lo, hi, _CHUNK):
+        m = min(_CHUNK, hi - c0)
+        for b in range(m):
+            xs[b] = min(max(d * tau[c0 + b], _MIN_X), _LOCAL_MAX_X)
+        _expm1_block(xs, m, em, work[2], ibuf)
+        for b in range(m):
+            x = xs[b]
+            u = x / em[b] if changed[c0 + b] != 0 else 0.0
             a = u * (x + u)
             su = x + 2.0 * u
             h0 += u
@@ -379,7 +425,7 @@ def _local_sums(changed, tau, lo, hi, d, target, h):
     h[3] = h3
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_JIT_MLE)
 def _cubic_step(h):
     """The root near t = 0 of h0 + h1 t + h2 t²/2 + h3 t³/6 (three Newton steps from 0,
     |t| <= 1/2) and the tail bound of ``_rootsolve.local_error`` (inf if not accepted)."""
@@ -396,8 +442,8 @@ def _cubic_step(h):
     return t, err
 
 
-@nb.njit(**_JIT)
-def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol):
+@nb.njit(**_JIT_MLE)
+def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol, work, ibuf):
     """The MLE root over crawls lo..hi−1 from a good starting point: local cubic models of
     H at the point (one O(k) pass each), accepted once the model's tail bound is below
     ``local_tol``. On return ``h`` holds H's derivatives at the root (in its units), for the
@@ -405,7 +451,7 @@ def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol):
     for _ in range(3):
         if not (point > 0.0 and np.isfinite(point)):
             return np.nan
-        _local_sums(changed, tau, lo, hi, point, target, h)
+        _local_sums(changed, tau, lo, hi, point, target, h, work, ibuf)
         t, err = _cubic_step(h)
         new = point * (1.0 + t)
         if err <= local_tol:
@@ -422,7 +468,7 @@ def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol):
     return np.nan
 
 
-@nb.njit(**_JIT)
+@nb.njit(**_JIT_MLE)
 def _predict(root, h, changed_new, tau_new):
     """The root after one more crawl, from the cubic model of the previous prefix's H at its
     root plus the new crawl's exact term (two Newton steps, O(1))."""
@@ -446,53 +492,139 @@ def _predict(root, h, changed_new, tau_new):
     return root * (1.0 + tt)
 
 
-@nb.njit(**_JIT)
-def _add_coefficients(x, tau, weights, order, tail, coef, xp, up, acc):
-    """coef[n] += τ · x^n w^{(n)}(x)/n! (the Taylor coefficients of τ w(x(1 + t)) in t), and
-    returns the crawl's truncation bound on |t| <= RHO (complete monotonicity)."""
-    xc = min(max(x, _MIN_X), _MAX_X)
-    e = np.exp(-xc)
-    w = e / -np.expm1(-xc)
-    u = xc * w
-    xp[0] = 1.0
-    up[0] = 1.0
-    for n in range(1, order + 1):
-        xp[n] = xp[n - 1] * xc
-        up[n] = up[n - 1] * u
-    # acc[n] = Σ_k M[n,k] x^{n−k} u^k, summed over k in order (k outer, so that the n are
-    # independent and vectorise); ``weights`` holds M transposed: weights[k, n] = M[n, k]
-    for n in range(order + 1):
-        acc[n] = weights[0, n] * xp[n]
-    for k in range(1, order + 1):
-        uk = up[k]
-        for n in range(k, order + 1):
-            acc[n] += weights[k, n] * xp[n - k] * uk
-    scale = tau * w
-    for n in range(order + 1):
-        coef[n] += acc[n] * scale
-    # the bound τ w(x/2) (ρ/s)^(N+1)/(1 − ρ/s) with s = 1/2: w(x/2) = w(x)(1 + e^{x/2})
-    # = w + w/√(e^{−x}), no second exponential (for x/2 in [MIN_X, 700])
-    xs = x * (1.0 - _SPREAD)
-    if xs >= _MIN_X and xs <= 700.0 and xc == x:
-        ws = w + w / np.sqrt(e)
-    else:
-        ws = _w(min(max(xs, _MIN_X), _MAX_X))
-    return tau * ws * tail
+_FIRST_BLOCK = 4  # the first block after a (re-)anchor; each next one twice as long, up to _SERIES_BLOCK
+_SERIES_BLOCK = 32  # crawls whose Taylor series are computed together (the loops run across crawls)
+_HALLEY_TOL = 1e-7  # a Halley step this small leaves an error ~1e-21 in t: taken, and the root accepted
+_TRACK_ITER = 8
+_REACH = 0.25  # Halley iterates are followed this far from the anchor (the series converges for |t| < 1/2)
 
 
-@nb.njit(inline="always", **_JIT)
-def _horner(coef, order, target, t):
-    q = coef[order]
-    dq = 0.0
+@nb.njit(**_JIT_MLE)
+def _series_block(xs, m, order, g, bound, acc, work, ibuf):
+    """The Taylor series of m changed crawls around the anchor, in the scaled variable.
+
+    With x_b = Δ_a τ_b (clamped to [MIN_X, MAX_X], in place) and t = (Δ − Δ_a)/Δ_a,
+    ``g[n, b]`` = [t^n] x_b w(x_b(1 + t)), w(x) = 1/(e^x − 1) (Δ_a times the crawl's
+    Taylor coefficients of τ/(e^{Δτ} − 1)), and ``bound[b]`` = x_b w(x_b/2), which times
+    (ρ/s)^(N+1)/(1 − ρ/s) bounds the crawl's truncation error on |t| <= ρ (complete
+    monotonicity, s = 1/2).
+
+    From w' = −w − w²: g_0 = u(x) = x/(e^x − 1) and (n + 1) g_{n+1} = −(x g_n + Σ_{i<=n}
+    g_i g_{n−i}). Every term has the sign (−1)^(n+1) (w is completely monotone), so
+    nothing cancels, and |g_n| <= max(1, x^n/n!) u: nothing overflows. One expm1 per crawl
+    (e^x − 1 = h(h + 2), h = e^{x/2} − 1, which is also 1/w(x/2)); the O(N²) recurrence
+    runs across the crawls (vectorised).
+    """
+    for b in range(m):
+        x = min(max(xs[b], _MIN_X), _MAX_X)
+        xs[b] = x
+        acc[b] = 0.5 * x
+    _expm1_block(acc, m, bound, work[2], ibuf)
+    for b in range(m):
+        x = xs[b]
+        half = bound[b]
+        g[0, b] = x / (half * (half + 2.0))
+        bound[b] = x / half
+    for n in range(order):
+        for b in range(m):
+            acc[b] = 0.0
+        for i in range((n + 1) // 2):
+            for b in range(m):
+                acc[b] += g[i, b] * g[n - i, b]
+        step = -1.0 / (n + 1.0)
+        if n % 2 == 0:
+            mid = n // 2
+            for b in range(m):
+                g[n + 1, b] = step * (xs[b] * g[n, b] + (2.0 * acc[b] + g[mid, b] * g[mid, b]))
+        else:
+            for b in range(m):
+                g[n + 1, b] = step * (xs[b] * g[n, b] + 2.0 * acc[b])
+
+
+@nb.njit(**_JIT_MLE)
+def _expand(changed, tau, lo, hi, anchor, order, coef, xs, g, bound, acc, work, ibuf):
+    """coef[n] = Σ over the changed crawls lo..hi−1 of their scaled series (``_series_block``),
+    summed crawl after crawl; returns Σ x w(x/2) (the truncation bound before its factor)."""
+    for n in range(order + 1):
+        coef[n] = 0.0
+    err = 0.0
+    m = 0
+    cap = xs.size
+    for i in range(lo, hi):
+        if changed[i] != 0:
+            xs[m] = anchor * tau[i]
+            m += 1
+        if m > 0 and (m == cap or i == hi - 1):
+            _series_block(xs, m, order, g, bound, acc, work, ibuf)
+            for b in range(m):
+                err += bound[b]
+                for n in range(order + 1):
+                    coef[n] += g[n, b]
+            m = 0
+    return err
+
+
+@nb.njit(inline="always", **_JIT_MLE)
+def _horner2(coef, order, t):
+    """Σ coef_n t^n and its first two derivatives (one pass)."""
+    p = coef[order]
+    p1 = 0.0
+    p2 = 0.0
     for n in range(order - 1, -1, -1):
-        dq = dq * t + q
-        q = q * t + coef[n]
-    return q - target, dq
+        p2 = p2 * t + p1
+        p1 = p1 * t + p
+        p = p * t + coef[n]
+    return p, p1, 2.0 * p2
 
 
-@nb.njit(**_JIT)
-def _mle_page(changed, tau, lo, hi, weights, order, k_exact, certify, out, row, write, coef, xp, up, acc, stats):
-    """The MLE after every crawl of one page (crawls lo..hi−1); returns the last root."""
+@nb.njit(**_JIT_MLE)
+def _track_root(coef, order, level, t):
+    """The root of Q(t) = Σ coef_n t^n − level by Halley's method from t, within |t| <= REACH.
+
+    Returns (t*, Q'(t*), converged); stops once a step is below ``_HALLEY_TOL`` (the error
+    left is ~K·1e-21, K = O(|Q''/Q'|² + |Q'''/Q'|)). The series is certified on |t| <= RHO
+    only; a root found between RHO and REACH (where the series still converges, |t| < 1/2)
+    is a good new anchor. Not converged (the last iterate, clipped to ±REACH) when an
+    iterate leaves [−REACH, REACH], Q' >= 0, or after ``_TRACK_ITER`` steps.
+    """
+    for _ in range(_TRACK_ITER):
+        q, d1, d2 = _horner2(coef, order, t)
+        q -= level
+        if not d1 < 0.0:
+            return t, d1, False
+        den = 2.0 * d1 * d1 - q * d2
+        step = -2.0 * q * d1 / den if den > 0.0 else -q / d1
+        new = t + step
+        if not abs(new) <= _REACH:
+            return min(max(new, -_REACH), _REACH) if new == new else t, d1, False
+        if abs(step) <= _HALLEY_TOL:
+            return new, d1 + d2 * step, True
+        t = new
+    return t, 0.0, False
+
+
+@nb.njit(inline="always", **_JIT_MLE)
+def _certified(t, dq, err, certify):
+    """F changes sign within 2E/|Q'| of t inside the disk, and that is below ``certify``."""
+    return 2.0 * err <= certify * abs(dq) and abs(t) + 2.0 * err / abs(dq) <= _RHO
+
+
+@nb.njit(**_JIT_MLE)
+def _mle_page(changed, tau, lo, hi, order, k_exact, certify, out, row, write, coef, xs, g, bound, acc, work, ibuf,
+              stats):
+    """The MLE after every crawl of one page (crawls lo..hi−1); returns the last root.
+
+    The first ``k_exact`` prefixes are solved exactly (a predictor from the previous root's
+    cubic model, then ``mle_local``; ``mle_exact`` when that fails). Later prefixes are
+    tracked with the Taylor series of Δ_a·F(Δ_a(1 + t)) = Σ_n coef_n t^n − Δ_a T around an
+    anchor Δ_a (``_series_block``: the new crawl's series is added, in blocks of crawls
+    computed together), whose root in t is found by Halley's method from the previous one
+    (two O(N) passes for most crawls). A root t* is accepted when it is certified: with E
+    the truncation bound on |t| <= ρ, 2E <= ``certify``·|Q'(t*)| and |t*| + 2E/|Q'(t*)| <=
+    ρ, so that F changes sign within 2E/|Q'| of t* inside the disk (F is decreasing: its
+    root is unique). Otherwise the prefix is solved exactly and the series is re-anchored
+    at its root (O(k)).
+    """
     n1 = 0.0
     n0 = 0.0
     target = 0.0
@@ -505,14 +637,18 @@ def _mle_page(changed, tau, lo, hi, weights, order, k_exact, certify, out, row, 
     hloc = np.zeros(4)
     ratio = _RHO / _SPREAD
     tail = ratio ** (order + 1) / (1.0 - ratio)
+    cap = xs.size
+    b_used = 0  # series of the next changed crawls, computed ahead: g[:, b_used:b_have]
+    b_have = 0
+    b_want = _FIRST_BLOCK
     for j in range(hi - lo):
-        g = lo + j
-        c = changed[g] != 0
+        gi = lo + j
+        c = changed[gi] != 0
         if c:
             n1 += 1.0
         else:
             n0 += 1.0
-            target += tau[g]
+            target += tau[gi]
         if n1 == 0.0:
             root = 0.0
             has_local = False
@@ -523,40 +659,54 @@ def _mle_page(changed, tau, lo, hi, weights, order, k_exact, certify, out, row, 
             solved = False
             if anchored:
                 if c:
-                    err += _add_coefficients(anchor * tau[g], tau[g], weights, order, tail, coef, xp, up, acc)
-                ok = False
-                q_lo, _ = _horner(coef, order, target, -_RHO)
-                q_hi, _ = _horner(coef, order, target, _RHO)
-                if q_lo > err and q_hi < -err:
-                    dq = 0.0
-                    for _ in range(60):
-                        q, dq = _horner(coef, order, target, t)
-                        t_new = min(max(t - q / dq, -_RHO), _RHO)
-                        if abs(t_new - t) <= 1e-16:
-                            t = t_new
-                            ok = True
-                            break
-                        t = t_new
-                    # Q' at the last iterate (within 1e-16 of the root): the root's error in t
-                    ok = ok and 2.0 * err <= certify * abs(dq)
-                if ok:
-                    root = anchor * (1.0 + t)
+                    if b_used == b_have:  # the series of the next changed crawls, at this anchor
+                        m = 0
+                        for i in range(gi, hi):
+                            if changed[i] != 0:
+                                xs[m] = anchor * tau[i]
+                                m += 1
+                                if m == b_want:
+                                    break
+                        _series_block(xs, m, order, g, bound, acc, work, ibuf)
+                        b_used = 0
+                        b_have = m
+                        b_want = min(2 * b_want, cap)  # blocks grow while the anchor holds
+                    for n in range(order + 1):
+                        coef[n] += g[n, b_used]
+                    err += bound[b_used] * tail
+                    b_used += 1
+                tn, dq, conv = _track_root(coef, order, anchor * target, t)
+                if conv and _certified(tn, dq, err, certify):
                     solved = True
+                elif not conv or abs(tn) + 2.0 * err / abs(dq) > _RHO:
+                    # the root left the disk: re-anchor at Halley's estimate of it (the series
+                    # converges there) and solve on the new series
+                    anchor = anchor * (1.0 + tn)
+                    err = _expand(changed, tau, lo, gi + 1, anchor, order, coef, xs, g, bound, acc, work, ibuf) * tail
+                    b_used = 0
+                    b_have = 0
+                    b_want = _FIRST_BLOCK
+                    stats[1] += 1
+                    tn, dq, conv = _track_root(coef, order, anchor * target, 0.0)
+                    solved = conv and _certified(tn, dq, err, certify)
+                t = tn
+                if solved:
+                    root = anchor * (1.0 + tn)
             if not solved:
                 if anchored:  # the root left the disk (or the bound is loose): solve from its edge
-                    root = mle_local(changed, tau, lo, g + 1, target, n1, anchor * (1.0 + t), hloc, 1e-15)
+                    root = mle_local(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t), hloc, 1e-15, work, ibuf)
                     if not np.isfinite(root):
-                        root = mle_exact(changed, tau, lo, g + 1, target, n1, anchor * (1.0 + t))
+                        root = mle_exact(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t))
                         stats[0] += 1
                     has_local = False
                 else:
                     new = np.nan
                     if has_local:
-                        new = mle_local(changed, tau, lo, g + 1, target, n1,
-                                        _predict(root, hloc, c, tau[g]), hloc, 1e-15)
+                        new = mle_local(changed, tau, lo, gi + 1, target, n1,
+                                        _predict(root, hloc, c, tau[gi]), hloc, 1e-15, work, ibuf)
                     if not np.isfinite(new):
-                        new = mle_exact(changed, tau, lo, g + 1, target, n1, root)
-                        _local_sums(changed, tau, lo, g + 1, new, target, hloc)
+                        new = mle_exact(changed, tau, lo, gi + 1, target, n1, root)
+                        _local_sums(changed, tau, lo, gi + 1, new, target, hloc, work, ibuf)
                         hloc[0] = 0.0
                         stats[0] += 1
                     root = new
@@ -565,29 +715,27 @@ def _mle_page(changed, tau, lo, hi, weights, order, k_exact, certify, out, row, 
                     anchored = True
                     anchor = root
                     t = 0.0
-                    err = 0.0
-                    for n in range(order + 1):
-                        coef[n] = 0.0
-                    for i in range(lo, g + 1):
-                        if changed[i] != 0:
-                            err += _add_coefficients(anchor * tau[i], tau[i], weights, order, tail, coef, xp, up, acc)
+                    err = _expand(changed, tau, lo, gi + 1, anchor, order, coef, xs, g, bound, acc, work, ibuf) * tail
+                    b_used = 0
+                    b_have = 0
+                    b_want = _FIRST_BLOCK
                     stats[1] += 1
         if write:
             out[row, j] = root
     return root
 
 
-@nb.njit(parallel=True, **_JIT)
-def mle_segments(changed, tau, offsets, pages, weights, k_exact, certify, out, final, stats):
+@nb.njit(parallel=True, **_JIT_MLE)
+def mle_segments(changed, tau, offsets, pages, order, k_exact, certify, out, final, stats):
     """The MLE after every crawl (``out[r, j]``, if ``out.shape[1]``) of each page ``pages[r]``
     of the CSR history, and after its last crawl (``final[r]``), pages in parallel.
 
     The first ``k_exact`` crawls of a page are solved exactly (``mle_exact``, warm-started
-    from the previous root); later ones are tracked with the certified Taylor series around
-    an anchor (O(order²) per crawl), re-solved exactly and re-anchored when the
+    from the previous root); later ones are tracked with the certified Taylor series of
+    order ``order`` around an anchor (O(order) per crawl for the root, the crawl's series
+    in O(order²) vectorised across crawls), re-solved exactly and re-anchored when the
     certificate fails. ``stats`` (2,) receives the exact solves and the re-anchors.
     """
-    order = weights.shape[0] - 1
     write = out.shape[1] > 0
     n = pages.size
     n_chunks = min(n, 64)
@@ -595,21 +743,24 @@ def mle_segments(changed, tau, offsets, pages, weights, k_exact, certify, out, f
     anchors = np.zeros(n_chunks, dtype=np.int64)
     for ch in nb.prange(n_chunks):
         coef = np.zeros(order + 1)
-        xp = np.empty(order + 1)
-        up = np.empty(order + 1)
-        acc = np.empty(order + 1)
+        xs = np.empty(_SERIES_BLOCK)
+        g = np.empty((order + 1, _SERIES_BLOCK))
+        bound = np.empty(_SERIES_BLOCK)
+        acc = np.empty(_SERIES_BLOCK)
+        work = np.empty((3, _CHUNK))
+        ibuf = np.empty(_CHUNK, dtype=np.int64)
         st = np.zeros(2, dtype=np.int64)
         for r in range(ch * n // n_chunks, (ch + 1) * n // n_chunks):
             i = pages[r]
-            final[r] = _mle_page(changed, tau, offsets[i], offsets[i + 1], weights, order, k_exact, certify,
-                                 out, r, write, coef, xp, up, acc, st)
+            final[r] = _mle_page(changed, tau, offsets[i], offsets[i + 1], order, k_exact, certify,
+                                 out, r, write, coef, xs, g, bound, acc, work, ibuf, st)
         exact[ch] = st[0]
         anchors[ch] = st[1]
     stats[0] += exact.sum()
     stats[1] += anchors.sum()
 
 
-@nb.njit(parallel=True, **_JIT)
+@nb.njit(parallel=True, **_JIT_MLE)
 def mle_final_segments(changed, tau, offsets, pages, final):
     """The MLE over all crawls of each page ``pages[r]`` (one exact solve per page)."""
     for r in nb.prange(pages.size):

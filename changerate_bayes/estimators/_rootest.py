@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import StreamingEstimator
-from ._rootkinds import MLE_KIND, _stirling_weights
+from ._rootkinds import MLE_KIND
 from ._rootpath import CERTIFY, ORDER, SAFE_SPREAD, SAFE_TAU, RootPath
 from ._rootsolve import solve_robust
 from ._segments import length_buckets, segment_totals
@@ -36,7 +36,7 @@ def _gather(history, pages, m, tau):
     return changed, np.where(inside, tau[idx], 1.0), inside
 
 
-MLE_K_EXACT = 128  # the compiled MLE path solves prefixes up to this length exactly
+MLE_K_EXACT = 32  # the compiled MLE path solves prefixes up to this length exactly
 
 
 def _safe_pages(history, tau):
@@ -53,9 +53,13 @@ def _mle_compiled(history, tau, pages, *, path: bool):
     predictor from the previous root's local cubic model, then one O(k) evaluation of H
     and its derivatives, accepted when the model's tail bound is below 1e-15; a bracketed
     Newton solve otherwise); later ones are tracked with the certified Taylor series of
-    ``_rootpath`` (order 18, |t| <= 0.08, relative error certified below 1e-13),
-    re-solved exactly and re-anchored when the certificate fails. Cost per crawl does
-    not depend on the page's length beyond the re-anchors, which become rare.
+    ``_rootpath`` (order 18, |t| <= 0.08, relative error certified below 1e-13): the new
+    crawl's series is added in O(order) (the series of the next crawls are computed
+    together, vectorised), and the root is found by Halley's method from the previous one
+    (two O(order) passes for most crawls). When the root leaves the disk the series is
+    re-anchored (O(k)) at Halley's estimate of it, where the series still converges; an
+    exact solve is needed only when that fails. Cost per crawl does not depend on the
+    page's length beyond the re-anchors, which become rare.
     """
     import numba
 
@@ -66,10 +70,9 @@ def _mle_compiled(history, tau, pages, *, path: bool):
     out = np.full((pages.size, width), np.nan)
     final = np.empty(pages.size)
     if path:
-        weights = np.ascontiguousarray(_stirling_weights(ORDER).T)
         stats = np.zeros(2, dtype=np.int64)
         with numba.parallel_chunksize(1):  # blocks of pages handed out one at a time (load balance)
-            _kernels.mle_segments(changed, tau, history.offsets, pages, weights, MLE_K_EXACT, CERTIFY, out, final,
+            _kernels.mle_segments(changed, tau, history.offsets, pages, ORDER, MLE_K_EXACT, CERTIFY, out, final,
                                   stats)
     else:
         with numba.parallel_chunksize(256):
