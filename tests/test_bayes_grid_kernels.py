@@ -209,12 +209,24 @@ def test_series_terms_of_the_likelihood_agree_with_expm1_to_a_few_ulps():
     np.testing.assert_allclose(k._H_COEF[:2], [1 / 24, -1 / 2880], rtol=1e-15)
 
 
-def test_exp_route_of_the_likelihood_terms_agrees_with_expm1():
-    """Above SERIES_X, 1 − e^{−x} from exp(−x) is within a few ulps of −expm1(−x)."""
+def test_vectorised_runs_of_terms_agree_with_expm1_to_a_few_ulps():
+    """The node runs: log(1 − e^{−x}) by exp/atanh polynomials above SERIES_X, by the series below."""
     from changerate_bayes.bayes import _grid_kernels as k
 
-    x = np.linspace(k.SERIES_X, k.SATURATED, 5001)
-    np.testing.assert_allclose(np.log(1.0 - np.exp(-x)), np.log(-np.expm1(-x)), rtol=0, atol=4e-16)
+    for t, lo_x, hi_x in ((1.0, k.SERIES_X * (1 + 1e-15), k.SATURATED), (3e-7, 1e-12, k.SERIES_X)):
+        x = np.geomspace(lo_x, hi_x, 4001)
+        u = np.log(x / t)
+        eu = np.exp(u)
+        acc = np.full(x.size + 3, 0.25)  # the run adds to what is there, and only inside lo:hi
+        fbuf, ibuf = np.empty(acc.size), np.empty(acc.size, dtype=np.int64)
+        padded_u, padded_eu = np.r_[0.0, u, 0.0, 0.0], np.r_[0.0, eu, 0.0, 0.0]
+        if t == 1.0:
+            k._log1mexp_run(t, padded_eu, 1, x.size + 1, acc, fbuf, ibuf)
+        else:
+            k._series_run(t, padded_u, padded_eu, 1, x.size + 1, acc)
+        ref = np.log(-np.expm1(-t * eu))
+        assert acc[0] == 0.25 and np.all(acc[-2:] == 0.25)
+        np.testing.assert_array_less(np.abs((acc[1:-2] - 0.25) - ref), 8 * np.finfo(float).eps * np.maximum(1, np.abs(ref)))
 
 
 def test_sinh_and_log1p_of_the_draws_are_within_a_few_ulps():
