@@ -21,43 +21,15 @@ def rng():
 
 
 # Tests that compile the same PyMC/nutpie models (about 15 s per model shape and
-# process) run in one pytest-xdist worker (``--dist loadgroup``), so that each shape is
-# compiled once for the whole suite (``changerate_bayes.bayes._nuts`` keeps compiled
-# models per process) instead of once in every worker. Two groups, one per family of
-# models, so that the two workers share the sampling; the other tests fill in around them.
-# (xdist_group needs ``--dist loadgroup``, set in pyproject.toml.)
-XDIST_GROUPS = {
-    "tests/test_bayes_posterior.py": "nuts_posterior",
-    "tests/test_bayes_calibration.py": "nuts_posterior",
-    "tests/test_bayes_pooled.py": "nuts_pooled",
-    "tests/test_bayes_pooled_marginal.py": "nuts_pooled",
-    "changerate_bayes/bayes/_pooled.py": "nuts_pooled",
-    # one local Dask cluster (a module fixture, ~7 s to start) for all the tests using it
-    "tests/test_cluster.py": "dask_cluster",
-}
-
-
-# README examples (tests/test_readme.py runs each one) that fit a model of one of the
-# families above join its group, so that they reuse its compiled model.
-README_NUTS = {"pooled_posterior(": "nuts_pooled"}
-
-
-def _readme_group(item):
-    callspec = getattr(item, "callspec", None)
-    if callspec is None or "index" not in callspec.params:
-        return None
-    block = item.module.BLOCKS[callspec.params["index"]]
-    return next((group for call, group in README_NUTS.items() if call in block), None)
+# process) run in one pytest-xdist worker (``--dist loadgroup``, set in pyproject.toml), so
+# that each shape is compiled once for the whole suite (``changerate_bayes.bayes._nuts``
+# keeps compiled models per process) instead of once in every worker: the modules set
+# ``pytestmark = pytest.mark.xdist_group(...)`` ("nuts_posterior", "nuts_pooled"; the Dask
+# tests share "dask_cluster", one local cluster). The mark must be there at collection:
+# pytest-xdist reads it before a conftest's pytest_collection_modifyitems could add it.
 
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        path = item.nodeid.split("::")[0]
-        group = XDIST_GROUPS.get(path)
-        if group is None and path == "tests/test_readme.py":
-            group = _readme_group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
     # Modules with slow or grouped tests first (a stable sort: the order within and between
     # modules is kept otherwise, so module fixtures are set up once per worker as before):
     # pytest-xdist hands tests out in this order, so no worker is left with a long test at
