@@ -5,6 +5,9 @@ import pytest
 
 from validation import calibration as cal
 
+# one pytest-xdist worker for the whole group (see tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("nuts_posterior")
+
 
 def _check(rec):
     assert rec["ranks"]["pvalue"] >= cal.UNIFORMITY_ALPHA, rec["ranks"]

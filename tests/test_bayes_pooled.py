@@ -9,6 +9,9 @@ from changerate_bayes import CrawlHistory, estimate_path, pooled_posterior, samp
 from changerate_bayes._validation import StatisticalWarning
 from validation.pooling import draw_rates, paired_mse
 
+# one pytest-xdist worker for the whole group (see tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("nuts_pooled")
+
 
 @pytest.fixture(scope="module")
 def pooled_small_k():

@@ -20,6 +20,9 @@ from changerate_bayes.bayes._conditional import conditional_draws
 from changerate_bayes.bayes._likelihood import log_likelihood
 from changerate_bayes.bayes._marginal import likelihood_table, marginal_log_likelihood
 
+# one pytest-xdist worker for the whole group (see tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("nuts_pooled")
+
 
 def _pages(n_pages, k, seed):
     gen = np.random.default_rng(seed)

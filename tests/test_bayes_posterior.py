@@ -22,6 +22,9 @@ from changerate_bayes.bayes import R_HAT_MAX
 from changerate_bayes.bayes._grid import fit_grid
 from changerate_bayes.bayes._likelihood import ExactLikelihood
 
+# one pytest-xdist worker for the whole group (see tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("nuts_posterior")
+
 PRIOR = GammaPrior(2.0, 1.0)
 
 

@@ -7,6 +7,9 @@ import pytest
 from changerate_bayes import StatisticalWarning, estimate_pages
 from changerate_bayes.io import read_csv
 
+# one pytest-xdist worker for the whole group (see tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("dask_cluster")
+
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
