@@ -41,6 +41,9 @@ def main(argv=None):
         start = next((i for i, line in enumerate(tail) if "slowest" in line), len(tail))
         print("\n".join(tail[start:start + args.durations + 1]))
     summary = tail[-1] if tail else "(no output)"
+    for line in tail:  # the short summary of failures (pytest -q prints one line per failure)
+        if line.startswith(("FAILED ", "ERROR ")):
+            print(line)
     print(summary)
     passed = re.search(r"(\d+) passed", summary)
     ok = proc.returncode == 0
