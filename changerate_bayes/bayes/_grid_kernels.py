@@ -30,6 +30,13 @@ import math
 import numba as nb
 import numpy as np
 
+from .._vecmath import INV_LN2 as _INV_LN2
+from .._vecmath import LN2_HI as _LN2_HI
+from .._vecmath import LN2_LO as _LN2_LO
+from .._vecmath import ROUND as _ROUND
+from .._vecmath import ROUND_BITS as _ROUND_BITS
+from .._vecmath import expm1_reduced
+
 __all__ = ["grid_draws_block", "TILE"]
 
 #: buckets of the table that starts each draw's search for its CDF cell (a power of two)
@@ -227,11 +234,6 @@ def _log_lik_derivs(u, tau, m, t0):
     return g - t0e, h - t0e
 
 
-_INV_LN2 = 1.4426950408889634
-_LN2_HI = 0.6931471803691238  # ln 2 split (fdlibm): n·LN2_HI is exact for |n| < 2^20
-_LN2_LO = 1.9082149292705877e-10
-_ROUND = 6755399441055744.0  # 1.5·2^52: y + ROUND rounds y to an integer held in the low bits
-_ROUND_BITS = 0x4338000000000000  # the bits of ROUND
 
 
 @nb.njit(**_OPTS_VEC)
@@ -257,20 +259,8 @@ def _log1mexp_run(t, eu, lo, hi, acc, fbuf, ibuf):
         y = -t * e_run[g]
         n = fbuf[g] - _ROUND
         r = (y - n * _LN2_HI) - n * _LN2_LO
-        p = 1.0 / 6227020800.0
-        p = p * r + 1.0 / 479001600.0
-        p = p * r + 1.0 / 39916800.0
-        p = p * r + 1.0 / 3628800.0
-        p = p * r + 1.0 / 362880.0
-        p = p * r + 1.0 / 40320.0
-        p = p * r + 1.0 / 5040.0
-        p = p * r + 1.0 / 720.0
-        p = p * r + 1.0 / 120.0
-        p = p * r + 1.0 / 24.0
-        p = p * r + 1.0 / 6.0
-        p = p * r + 0.5
         sc = scale[g]
-        w = sc + sc * (r + r * (r * p))  # e^{−x}
+        w = sc + sc * expm1_reduced(r)  # e^{−x}
         v = -w / (2.0 - w)  # (y − 1)/(y + 1) for y = 1 − w
         z = v * v
         q = 1.0 / 25.0

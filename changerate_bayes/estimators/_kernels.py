@@ -23,6 +23,13 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .._vecmath import INV_LN2 as _INV_LN2
+from .._vecmath import LN2_HI as _LN2_HI
+from .._vecmath import LN2_LO as _LN2_LO
+from .._vecmath import ROUND as _ROUND
+from .._vecmath import ROUND_BITS as _ROUND_BITS
+from .._vecmath import expm1_reduced
+
 _JIT = dict(cache=True, nogil=True, error_model="numpy")  # IEEE division: inf/NaN, handled below
 _JIT_MLE = dict(_JIT, fastmath={"contract"})  # the MLE roots: fused multiply-adds (one rounding each)
 
@@ -311,11 +318,6 @@ _NEWTON_TOL = 1e-9
 _EPS = 2.220446049250313e-16
 
 
-_INV_LN2 = 1.4426950408889634
-_LN2_HI = 0.6931471803691238  # ln 2 split (fdlibm): n·LN2_HI is exact for |n| < 2^20
-_LN2_LO = 1.9082149292705877e-10
-_ROUND = 6755399441055744.0  # 1.5·2^52: y + ROUND rounds y to an integer held in the low bits
-_ROUND_BITS = 0x4338000000000000  # the bits of ROUND
 _CHUNK = 64  # crawls per block of the blocked loops (scratch of the kernels)
 
 
@@ -337,19 +339,7 @@ def _expm1_block(y, m, out, tbuf, sbuf):
     for b in range(m):
         n = tbuf[b] - _ROUND
         r = (y[b] - n * _LN2_HI) - n * _LN2_LO
-        p = 1.0 / 6227020800.0
-        p = p * r + 1.0 / 479001600.0
-        p = p * r + 1.0 / 39916800.0
-        p = p * r + 1.0 / 3628800.0
-        p = p * r + 1.0 / 362880.0
-        p = p * r + 1.0 / 40320.0
-        p = p * r + 1.0 / 5040.0
-        p = p * r + 1.0 / 720.0
-        p = p * r + 1.0 / 120.0
-        p = p * r + 1.0 / 24.0
-        p = p * r + 1.0 / 6.0
-        p = p * r + 0.5
-        em = r + r * (r * p)
+        em = expm1_reduced(r)
         s = scale[b]
         out[b] = s * em + (s - 1.0)
 

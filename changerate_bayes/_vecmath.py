@@ -1,0 +1,41 @@
+"""Arithmetic-only pieces of exp for compiled loops that LLVM can vectorise.
+
+libm's exp and expm1 are calls, so a loop that uses them runs one element at a time.
+The kernels that need e^y over long runs (the MLE path's local sums and crawl series,
+the grid posterior's likelihood terms at the nodes) instead reduce y = n ln 2 + r with
+n = round(y/ln 2) (``y·INV_LN2 + ROUND``, whose low bits hold n), build 2^n from its
+bits (``(bits − ROUND_BITS + 1023) << 52`` through an int64 view) and take e^r − 1 from
+:func:`expm1_reduced`. Each kernel writes those steps as separate loops over its own
+scratch arrays so that each loop vectorises.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+
+__all__ = ["INV_LN2", "LN2_HI", "LN2_LO", "ROUND", "ROUND_BITS", "expm1_reduced"]
+
+INV_LN2 = 1.4426950408889634
+LN2_HI = 0.6931471803691238  # ln 2 split (fdlibm): n·LN2_HI is exact for |n| < 2^20
+LN2_LO = 1.9082149292705877e-10
+ROUND = 6755399441055744.0  # 1.5·2^52: y + ROUND rounds y to an integer held in the low bits
+ROUND_BITS = 0x4338000000000000  # the bits of ROUND
+
+
+@nb.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+def expm1_reduced(r):
+    """e^r − 1 for |r| <= ln(2)/2 by its Taylor polynomial of degree 13 (truncation below
+    2e-17 relative), in the caller's floating-point flags (inlined)."""
+    p = 1.0 / 6227020800.0
+    p = p * r + 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    return r + r * (r * p)
