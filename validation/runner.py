@@ -114,20 +114,17 @@ def _worker_run(name: str, preset_name: str, seed: int) -> dict:
     return _run_study(name, Preset(preset_name), seed, _QueueProgress(_WORKER_QUEUE))
 
 
-def _block_sigint():
-    """Hold Ctrl-C back (pthread_sigmask): processes spawned meanwhile inherit the block, and
-    a Ctrl-C pressed meanwhile stays pending, delivered by :func:`_restore_sigmask`. Returns
-    the previous mask, or None off the main thread (where Python takes no signals)."""
+def _ignoring_sigint(start):
+    """Call ``start()`` with Ctrl-C ignored, so that processes it spawns inherit that."""
     import threading
 
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
-        return None
-    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-
-
-def _restore_sigmask(previous) -> None:
-    if previous is not None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    if threading.current_thread() is not threading.main_thread():
+        return start()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return start()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _run_parallel(names, preset, seeds, jobs, progress, done):
@@ -140,12 +137,8 @@ def _run_parallel(names, preset, seeds, jobs, progress, done):
     # Longest first (by the measured relative costs), so that no process is left with a
     # long study at the end; the results are put back in report order.
     order = sorted(range(len(names)), key=lambda i: -_COST_HINT.get(names[i], 0.0))
-    pool = None
-    mask = _block_sigint()  # the workers start with Ctrl-C held back; the parent stops them
+    pool = _ignoring_sigint(lambda: ctx.Pool(min(jobs, len(names)), initializer=_worker_init, initargs=(lines,)))
     try:
-        pool = ctx.Pool(min(jobs, len(names)), initializer=_worker_init, initargs=(lines,))
-        _restore_sigmask(mask)  # a Ctrl-C pressed while the pool started is raised here
-        mask = None
         pending = {i: pool.apply_async(_worker_run, (names[i], preset.name, seeds[i])) for i in order}
         out: dict = {}
         while pending:
@@ -163,10 +156,8 @@ def _run_parallel(names, preset, seeds, jobs, progress, done):
             except _queue.Empty:
                 break
     finally:  # all results in hand, a study failed, or Ctrl-C: stop the workers now, without
-        _restore_sigmask(mask)  # waiting for their interpreters to wind down (seconds under load)
-        if pool is not None:
-            pool.terminate()
-            pool.join()
+        pool.terminate()  # waiting for their interpreters to wind down (seconds under load)
+        pool.join()
         lines.close()
     return [out[i] for i in range(len(names))]
 
