@@ -80,16 +80,7 @@ def _sigmoid(x):
 
 @nb.njit(**_OPTS)
 def _log_prior(u, A, B, C, M, E, L):
-    out = 0.0
-    if A != 0.0:
-        out += A * u
-    if B > 0.0:
-        out -= B * math.exp(u)
-    if C != 0.0:
-        out -= C * (u - M) ** 2
-    if E != 0.0:
-        out -= E * _softplus(u - L)
-    return out
+    return _log_prior_exp(u, math.exp(u) if B > 0.0 else 0.0, A, B, C, M, E, L)
 
 
 @nb.njit(**_OPTS)
