@@ -117,10 +117,11 @@ def _reference_distance(z):
     return per_page, pooled
 
 
+@pytest.mark.parametrize("k", [25, 47, 48, 200])  # both sides of the short-page path (k < 48)
 @pytest.mark.parametrize("seed", range(4))
-def test_poisson_distance_kernel_equals_the_previous_implementation(seed):
+def test_poisson_distance_kernel_equals_the_previous_implementation(seed, k):
     rng = np.random.default_rng(seed)
-    tau = rng.exponential(rng.uniform(0.05, 5.0), (40, 25))
+    tau = rng.exponential(rng.uniform(0.05, 5.0), (40, k))
     if seed == 3:  # the cell edges themselves, the ends and beyond
         from changerate_bayes.estimators._crawlcheck import _cell_edges
 
@@ -132,9 +133,26 @@ def test_poisson_distance_kernel_equals_the_previous_implementation(seed):
     per_page, pooled = poisson_distance_segments(h)
     ref_page, ref_pool = _reference_distance(tau * p[:, None])
     # the same cells; the distances within an ulp (exact integers and one rounding, against the
-    # previous two roundings)
-    assert_allclose(per_page, ref_page, rtol=1e-15, atol=1e-17)
+    # previous two: acc/k is rounded before the subtraction, an absolute error up to 2^-53
+    # each, which the cancellation leaves as it is)
+    assert_allclose(per_page, ref_page, rtol=1e-15, atol=2.3e-16)
     assert pooled == pytest.approx(ref_pool, rel=1e-15, abs=1e-17)
+
+
+def test_poisson_distance_kernel_on_pages_of_every_length_equals_the_previous_implementation():
+    rng = np.random.default_rng(5)
+    lengths = np.array([1, 2, 3, 47, 48, 49, 64, 130, 1, 47, 48])
+    n = int(lengths.sum())
+    tau = rng.exponential(0.7, n)
+    tau[::7] = np.resize([1e-300, 1e300, 50.0], tau[::7].size)  # the first and the last cell
+    p = rng.uniform(0.5, 2.0, lengths.size)
+    h = CrawlHistory.from_segments(np.zeros(n, dtype=int), tau, lengths=lengths, crawl_rate=p)
+    per_page, pooled = poisson_distance_segments(h)
+    z = tau * np.repeat(p, lengths)
+    pages = np.split(z, np.cumsum(lengths)[:-1])
+    ref_page = np.array([_reference_distance(page[None, :])[0][0] for page in pages])
+    assert_allclose(per_page, ref_page, rtol=1e-15, atol=2.3e-16)
+    assert pooled == pytest.approx(_reference_distance(z[None, :])[1], rel=1e-15, abs=2.3e-16)
 
 
 def test_poisson_check_on_ragged_histories():

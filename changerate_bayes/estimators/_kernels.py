@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros as _trailing_zeros
 
 from .._vecmath import INV_LN2 as _INV_LN2
 from .._vecmath import LN2_HI as _LN2_HI
@@ -261,6 +262,10 @@ def sam_update_masked(changed, mask, z, zp, diverged, counts, p, etas, zetas):
 
 
 # --------------------------------------------------------------------------- Poisson check
+#: pages with fewer crawls than this visit only their occupied cells (a 64-bit mask)
+_SHORT_PAGE = 48
+
+
 @nb.njit(parallel=True, **_JIT)
 def exp_cell_distance(tau, offsets, p, edges, table, scale, per_page, pooled):
     """Per-page Kolmogorov distance of z = p τ from Exp(1) at the 1/64-quantiles.
@@ -269,38 +274,65 @@ def exp_cell_distance(tau, offsets, p, edges, table, scale, per_page, pooled):
     ``floor(64 (1 − e^{−z}))`` and ``edges[64]`` = inf; ``table[floor(z·scale)]`` is the
     cell of the left end of each lookup bin, and one bin holds at most one edge, so a cell
     is one lookup and one comparison (no branch: z is first capped at ``edges[63]``).
-    ``pooled`` (64,) receives the counts summed over pages. Blocks of pages run in
-    parallel, each with its own counts.
+    ``scale`` is a power of two, so z·scale = τ·(p·scale) and edges·scale are exact and
+    the comparison is made on the scaled values. ``pooled`` (64,) receives the counts
+    summed over pages. Blocks of pages run in parallel, each with its own counts.
 
-    The distance max_c |acc_c/k − (c+1)/64| (acc_c the crawls in cells <= c) is computed as
-    max_c |64·acc_c − (c+1)·k| / (64 k), exact in integers with one rounding.
+    The distance max_c |acc_c/k − (c+1)/64| (acc_c the crawls in cells <= c, c = 0..62) is
+    computed as max_c |64·acc_c − (c+1)·k| / (64 k), exact in integers with one rounding.
+    Between occupied cells acc_c is constant, so 64·acc_c − (c+1)·k is largest at an
+    occupied cell and (c+1)·k − 64·acc_c just below one: a page with fewer than
+    ``_SHORT_PAGE`` crawls marks its occupied cells in a 64-bit mask and visits only
+    those (at cell 63 the first value is 64k − 64k = 0, the end of the range c <= 62).
     """
     n = offsets.size - 1
     m = edges.size - 1  # 64 cells
-    last = edges[m - 1]
+    scaled_edges = edges * scale
+    last = scaled_edges[m - 1]
     shared = p.size == 1
     n_blocks = max(1, min(n, 64))
     block_counts = np.zeros((n_blocks, m), dtype=np.int64)
+    one = np.uint64(1)
     for blk in nb.prange(n_blocks):
         counts = np.zeros(m, dtype=np.int64)
         mine = block_counts[blk]
         for i in range(blk * n // n_blocks, (blk + 1) * n // n_blocks):
-            pi = p[0] if shared else p[i]
+            ps = (p[0] if shared else p[i]) * scale
             lo, hi = offsets[i], offsets[i + 1]
-            for j in range(lo, hi):
-                z = min(tau[j] * pi, last)
-                c = table[int(z * scale)]
-                c += z >= edges[c + 1]
-                counts[c] += 1
-                mine[c] += 1
             k = hi - lo
-            acc = 0
             worst = 0
-            for c in range(m - 1):  # one pass: the prefix sums, their distance, and the reset
-                acc += counts[c]
-                counts[c] = 0
-                worst = max(worst, abs(m * acc - (c + 1) * k))
-            counts[m - 1] = 0
+            acc = 0
+            if k < _SHORT_PAGE:
+                occupied = np.uint64(0)
+                for j in range(lo, hi):
+                    z = min(tau[j] * ps, last)
+                    c = table[int(z)]
+                    c += z >= scaled_edges[c + 1]
+                    counts[c] += 1
+                    occupied |= one << np.uint64(c)
+                while occupied:
+                    c = _trailing_zeros(occupied)
+                    occupied &= occupied - one
+                    worst = max(worst, c * k - m * acc)  # (c' + 1) k − 64 acc at c' = c − 1
+                    nc = counts[c]
+                    counts[c] = 0
+                    mine[c] += nc
+                    acc += nc
+                    worst = max(worst, m * acc - (c + 1) * k)
+            else:
+                for j in range(lo, hi):
+                    z = min(tau[j] * ps, last)
+                    c = table[int(z)]
+                    c += z >= scaled_edges[c + 1]
+                    counts[c] += 1
+                for c in range(m - 1):  # one pass: the prefix sums, their distance, and the reset
+                    nc = counts[c]
+                    counts[c] = 0
+                    mine[c] += nc
+                    acc += nc
+                    worst = max(worst, abs(m * acc - (c + 1) * k))
+                mine[m - 1] += counts[m - 1]
+                counts[m - 1] = 0
             per_page[i] = worst / (m * k)
     for blk in range(n_blocks):
         for c in range(m):
