@@ -128,6 +128,13 @@ def test_ctrl_c_prints_one_line_returns_130_and_removes_the_new_folder(tmp_path,
     assert [p.name for p in kept.iterdir()] == ["notes.txt"]
 
 
+def test_every_study_has_a_cost_hint_so_that_the_longest_start_first():
+    # a study without a hint counts as cheap and is handed out last, where a long one
+    # leaves one process working alone at the end of a parallel run
+    assert set(runner._COST_HINT) == set(runner.STUDIES)
+    assert all(v > 0 for v in runner._COST_HINT.values())
+
+
 @pytest.mark.slow
 def test_ctrl_c_in_a_real_run_with_two_processes(tmp_path):
     out = tmp_path / "report"

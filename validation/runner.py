@@ -162,20 +162,23 @@ def _run_parallel(names, preset, seeds, jobs, progress, done):
     return [out[i] for i in range(len(names))]
 
 
-#: Relative cost of each study (wall seconds at the quick preset, one process, measured
-#: on a loaded 2-core machine); used only to start the longest studies first when
-#: several processes run them. A study missing here counts as cheap.
+#: Relative cost of each study (wall seconds at the quick preset, measured in a fresh
+#: clone with two processes); used only to start the longest studies first when several
+#: processes run them, so that no process is left with a long study at the end. A study
+#: missing here counts as cheap.
 _COST_HINT: dict[str, float] = {
-    "pooling": 444.0,
-    "gof_size": 263.0,
-    "traces_study": 248.0,
-    "calibration": 235.0,
-    "monte_carlo": 53.0,
-    "convergence": 37.0,
-    "scheduling_rates": 28.0,
-    "scheduling_whittle": 28.0,
-    "scheduling_closed_loop": 27.0,
-    "scheduling_sampling": 10.0,
+    "pooling": 86.0,
+    "traces_study": 56.0,
+    "prequential": 41.5,
+    "scheduling_replay": 40.3,
+    "gof_size": 37.1,
+    "calibration": 15.2,
+    "monte_carlo": 12.5,
+    "convergence": 8.8,
+    "scheduling_whittle": 5.3,
+    "scheduling_rates": 5.0,
+    "scheduling_closed_loop": 2.5,
+    "scheduling_sampling": 0.9,
 }
 
 
