@@ -7,46 +7,63 @@ scheduling built on the estimates, and their Monte Carlo validation.
 
 __version__ = "0.1.0"
 
-# --- core ---
-from .history import CrawlHistory
-from .simulate import simulate_change_times, simulate_history, simulate_replications
-from ._validation import StatisticalWarning
+# The public names are imported on first use (PEP 562), so that ``import changerate_bayes``
+# and the command line start without loading pandas, PyMC and the compiled kernels'
+# modules; ``from changerate_bayes import posterior`` imports what that name needs.
+_LAZY = {
+    # core
+    "CrawlHistory": ".history",
+    "simulate_change_times": ".simulate",
+    "simulate_history": ".simulate",
+    "simulate_replications": ".simulate",
+    "StatisticalWarning": "._validation",
+    # estimators
+    "LLNEstimator": ".estimators",
+    "MLEEstimator": ".estimators",
+    "MomentMatchingEstimator": ".estimators",
+    "NaiveEstimator": ".estimators",
+    "RegularCrawlEstimator": ".estimators",
+    "SAEstimator": ".estimators",
+    "SAMEstimator": ".estimators",
+    "check_sam_stepsizes": ".estimators",
+    "estimate_path": ".estimators",
+    "final_estimates": ".estimators",
+    # bayes
+    "BayesianEstimator": ".bayes",
+    "BetaPrimePrior": ".bayes",
+    "GammaPrior": ".bayes",
+    "LogNormalPrior": ".bayes",
+    "pooled_posterior": ".bayes",
+    "posterior": ".bayes",
+    "PosteriorSummary": ".bayes",
+    "posterior_mean_path": ".bayes",
+    "posterior_summary": ".bayes",
+    "sampler_diagnostics": ".bayes",
+    # the per-page table
+    "estimate_pages": ".pages",
+    # dynamic (drifting rates)
+    "DynamicRateFilter": ".dynamic",
+    "dynamic_posterior": ".dynamic",
+}
+_SUBPACKAGES = ("diagnostics", "scheduling", "traces")
 
-# --- estimators ---
-from .estimators import (
-    LLNEstimator,
-    MLEEstimator,
-    MomentMatchingEstimator,
-    NaiveEstimator,
-    RegularCrawlEstimator,
-    SAEstimator,
-    SAMEstimator,
-    check_sam_stepsizes,
-    estimate_path,
-    final_estimates,
-)
 
-# --- bayes ---
-from .bayes import (
-    BayesianEstimator,
-    BetaPrimePrior,
-    GammaPrior,
-    LogNormalPrior,
-    pooled_posterior,
-    posterior,
-    PosteriorSummary,
-    posterior_mean_path,
-    posterior_summary,
-    sampler_diagnostics,
-)
+def __getattr__(name):
+    import importlib
 
-# --- the per-page table ---
-from .pages import estimate_pages  # noqa: E402
-# --- dynamic (drifting rates) ---
-from .dynamic import DynamicRateFilter, dynamic_posterior
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    elif name in _SUBPACKAGES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later lookups skip this function
+    return value
 
-# --- diagnostics / traces / scheduling: use the subpackages ---
-from . import diagnostics, scheduling, traces  # noqa: E402
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "CrawlHistory",

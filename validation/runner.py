@@ -32,10 +32,14 @@ STUDIES: tuple[str, ...] = (
 )
 
 
-def load_study(name: str):
-    """Import the study module ``validation.<name>`` and check its interface."""
+def _check_study_name(name: str) -> None:
     if name not in STUDIES:
         raise ValueError(f"unknown study {name!r}; choose from {STUDIES}")
+
+
+def load_study(name: str):
+    """Import the study module ``validation.<name>`` and check its interface."""
+    _check_study_name(name)
     mod = importlib.import_module(f"{__package__}.{name}")
     for attr in ("TITLE", "KEYS", "run", "render"):
         if not hasattr(mod, attr):
@@ -83,7 +87,9 @@ def _run_study(name: str, preset: Preset, seed: int, progress) -> dict:
         raise RuntimeError(f"study {name} returned keys {sorted(result)}, expected {sorted(mod.KEYS)}")
     with figure_context():
         html = str(mod.render(result))
-    return {"result": result, "html": html, "seconds": time.perf_counter() - t0}
+    summary = mod.summarize(result) if hasattr(mod, "summarize") else None  # row of the summary table
+    return {"result": result, "html": html, "seconds": time.perf_counter() - t0, "title": mod.TITLE,
+            "summary": summary}
 
 
 class _QueueProgress(Progress):
@@ -225,7 +231,12 @@ def run_validation(out_dir="reports", *, preset="default", seed: int = 20201, on
     jobs = _check_jobs(jobs)
     progress = progress or Progress()
     names = list(STUDIES) if not only else list(dict.fromkeys(only))  # each study once, in the given order
-    modules = [load_study(n) for n in names]  # validates names before any work
+    for name in names:  # before any work
+        _check_study_name(name)
+    parallel = jobs > 1 and len(names) > 1
+    # one process imports the studies here; with several, each worker imports its own, and
+    # this process does not import them at all (it would delay the workers' start)
+    modules = None if parallel else [load_study(n) for n in names]
     check_output_dir(out_dir)  # fail now, not after the studies have run
     all_seeds = np.random.SeedSequence(seed).generate_state(len(STUDIES))
     seeds = [int(all_seeds[STUDIES.index(name)]) for name in names]
@@ -240,7 +251,7 @@ def run_validation(out_dir="reports", *, preset="default", seed: int = 20201, on
             progress(f"[{len(finished)}/{n}] {name} done in {out['seconds']:.1f} s")
             bar.update(1)
 
-        if jobs > 1 and n > 1:
+        if parallel:
             progress(f"running {n} studies in {min(jobs, n)} processes")
             outs = _run_parallel(names, preset, seeds, jobs, progress, done)
         else:
@@ -251,14 +262,13 @@ def run_validation(out_dir="reports", *, preset="default", seed: int = 20201, on
                 outs.append(_run_study(name, preset, seeds[i - 1], progress))
                 done(name, outs[-1])
     sections = []
-    for name, mod, out in zip(names, modules, outs):
+    for name, out in zip(names, outs):
         clash = set(out["result"]) & set(results)
         if clash:
             raise RuntimeError(f"study {name} repeats results.json keys {sorted(clash)}")
         results.update(out["result"])
-        summary = mod.summarize(out["result"]) if hasattr(mod, "summarize") else None  # row of the summary table
-        sections.append({"id": name, "title": mod.TITLE, "html": out["html"], "seconds": out["seconds"],
-                         "summary": summary})
+        sections.append({"id": name, "title": out["title"], "html": out["html"], "seconds": out["seconds"],
+                         "summary": out["summary"]})
     total = time.perf_counter() - t_start
     meta = {
         "version": __version__,
