@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from .._vecmath import INV_LN2 as _INV_LN2
 from .._vecmath import LN2_HI as _LN2_HI
@@ -29,6 +32,30 @@ from .._vecmath import LN2_LO as _LN2_LO
 from .._vecmath import ROUND as _ROUND
 from .._vecmath import ROUND_BITS as _ROUND_BITS
 from .._vecmath import expm1_reduced
+
+@intrinsic
+def _bits_f64(typingctx, bits):
+    """The float64 whose bits are the int64 ``bits`` (a bitcast, no conversion)."""
+    if bits != types.int64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
+@intrinsic
+def _f64_bits(typingctx, x):
+    """The bits of the float64 ``x`` as an int64 (a bitcast, no conversion)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")  # IEEE division: inf/NaN, handled below
 _JIT_MLE = dict(_JIT, fastmath={"contract"})  # the MLE roots: fused multiply-adds (one rounding each)
@@ -382,15 +409,24 @@ def mle_exact(changed, tau, lo, hi, target, n1, guess):
     return d
 
 
+@nb.njit(inline="always", **_JIT_MLE)
+def _em1(x):
+    """e^x − 1 for 0 <= x <= 709, to 2 ulp: the arithmetic of ``_expm1_block`` for one
+    value (2^n from its bits by ``_f64_bits`` / ``_bits_f64``), so a loop over it vectorises."""
+    tb = x * _INV_LN2 + _ROUND
+    n = tb - _ROUND
+    s = _bits_f64((_f64_bits(tb) - _ROUND_BITS + 1023) << 52)
+    r = (x - n * _LN2_HI) - n * _LN2_LO
+    return s * expm1_reduced(r) + (s - 1.0)
+
+
 @nb.njit(**_JIT_MLE)
-def _local_sums(changed, tau, lo, hi, d, target, h, work, ibuf):
+def _local_sums(changed, tau, lo, hi, d, target, h, xs, us):
     """H and its first three derivatives in t at Δ = d(1 + t), t = 0 (the scale-free H of
     ``_rootkinds``: x u' = u(1 − x − u), x² u'' = u(x + u)(x + 2u − 2),
-    x³ u‴ = u(x + u)(3(x + 2u) − x² − 6u(x + u))), in blocks of ``_CHUNK`` crawls (the
-    e^x − 1 of a block by ``_expm1_block``; unchanged crawls add zeros); sums in crawl order.
-    ``work`` (3, _CHUNK) and ``ibuf`` (_CHUNK,) are scratch."""
-    xs = work[0]
-    em = work[1]
+    x³ u‴ = u(x + u)(3(x + 2u) − x² − 6u(x + u))), in blocks of ``_CHUNK`` crawls: u of a
+    block in one branch-free loop that vectorises (unchanged crawls give u = 0), then the
+    sums in crawl order. ``xs`` and ``us`` (_CHUNK,) are scratch."""
     h0 = -d * target
     h1 = h0
     h2 = 0.0
@@ -398,11 +434,12 @@ def _local_sums(changed, tau, lo, hi, d, target, h, work, ibuf):
     for c0 in range(lo, hi, _CHUNK):
         m = min(_CHUNK, hi - c0)
         for b in range(m):
-            xs[b] = min(max(d * tau[c0 + b], _MIN_X), _LOCAL_MAX_X)
-        _expm1_block(xs, m, em, work[2], ibuf)
+            x = min(max(d * tau[c0 + b], _MIN_X), _LOCAL_MAX_X)
+            xs[b] = x
+            us[b] = x / _em1(x) * np.float64(changed[c0 + b] != 0)
         for b in range(m):
             x = xs[b]
-            u = x / em[b] if changed[c0 + b] != 0 else 0.0
+            u = us[b]
             a = u * (x + u)
             su = x + 2.0 * u
             h0 += u
@@ -415,7 +452,7 @@ def _local_sums(changed, tau, lo, hi, d, target, h, work, ibuf):
     h[3] = h3
 
 
-@nb.njit(**_JIT_MLE)
+@nb.njit(inline="always", **_JIT_MLE)
 def _cubic_step(h):
     """The root near t = 0 of h0 + h1 t + h2 t²/2 + h3 t³/6 (three Newton steps from 0,
     |t| <= 1/2) and the tail bound of ``_rootsolve.local_error`` (inf if not accepted)."""
@@ -433,15 +470,15 @@ def _cubic_step(h):
 
 
 @nb.njit(**_JIT_MLE)
-def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol, work, ibuf):
+def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol, xs, us, passes=3):
     """The MLE root over crawls lo..hi−1 from a good starting point: local cubic models of
     H at the point (one O(k) pass each), accepted once the model's tail bound is below
     ``local_tol``. On return ``h`` holds H's derivatives at the root (in its units), for the
-    next crawl's predictor. Returns NaN if three passes do not converge."""
-    for _ in range(3):
+    next crawl's predictor. Returns NaN if ``passes`` passes do not converge."""
+    for _ in range(passes):
         if not (point > 0.0 and np.isfinite(point)):
             return np.nan
-        _local_sums(changed, tau, lo, hi, point, target, h, work, ibuf)
+        _local_sums(changed, tau, lo, hi, point, target, h, xs, us)
         t, err = _cubic_step(h)
         new = point * (1.0 + t)
         if err <= local_tol:
@@ -458,7 +495,18 @@ def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol, work, ibuf)
     return np.nan
 
 
-@nb.njit(**_JIT_MLE)
+@nb.njit(inline="always", **_JIT_MLE)
+def _first_guess(changed, tau, lo, hi, target, n1):
+    """A start for the first finite root: the root when every changed crawl has the mean
+    changed interval τ̄, ln(1 + n1 τ̄/T)/τ̄ (exact for equal intervals)."""
+    s = 0.0
+    for j in range(lo, hi):
+        s += tau[j] * np.float64(changed[j] != 0)
+    mean = s / n1
+    return np.log1p(n1 * mean / target) / mean
+
+
+@nb.njit(inline="always", **_JIT_MLE)
 def _predict(root, h, changed_new, tau_new):
     """The root after one more crawl, from the cubic model of the previous prefix's H at its
     root plus the new crawl's exact term (two Newton steps, O(1))."""
@@ -468,7 +516,7 @@ def _predict(root, h, changed_new, tau_new):
         one = 1.0 + tt
         if changed_new:
             xc = min(max(x * one, _MIN_X), _LOCAL_MAX_X)
-            u = xc / np.expm1(xc)
+            u = xc / _em1(xc)
             v0 = u
             v1 = u * (1.0 - xc - u) / one
         else:
@@ -600,8 +648,8 @@ def _certified(t, dq, err, certify):
 
 
 @nb.njit(**_JIT_MLE)
-def _mle_page(changed, tau, lo, hi, order, k_exact, certify, out, row, write, coef, xs, g, bound, acc, work, ibuf,
-              stats):
+def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, write, coef, xs, g, bound, acc, work,
+              ibuf, hloc, lx, lu, stats):
     """The MLE after every crawl of one page (crawls lo..hi−1); returns the last root.
 
     The first ``k_exact`` prefixes are solved exactly (a predictor from the previous root's
@@ -624,9 +672,6 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, out, row, write, co
     err = 0.0
     t = 0.0
     has_local = False
-    hloc = np.zeros(4)
-    ratio = _RHO / _SPREAD
-    tail = ratio ** (order + 1) / (1.0 - ratio)
     cap = xs.size
     b_used = 0  # series of the next changed crawls, computed ahead: g[:, b_used:b_have]
     b_have = 0
@@ -684,19 +729,21 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, out, row, write, co
                     root = anchor * (1.0 + tn)
             if not solved:
                 if anchored:  # the root left the disk (or the bound is loose): solve from its edge
-                    root = mle_local(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t), hloc, 1e-15, work, ibuf)
+                    root = mle_local(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t), hloc, 1e-15, lx, lu)
                     if not np.isfinite(root):
                         root = mle_exact(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t))
                         stats[0] += 1
                     has_local = False
                 else:
-                    new = np.nan
                     if has_local:
                         new = mle_local(changed, tau, lo, gi + 1, target, n1,
-                                        _predict(root, hloc, c, tau[gi]), hloc, 1e-15, work, ibuf)
+                                        _predict(root, hloc, c, tau[gi]), hloc, 1e-15, lx, lu)
+                    else:  # the first finite root (or the first after a 0.0 / inf run)
+                        new = mle_local(changed, tau, lo, gi + 1, target, n1,
+                                        _first_guess(changed, tau, lo, gi + 1, target, n1), hloc, 1e-15, lx, lu, 6)
                     if not np.isfinite(new):
                         new = mle_exact(changed, tau, lo, gi + 1, target, n1, root)
-                        _local_sums(changed, tau, lo, gi + 1, new, target, hloc, work, ibuf)
+                        _local_sums(changed, tau, lo, gi + 1, new, target, hloc, lx, lu)
                         hloc[0] = 0.0
                         stats[0] += 1
                     root = new
@@ -729,6 +776,8 @@ def mle_segments(changed, tau, offsets, pages, order, k_exact, certify, out, fin
     write = out.shape[1] > 0
     n = pages.size
     n_chunks = min(n, 64)
+    ratio = _RHO / _SPREAD
+    tail = ratio ** (order + 1) / (1.0 - ratio)
     exact = np.zeros(n_chunks, dtype=np.int64)
     anchors = np.zeros(n_chunks, dtype=np.int64)
     for ch in nb.prange(n_chunks):
@@ -739,11 +788,14 @@ def mle_segments(changed, tau, offsets, pages, order, k_exact, certify, out, fin
         acc = np.empty(_SERIES_BLOCK)
         work = np.empty((3, _CHUNK))
         ibuf = np.empty(_CHUNK, dtype=np.int64)
+        hloc = np.zeros(4)
+        lx = np.empty(_CHUNK)
+        lu = np.empty(_CHUNK)
         st = np.zeros(2, dtype=np.int64)
         for r in range(ch * n // n_chunks, (ch + 1) * n // n_chunks):
             i = pages[r]
             final[r] = _mle_page(changed, tau, offsets[i], offsets[i + 1], order, k_exact, certify,
-                                 out, r, write, coef, xs, g, bound, acc, work, ibuf, st)
+                                 tail, out, r, write, coef, xs, g, bound, acc, work, ibuf, hloc, lx, lu, st)
         exact[ch] = st[0]
         anchors[ch] = st[1]
     stats[0] += exact.sum()
