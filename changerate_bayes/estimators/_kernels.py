@@ -337,6 +337,7 @@ def exp_cell_distance(tau, offsets, p, edges, table, scale, per_page, pooled):
 # --------------------------------------------------------------------------- MLE roots
 # Constants of the certified Taylor tracking, as in ``_rootkinds`` / ``_rootpath``.
 _RHO = 0.08
+_RHO_MAX = 0.2  # the compiled MLE path certifies roots up to this far from the anchor (with the bound there)
 _SPREAD = 0.5
 _MAX_X = 800.0
 _MIN_X = 1e-300
@@ -530,7 +531,7 @@ def _predict(root, h, changed_new, tau_new):
     return root * (1.0 + tt)
 
 
-_FIRST_BLOCK = 4  # the first block after a (re-)anchor; each next one twice as long, up to _SERIES_BLOCK
+_FIRST_BLOCK = 16  # the first block after a (re-)anchor; each next one twice as long, up to _SERIES_BLOCK
 _SERIES_BLOCK = 32  # crawls whose Taylor series are computed together (the loops run across crawls)
 _HALLEY_TOL = 1e-7  # a Halley step this small leaves an error ~1e-21 in t: taken, and the root accepted
 _TRACK_ITER = 8
@@ -538,7 +539,7 @@ _REACH = 0.25  # Halley iterates are followed this far from the anchor (the seri
 
 
 @nb.njit(**_JIT_MLE)
-def _series_block(xs, m, order, g, bound, acc, work, ibuf):
+def _series_block(xs, m, order, g, bound, acc):
     """The Taylor series of m changed crawls around the anchor, in the scaled variable.
 
     With x_b = Δ_a τ_b (clamped to [MIN_X, MAX_X], in place) and t = (Δ − Δ_a)/Δ_a,
@@ -551,24 +552,32 @@ def _series_block(xs, m, order, g, bound, acc, work, ibuf):
     g_i g_{n−i}). Every term has the sign (−1)^(n+1) (w is completely monotone), so
     nothing cancels, and |g_n| <= max(1, x^n/n!) u: nothing overflows. One expm1 per crawl
     (e^x − 1 = h(h + 2), h = e^{x/2} − 1, which is also 1/w(x/2)); the O(N²) recurrence
-    runs across the crawls (vectorised).
+    runs across the crawls (vectorised loops).
     """
     for b in range(m):
         x = min(max(xs[b], _MIN_X), _MAX_X)
         xs[b] = x
-        acc[b] = 0.5 * x
-    _expm1_block(acc, m, bound, work[2], ibuf)
-    for b in range(m):
-        x = xs[b]
-        half = bound[b]
+        half = _em1(0.5 * x)
         g[0, b] = x / (half * (half + 2.0))
         bound[b] = x / half
-    for n in range(order):
-        for b in range(m):
-            acc[b] = 0.0
-        for i in range((n + 1) // 2):
+    for n in range(order):  # acc = Σ_{i < (n+1)/2} g_i g_{n−i}, two products per loop (fewer loops)
+        h = (n + 1) // 2
+        if h == 0:
             for b in range(m):
-                acc[b] += g[i, b] * g[n - i, b]
+                acc[b] = 0.0
+            i = 0
+        elif h % 2 == 1:
+            for b in range(m):
+                acc[b] = g[0, b] * g[n, b]
+            i = 1
+        else:
+            for b in range(m):
+                acc[b] = g[0, b] * g[n, b] + g[1, b] * g[n - 1, b]
+            i = 2
+        while i < h:
+            for b in range(m):
+                acc[b] += g[i, b] * g[n - i, b] + g[i + 1, b] * g[n - i - 1, b]
+            i += 2
         step = -1.0 / (n + 1.0)
         if n % 2 == 0:
             mid = n // 2
@@ -580,7 +589,7 @@ def _series_block(xs, m, order, g, bound, acc, work, ibuf):
 
 
 @nb.njit(**_JIT_MLE)
-def _expand(changed, tau, lo, hi, anchor, order, coef, xs, g, bound, acc, work, ibuf):
+def _expand(changed, tau, lo, hi, anchor, order, coef, xs, g, bound, acc):
     """coef[n] = Σ over the changed crawls lo..hi−1 of their scaled series (``_series_block``),
     summed crawl after crawl; returns Σ x w(x/2) (the truncation bound before its factor)."""
     for n in range(order + 1):
@@ -593,7 +602,7 @@ def _expand(changed, tau, lo, hi, anchor, order, coef, xs, g, bound, acc, work, 
             xs[m] = anchor * tau[i]
             m += 1
         if m > 0 and (m == cap or i == hi - 1):
-            _series_block(xs, m, order, g, bound, acc, work, ibuf)
+            _series_block(xs, m, order, g, bound, acc)
             for b in range(m):
                 err += bound[b]
                 for n in range(order + 1):
@@ -642,14 +651,35 @@ def _track_root(coef, order, level, t):
 
 
 @nb.njit(inline="always", **_JIT_MLE)
-def _certified(t, dq, err, certify):
-    """F changes sign within 2E/|Q'| of t inside the disk, and that is below ``certify``."""
-    return 2.0 * err <= certify * abs(dq) and abs(t) + 2.0 * err / abs(dq) <= _RHO
+def _certified(t, dq, err, certify, order):
+    """F changes sign within 2E/|Q'| of t inside a disk on which E bounds the truncation,
+    and 2E/|Q'| is below ``certify``.
+
+    ``err`` is E on the disk |t| <= RHO. Past RHO, the bound on the disk of radius
+    R = |t| + certify (which then holds the sign change) is used instead:
+    E(R) = E(RHO)·(R/RHO)^(N+1)·(1 − RHO/s)/(1 − R/s), s = 1/2, for R <= ``_RHO_MAX``.
+    """
+    a = abs(dq)
+    if 2.0 * err <= certify * a and abs(t) + 2.0 * err / a <= _RHO:
+        return True
+    r = abs(t) + certify
+    if not (r > _RHO and r <= _RHO_MAX):
+        return False
+    q = r / _RHO
+    p = 1.0  # q^(order + 1) by repeated squaring
+    e = order + 1
+    while e > 0:
+        if e & 1:
+            p *= q
+        q *= q
+        e >>= 1
+    bound = err * p * (1.0 - _RHO / _SPREAD) / (1.0 - r / _SPREAD)
+    return 2.0 * bound <= certify * a
 
 
 @nb.njit(**_JIT_MLE)
-def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, write, coef, xs, g, bound, acc, work,
-              ibuf, hloc, lx, lu, stats):
+def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, write, coef, xs, g, bound, acc, hloc,
+              lx, lu, stats):
     """The MLE after every crawl of one page (crawls lo..hi−1); returns the last root.
 
     The first ``k_exact`` prefixes are solved exactly (a predictor from the previous root's
@@ -702,7 +732,7 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, wri
                                 m += 1
                                 if m == b_want:
                                     break
-                        _series_block(xs, m, order, g, bound, acc, work, ibuf)
+                        _series_block(xs, m, order, g, bound, acc)
                         b_used = 0
                         b_have = m
                         b_want = min(2 * b_want, cap)  # blocks grow while the anchor holds
@@ -711,19 +741,19 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, wri
                     err += bound[b_used] * tail
                     b_used += 1
                 tn, dq, conv = _track_root(coef, order, anchor * target, t)
-                if conv and _certified(tn, dq, err, certify):
+                if conv and _certified(tn, dq, err, certify, order):
                     solved = True
                 elif not conv or abs(tn) + 2.0 * err / abs(dq) > _RHO:
                     # the root left the disk: re-anchor at Halley's estimate of it (the series
                     # converges there) and solve on the new series
                     anchor = anchor * (1.0 + tn)
-                    err = _expand(changed, tau, lo, gi + 1, anchor, order, coef, xs, g, bound, acc, work, ibuf) * tail
+                    err = _expand(changed, tau, lo, gi + 1, anchor, order, coef, xs, g, bound, acc) * tail
                     b_used = 0
                     b_have = 0
                     b_want = _FIRST_BLOCK
                     stats[1] += 1
                     tn, dq, conv = _track_root(coef, order, anchor * target, 0.0)
-                    solved = conv and _certified(tn, dq, err, certify)
+                    solved = conv and _certified(tn, dq, err, certify, order)
                 t = tn
                 if solved:
                     root = anchor * (1.0 + tn)
@@ -752,7 +782,7 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, wri
                     anchored = True
                     anchor = root
                     t = 0.0
-                    err = _expand(changed, tau, lo, gi + 1, anchor, order, coef, xs, g, bound, acc, work, ibuf) * tail
+                    err = _expand(changed, tau, lo, gi + 1, anchor, order, coef, xs, g, bound, acc) * tail
                     b_used = 0
                     b_have = 0
                     b_want = _FIRST_BLOCK
@@ -786,8 +816,6 @@ def mle_segments(changed, tau, offsets, pages, order, k_exact, certify, out, fin
         g = np.empty((order + 1, _SERIES_BLOCK))
         bound = np.empty(_SERIES_BLOCK)
         acc = np.empty(_SERIES_BLOCK)
-        work = np.empty((3, _CHUNK))
-        ibuf = np.empty(_CHUNK, dtype=np.int64)
         hloc = np.zeros(4)
         lx = np.empty(_CHUNK)
         lu = np.empty(_CHUNK)
@@ -795,7 +823,7 @@ def mle_segments(changed, tau, offsets, pages, order, k_exact, certify, out, fin
         for r in range(ch * n // n_chunks, (ch + 1) * n // n_chunks):
             i = pages[r]
             final[r] = _mle_page(changed, tau, offsets[i], offsets[i + 1], order, k_exact, certify,
-                                 tail, out, r, write, coef, xs, g, bound, acc, work, ibuf, hloc, lx, lu, st)
+                                 tail, out, r, write, coef, xs, g, bound, acc, hloc, lx, lu, st)
         exact[ch] = st[0]
         anchors[ch] = st[1]
     stats[0] += exact.sum()
