@@ -589,9 +589,12 @@ def _series_block(xs, m, order, g, bound, acc):
 
 
 @nb.njit(**_JIT_MLE)
-def _expand(changed, tau, lo, hi, anchor, order, coef, xs, g, bound, acc):
+def _expand(changed, tau, lo, hi, end, anchor, order, coef, xs, g, bound, acc, ahead):
     """coef[n] = Σ over the changed crawls lo..hi−1 of their scaled series (``_series_block``),
-    summed crawl after crawl; returns Σ x w(x/2) (the truncation bound before its factor)."""
+    summed crawl after crawl. The last block's free lanes take the series of up to ``ahead``
+    next changed crawls (hi..end−1, not summed), at no extra block: they are left in
+    ``g[:, used:have]``. Returns (Σ x w(x/2), the truncation bound before its factor; used;
+    have)."""
     for n in range(order + 1):
         coef[n] = 0.0
     err = 0.0
@@ -602,13 +605,24 @@ def _expand(changed, tau, lo, hi, anchor, order, coef, xs, g, bound, acc):
             xs[m] = anchor * tau[i]
             m += 1
         if m > 0 and (m == cap or i == hi - 1):
-            _series_block(xs, m, order, g, bound, acc)
+            have = m
+            if i == hi - 1:
+                limit = min(cap, m + ahead)
+                q = hi
+                while q < end and have < limit:
+                    if changed[q] != 0:
+                        xs[have] = anchor * tau[q]
+                        have += 1
+                    q += 1
+            _series_block(xs, have, order, g, bound, acc)
             for b in range(m):
                 err += bound[b]
                 for n in range(order + 1):
                     coef[n] += g[n, b]
+            if i == hi - 1:
+                return err, m, have
             m = 0
-    return err
+    return err, 0, 0
 
 
 @nb.njit(inline="always", **_JIT_MLE)
@@ -747,9 +761,9 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, wri
                     # the root left the disk: re-anchor at Halley's estimate of it (the series
                     # converges there) and solve on the new series
                     anchor = anchor * (1.0 + tn)
-                    err = _expand(changed, tau, lo, gi + 1, anchor, order, coef, xs, g, bound, acc) * tail
-                    b_used = 0
-                    b_have = 0
+                    err, b_used, b_have = _expand(changed, tau, lo, gi + 1, hi, anchor, order, coef, xs, g, bound, acc,
+                                                  _FIRST_BLOCK)
+                    err *= tail
                     b_want = _FIRST_BLOCK
                     stats[1] += 1
                     tn, dq, conv = _track_root(coef, order, anchor * target, 0.0)
@@ -782,9 +796,9 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, wri
                     anchored = True
                     anchor = root
                     t = 0.0
-                    err = _expand(changed, tau, lo, gi + 1, anchor, order, coef, xs, g, bound, acc) * tail
-                    b_used = 0
-                    b_have = 0
+                    err, b_used, b_have = _expand(changed, tau, lo, gi + 1, hi, anchor, order, coef, xs, g, bound, acc,
+                                                  _FIRST_BLOCK)
+                    err *= tail
                     b_want = _FIRST_BLOCK
                     stats[1] += 1
         if write:
