@@ -346,30 +346,8 @@ _NEWTON_TOL = 1e-9
 _EPS = 2.220446049250313e-16
 
 
+_SHORT_RUN = 8  # runs of at most this many crawls are summed in one scalar loop
 _CHUNK = 64  # crawls per block of the blocked loops (scratch of the kernels)
-
-
-@nb.njit(**_JIT_MLE)
-def _expm1_block(y, m, out, tbuf, sbuf):
-    """out[b] = e^{y_b} − 1 for 0 <= y_b <= 709 (b < m), to 2 ulp, in loops that vectorise.
-
-    y = n ln 2 + r with n = round(y/ln 2) and |r| <= ln(2)/2; e^r − 1 is its Taylor
-    polynomial of degree 13 (truncation below 2e-17 relative) and e^y − 1 = 2^n (e^r − 1) +
-    (2^n − 1), both terms exact to an ulp (2^n − 1 is exact for n <= 52). 2^n is built
-    from its bits (through the int64 views of the scratch ``tbuf`` / ``sbuf``).
-    """
-    tbits = tbuf.view(np.int64)
-    scale = sbuf.view(np.float64)
-    for b in range(m):
-        tbuf[b] = y[b] * _INV_LN2 + _ROUND
-    for b in range(m):
-        sbuf[b] = (tbits[b] - _ROUND_BITS + 1023) << 52
-    for b in range(m):
-        n = tbuf[b] - _ROUND
-        r = (y[b] - n * _LN2_HI) - n * _LN2_LO
-        em = expm1_reduced(r)
-        s = scale[b]
-        out[b] = s * em + (s - 1.0)
 
 
 @nb.njit(**_JIT_MLE)
@@ -412,8 +390,14 @@ def mle_exact(changed, tau, lo, hi, target, n1, guess):
 
 @nb.njit(inline="always", **_JIT_MLE)
 def _em1(x):
-    """e^x − 1 for 0 <= x <= 709, to 2 ulp: the arithmetic of ``_expm1_block`` for one
-    value (2^n from its bits by ``_f64_bits`` / ``_bits_f64``), so a loop over it vectorises."""
+    """e^x − 1 for 0 <= x <= 709, to 2 ulp, in arithmetic only (no libm call), so a loop over
+    it vectorises.
+
+    x = n ln 2 + r with n = round(x/ln 2) and |r| <= ln(2)/2; e^r − 1 is its Taylor
+    polynomial of degree 13 (truncation below 2e-17 relative) and e^x − 1 = 2^n (e^r − 1) +
+    (2^n − 1), both terms exact to an ulp (2^n − 1 is exact for n <= 52). 2^n is built from
+    its bits (``_f64_bits`` / ``_bits_f64``: bitcasts).
+    """
     tb = x * _INV_LN2 + _ROUND
     n = tb - _ROUND
     s = _bits_f64((_f64_bits(tb) - _ROUND_BITS + 1023) << 52)
@@ -426,7 +410,8 @@ def _local_sums(changed, tau, lo, hi, d, target, h, xs, us):
     """H and its first three derivatives in t at Δ = d(1 + t), t = 0 (the scale-free H of
     ``_rootkinds``: x u' = u(1 − x − u), x² u'' = u(x + u)(x + 2u − 2),
     x³ u‴ = u(x + u)(3(x + 2u) − x² − 6u(x + u))), in blocks of ``_CHUNK`` crawls: u of a
-    block in one branch-free loop that vectorises (unchanged crawls give u = 0), then the
+    block in one branch-free loop that vectorises (unchanged crawls give u = 0; a run of at most
+    ``_SHORT_RUN`` crawls in one scalar loop), then the
     sums in crawl order. ``xs`` and ``us`` (_CHUNK,) are scratch."""
     h0 = -d * target
     h1 = h0
@@ -434,6 +419,17 @@ def _local_sums(changed, tau, lo, hi, d, target, h, xs, us):
     h3 = 0.0
     for c0 in range(lo, hi, _CHUNK):
         m = min(_CHUNK, hi - c0)
+        if m <= _SHORT_RUN:  # a short run: one scalar loop (the blocked loops' set-up costs more)
+            for b in range(m):
+                x = min(max(d * tau[c0 + b], _MIN_X), _LOCAL_MAX_X)
+                u = x / _em1(x) * np.float64(changed[c0 + b] != 0)
+                a = u * (x + u)
+                su = x + 2.0 * u
+                h0 += u
+                h1 += u - a
+                h2 += a * (su - 2.0)
+                h3 += a * (3.0 * su - x * x - 6.0 * a)
+            continue
         for b in range(m):
             x = min(max(d * tau[c0 + b], _MIN_X), _LOCAL_MAX_X)
             xs[b] = x
@@ -470,7 +466,7 @@ def _cubic_step(h):
     return t, err
 
 
-@nb.njit(**_JIT_MLE)
+@nb.njit(inline="always", **_JIT_MLE)
 def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol, xs, us, passes=3):
     """The MLE root over crawls lo..hi−1 from a good starting point: local cubic models of
     H at the point (one O(k) pass each), accepted once the model's tail bound is below
