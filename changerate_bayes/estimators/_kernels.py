@@ -556,24 +556,12 @@ def _series_block(xs, m, order, g, bound, acc):
         half = _em1(0.5 * x)
         g[0, b] = x / (half * (half + 2.0))
         bound[b] = x / half
-    for n in range(order):  # acc = Σ_{i < (n+1)/2} g_i g_{n−i}, two products per loop (fewer loops)
-        h = (n + 1) // 2
-        if h == 0:
+    for n in range(order):
+        for b in range(m):
+            acc[b] = 0.0
+        for i in range((n + 1) // 2):
             for b in range(m):
-                acc[b] = 0.0
-            i = 0
-        elif h % 2 == 1:
-            for b in range(m):
-                acc[b] = g[0, b] * g[n, b]
-            i = 1
-        else:
-            for b in range(m):
-                acc[b] = g[0, b] * g[n, b] + g[1, b] * g[n - 1, b]
-            i = 2
-        while i < h:
-            for b in range(m):
-                acc[b] += g[i, b] * g[n - i, b] + g[i + 1, b] * g[n - i - 1, b]
-            i += 2
+                acc[b] += g[i, b] * g[n - i, b]
         step = -1.0 / (n + 1.0)
         if n % 2 == 0:
             mid = n // 2
