@@ -688,7 +688,8 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, wri
     (two O(N) passes for most crawls). A root t* is accepted when it is certified: with E
     the truncation bound on |t| <= ρ, 2E <= ``certify``·|Q'(t*)| and |t*| + 2E/|Q'(t*)| <=
     ρ, so that F changes sign within 2E/|Q'| of t* inside the disk (F is decreasing: its
-    root is unique). Otherwise the prefix is solved exactly and the series is re-anchored
+    root is unique); past ρ, the same with the bound on the disk |t| <= |t*| + certify
+    (``_certified``). Otherwise the prefix is solved exactly and the series is re-anchored
     at its root (O(k)).
     """
     n1 = 0.0
