@@ -11,6 +11,7 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from changerate_bayes import CrawlHistory, StatisticalWarning, estimate_path, simulate_history
+from changerate_bayes.estimators._kernels import _em1
 from changerate_bayes.estimators._rootkinds import _stirling_weights
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
@@ -379,6 +380,17 @@ def _histories():
     for delta, p in ((0.01, 10.0), (50.0, 0.5), (500.0, 0.1), (1e-4, 100.0)):
         yield f"delta={delta}, p={p}", simulate_history(delta, p, 300, n_pages=8, rng=3)
     yield "one long page", simulate_history(5.0, 3.0, 5000, rng=7)
+    # short pages: the exact phase (first finite root from the equal-interval guess, then the
+    # predictor) and the tracking right after it (frequent re-anchors, roots past the disk)
+    yield "k=16 pages", simulate_history(5.0, 3.0, 16, n_pages=3000, rng=8)
+    yield "k=128 pages", simulate_history(5.0, 3.0, 128, n_pages=300, rng=9)
+    changed = (rng.random((50, 40)) < 0.5).astype(np.int8)
+    yield "equal intervals", CrawlHistory(changed, np.full((50, 40), 0.37))  # the first guess is the root
+    lengths = rng.permutation(np.repeat([2, 16, 17, 128, 129, 1000], [20, 60, 10, 12, 3, 2]))
+    rates = np.repeat(rng.uniform(0.1, 20.0, lengths.size), lengths)
+    tau = rng.exponential(1.0, int(lengths.sum())) / 2.0
+    changed = (rng.random(tau.size) < -np.expm1(-rates * tau)).astype(np.int8)
+    yield "ragged short and long", CrawlHistory.from_segments(changed, tau, lengths=lengths)
 
 
 @pytest.mark.parametrize(("name", "history"), list(_histories()), ids=lambda v: v if isinstance(v, str) else "")
@@ -399,23 +411,21 @@ def test_ragged_pages_equal_each_page_alone_and_the_previous_kernel():
         assert_array_equal(new[i, : lengths[i]], _new_path(h.page(i))[0])
 
 
-def test_blocked_expm1_is_within_two_ulp_of_numpy():
-    """The vectorised e^y − 1 of the MLE kernels, for the arguments they pass (0 <= y <= 709):
-    subnormal to huge, and around the reduction's switch points (y near (n + 1/2) ln 2)."""
-    from changerate_bayes.estimators import _kernels
+@nb.njit(**_JIT)
+def _em1_all(y, out):
+    for i in range(y.size):
+        out[i] = _em1(y[i])
 
+
+def test_arithmetic_expm1_is_within_two_ulp_of_numpy():
+    """The libm-free e^y − 1 of the MLE kernels, for the arguments they pass (0 <= y <= 709):
+    subnormal to huge, and around the reduction's switch points (y near (n + 1/2) ln 2)."""
     rng = np.random.default_rng(2)
     edges = (np.arange(1, 1000) + 0.5) * np.log(2.0)
     y = np.concatenate([[0.0, 5e-324, 1e-300, 1e-20, 1e-8, 709.0], 10.0 ** rng.uniform(-300, np.log10(709.0), 4000),
                         rng.uniform(0.0, 2.0, 2000), edges[edges <= 709.0] * (1 + rng.uniform(-1e-15, 1e-15, 1))])
-    out = np.empty(64)
     got = np.empty_like(y)
-    for c0 in range(0, y.size, 64):
-        m = min(64, y.size - c0)
-        block = np.zeros(64)
-        block[:m] = y[c0 : c0 + m]
-        _kernels._expm1_block(block, m, out, np.empty(64), np.empty(64, dtype=np.int64))
-        got[c0 : c0 + m] = out[:m]
+    _em1_all(y, got)
     want = np.expm1(y)
     assert got[0] == 0.0 and got[1] == 5e-324
     ulp = np.abs(got - want) / np.spacing(np.maximum(np.abs(want), 5e-324))

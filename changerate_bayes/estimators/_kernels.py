@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba.core import types
 from numba.cpython.unsafe.numbers import trailing_zeros as _trailing_zeros
+from numba.extending import intrinsic
 
 from .._vecmath import INV_LN2 as _INV_LN2
 from .._vecmath import LN2_HI as _LN2_HI
@@ -30,6 +33,30 @@ from .._vecmath import LN2_LO as _LN2_LO
 from .._vecmath import ROUND as _ROUND
 from .._vecmath import ROUND_BITS as _ROUND_BITS
 from .._vecmath import expm1_reduced
+
+@intrinsic
+def _bits_f64(typingctx, bits):
+    """The float64 whose bits are the int64 ``bits`` (a bitcast, no conversion)."""
+    if bits != types.int64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
+@intrinsic
+def _f64_bits(typingctx, x):
+    """The bits of the float64 ``x`` as an int64 (a bitcast, no conversion)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")  # IEEE division: inf/NaN, handled below
 _JIT_MLE = dict(_JIT, fastmath={"contract"})  # the MLE roots: fused multiply-adds (one rounding each)
@@ -342,6 +369,7 @@ def exp_cell_distance(tau, offsets, p, edges, table, scale, per_page, pooled):
 # --------------------------------------------------------------------------- MLE roots
 # Constants of the certified Taylor tracking, as in ``_rootkinds`` / ``_rootpath``.
 _RHO = 0.08
+_RHO_MAX = 0.2  # the compiled MLE path certifies roots up to this far from the anchor (with the bound there)
 _SPREAD = 0.5
 _MAX_X = 800.0
 _MIN_X = 1e-300
@@ -350,30 +378,8 @@ _NEWTON_TOL = 1e-9
 _EPS = 2.220446049250313e-16
 
 
+_SHORT_RUN = 8  # runs of at most this many crawls are summed in one scalar loop
 _CHUNK = 64  # crawls per block of the blocked loops (scratch of the kernels)
-
-
-@nb.njit(**_JIT_MLE)
-def _expm1_block(y, m, out, tbuf, sbuf):
-    """out[b] = e^{y_b} − 1 for 0 <= y_b <= 709 (b < m), to 2 ulp, in loops that vectorise.
-
-    y = n ln 2 + r with n = round(y/ln 2) and |r| <= ln(2)/2; e^r − 1 is its Taylor
-    polynomial of degree 13 (truncation below 2e-17 relative) and e^y − 1 = 2^n (e^r − 1) +
-    (2^n − 1), both terms exact to an ulp (2^n − 1 is exact for n <= 52). 2^n is built
-    from its bits (through the int64 views of the scratch ``tbuf`` / ``sbuf``).
-    """
-    tbits = tbuf.view(np.int64)
-    scale = sbuf.view(np.float64)
-    for b in range(m):
-        tbuf[b] = y[b] * _INV_LN2 + _ROUND
-    for b in range(m):
-        sbuf[b] = (tbits[b] - _ROUND_BITS + 1023) << 52
-    for b in range(m):
-        n = tbuf[b] - _ROUND
-        r = (y[b] - n * _LN2_HI) - n * _LN2_LO
-        em = expm1_reduced(r)
-        s = scale[b]
-        out[b] = s * em + (s - 1.0)
 
 
 @nb.njit(**_JIT_MLE)
@@ -414,27 +420,55 @@ def mle_exact(changed, tau, lo, hi, target, n1, guess):
     return d
 
 
+@nb.njit(inline="always", **_JIT_MLE)
+def _em1(x):
+    """e^x − 1 for 0 <= x <= 709, to 2 ulp, in arithmetic only (no libm call), so a loop over
+    it vectorises.
+
+    x = n ln 2 + r with n = round(x/ln 2) and |r| <= ln(2)/2; e^r − 1 is its Taylor
+    polynomial of degree 13 (truncation below 2e-17 relative) and e^x − 1 = 2^n (e^r − 1) +
+    (2^n − 1), both terms exact to an ulp (2^n − 1 is exact for n <= 52). 2^n is built from
+    its bits (``_f64_bits`` / ``_bits_f64``: bitcasts).
+    """
+    tb = x * _INV_LN2 + _ROUND
+    n = tb - _ROUND
+    s = _bits_f64((_f64_bits(tb) - _ROUND_BITS + 1023) << 52)
+    r = (x - n * _LN2_HI) - n * _LN2_LO
+    return s * expm1_reduced(r) + (s - 1.0)
+
+
 @nb.njit(**_JIT_MLE)
-def _local_sums(changed, tau, lo, hi, d, target, h, work, ibuf):
+def _local_sums(changed, tau, lo, hi, d, target, h, xs, us):
     """H and its first three derivatives in t at Δ = d(1 + t), t = 0 (the scale-free H of
     ``_rootkinds``: x u' = u(1 − x − u), x² u'' = u(x + u)(x + 2u − 2),
-    x³ u‴ = u(x + u)(3(x + 2u) − x² − 6u(x + u))), in blocks of ``_CHUNK`` crawls (the
-    e^x − 1 of a block by ``_expm1_block``; unchanged crawls add zeros); sums in crawl order.
-    ``work`` (3, _CHUNK) and ``ibuf`` (_CHUNK,) are scratch."""
-    xs = work[0]
-    em = work[1]
+    x³ u‴ = u(x + u)(3(x + 2u) − x² − 6u(x + u))), in blocks of ``_CHUNK`` crawls: u of a
+    block in one branch-free loop that vectorises (unchanged crawls give u = 0; a run of at most
+    ``_SHORT_RUN`` crawls in one scalar loop), then the
+    sums in crawl order. ``xs`` and ``us`` (_CHUNK,) are scratch."""
     h0 = -d * target
     h1 = h0
     h2 = 0.0
     h3 = 0.0
     for c0 in range(lo, hi, _CHUNK):
         m = min(_CHUNK, hi - c0)
+        if m <= _SHORT_RUN:  # a short run: one scalar loop (the blocked loops' set-up costs more)
+            for b in range(m):
+                x = min(max(d * tau[c0 + b], _MIN_X), _LOCAL_MAX_X)
+                u = x / _em1(x) * np.float64(changed[c0 + b] != 0)
+                a = u * (x + u)
+                su = x + 2.0 * u
+                h0 += u
+                h1 += u - a
+                h2 += a * (su - 2.0)
+                h3 += a * (3.0 * su - x * x - 6.0 * a)
+            continue
         for b in range(m):
-            xs[b] = min(max(d * tau[c0 + b], _MIN_X), _LOCAL_MAX_X)
-        _expm1_block(xs, m, em, work[2], ibuf)
+            x = min(max(d * tau[c0 + b], _MIN_X), _LOCAL_MAX_X)
+            xs[b] = x
+            us[b] = x / _em1(x) * np.float64(changed[c0 + b] != 0)
         for b in range(m):
             x = xs[b]
-            u = x / em[b] if changed[c0 + b] != 0 else 0.0
+            u = us[b]
             a = u * (x + u)
             su = x + 2.0 * u
             h0 += u
@@ -447,7 +481,7 @@ def _local_sums(changed, tau, lo, hi, d, target, h, work, ibuf):
     h[3] = h3
 
 
-@nb.njit(**_JIT_MLE)
+@nb.njit(inline="always", **_JIT_MLE)
 def _cubic_step(h):
     """The root near t = 0 of h0 + h1 t + h2 t²/2 + h3 t³/6 (three Newton steps from 0,
     |t| <= 1/2) and the tail bound of ``_rootsolve.local_error`` (inf if not accepted)."""
@@ -464,16 +498,16 @@ def _cubic_step(h):
     return t, err
 
 
-@nb.njit(**_JIT_MLE)
-def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol, work, ibuf):
+@nb.njit(inline="always", **_JIT_MLE)
+def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol, xs, us, passes=3):
     """The MLE root over crawls lo..hi−1 from a good starting point: local cubic models of
     H at the point (one O(k) pass each), accepted once the model's tail bound is below
     ``local_tol``. On return ``h`` holds H's derivatives at the root (in its units), for the
-    next crawl's predictor. Returns NaN if three passes do not converge."""
-    for _ in range(3):
+    next crawl's predictor. Returns NaN if ``passes`` passes do not converge."""
+    for _ in range(passes):
         if not (point > 0.0 and np.isfinite(point)):
             return np.nan
-        _local_sums(changed, tau, lo, hi, point, target, h, work, ibuf)
+        _local_sums(changed, tau, lo, hi, point, target, h, xs, us)
         t, err = _cubic_step(h)
         new = point * (1.0 + t)
         if err <= local_tol:
@@ -490,7 +524,18 @@ def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol, work, ibuf)
     return np.nan
 
 
-@nb.njit(**_JIT_MLE)
+@nb.njit(inline="always", **_JIT_MLE)
+def _first_guess(changed, tau, lo, hi, target, n1):
+    """A start for the first finite root: the root when every changed crawl has the mean
+    changed interval τ̄, ln(1 + n1 τ̄/T)/τ̄ (exact for equal intervals)."""
+    s = 0.0
+    for j in range(lo, hi):
+        s += tau[j] * np.float64(changed[j] != 0)
+    mean = s / n1
+    return np.log1p(n1 * mean / target) / mean
+
+
+@nb.njit(inline="always", **_JIT_MLE)
 def _predict(root, h, changed_new, tau_new):
     """The root after one more crawl, from the cubic model of the previous prefix's H at its
     root plus the new crawl's exact term (two Newton steps, O(1))."""
@@ -500,7 +545,7 @@ def _predict(root, h, changed_new, tau_new):
         one = 1.0 + tt
         if changed_new:
             xc = min(max(x * one, _MIN_X), _LOCAL_MAX_X)
-            u = xc / np.expm1(xc)
+            u = xc / _em1(xc)
             v0 = u
             v1 = u * (1.0 - xc - u) / one
         else:
@@ -514,7 +559,7 @@ def _predict(root, h, changed_new, tau_new):
     return root * (1.0 + tt)
 
 
-_FIRST_BLOCK = 4  # the first block after a (re-)anchor; each next one twice as long, up to _SERIES_BLOCK
+_FIRST_BLOCK = 16  # the first block after a (re-)anchor; each next one twice as long, up to _SERIES_BLOCK
 _SERIES_BLOCK = 32  # crawls whose Taylor series are computed together (the loops run across crawls)
 _HALLEY_TOL = 1e-7  # a Halley step this small leaves an error ~1e-21 in t: taken, and the root accepted
 _TRACK_ITER = 8
@@ -522,7 +567,7 @@ _REACH = 0.25  # Halley iterates are followed this far from the anchor (the seri
 
 
 @nb.njit(**_JIT_MLE)
-def _series_block(xs, m, order, g, bound, acc, work, ibuf):
+def _series_block(xs, m, order, g, bound, acc):
     """The Taylor series of m changed crawls around the anchor, in the scaled variable.
 
     With x_b = Δ_a τ_b (clamped to [MIN_X, MAX_X], in place) and t = (Δ − Δ_a)/Δ_a,
@@ -535,16 +580,12 @@ def _series_block(xs, m, order, g, bound, acc, work, ibuf):
     g_i g_{n−i}). Every term has the sign (−1)^(n+1) (w is completely monotone), so
     nothing cancels, and |g_n| <= max(1, x^n/n!) u: nothing overflows. One expm1 per crawl
     (e^x − 1 = h(h + 2), h = e^{x/2} − 1, which is also 1/w(x/2)); the O(N²) recurrence
-    runs across the crawls (vectorised).
+    runs across the crawls (vectorised loops).
     """
     for b in range(m):
         x = min(max(xs[b], _MIN_X), _MAX_X)
         xs[b] = x
-        acc[b] = 0.5 * x
-    _expm1_block(acc, m, bound, work[2], ibuf)
-    for b in range(m):
-        x = xs[b]
-        half = bound[b]
+        half = _em1(0.5 * x)
         g[0, b] = x / (half * (half + 2.0))
         bound[b] = x / half
     for n in range(order):
@@ -564,9 +605,12 @@ def _series_block(xs, m, order, g, bound, acc, work, ibuf):
 
 
 @nb.njit(**_JIT_MLE)
-def _expand(changed, tau, lo, hi, anchor, order, coef, xs, g, bound, acc, work, ibuf):
+def _expand(changed, tau, lo, hi, end, anchor, order, coef, xs, g, bound, acc, ahead):
     """coef[n] = Σ over the changed crawls lo..hi−1 of their scaled series (``_series_block``),
-    summed crawl after crawl; returns Σ x w(x/2) (the truncation bound before its factor)."""
+    summed crawl after crawl. The last block's free lanes take the series of up to ``ahead``
+    next changed crawls (hi..end−1, not summed), at no extra block: they are left in
+    ``g[:, used:have]``. Returns (Σ x w(x/2), the truncation bound before its factor; used;
+    have)."""
     for n in range(order + 1):
         coef[n] = 0.0
     err = 0.0
@@ -577,13 +621,24 @@ def _expand(changed, tau, lo, hi, anchor, order, coef, xs, g, bound, acc, work, 
             xs[m] = anchor * tau[i]
             m += 1
         if m > 0 and (m == cap or i == hi - 1):
-            _series_block(xs, m, order, g, bound, acc, work, ibuf)
+            have = m
+            if i == hi - 1:
+                limit = min(cap, m + ahead)
+                q = hi
+                while q < end and have < limit:
+                    if changed[q] != 0:
+                        xs[have] = anchor * tau[q]
+                        have += 1
+                    q += 1
+            _series_block(xs, have, order, g, bound, acc)
             for b in range(m):
                 err += bound[b]
                 for n in range(order + 1):
                     coef[n] += g[n, b]
+            if i == hi - 1:
+                return err, m, have
             m = 0
-    return err
+    return err, 0, 0
 
 
 @nb.njit(inline="always", **_JIT_MLE)
@@ -626,14 +681,35 @@ def _track_root(coef, order, level, t):
 
 
 @nb.njit(inline="always", **_JIT_MLE)
-def _certified(t, dq, err, certify):
-    """F changes sign within 2E/|Q'| of t inside the disk, and that is below ``certify``."""
-    return 2.0 * err <= certify * abs(dq) and abs(t) + 2.0 * err / abs(dq) <= _RHO
+def _certified(t, dq, err, certify, order):
+    """F changes sign within 2E/|Q'| of t inside a disk on which E bounds the truncation,
+    and 2E/|Q'| is below ``certify``.
+
+    ``err`` is E on the disk |t| <= RHO. Past RHO, the bound on the disk of radius
+    R = |t| + certify (which then holds the sign change) is used instead:
+    E(R) = E(RHO)·(R/RHO)^(N+1)·(1 − RHO/s)/(1 − R/s), s = 1/2, for R <= ``_RHO_MAX``.
+    """
+    a = abs(dq)
+    if 2.0 * err <= certify * a and abs(t) + 2.0 * err / a <= _RHO:
+        return True
+    r = abs(t) + certify
+    if not (r > _RHO and r <= _RHO_MAX):
+        return False
+    q = r / _RHO
+    p = 1.0  # q^(order + 1) by repeated squaring
+    e = order + 1
+    while e > 0:
+        if e & 1:
+            p *= q
+        q *= q
+        e >>= 1
+    bound = err * p * (1.0 - _RHO / _SPREAD) / (1.0 - r / _SPREAD)
+    return 2.0 * bound <= certify * a
 
 
 @nb.njit(**_JIT_MLE)
-def _mle_page(changed, tau, lo, hi, order, k_exact, certify, out, row, write, coef, xs, g, bound, acc, work, ibuf,
-              stats):
+def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, write, coef, xs, g, bound, acc, hloc,
+              lx, lu, stats):
     """The MLE after every crawl of one page (crawls lo..hi−1); returns the last root.
 
     The first ``k_exact`` prefixes are solved exactly (a predictor from the previous root's
@@ -644,7 +720,8 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, out, row, write, co
     (two O(N) passes for most crawls). A root t* is accepted when it is certified: with E
     the truncation bound on |t| <= ρ, 2E <= ``certify``·|Q'(t*)| and |t*| + 2E/|Q'(t*)| <=
     ρ, so that F changes sign within 2E/|Q'| of t* inside the disk (F is decreasing: its
-    root is unique). Otherwise the prefix is solved exactly and the series is re-anchored
+    root is unique); past ρ, the same with the bound on the disk |t| <= |t*| + certify
+    (``_certified``). Otherwise the prefix is solved exactly and the series is re-anchored
     at its root (O(k)).
     """
     n1 = 0.0
@@ -656,9 +733,6 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, out, row, write, co
     err = 0.0
     t = 0.0
     has_local = False
-    hloc = np.zeros(4)
-    ratio = _RHO / _SPREAD
-    tail = ratio ** (order + 1) / (1.0 - ratio)
     cap = xs.size
     b_used = 0  # series of the next changed crawls, computed ahead: g[:, b_used:b_have]
     b_have = 0
@@ -689,7 +763,7 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, out, row, write, co
                                 m += 1
                                 if m == b_want:
                                     break
-                        _series_block(xs, m, order, g, bound, acc, work, ibuf)
+                        _series_block(xs, m, order, g, bound, acc)
                         b_used = 0
                         b_have = m
                         b_want = min(2 * b_want, cap)  # blocks grow while the anchor holds
@@ -698,37 +772,39 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, out, row, write, co
                     err += bound[b_used] * tail
                     b_used += 1
                 tn, dq, conv = _track_root(coef, order, anchor * target, t)
-                if conv and _certified(tn, dq, err, certify):
+                if conv and _certified(tn, dq, err, certify, order):
                     solved = True
                 elif not conv or abs(tn) + 2.0 * err / abs(dq) > _RHO:
                     # the root left the disk: re-anchor at Halley's estimate of it (the series
                     # converges there) and solve on the new series
                     anchor = anchor * (1.0 + tn)
-                    err = _expand(changed, tau, lo, gi + 1, anchor, order, coef, xs, g, bound, acc, work, ibuf) * tail
-                    b_used = 0
-                    b_have = 0
+                    err, b_used, b_have = _expand(changed, tau, lo, gi + 1, hi, anchor, order, coef, xs, g, bound, acc,
+                                                  _FIRST_BLOCK)
+                    err *= tail
                     b_want = _FIRST_BLOCK
                     stats[1] += 1
                     tn, dq, conv = _track_root(coef, order, anchor * target, 0.0)
-                    solved = conv and _certified(tn, dq, err, certify)
+                    solved = conv and _certified(tn, dq, err, certify, order)
                 t = tn
                 if solved:
                     root = anchor * (1.0 + tn)
             if not solved:
                 if anchored:  # the root left the disk (or the bound is loose): solve from its edge
-                    root = mle_local(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t), hloc, 1e-15, work, ibuf)
+                    root = mle_local(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t), hloc, 1e-15, lx, lu)
                     if not np.isfinite(root):
                         root = mle_exact(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t))
                         stats[0] += 1
                     has_local = False
                 else:
-                    new = np.nan
                     if has_local:
                         new = mle_local(changed, tau, lo, gi + 1, target, n1,
-                                        _predict(root, hloc, c, tau[gi]), hloc, 1e-15, work, ibuf)
+                                        _predict(root, hloc, c, tau[gi]), hloc, 1e-15, lx, lu)
+                    else:  # the first finite root (or the first after a 0.0 / inf run)
+                        new = mle_local(changed, tau, lo, gi + 1, target, n1,
+                                        _first_guess(changed, tau, lo, gi + 1, target, n1), hloc, 1e-15, lx, lu, 6)
                     if not np.isfinite(new):
                         new = mle_exact(changed, tau, lo, gi + 1, target, n1, root)
-                        _local_sums(changed, tau, lo, gi + 1, new, target, hloc, work, ibuf)
+                        _local_sums(changed, tau, lo, gi + 1, new, target, hloc, lx, lu)
                         hloc[0] = 0.0
                         stats[0] += 1
                     root = new
@@ -737,9 +813,9 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, out, row, write, co
                     anchored = True
                     anchor = root
                     t = 0.0
-                    err = _expand(changed, tau, lo, gi + 1, anchor, order, coef, xs, g, bound, acc, work, ibuf) * tail
-                    b_used = 0
-                    b_have = 0
+                    err, b_used, b_have = _expand(changed, tau, lo, gi + 1, hi, anchor, order, coef, xs, g, bound, acc,
+                                                  _FIRST_BLOCK)
+                    err *= tail
                     b_want = _FIRST_BLOCK
                     stats[1] += 1
         if write:
@@ -761,6 +837,8 @@ def mle_segments(changed, tau, offsets, pages, order, k_exact, certify, out, fin
     write = out.shape[1] > 0
     n = pages.size
     n_chunks = min(n, 64)
+    ratio = _RHO / _SPREAD
+    tail = ratio ** (order + 1) / (1.0 - ratio)
     exact = np.zeros(n_chunks, dtype=np.int64)
     anchors = np.zeros(n_chunks, dtype=np.int64)
     for ch in nb.prange(n_chunks):
@@ -769,13 +847,14 @@ def mle_segments(changed, tau, offsets, pages, order, k_exact, certify, out, fin
         g = np.empty((order + 1, _SERIES_BLOCK))
         bound = np.empty(_SERIES_BLOCK)
         acc = np.empty(_SERIES_BLOCK)
-        work = np.empty((3, _CHUNK))
-        ibuf = np.empty(_CHUNK, dtype=np.int64)
+        hloc = np.zeros(4)
+        lx = np.empty(_CHUNK)
+        lu = np.empty(_CHUNK)
         st = np.zeros(2, dtype=np.int64)
         for r in range(ch * n // n_chunks, (ch + 1) * n // n_chunks):
             i = pages[r]
             final[r] = _mle_page(changed, tau, offsets[i], offsets[i + 1], order, k_exact, certify,
-                                 out, r, write, coef, xs, g, bound, acc, work, ibuf, st)
+                                 tail, out, r, write, coef, xs, g, bound, acc, hloc, lx, lu, st)
         exact[ch] = st[0]
         anchors[ch] = st[1]
     stats[0] += exact.sum()

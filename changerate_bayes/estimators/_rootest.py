@@ -51,9 +51,12 @@ def _mle_compiled(history, tau, pages, *, path: bool):
 
     Per page, crawl by crawl: the first ``MLE_K_EXACT`` prefixes are solved exactly (a
     predictor from the previous root's local cubic model, then one O(k) evaluation of H
-    and its derivatives, accepted when the model's tail bound is below 1e-15; a bracketed
-    Newton solve otherwise); later ones are tracked with the certified Taylor series of
-    ``_rootpath`` (order 18, |t| <= 0.08, relative error certified below 1e-13): the new
+    and its derivatives, accepted when the model's tail bound is below 1e-15; a page's
+    first finite root starts from the root for equal intervals, ln(1 + n1 τ̄/T)/τ̄; a
+    bracketed Newton solve when neither converges); later ones are tracked with the
+    certified Taylor series of ``_rootpath`` (order 18, relative error certified below
+    1e-13 with the truncation bound on |t| <= 0.08, or on the root's own radius up to
+    0.2): the new
     crawl's series is added in O(order) (the series of the next crawls are computed
     together, vectorised), and the root is found by Halley's method from the previous one
     (two O(order) passes for most crawls). When the root leaves the disk the series is
