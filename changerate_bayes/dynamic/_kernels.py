@@ -217,10 +217,18 @@ def _dot2(a, b, c, n):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _write_update(w, o_lo, n, out, lik, inv):
+def _write_update(w, o_lo, n, out, lik, inv, rates):
+    """w[o_lo + i] = out[i]·lik[i]·inv; returns Σ w Δ and Σ w over the range."""
     dst = w[o_lo:o_lo + n]
+    r_run = rates[o_lo:o_lo + n]
+    mean = 0.0
+    tot = 0.0
     for i in range(n):
-        dst[i] = (out[i] * lik[i]) * inv
+        v = (out[i] * lik[i]) * inv
+        dst[i] = v
+        mean += v * r_run[i]
+        tot += v
+    return mean, tot
 
 
 @njit(cache=True)
@@ -260,14 +268,16 @@ def _step(w, rng, bufs, rates, log_h2, sigma, tau, changed, update):
     _lik_run(rates, tau, o_lo, n_out, e, om, fbuf, ibuf)
     p0, p1 = _dot2(src, e, om, n_out)
     z = p1 if changed else p0
+    mean = 0.0
+    tot = 0.0
     if update:
         inv = 1.0 / z if z > 0.0 else 1.0
-        _write_update(w, o_lo, n_out, src, om if changed else e, inv)
+        mean, tot = _write_update(w, o_lo, n_out, src, om if changed else e, inv, rates)
         _zero(w, lo0, o_lo)
         _zero(w, o_hi + 1, hi0 + 1)
         rng[0] = o_lo
         rng[1] = o_hi
-    return p0, p1, (OK if z > 0.0 else NO_MASS)
+    return p0, p1, (OK if z > 0.0 else NO_MASS), mean, tot
 
 
 BLOCK = 64
@@ -292,7 +302,7 @@ def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, st
             for s in range(n_s):
                 rng[0] = 0
                 rng[1] = g - 1
-                p0, p1, st = _step(weights[s, i], rng, bufs, rates, log_h2, sigmas[s], tau[i], changed[i], True)
+                p0, p1, st, _, _ = _step(weights[s, i], rng, bufs, rates, log_h2, sigmas[s], tau[i], changed[i], True)
                 z = p1 if changed[i] else p0
                 log_ev[s, i] += math.log(z) if z > 0.0 else -np.inf
                 if st != OK:
@@ -311,7 +321,7 @@ def stream_predict(weights, tau, rates, log_h2, sigmas, out):
             for s in range(n_s):
                 rng[0] = 0
                 rng[1] = g - 1
-                p0, p1, st = _step(weights[s, i], rng, bufs, rates, log_h2, sigmas[s], tau[i], False, False)
+                p0, p1, st, _, _ = _step(weights[s, i], rng, bufs, rates, log_h2, sigmas[s], tau[i], False, False)
                 out[s, i] = p1
 
 
@@ -369,8 +379,15 @@ def summarize_range(m, lo, hi, rates, q_nodes, h, probs, q_out, bs):
     cell of each quantile is found from sums of blocks of four nodes, then node by node.
     """
     n = hi - lo + 1
+    mean, tot = _moments(m[lo:hi + 1], rates[lo:hi + 1], n)
+    return _summarize(m, lo, hi, mean, tot, q_nodes, h, probs, q_out, bs)
+
+
+@njit(cache=True)
+def _summarize(m, lo, hi, mean, tot, q_nodes, h, probs, q_out, bs):
+    """:func:`summarize_range` given mean = Σ m_i Δ_i and tot = Σ m_i."""
+    n = hi - lo + 1
     mr = m[lo:hi + 1]
-    mean, tot = _moments(mr, rates[lo:hi + 1], n)
     mean /= tot
     nb = n // 4
     _block_sums(mr, n, bs)
@@ -406,7 +423,8 @@ def batch_filter(prior_w, changed, tau, mask, rates, u0, h, sigmas, probs, smoot
                  pred, f_mean, f_q, s_mean, s_q, wpath, log_ev, status):
     """Forward filtering (and forward-backward smoothing) of whole histories.
 
-    prior_w : (n, G) prior node probabilities; changed, tau, mask : (n, K);
+    prior_w : (n, G) prior node probabilities, or (1, G) shared by all pages;
+    changed, tau, mask : (n, K);
     outputs: pred (n, K) one-step P(I=1); f_mean (n, K), f_q (n, K, Q) filtered;
     s_mean, s_q smoothed (when ``smooth``); wpath (n, K, S) volatility weights after each
     crawl; log_ev (n, S) log marginal likelihood; status (n,) int8. Entries at masked
@@ -446,9 +464,10 @@ def _filter_page(i, prior_w, changed, tau, mask, rates, q_nodes, h, log_h2, sigm
     n_s = sigmas.shape[0]
     n_q = probs.shape[0]
     nan = np.nan
+    row = i if prior_w.shape[0] > 1 else 0
     for s in range(n_s):
         for j in range(g):
-            w[s, j] = prior_w[i, j]
+            w[s, j] = prior_w[row, j]
         rng[s, 0] = 0
         rng[s, 1] = g - 1
         lev[s] = 0.0
@@ -465,7 +484,8 @@ def _filter_page(i, prior_w, changed, tau, mask, rates, q_nodes, h, log_h2, sigm
         _mixture_weights(lev, pi)
         p_mix = 0.0
         for s in range(n_s):
-            p0, p1, st = _step(w[s], rng[s], bufs, rates, log_h2, sigmas[s], tau[i, c], changed[i, c], True)
+            p0, p1, st, mean, tot = _step(w[s], rng[s], bufs, rates, log_h2, sigmas[s], tau[i, c], changed[i, c],
+                                          True)
             p_mix += pi[s] * p1
             z = p1 if changed[i, c] else p0
             lev[s] += math.log(z) if z > 0.0 else -np.inf
@@ -479,7 +499,7 @@ def _filter_page(i, prior_w, changed, tau, mask, rates, q_nodes, h, log_h2, sigm
         for s in range(n_s):
             wpath[i, c, s] = pi[s]
         if n_s == 1:
-            f_mean[i, c] = summarize_range(w[0], rng[0, 0], rng[0, 1], rates, q_nodes, h, probs, qbuf, bs)
+            f_mean[i, c] = _summarize(w[0], rng[0, 0], rng[0, 1], mean, tot, q_nodes, h, probs, qbuf, bs)
         else:
             lo = g
             hi = -1
