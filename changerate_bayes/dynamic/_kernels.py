@@ -525,6 +525,32 @@ def _mix(w, pi, lo, hi, mix):
 
 
 @njit(cache=True, fastmath=FASTMATH)
+def _beta_step(lik, beta_row, kern, prefix, b, g, vp, out):
+    """beta_j ← Σ_i K(i − j) lik_i beta_i / (column sum of the truncated kernel at j), all j."""
+    base = g
+    for j in range(b):
+        vp[base - 1 - j] = 0.0
+        vp[base + g + j] = 0.0
+    dst = vp[base:base + g]
+    for j in range(g):
+        dst[j] = lik[j] * beta_row[j]
+    _convolve(vp, kern, b, g, 0, g, out)
+    k0 = kern[0]
+    e1 = min(g, b)  # the left edge: j < b
+    s3 = max(e1, g - b)  # the right edge: j > g − 1 − b
+    for j in range(e1):
+        beta_row[j] = out[j] / (prefix[min(b, j)] + prefix[min(b, g - 1 - j)] - k0)
+    if s3 > e1:
+        nrm = prefix[b] + prefix[b] - k0
+        o_run = out[e1:s3]
+        b_run = beta_row[e1:s3]
+        for j in range(s3 - e1):
+            b_run[j] = o_run[j] / nrm
+    for j in range(s3, g):
+        beta_row[j] = out[j] / (prefix[min(b, j)] + prefix[min(b, g - 1 - j)] - k0)
+
+
+@njit(cache=True, fastmath=FASTMATH)
 def _smooth_page(i, changed, tau, mask, rates, q_nodes, h, log_h2, sigmas, probs, s_mean, s_q,
                  bufs, bs, mix, qbuf, pi, lev, filt):
     """Backward pass: beta_c(x) = p(I_{c+1..K} | Δ_c = x), normalised to max 1."""
@@ -549,29 +575,18 @@ def _smooth_page(i, changed, tau, mask, rates, q_nodes, h, log_h2, sigmas, probs
             continue
         if nxt >= 0:
             tn = tau[i, nxt]
+            _lik_run(rates, tn, 0, g, e, om, fbuf, ibuf)
+            lik = om if changed[i, nxt] else e
             for s in range(n_s):
-                # m = L_{nxt} ⊙ beta_{nxt}
-                for j in range(g):
-                    x = rates[j] * tn
-                    lik = -math.expm1(-x) if changed[i, nxt] else math.exp(-x)
-                    scratch[j] = lik * beta[s, j]
+                # beta_c = K^T (L_{nxt} ⊙ beta_{nxt}), columns renormalised as in the forward pass
                 sig = sigmas[s]
                 if sig > 0.0:
                     b = lattice_kernel(sig * sig * tn / math.exp(log_h2), g - 1, kern)
                     _prefix(kern, b, prefix)
-                    k0 = kern[0]
-                    for j in range(g):
-                        a = min(b, j)
-                        cc = min(b, g - 1 - j)
-                        acc = kern[0] * scratch[j]
-                        for d in range(1, cc + 1):
-                            acc += kern[d] * scratch[j + d]
-                        for d in range(1, a + 1):
-                            acc += kern[d] * scratch[j - d]
-                        beta[s, j] = acc / (prefix[a] + prefix[cc] - k0)
+                    _beta_step(lik, beta[s], kern, prefix, b, g, vp, scratch)
                 else:
                     for j in range(g):
-                        beta[s, j] = scratch[j]
+                        beta[s, j] = lik[j] * beta[s, j]
                 mx = 0.0
                 for j in range(g):
                     if beta[s, j] > mx:
