@@ -108,19 +108,24 @@ def _buffers(g):
             np.empty(g, dtype=np.int64))
 
 
-@njit(cache=True, fastmath=FASTMATH)
-def _max_run(w, lo, hi):
-    mx = 0.0
-    for i in range(lo, hi + 1):
-        if w[i] > mx:
-            mx = w[i]
+@njit(cache=True)
+def _max_bits(w, lo, hi):
+    """The largest bit pattern of w[lo..hi] as int64: for w >= 0 (no NaN) the order of the
+    patterns is the order of the values, and an integer maximum vectorises."""
+    src = w[lo:hi + 1].view(np.int64)
+    mx = 0
+    for i in range(hi + 1 - lo):
+        v = src[i]
+        mx = v if v > mx else mx
     return mx
 
 
 @njit(cache=True)
-def _support(w, lo0, hi0):
-    """The nodes above TAIL × max within [lo0, hi0] (w is zero outside): (lo, hi, thr)."""
-    thr = _max_run(w, lo0, hi0) * TAIL
+def _support(w, lo0, hi0, ibuf):
+    """The nodes above TAIL × max within [lo0, hi0] (w >= 0, zero outside): (lo, hi, thr).
+    ``ibuf`` is int64 scratch (its first entry is overwritten)."""
+    ibuf[0] = _max_bits(w, lo0, hi0)
+    thr = ibuf.view(np.float64)[0] * TAIL
     lo = lo0
     while lo < hi0 and not (w[lo] > thr):
         lo += 1
@@ -249,7 +254,7 @@ def _step(w, rng, bufs, rates, log_h2, sigma, tau, changed, update):
     g = w.shape[0]
     lo0 = rng[0]
     hi0 = rng[1]
-    lo, hi, thr = _support(w, lo0, hi0)
+    lo, hi, thr = _support(w, lo0, hi0, ibuf)
     if sigma > 0.0:
         t = sigma * sigma * tau / math.exp(log_h2)
         b = lattice_kernel(t, g - 1, kern)
