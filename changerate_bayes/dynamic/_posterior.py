@@ -167,22 +167,27 @@ def dynamic_posterior(history, *, sigma=DEFAULT_SIGMAS, prior=None, grid=None, s
     k = changed.shape[1]
     out = {
         "pred": np.empty((n, k)), "f_mean": np.empty((n, k)), "f_q": np.empty((n, k, probs.size)),
-        "s_mean": np.full((n, k), np.nan), "s_q": np.full((n, k, probs.size), np.nan),
+        # the smoothed summaries are only written (and only allocated) when smoothing
+        "s_mean": np.full((n, k), np.nan) if smooth else np.empty((n, 0)),
+        "s_q": np.full((n, k, probs.size), np.nan) if smooth else np.empty((n, 0, 0)),
         "wpath": np.empty((n, k, sigmas.size)), "log_ev": np.empty((n, sigmas.size)),
         "status": np.zeros(n, dtype=np.int8),
     }
     changed_c = np.ascontiguousarray(changed)
     tau_c = np.ascontiguousarray(tau, dtype=np.float64)
     m_c = np.ascontiguousarray(m, dtype=bool)
-    from . import _kernels  # numba is imported on first use
+    import numba  # imported on first use, with the kernels
+
+    from . import _kernels
 
     for a in range(0, n, BLOCK_PAGES):
         b = min(n, a + BLOCK_PAGES)
-        w0 = lat.prior_weights(b - a) if np.ndim(lat.log_prior) == 1 else _block_prior(lat, a, b)
-        _kernels.batch_filter(w0, changed_c[a:b], tau_c[a:b], m_c[a:b], lat.rates, float(lat.u[0]), lat.h, sigmas,
-                              probs, bool(smooth), *(out[key][a:b] for key in
-                                                     ("pred", "f_mean", "f_q", "s_mean", "s_q", "wpath", "log_ev",
-                                                      "status")))
+        w0 = lat.prior_weights(1) if np.ndim(lat.log_prior) == 1 else _block_prior(lat, a, b)  # (1, G): shared
+        with numba.parallel_chunksize(1):  # blocks of pages handed out one at a time (load balance)
+            _kernels.batch_filter(w0, changed_c[a:b], tau_c[a:b], m_c[a:b], lat.rates, float(lat.u[0]), lat.h,
+                                  sigmas, probs, bool(smooth), *(out[key][a:b] for key in
+                                                                 ("pred", "f_mean", "f_q", "s_mean", "s_q", "wpath",
+                                                                  "log_ev", "status")))
     if out["status"].any():
         i = int(np.flatnonzero(out["status"])[0])
         raise ValueError(f"page {i}: a crawl has probability 0 at every lattice node "
