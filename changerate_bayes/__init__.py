@@ -65,38 +65,4 @@ def __dir__():
     return sorted(set(globals()) | set(__all__))
 
 
-__all__ = [
-    "CrawlHistory",
-    "StatisticalWarning",
-    "simulate_change_times",
-    "simulate_history",
-    "simulate_replications",
-    # bayes
-    "BayesianEstimator",
-    "BetaPrimePrior",
-    "GammaPrior",
-    "LogNormalPrior",
-    "pooled_posterior",
-    "posterior",
-    "posterior_mean_path",
-    "posterior_summary",
-    "PosteriorSummary",
-    "sampler_diagnostics",
-    "estimate_path",
-    "final_estimates",
-    # dynamic
-    "DynamicRateFilter",
-    "dynamic_posterior",
-    "NaiveEstimator",
-    "LLNEstimator",
-    "SAEstimator",
-    "SAMEstimator",
-    "MLEEstimator",
-    "MomentMatchingEstimator",
-    "RegularCrawlEstimator",
-    "check_sam_stepsizes",
-    "estimate_pages",
-    "diagnostics",
-    "scheduling",
-    "traces",
-]
+__all__ = [*_LAZY, *_SUBPACKAGES]

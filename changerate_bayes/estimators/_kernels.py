@@ -289,8 +289,10 @@ def sam_update_masked(changed, mask, z, zp, diverged, counts, p, etas, zetas):
 
 
 # --------------------------------------------------------------------------- Poisson check
-#: pages with fewer crawls than this visit only their occupied cells (a 64-bit mask)
-_SHORT_PAGE = 48
+#: pages with fewer crawls than this visit only their occupied cells (a 64-bit mask); the
+#: measured crossover (single thread, 2 × 10^7 crawls): equal at 32 crawls, the full scan
+#: 11% faster at 48 and 16% at 64
+_SHORT_PAGE = 32
 
 
 @nb.njit(parallel=True, **_JIT)
