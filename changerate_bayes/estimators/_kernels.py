@@ -335,7 +335,7 @@ def exp_cell_distance(tau, offsets, p, edges, table, scale, per_page, pooled):
                 occupied = np.uint64(0)
                 for j in range(lo, hi):
                     z = min(tau[j] * ps, last)
-                    c = table[int(z)]
+                    c = np.int64(table[int(z)])
                     c += z >= scaled_edges[c + 1]
                     counts[c] += 1
                     occupied |= one << np.uint64(c)
@@ -351,7 +351,7 @@ def exp_cell_distance(tau, offsets, p, edges, table, scale, per_page, pooled):
             else:
                 for j in range(lo, hi):
                     z = min(tau[j] * ps, last)
-                    c = table[int(z)]
+                    c = np.int64(table[int(z)])
                     c += z >= scaled_edges[c + 1]
                     counts[c] += 1
                 for c in range(m - 1):  # one pass: the prefix sums, their distance, and the reset
