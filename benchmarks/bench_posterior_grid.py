@@ -1,7 +1,8 @@
 """Benchmark: posteriors for a million pages (grid and conjugate), and grid vs NUTS agreement.
 
 Run: ``python benchmarks/bench_posterior_grid.py [--pages 1000000] [--crawls 20]
-[--draws 100] [--check 5] [--skip-nuts]``.
+[--draws 100] [--check 5] [--skip-nuts] [--methods grid conjugate]`` (``--methods
+conjugate --skip-nuts``: the conjugate goals only).
 
 Goals (10^6 pages × 20 Poisson crawls, 100 draws per page):
 
@@ -153,7 +154,7 @@ def _load():
 def speed(args):
     size = f"{args.pages:,} pages × {args.crawls} crawls, {args.draws} draws per page"
     draws_gb = 8 * args.pages * args.draws / 1e9
-    for method in ("grid", "conjugate"):
+    for method in args.methods:
         note_before = _load()
         r = run_child(method, args)
         secs, gb = r["seconds"], r["peak_bytes"] / 1e9
@@ -225,6 +226,8 @@ def main(argv=None):
     parser.add_argument("--draws", type=int, default=100, help="draws per page on the large history")
     parser.add_argument("--check", type=int, default=5, help="pages compared with NUTS")
     parser.add_argument("--skip-nuts", action="store_true", help="only the speed and memory goals")
+    parser.add_argument("--methods", nargs="+", choices=("grid", "conjugate"), default=["grid", "conjugate"],
+                        help="the methods whose speed and memory goals are measured")
     parser.add_argument("--child", choices=sorted(GOALS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
