@@ -268,3 +268,25 @@ def test_sinh_and_log1p_of_the_draws_are_within_a_few_ulps():
     got = np.array([k._log1p(v) for v in z])
     np.testing.assert_allclose(got, np.log1p(z), rtol=4 * np.finfo(float).eps)
     assert k._log1p(-1.0) == -np.inf
+
+
+def test_overflow_refusal_names_the_first_page_beyond_the_threshold():
+    """The Markov shortcut of refuse_overflow changes no decision: the page named is the
+    first whose tail I_{1/(1+t)}(β, α), t = max/p, exceeds OVERFLOW_PROBABILITY."""
+    from types import SimpleNamespace
+
+    from scipy import special
+
+    from changerate_bayes.bayes._posterior import OVERFLOW_PROBABILITY, refuse_overflow
+
+    gen = np.random.default_rng(21)
+    n = 5000
+    a, b = np.exp(gen.uniform(np.log(0.3), np.log(50.0), (2, n)))
+    p = 10.0 ** gen.uniform(280.0, 308.0, n)
+    tail = special.betainc(b, a, 1.0 / (1.0 + np.finfo(np.float64).max / p))
+    first = int(np.flatnonzero(tail > OVERFLOW_PROBABILITY)[0])
+    assert first > 0 and (tail < OVERFLOW_PROBABILITY * 1e-3).sum() > n // 4  # both kinds of pages present
+    with pytest.raises(ValueError, match=f"posterior of page {first} puts probability {tail[first]:.3g} "):
+        refuse_overflow(a, b, p, SimpleNamespace(n_pages=n))
+    safe = tail <= OVERFLOW_PROBABILITY
+    refuse_overflow(a[safe], b[safe], p[safe], SimpleNamespace(n_pages=int(safe.sum())))  # no page refused
