@@ -538,23 +538,44 @@ def _first_guess(changed, tau, lo, hi, target, n1):
 
 
 @nb.njit(inline="always", **_JIT_MLE)
+def _em1_rough(x):
+    """e^x − 1 for 0 <= x <= 709 to ~1e-9 relative, with a short dependency chain (ln 2
+    reduction, degree-8 polynomial in Estrin's scheme): for the predictor only."""
+    tb = x * _INV_LN2 + _ROUND
+    n = tb - _ROUND
+    s = _bits_f64((_f64_bits(tb) - _ROUND_BITS + 1023) << 52)
+    r = x - n * 0.6931471805599453
+    r2 = r * r
+    lo = (0.5 + r * (1.0 / 6.0)) + r2 * (1.0 / 24.0 + r * (1.0 / 120.0))
+    hi = (1.0 / 720.0 + r * (1.0 / 5040.0)) + r2 * (1.0 / 40320.0)
+    return s * (r + r2 * (lo + (r2 * r2) * hi)) + (s - 1.0)
+
+
+@nb.njit(inline="always", **_JIT_MLE)
 def _predict(root, h, changed_new, tau_new):
-    """The root after one more crawl, from the cubic model of the previous prefix's H at its
-    root plus the new crawl's exact term (two Newton steps, O(1))."""
+    """The root after one more crawl (O(1)): three Newton steps from t = 0 on the cubic model
+    of the previous prefix's H at its root plus the new crawl's term (its cubic Taylor
+    polynomial at x = root·τ for a changed crawl, exact −x(1 + t) for an unchanged one).
+    Only a start for ``mle_local``: a changed crawl's u is from ``_em1_rough``."""
     x = root * tau_new
+    if changed_new:
+        xc = min(max(x, _MIN_X), _LOCAL_MAX_X)
+        u = xc / _em1_rough(xc)
+        a = u * (xc + u)
+        su = xc + 2.0 * u
+        v0 = u
+        c1 = h[1] + (u - a)
+        c2 = 0.5 * (h[2] + a * (su - 2.0))
+        c3 = (h[3] + a * (3.0 * su - xc * xc - 6.0 * a)) * (1.0 / 6.0)
+    else:
+        v0 = -x
+        c1 = h[1] - x
+        c2 = 0.5 * h[2]
+        c3 = h[3] * (1.0 / 6.0)
     tt = 0.0
-    for _ in range(2):
-        one = 1.0 + tt
-        if changed_new:
-            xc = min(max(x * one, _MIN_X), _LOCAL_MAX_X)
-            u = xc / _em1(xc)
-            v0 = u
-            v1 = u * (1.0 - xc - u) / one
-        else:
-            v0 = -x * one
-            v1 = -x
-        m = tt * (h[1] + tt * (h[2] / 2.0 + tt * h[3] / 6.0)) + v0
-        dm = h[1] + tt * (h[2] + tt * h[3] / 2.0) + v1
+    for _ in range(3):
+        m = v0 + tt * (c1 + tt * (c2 + tt * c3))
+        dm = c1 + tt * (2.0 * c2 + tt * (3.0 * c3))
         tt = min(max(tt - m / dm, -0.5), 1.0)
     if not np.isfinite(tt):
         tt = 0.0
@@ -566,6 +587,66 @@ _SERIES_BLOCK = 32  # crawls whose Taylor series are computed together (the loop
 _HALLEY_TOL = 1e-7  # a Halley step this small leaves an error ~1e-21 in t: taken, and the root accepted
 _TRACK_ITER = 8
 _REACH = 0.25  # Halley iterates are followed this far from the anchor (the series converges for |t| < 1/2)
+
+
+@nb.njit(**_JIT_MLE)
+def _series_block18(xs, m, g, bound):
+    """``_series_block`` at order 18, the recurrence written out per crawl: one loop over
+    the crawls whose body holds the 19 coefficients in registers, so that it vectorises
+    across crawls (4 lanes) with no inner loops.
+
+    For n >= 1, Σ_{i<=n} g_i g_{n−i} = 2 g_0 g_n + R_n with R_n = Σ_{0<i<n} g_i g_{n−i}
+    (no g_n), so g_{n+1} = −(c g_n + R_n)/(n + 1) with c = x + 2 g_0: one multiply-add on
+    the chain from g_n to g_{n+1}; R_n adds its newest products last.
+    """
+    gf = g.reshape(g.size)  # rows _SERIES_BLOCK apart: constant offsets, no alias checks between them
+    m4 = (m + 3) & -4  # whole vectors of 4 crawls (the free lanes take x = 1, unused)
+    for b in range(m, m4):
+        xs[b] = 1.0
+    for b in range(m4):
+        x = min(max(xs[b], _MIN_X), _MAX_X)
+        xs[b] = x
+        half = _em1(0.5 * x)
+        g0 = x / (half * (half + 2.0))
+        bound[b] = x / half
+        c = x + 2.0 * g0
+        gf[0 + b] = g0
+        g1 = -((x + g0) * g0)
+        gf[32 + b] = g1
+        g2 = -0.5 * (c * g1)
+        gf[64 + b] = g2
+        g3 = -0.3333333333333333 * (c * g2 + (g1 * g1))
+        gf[96 + b] = g3
+        g4 = -0.25 * (c * g3 + (2.0 * g1 * g2))
+        gf[128 + b] = g4
+        g5 = -0.2 * (c * g4 + (g2 * g2 + 2.0 * g1 * g3))
+        gf[160 + b] = g5
+        g6 = -0.16666666666666666 * (c * g5 + (2.0 * (g2 * g3 + g1 * g4)))
+        gf[192 + b] = g6
+        g7 = -0.14285714285714285 * (c * g6 + (g3 * g3 + 2.0 * (g2 * g4 + g1 * g5)))
+        gf[224 + b] = g7
+        g8 = -0.125 * (c * g7 + (2.0 * (g3 * g4 + g2 * g5 + g1 * g6)))
+        gf[256 + b] = g8
+        g9 = -0.1111111111111111 * (c * g8 + (g4 * g4 + 2.0 * (g3 * g5 + g2 * g6 + g1 * g7)))
+        gf[288 + b] = g9
+        g10 = -0.1 * (c * g9 + (2.0 * (g4 * g5 + g3 * g6 + g2 * g7 + g1 * g8)))
+        gf[320 + b] = g10
+        g11 = -0.09090909090909091 * (c * g10 + (g5 * g5 + 2.0 * (g4 * g6 + g3 * g7 + g2 * g8 + g1 * g9)))
+        gf[352 + b] = g11
+        g12 = -0.08333333333333333 * (c * g11 + (2.0 * (g5 * g6 + g4 * g7 + g3 * g8 + g2 * g9 + g1 * g10)))
+        gf[384 + b] = g12
+        g13 = -0.07692307692307693 * (c * g12 + (g6 * g6 + 2.0 * (g5 * g7 + g4 * g8 + g3 * g9 + g2 * g10 + g1 * g11)))
+        gf[416 + b] = g13
+        g14 = -0.07142857142857142 * (c * g13 + (2.0 * (g6 * g7 + g5 * g8 + g4 * g9 + g3 * g10 + g2 * g11 + g1 * g12)))
+        gf[448 + b] = g14
+        g15 = -0.06666666666666667 * (c * g14 + (g7 * g7 + 2.0 * (g6 * g8 + g5 * g9 + g4 * g10 + g3 * g11 + g2 * g12 + g1 * g13)))
+        gf[480 + b] = g15
+        g16 = -0.0625 * (c * g15 + (2.0 * (g7 * g8 + g6 * g9 + g5 * g10 + g4 * g11 + g3 * g12 + g2 * g13 + g1 * g14)))
+        gf[512 + b] = g16
+        g17 = -0.058823529411764705 * (c * g16 + (g8 * g8 + 2.0 * (g7 * g9 + g6 * g10 + g5 * g11 + g4 * g12 + g3 * g13 + g2 * g14 + g1 * g15)))
+        gf[544 + b] = g17
+        g18 = -0.05555555555555555 * (c * g17 + (2.0 * (g8 * g9 + g7 * g10 + g6 * g11 + g5 * g12 + g4 * g13 + g3 * g14 + g2 * g15 + g1 * g16)))
+        gf[576 + b] = g18
 
 
 @nb.njit(**_JIT_MLE)
@@ -582,8 +663,11 @@ def _series_block(xs, m, order, g, bound, acc):
     g_i g_{n−i}). Every term has the sign (−1)^(n+1) (w is completely monotone), so
     nothing cancels, and |g_n| <= max(1, x^n/n!) u: nothing overflows. One expm1 per crawl
     (e^x − 1 = h(h + 2), h = e^{x/2} − 1, which is also 1/w(x/2)); the O(N²) recurrence
-    runs across the crawls (vectorised loops).
+    runs across the crawls (vectorised loops); at order 18 written out (``_series_block18``).
     """
+    if order == 18:
+        _series_block18(xs, m, g, bound)
+        return
     for b in range(m):
         x = min(max(xs[b], _MIN_X), _MAX_X)
         xs[b] = x
