@@ -436,7 +436,20 @@ def _em1(x):
     n = tb - _ROUND
     s = _bits_f64((_f64_bits(tb) - _ROUND_BITS + 1023) << 52)
     r = (x - n * _LN2_HI) - n * _LN2_LO
-    return s * expm1_reduced(r) + (s - 1.0)
+    return s * _expm1_estrin(r) + (s - 1.0)
+
+
+@nb.njit(inline="always", **_JIT_MLE)
+def _expm1_estrin(r):
+    """e^r − 1 for |r| <= ln(2)/2: the degree-13 Taylor polynomial of ``expm1_reduced``,
+    r + r²·p(r), with p (degree 11) in Estrin's scheme (4 multiply-adds deep instead of 12:
+    the exact phase's passes are short, so their latency counts)."""
+    r2 = r * r
+    r4 = r2 * r2
+    s0 = (0.5 + r * (1.0 / 6.0)) + r2 * (1.0 / 24.0 + r * (1.0 / 120.0))
+    s1 = (1.0 / 720.0 + r * (1.0 / 5040.0)) + r2 * (1.0 / 40320.0 + r * (1.0 / 362880.0))
+    s2 = (1.0 / 3628800.0 + r * (1.0 / 39916800.0)) + r2 * (1.0 / 479001600.0 + r * (1.0 / 6227020800.0))
+    return r + r2 * ((s0 + r4 * s1) + (r4 * r4) * s2)
 
 
 @nb.njit(**_JIT_MLE)
@@ -483,16 +496,30 @@ def _local_sums(changed, tau, lo, hi, d, target, h, xs, us):
     h[3] = h3
 
 
+_REVERT_LOCAL = 1e-3  # a local model's first Newton step below this: series reversion (error O(e^5)) and one step
+
+
 @nb.njit(inline="always", **_JIT_MLE)
 def _cubic_step(h):
     """The root near t = 0 of h0 + h1 t + h2 t²/2 + h3 t³/6 (three Newton steps from 0,
-    |t| <= 1/2) and the tail bound of ``_rootsolve.local_error`` (inf if not accepted)."""
-    t = 0.0
-    for _ in range(3):
+    |t| <= 1/2; when the first step is below ``_REVERT_LOCAL``, the series reversion to
+    fourth order and one Newton step) and the tail bound of ``_rootsolve.local_error`` (inf if not accepted)."""
+    inv = 1.0 / h[1]
+    e = -h[0] * inv
+    a = 0.5 * h[2] * inv
+    b = h[3] * inv * (1.0 / 6.0)
+    if abs(e) <= _REVERT_LOCAL:  # series reversion to fourth order, then one Newton step
+        t = e * (1.0 + e * (-a + e * ((2.0 * a * a - b) + e * (5.0 * a * (b - a * a)))))
         q = h[0] + t * (h[1] + t * (h[2] / 2.0 + t * h[3] / 6.0))
         dq = h[1] + t * (h[2] + t * h[3] / 2.0)
-        t = min(max(t - q / dq, -0.5), 0.5)
-    k = max(1.0, max(abs(h[2] / (2.0 * h[1])), np.sqrt(abs(h[3] / (6.0 * h[1])))))
+        t = t - q / dq
+    else:
+        t = 0.0
+        for _ in range(3):
+            q = h[0] + t * (h[1] + t * (h[2] / 2.0 + t * h[3] / 6.0))
+            dq = h[1] + t * (h[2] + t * h[3] / 2.0)
+            t = min(max(t - q / dq, -0.5), 0.5)
+    k = max(1.0, max(abs(a), np.sqrt(abs(b))))
     kt = k * abs(t)
     err = abs(t) * kt**3 / (1.0 - kt) if kt < 0.5 else np.inf
     if not np.isfinite(err):
@@ -537,6 +564,9 @@ def _first_guess(changed, tau, lo, hi, target, n1):
     return np.log1p(n1 * mean / target) / mean
 
 
+_REVERT = 0.02  # the predictor's first step below this: the cubic's root by series reversion (error O(e^4))
+
+
 @nb.njit(inline="always", **_JIT_MLE)
 def _em1_rough(x):
     """e^x − 1 for 0 <= x <= 709 to ~1e-9 relative, with a short dependency chain (ln 2
@@ -572,11 +602,17 @@ def _predict(root, h, changed_new, tau_new):
         c1 = h[1] - x
         c2 = 0.5 * h[2]
         c3 = h[3] * (1.0 / 6.0)
-    tt = 0.0
-    for _ in range(3):
-        m = v0 + tt * (c1 + tt * (c2 + tt * c3))
-        dm = c1 + tt * (2.0 * c2 + tt * (3.0 * c3))
-        tt = min(max(tt - m / dm, -0.5), 1.0)
+    inv = 1.0 / c1
+    e = -v0 * inv
+    if abs(e) <= _REVERT:  # the series reversion of the cubic to third order (one division)
+        a = c2 * inv
+        tt = e * (1.0 + e * (-a + e * (2.0 * a * a - c3 * inv)))
+    else:
+        tt = 0.0
+        for _ in range(3):
+            m = v0 + tt * (c1 + tt * (c2 + tt * c3))
+            dm = c1 + tt * (2.0 * c2 + tt * (3.0 * c3))
+            tt = min(max(tt - m / dm, -0.5), 1.0)
     if not np.isfinite(tt):
         tt = 0.0
     return root * (1.0 + tt)
