@@ -380,7 +380,7 @@ _NEWTON_TOL = 1e-9
 _EPS = 2.220446049250313e-16
 
 
-_SHORT_RUN = 8  # runs of at most this many crawls are summed in one scalar loop
+_SHORT_RUN = 4  # runs of at most this many crawls are summed in one scalar loop
 _CHUNK = 64  # crawls per block of the blocked loops (scratch of the kernels)
 
 
@@ -452,7 +452,7 @@ def _expm1_estrin(r):
     return r + r2 * ((s0 + r4 * s1) + (r4 * r4) * s2)
 
 
-@nb.njit(**_JIT_MLE)
+@nb.njit(inline="always", **_JIT_MLE)
 def _local_sums(changed, tau, lo, hi, d, target, h, xs, us):
     """H and its first three derivatives in t at Δ = d(1 + t), t = 0 (the scale-free H of
     ``_rootkinds``: x u' = u(1 − x − u), x² u'' = u(x + u)(x + 2u − 2),
