@@ -633,7 +633,11 @@ def _series_block18(xs, m, g, bound):
 
     For n >= 1, Σ_{i<=n} g_i g_{n−i} = 2 g_0 g_n + R_n with R_n = Σ_{0<i<n} g_i g_{n−i}
     (no g_n), so g_{n+1} = −(c g_n + R_n)/(n + 1) with c = x + 2 g_0: one multiply-add on
-    the chain from g_n to g_{n+1}; R_n adds its newest products last.
+    the chain from g_n to g_{n+1}; R_n adds its newest products last. ``g`` is (19, 32)
+    (row n at offset 32·n of its flat view: constant offsets, so the vectoriser needs no
+    alias checks between the rows); ``xs`` and ``bound`` have 32 entries, and the crawls
+    are taken in whole vectors of 4 (lanes m.. of ``xs`` are set to 1 and their output
+    is not used).
     """
     gf = g.reshape(g.size)  # rows _SERIES_BLOCK apart: constant offsets, no alias checks between them
     m4 = (m + 3) & -4  # whole vectors of 4 crawls (the free lanes take x = 1, unused)
@@ -701,9 +705,15 @@ def _series_block(xs, m, order, g, bound, acc):
     (e^x − 1 = h(h + 2), h = e^{x/2} − 1, which is also 1/w(x/2)); the O(N²) recurrence
     runs across the crawls (vectorised loops); at order 18 written out (``_series_block18``).
     """
-    if order == 18:
+    if order == 18 and g.shape[1] == 32 and xs.size >= 32:
         _series_block18(xs, m, g, bound)
-        return
+    else:
+        _series_block_any(xs, m, order, g, bound, acc)
+
+
+@nb.njit(**_JIT_MLE)
+def _series_block_any(xs, m, order, g, bound, acc):
+    """``_series_block`` at any order: the recurrence in loops across the crawls."""
     for b in range(m):
         x = min(max(xs[b], _MIN_X), _MAX_X)
         xs[b] = x
