@@ -840,35 +840,20 @@ def _certified(t, dq, err, certify, order):
 
 
 @nb.njit(**_JIT_MLE)
-def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, write, coef, xs, g, bound, acc, hloc,
-              lx, lu, stats):
-    """The MLE after every crawl of one page (crawls lo..hi−1); returns the last root.
+def _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, lu, stats):
+    """The exact phase of ``_mle_page``: the roots of the prefixes of crawls lo..hi−1 until the
+    first finite root past ``k_exact`` crawls (the anchor of the series), each solved exactly
+    (a predictor from the previous root's cubic model, then ``mle_local``; a page's first
+    finite root from ``_first_guess``; ``mle_exact`` when those fail). A function of its own,
+    so that the local sums are inlined here and not into the tracking loop.
 
-    The first ``k_exact`` prefixes are solved exactly (a predictor from the previous root's
-    cubic model, then ``mle_local``; ``mle_exact`` when that fails). Later prefixes are
-    tracked with the Taylor series of Δ_a·F(Δ_a(1 + t)) = Σ_n coef_n t^n − Δ_a T around an
-    anchor Δ_a (``_series_block``: the new crawl's series is added, in blocks of crawls
-    computed together), whose root in t is found by Halley's method from the previous one
-    (two O(N) passes for most crawls). A root t* is accepted when it is certified: with E
-    the truncation bound on |t| <= ρ, 2E <= ``certify``·|Q'(t*)| and |t*| + 2E/|Q'(t*)| <=
-    ρ, so that F changes sign within 2E/|Q'| of t* inside the disk (F is decreasing: its
-    root is unique); past ρ, the same with the bound on the disk |t| <= |t*| + certify
-    (``_certified``). Otherwise the prefix is solved exactly and the series is re-anchored
-    at its root (O(k)).
-    """
+    Returns (j, n1, n0, T, root): the last crawl done (``hi − lo`` when the page ended first)
+    and the counts, unchanged time and root after it."""
     n1 = 0.0
     n0 = 0.0
     target = 0.0
     root = np.nan
-    anchored = False
-    anchor = 1.0
-    err = 0.0
-    t = 0.0
     has_local = False
-    cap = xs.size
-    b_used = 0  # series of the next changed crawls, computed ahead: g[:, b_used:b_have]
-    b_have = 0
-    b_want = _FIRST_BLOCK
     for j in range(hi - lo):
         gi = lo + j
         c = changed[gi] != 0
@@ -884,72 +869,109 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, wri
             root = np.inf
             has_local = False
         else:
-            solved = False
-            if anchored:
-                if c:
-                    if b_used == b_have:  # the series of the next changed crawls, at this anchor
-                        m = 0
-                        for i in range(gi, hi):
-                            if changed[i] != 0:
-                                xs[m] = anchor * tau[i]
-                                m += 1
-                                if m == b_want:
-                                    break
-                        _series_block(xs, m, order, g, bound, acc)
-                        b_used = 0
-                        b_have = m
-                        b_want = min(2 * b_want, cap)  # blocks grow while the anchor holds
-                    for n in range(order + 1):
-                        coef[n] += g[n, b_used]
-                    err += bound[b_used] * tail
-                    b_used += 1
-                tn, dq, conv = _track_root(coef, order, anchor * target, t)
-                if conv and _certified(tn, dq, err, certify, order):
-                    solved = True
-                elif not conv or abs(tn) + 2.0 * err / abs(dq) > _RHO:
-                    # the root left the disk: re-anchor at Halley's estimate of it (the series
-                    # converges there) and solve on the new series
-                    anchor = anchor * (1.0 + tn)
-                    err, b_used, b_have = _expand(changed, tau, lo, gi + 1, hi, anchor, order, coef, xs, g, bound, acc,
-                                                  _FIRST_BLOCK)
-                    err *= tail
-                    b_want = _FIRST_BLOCK
-                    stats[1] += 1
-                    tn, dq, conv = _track_root(coef, order, anchor * target, 0.0)
-                    solved = conv and _certified(tn, dq, err, certify, order)
-                t = tn
-                if solved:
-                    root = anchor * (1.0 + tn)
-            if not solved:
-                if anchored:  # the root left the disk (or the bound is loose): solve from its edge
-                    root = mle_local(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t), hloc, 1e-15, lx, lu)
-                    if not np.isfinite(root):
-                        root = mle_exact(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t))
-                        stats[0] += 1
-                    has_local = False
-                else:
-                    if has_local:
-                        new = mle_local(changed, tau, lo, gi + 1, target, n1,
-                                        _predict(root, hloc, c, tau[gi]), hloc, 1e-15, lx, lu)
-                    else:  # the first finite root (or the first after a 0.0 / inf run)
-                        new = mle_local(changed, tau, lo, gi + 1, target, n1,
-                                        _first_guess(changed, tau, lo, gi + 1, target, n1), hloc, 1e-15, lx, lu, 6)
-                    if not np.isfinite(new):
-                        new = mle_exact(changed, tau, lo, gi + 1, target, n1, root)
-                        _local_sums(changed, tau, lo, gi + 1, new, target, hloc, lx, lu)
-                        hloc[0] = 0.0
-                        stats[0] += 1
-                    root = new
-                    has_local = True
-                if j + 1 > k_exact:  # (re-)anchor the series at the exact root
-                    anchored = True
-                    anchor = root
-                    t = 0.0
-                    err, b_used, b_have = _expand(changed, tau, lo, gi + 1, hi, anchor, order, coef, xs, g, bound, acc,
-                                                  _FIRST_BLOCK)
-                    err *= tail
-                    b_want = _FIRST_BLOCK
-                    stats[1] += 1
+            if has_local:
+                new = mle_local(changed, tau, lo, gi + 1, target, n1,
+                                _predict(root, hloc, c, tau[gi]), hloc, 1e-15, lx, lu)
+            else:  # the first finite root (or the first after a 0.0 / inf run)
+                new = mle_local(changed, tau, lo, gi + 1, target, n1,
+                                _first_guess(changed, tau, lo, gi + 1, target, n1), hloc, 1e-15, lx, lu, 6)
+            if not np.isfinite(new):
+                new = mle_exact(changed, tau, lo, gi + 1, target, n1, root)
+                _local_sums(changed, tau, lo, gi + 1, new, target, hloc, lx, lu)
+                hloc[0] = 0.0
+                stats[0] += 1
+            root = new
+            has_local = True
+        if write:
+            out[row, j] = root
+        if has_local and j + 1 > k_exact:
+            return j, n1, n0, target, root
+    return hi - lo, n1, n0, target, root
+
+
+@nb.njit(**_JIT_MLE)
+def _mle_local_call(changed, tau, lo, hi, target, n1, point, h, local_tol, xs, us):
+    """``mle_local`` as a call (the tracking loop's rare exact solves: kept out of its body)."""
+    return mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol, xs, us)
+
+
+@nb.njit(**_JIT_MLE)
+def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, write, coef, xs, g, bound, acc, hloc,
+              lx, lu, stats):
+    """The MLE after every crawl of one page (crawls lo..hi−1); returns the last root.
+
+    The first ``k_exact`` prefixes are solved exactly (``_mle_exact_phase``: a predictor from
+    the previous root's cubic model, then ``mle_local``; ``mle_exact`` when that fails). Later prefixes are
+    tracked with the Taylor series of Δ_a·F(Δ_a(1 + t)) = Σ_n coef_n t^n − Δ_a T around an
+    anchor Δ_a (``_series_block``: the new crawl's series is added, in blocks of crawls
+    computed together), whose root in t is found by Halley's method from the previous one
+    (two O(N) passes for most crawls). A root t* is accepted when it is certified: with E
+    the truncation bound on |t| <= ρ, 2E <= ``certify``·|Q'(t*)| and |t*| + 2E/|Q'(t*)| <=
+    ρ, so that F changes sign within 2E/|Q'| of t* inside the disk (F is decreasing: its
+    root is unique); past ρ, the same with the bound on the disk |t| <= |t*| + certify
+    (``_certified``). Otherwise the prefix is solved exactly and the series is re-anchored
+    at its root (O(k)).
+    """
+    j0, n1, n0, target, root = _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, lu,
+                                                stats)
+    if j0 >= hi - lo:
+        return root
+    # anchor the series at the exact root of crawls lo..lo + j0 (n1 > 0 and n0 > 0 from here on)
+    anchor = root
+    t = 0.0
+    cap = xs.size
+    err, b_used, b_have = _expand(changed, tau, lo, lo + j0 + 1, hi, anchor, order, coef, xs, g, bound, acc,
+                                  _FIRST_BLOCK)  # series of the next changed crawls: g[:, b_used:b_have]
+    err *= tail
+    b_want = _FIRST_BLOCK
+    stats[1] += 1
+    for j in range(j0 + 1, hi - lo):
+        gi = lo + j
+        c = changed[gi] != 0
+        if c:
+            n1 += 1.0
+            if b_used == b_have:  # the series of the next changed crawls, at this anchor
+                m = 0
+                for i in range(gi, hi):
+                    if changed[i] != 0:
+                        xs[m] = anchor * tau[i]
+                        m += 1
+                        if m == b_want:
+                            break
+                _series_block(xs, m, order, g, bound, acc)
+                b_used = 0
+                b_have = m
+                b_want = min(2 * b_want, cap)  # blocks grow while the anchor holds
+            for n in range(order + 1):
+                coef[n] += g[n, b_used]
+            err += bound[b_used] * tail
+            b_used += 1
+        else:
+            n0 += 1.0
+            target += tau[gi]
+        solved = False
+        tn, dq, conv = _track_root(coef, order, anchor * target, t)
+        if conv and _certified(tn, dq, err, certify, order):
+            solved = True
+        elif not conv or abs(tn) + 2.0 * err / abs(dq) > _RHO:
+            # the root left the disk: re-anchor at Halley's estimate of it (the series
+            # converges there) and solve on the new series
+            anchor = anchor * (1.0 + tn)
+            err, b_used, b_have = _expand(changed, tau, lo, gi + 1, hi, anchor, order, coef, xs, g, bound, acc,
+                                          _FIRST_BLOCK)
+            err *= tail
+            b_want = _FIRST_BLOCK
+            stats[1] += 1
+            tn, dq, conv = _track_root(coef, order, anchor * target, 0.0)
+            solved = conv and _certified(tn, dq, err, certify, order)
+        t = tn
+        if solved:
+            root = anchor * (1.0 + tn)
+        else:  # the root left the disk (or the bound is loose): solve from its edge
+            root = _mle_local_call(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t), hloc, 1e-15, lx, lu)
+            if not np.isfinite(root):
+                root = mle_exact(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t))
+                stats[0] += 1
         if write:
             out[row, j] = root
     return root
