@@ -32,7 +32,6 @@ from .._vecmath import LN2_HI as _LN2_HI
 from .._vecmath import LN2_LO as _LN2_LO
 from .._vecmath import ROUND as _ROUND
 from .._vecmath import ROUND_BITS as _ROUND_BITS
-from .._vecmath import expm1_reduced
 
 @intrinsic
 def _bits_f64(typingctx, bits):
@@ -441,7 +440,7 @@ def _em1(x):
 
 @nb.njit(inline="always", **_JIT_MLE)
 def _expm1_estrin(r):
-    """e^r − 1 for |r| <= ln(2)/2: the degree-13 Taylor polynomial of ``expm1_reduced``,
+    """e^r − 1 for |r| <= ln(2)/2: the degree-13 Taylor polynomial of ``_vecmath.expm1_reduced``,
     r + r²·p(r), with p (degree 11) in Estrin's scheme (4 multiply-adds deep instead of 12:
     the exact phase's passes are short, so their latency counts)."""
     r2 = r * r
@@ -583,10 +582,11 @@ def _em1_rough(x):
 
 @nb.njit(inline="always", **_JIT_MLE)
 def _predict(root, h, changed_new, tau_new):
-    """The root after one more crawl (O(1)): three Newton steps from t = 0 on the cubic model
-    of the previous prefix's H at its root plus the new crawl's term (its cubic Taylor
-    polynomial at x = root·τ for a changed crawl, exact −x(1 + t) for an unchanged one).
-    Only a start for ``mle_local``: a changed crawl's u is from ``_em1_rough``."""
+    """The root after one more crawl (O(1)): the root near t = 0 of the cubic model of the
+    previous prefix's H at its root plus the new crawl's term (its cubic Taylor polynomial
+    at x = root·τ for a changed crawl, exact −x(1 + t) for an unchanged one), by series
+    reversion when the first step is below ``_REVERT``, else three clamped Newton steps
+    from 0. Only a start for ``mle_local``: a changed crawl's u is from ``_em1_rough``."""
     x = root * tau_new
     if changed_new:
         xc = min(max(x, _MIN_X), _LOCAL_MAX_X)
