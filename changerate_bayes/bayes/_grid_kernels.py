@@ -38,13 +38,18 @@ from .._vecmath import ROUND_BITS as _ROUND_BITS
 from .._vecmath import expm1_reduced
 from ..estimators._kernels import _bits_f64, _f64_bits
 
-__all__ = ["grid_draws_block", "TILE"]
+__all__ = ["grid_draws_block", "TILE", "CHUNK_TILES"]
 
 #: buckets of the table that starts each draw's search for its CDF cell (a power of two)
 BUCKETS = 64
 
 #: pages per parallel work item: a tile's draws (TILE × n_draws doubles) stay in cache
 TILE = 16
+#: tiles handed to a thread at a time (numba.parallel_chunksize): dynamic scheduling, so that
+#: a thread slowed by another process (or by the uniforms' thread) does not hold up the block
+CHUNK_TILES = 4
+#: pages with this many changed crawls or more sort them with numba's sort (insertion sort below)
+INSERTION_SORT_BELOW = 48
 
 _OPTS = dict(cache=True, nogil=True, error_model="numpy")
 #: the runs of terms over nodes: fused multiply-adds, so that LLVM vectorises their loops
@@ -745,6 +750,22 @@ def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s
     return 0
 
 
+@nb.njit(**_OPTS)
+def _sort_ascending(buf, m):
+    """Sort buf[:m] in place: insertion sort for the few changed crawls of a typical page
+    (no call, no allocation), numba's sort above :data:`INSERTION_SORT_BELOW`."""
+    if m >= INSERTION_SORT_BELOW:
+        buf[:m].sort()
+        return
+    for k in range(1, m):
+        v = buf[k]
+        j = k - 1
+        while j >= 0 and buf[j] > v:
+            buf[j + 1] = buf[j]
+            j -= 1
+        buf[j + 1] = v
+
+
 @nb.njit(parallel=True, **_OPTS)
 def grid_draws_block(changed, tau, offsets, lo, hi, A, B, C, M, E, L, shift, lin, uniforms, out, status, bad_mode):
     """Draws for pages lo:hi into out[:, lo:hi] (out has shape (n_draws, n_pages)).
@@ -785,7 +806,7 @@ def grid_draws_block(changed, tau, offsets, lo, hi, A, B, C, M, E, L, shift, lin
                     m += 1
                 else:
                     t0 += tau[k]
-            buf[:m].sort()  # ascending: see _log_lik
+            _sort_ascending(buf, m)  # see _log_lik
             half = 0.0
             for j in range(m):
                 half += buf[j]
