@@ -44,7 +44,7 @@ __all__ = ["grid_draws_block", "TILE", "CHUNK_TILES"]
 BUCKETS = 64
 
 #: pages per parallel work item: a tile's draws (TILE × n_draws doubles) stay in cache
-TILE = 16
+TILE = 32
 #: tiles handed to a thread at a time (numba.parallel_chunksize): dynamic scheduling, so that
 #: a thread slowed by another process (or by the uniforms' thread) does not hold up the block
 CHUNK_TILES = 4
@@ -725,6 +725,9 @@ def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s
     for d in range(n_draws):
         p = probs[d]
         j = table[min(int(p * BUCKETS), BUCKETS - 1)]
+        # two steps without a branch (a bucket rarely spans more cells), then the rest
+        j += 1 if (j < size - 2) & (cdf[j + 1] <= p) else 0
+        j += 1 if (j < size - 2) & (cdf[min(j + 1, size - 1)] <= p) else 0
         while j < size - 2 and cdf[j + 1] <= p:
             j += 1
         low = cdf[j]
@@ -796,8 +799,13 @@ def grid_draws_block(changed, tau, offsets, lo, hi, A, B, C, M, E, L, shift, lin
         dr = np.empty(n_draws)
         qb = np.empty(max_len)
         hb = np.empty(max_len)
+        # the tile's draws, column k for page first + k, copied to out row by row at the end:
+        # TILE consecutive doubles per row instead of one store per row and page (rows of out
+        # are n_pages · 8 bytes apart, so column stores miss the cache and alias in its sets)
+        tile_out = np.empty((n_draws, TILE))
         first = lo + t * TILE
-        for i in range(first, min(first + TILE, hi)):
+        last = min(first + TILE, hi)
+        for i in range(first, last):
             m = 0
             t0 = 0.0
             for k in range(offsets[i], offsets[i + 1]):
@@ -813,8 +821,11 @@ def grid_draws_block(changed, tau, offsets, lo, hi, A, B, C, M, E, L, shift, lin
             half /= 2.0
             start = math.log((m + 0.5) / (t0 + half))
             st = _page(i, buf, m, t0, start, A[i], B[i], C[i], M[i], E[i], L[i], shift[i], lin,
-                       uniforms[i - lo], out, i, s, logd, cdf, beta, work, table, fbuf, ibuf, dz, dn,
+                       uniforms[i - lo], tile_out, i - first, s, logd, cdf, beta, work, table, fbuf, ibuf, dz, dn,
                        dj, dr, qb, hb)
             status[i] = st
             if st != 0:
                 bad_mode[i] = work[0]
+        for d in range(n_draws):
+            for k in range(last - first):
+                out[d, first + k] = tile_out[d, k]
