@@ -8,15 +8,23 @@ history, keeps the intervals of its changed crawls in a small buffer and S0 = Σ
 as one number, so pages of any length cost what their crawls cost and no array the
 size of the history is made.
 
-What makes it fast: a page's changed intervals are sorted once, so at each node the
-terms run through the series, the exp route and the saturated tail in one run each
-(no unpredictable branch), and the terms at the nodes are summed crawl by crawl
+What makes it fast: a page's changed intervals are sorted once (insertion sort), so at
+each node the terms run through the series, the exp route and the saturated tail in one
+run each (no unpredictable branch), and the terms at the nodes are summed crawl by crawl
 (:func:`_node_log_lik`) in loops of arithmetic only, which LLVM vectorises
 (:func:`_series_run`: Bernoulli series near x = 0; :func:`_log1mexp_run`: exp and
-atanh polynomials above);
-sinh, cosh and log1p are formed from one exp or one log; each draw finds its CDF cell
-from a table of 64 buckets. Every value is within a few ulps of the NumPy reference
-(``._grid``), which the tests check to 1e-12 on the draws.
+atanh polynomials above). The other transcendental functions of a page are also formed
+in arithmetic-only loops wherever their arguments are in range (:func:`_exp_ar`,
+:func:`_expm1_neg_ar`, :func:`_log_ar`: a few ulps from libm; the range checks send
+pages with nodes or draws beyond e^{±690} to the libm code): sinh, cosh and e^u at the
+nodes (:func:`_node_setup_ar`), the likelihood's value and derivatives over the crawls in
+the mode and tail searches (:func:`_log_lik_terms_ar`, :func:`_log_lik_derivs_ar`), the
+density and cell slopes of the CDF, and per draw the in-cell inverse CDF and
+exp(mode + scale·sinh(x)) (:func:`_cell_positions`, :func:`_draw_values`); each draw finds
+its CDF cell from a table of 64 buckets. A tile's draws are gathered in a small buffer
+and copied to the output row by row. Every value is within a few ulps of the NumPy
+reference (``._grid``), which the tests check to 1e-12 on the draws (the draws use the
+same uniforms).
 
 Compiled on first use (``cache=True`` keeps the machine code on disk); importing this
 module compiles nothing. Status codes per page: 0 ok, 1 no bracket for the mode, 2 mode
