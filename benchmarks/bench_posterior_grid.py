@@ -1,7 +1,8 @@
 """Benchmark: posteriors for a million pages (grid and conjugate), and grid vs NUTS agreement.
 
 Run: ``python benchmarks/bench_posterior_grid.py [--pages 1000000] [--crawls 20]
-[--draws 100] [--check 5] [--skip-nuts]``.
+[--draws 100] [--check 5] [--skip-nuts] [--methods grid conjugate]`` (``--methods
+conjugate --skip-nuts``: the conjugate goals only).
 
 Goals (10^6 pages × 20 Poisson crawls, 100 draws per page):
 
@@ -17,7 +18,8 @@ simulated history) and VmHWM, the peak resident set size, reset just before the 
 (``/proc/self/clear_refs``), so the table shows what the call added (the goal; the
 draws alone are 8 × 10^8 bytes = 0.8 GB) and the whole process's peak during it.
 For the conjugate method the child then times NumPy's gamma sampler alone on the
-same number of variates and threads: the floor of that method's time.
+same number of variates and threads: the floor of the NumPy sampler the method used
+before its compiled kernel (the kernel must beat it to meet the goal).
 
 Then, on ``--check`` pages, the posterior means of ``method="grid"`` (4000 i.i.d.
 draws) and ``method="nuts"`` (nutpie, 4 × 1000 draws) with their Monte Carlo SEs, the
@@ -153,7 +155,7 @@ def _load():
 def speed(args):
     size = f"{args.pages:,} pages × {args.crawls} crawls, {args.draws} draws per page"
     draws_gb = 8 * args.pages * args.draws / 1e9
-    for method in ("grid", "conjugate"):
+    for method in args.methods:
         note_before = _load()
         r = run_child(method, args)
         secs, gb = r["seconds"], r["peak_bytes"] / 1e9
@@ -167,10 +169,10 @@ def speed(args):
         note = f"{note_before}; {start:.2f} GB resident at the call's start"
         if r["floor"] is not None:
             print(f"  NumPy's gamma sampler alone, 2 × {args.pages * args.draws:.0e} variates on the same threads: "
-                  f"{r['floor']:.2f} s (the floor of this method's time)")
+                  f"{r['floor']:.2f} s (the floor of a NumPy sampler; ratio to the call {r['floor'] / secs:.2f})")
             note += f"; NumPy's gamma variates alone take {r['floor']:.2f} s"
             result(f"posterior(method=\"{method}\"): NumPy's 2 × {args.pages * args.draws:.0e} gamma variates alone "
-                   "(the floor of its time)", f"{r['floor']:.2f} s", None, value=r["floor"], unit="s")
+                   "(the floor of a NumPy sampler)", f"{r['floor']:.2f} s", None, value=r["floor"], unit="s")
         result(f"posterior(method=\"{method}\"), {size}: ≤ {max_s:g} s", f"{secs:.2f} s", secs <= max_s,
                value=secs, unit="s", note=note)
         result(f"posterior(method=\"{method}\"), {size}: ≤ {max_gb:g} GB added by the call (its draws "
@@ -225,6 +227,8 @@ def main(argv=None):
     parser.add_argument("--draws", type=int, default=100, help="draws per page on the large history")
     parser.add_argument("--check", type=int, default=5, help="pages compared with NUTS")
     parser.add_argument("--skip-nuts", action="store_true", help="only the speed and memory goals")
+    parser.add_argument("--methods", nargs="+", choices=("grid", "conjugate"), default=["grid", "conjugate"],
+                        help="the methods whose speed and memory goals are measured")
     parser.add_argument("--child", choices=sorted(GOALS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:

@@ -11,6 +11,7 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from changerate_bayes import CrawlHistory, StatisticalWarning, estimate_path, simulate_history
+from changerate_bayes.estimators._kernels import _cubic_step as _new_cubic_step
 from changerate_bayes.estimators._kernels import _em1
 from changerate_bayes.estimators._rootkinds import _stirling_weights
 
@@ -391,6 +392,13 @@ def _histories():
     tau = rng.exponential(1.0, int(lengths.sum())) / 2.0
     changed = (rng.random(tau.size) < -np.expm1(-rates * tau)).astype(np.int8)
     yield "ragged short and long", CrawlHistory.from_segments(changed, tau, lengths=lengths)
+    # every length around the switch from the exact phase to the series (32 / 33 crawls), and
+    # the very short pages whose steps are too large for the predictor's series reversion
+    lengths = rng.permutation(np.repeat(np.arange(3, 41), 12))
+    rates = np.repeat(rng.uniform(0.5, 10.0, lengths.size), lengths)
+    tau = rng.exponential(1.0, int(lengths.sum())) / 3.0
+    changed = (rng.random(tau.size) < -np.expm1(-rates * tau)).astype(np.int8)
+    yield "pages of 3 to 40 crawls", CrawlHistory.from_segments(changed, tau, lengths=lengths)
 
 
 @pytest.mark.parametrize(("name", "history"), list(_histories()), ids=lambda v: v if isinstance(v, str) else "")
@@ -430,3 +438,65 @@ def test_arithmetic_expm1_is_within_two_ulp_of_numpy():
     assert got[0] == 0.0 and got[1] == 5e-324
     ulp = np.abs(got - want) / np.spacing(np.maximum(np.abs(want), 5e-324))
     assert ulp.max() <= 2.0
+
+
+# ----------------------------------------------------------------- pieces of the new kernel
+def test_written_out_order_18_series_equals_the_recurrence_in_loops():
+    """The order-18 crawl series written out per crawl (one vectorised loop) against the
+    generic recurrence: the same coefficients to a few ulp (every term of the recurrence has
+    one sign, so reassociating it moves each coefficient by rounding only), for block sizes
+    that are and are not whole vectors of 4, and x clamped at both ends."""
+    from changerate_bayes.estimators._kernels import _series_block, _series_block_any
+
+    rng = np.random.default_rng(5)
+    x_all = np.concatenate([[1e-320, 1e-300, 1e-12, 1e-3, 0.5, 2.0, 30.0, 700.0, 800.0, 1e6],
+                            10.0 ** rng.uniform(-8, 2.8, 22)])
+    for m in (1, 3, 4, 5, 17, 31, 32):
+        x = rng.permutation(x_all)[:32]
+        g_new, g_old = np.full((19, 32), np.nan), np.full((19, 32), np.nan)
+        b_new, b_old = np.empty(32), np.empty(32)
+        xs_new, xs_old = x.copy(), x.copy()
+        _series_block(xs_new, m, 18, g_new, b_new, np.empty(32))
+        _series_block_any(xs_old, m, 18, g_old, b_old, np.empty(32))
+        assert_array_equal(xs_new[:m], np.clip(x[:m], 1e-300, 800.0))
+        assert_array_equal(b_new[:m], b_old[:m])
+        signs = (-1.0) ** np.arange(19)[:, None]  # g_n has the sign (−1)^n
+        assert np.all(g_old[:, :m] * signs >= 0.0)
+        nonzero = g_old[:, :m] != 0.0
+        assert_array_equal(g_new[:, :m] != 0.0, nonzero)
+        rel = np.abs(g_new[:, :m][nonzero] / g_old[:, :m][nonzero] - 1.0)
+        assert rel.max() <= 64 * np.finfo(float).eps, m
+
+
+@nb.njit(**_JIT)
+def _cubic_all(h, t, err):
+    for i in range(h.shape[0]):
+        t[i], err[i] = _new_cubic_step(h[i])
+
+
+def test_local_cubic_step_finds_a_known_root_on_both_sides_of_the_reversion_switch():
+    """h0 = −(h1 t* + h2 t*²/2 + h3 t*³/6) puts the cubic's root at t* (to the rounding of h0):
+    the step finds it to 1e-14 relative whether its first Newton step −h0/h1 is below the
+    series-reversion switch (1e-3) or above it (three clamped Newton steps), wherever the
+    tail bound is small enough to matter (<= 1e-9; the roots are accepted at 1e-15), and the tail
+    bound is |t|(k|t|)³/(1 − k|t|), k = max(1, |h2/(2 h1)|, |h3/(6 h1)|^½)."""
+    rng = np.random.default_rng(8)
+    n = 4000
+    t_star = rng.choice([-1.0, 1.0], n) * 10.0 ** rng.uniform(-12, -1.5, n)
+    h1 = -(10.0 ** rng.uniform(0, 3, n))
+    h2 = -h1 * rng.uniform(-3, 3, n)
+    h3 = -h1 * rng.uniform(-6, 6, n)
+    h0 = -(h1 * t_star + h2 * t_star**2 / 2 + h3 * t_star**3 / 6)
+    h = np.ascontiguousarray(np.stack([h0, h1, h2, h3], axis=1))
+    t, err = np.empty(n), np.empty(n)
+    _cubic_all(h, t, err)
+    first = np.abs(h0 / h1)
+    near = err <= 1e-9  # |t| below ~5e-3: three Newton steps from 0 have converged too
+    assert (near & (first <= 1e-3)).sum() > 400 and (near & (first > 1e-3)).sum() > 40  # both paths
+    slack = 4 * np.finfo(float).eps * np.abs(h0 / h1)  # the root moved by the rounding of h0
+    assert np.all(np.abs(t - t_star)[near] <= (1e-14 * np.abs(t_star) + slack)[near])
+    assert np.all(np.abs(t - t_star) <= 1e-6 * np.abs(t_star))  # farther out: a start for the next pass
+    k = np.maximum(1.0, np.maximum(np.abs(h2 / (2 * h1)), np.sqrt(np.abs(h3 / (6 * h1)))))
+    kt = k * np.abs(t)
+    want = np.where(kt < 0.5, np.abs(t) * kt**3 / (1 - kt), np.inf)
+    np.testing.assert_allclose(err, want, rtol=1e-12)

@@ -38,7 +38,7 @@ def conjugate_mean(a: float, b: float, n_changed, n_crawls, crawl_rate) -> np.nd
 
 #: pages per block of the conjugate draws (one generator each)
 BLOCK_PAGES = 8192
-#: threads drawing blocks at once (NumPy's generators release the GIL while they fill)
+#: threads drawing blocks at once (the compiled kernel releases the GIL)
 THREADS = os.cpu_count() or 1
 
 
@@ -46,13 +46,25 @@ def conjugate_posterior_draws(a, b, n_changed, n_crawls, crawl_rate, *, n_draws:
                               rng: np.random.Generator) -> np.ndarray:
     """Draws of Δ = p · G_α/G_β for every page, shape (n_draws, n_pages) (C order).
 
-    The numbers of ``scipy.stats.betaprime(α, β, scale=p).rvs`` (the same ratio of
-    gammas) given each block's generator, drawn block by block into the output, so no temporary is
-    larger than a block: block j of :data:`BLOCK_PAGES` pages uses its own generator,
-    ``SeedSequence(s).spawn(n_blocks)[j]`` with s drawn once from ``rng``, and the
-    blocks run on :data:`THREADS` threads. The draws depend on ``rng`` only, not on
-    the number of threads.
+    G_α ~ Gamma(α) and G_β ~ Gamma(β) independent, α = a + Î_k, β = b + k − Î_k, so
+    Δ/p ~ BetaPrime(α, β) exactly (the law of ``scipy.stats.betaprime(α, β, scale=p)``).
+
+    Algorithm (compiled, :mod:`._gamma_kernels`): gamma variates by Marsaglia & Tsang
+    (2000, ACM TOMS 26(3):363-372, "A simple method for generating gamma variables"),
+    with their boost Gamma(α) = Gamma(α + 1) · U^{1/α} for α < 1; their normals by the
+    ziggurat of Marsaglia & Tsang (2000, J. Statistical Software 5(8)) with 256 layers
+    and Marsaglia's tail; every rejection step is carried out, so the variates are
+    exact (no truncation, no approximation beyond floating point). The random words
+    are NumPy's SFC64 generator, written out in the kernel.
+
+    Blocks: block j of :data:`BLOCK_PAGES` pages (written straight into the output,
+    no temporary larger than a block's constants) reads the stream of
+    ``numpy.random.SFC64(SeedSequence(s).spawn(n_blocks)[j])`` with s drawn once from
+    ``rng``, draw by draw (rows), page by page; the blocks run on :data:`THREADS`
+    threads. The draws depend on ``rng`` only, not on the number of threads.
     """
+    from . import _gamma_kernels as kernels  # compiled (or loaded from numba's cache) on first use
+
     post_a, post_b = conjugate_parameters(a, b, n_changed, n_crawls)
     n = post_a.size
     rate = np.broadcast_to(np.asarray(crawl_rate, dtype=np.float64), (n,))
@@ -62,12 +74,9 @@ def conjugate_posterior_draws(a, b, n_changed, n_crawls, crawl_rate, *, n_draws:
 
     def fill(j):
         lo, hi = j * BLOCK_PAGES, min(n, (j + 1) * BLOCK_PAGES)
-        gen = np.random.Generator(np.random.PCG64(seeds[j]))
-        g_a = gen.standard_gamma(post_a[lo:hi], size=(n_draws, hi - lo))
-        g_b = gen.standard_gamma(post_b[lo:hi], size=(n_draws, hi - lo))
-        np.divide(g_a, g_b, out=g_a)
-        with np.errstate(over="ignore"):
-            np.multiply(g_a, rate[lo:hi], out=out[:, lo:hi])
+        p = np.ascontiguousarray(rate[lo:hi])
+        kernels.ratio_block(kernels.sfc64_state(seeds[j]), *kernels.shape_constants(post_a[lo:hi]),
+                            *kernels.shape_constants(post_b[lo:hi]), p, np.log(p), out, lo)
 
     if THREADS > 1 and n_blocks > 1:
         with ThreadPoolExecutor(max_workers=THREADS) as pool:

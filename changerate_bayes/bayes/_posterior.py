@@ -243,12 +243,19 @@ def refuse_overflow(post_a, post_b, p, history) -> None:
 
     P(p X > max double) = P(X > t) = I_{1/(1+t)}(β, α) with t = max/p; above
     :data:`OVERFLOW_PROBABILITY` the draws could not represent the posterior (they
-    would hold ``inf``).
+    would hold ``inf``). Pages whose Markov bound α/((β − 1) t) is 100× below that
+    probability are not evaluated (their tail is below it).
     """
     big = np.finfo(np.float64).max
-    with np.errstate(over="ignore", divide="ignore"):
+    post_a, post_b = np.broadcast_arrays(post_a, post_b, p)[:2]
+    tail = np.zeros(post_a.shape)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         t = big / p
-        tail = special.betainc(post_b, post_a, 1.0 / (1.0 + t))
+        # Markov: P(X > t) <= E[X]/t = α/((β − 1) t) when β > 1; the regularised beta
+        # function only where that bound is not already 100× below the threshold
+        markov = np.where(post_b > 1.0, post_a / ((post_b - 1.0) * t), np.inf)
+        need = ~(markov <= OVERFLOW_PROBABILITY / 100.0)
+        tail[need] = special.betainc(post_b[need], post_a[need], 1.0 / (1.0 + np.broadcast_to(t, need.shape)[need]))
     bad = tail > OVERFLOW_PROBABILITY
     if bad.any():
         i = int(np.flatnonzero(bad)[0])

@@ -32,7 +32,6 @@ from .._vecmath import LN2_HI as _LN2_HI
 from .._vecmath import LN2_LO as _LN2_LO
 from .._vecmath import ROUND as _ROUND
 from .._vecmath import ROUND_BITS as _ROUND_BITS
-from .._vecmath import expm1_reduced
 
 @intrinsic
 def _bits_f64(typingctx, bits):
@@ -335,7 +334,7 @@ def exp_cell_distance(tau, offsets, p, edges, table, scale, per_page, pooled):
                 occupied = np.uint64(0)
                 for j in range(lo, hi):
                     z = min(tau[j] * ps, last)
-                    c = table[int(z)]
+                    c = np.int64(table[int(z)])
                     c += z >= scaled_edges[c + 1]
                     counts[c] += 1
                     occupied |= one << np.uint64(c)
@@ -351,7 +350,7 @@ def exp_cell_distance(tau, offsets, p, edges, table, scale, per_page, pooled):
             else:
                 for j in range(lo, hi):
                     z = min(tau[j] * ps, last)
-                    c = table[int(z)]
+                    c = np.int64(table[int(z)])
                     c += z >= scaled_edges[c + 1]
                     counts[c] += 1
                 for c in range(m - 1):  # one pass: the prefix sums, their distance, and the reset
@@ -380,7 +379,7 @@ _NEWTON_TOL = 1e-9
 _EPS = 2.220446049250313e-16
 
 
-_SHORT_RUN = 8  # runs of at most this many crawls are summed in one scalar loop
+_SHORT_RUN = 4  # runs of at most this many crawls are summed in one scalar loop
 _CHUNK = 64  # crawls per block of the blocked loops (scratch of the kernels)
 
 
@@ -436,10 +435,23 @@ def _em1(x):
     n = tb - _ROUND
     s = _bits_f64((_f64_bits(tb) - _ROUND_BITS + 1023) << 52)
     r = (x - n * _LN2_HI) - n * _LN2_LO
-    return s * expm1_reduced(r) + (s - 1.0)
+    return s * _expm1_estrin(r) + (s - 1.0)
 
 
-@nb.njit(**_JIT_MLE)
+@nb.njit(inline="always", **_JIT_MLE)
+def _expm1_estrin(r):
+    """e^r − 1 for |r| <= ln(2)/2: the degree-13 Taylor polynomial of ``_vecmath.expm1_reduced``,
+    r + r²·p(r), with p (degree 11) in Estrin's scheme (4 multiply-adds deep instead of 12:
+    the exact phase's passes are short, so their latency counts)."""
+    r2 = r * r
+    r4 = r2 * r2
+    s0 = (0.5 + r * (1.0 / 6.0)) + r2 * (1.0 / 24.0 + r * (1.0 / 120.0))
+    s1 = (1.0 / 720.0 + r * (1.0 / 5040.0)) + r2 * (1.0 / 40320.0 + r * (1.0 / 362880.0))
+    s2 = (1.0 / 3628800.0 + r * (1.0 / 39916800.0)) + r2 * (1.0 / 479001600.0 + r * (1.0 / 6227020800.0))
+    return r + r2 * ((s0 + r4 * s1) + (r4 * r4) * s2)
+
+
+@nb.njit(inline="always", **_JIT_MLE)
 def _local_sums(changed, tau, lo, hi, d, target, h, xs, us):
     """H and its first three derivatives in t at Δ = d(1 + t), t = 0 (the scale-free H of
     ``_rootkinds``: x u' = u(1 − x − u), x² u'' = u(x + u)(x + 2u − 2),
@@ -483,16 +495,30 @@ def _local_sums(changed, tau, lo, hi, d, target, h, xs, us):
     h[3] = h3
 
 
+_REVERT_LOCAL = 1e-3  # a local model's first Newton step below this: series reversion (error O(e^5)) and one step
+
+
 @nb.njit(inline="always", **_JIT_MLE)
 def _cubic_step(h):
     """The root near t = 0 of h0 + h1 t + h2 t²/2 + h3 t³/6 (three Newton steps from 0,
-    |t| <= 1/2) and the tail bound of ``_rootsolve.local_error`` (inf if not accepted)."""
-    t = 0.0
-    for _ in range(3):
+    |t| <= 1/2; when the first step is below ``_REVERT_LOCAL``, the series reversion to
+    fourth order and one Newton step) and the tail bound of ``_rootsolve.local_error`` (inf if not accepted)."""
+    inv = 1.0 / h[1]
+    e = -h[0] * inv
+    a = 0.5 * h[2] * inv
+    b = h[3] * inv * (1.0 / 6.0)
+    if abs(e) <= _REVERT_LOCAL:  # series reversion to fourth order, then one Newton step
+        t = e * (1.0 + e * (-a + e * ((2.0 * a * a - b) + e * (5.0 * a * (b - a * a)))))
         q = h[0] + t * (h[1] + t * (h[2] / 2.0 + t * h[3] / 6.0))
         dq = h[1] + t * (h[2] + t * h[3] / 2.0)
-        t = min(max(t - q / dq, -0.5), 0.5)
-    k = max(1.0, max(abs(h[2] / (2.0 * h[1])), np.sqrt(abs(h[3] / (6.0 * h[1])))))
+        t = t - q / dq
+    else:
+        t = 0.0
+        for _ in range(3):
+            q = h[0] + t * (h[1] + t * (h[2] / 2.0 + t * h[3] / 6.0))
+            dq = h[1] + t * (h[2] + t * h[3] / 2.0)
+            t = min(max(t - q / dq, -0.5), 0.5)
+    k = max(1.0, max(abs(a), np.sqrt(abs(b))))
     kt = k * abs(t)
     err = abs(t) * kt**3 / (1.0 - kt) if kt < 0.5 else np.inf
     if not np.isfinite(err):
@@ -537,25 +563,56 @@ def _first_guess(changed, tau, lo, hi, target, n1):
     return np.log1p(n1 * mean / target) / mean
 
 
+_REVERT = 0.02  # the predictor's first step below this: the cubic's root by series reversion (error O(e^4))
+
+
+@nb.njit(inline="always", **_JIT_MLE)
+def _em1_rough(x):
+    """e^x − 1 for 0 <= x <= 709 to ~1e-9 relative, with a short dependency chain (ln 2
+    reduction, degree-8 polynomial in Estrin's scheme): for the predictor only."""
+    tb = x * _INV_LN2 + _ROUND
+    n = tb - _ROUND
+    s = _bits_f64((_f64_bits(tb) - _ROUND_BITS + 1023) << 52)
+    r = x - n * 0.6931471805599453
+    r2 = r * r
+    lo = (0.5 + r * (1.0 / 6.0)) + r2 * (1.0 / 24.0 + r * (1.0 / 120.0))
+    hi = (1.0 / 720.0 + r * (1.0 / 5040.0)) + r2 * (1.0 / 40320.0)
+    return s * (r + r2 * (lo + (r2 * r2) * hi)) + (s - 1.0)
+
+
 @nb.njit(inline="always", **_JIT_MLE)
 def _predict(root, h, changed_new, tau_new):
-    """The root after one more crawl, from the cubic model of the previous prefix's H at its
-    root plus the new crawl's exact term (two Newton steps, O(1))."""
+    """The root after one more crawl (O(1)): the root near t = 0 of the cubic model of the
+    previous prefix's H at its root plus the new crawl's term (its cubic Taylor polynomial
+    at x = root·τ for a changed crawl, exact −x(1 + t) for an unchanged one), by series
+    reversion when the first step is below ``_REVERT``, else three clamped Newton steps
+    from 0. Only a start for ``mle_local``: a changed crawl's u is from ``_em1_rough``."""
     x = root * tau_new
-    tt = 0.0
-    for _ in range(2):
-        one = 1.0 + tt
-        if changed_new:
-            xc = min(max(x * one, _MIN_X), _LOCAL_MAX_X)
-            u = xc / _em1(xc)
-            v0 = u
-            v1 = u * (1.0 - xc - u) / one
-        else:
-            v0 = -x * one
-            v1 = -x
-        m = tt * (h[1] + tt * (h[2] / 2.0 + tt * h[3] / 6.0)) + v0
-        dm = h[1] + tt * (h[2] + tt * h[3] / 2.0) + v1
-        tt = min(max(tt - m / dm, -0.5), 1.0)
+    if changed_new:
+        xc = min(max(x, _MIN_X), _LOCAL_MAX_X)
+        u = xc / _em1_rough(xc)
+        a = u * (xc + u)
+        su = xc + 2.0 * u
+        v0 = u
+        c1 = h[1] + (u - a)
+        c2 = 0.5 * (h[2] + a * (su - 2.0))
+        c3 = (h[3] + a * (3.0 * su - xc * xc - 6.0 * a)) * (1.0 / 6.0)
+    else:
+        v0 = -x
+        c1 = h[1] - x
+        c2 = 0.5 * h[2]
+        c3 = h[3] * (1.0 / 6.0)
+    inv = 1.0 / c1
+    e = -v0 * inv
+    if abs(e) <= _REVERT:  # the series reversion of the cubic to third order (one division)
+        a = c2 * inv
+        tt = e * (1.0 + e * (-a + e * (2.0 * a * a - c3 * inv)))
+    else:
+        tt = 0.0
+        for _ in range(3):
+            m = v0 + tt * (c1 + tt * (c2 + tt * c3))
+            dm = c1 + tt * (2.0 * c2 + tt * (3.0 * c3))
+            tt = min(max(tt - m / dm, -0.5), 1.0)
     if not np.isfinite(tt):
         tt = 0.0
     return root * (1.0 + tt)
@@ -566,6 +623,70 @@ _SERIES_BLOCK = 32  # crawls whose Taylor series are computed together (the loop
 _HALLEY_TOL = 1e-7  # a Halley step this small leaves an error ~1e-21 in t: taken, and the root accepted
 _TRACK_ITER = 8
 _REACH = 0.25  # Halley iterates are followed this far from the anchor (the series converges for |t| < 1/2)
+
+
+@nb.njit(**_JIT_MLE)
+def _series_block18(xs, m, g, bound):
+    """``_series_block`` at order 18, the recurrence written out per crawl: one loop over
+    the crawls whose body holds the 19 coefficients in registers, so that it vectorises
+    across crawls (4 lanes) with no inner loops.
+
+    For n >= 1, Σ_{i<=n} g_i g_{n−i} = 2 g_0 g_n + R_n with R_n = Σ_{0<i<n} g_i g_{n−i}
+    (no g_n), so g_{n+1} = −(c g_n + R_n)/(n + 1) with c = x + 2 g_0: one multiply-add on
+    the chain from g_n to g_{n+1}; R_n adds its newest products last. ``g`` is (19, 32)
+    (row n at offset 32·n of its flat view: constant offsets, so the vectoriser needs no
+    alias checks between the rows); ``xs`` and ``bound`` have 32 entries, and the crawls
+    are taken in whole vectors of 4 (lanes m.. of ``xs`` are set to 1 and their output
+    is not used).
+    """
+    gf = g.reshape(g.size)  # rows _SERIES_BLOCK apart: constant offsets, no alias checks between them
+    m4 = (m + 3) & -4  # whole vectors of 4 crawls (the free lanes take x = 1, unused)
+    for b in range(m, m4):
+        xs[b] = 1.0
+    for b in range(m4):
+        x = min(max(xs[b], _MIN_X), _MAX_X)
+        xs[b] = x
+        half = _em1(0.5 * x)
+        g0 = x / (half * (half + 2.0))
+        bound[b] = x / half
+        c = x + 2.0 * g0
+        gf[0 + b] = g0
+        g1 = -((x + g0) * g0)
+        gf[32 + b] = g1
+        g2 = -0.5 * (c * g1)
+        gf[64 + b] = g2
+        g3 = -0.3333333333333333 * (c * g2 + (g1 * g1))
+        gf[96 + b] = g3
+        g4 = -0.25 * (c * g3 + (2.0 * g1 * g2))
+        gf[128 + b] = g4
+        g5 = -0.2 * (c * g4 + (g2 * g2 + 2.0 * g1 * g3))
+        gf[160 + b] = g5
+        g6 = -0.16666666666666666 * (c * g5 + (2.0 * (g2 * g3 + g1 * g4)))
+        gf[192 + b] = g6
+        g7 = -0.14285714285714285 * (c * g6 + (g3 * g3 + 2.0 * (g2 * g4 + g1 * g5)))
+        gf[224 + b] = g7
+        g8 = -0.125 * (c * g7 + (2.0 * (g3 * g4 + g2 * g5 + g1 * g6)))
+        gf[256 + b] = g8
+        g9 = -0.1111111111111111 * (c * g8 + (g4 * g4 + 2.0 * (g3 * g5 + g2 * g6 + g1 * g7)))
+        gf[288 + b] = g9
+        g10 = -0.1 * (c * g9 + (2.0 * (g4 * g5 + g3 * g6 + g2 * g7 + g1 * g8)))
+        gf[320 + b] = g10
+        g11 = -0.09090909090909091 * (c * g10 + (g5 * g5 + 2.0 * (g4 * g6 + g3 * g7 + g2 * g8 + g1 * g9)))
+        gf[352 + b] = g11
+        g12 = -0.08333333333333333 * (c * g11 + (2.0 * (g5 * g6 + g4 * g7 + g3 * g8 + g2 * g9 + g1 * g10)))
+        gf[384 + b] = g12
+        g13 = -0.07692307692307693 * (c * g12 + (g6 * g6 + 2.0 * (g5 * g7 + g4 * g8 + g3 * g9 + g2 * g10 + g1 * g11)))
+        gf[416 + b] = g13
+        g14 = -0.07142857142857142 * (c * g13 + (2.0 * (g6 * g7 + g5 * g8 + g4 * g9 + g3 * g10 + g2 * g11 + g1 * g12)))
+        gf[448 + b] = g14
+        g15 = -0.06666666666666667 * (c * g14 + (g7 * g7 + 2.0 * (g6 * g8 + g5 * g9 + g4 * g10 + g3 * g11 + g2 * g12 + g1 * g13)))
+        gf[480 + b] = g15
+        g16 = -0.0625 * (c * g15 + (2.0 * (g7 * g8 + g6 * g9 + g5 * g10 + g4 * g11 + g3 * g12 + g2 * g13 + g1 * g14)))
+        gf[512 + b] = g16
+        g17 = -0.058823529411764705 * (c * g16 + (g8 * g8 + 2.0 * (g7 * g9 + g6 * g10 + g5 * g11 + g4 * g12 + g3 * g13 + g2 * g14 + g1 * g15)))
+        gf[544 + b] = g17
+        g18 = -0.05555555555555555 * (c * g17 + (2.0 * (g8 * g9 + g7 * g10 + g6 * g11 + g5 * g12 + g4 * g13 + g3 * g14 + g2 * g15 + g1 * g16)))
+        gf[576 + b] = g18
 
 
 @nb.njit(**_JIT_MLE)
@@ -582,8 +703,17 @@ def _series_block(xs, m, order, g, bound, acc):
     g_i g_{n−i}). Every term has the sign (−1)^(n+1) (w is completely monotone), so
     nothing cancels, and |g_n| <= max(1, x^n/n!) u: nothing overflows. One expm1 per crawl
     (e^x − 1 = h(h + 2), h = e^{x/2} − 1, which is also 1/w(x/2)); the O(N²) recurrence
-    runs across the crawls (vectorised loops).
+    runs across the crawls (vectorised loops); at order 18 written out (``_series_block18``).
     """
+    if order == 18 and g.shape[1] == 32 and xs.size >= 32:
+        _series_block18(xs, m, g, bound)
+    else:
+        _series_block_any(xs, m, order, g, bound, acc)
+
+
+@nb.njit(**_JIT_MLE)
+def _series_block_any(xs, m, order, g, bound, acc):
+    """``_series_block`` at any order: the recurrence in loops across the crawls."""
     for b in range(m):
         x = min(max(xs[b], _MIN_X), _MAX_X)
         xs[b] = x
@@ -710,35 +840,20 @@ def _certified(t, dq, err, certify, order):
 
 
 @nb.njit(**_JIT_MLE)
-def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, write, coef, xs, g, bound, acc, hloc,
-              lx, lu, stats):
-    """The MLE after every crawl of one page (crawls lo..hi−1); returns the last root.
+def _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, lu, stats):
+    """The exact phase of ``_mle_page``: the roots of the prefixes of crawls lo..hi−1 until the
+    first finite root past ``k_exact`` crawls (the anchor of the series), each solved exactly
+    (a predictor from the previous root's cubic model, then ``mle_local``; a page's first
+    finite root from ``_first_guess``; ``mle_exact`` when those fail). A function of its own,
+    so that the local sums are inlined here and not into the tracking loop.
 
-    The first ``k_exact`` prefixes are solved exactly (a predictor from the previous root's
-    cubic model, then ``mle_local``; ``mle_exact`` when that fails). Later prefixes are
-    tracked with the Taylor series of Δ_a·F(Δ_a(1 + t)) = Σ_n coef_n t^n − Δ_a T around an
-    anchor Δ_a (``_series_block``: the new crawl's series is added, in blocks of crawls
-    computed together), whose root in t is found by Halley's method from the previous one
-    (two O(N) passes for most crawls). A root t* is accepted when it is certified: with E
-    the truncation bound on |t| <= ρ, 2E <= ``certify``·|Q'(t*)| and |t*| + 2E/|Q'(t*)| <=
-    ρ, so that F changes sign within 2E/|Q'| of t* inside the disk (F is decreasing: its
-    root is unique); past ρ, the same with the bound on the disk |t| <= |t*| + certify
-    (``_certified``). Otherwise the prefix is solved exactly and the series is re-anchored
-    at its root (O(k)).
-    """
+    Returns (j, n1, n0, T, root): the last crawl done (``hi − lo`` when the page ended first)
+    and the counts, unchanged time and root after it."""
     n1 = 0.0
     n0 = 0.0
     target = 0.0
     root = np.nan
-    anchored = False
-    anchor = 1.0
-    err = 0.0
-    t = 0.0
     has_local = False
-    cap = xs.size
-    b_used = 0  # series of the next changed crawls, computed ahead: g[:, b_used:b_have]
-    b_have = 0
-    b_want = _FIRST_BLOCK
     for j in range(hi - lo):
         gi = lo + j
         c = changed[gi] != 0
@@ -754,72 +869,109 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, wri
             root = np.inf
             has_local = False
         else:
-            solved = False
-            if anchored:
-                if c:
-                    if b_used == b_have:  # the series of the next changed crawls, at this anchor
-                        m = 0
-                        for i in range(gi, hi):
-                            if changed[i] != 0:
-                                xs[m] = anchor * tau[i]
-                                m += 1
-                                if m == b_want:
-                                    break
-                        _series_block(xs, m, order, g, bound, acc)
-                        b_used = 0
-                        b_have = m
-                        b_want = min(2 * b_want, cap)  # blocks grow while the anchor holds
-                    for n in range(order + 1):
-                        coef[n] += g[n, b_used]
-                    err += bound[b_used] * tail
-                    b_used += 1
-                tn, dq, conv = _track_root(coef, order, anchor * target, t)
-                if conv and _certified(tn, dq, err, certify, order):
-                    solved = True
-                elif not conv or abs(tn) + 2.0 * err / abs(dq) > _RHO:
-                    # the root left the disk: re-anchor at Halley's estimate of it (the series
-                    # converges there) and solve on the new series
-                    anchor = anchor * (1.0 + tn)
-                    err, b_used, b_have = _expand(changed, tau, lo, gi + 1, hi, anchor, order, coef, xs, g, bound, acc,
-                                                  _FIRST_BLOCK)
-                    err *= tail
-                    b_want = _FIRST_BLOCK
-                    stats[1] += 1
-                    tn, dq, conv = _track_root(coef, order, anchor * target, 0.0)
-                    solved = conv and _certified(tn, dq, err, certify, order)
-                t = tn
-                if solved:
-                    root = anchor * (1.0 + tn)
-            if not solved:
-                if anchored:  # the root left the disk (or the bound is loose): solve from its edge
-                    root = mle_local(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t), hloc, 1e-15, lx, lu)
-                    if not np.isfinite(root):
-                        root = mle_exact(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t))
-                        stats[0] += 1
-                    has_local = False
-                else:
-                    if has_local:
-                        new = mle_local(changed, tau, lo, gi + 1, target, n1,
-                                        _predict(root, hloc, c, tau[gi]), hloc, 1e-15, lx, lu)
-                    else:  # the first finite root (or the first after a 0.0 / inf run)
-                        new = mle_local(changed, tau, lo, gi + 1, target, n1,
-                                        _first_guess(changed, tau, lo, gi + 1, target, n1), hloc, 1e-15, lx, lu, 6)
-                    if not np.isfinite(new):
-                        new = mle_exact(changed, tau, lo, gi + 1, target, n1, root)
-                        _local_sums(changed, tau, lo, gi + 1, new, target, hloc, lx, lu)
-                        hloc[0] = 0.0
-                        stats[0] += 1
-                    root = new
-                    has_local = True
-                if j + 1 > k_exact:  # (re-)anchor the series at the exact root
-                    anchored = True
-                    anchor = root
-                    t = 0.0
-                    err, b_used, b_have = _expand(changed, tau, lo, gi + 1, hi, anchor, order, coef, xs, g, bound, acc,
-                                                  _FIRST_BLOCK)
-                    err *= tail
-                    b_want = _FIRST_BLOCK
-                    stats[1] += 1
+            if has_local:
+                new = mle_local(changed, tau, lo, gi + 1, target, n1,
+                                _predict(root, hloc, c, tau[gi]), hloc, 1e-15, lx, lu)
+            else:  # the first finite root (or the first after a 0.0 / inf run)
+                new = mle_local(changed, tau, lo, gi + 1, target, n1,
+                                _first_guess(changed, tau, lo, gi + 1, target, n1), hloc, 1e-15, lx, lu, 6)
+            if not np.isfinite(new):
+                new = mle_exact(changed, tau, lo, gi + 1, target, n1, root)
+                _local_sums(changed, tau, lo, gi + 1, new, target, hloc, lx, lu)
+                hloc[0] = 0.0
+                stats[0] += 1
+            root = new
+            has_local = True
+        if write:
+            out[row, j] = root
+        if has_local and j + 1 > k_exact:
+            return j, n1, n0, target, root
+    return hi - lo, n1, n0, target, root
+
+
+@nb.njit(**_JIT_MLE)
+def _mle_local_call(changed, tau, lo, hi, target, n1, point, h, local_tol, xs, us):
+    """``mle_local`` as a call (the tracking loop's rare exact solves: kept out of its body)."""
+    return mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol, xs, us)
+
+
+@nb.njit(**_JIT_MLE)
+def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, write, coef, xs, g, bound, acc, hloc,
+              lx, lu, stats):
+    """The MLE after every crawl of one page (crawls lo..hi−1); returns the last root.
+
+    The first ``k_exact`` prefixes are solved exactly (``_mle_exact_phase``: a predictor from
+    the previous root's cubic model, then ``mle_local``; ``mle_exact`` when that fails). Later prefixes are
+    tracked with the Taylor series of Δ_a·F(Δ_a(1 + t)) = Σ_n coef_n t^n − Δ_a T around an
+    anchor Δ_a (``_series_block``: the new crawl's series is added, in blocks of crawls
+    computed together), whose root in t is found by Halley's method from the previous one
+    (two O(N) passes for most crawls). A root t* is accepted when it is certified: with E
+    the truncation bound on |t| <= ρ, 2E <= ``certify``·|Q'(t*)| and |t*| + 2E/|Q'(t*)| <=
+    ρ, so that F changes sign within 2E/|Q'| of t* inside the disk (F is decreasing: its
+    root is unique); past ρ, the same with the bound on the disk |t| <= |t*| + certify
+    (``_certified``). Otherwise the prefix is solved exactly and the series is re-anchored
+    at its root (O(k)).
+    """
+    j0, n1, n0, target, root = _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, lu,
+                                                stats)
+    if j0 >= hi - lo:
+        return root
+    # anchor the series at the exact root of crawls lo..lo + j0 (n1 > 0 and n0 > 0 from here on)
+    anchor = root
+    t = 0.0
+    cap = xs.size
+    err, b_used, b_have = _expand(changed, tau, lo, lo + j0 + 1, hi, anchor, order, coef, xs, g, bound, acc,
+                                  _FIRST_BLOCK)  # series of the next changed crawls: g[:, b_used:b_have]
+    err *= tail
+    b_want = _FIRST_BLOCK
+    stats[1] += 1
+    for j in range(j0 + 1, hi - lo):
+        gi = lo + j
+        c = changed[gi] != 0
+        if c:
+            n1 += 1.0
+            if b_used == b_have:  # the series of the next changed crawls, at this anchor
+                m = 0
+                for i in range(gi, hi):
+                    if changed[i] != 0:
+                        xs[m] = anchor * tau[i]
+                        m += 1
+                        if m == b_want:
+                            break
+                _series_block(xs, m, order, g, bound, acc)
+                b_used = 0
+                b_have = m
+                b_want = min(2 * b_want, cap)  # blocks grow while the anchor holds
+            for n in range(order + 1):
+                coef[n] += g[n, b_used]
+            err += bound[b_used] * tail
+            b_used += 1
+        else:
+            n0 += 1.0
+            target += tau[gi]
+        solved = False
+        tn, dq, conv = _track_root(coef, order, anchor * target, t)
+        if conv and _certified(tn, dq, err, certify, order):
+            solved = True
+        elif not conv or abs(tn) + 2.0 * err / abs(dq) > _RHO:
+            # the root left the disk: re-anchor at Halley's estimate of it (the series
+            # converges there) and solve on the new series
+            anchor = anchor * (1.0 + tn)
+            err, b_used, b_have = _expand(changed, tau, lo, gi + 1, hi, anchor, order, coef, xs, g, bound, acc,
+                                          _FIRST_BLOCK)
+            err *= tail
+            b_want = _FIRST_BLOCK
+            stats[1] += 1
+            tn, dq, conv = _track_root(coef, order, anchor * target, 0.0)
+            solved = conv and _certified(tn, dq, err, certify, order)
+        t = tn
+        if solved:
+            root = anchor * (1.0 + tn)
+        else:  # the root left the disk (or the bound is loose): solve from its edge
+            root = _mle_local_call(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t), hloc, 1e-15, lx, lu)
+            if not np.isfinite(root):
+                root = mle_exact(changed, tau, lo, gi + 1, target, n1, anchor * (1.0 + t))
+                stats[0] += 1
         if write:
             out[row, j] = root
     return root

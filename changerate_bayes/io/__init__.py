@@ -21,32 +21,42 @@ Malformed input raises :class:`CrawlLogError` (a ValueError) naming the file, th
 (or row, or record) and the column.
 """
 
-from ._audit import DROP_REASONS, Audit
-from ._cdx import read_cdx
-from ._errors import CrawlLogError
-from ._formats import FORMATS, detect_format, read_log
-from ._ota import read_ota
-from ._semantics import CHANGE_SOURCES, STANDARD_COLUMNS, CrawlLog
-from ._tabular import DEFAULT_CHUNK_ROWS, read_csv, read_parquet
-from ._frame import read_frame
-from ._warc import NOT_MODIFIED_PROFILES, read_warc
+# The readers are imported on first use (PEP 562), so that the command line can list the
+# formats without loading pandas; ``from changerate_bayes.io import read_csv`` imports
+# what that name needs.
+_LAZY = {
+    "Audit": "._audit",
+    "DROP_REASONS": "._audit",
+    "read_cdx": "._cdx",
+    "CrawlLogError": "._errors",
+    "FORMATS": "._formats",
+    "detect_format": "._formats",
+    "read_log": "._formats",
+    "read_ota": "._ota",
+    "CHANGE_SOURCES": "._semantics",
+    "STANDARD_COLUMNS": "._semantics",
+    "CrawlLog": "._semantics",
+    "DEFAULT_CHUNK_ROWS": "._tabular",
+    "read_csv": "._tabular",
+    "read_parquet": "._tabular",
+    "read_frame": "._frame",
+    "NOT_MODIFIED_PROFILES": "._warc",
+    "read_warc": "._warc",
+}
 
-__all__ = [
-    "Audit",
-    "CHANGE_SOURCES",
-    "CrawlLog",
-    "CrawlLogError",
-    "DEFAULT_CHUNK_ROWS",
-    "DROP_REASONS",
-    "FORMATS",
-    "NOT_MODIFIED_PROFILES",
-    "STANDARD_COLUMNS",
-    "detect_format",
-    "read_cdx",
-    "read_csv",
-    "read_frame",
-    "read_log",
-    "read_ota",
-    "read_parquet",
-    "read_warc",
-]
+
+def __getattr__(name):
+    import importlib
+
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+__all__ = sorted(_LAZY)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._errors import CrawlLogError
-from ._semantics import CrawlLog
+
+if TYPE_CHECKING:  # only for the annotations: the readers import pandas on first use
+    from ._semantics import CrawlLog
 
 __all__ = ["FORMATS", "detect_format", "read_log"]
 
