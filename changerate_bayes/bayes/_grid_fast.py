@@ -46,7 +46,9 @@ def grid_posterior_draws(changed, tau, offsets, coef: dict, *, n_draws: int, rng
     ValueError
         If a page's posterior is too flat in log Δ for float64 quadrature.
     """
-    from ._grid_kernels import grid_draws_block
+    import numba
+
+    from ._grid_kernels import CHUNK_TILES, grid_draws_block
 
     changed = np.ascontiguousarray(changed, dtype=np.int8)
     tau = np.ascontiguousarray(tau, dtype=np.float64)
@@ -68,8 +70,9 @@ def grid_posterior_draws(changed, tau, offsets, coef: dict, *, n_draws: int, rng
             uniforms = ahead.result()
             if hi < n:
                 ahead = pool.submit(rng.random, (min(hi + BLOCK_PAGES, n) - hi, n_draws))
-            grid_draws_block(changed, tau, offsets, lo, hi, a["A"], a["B"], a["C"], a["M"], a["E"], a["L"], shift,
-                             lin, uniforms, out, status, bad_mode)
+            with numba.parallel_chunksize(CHUNK_TILES):
+                grid_draws_block(changed, tau, offsets, lo, hi, a["A"], a["B"], a["C"], a["M"], a["E"], a["L"],
+                                 shift, lin, uniforms, out, status, bad_mode)
             _raise_for_status(status[lo:hi], bad_mode[lo:hi], lo)
     return out
 

@@ -8,15 +8,23 @@ history, keeps the intervals of its changed crawls in a small buffer and S0 = Σ
 as one number, so pages of any length cost what their crawls cost and no array the
 size of the history is made.
 
-What makes it fast: a page's changed intervals are sorted once, so at each node the
-terms run through the series, the exp route and the saturated tail in one run each
-(no unpredictable branch), and the terms at the nodes are summed crawl by crawl
+What makes it fast: a page's changed intervals are sorted once (insertion sort), so at
+each node the terms run through the series, the exp route and the saturated tail in one
+run each (no unpredictable branch), and the terms at the nodes are summed crawl by crawl
 (:func:`_node_log_lik`) in loops of arithmetic only, which LLVM vectorises
 (:func:`_series_run`: Bernoulli series near x = 0; :func:`_log1mexp_run`: exp and
-atanh polynomials above);
-sinh, cosh and log1p are formed from one exp or one log; each draw finds its CDF cell
-from a table of 64 buckets. Every value is within a few ulps of the NumPy reference
-(``._grid``), which the tests check to 1e-12 on the draws.
+atanh polynomials above). The other transcendental functions of a page are also formed
+in arithmetic-only loops wherever their arguments are in range (:func:`_exp_ar`,
+:func:`_expm1_neg_ar`, :func:`_log_ar`: a few ulps from libm; the range checks send
+pages with nodes or draws beyond e^{±690} to the libm code): sinh, cosh and e^u at the
+nodes (:func:`_node_setup_ar`), the likelihood's value and derivatives over the crawls in
+the mode and tail searches (:func:`_log_lik_terms_ar`, :func:`_log_lik_derivs_ar`), the
+density and cell slopes of the CDF, and per draw the in-cell inverse CDF and
+exp(mode + scale·sinh(x)) (:func:`_cell_positions`, :func:`_draw_values`); each draw finds
+its CDF cell from a table of 64 buckets. A tile's draws are gathered in a small buffer
+and copied to the output row by row. Every value is within a few ulps of the NumPy
+reference (``._grid``), which the tests check to 1e-12 on the draws (the draws use the
+same uniforms).
 
 Compiled on first use (``cache=True`` keeps the machine code on disk); importing this
 module compiles nothing. Status codes per page: 0 ok, 1 no bracket for the mode, 2 mode
@@ -36,14 +44,20 @@ from .._vecmath import LN2_LO as _LN2_LO
 from .._vecmath import ROUND as _ROUND
 from .._vecmath import ROUND_BITS as _ROUND_BITS
 from .._vecmath import expm1_reduced
+from ..estimators._kernels import _bits_f64, _f64_bits
 
-__all__ = ["grid_draws_block", "TILE"]
+__all__ = ["grid_draws_block", "TILE", "CHUNK_TILES"]
 
 #: buckets of the table that starts each draw's search for its CDF cell (a power of two)
 BUCKETS = 64
 
 #: pages per parallel work item: a tile's draws (TILE × n_draws doubles) stay in cache
-TILE = 16
+TILE = 32
+#: tiles handed to a thread at a time (numba.parallel_chunksize): dynamic scheduling, so that
+#: a thread slowed by another process (or by the uniforms' thread) does not hold up the block
+CHUNK_TILES = 4
+#: pages with this many changed crawls or more sort them with numba's sort (insertion sort below)
+INSERTION_SORT_BELOW = 48
 
 _OPTS = dict(cache=True, nogil=True, error_model="numpy")
 #: the runs of terms over nodes: fused multiply-adds, so that LLVM vectorises their loops
@@ -227,6 +241,93 @@ def _log_lik_derivs(u, tau, m, t0):
 
 
 
+#: bits of sqrt(1/2): y = 2^k · w with w in [sqrt(1/2), sqrt(2)) is read off bits(y) − this
+_SQRT_HALF_BITS = 0x3FE6A09E667F3BCD
+_MANTISSA = 0x000FFFFFFFFFFFFF
+#: the arithmetic exp below is used for arguments in [−FAST_EXP, FAST_EXP] only (normal results)
+FAST_EXP = 700.0
+
+
+@nb.njit(inline="always", **_OPTS_VEC)
+def _exp_ar(y):
+    """e^y for |y| <= FAST_EXP in arithmetic only, so that loops over it vectorise:
+    y = n ln 2 + r, n = round(y/ln 2), |r| <= ln(2)/2, e^r − 1 from
+    :func:`changerate_bayes._vecmath.expm1_reduced`, 2^n built from its bits (an error of
+    about 1 ulp against libm's exp)."""
+    tb = y * _INV_LN2 + _ROUND
+    n = tb - _ROUND
+    sc = _bits_f64((_f64_bits(tb) - _ROUND_BITS + 1023) << 52)
+    r = (y - n * _LN2_HI) - n * _LN2_LO
+    return sc + sc * expm1_reduced(r)
+
+
+@nb.njit(inline="always", **_OPTS_VEC)
+def _expm1_neg_ar(y):
+    """e^y − 1 for −FAST_EXP <= y <= 0 in arithmetic only: 2^n (e^r − 1) + (2^n − 1), both
+    terms of the same sign for r <= 0 and of opposite sign only for n >= −1 and r > 0,
+    where the cancellation costs at most a factor 2: within 3 ulps."""
+    tb = y * _INV_LN2 + _ROUND
+    n = tb - _ROUND
+    sc = _bits_f64((_f64_bits(tb) - _ROUND_BITS + 1023) << 52)
+    r = (y - n * _LN2_HI) - n * _LN2_LO
+    return sc * expm1_reduced(r) + (sc - 1.0)
+
+
+@nb.njit(inline="always", **_OPTS_VEC)
+def _log_ar(y):
+    """log y for a positive normal double y in arithmetic only (loops over it vectorise).
+
+    y = 2^k w with w in [sqrt(1/2), sqrt(2)) taken from the bits of y; log w = 2 atanh(s),
+    s = (w − 1)/(w + 1), |s| <= 0.1716, by its odd series to s^21 (the first term dropped,
+    s^23/23, is below 1e-18 relative); log y = k ln 2 + log w with ln 2 split so that
+    k·LN2_HI is exact: within a few ulps of log y (of |log w| near y = 1).
+    """
+    ix = _f64_bits(y) - _SQRT_HALF_BITS
+    k = ix >> 52
+    w = _bits_f64((ix & _MANTISSA) + _SQRT_HALF_BITS)
+    f = w - 1.0  # exact (Sterbenz)
+    sv = f / (2.0 + f)
+    z = sv * sv
+    q = 1.0 / 21.0
+    q = q * z + 1.0 / 19.0
+    q = q * z + 1.0 / 17.0
+    q = q * z + 1.0 / 15.0
+    q = q * z + 1.0 / 13.0
+    q = q * z + 1.0 / 11.0
+    q = q * z + 1.0 / 9.0
+    q = q * z + 1.0 / 7.0
+    q = q * z + 1.0 / 5.0
+    q = q * z + 1.0 / 3.0
+    kf = _bits_f64(k + _ROUND_BITS) - _ROUND  # float(k) by bits (AVX2 has no int64 → double)
+    return kf * _LN2_HI + ((2.0 * sv + 2.0 * sv * (z * q)) + kf * _LN2_LO)
+
+
+@nb.njit(**_OPTS)
+def _fast_nodes(s_lo, s_hi, lo_end, hi_end, tau, m):
+    """Whether the nodes of a page are in the range of :func:`_node_terms_ar`: |s| and |u|
+    below :data:`FAST_EXP` (with a margin for the rounding of the node formula) and the
+    smallest x = τ e^u at least 1e-290 (normal, above the route of the tiny terms)."""
+    lim = FAST_EXP - 10.0
+    if not (abs(s_lo) < lim and abs(s_hi) < lim and lo_end > -lim and hi_end < lim):
+        return False
+    return m == 0 or math.log(tau[0]) + lo_end > -660.0
+
+
+@nb.njit(**_OPTS_VEC)
+def _node_setup_ar(mode, scale, s, u, eu, acc, log_cosh):
+    """u = mode + scale·sinh(s), e^u and log cosh s at every node (and acc = 0), with the
+    formulas of :func:`_node_log_lik` in arithmetic only (a loop that vectorises), for
+    pages whose nodes are in the range of :func:`_exp_ar` (see :func:`_fast_nodes`)."""
+    for g in range(s.size):
+        e = _exp_ar(s[g])
+        ie = 1.0 / e
+        ug = mode + scale * (0.5 * (e - ie))
+        u[g] = ug
+        log_cosh[g] = _log_ar(0.5 * (e + ie))
+        eu[g] = _exp_ar(ug)
+        acc[g] = 0.0
+
+
 @nb.njit(**_OPTS_VEC)
 def _log1mexp_run(t, eu, lo, hi, acc, fbuf, ibuf):
     """acc[g] += log(1 − e^{−x}), x = t·eu[g], for SERIES_X < x <= SATURATED (g in lo:hi).
@@ -281,17 +382,20 @@ def _series_run(t, u, eu, lo, hi, acc):
 
 
 @nb.njit(**_OPTS)
-def _node_log_lik(mode, scale, s, tau, m, u, eu, acc, log_cosh, fbuf, ibuf):
+def _node_log_lik(mode, scale, s, tau, m, u, eu, acc, log_cosh, fbuf, ibuf, fast):
     """Σ_{changed} log(1 − e^{−τ e^u}) at every node u = mode + scale·sinh(s), into ``acc``
     (and u, e^u and log cosh s, the Jacobian of the sinh map, into the other arrays).
 
     The same terms as :func:`_log_lik` node by node, summed crawl by crawl: ``tau[:m]``
     ascending and the nodes ascending, x = τ e^u grows along both, so for each crawl the
     nodes split into four runs (tiny x, series, exp, saturated) whose ends only move
-    down from one crawl to the next; each run is a loop without a branch.
+    down from one crawl to the next; each run is a loop without a branch. With ``fast``
+    (:func:`_fast_nodes`), the nodes come from :func:`_node_setup_ar`.
     """
     size = s.size
-    for g in range(size):
+    if fast:
+        _node_setup_ar(mode, scale, s, u, eu, acc, log_cosh)
+    for g in range(0 if fast else size):
         if abs(s[g]) < 700.0:
             e = math.exp(s[g])
             u[g] = mode + scale * (0.5 * (e - 1.0 / e))  # as _sinh
@@ -325,20 +429,84 @@ def _node_log_lik(mode, scale, s, tau, m, u, eu, acc, log_cosh, fbuf, ibuf):
         _log1mexp_run(t, eu, series_end, exp_end, acc, fbuf, ibuf)
 
 
-@nb.njit(**_OPTS)
-def _post(u, tau, m, t0, A, B, C, M, E, L):
-    return _log_lik(u, tau, m, t0) + _log_prior(u, A, B, C, M, E, L)
+@nb.njit(**_OPTS_VEC)
+def _log_lik_terms_ar(eu, tau, m, tb):
+    """Σ_j log(1 − e^{−x_j}), x_j = τ_j e^u (``tau[:m]`` sorted), with the formulas of
+    :func:`_log_lik` in arithmetic only: one loop over the crawls that vectorises (both
+    routes computed, one kept), then the sum in the crawl order. For x_0 >= 1e-290 and
+    u >= −700 (no tiny terms); saturated terms (x > :data:`SATURATED`) are log 1 = 0.0."""
+    for j in range(m):
+        x = tau[j] * eu
+        series = x <= SERIES_X
+        z = x * x
+        acc = 0.0
+        for n in range(SERIES_TERMS - 1, -1, -1):
+            acc = acc * z + _H_COEF[n]
+        e = _exp_ar(-min(x, FAST_EXP))
+        arg = x if series else (1.0 if x > SATURATED else 1.0 - e)
+        tb[j] = _log_ar(arg) + ((-0.5 * x + z * acc) if series else 0.0)
+    total = 0.0
+    for j in range(m):
+        total += tb[j]
+    return total
+
+
+@nb.njit(**_OPTS_VEC)
+def _log_lik_derivs_ar(eu, tau, m, qb, hb):
+    """The sums of :func:`_log_lik_derivs` for x_j = τ_j e^u <= FAST_EXP (every term
+    counts: q > 0), in arithmetic only (one loop that vectorises, then the sums in order)."""
+    for j in range(m):
+        x = tau[j] * eu
+        z = x * x
+        acc = 0.0
+        for n in range(SERIES_TERMS - 1, -1, -1):
+            acc = acc * z + _Q_COEF[n]
+        e = _exp_ar(-x)
+        q = ((1.0 - 0.5 * x) + z * acc) if x <= SERIES_X else x * e / (1.0 - e)
+        qb[j] = q
+        hb[j] = -q * (q + x - 1.0)
+    g = 0.0
+    h = 0.0
+    for j in range(m):
+        g += qb[j]
+        h += hb[j]
+    return g, h
 
 
 @nb.njit(**_OPTS)
-def _post_derivs(u, tau, m, t0, A, B, C, M, E, L):
-    g, h = _log_lik_derivs(u, tau, m, t0)
+def _lik(u, tau, m, t0, qb):
+    """_log_lik(u, tau, m, t0), by :func:`_log_lik_terms_ar` where its range allows."""
+    eu = math.exp(u)
+    if m > 0 and u >= -700.0 and tau[0] * eu >= 1e-290:
+        return _log_lik_terms_ar(eu, tau, m, qb) - (t0 * eu if t0 > 0.0 else 0.0)
+    return _log_lik(u, tau, m, t0)
+
+
+@nb.njit(**_OPTS)
+def _lik_derivs(u, tau, m, t0, qb, hb):
+    """_log_lik_derivs(u, tau, m, t0), by :func:`_log_lik_derivs_ar` where its range allows."""
+    eu = math.exp(u)
+    if m > 0 and tau[m - 1] * eu <= FAST_EXP:
+        g, h = _log_lik_derivs_ar(eu, tau, m, qb, hb)
+        t0e = t0 * eu if t0 > 0.0 else 0.0
+        return g - t0e, h - t0e
+    return _log_lik_derivs(u, tau, m, t0)
+
+
+@nb.njit(**_OPTS)
+def _post(u, tau, m, t0, A, B, C, M, E, L, qb):
+    return _lik(u, tau, m, t0, qb) + _log_prior(u, A, B, C, M, E, L)
+
+
+@nb.njit(**_OPTS)
+def _post_derivs(u, tau, m, t0, A, B, C, M, E, L, qb, hb):
+    g, h = _lik_derivs(u, tau, m, t0, qb, hb)
     p1, p2 = _log_prior_derivs(u, A, B, C, M, E, L)
     return g + p1, h + p2
 
 
 @nb.njit(**_OPTS)
-def _mode(start, tau, m, t0, A, B, C, M, E, L):
+def _mode(start, tau, m, t0, A, B, C, M, E, L, qb, hb):
     """(mode, status) as ._grid._mode for one page."""
     if not math.isfinite(start):
         start = 0.0
@@ -347,8 +515,8 @@ def _mode(start, tau, m, t0, A, B, C, M, E, L):
     width = BRACKET_START
     ok = False
     for _ in range(40):
-        bad_lo = not (_post_derivs(lo, tau, m, t0, A, B, C, M, E, L)[0] > 0.0)
-        bad_hi = not (_post_derivs(hi, tau, m, t0, A, B, C, M, E, L)[0] < 0.0)
+        bad_lo = not (_post_derivs(lo, tau, m, t0, A, B, C, M, E, L, qb, hb)[0] > 0.0)
+        bad_hi = not (_post_derivs(hi, tau, m, t0, A, B, C, M, E, L, qb, hb)[0] < 0.0)
         if not (bad_lo or bad_hi):
             ok = True
             break
@@ -363,7 +531,7 @@ def _mode(start, tau, m, t0, A, B, C, M, E, L):
     prev2 = hi - lo
     prev = prev2
     for _ in range(MODE_MAX_ITER):
-        g, h = _post_derivs(u, tau, m, t0, A, B, C, M, E, L)
+        g, h = _post_derivs(u, tau, m, t0, A, B, C, M, E, L, qb, hb)
         if g > 0.0:
             lo = u
         if g < 0.0:
@@ -385,10 +553,10 @@ def _mode(start, tau, m, t0, A, B, C, M, E, L):
 
 
 @nb.njit(**_OPTS)
-def _tail_end(mode, scale, level, side, tau, m, t0, A, B, C, M, E, L):
+def _tail_end(mode, scale, level, side, tau, m, t0, A, B, C, M, E, L, qb, hb):
     probe = mode + side * PROBE_SCALES * scale
-    f_p = _post(probe, tau, m, t0, A, B, C, M, E, L)
-    g_p = _post_derivs(probe, tau, m, t0, A, B, C, M, E, L)[0]
+    f_p = _post(probe, tau, m, t0, A, B, C, M, E, L, qb)
+    g_p = _post_derivs(probe, tau, m, t0, A, B, C, M, E, L, qb, hb)[0]
     short = f_p > level
     if short:
         return probe + side * (f_p - level) / abs(g_p)
@@ -404,9 +572,9 @@ def _tail_end(mode, scale, level, side, tau, m, t0, A, B, C, M, E, L):
         useful = math.isfinite(newton) and (side * (newton - inner) > 0.0) and (
             abs(newton - end) >= 0.5 * abs(end - inner))
         trial = newton if useful else 0.5 * (inner + end)
-        f_t = _post(trial, tau, m, t0, A, B, C, M, E, L)
+        f_t = _post(trial, tau, m, t0, A, B, C, M, E, L, qb)
         if not (f_t > level):
-            g_t = _post_derivs(trial, tau, m, t0, A, B, C, M, E, L)[0]
+            g_t = _post_derivs(trial, tau, m, t0, A, B, C, M, E, L, qb, hb)[0]
             end = trial
             f_out = f_t
             g_out = g_t
@@ -426,34 +594,74 @@ def _sinh(x):
 
 
 @nb.njit(**_OPTS)
-def _log1p(z):
-    """log(1 + z) to a few ulps with one log (Kahan: log(w)·z/(w − 1), w = 1 + z rounded)."""
-    w = 1.0 + z
-    if w == 1.0:
-        return z
-    return math.log(w) * (z / (w - 1.0))
-
-
-@nb.njit(**_OPTS)
 def _log_cosh(s):
     a = abs(s)
     return a + math.log1p(math.exp(-2.0 * a)) - LOG2
 
 
+@nb.njit(**_OPTS_VEC)
+def _normalised_density(logd, peak, work):
+    """logd −= peak and work = exp(logd) (0.0 below −FAST_EXP, i.e. under e^-700 of the peak)."""
+    for g in range(logd.size):
+        v = logd[g] - peak
+        logd[g] = v
+        e = _exp_ar(min(max(v, -FAST_EXP), 0.0))
+        work[g] = e if v >= -FAST_EXP else 0.0
+
+
+@nb.njit(**_OPTS_VEC)
+def _cell_slopes(logd, beta, work):
+    """beta[g] = logd[g + 1] − logd[g] (0 where undefined) and work[g] = expm1 of the
+    clipped −|beta[g]|, once per cell rather than once per draw."""
+    for g in range(logd.size - 1):
+        b = logd[g + 1] - logd[g]
+        b = 0.0 if b != b else b
+        beta[g] = b
+        work[g] = _expm1_neg_ar(min(max(-abs(b), -700.0), -1e-300))
+
+
+@nb.njit(**_OPTS_VEC)
+def _cell_positions(x0, step, dz, dn, dj, dr):
+    """x = x0 + (j + t)·step per draw, t the inverse CDF of e^{bt} on [0, 1] (into ``dz``).
+
+    t = log1p(z)/nb with z = ψ·expm1(nb) (``dz``), nb = clipped −|b| (``dn``), mirrored
+    (t → 1 − t) where the cell rises (``dr`` = 1): log1p by Kahan's log(w)·z/(w − 1),
+    w = 1 + z rounded, with the arithmetic log (w is 0 or at least 2^-53).
+    """
+    for d in range(dz.size):
+        z = dz[d]
+        w = 1.0 + z
+        lw = _log_ar(max(w, 1e-300)) * (z / (w - 1.0))
+        l1p = z if w == 1.0 else (lw if w > 0.0 else -np.inf)
+        t = l1p / dn[d]
+        t = 1.0 if t != t else t
+        t = min(max(t, 0.0), 1.0)
+        t = 1.0 - t if dr[d] > 0.0 else t
+        dz[d] = x0 + (dj[d] + t) * step
+
+
+@nb.njit(**_OPTS_VEC)
+def _draw_values(mode, scale, shift, dx, dv):
+    """dv = exp(mode + scale·sinh(x) − shift) for draws whose values lie within e^{±FAST_EXP}."""
+    for d in range(dx.size):
+        e = _exp_ar(dx[d])
+        dv[d] = _exp_ar(mode + scale * (0.5 * (e - 1.0 / e)) - shift)
+
+
 @nb.njit(**_OPTS)
 def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s, logd, cdf, beta, work, table,
-          fbuf, ibuf):
+          fbuf, ibuf, dz, dn, dj, dr, qb, hb):
     """Fit page i's grid and write its draws exp(u) · e^{−shift} to out[:, col]. Returns status."""
-    mode, status = _mode(start, tau, m, t0, A, B, C, M, E, L)
+    mode, status = _mode(start, tau, m, t0, A, B, C, M, E, L, qb, hb)
     if status != 0:
         work[0] = mode
         return status
-    f_m = _post(mode, tau, m, t0, A, B, C, M, E, L)
-    h = _post_derivs(mode, tau, m, t0, A, B, C, M, E, L)[1]
+    f_m = _post(mode, tau, m, t0, A, B, C, M, E, L, qb)
+    h = _post_derivs(mode, tau, m, t0, A, B, C, M, E, L, qb, hb)[1]
     scale = 1.0 / math.sqrt(max(-h, 1e-300))
     level = f_m - DROP
-    lo_end = _tail_end(mode, scale, level, -1.0, tau, m, t0, A, B, C, M, E, L)
-    hi_end = _tail_end(mode, scale, level, 1.0, tau, m, t0, A, B, C, M, E, L)
+    lo_end = _tail_end(mode, scale, level, -1.0, tau, m, t0, A, B, C, M, E, L, qb, hb)
+    hi_end = _tail_end(mode, scale, level, 1.0, tau, m, t0, A, B, C, M, E, L, qb, hb)
     if not (math.isfinite(lo_end) and math.isfinite(hi_end) and math.isfinite(scale) and scale > 0.0):
         work[0] = mode
         return 3
@@ -466,7 +674,8 @@ def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s
         s[g] = s_lo + (s_hi - s_lo) * lin[g]
     # the log posterior at the nodes (as _post at each node, the crawl loop outside):
     # cdf, beta and work hold u, e^u and the likelihood terms until the CDF needs them
-    _node_log_lik(mode, scale, s, tau, m, cdf, beta, work, logd, fbuf, ibuf)
+    fast = _fast_nodes(s_lo, s_hi, lo_end, hi_end, tau, m)
+    _node_log_lik(mode, scale, s, tau, m, cdf, beta, work, logd, fbuf, ibuf, fast)
     peak = -np.inf
     for g in range(size):
         u = cdf[g]
@@ -478,13 +687,11 @@ def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s
             peak = v
     # normalisation by the trapezoid rule over s (as fit_grid), then the CDF (inverse_cdf)
     # (work holds the density over its peak, exp(logd − max logd), for the CDF)
+    _normalised_density(logd, peak, work)
     total = 0.0
     for g in range(size):
-        logd[g] -= peak
-        e = math.exp(logd[g])
-        work[g] = e
         w = 0.5 if (g == 0 or g == size - 1) else 1.0
-        total += e * w
+        total += work[g] * w
     step = s[1] - s[0]
     log_mass = math.log(total * (s[1] - s[0]))
     for g in range(size):
@@ -511,11 +718,7 @@ def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s
     last = cdf[size - 1]
     for g in range(size):
         cdf[g] /= last
-    for g in range(size - 1):
-        b = logd[g + 1] - logd[g]
-        beta[g] = 0.0 if math.isnan(b) else b
-        # expm1 of the clipped cell slope, once per cell rather than once per draw
-        work[g] = math.expm1(min(max(-abs(beta[g]), -700.0), -1e-300))
+    _cell_slopes(logd, beta, work)
     # the cell of each draw, j = max{j <= size − 2 : cdf[j] <= p} (the binary search of
     # ._grid.inverse_cdf), from a table of that cell at p = k/BUCKETS and a short walk up
     j = 0
@@ -524,10 +727,15 @@ def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s
         while j < size - 2 and cdf[j + 1] <= q:
             j += 1
         table[k] = j
-    x0 = s[0]
-    for d in range(probs.size):
+    # per draw: its cell and the argument of the in-cell inverse CDF (the branches), then
+    # the transcendental functions in loops of arithmetic only (_cell_positions, _draw_values)
+    n_draws = probs.size
+    for d in range(n_draws):
         p = probs[d]
         j = table[min(int(p * BUCKETS), BUCKETS - 1)]
+        # two steps without a branch (a bucket rarely spans more cells), then the rest
+        j += 1 if (j < size - 2) & (cdf[j + 1] <= p) else 0
+        j += 1 if (j < size - 2) & (cdf[min(j + 1, size - 1)] <= p) else 0
         while j < size - 2 and cdf[j + 1] <= p:
             j += 1
         low = cdf[j]
@@ -537,17 +745,36 @@ def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s
             phi = min(max((p - low) / mass, 0.0), 1.0)
         b = beta[j]
         rising = b > 0.0
-        psi = 1.0 - phi if rising else phi
-        nbv = min(max(-abs(b), -700.0), -1e-300)
-        t = _log1p(psi * work[j]) / nbv
-        if math.isnan(t):
-            t = 1.0
-        t = min(max(t, 0.0), 1.0)
-        if rising:
-            t = 1.0 - t
-        x = x0 + (j + t) * step
-        out[d, col] = math.exp(mode + scale * _sinh(x) - shift)
+        dz[d] = (1.0 - phi if rising else phi) * work[j]
+        dn[d] = min(max(-abs(b), -700.0), -1e-300)
+        dj[d] = j
+        dr[d] = 1.0 if rising else 0.0
+    _cell_positions(s[0], step, dz, dn, dj, dr)
+    lim = FAST_EXP - 10.0
+    if fast and lo_end - shift > -lim and hi_end - shift < lim:
+        _draw_values(mode, scale, shift, dz, dn)
+        for d in range(n_draws):
+            out[d, col] = dn[d]
+    else:
+        for d in range(n_draws):
+            out[d, col] = math.exp(mode + scale * _sinh(dz[d]) - shift)
     return 0
+
+
+@nb.njit(**_OPTS)
+def _sort_ascending(buf, m):
+    """Sort buf[:m] in place: insertion sort for the few changed crawls of a typical page
+    (no call, no allocation), numba's sort above :data:`INSERTION_SORT_BELOW`."""
+    if m >= INSERTION_SORT_BELOW:
+        buf[:m].sort()
+        return
+    for k in range(1, m):
+        v = buf[k]
+        j = k - 1
+        while j >= 0 and buf[j] > v:
+            buf[j + 1] = buf[j]
+            j -= 1
+        buf[j + 1] = v
 
 
 @nb.njit(parallel=True, **_OPTS)
@@ -559,6 +786,7 @@ def grid_draws_block(changed, tau, offsets, lo, hi, A, B, C, M, E, L, shift, lin
     """
     n = hi - lo
     size = lin.size
+    n_draws = uniforms.shape[1]
     n_tiles = (n + TILE - 1) // TILE
     max_len = 1
     for i in range(lo, hi):
@@ -573,8 +801,19 @@ def grid_draws_block(changed, tau, offsets, lo, hi, A, B, C, M, E, L, shift, lin
         table = np.empty(BUCKETS, dtype=np.intp)
         fbuf = np.empty(size)
         ibuf = np.empty(size, dtype=np.int64)
+        dz = np.empty(n_draws)
+        dn = np.empty(n_draws)
+        dj = np.empty(n_draws)
+        dr = np.empty(n_draws)
+        qb = np.empty(max_len)
+        hb = np.empty(max_len)
+        # the tile's draws, column k for page first + k, copied to out row by row at the end:
+        # TILE consecutive doubles per row instead of one store per row and page (rows of out
+        # are n_pages · 8 bytes apart, so column stores miss the cache and alias in its sets)
+        tile_out = np.empty((n_draws, TILE))
         first = lo + t * TILE
-        for i in range(first, min(first + TILE, hi)):
+        last = min(first + TILE, hi)
+        for i in range(first, last):
             m = 0
             t0 = 0.0
             for k in range(offsets[i], offsets[i + 1]):
@@ -583,14 +822,18 @@ def grid_draws_block(changed, tau, offsets, lo, hi, A, B, C, M, E, L, shift, lin
                     m += 1
                 else:
                     t0 += tau[k]
-            buf[:m].sort()  # ascending: see _log_lik
+            _sort_ascending(buf, m)  # see _log_lik
             half = 0.0
             for j in range(m):
                 half += buf[j]
             half /= 2.0
             start = math.log((m + 0.5) / (t0 + half))
             st = _page(i, buf, m, t0, start, A[i], B[i], C[i], M[i], E[i], L[i], shift[i], lin,
-                       uniforms[i - lo], out, i, s, logd, cdf, beta, work, table, fbuf, ibuf)
+                       uniforms[i - lo], tile_out, i - first, s, logd, cdf, beta, work, table, fbuf, ibuf, dz, dn,
+                       dj, dr, qb, hb)
             status[i] = st
             if st != 0:
                 bad_mode[i] = work[0]
+        for d in range(n_draws):
+            for k in range(last - first):
+                out[d, first + k] = tile_out[d, k]
