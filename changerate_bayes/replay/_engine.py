@@ -17,6 +17,7 @@ and its age t − c (Cho & Garcia-Molina 2003) integrates to (b − c)²/2 when 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,6 +136,8 @@ def run_replay(pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_00
     floor(B·(t − t0)) pages by step time t, and the engine raises RuntimeError if a
     policy asks for more (a bug in the policy, not bad input).
     """
+    from . import _kernels as _k  # numba, compiled (or loaded from its cache) on first use
+
     rng = np.random.default_rng(rng)
     n = pages.n_pages
     dt = dt_ms / MS_PER_DAY
@@ -178,7 +181,7 @@ def run_replay(pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_00
             active, active_until = ctx.active(k), ctx.next_activity_change(k)
         allowed = None
         if policy.budgeted:
-            allowed = int(np.floor(ctx.budget * (t_ms / MS_PER_DAY) + 1e-9)) - spent
+            allowed = math.floor(ctx.budget * (t_ms / MS_PER_DAY) + 1e-9) - spent
         mask = policy.select(k, t_ms / MS_PER_DAY, active, allowed)
         idx = np.flatnonzero(mask)
         if idx.size:
@@ -187,17 +190,8 @@ def run_replay(pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_00
             if allowed is not None and idx.size > allowed:
                 raise RuntimeError(f"policy {policy.name!r} overspent its budget at step {k}: "
                                    f"{idx.size} crawls, {allowed} allowed")
-            s, a = stale_ms[idx], last_ms[idx]
-            ch = s <= t_ms
-            fresh[idx] += (np.minimum(s, t_ms) - a) / MS_PER_DAY
-            late = np.where(ch, (t_ms - s) / MS_PER_DAY, 0.0)
-            age[idx] += 0.5 * late * late
-            crawls[idx] += 1
-            detected[idx] += ch
-            changed_full[idx] = ch
-            interval_full[idx] = (t_ms - a) / MS_PER_DAY
-            last_ms[idx] = t_ms
-            stale_ms[idx] = first_change_after(idx.astype(np.int64), np.int64(t_ms))
+            _k.crawl_pages(idx.astype(np.int64, copy=False), t_ms, stale_ms, last_ms, fresh, age, crawls, detected,
+                           changed_full, interval_full, key, change, pages.offsets, _PAGE_SHIFT, never)
             spent += idx.size
             policy.observe(k, t_ms / MS_PER_DAY, changed_full, interval_full, mask)
             changed_full[idx] = False

@@ -64,8 +64,9 @@ class GridLearner:
     log L(Δ) = Σ_j I_j log(1 − e^{−Δτ_j}) − Δ Σ_j (1 − I_j) τ_j holds for any crawl
     schedule (the τ_j are observed). The state is the first sum tabulated on G nodes
     uniform in log Δ plus the exposure Σ(1 − I)τ: O(G) per page, O(G) work per crawl
-    that saw a change and O(1) per crawl that did not. Reads are cached and recomputed
-    only for pages crawled since the last read.
+    that saw a change and O(1) per crawl that did not (the O(G) terms are added, in crawl
+    order, at the next read). Reads are cached and recomputed only for pages crawled since
+    the last read.
 
     Parameters
     ----------
@@ -97,7 +98,8 @@ class GridLearner:
         self.grid = np.exp(self.log_grid)
         self.step = self.log_grid[1] - self.log_grid[0]
         self.log_prior = -0.5 * ((self.log_grid - np.log(prior_median)) / prior_sigma) ** 2
-        self.loglik_changed = np.zeros((n_pages, grid_size))
+        self._loglik = np.zeros((n_pages, grid_size))
+        self._pending = []  # (pages, τ) of the crawls that saw a change, not yet in ``_loglik``
         self.exposure = np.zeros(n_pages)
         self.n_changed = np.zeros(n_pages)
         self.n_unchanged = np.zeros(n_pages)
@@ -107,23 +109,44 @@ class GridLearner:
         self._cdf = np.zeros((n_pages, grid_size))
 
     def update(self, changed, interval, mask) -> None:
+        from . import _kernels  # numba, compiled (or loaded from its cache) on first use
+
         m = np.asarray(mask, dtype=bool)
         c = np.asarray(changed, dtype=bool)
         tau = np.asarray(interval, dtype=np.float64)
-        hit = np.flatnonzero(m & c)
-        miss = m & ~c
-        self.exposure[miss] += tau[miss]
-        self.n_unchanged[miss] += 1
+        if not m.shape == c.shape == tau.shape == self.exposure.shape:
+            m, c, tau = (np.ascontiguousarray(x) for x in np.broadcast_arrays(m, c, tau))
+            if m.shape != self.exposure.shape:
+                raise ValueError(f"`changed`, `interval` and `mask` must have shape {self.exposure.shape}; "
+                                 f"got {m.shape}")
+        # counts, exposure Σ(1 − I)τ of the crawls that saw no change, dirty flags
+        hit = _kernels.grid_counts(m, c, tau, self.exposure, self.n_unchanged, self.n_changed, self._dirty)
         if hit.size:
-            self.loglik_changed[hit] += np.log(-np.expm1(-tau[hit, None] * self.grid[None, :]))
-            self.n_changed[hit] += 1
-        self._dirty |= m
+            self._pending.append((hit, tau[hit]))
+
+    def _flush(self) -> None:
+        """Add the pending terms log(1 − e^{−Δτ}) to the rows, in the order of the crawls."""
+        if not self._pending:
+            return
+        hit = np.concatenate([h for h, _ in self._pending])
+        tau = np.concatenate([t for _, t in self._pending])
+        self._pending = []
+        from . import _kernels
+
+        _kernels.add_rows(self._loglik, hit, np.log(-np.expm1(-tau[:, None] * self.grid[None, :])))
+
+    @property
+    def loglik_changed(self) -> np.ndarray:
+        """Σ_j I_j log(1 − e^{−Δ τ_j}) per page on the grid nodes, shape (N, G)."""
+        self._flush()
+        return self._loglik
 
     def _refresh(self) -> None:
         idx = np.flatnonzero(self._dirty)
         if not idx.size:
             return
-        loglik = self.loglik_changed[idx] - self.exposure[idx, None] * self.grid[None, :]
+        self._flush()
+        loglik = self._loglik[idx] - self.exposure[idx, None] * self.grid[None, :]
         logp = loglik + self.log_prior
         logp -= logp.max(axis=1, keepdims=True)
         w = np.exp(logp)
@@ -155,5 +178,7 @@ class GridLearner:
         n = self._cdf.shape[0]
         u = rng.random(n)
         jitter = rng.random(n)
-        idx = np.minimum((self._cdf < u[:, None]).sum(axis=1), self.grid.size - 1)
+        from . import _kernels
+
+        idx = np.minimum(_kernels.count_below(self._cdf, u), self.grid.size - 1)
         return np.exp(self.log_grid[idx] + (jitter - 0.5) * self.step)

@@ -54,6 +54,13 @@ STORMCRAWLER_DEFAULTS = dict(inc_rate=0.5, dec_rate=0.5, min_interval=60 * _MINU
                              initial_interval=1.0)
 
 
+def _kernels():
+    """The compiled credit grid (numba: compiled, or loaded from its cache, on first use)."""
+    from . import _kernels as k
+
+    return k
+
+
 # ----------------------------------------------------------------- budgeted rate policies
 class RatePolicy:
     """Base of the budgeted policies: a rate per page, crawled on a credit grid (see module)."""
@@ -117,7 +124,8 @@ class RatePolicy:
         self.c0 = np.where(active, credit, 0.0)
         self.m = np.zeros(self.ctx.n_pages)
         self.k_alloc = k
-        self.due = self._due_after(np.arange(self.ctx.n_pages), k)
+        self.due = np.empty(self.ctx.n_pages, dtype=np.int64)
+        _kernels().due_after_all(self.c0, self.p, self.m, int(k), float(self.ctx.dt), self.due)
         e = self.ctx.epoch_steps
         self.next_alloc = _NEVER if self.static else (k // e + 1) * e
         self.next_change = self.ctx.next_activity_change(k)
@@ -134,14 +142,12 @@ class RatePolicy:
     def select(self, k, t, active, allowed) -> np.ndarray:
         if k >= self.next_alloc or k >= self.next_change:
             self._allocate(k, active)
-        due = np.flatnonzero(self.due <= k)
-        if due.size > allowed:  # the budget binds: most credit first
-            credit = self._credit(k)[due]
-            due = due[np.argsort(-credit, kind="stable")[: max(allowed, 0)]]
+        # the pages with due <= k (most credit first when the budget binds); their crawl count
+        # and next due step (>= k + 1: at most one crawl per step), as ``_credit`` / ``_due_after``
+        due = _kernels().rate_select(int(k), int(allowed), self.due, self.c0, self.p, self.m, int(self.k_alloc),
+                                     float(self.ctx.dt))
         mask = np.zeros(self.ctx.n_pages, dtype=bool)
         mask[due] = True
-        self.m[due] += 1.0
-        self.due[due] = np.maximum(self._due_after(due, k), k + 1)  # at most one crawl per step
         self.spent += due.size
         return mask
 
