@@ -811,7 +811,8 @@ def test_replay_policies_table_is_exactly_as_before(monkeypatch):
     win = pd.DataFrame({"page": list(pages.names), "start": pages.start_ms / MS_PER_DAY,
                         "end": pages.end_ms / MS_PER_DAY})
     kw = dict(window=win, budget=[0.5, 3.0], policies=["uniform", "thompson", "oracle", "lln", "nutch",
-                                                        "stormcrawler", "nutch_tuned"],
+                                                        "stormcrawler", "nutch_tuned",
+                                                        "stormcrawler_tuned"],
               step="4h", epoch="1D", n_boot=20, tune_iterations=3, rng=7)
     new = new_replay.replay_policies(changes, **kw)
     monkeypatch.setattr(new_replay, "run_replay", run_replay)
@@ -833,6 +834,28 @@ def _proportional_subclass(base):
             return self.ctx.budget * w / w.sum()
 
     return Proportional()
+
+
+def _halving_nutch(base):
+    class HalvingNutch(base):
+        """A user schedule: Nutch's rule, but the interval halves on every change."""
+
+        def _update(self, i, t, changed):
+            super()._update(i, t, changed)
+            self.interval[i] = np.where(changed, 0.5 * self.interval[i], self.interval[i])
+
+    return HalvingNutch(name="halving", sync_delta=False)
+
+
+def test_user_schedule_subclasses_replay_as_before():
+    pages = _staggered_pages(10)
+    kw = dict(dt_ms=6 * HOUR_MS, rng=0)
+    _assert_same_result(new_engine.run_replay(pages, _halving_nutch(new_policies.NutchPolicy), **kw),
+                        run_replay(pages, _halving_nutch(NutchPolicy), **kw))
+    for name, settings in [("nutch", dict(inc_rate=np.linspace(0.1, 3.0, pages.n_pages))),
+                           ("stormcrawler", dict(inc_rate=np.linspace(0.1, 3.0, pages.n_pages), min_interval=0.3))]:
+        _assert_same_result(new_engine.run_replay(pages, new_policies.POLICIES[name](**settings), **kw),
+                            run_replay(pages, POLICIES[name](**settings), **kw))
 
 
 class _RandomCrawler:
@@ -941,3 +964,19 @@ def test_count_below_counts_like_numpy_on_cumulative_weights():
     u[6] = 0.999
     got = new_kernels.count_below(cdf, u)
     assert np.array_equal(got, (cdf < u[:, None]).sum(axis=1))
+
+
+def test_grid_learner_read_both_ways_is_as_before():
+    """An MLE learner that is also sampled: every read of either kind as before."""
+    n = 30
+    rng = np.random.default_rng(11)
+    new, old = new_learners.GridLearner(n, estimate="mle"), GridLearner(n, estimate="mle")
+    for step in range(50):
+        mask, changed, tau = rng.random(n) < 0.4, rng.random(n) < 0.5, rng.exponential(1.0, n)
+        new.update(changed, tau, mask)
+        old.update(changed, tau, mask)
+        if step % 3 == 0:
+            assert np.array_equal(new.rate, old.rate)
+        if step % 4 == 1:
+            assert np.array_equal(new.sample(np.random.default_rng(step)), old.sample(np.random.default_rng(step)))
+    assert np.array_equal(new._mean, old._mean)

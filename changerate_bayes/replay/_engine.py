@@ -17,6 +17,7 @@ and its age t − c (Cho & Garcia-Molina 2003) integrates to (b − c)²/2 when 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -72,8 +73,14 @@ class ReplayContext:
 
     def next_activity_change(self, k: int) -> int:
         """The first step > k at which a page becomes or stops being crawlable (n_steps + 1 if none)."""
-        cand = np.concatenate([self.first_step[self.first_step > k], self.last_step[self.last_step + 1 > k] + 1])
-        return int(cand.min()) if cand.size else self.n_steps + 1
+        events = self._activity_steps
+        pos = int(np.searchsorted(events, k, side="right"))
+        return int(events[pos]) if pos < events.size else self.n_steps + 1
+
+    @functools.cached_property
+    def _activity_steps(self) -> np.ndarray:
+        """first_step and last_step + 1 of every page, sorted (int64)."""
+        return np.sort(np.concatenate([self.first_step, self.last_step + 1]).astype(np.int64))
 
 
 @dataclass(frozen=True)
@@ -183,19 +190,23 @@ def run_replay(pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_00
         if policy.budgeted:
             allowed = math.floor(ctx.budget * (t_ms / MS_PER_DAY) + 1e-9) - spent
         mask = policy.select(k, t_ms / MS_PER_DAY, active, allowed)
-        idx = np.flatnonzero(mask)
+        idx = np.asanyarray(mask).ravel().nonzero()[0]  # np.flatnonzero(mask)
         if idx.size:
-            if not active[idx].all():
+            if idx[-1] >= n:
+                active[idx]  # IndexError: a mask longer than the pages
+            # the checks (a page outside its window, then the budget) and the scoring, compiled
+            status = _k.crawl_pages(idx.astype(np.int64, copy=False), t_ms, active, allowed is not None,
+                                    0 if allowed is None else allowed, stale_ms, last_ms, fresh, age, crawls,
+                                    detected, changed_full, interval_full, key, change, pages.offsets, _PAGE_SHIFT,
+                                    never)
+            if status == 1:
                 raise RuntimeError(f"policy {policy.name!r} crawled a page outside its window at step {k}")
-            if allowed is not None and idx.size > allowed:
+            if status == 2:
                 raise RuntimeError(f"policy {policy.name!r} overspent its budget at step {k}: "
                                    f"{idx.size} crawls, {allowed} allowed")
-            _k.crawl_pages(idx.astype(np.int64, copy=False), t_ms, stale_ms, last_ms, fresh, age, crawls, detected,
-                           changed_full, interval_full, key, change, pages.offsets, _PAGE_SHIFT, never)
             spent += idx.size
             policy.observe(k, t_ms / MS_PER_DAY, changed_full, interval_full, mask)
-            changed_full[idx] = False
-            interval_full[idx] = 0.0
+            _k.clear_pages(idx.astype(np.int64, copy=False), changed_full, interval_full)
         k += 1
     fresh += (np.minimum(stale_ms, end) - last_ms) / MS_PER_DAY
     late = np.where(stale_ms < end, (end - stale_ms) / MS_PER_DAY, 0.0)

@@ -40,15 +40,23 @@ def _search_right(key, v):
 
 
 @nb.njit(**_JIT)
-def crawl_pages(idx, t_ms, stale, last, fresh, age, crawls, detected, changed, interval, key, change, offsets,
-                shift, never):
-    """Score the crawls of pages ``idx`` at time ``t_ms`` and look up their next change.
+def crawl_pages(idx, t_ms, active, budgeted, allowed, stale, last, fresh, age, crawls, detected, changed, interval,
+                key, change, offsets, shift, never):
+    """Score the crawls of pages ``idx`` (in range) at time ``t_ms`` and look up their next change.
 
-    Per page i (int64 ms since t0): the copy taken at ``last[i]`` was fresh until
-    min(stale[i], t) and aged (t − stale[i])²/2 when stale[i] <= t; ``changed[i]`` and
-    ``interval[i]`` (days) are what the crawl reveals; then last[i] = t and stale[i] = the
-    first change after t (``never`` if none), found in ``key`` = page·shift + change time.
+    First the engine's checks, before anything is changed: returns 1 if a page is not
+    ``active``, else 2 if ``budgeted`` and more than ``allowed`` pages are crawled, else 0
+    once the crawls are scored. Per page i (int64 ms since t0): the copy taken at
+    ``last[i]`` was fresh until min(stale[i], t) and aged (t − stale[i])²/2 when
+    stale[i] <= t; ``changed[i]`` and ``interval[i]`` (days) are what the crawl reveals;
+    then last[i] = t and stale[i] = the first change after t (``never`` if none), found
+    in ``key`` = page·shift + change time.
     """
+    for j in range(idx.size):
+        if not active[idx[j]]:
+            return 1
+    if budgeted and idx.size > allowed:
+        return 2
     n_change = change.size
     for j in range(idx.size):
         i = idx[j]
@@ -68,6 +76,15 @@ def crawl_pages(idx, t_ms, stale, last, fresh, age, crawls, detected, changed, i
             stale[i] = change[min(pos, n_change - 1)]
         else:
             stale[i] = never
+    return 0
+
+
+@nb.njit(**_JIT)
+def clear_pages(idx, changed, interval):
+    """changed[idx] = False, interval[idx] = 0."""
+    for j in range(idx.size):
+        changed[idx[j]] = False
+        interval[idx[j]] = 0.0
 
 
 # ----------------------------------------------------------------------- the credit grid
@@ -129,9 +146,53 @@ def rate_select(k, allowed, due, c0, p, m, k_alloc, dt):
     return sel
 
 
+# -------------------------------------------------------------------- crawlers' schedules
+@nb.njit(inline="always", **_JIT)
+def _set_due_one(i, next_fetch, due, dt, first, last, k_min):
+    d = np.maximum(np.ceil(next_fetch[i] / dt - 1e-9), np.float64(max(first[i], k_min)))
+    due[i] = np.int64(d) if d <= last[i] else np.int64(NEVER_F)
+
+
+@nb.njit(**_JIT)
+def nutch_observe(idx, t, changed, interval, next_fetch, modified, inc_rate, dec_rate, min_interval, max_interval,
+                  max_fetch_interval, sync_delta, sync_delta_rate, due, dt, first, last, k_min):
+    """``NutchPolicy.observe``: ``nutch_update`` then the next due step (>= k_min) of pages ``idx``."""
+    for j in range(idx.size):
+        i = idx[j]
+        if changed[i]:
+            iv = interval[i] * (1.0 - dec_rate[i])
+            modified[i] = t
+        else:
+            iv = interval[i] * (1.0 + inc_rate[i])
+        ref = t
+        if sync_delta:
+            delta = t - modified[i]
+            iv = np.maximum(iv, delta)
+            ref = t - sync_delta_rate[i] * delta
+        iv = np.minimum(np.maximum(iv, min_interval[i]), np.minimum(max_interval[i], max_fetch_interval[i]))
+        interval[i] = iv
+        next_fetch[i] = ref + iv
+        _set_due_one(i, next_fetch, due, dt, first, last, k_min)
+
+
+@nb.njit(**_JIT)
+def stormcrawler_observe(idx, t, changed, interval, next_fetch, inc_rate, dec_rate, min_interval, max_interval, due,
+                         dt, first, last, k_min):
+    """``StormCrawlerPolicy.observe``: ``stormcrawler_update`` then the next due step (>= k_min) of pages ``idx``."""
+    for j in range(idx.size):
+        i = idx[j]
+        if changed[i]:
+            iv = (1.0 - dec_rate[i]) * interval[i] + dec_rate[i] * min_interval[i]
+        else:
+            iv = np.minimum(interval[i] * (1.0 + inc_rate[i]), max_interval[i])
+        interval[i] = iv
+        next_fetch[i] = t + iv
+        _set_due_one(i, next_fetch, due, dt, first, last, k_min)
+
+
 # ------------------------------------------------------------------------ the grid learner
 @nb.njit(**_JIT)
-def grid_counts(mask, changed, tau, exposure, n_unchanged, n_changed, dirty):
+def grid_counts(mask, changed, tau, exposure, n_unchanged, n_changed, dirty, dirty_mle):
     """``GridLearner.update`` without the log-likelihood rows: counts, exposure, dirty flags.
 
     Returns the crawled pages that saw a change (int64, page order), whose rows the caller
@@ -147,6 +208,7 @@ def grid_counts(mask, changed, tau, exposure, n_unchanged, n_changed, dirty):
     for i in range(n):
         if mask[i]:
             dirty[i] = True
+            dirty_mle[i] = True
             if changed[i]:
                 hit[j] = i
                 j += 1

@@ -54,11 +54,16 @@ STORMCRAWLER_DEFAULTS = dict(inc_rate=0.5, dec_rate=0.5, min_interval=60 * _MINU
                              initial_interval=1.0)
 
 
-def _kernels():
-    """The compiled credit grid (numba: compiled, or loaded from its cache, on first use)."""
-    from . import _kernels as k
+_KERNELS = []
 
-    return k
+
+def _kernels():
+    """The compiled credit grid and schedules (numba: compiled, or loaded from its cache, on first use)."""
+    if not _KERNELS:
+        from . import _kernels as k
+
+        _KERNELS.append(k)
+    return _KERNELS[0]
 
 
 # ----------------------------------------------------------------- budgeted rate policies
@@ -354,6 +359,19 @@ class NutchPolicy(_SchedulePolicy):
         self.interval[i], self.next_fetch[i], self.modified[i] = nutch_update(
             self.interval[i], self.modified[i], t, changed, **par)
 
+    def observe(self, k, t, changed, interval, mask) -> None:
+        par = self.params
+        if (type(self)._update is not NutchPolicy._update or type(self)._set_due is not _SchedulePolicy._set_due
+                or not isinstance(par["sync_delta"], (bool, np.bool_))):
+            return super().observe(k, t, changed, interval, mask)
+        # the same update as ``_update`` + ``_set_due``, compiled
+        ctx = self.ctx
+        _kernels().nutch_observe(
+            np.flatnonzero(mask), float(t), np.asarray(changed, dtype=bool), self.interval, self.next_fetch,
+            self.modified, par["inc_rate"], par["dec_rate"], par["min_interval"], par["max_interval"],
+            par["max_fetch_interval"], bool(par["sync_delta"]), par["sync_delta_rate"], self.due, float(ctx.dt),
+            ctx.first_step, ctx.last_step, int(k) + 1)
+
 
 class StormCrawlerPolicy(_SchedulePolicy):
     """StormCrawler's AdaptiveScheduler with its documented defaults (see :func:`stormcrawler_update`).
@@ -373,6 +391,16 @@ class StormCrawlerPolicy(_SchedulePolicy):
     def _update(self, i, t, changed) -> None:
         par = {key: v[i] for key, v in self.params.items()}
         self.interval[i], self.next_fetch[i] = stormcrawler_update(self.interval[i], t, changed, **par)
+
+    def observe(self, k, t, changed, interval, mask) -> None:
+        if type(self)._update is not StormCrawlerPolicy._update or type(self)._set_due is not _SchedulePolicy._set_due:
+            return super().observe(k, t, changed, interval, mask)
+        # the same update as ``_update`` + ``_set_due``, compiled
+        ctx, par = self.ctx, self.params
+        _kernels().stormcrawler_observe(
+            np.flatnonzero(mask), float(t), np.asarray(changed, dtype=bool), self.interval, self.next_fetch,
+            par["inc_rate"], par["dec_rate"], par["min_interval"], par["max_interval"], self.due, float(ctx.dt),
+            ctx.first_step, ctx.last_step, int(k) + 1)
 
 
 #: Volatilities (per √day) averaged by the dynamic learners, and their lattice size: fewer
