@@ -784,6 +784,43 @@ def test_every_builtin_policy_replays_bit_for_bit_as_before(case):
     assert all((binds[p] > 0) == binding for p in ("uniform", "thompson", "oracle")), binds
 
 
+def test_compiled_steps_hand_the_learner_its_crawls_in_small_batches_as_before(monkeypatch):
+    """The compiled steps keep room for one step of crawls only: they stop and resume often."""
+    monkeypatch.setattr(new_engine, "_EVENT_STEPS", 1)
+    pages = _staggered_pages(12)
+    for name in ["thompson", "lln", "mle"]:
+        kw = dict(budget=4.0, dt_ms=6 * HOUR_MS, epoch_steps=40, rng=12)
+        _assert_same_result(new_engine.run_replay(pages, new_policies.POLICIES[name](), **kw),
+                            run_replay(pages, POLICIES[name](), **kw))
+
+
+def _eager_subclass(base):
+    class Eager(base):
+        """A user RatePolicy whose allocation makes the pages outside their windows due at the next step."""
+
+        def __init__(self):
+            super().__init__("eager")
+
+        def _rates(self, a):
+            return np.full(a.size, self.ctx.budget / a.size)
+
+        def _allocate(self, k, active):
+            super()._allocate(k, active)
+            self.due[~active] = k + 1
+
+    return Eager()
+
+
+def test_a_rate_policy_crawling_outside_the_windows_raises_as_before():
+    pages = _staggered_pages(13)
+    kw = dict(budget=50.0, dt_ms=6 * HOUR_MS, epoch_steps=4, rng=0)
+    with pytest.raises(RuntimeError) as new:
+        new_engine.run_replay(pages, _eager_subclass(new_policies.RatePolicy), **kw)
+    with pytest.raises(RuntimeError) as old:
+        run_replay(pages, _eager_subclass(RatePolicy), **kw)
+    assert str(new.value) == str(old.value) and "outside its window at step 2" in str(new.value)
+
+
 @pytest.mark.parametrize("name", ["dynamic_mean", "dynamic_thompson"])
 def test_dynamic_policies_replay_bit_for_bit_as_before(name):
     pages = _staggered_pages(4, n_pages=10, days=20.0)

@@ -24,10 +24,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._pages import MS_PER_DAY, ReplayPages
+from ._policies import compiled_steps as _compiled_steps
 
 __all__ = ["ReplayContext", "ReplayResult", "run_replay"]
 
 _PAGE_SHIFT = np.int64(1) << np.int64(40)  # > any time span in ms (35 years)
+_EVENT_STEPS = 64  # the compiled steps keep the crawls of up to this many steps (all pages) for the learner
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,33 @@ def run_replay(pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_00
     interval_full = np.zeros(n)
     k = 1
     active, active_until = ctx.active(1), ctx.next_activity_change(0)
+    compiled, learn = _compiled_steps(policy) if policy.budgeted else (False, None)
+    if compiled and learn is not None:
+        cap = max(n, min(_EVENT_STEPS * n, 1 << 18))
+        ev_page, ev_changed, ev_tau = np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=bool), np.zeros(cap)
+    else:
+        cap = 0
+        ev_page, ev_changed, ev_tau = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool), np.zeros(0)
     while True:  # a loop over time steps; everything inside is vectorised over pages
+        while compiled and k < min(policy.next_alloc, policy.next_change, active_until, n_steps + 1):
+            # a built-in credit grid between reallocations: the same steps, compiled
+            k, added, n_ev, status, step, allowed, size = _k.rate_steps(
+                int(k), int(min(policy.next_alloc, policy.next_change, active_until)), n_steps, dt_ms, ctx.budget,
+                dt, spent, int(policy.spent), policy.due, policy.c0, policy.p, policy.m, int(policy.k_alloc),
+                int(policy.next_alloc), int(policy.next_change), active, stale_ms, last_ms, fresh, age, crawls,
+                detected, key, change, pages.offsets, _PAGE_SHIFT, never, learn is not None, ev_page, ev_changed,
+                ev_tau, cap)
+            spent += added
+            policy.spent += added
+            if n_ev:
+                learn(ev_page[:n_ev], ev_changed[:n_ev], ev_tau[:n_ev])
+            if status == 1:
+                raise RuntimeError(f"policy {policy.name!r} crawled a page outside its window at step {step}")
+            if status == 2:
+                raise RuntimeError(f"policy {policy.name!r} overspent its budget at step {step}: "
+                                   f"{size} crawls, {allowed} allowed")
+            if n_ev + n <= cap or not n_ev:
+                break  # stopped at a step the loop below handles (or past the end)
         k = int(policy.next_step(k))
         if k > n_steps:
             break

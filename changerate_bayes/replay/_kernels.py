@@ -146,6 +146,109 @@ def rate_select(k, allowed, due, c0, p, m, k_alloc, dt):
     return sel
 
 
+@nb.njit(**_JIT)
+def rate_steps(k, k_stop, n_steps, dt_ms, budget, dt, spent, spent_policy, due, c0, p, m, k_alloc, next_alloc, next_change,
+               active, stale, last, fresh, age, crawls, detected, key, change, offsets, shift, never,
+               record, ev_page, ev_changed, ev_tau, ev_cap):
+    """The engine's loop over the steps k, k + 1, ... of a built-in ``RatePolicy``, up to the
+    first step the policy acts at that is >= ``k_stop`` (a reallocation or a page entering or
+    leaving), compiled: ``next_step``, the budget, ``select``, the checks and the scoring as
+    in ``run_replay``, step by step in the same order.
+
+    ``spent`` and ``spent_policy`` are the crawls so far as the engine and the policy
+    count them (the same for a built-in policy). With ``record``,
+    each crawl's (page, I, τ days) is appended, step by step and in page order within a
+    step, to ``ev_*`` (room for ``ev_cap``); the loop also stops before a step that might
+    not fit. Returns (k, crawls added, events, status, step, allowed, crawls at step): k is
+    where the engine's loop resumes; status 1 (a page outside its window) or 2 (over the
+    budget) stops at ``step`` with nothing scored there.
+    """
+    n = due.size
+    added = 0
+    n_ev = 0
+    while True:
+        # RatePolicy.next_step
+        cand = min(next_alloc, next_change)
+        fire = due.min()
+        if fire < NEVER:
+            token_f = np.ceil((spent_policy + added + 1) / (budget * dt) - 1e-9)
+            if token_f >= NEVER_F:
+                cand = min(cand, max(fire, NEVER))
+            else:
+                cand = min(cand, max(fire, np.int64(token_f)))
+        kk = max(cand, k)
+        if kk >= k_stop or kk > n_steps or (record and n_ev + n > ev_cap):
+            return k, added, n_ev, 0, kk, 0, 0
+        k = kk
+        t_ms = k * dt_ms
+        allowed = np.int64(np.floor(budget * (t_ms / MS_PER_DAY) + 1e-9)) - (spent + added)
+        sel = rate_select(k, allowed, due, c0, p, m, k_alloc, dt)
+        if sel.size:
+            idx = np.sort(sel)
+            for j in range(idx.size):
+                if not active[idx[j]]:
+                    return k, added, n_ev, 1, k, allowed, idx.size
+            if idx.size > allowed:
+                return k, added, n_ev, 2, k, allowed, idx.size
+            for j in range(idx.size):
+                i = idx[j]
+                s = stale[i]
+                a = last[i]
+                ch = s <= t_ms
+                fresh[i] += (min(s, t_ms) - a) / MS_PER_DAY
+                late = (t_ms - s) / MS_PER_DAY if ch else 0.0
+                age[i] += 0.5 * late * late
+                crawls[i] += 1
+                detected[i] += ch
+                if record:
+                    ev_page[n_ev] = i
+                    ev_changed[n_ev] = ch
+                    ev_tau[n_ev] = (t_ms - a) / MS_PER_DAY
+                    n_ev += 1
+                last[i] = t_ms
+                pos = _search_right(key, i * shift + t_ms)
+                if pos < offsets[i + 1] and change.size > 0:
+                    stale[i] = change[min(pos, change.size - 1)]
+                else:
+                    stale[i] = never
+            added += idx.size
+        k += 1
+
+
+@nb.njit(**_JIT)
+def grid_events(page, changed, tau, exposure, n_unchanged, n_changed, dirty, dirty_mle):
+    """``GridLearner.update`` of crawl events in order (page, I, τ), without the log-likelihood
+    rows: returns the positions of the events that saw a change."""
+    cnt = 0
+    for j in range(page.size):
+        if changed[j]:
+            cnt += 1
+    hit = np.empty(cnt, dtype=np.int64)
+    c = 0
+    for j in range(page.size):
+        i = page[j]
+        dirty[i] = True
+        dirty_mle[i] = True
+        if changed[j]:
+            hit[c] = j
+            c += 1
+            n_changed[i] += 1
+        else:
+            exposure[i] += tau[j]
+            n_unchanged[i] += 1
+    return hit
+
+
+@nb.njit(**_JIT)
+def lln_events(page, changed, tau, k, ones, tau_sum):
+    """``LLNLearner.update`` of crawl events in order (page, I, τ)."""
+    for j in range(page.size):
+        i = page[j]
+        k[i] += 1.0
+        ones[i] += 1.0 if changed[j] else 0.0
+        tau_sum[i] += tau[j]
+
+
 # -------------------------------------------------------------------- crawlers' schedules
 @nb.njit(inline="always", **_JIT)
 def _set_due_one(i, next_fetch, due, dt, first, last, k_min):

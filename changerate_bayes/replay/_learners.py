@@ -59,6 +59,10 @@ class LLNLearner:
         self.ones[m] += np.asarray(changed)[m]
         self.tau[m] += np.asarray(interval)[m]
 
+    def _update_events(self, page, changed, interval) -> None:
+        """``update`` of crawls given one by one, in order: page (int64), I (bool), τ (days)."""
+        _kernels().lln_events(page, changed, interval, self.k, self.ones, self.tau)
+
     @property
     def rate(self) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -134,6 +138,13 @@ class GridLearner:
                                      self._dirty_mle)
         if hit.size:
             self._pending.append((hit, tau[hit]))
+
+    def _update_events(self, page, changed, interval) -> None:
+        """``update`` of crawls given one by one, in order: page (int64), I (bool), τ (days)."""
+        pos = _kernels().grid_events(page, changed, interval, self.exposure, self.n_unchanged, self.n_changed,
+                                     self._dirty, self._dirty_mle)
+        if pos.size:
+            self._pending.append((page[pos], interval[pos]))
 
     def _flush(self) -> None:
         """Add the pending terms log(1 − e^{−Δτ}) to the rows, in the order of the crawls."""

@@ -160,6 +160,34 @@ class RatePolicy:
         self._learn(changed, interval, mask)
 
 
+def compiled_steps(policy):
+    """Whether the engine may run ``policy``'s steps between reallocations compiled
+    (:func:`~changerate_bayes.replay._kernels.rate_steps`), and how its crawls reach its learner.
+
+    Returns (False, None) unless ``policy`` is a :class:`RatePolicy` that keeps the base
+    class's stepping (``next_step``, ``select``, ``observe``, ``_credit``, ``_due_after``)
+    and float64 / int64 state, and learns nothing or learns with a :class:`GridLearner` or
+    :class:`LLNLearner`; then (True, None) or (True, ``learner._update_events``).
+    """
+    if not isinstance(policy, RatePolicy):
+        return False, None
+    cls = type(policy)
+    for name in ("next_step", "select", "observe", "_credit", "_due_after"):
+        if getattr(cls, name) is not getattr(RatePolicy, name):
+            return False, None
+    state = (policy.due, policy.c0, policy.p, policy.m)
+    if not all(isinstance(x, np.ndarray) and x.flags.c_contiguous and x.shape == (policy.ctx.n_pages,)
+               for x in state):
+        return False, None
+    if policy.due.dtype != np.int64 or any(x.dtype != np.float64 for x in state[1:]):
+        return False, None
+    if cls._learn is RatePolicy._learn:
+        return True, None
+    if cls._learn is PlugInPolicy._learn and type(getattr(policy, "learner", None)) in (GridLearner, LLNLearner):
+        return True, policy.learner._update_events
+    return False, None
+
+
 class UniformPolicy(RatePolicy):
     """Round robin: p_i = B/N over the pages in their window."""
 
