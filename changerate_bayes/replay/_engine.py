@@ -10,6 +10,12 @@ Everything inside a step is vectorised over pages. The engine asks the policy fo
 next step at which it may act, so steps where nothing can happen are skipped (this
 changes nothing in the result: it is the same as visiting them).
 
+The per-crawl bookkeeping is compiled (numba, ``_kernels``), and for the built-in
+credit-grid policies (:class:`~changerate_bayes.replay.RatePolicy` and its subclasses
+that keep its stepping) the steps between two reallocations run in one compiled loop:
+the same operations in the same order, so the same numbers. Any other policy object
+goes through the Python loop, step by step, with the protocol of ``_policies``.
+
 Scores are exact given the crawl times (no discretisation of the change times): per
 crawl interval [a, b) with first change c after a, the copy is fresh for min(c, b) − a
 and its age t − c (Cho & Garcia-Molina 2003) integrates to (b − c)²/2 when c < b.

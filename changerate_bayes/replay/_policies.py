@@ -392,10 +392,13 @@ class NutchPolicy(_SchedulePolicy):
         if (type(self)._update is not NutchPolicy._update or type(self)._set_due is not _SchedulePolicy._set_due
                 or not isinstance(par["sync_delta"], (bool, np.bool_))):
             return super().observe(k, t, changed, interval, mask)
+        i, changed = np.flatnonzero(mask), np.asarray(changed, dtype=bool)
+        if changed.shape != self.interval.shape or (i.size and i[-1] >= self.interval.size):
+            return super().observe(k, t, changed, interval, mask)  # (raises, as indexing would)
         # the same update as ``_update`` + ``_set_due``, compiled
         ctx = self.ctx
         _kernels().nutch_observe(
-            np.flatnonzero(mask), float(t), np.asarray(changed, dtype=bool), self.interval, self.next_fetch,
+            i, float(t), changed, self.interval, self.next_fetch,
             self.modified, par["inc_rate"], par["dec_rate"], par["min_interval"], par["max_interval"],
             par["max_fetch_interval"], bool(par["sync_delta"]), par["sync_delta_rate"], self.due, float(ctx.dt),
             ctx.first_step, ctx.last_step, int(k) + 1)
@@ -423,10 +426,13 @@ class StormCrawlerPolicy(_SchedulePolicy):
     def observe(self, k, t, changed, interval, mask) -> None:
         if type(self)._update is not StormCrawlerPolicy._update or type(self)._set_due is not _SchedulePolicy._set_due:
             return super().observe(k, t, changed, interval, mask)
+        i, changed = np.flatnonzero(mask), np.asarray(changed, dtype=bool)
+        if changed.shape != self.interval.shape or (i.size and i[-1] >= self.interval.size):
+            return super().observe(k, t, changed, interval, mask)  # (raises, as indexing would)
         # the same update as ``_update`` + ``_set_due``, compiled
         ctx, par = self.ctx, self.params
         _kernels().stormcrawler_observe(
-            np.flatnonzero(mask), float(t), np.asarray(changed, dtype=bool), self.interval, self.next_fetch,
+            i, float(t), changed, self.interval, self.next_fetch,
             par["inc_rate"], par["dec_rate"], par["min_interval"], par["max_interval"], self.due, float(ctx.dt),
             ctx.first_step, ctx.last_step, int(k) + 1)
 
