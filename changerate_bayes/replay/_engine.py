@@ -10,6 +10,12 @@ Everything inside a step is vectorised over pages. The engine asks the policy fo
 next step at which it may act, so steps where nothing can happen are skipped (this
 changes nothing in the result: it is the same as visiting them).
 
+The per-crawl bookkeeping is compiled (numba, ``_kernels``), and for the built-in
+credit-grid policies (:class:`~changerate_bayes.replay.RatePolicy` and its subclasses
+that keep its stepping) the steps between two reallocations run in one compiled loop:
+the same operations in the same order, so the same numbers. Any other policy object
+goes through the Python loop, step by step, with the protocol of ``_policies``.
+
 Scores are exact given the crawl times (no discretisation of the change times): per
 crawl interval [a, b) with first change c after a, the copy is fresh for min(c, b) − a
 and its age t − c (Cho & Garcia-Molina 2003) integrates to (b − c)²/2 when c < b.
@@ -17,15 +23,19 @@ and its age t − c (Cho & Garcia-Molina 2003) integrates to (b − c)²/2 when 
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ._pages import MS_PER_DAY, ReplayPages
+from ._policies import compiled_steps as _compiled_steps
 
 __all__ = ["ReplayContext", "ReplayResult", "run_replay"]
 
 _PAGE_SHIFT = np.int64(1) << np.int64(40)  # > any time span in ms (35 years)
+_EVENT_STEPS = 64  # the compiled steps keep the crawls of up to this many steps (all pages) for the learner
 
 
 @dataclass(frozen=True)
@@ -71,8 +81,14 @@ class ReplayContext:
 
     def next_activity_change(self, k: int) -> int:
         """The first step > k at which a page becomes or stops being crawlable (n_steps + 1 if none)."""
-        cand = np.concatenate([self.first_step[self.first_step > k], self.last_step[self.last_step + 1 > k] + 1])
-        return int(cand.min()) if cand.size else self.n_steps + 1
+        events = self._activity_steps
+        pos = int(np.searchsorted(events, k, side="right"))
+        return int(events[pos]) if pos < events.size else self.n_steps + 1
+
+    @functools.cached_property
+    def _activity_steps(self) -> np.ndarray:
+        """first_step and last_step + 1 of every page, sorted (int64)."""
+        return np.sort(np.concatenate([self.first_step, self.last_step + 1]).astype(np.int64))
 
 
 @dataclass(frozen=True)
@@ -135,6 +151,8 @@ def run_replay(pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_00
     floor(B·(t − t0)) pages by step time t, and the engine raises RuntimeError if a
     policy asks for more (a bug in the policy, not bad input).
     """
+    from . import _kernels as _k  # numba, compiled (or loaded from its cache) on first use
+
     rng = np.random.default_rng(rng)
     n = pages.n_pages
     dt = dt_ms / MS_PER_DAY
@@ -169,7 +187,33 @@ def run_replay(pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_00
     interval_full = np.zeros(n)
     k = 1
     active, active_until = ctx.active(1), ctx.next_activity_change(0)
+    compiled, learn = _compiled_steps(policy) if policy.budgeted else (False, None)
+    if compiled and learn is not None:
+        cap = max(n, min(_EVENT_STEPS * n, 1 << 18))
+        ev_page, ev_changed, ev_tau = np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=bool), np.zeros(cap)
+    else:
+        cap = 0
+        ev_page, ev_changed, ev_tau = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool), np.zeros(0)
     while True:  # a loop over time steps; everything inside is vectorised over pages
+        while compiled and k < min(policy.next_alloc, policy.next_change, active_until, n_steps + 1):
+            # a built-in credit grid between reallocations: the same steps, compiled
+            k, added, n_ev, status, step, allowed, size = _k.rate_steps(
+                int(k), int(min(policy.next_alloc, policy.next_change, active_until)), n_steps, dt_ms, ctx.budget,
+                dt, spent, int(policy.spent), policy.due, policy.c0, policy.p, policy.m, int(policy.k_alloc),
+                int(policy.next_alloc), int(policy.next_change), active, stale_ms, last_ms, fresh, age, crawls,
+                detected, key, change, pages.offsets, _PAGE_SHIFT, never, learn is not None, ev_page, ev_changed,
+                ev_tau, cap)
+            spent += added
+            policy.spent += added
+            if n_ev:
+                learn(ev_page[:n_ev], ev_changed[:n_ev], ev_tau[:n_ev])
+            if status == 1:
+                raise RuntimeError(f"policy {policy.name!r} crawled a page outside its window at step {step}")
+            if status == 2:
+                raise RuntimeError(f"policy {policy.name!r} overspent its budget at step {step}: "
+                                   f"{size} crawls, {allowed} allowed")
+            if n_ev + n <= cap or not n_ev:
+                break  # stopped at a step the loop below handles (or past the end)
         k = int(policy.next_step(k))
         if k > n_steps:
             break
@@ -178,30 +222,25 @@ def run_replay(pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_00
             active, active_until = ctx.active(k), ctx.next_activity_change(k)
         allowed = None
         if policy.budgeted:
-            allowed = int(np.floor(ctx.budget * (t_ms / MS_PER_DAY) + 1e-9)) - spent
+            allowed = math.floor(ctx.budget * (t_ms / MS_PER_DAY) + 1e-9) - spent
         mask = policy.select(k, t_ms / MS_PER_DAY, active, allowed)
-        idx = np.flatnonzero(mask)
+        idx = np.asanyarray(mask).ravel().nonzero()[0]  # np.flatnonzero(mask)
         if idx.size:
-            if not active[idx].all():
+            if idx[-1] >= n:
+                active[idx]  # IndexError: a mask longer than the pages
+            # the checks (a page outside its window, then the budget) and the scoring, compiled
+            status = _k.crawl_pages(idx.astype(np.int64, copy=False), t_ms, active, allowed is not None,
+                                    0 if allowed is None else allowed, stale_ms, last_ms, fresh, age, crawls,
+                                    detected, changed_full, interval_full, key, change, pages.offsets, _PAGE_SHIFT,
+                                    never)
+            if status == 1:
                 raise RuntimeError(f"policy {policy.name!r} crawled a page outside its window at step {k}")
-            if allowed is not None and idx.size > allowed:
+            if status == 2:
                 raise RuntimeError(f"policy {policy.name!r} overspent its budget at step {k}: "
                                    f"{idx.size} crawls, {allowed} allowed")
-            s, a = stale_ms[idx], last_ms[idx]
-            ch = s <= t_ms
-            fresh[idx] += (np.minimum(s, t_ms) - a) / MS_PER_DAY
-            late = np.where(ch, (t_ms - s) / MS_PER_DAY, 0.0)
-            age[idx] += 0.5 * late * late
-            crawls[idx] += 1
-            detected[idx] += ch
-            changed_full[idx] = ch
-            interval_full[idx] = (t_ms - a) / MS_PER_DAY
-            last_ms[idx] = t_ms
-            stale_ms[idx] = first_change_after(idx.astype(np.int64), np.int64(t_ms))
             spent += idx.size
             policy.observe(k, t_ms / MS_PER_DAY, changed_full, interval_full, mask)
-            changed_full[idx] = False
-            interval_full[idx] = 0.0
+            _k.clear_pages(idx.astype(np.int64, copy=False), changed_full, interval_full)
         k += 1
     fresh += (np.minimum(stale_ms, end) - last_ms) / MS_PER_DAY
     late = np.where(stale_ms < end, (end - stale_ms) / MS_PER_DAY, 0.0)

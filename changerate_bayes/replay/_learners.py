@@ -19,6 +19,17 @@ import numpy as np
 
 __all__ = ["LLNLearner", "GridLearner"]
 
+_KERNELS = []
+
+
+def _kernels():
+    """The compiled counts (numba: compiled, or loaded from its cache, on first use)."""
+    if not _KERNELS:
+        from . import _kernels as k
+
+        _KERNELS.append(k)
+    return _KERNELS[0]
+
 
 class LLNLearner:
     """The LLN estimator p̂ Î/(k + α − Î) with the crawl rate estimated as p̂ = k/Σ τ.
@@ -48,6 +59,10 @@ class LLNLearner:
         self.ones[m] += np.asarray(changed)[m]
         self.tau[m] += np.asarray(interval)[m]
 
+    def _update_events(self, page, changed, interval) -> None:
+        """``update`` of crawls given one by one, in order: page (int64), I (bool), τ (days)."""
+        _kernels().lln_events(page, changed, interval, self.k, self.ones, self.tau)
+
     @property
     def rate(self) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -64,8 +79,9 @@ class GridLearner:
     log L(Δ) = Σ_j I_j log(1 − e^{−Δτ_j}) − Δ Σ_j (1 − I_j) τ_j holds for any crawl
     schedule (the τ_j are observed). The state is the first sum tabulated on G nodes
     uniform in log Δ plus the exposure Σ(1 − I)τ: O(G) per page, O(G) work per crawl
-    that saw a change and O(1) per crawl that did not. Reads are cached and recomputed
-    only for pages crawled since the last read.
+    that saw a change and O(1) per crawl that did not (the O(G) terms are added, in crawl
+    order, at the next read). Reads are cached and recomputed only for pages crawled since
+    the last read.
 
     Parameters
     ----------
@@ -97,11 +113,13 @@ class GridLearner:
         self.grid = np.exp(self.log_grid)
         self.step = self.log_grid[1] - self.log_grid[0]
         self.log_prior = -0.5 * ((self.log_grid - np.log(prior_median)) / prior_sigma) ** 2
-        self.loglik_changed = np.zeros((n_pages, grid_size))
+        self._loglik = np.zeros((n_pages, grid_size))
+        self._pending = []  # (pages, τ) of the crawls that saw a change, not yet in ``_loglik``
         self.exposure = np.zeros(n_pages)
         self.n_changed = np.zeros(n_pages)
         self.n_unchanged = np.zeros(n_pages)
-        self._dirty = np.ones(n_pages, dtype=bool)
+        self._dirty = np.ones(n_pages, dtype=bool)  # posterior mean and CDF to recompute
+        self._dirty_mle = np.ones(n_pages, dtype=bool)  # MLE to recompute
         self._mean = np.zeros(n_pages)
         self._mle = np.zeros(n_pages)
         self._cdf = np.zeros((n_pages, grid_size))
@@ -110,26 +128,65 @@ class GridLearner:
         m = np.asarray(mask, dtype=bool)
         c = np.asarray(changed, dtype=bool)
         tau = np.asarray(interval, dtype=np.float64)
-        hit = np.flatnonzero(m & c)
-        miss = m & ~c
-        self.exposure[miss] += tau[miss]
-        self.n_unchanged[miss] += 1
+        if not m.shape == c.shape == tau.shape == self.exposure.shape:
+            m, c, tau = (np.ascontiguousarray(x) for x in np.broadcast_arrays(m, c, tau))
+            if m.shape != self.exposure.shape:
+                raise ValueError(f"`changed`, `interval` and `mask` must have shape {self.exposure.shape}; "
+                                 f"got {m.shape}")
+        # counts, exposure Σ(1 − I)τ of the crawls that saw no change, dirty flags
+        hit = _kernels().grid_counts(m, c, tau, self.exposure, self.n_unchanged, self.n_changed, self._dirty,
+                                     self._dirty_mle)
         if hit.size:
-            self.loglik_changed[hit] += np.log(-np.expm1(-tau[hit, None] * self.grid[None, :]))
-            self.n_changed[hit] += 1
-        self._dirty |= m
+            self._pending.append((hit, tau[hit]))
+
+    def _update_events(self, page, changed, interval) -> None:
+        """``update`` of crawls given one by one, in order: page (int64), I (bool), τ (days)."""
+        pos = _kernels().grid_events(page, changed, interval, self.exposure, self.n_unchanged, self.n_changed,
+                                     self._dirty, self._dirty_mle)
+        if pos.size:
+            self._pending.append((page[pos], interval[pos]))
+
+    def _flush(self) -> None:
+        """Add the pending terms log(1 − e^{−Δτ}) to the rows, in the order of the crawls."""
+        if not self._pending:
+            return
+        hit = np.concatenate([h for h, _ in self._pending])
+        tau = np.concatenate([t for _, t in self._pending])
+        self._pending = []
+        _kernels().add_rows(self._loglik, hit, np.log(-np.expm1(-tau[:, None] * self.grid[None, :])))
+
+    @property
+    def loglik_changed(self) -> np.ndarray:
+        """Σ_j I_j log(1 − e^{−Δ τ_j}) per page on the grid nodes, shape (N, G)."""
+        self._flush()
+        return self._loglik
+
+    def _loglik_rows(self, idx) -> np.ndarray:
+        self._flush()
+        return self._loglik[idx] - self.exposure[idx, None] * self.grid[None, :]
 
     def _refresh(self) -> None:
+        """Recompute the cached reads (posterior mean and CDF, MLE) of the pages crawled since."""
+        self._refresh_posterior()
+        self._refresh_mle()
+
+    def _refresh_posterior(self) -> None:
         idx = np.flatnonzero(self._dirty)
         if not idx.size:
             return
-        loglik = self.loglik_changed[idx] - self.exposure[idx, None] * self.grid[None, :]
-        logp = loglik + self.log_prior
+        logp = self._loglik_rows(idx) + self.log_prior
         logp -= logp.max(axis=1, keepdims=True)
         w = np.exp(logp)
         w /= w.sum(axis=1, keepdims=True)
         self._mean[idx] = w @ self.grid
         self._cdf[idx] = np.cumsum(w, axis=1)
+        self._dirty[idx] = False
+
+    def _refresh_mle(self) -> None:
+        idx = np.flatnonzero(self._dirty_mle)
+        if not idx.size:
+            return
+        loglik = self._loglik_rows(idx)
         # MLE: grid argmax refined by a parabola through the neighbours (in log Δ)
         j = np.argmax(loglik, axis=1)
         jj = np.clip(j, 1, self.grid.size - 2)
@@ -143,17 +200,23 @@ class GridLearner:
         mle = np.exp(u)
         mle = np.where(self.n_changed[idx] == 0, 0.0, mle)
         self._mle[idx] = mle
-        self._dirty[idx] = False
+        self._dirty_mle[idx] = False
 
     @property
     def rate(self) -> np.ndarray:
-        self._refresh()
-        return (self._mean if self.estimate == "mean" else self._mle).copy()
+        # The posterior is brought up to date at every read, for any estimate: its mean is a
+        # matrix-vector product over the rows read together, whose rounding depends on that
+        # set of rows. The MLE is row by row, so it is recomputed only when it is read.
+        self._refresh_posterior()
+        if self.estimate == "mean":
+            return self._mean.copy()
+        self._refresh_mle()
+        return self._mle.copy()
 
     def sample(self, rng) -> np.ndarray:
-        self._refresh()
+        self._refresh_posterior()
         n = self._cdf.shape[0]
         u = rng.random(n)
         jitter = rng.random(n)
-        idx = np.minimum((self._cdf < u[:, None]).sum(axis=1), self.grid.size - 1)
+        idx = np.minimum(_kernels().count_below(self._cdf, u), self.grid.size - 1)
         return np.exp(self.log_grid[idx] + (jitter - 0.5) * self.step)

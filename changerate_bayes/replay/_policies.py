@@ -54,6 +54,18 @@ STORMCRAWLER_DEFAULTS = dict(inc_rate=0.5, dec_rate=0.5, min_interval=60 * _MINU
                              initial_interval=1.0)
 
 
+_KERNELS = []
+
+
+def _kernels():
+    """The compiled credit grid and schedules (numba: compiled, or loaded from its cache, on first use)."""
+    if not _KERNELS:
+        from . import _kernels as k
+
+        _KERNELS.append(k)
+    return _KERNELS[0]
+
+
 # ----------------------------------------------------------------- budgeted rate policies
 class RatePolicy:
     """Base of the budgeted policies: a rate per page, crawled on a credit grid (see module)."""
@@ -117,7 +129,8 @@ class RatePolicy:
         self.c0 = np.where(active, credit, 0.0)
         self.m = np.zeros(self.ctx.n_pages)
         self.k_alloc = k
-        self.due = self._due_after(np.arange(self.ctx.n_pages), k)
+        self.due = np.empty(self.ctx.n_pages, dtype=np.int64)
+        _kernels().due_after_all(self.c0, self.p, self.m, int(k), float(self.ctx.dt), self.due)
         e = self.ctx.epoch_steps
         self.next_alloc = _NEVER if self.static else (k // e + 1) * e
         self.next_change = self.ctx.next_activity_change(k)
@@ -134,19 +147,45 @@ class RatePolicy:
     def select(self, k, t, active, allowed) -> np.ndarray:
         if k >= self.next_alloc or k >= self.next_change:
             self._allocate(k, active)
-        due = np.flatnonzero(self.due <= k)
-        if due.size > allowed:  # the budget binds: most credit first
-            credit = self._credit(k)[due]
-            due = due[np.argsort(-credit, kind="stable")[: max(allowed, 0)]]
+        # the pages with due <= k (most credit first when the budget binds); their crawl count
+        # and next due step (>= k + 1: at most one crawl per step), as ``_credit`` / ``_due_after``
+        due = _kernels().rate_select(int(k), int(allowed), self.due, self.c0, self.p, self.m, int(self.k_alloc),
+                                     float(self.ctx.dt))
         mask = np.zeros(self.ctx.n_pages, dtype=bool)
         mask[due] = True
-        self.m[due] += 1.0
-        self.due[due] = np.maximum(self._due_after(due, k), k + 1)  # at most one crawl per step
         self.spent += due.size
         return mask
 
     def observe(self, k, t, changed, interval, mask) -> None:
         self._learn(changed, interval, mask)
+
+
+def compiled_steps(policy):
+    """Whether the engine may run ``policy``'s steps between reallocations compiled
+    (:func:`~changerate_bayes.replay._kernels.rate_steps`), and how its crawls reach its learner.
+
+    Returns (False, None) unless ``policy`` is a :class:`RatePolicy` that keeps the base
+    class's stepping (``next_step``, ``select``, ``observe``, ``_credit``, ``_due_after``)
+    and float64 / int64 state, and learns nothing or learns with a :class:`GridLearner` or
+    :class:`LLNLearner`; then (True, None) or (True, ``learner._update_events``).
+    """
+    if not isinstance(policy, RatePolicy):
+        return False, None
+    cls = type(policy)
+    for name in ("next_step", "select", "observe", "_credit", "_due_after"):
+        if getattr(cls, name) is not getattr(RatePolicy, name):
+            return False, None
+    state = (policy.due, policy.c0, policy.p, policy.m)
+    if not all(isinstance(x, np.ndarray) and x.flags.c_contiguous and x.shape == (policy.ctx.n_pages,)
+               for x in state):
+        return False, None
+    if policy.due.dtype != np.int64 or any(x.dtype != np.float64 for x in state[1:]):
+        return False, None
+    if cls._learn is RatePolicy._learn:
+        return True, None
+    if cls._learn is PlugInPolicy._learn and type(getattr(policy, "learner", None)) in (GridLearner, LLNLearner):
+        return True, policy.learner._update_events
+    return False, None
 
 
 class UniformPolicy(RatePolicy):
@@ -348,6 +387,22 @@ class NutchPolicy(_SchedulePolicy):
         self.interval[i], self.next_fetch[i], self.modified[i] = nutch_update(
             self.interval[i], self.modified[i], t, changed, **par)
 
+    def observe(self, k, t, changed, interval, mask) -> None:
+        par = self.params
+        if (type(self)._update is not NutchPolicy._update or type(self)._set_due is not _SchedulePolicy._set_due
+                or not isinstance(par["sync_delta"], (bool, np.bool_))):
+            return super().observe(k, t, changed, interval, mask)
+        i, changed = np.flatnonzero(mask), np.asarray(changed, dtype=bool)
+        if changed.shape != self.interval.shape or (i.size and i[-1] >= self.interval.size):
+            return super().observe(k, t, changed, interval, mask)  # (raises, as indexing would)
+        # the same update as ``_update`` + ``_set_due``, compiled
+        ctx = self.ctx
+        _kernels().nutch_observe(
+            i, float(t), changed, self.interval, self.next_fetch,
+            self.modified, par["inc_rate"], par["dec_rate"], par["min_interval"], par["max_interval"],
+            par["max_fetch_interval"], bool(par["sync_delta"]), par["sync_delta_rate"], self.due, float(ctx.dt),
+            ctx.first_step, ctx.last_step, int(k) + 1)
+
 
 class StormCrawlerPolicy(_SchedulePolicy):
     """StormCrawler's AdaptiveScheduler with its documented defaults (see :func:`stormcrawler_update`).
@@ -367,6 +422,19 @@ class StormCrawlerPolicy(_SchedulePolicy):
     def _update(self, i, t, changed) -> None:
         par = {key: v[i] for key, v in self.params.items()}
         self.interval[i], self.next_fetch[i] = stormcrawler_update(self.interval[i], t, changed, **par)
+
+    def observe(self, k, t, changed, interval, mask) -> None:
+        if type(self)._update is not StormCrawlerPolicy._update or type(self)._set_due is not _SchedulePolicy._set_due:
+            return super().observe(k, t, changed, interval, mask)
+        i, changed = np.flatnonzero(mask), np.asarray(changed, dtype=bool)
+        if changed.shape != self.interval.shape or (i.size and i[-1] >= self.interval.size):
+            return super().observe(k, t, changed, interval, mask)  # (raises, as indexing would)
+        # the same update as ``_update`` + ``_set_due``, compiled
+        ctx, par = self.ctx, self.params
+        _kernels().stormcrawler_observe(
+            i, float(t), changed, self.interval, self.next_fetch,
+            par["inc_rate"], par["dec_rate"], par["min_interval"], par["max_interval"], self.due, float(ctx.dt),
+            ctx.first_step, ctx.last_step, int(k) + 1)
 
 
 #: Volatilities (per √day) averaged by the dynamic learners, and their lattice size: fewer

@@ -1,0 +1,356 @@
+"""Compiled per-step bookkeeping of the replay: the engine's scoring of the pages crawled at a
+step, the credit grid of the budgeted policies (due steps, the "most credit first" choice
+when the budget binds), and the grid learner's counts and posterior draws.
+
+Imported lazily (the first replay imports numba); every kernel is compiled on first use
+with ``cache=True`` (the machine code is kept on disk), never at import time.
+
+Each kernel evaluates, page by page, the same float64 expression in the same order as the
+numpy formula it replaces (``_engine.run_replay``, ``RatePolicy._due_after`` /
+``select``, ``GridLearner.update`` / ``sample``), so the results are the same numbers.
+The transcendental functions (log, expm1, exp) stay in numpy: only +, −, ×, ÷, ceil,
+comparisons and integer counting are compiled here.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+_JIT = dict(cache=True, nogil=True, error_model="numpy")
+
+MS_PER_DAY = 86_400_000
+NEVER = np.iinfo(np.int64).max // 4
+NEVER_F = float(NEVER)
+
+
+# ----------------------------------------------------------------------------- the engine
+@nb.njit(inline="always", **_JIT)
+def _search_right(key, v):
+    """First position with key[pos] > v (``np.searchsorted(key, v, side="right")``)."""
+    lo = 0
+    hi = key.size
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if key[mid] <= v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@nb.njit(**_JIT)
+def crawl_pages(idx, t_ms, active, budgeted, allowed, stale, last, fresh, age, crawls, detected, changed, interval,
+                key, change, offsets, shift, never):
+    """Score the crawls of pages ``idx`` (in range) at time ``t_ms`` and look up their next change.
+
+    First the engine's checks, before anything is changed: returns 1 if a page is not
+    ``active``, else 2 if ``budgeted`` and more than ``allowed`` pages are crawled, else 0
+    once the crawls are scored. Per page i (int64 ms since t0): the copy taken at
+    ``last[i]`` was fresh until min(stale[i], t) and aged (t − stale[i])²/2 when
+    stale[i] <= t; ``changed[i]`` and ``interval[i]`` (days) are what the crawl reveals;
+    then last[i] = t and stale[i] = the first change after t (``never`` if none), found
+    in ``key`` = page·shift + change time.
+    """
+    for j in range(idx.size):
+        if not active[idx[j]]:
+            return 1
+    if budgeted and idx.size > allowed:
+        return 2
+    n_change = change.size
+    for j in range(idx.size):
+        i = idx[j]
+        s = stale[i]
+        a = last[i]
+        ch = s <= t_ms
+        fresh[i] += (min(s, t_ms) - a) / MS_PER_DAY
+        late = (t_ms - s) / MS_PER_DAY if ch else 0.0
+        age[i] += 0.5 * late * late
+        crawls[i] += 1
+        detected[i] += ch
+        changed[i] = ch
+        interval[i] = (t_ms - a) / MS_PER_DAY
+        last[i] = t_ms
+        pos = _search_right(key, i * shift + t_ms)
+        if pos < offsets[i + 1] and n_change > 0:
+            stale[i] = change[min(pos, n_change - 1)]
+        else:
+            stale[i] = never
+    return 0
+
+
+@nb.njit(**_JIT)
+def clear_pages(idx, changed, interval):
+    """changed[idx] = False, interval[idx] = 0."""
+    for j in range(idx.size):
+        changed[idx[j]] = False
+        interval[idx[j]] = 0.0
+
+
+# ----------------------------------------------------------------------- the credit grid
+@nb.njit(inline="always", **_JIT)
+def _due_after_one(i, c0, p, m, k_alloc, dt):
+    r = p[i] * dt
+    if r > 0:
+        steps = np.ceil((1.0 + m[i] - c0[i]) / r - 1e-9)
+    else:
+        steps = np.inf
+    v = k_alloc + np.maximum(steps, 0.0)
+    return np.int64(np.minimum(v, NEVER_F))
+
+
+@nb.njit(**_JIT)
+def due_after_all(c0, p, m, k_alloc, dt, out):
+    """``RatePolicy._due_after`` of every page, into ``out`` (int64)."""
+    for i in range(out.size):
+        out[i] = _due_after_one(i, c0, p, m, k_alloc, dt)
+
+
+@nb.njit(**_JIT)
+def rate_select(k, allowed, due, c0, p, m, k_alloc, dt):
+    """The pages crawled at step ``k`` by the credit grid, and their state moved on.
+
+    The pages with due[i] <= k, in page order; when more than ``allowed`` of them are due,
+    the ``allowed`` ones with the most credit c0 + p·(dt·(k − k_alloc)) − m, ties in page
+    order (a stable sort). Each chosen page gets m[i] += 1 and its next due step (at least
+    k + 1). Returns the chosen pages (int64, in the order chosen).
+    """
+    n = due.size
+    cnt = 0
+    for i in range(n):
+        if due[i] <= k:
+            cnt += 1
+    sel = np.empty(cnt, dtype=np.int64)
+    j = 0
+    for i in range(n):
+        if due[i] <= k:
+            sel[j] = i
+            j += 1
+    if cnt > allowed:
+        x = dt * (k - k_alloc)
+        neg = np.empty(cnt)
+        for j in range(cnt):
+            i = sel[j]
+            neg[j] = -(c0[i] + p[i] * x - m[i])
+        order = np.argsort(neg, kind="mergesort")
+        take = max(allowed, 0)
+        chosen = np.empty(take, dtype=np.int64)
+        for j in range(take):
+            chosen[j] = sel[order[j]]
+        sel = chosen
+    for j in range(sel.size):
+        i = sel[j]
+        m[i] += 1.0
+        d = _due_after_one(i, c0, p, m, k_alloc, dt)
+        due[i] = max(d, k + 1)
+    return sel
+
+
+@nb.njit(**_JIT)
+def rate_steps(k, k_stop, n_steps, dt_ms, budget, dt, spent, spent_policy, due, c0, p, m, k_alloc, next_alloc, next_change,
+               active, stale, last, fresh, age, crawls, detected, key, change, offsets, shift, never,
+               record, ev_page, ev_changed, ev_tau, ev_cap):
+    """The engine's loop over the steps k, k + 1, ... of a built-in ``RatePolicy``, up to the
+    first step the policy acts at that is >= ``k_stop`` (a reallocation or a page entering or
+    leaving), compiled: ``next_step``, the budget, ``select``, the checks and the scoring as
+    in ``run_replay``, step by step in the same order.
+
+    ``spent`` and ``spent_policy`` are the crawls so far as the engine and the policy
+    count them (the same for a built-in policy). With ``record``,
+    each crawl's (page, I, τ days) is appended, step by step and in page order within a
+    step, to ``ev_*`` (room for ``ev_cap``); the loop also stops before a step that might
+    not fit. Returns (k, crawls added, events, status, step, allowed, crawls at step): k is
+    where the engine's loop resumes; status 1 (a page outside its window) or 2 (over the
+    budget) stops at ``step`` with nothing scored there.
+    """
+    n = due.size
+    added = 0
+    n_ev = 0
+    while True:
+        # RatePolicy.next_step
+        cand = min(next_alloc, next_change)
+        fire = due.min()
+        if fire < NEVER:
+            token_f = np.ceil((spent_policy + added + 1) / (budget * dt) - 1e-9)
+            if token_f >= NEVER_F:
+                cand = min(cand, max(fire, NEVER))
+            else:
+                cand = min(cand, max(fire, np.int64(token_f)))
+        kk = max(cand, k)
+        if kk >= k_stop or kk > n_steps or (record and n_ev + n > ev_cap):
+            return k, added, n_ev, 0, kk, 0, 0
+        k = kk
+        t_ms = k * dt_ms
+        allowed = np.int64(np.floor(budget * (t_ms / MS_PER_DAY) + 1e-9)) - (spent + added)
+        sel = rate_select(k, allowed, due, c0, p, m, k_alloc, dt)
+        if sel.size:
+            idx = np.sort(sel)
+            for j in range(idx.size):
+                if not active[idx[j]]:
+                    return k, added, n_ev, 1, k, allowed, idx.size
+            if idx.size > allowed:
+                return k, added, n_ev, 2, k, allowed, idx.size
+            for j in range(idx.size):
+                i = idx[j]
+                s = stale[i]
+                a = last[i]
+                ch = s <= t_ms
+                fresh[i] += (min(s, t_ms) - a) / MS_PER_DAY
+                late = (t_ms - s) / MS_PER_DAY if ch else 0.0
+                age[i] += 0.5 * late * late
+                crawls[i] += 1
+                detected[i] += ch
+                if record:
+                    ev_page[n_ev] = i
+                    ev_changed[n_ev] = ch
+                    ev_tau[n_ev] = (t_ms - a) / MS_PER_DAY
+                    n_ev += 1
+                last[i] = t_ms
+                pos = _search_right(key, i * shift + t_ms)
+                if pos < offsets[i + 1] and change.size > 0:
+                    stale[i] = change[min(pos, change.size - 1)]
+                else:
+                    stale[i] = never
+            added += idx.size
+        k += 1
+
+
+@nb.njit(**_JIT)
+def grid_events(page, changed, tau, exposure, n_unchanged, n_changed, dirty, dirty_mle):
+    """``GridLearner.update`` of crawl events in order (page, I, τ), without the log-likelihood
+    rows: returns the positions of the events that saw a change."""
+    cnt = 0
+    for j in range(page.size):
+        if changed[j]:
+            cnt += 1
+    hit = np.empty(cnt, dtype=np.int64)
+    c = 0
+    for j in range(page.size):
+        i = page[j]
+        dirty[i] = True
+        dirty_mle[i] = True
+        if changed[j]:
+            hit[c] = j
+            c += 1
+            n_changed[i] += 1
+        else:
+            exposure[i] += tau[j]
+            n_unchanged[i] += 1
+    return hit
+
+
+@nb.njit(**_JIT)
+def lln_events(page, changed, tau, k, ones, tau_sum):
+    """``LLNLearner.update`` of crawl events in order (page, I, τ)."""
+    for j in range(page.size):
+        i = page[j]
+        k[i] += 1.0
+        ones[i] += 1.0 if changed[j] else 0.0
+        tau_sum[i] += tau[j]
+
+
+# -------------------------------------------------------------------- crawlers' schedules
+@nb.njit(inline="always", **_JIT)
+def _set_due_one(i, next_fetch, due, dt, first, last, k_min):
+    d = np.maximum(np.ceil(next_fetch[i] / dt - 1e-9), np.float64(max(first[i], k_min)))
+    due[i] = np.int64(d) if d <= last[i] else np.int64(NEVER_F)
+
+
+@nb.njit(**_JIT)
+def nutch_observe(idx, t, changed, interval, next_fetch, modified, inc_rate, dec_rate, min_interval, max_interval,
+                  max_fetch_interval, sync_delta, sync_delta_rate, due, dt, first, last, k_min):
+    """``NutchPolicy.observe``: ``nutch_update`` then the next due step (>= k_min) of pages ``idx``."""
+    for j in range(idx.size):
+        i = idx[j]
+        if changed[i]:
+            iv = interval[i] * (1.0 - dec_rate[i])
+            modified[i] = t
+        else:
+            iv = interval[i] * (1.0 + inc_rate[i])
+        ref = t
+        if sync_delta:
+            delta = t - modified[i]
+            iv = np.maximum(iv, delta)
+            ref = t - sync_delta_rate[i] * delta
+        iv = np.minimum(np.maximum(iv, min_interval[i]), np.minimum(max_interval[i], max_fetch_interval[i]))
+        interval[i] = iv
+        next_fetch[i] = ref + iv
+        _set_due_one(i, next_fetch, due, dt, first, last, k_min)
+
+
+@nb.njit(**_JIT)
+def stormcrawler_observe(idx, t, changed, interval, next_fetch, inc_rate, dec_rate, min_interval, max_interval, due,
+                         dt, first, last, k_min):
+    """``StormCrawlerPolicy.observe``: ``stormcrawler_update`` then the next due step (>= k_min) of pages ``idx``."""
+    for j in range(idx.size):
+        i = idx[j]
+        if changed[i]:
+            iv = (1.0 - dec_rate[i]) * interval[i] + dec_rate[i] * min_interval[i]
+        else:
+            iv = np.minimum(interval[i] * (1.0 + inc_rate[i]), max_interval[i])
+        interval[i] = iv
+        next_fetch[i] = t + iv
+        _set_due_one(i, next_fetch, due, dt, first, last, k_min)
+
+
+# ------------------------------------------------------------------------ the grid learner
+@nb.njit(**_JIT)
+def grid_counts(mask, changed, tau, exposure, n_unchanged, n_changed, dirty, dirty_mle):
+    """``GridLearner.update`` without the log-likelihood rows: counts, exposure, dirty flags.
+
+    Returns the crawled pages that saw a change (int64, page order), whose rows the caller
+    updates.
+    """
+    n = mask.size
+    cnt = 0
+    for i in range(n):
+        if mask[i] and changed[i]:
+            cnt += 1
+    hit = np.empty(cnt, dtype=np.int64)
+    j = 0
+    for i in range(n):
+        if mask[i]:
+            dirty[i] = True
+            dirty_mle[i] = True
+            if changed[i]:
+                hit[j] = i
+                j += 1
+                n_changed[i] += 1
+            else:
+                exposure[i] += tau[i]
+                n_unchanged[i] += 1
+    return hit
+
+
+@nb.njit(**_JIT)
+def add_rows(rows, idx, terms):
+    """rows[idx[j]] += terms[j] for j = 0, 1, ... in turn (a page listed twice gets both, in order)."""
+    g = rows.shape[1]
+    for j in range(idx.size):
+        i = idx[j]
+        for c in range(g):
+            rows[i, c] += terms[j, c]
+
+
+@nb.njit(**_JIT)
+def count_below(cdf, u):
+    """Per row i, how many entries of ``cdf[i]`` are < u[i]: (N, G), (N,) -> int64 (N,).
+
+    The rows are cumulative sums of weights >= 0 (or NaN), so each is non-decreasing up to
+    its first NaN and NaN from there: the entries < u form a prefix, whose length is found
+    by bisection (the same count as ``(cdf < u[:, None]).sum(axis=1)``).
+    """
+    n, g = cdf.shape
+    out = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        ui = u[i]
+        lo = 0
+        hi = g
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if cdf[i, mid] < ui:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[i] = lo
+    return out
