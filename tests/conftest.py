@@ -25,11 +25,24 @@ def rng():
 # that each shape is compiled once for the whole suite (``changerate_bayes.bayes._nuts``
 # keeps compiled models per process) instead of once in every worker: the modules set
 # ``pytestmark = pytest.mark.xdist_group(...)`` ("nuts_posterior", "nuts_pooled"; the Dask
-# tests share "dask_cluster", one local cluster). The mark must be there at collection:
-# pytest-xdist reads it before a conftest's pytest_collection_modifyitems could add it.
+# tests share "dask_cluster", one local cluster). pytest-xdist reads the marks in its own
+# pytest_collection_modifyitems on each worker, so the hook below, which adds them to the
+# doctests that fit NUTS models, runs first (tryfirst). tests/test_xdist_groups.py checks
+# that the grouping takes effect.
 
 
+#: doctests that fit a NUTS model join the group of the tests that compile it
+DOCTEST_GROUPS = {"pooled_posterior(": "nuts_pooled", 'method="nuts"': "nuts_posterior"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the marks
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if isinstance(item, pytest.DoctestItem) and item.get_closest_marker("xdist_group") is None:
+            source = "".join(example.source for example in item.dtest.examples)
+            group = next((g for call, g in DOCTEST_GROUPS.items() if call in source), None)
+            if group is not None:
+                item.add_marker(pytest.mark.xdist_group(group))
     # Modules with slow or grouped tests first (a stable sort: the order within and between
     # modules is kept otherwise, so module fixtures are set up once per worker as before):
     # pytest-xdist hands tests out in this order, so no worker is left with a long test at

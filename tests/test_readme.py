@@ -27,9 +27,17 @@ def test_ci_runs_the_readme_test_command():
 
 
 # an example fitting the pooled model runs in the worker of the pooled NUTS tests, which
-# has compiled that model already (see tests/conftest.py)
-_INDICES = [pytest.param(i, marks=pytest.mark.xdist_group("nuts_pooled")) if "pooled_posterior(" in b else i
-            for i, b in enumerate(BLOCKS)]
+# has compiled that model already, and one sampling a page model by NUTS in the worker of
+# the other NUTS tests (see tests/conftest.py)
+def _param(index, block):
+    if "pooled_posterior(" in block:
+        return pytest.param(index, marks=pytest.mark.xdist_group("nuts_pooled"))
+    if 'method="nuts"' in block:
+        return pytest.param(index, marks=pytest.mark.xdist_group("nuts_posterior"))
+    return index
+
+
+_INDICES = [_param(i, b) for i, b in enumerate(BLOCKS)]
 
 
 @pytest.mark.slow

@@ -210,7 +210,7 @@ def pooled_posterior(
     >>> gen = np.random.default_rng(0)
     >>> rates = np.exp(gen.normal(np.log(0.5), 1.0, 600))  # per hour, heavy-tailed across pages
     >>> h = simulate_history(rates, 1.0, 3, n_pages=600, rng=gen)  # 3 Poisson crawls per page
-    >>> idata = pooled_posterior(h, draws=500, tune=500, chains=2, rng=1)  # compiles once (~10 s)
+    >>> idata = pooled_posterior(h, draws=500, tune=500, chains=2, rng=1)  # compiles once per process (~20 s)
     >>> idata.posterior["change_rate"].shape  # (chain, draw, page)
     (2, 500, 600)
     >>> sampler_diagnostics(idata).problems  # R-hat <= 1.01, ESS >= 100 per chain, no divergences
