@@ -215,6 +215,20 @@ def rate_steps(k, k_stop, n_steps, dt_ms, budget, dt, spent, spent_policy, due, 
         k += 1
 
 
+@nb.njit(inline="always", **_JIT)
+def _count_crawl(i, c, t, exposure, n_unchanged, n_changed, dirty, dirty_mle):
+    """One crawl of page ``i`` (I = ``c``, τ = ``t``) in the grid learner's counts; True if it
+    saw a change (its log-likelihood row is the caller's)."""
+    dirty[i] = True
+    dirty_mle[i] = True
+    if c:
+        n_changed[i] += 1
+        return True
+    exposure[i] += t
+    n_unchanged[i] += 1
+    return False
+
+
 @nb.njit(**_JIT)
 def grid_events(page, changed, tau, exposure, n_unchanged, n_changed, dirty, dirty_mle):
     """``GridLearner.update`` of crawl events in order (page, I, τ), without the log-likelihood
@@ -226,16 +240,9 @@ def grid_events(page, changed, tau, exposure, n_unchanged, n_changed, dirty, dir
     hit = np.empty(cnt, dtype=np.int64)
     c = 0
     for j in range(page.size):
-        i = page[j]
-        dirty[i] = True
-        dirty_mle[i] = True
-        if changed[j]:
+        if _count_crawl(page[j], changed[j], tau[j], exposure, n_unchanged, n_changed, dirty, dirty_mle):
             hit[c] = j
             c += 1
-            n_changed[i] += 1
-        else:
-            exposure[i] += tau[j]
-            n_unchanged[i] += 1
     return hit
 
 
@@ -309,16 +316,9 @@ def grid_counts(mask, changed, tau, exposure, n_unchanged, n_changed, dirty, dir
     hit = np.empty(cnt, dtype=np.int64)
     j = 0
     for i in range(n):
-        if mask[i]:
-            dirty[i] = True
-            dirty_mle[i] = True
-            if changed[i]:
-                hit[j] = i
-                j += 1
-                n_changed[i] += 1
-            else:
-                exposure[i] += tau[i]
-                n_unchanged[i] += 1
+        if mask[i] and _count_crawl(i, changed[i], tau[i], exposure, n_unchanged, n_changed, dirty, dirty_mle):
+            hit[j] = i
+            j += 1
     return hit
 
 
