@@ -39,6 +39,27 @@ def _search_right(key, v):
     return lo
 
 
+@nb.njit(inline="always", **_JIT)
+def _score_crawl(i, t_ms, stale, last, fresh, age, crawls, detected, key, change, offsets, shift, never):
+    """Score one crawl of page ``i`` at ``t_ms`` (see ``crawl_pages``) and look up its next
+    change; returns what the crawl reveals: (changed, interval in days)."""
+    s = stale[i]
+    a = last[i]
+    ch = s <= t_ms
+    fresh[i] += (min(s, t_ms) - a) / MS_PER_DAY
+    late = (t_ms - s) / MS_PER_DAY if ch else 0.0
+    age[i] += 0.5 * late * late
+    crawls[i] += 1
+    detected[i] += ch
+    last[i] = t_ms
+    pos = _search_right(key, i * shift + t_ms)
+    if pos < offsets[i + 1] and change.size > 0:
+        stale[i] = change[min(pos, change.size - 1)]
+    else:
+        stale[i] = never
+    return ch, (t_ms - a) / MS_PER_DAY
+
+
 @nb.njit(**_JIT)
 def crawl_pages(idx, t_ms, active, budgeted, allowed, stale, last, fresh, age, crawls, detected, changed, interval,
                 key, change, offsets, shift, never):
@@ -57,25 +78,10 @@ def crawl_pages(idx, t_ms, active, budgeted, allowed, stale, last, fresh, age, c
             return 1
     if budgeted and idx.size > allowed:
         return 2
-    n_change = change.size
     for j in range(idx.size):
         i = idx[j]
-        s = stale[i]
-        a = last[i]
-        ch = s <= t_ms
-        fresh[i] += (min(s, t_ms) - a) / MS_PER_DAY
-        late = (t_ms - s) / MS_PER_DAY if ch else 0.0
-        age[i] += 0.5 * late * late
-        crawls[i] += 1
-        detected[i] += ch
-        changed[i] = ch
-        interval[i] = (t_ms - a) / MS_PER_DAY
-        last[i] = t_ms
-        pos = _search_right(key, i * shift + t_ms)
-        if pos < offsets[i + 1] and n_change > 0:
-            stale[i] = change[min(pos, n_change - 1)]
-        else:
-            stale[i] = never
+        changed[i], interval[i] = _score_crawl(i, t_ms, stale, last, fresh, age, crawls, detected, key, change,
+                                               offsets, shift, never)
     return 0
 
 
@@ -192,25 +198,13 @@ def rate_steps(k, k_stop, n_steps, dt_ms, budget, dt, spent, spent_policy, due, 
                 return k, added, n_ev, 2, k, allowed, idx.size
             for j in range(idx.size):
                 i = idx[j]
-                s = stale[i]
-                a = last[i]
-                ch = s <= t_ms
-                fresh[i] += (min(s, t_ms) - a) / MS_PER_DAY
-                late = (t_ms - s) / MS_PER_DAY if ch else 0.0
-                age[i] += 0.5 * late * late
-                crawls[i] += 1
-                detected[i] += ch
+                ch, tau_days = _score_crawl(i, t_ms, stale, last, fresh, age, crawls, detected, key, change,
+                                            offsets, shift, never)
                 if record:
                     ev_page[n_ev] = i
                     ev_changed[n_ev] = ch
-                    ev_tau[n_ev] = (t_ms - a) / MS_PER_DAY
+                    ev_tau[n_ev] = tau_days
                     n_ev += 1
-                last[i] = t_ms
-                pos = _search_right(key, i * shift + t_ms)
-                if pos < offsets[i + 1] and change.size > 0:
-                    stale[i] = change[min(pos, change.size - 1)]
-                else:
-                    stale[i] = never
             added += idx.size
         k += 1
 
