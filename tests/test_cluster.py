@@ -10,12 +10,14 @@ from changerate_bayes.io import read_csv
 # one pytest-xdist worker for the whole group (see tests/conftest.py)
 pytestmark = pytest.mark.xdist_group("dask_cluster")
 
-dd = pytest.importorskip("dask.dataframe")
-distributed = pytest.importorskip("distributed")
+# dask and distributed are imported by the tests that use them, not at collection: the
+# other pytest-xdist worker, which runs none of these tests, does not pay their import.
 
 
 @pytest.fixture(scope="module")
 def client():
+    import distributed
+
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
     c = distributed.Client(cluster)
     yield c
@@ -40,6 +42,8 @@ def _synthetic_log(tmp_path, n=6000, pages=120, seed=3):
 
 @pytest.mark.slow
 def test_dask_equals_pandas(tmp_path, client):
+    import dask.dataframe as dd
+
     from changerate_bayes.cluster import estimate_pages_dask
 
     path = _synthetic_log(tmp_path)
@@ -63,6 +67,8 @@ def test_dask_equals_pandas(tmp_path, client):
 
 
 def test_dask_error_names_the_log_row(tmp_path, client):
+    import dask.dataframe as dd
+
     from changerate_bayes.cluster import estimate_pages_dask
     from changerate_bayes.io import CrawlLogError
 
