@@ -1,5 +1,7 @@
 """Shared test configuration."""
 
+import os
+
 import matplotlib
 import numpy as np
 import pytest
@@ -12,6 +14,24 @@ settings.register_profile(
     "ci", max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("ci")
+
+
+def pytest_configure(config):
+    """A pytest-xdist worker runs numba's parallel kernels on its share of the cores.
+
+    With every core already running a worker, a kernel's extra threads wait for a core held
+    by another worker at each parallel region: a region over a few crawls then took ~50 ms
+    of wall and ~25 ms of CPU time (spinning OpenMP threads) instead of ~0.03 ms on one
+    thread, tens of seconds over the suite. The kernels' results do not depend on the
+    number of threads (tests/test_bayes_grid_kernels.py checks this with 1 and 2 threads,
+    set explicitly). Outside pytest-xdist numba's default is kept.
+    """
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers is None:
+        return
+    import numba
+
+    numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, (os.cpu_count() or 1) // int(workers))))
 
 
 @pytest.fixture
