@@ -105,6 +105,18 @@ def test_same_grid_draws_whatever_the_number_of_threads(many_pages):
     np.testing.assert_array_equal(one, two)
 
 
+def test_same_grid_draws_whatever_the_block_of_uniforms(many_pages, monkeypatch):
+    """Blocks of 700 pages (five, the last one short, their uniforms drawn into two buffers
+    in turn) read the same uniforms as one block of all 3000 pages: the same draws."""
+    from changerate_bayes.bayes import _grid_fast
+
+    prior = GammaPrior(2.0, 1.0)
+    one = _draws(many_pages, prior, draws=20, chains=1, rng=8)
+    monkeypatch.setattr(_grid_fast, "BLOCK_PAGES", 700)
+    five = _draws(many_pages, prior, draws=20, chains=1, rng=8)
+    np.testing.assert_array_equal(one, five)
+
+
 def test_same_conjugate_draws_whatever_the_number_of_threads(many_pages, monkeypatch):
     from changerate_bayes.bayes import _conjugate
 

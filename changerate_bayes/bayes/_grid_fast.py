@@ -62,14 +62,20 @@ def grid_posterior_draws(changed, tau, offsets, coef: dict, *, n_draws: int, rng
     bad_mode = np.zeros(n)
     starts = range(0, n, BLOCK_PAGES)
     # the next block's uniforms are drawn on a second thread (NumPy releases the GIL while
-    # it fills) while the kernel works on this block: the same numbers in the same order
+    # it fills) while the kernel works on this block: the same numbers in the same order,
+    # into two buffers used in turn (no new array, hence no fresh pages to fault in, a block)
+    buffers = [np.empty((min(BLOCK_PAGES, n), n_draws)) for _ in range(2 if n > BLOCK_PAGES else 1)]
+
+    def draw(k, rows):
+        return rng.random((rows, n_draws), out=buffers[k % len(buffers)][:rows])
+
     with ThreadPoolExecutor(max_workers=1) as pool:
-        ahead = pool.submit(rng.random, (min(BLOCK_PAGES, n), n_draws))
-        for lo in starts:
+        ahead = pool.submit(draw, 0, min(BLOCK_PAGES, n))
+        for k, lo in enumerate(starts):
             hi = min(lo + BLOCK_PAGES, n)
             uniforms = ahead.result()
             if hi < n:
-                ahead = pool.submit(rng.random, (min(hi + BLOCK_PAGES, n) - hi, n_draws))
+                ahead = pool.submit(draw, k + 1, min(hi + BLOCK_PAGES, n) - hi)
             with numba.parallel_chunksize(CHUNK_TILES):
                 grid_draws_block(changed, tau, offsets, lo, hi, a["A"], a["B"], a["C"], a["M"], a["E"], a["L"],
                                  shift, lin, uniforms, out, status, bad_mode)
