@@ -131,20 +131,3 @@ def test_beta_prime_ratio_of_a_tiny_shape_is_not_lost_to_underflow():
     assert 0.002 < p_zero < 0.003
     assert abs((out == 0).mean() - p_zero) < 4 * math.sqrt(p_zero / out.size)
     assert stats.kstest(out, cdf).pvalue > 1e-3
-
-
-def test_packed_ratio_block_gives_the_same_variates_bit_for_bit():
-    """ratio_block_packed reads the same words in the same order as ratio_block: equal
-    arrays (boosted shapes α < 1 and β < 1 included, with the words their uniforms use)."""
-    a = np.array([0.3, 1.0, 2.5, 30.0, 0.05, 7.0, 1.5, 0.9])
-    b = np.array([0.7, 2.5, 4.0, 1e4, 3.0, 0.5, 22.0, 0.2])
-    p = np.array([1.0, 0.5, 3.0, 1e4, 2.0, 1e-3, 1.0, 7.0])
-    ca, cb = gk.shape_constants(a), gk.shape_constants(b)
-    cst = gk.packed_constants(*ca, *cb, p)
-    assert cst[:, 7].tolist() == [1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0]
-    state_ref, state_new = gk.sfc64_state(17), gk.sfc64_state(17)
-    ref, new = np.empty((2000, 12)), np.empty((2000, 12))
-    gk.ratio_block(state_ref, *ca, *cb, p, np.log(p), ref, 3)
-    gk.ratio_block_packed(state_new, cst, ca[3], cb[3], np.log(p), new, 3)
-    np.testing.assert_array_equal(new[:, 3:11], ref[:, 3:11])
-    np.testing.assert_array_equal(state_new, state_ref)  # the same number of words consumed

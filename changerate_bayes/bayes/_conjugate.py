@@ -75,10 +75,8 @@ def conjugate_posterior_draws(a, b, n_changed, n_crawls, crawl_rate, *, n_draws:
     def fill(j):
         lo, hi = j * BLOCK_PAGES, min(n, (j + 1) * BLOCK_PAGES)
         p = np.ascontiguousarray(rate[lo:hi])
-        d_a, c_a, q_a, inv_a = kernels.shape_constants(post_a[lo:hi])
-        d_b, c_b, q_b, inv_b = kernels.shape_constants(post_b[lo:hi])
-        cst = kernels.packed_constants(d_a, c_a, q_a, inv_a, d_b, c_b, q_b, inv_b, p)
-        kernels.ratio_block_packed(kernels.sfc64_state(seeds[j]), cst, inv_a, inv_b, np.log(p), out, lo)
+        kernels.ratio_block(kernels.sfc64_state(seeds[j]), *kernels.shape_constants(post_a[lo:hi]),
+                            *kernels.shape_constants(post_b[lo:hi]), p, np.log(p), out, lo)
 
     if THREADS > 1 and n_blocks > 1:
         with ThreadPoolExecutor(max_workers=THREADS) as pool:

@@ -35,7 +35,7 @@ from scipy import optimize, special
 
 __all__ = [
     "LAYERS", "ziggurat_tables", "sfc64_state", "shape_constants", "raw_fill", "normal_fill", "gamma_fill",
-    "ratio_block", "packed_constants", "ratio_block_packed",
+    "ratio_block",
 ]
 
 _OPTS = dict(cache=True, nogil=True, error_model="numpy")
@@ -292,43 +292,6 @@ def ratio_block(state, da, ca, qa, ia, db, cb, qb, ib, p, log_p, out, lo):
             s, gb = _gamma(s, db[j], cb[j], qb[j])
             if ia[j] == 0.0 and ib[j] == 0.0:
                 out[i, lo + j] = p[j] * (ga / gb)
-            else:
-                e = log_p[j] + math.log(ga) - math.log(gb)
-                if ia[j] > 0.0:
-                    s, u = _uniform_open0(s)
-                    e += ia[j] * math.log(u)
-                if ib[j] > 0.0:
-                    s, u = _uniform_open0(s)
-                    e -= ib[j] * math.log(u)
-                out[i, lo + j] = math.exp(e)
-    _store(state, s)
-
-
-def packed_constants(d_a, c_a, q_a, inv_a, d_b, c_b, q_b, inv_b, p) -> np.ndarray:
-    """The constants :func:`ratio_block_packed` reads per page, shape (m, 8): d, c, q of α,
-    d, c, q of β, p, and 1.0 where α or β is boosted (< 1) else 0.0 (one cache line a page)."""
-    out = np.empty((np.size(d_a), 8))
-    for k, col in enumerate((d_a, c_a, q_a, d_b, c_b, q_b, p)):
-        out[:, k] = col
-    out[:, 7] = (np.asarray(inv_a) > 0.0) | (np.asarray(inv_b) > 0.0)
-    return out
-
-
-@nb.njit(**_OPTS)
-def ratio_block_packed(state, cst, ia, ib, log_p, out, lo):
-    """:func:`ratio_block` with the shape constants of page j in row j of ``cst``
-    (:func:`packed_constants`): the same words in the same order, the same variates bit
-    for bit; the nine per-page streams of constants become one (8 doubles, 64 bytes a
-    page), which the inner loop reads faster."""
-    s = _load(state)
-    n = out.shape[0]
-    m = cst.shape[0]
-    for i in range(n):
-        for j in range(m):
-            s, ga = _gamma(s, cst[j, 0], cst[j, 1], cst[j, 2])
-            s, gb = _gamma(s, cst[j, 3], cst[j, 4], cst[j, 5])
-            if cst[j, 7] == 0.0:
-                out[i, lo + j] = cst[j, 6] * (ga / gb)
             else:
                 e = log_p[j] + math.log(ga) - math.log(gb)
                 if ia[j] > 0.0:
