@@ -164,3 +164,18 @@ def test_ctrl_c_in_a_real_run_with_two_processes(tmp_path):
     assert tail[-1] == "changerate-bayes: interrupted; no report written"
     assert "Traceback" not in rest and "KeyboardInterrupt" not in rest
     assert not out.exists()
+
+
+@pytest.mark.parametrize("processes", [1, 2, 3, 64])
+def test_a_worker_runs_numba_on_its_share_of_the_cores(processes):
+    import numba
+
+    before_threads, before_handler = numba.get_num_threads(), signal.getsignal(signal.SIGINT)
+    try:
+        runner._worker_init(None, processes)
+        cores = os.cpu_count() or 1
+        assert numba.get_num_threads() == max(1, min(numba.config.NUMBA_NUM_THREADS, cores // processes))
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        numba.set_num_threads(before_threads)
+        signal.signal(signal.SIGINT, before_handler)
