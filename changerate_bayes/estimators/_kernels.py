@@ -371,7 +371,13 @@ def exp_cell_distance(tau, offsets, p, edges, table, scale, per_page, pooled):
 # Constants of the certified Taylor tracking, as in ``_rootkinds`` / ``_rootpath``.
 _RHO = 0.08
 _RHO_MAX = 0.2  # the compiled MLE path certifies roots up to this far from the anchor (with the bound there)
-_SPREAD = 0.5
+# s of the complete-monotonicity bound |[t^n] x w(x(1 + t))| <= x w(x(1 − s))/s^n (Bernstein: for w
+# completely monotone and 0 < h < x, |w^(n)(x)| h^n/n! <= w(x − h); here h = s x). ``_rootkinds`` uses
+# s = 1/2; s = 7/8 bounds the tail on |t| <= R ~ 0.14 as tightly as s = 1/2 does on R ~ 0.095 (the
+# factor w(x/8)/w(x/2), about 4 at x ~ 1, is far smaller than the gain ((7/8)/(1/2))^(N+1) ~ 4e4),
+# so roots stay certified to 1e-13 about 1.5x farther from their anchor: half as many re-anchors
+_SPREAD = 0.875
+_BOUND_SCALE = 1.0 - _SPREAD  # a crawl's bound is x w(x(1 − s)) = x w(x/8)
 _MAX_X = 800.0
 _MIN_X = 1e-300
 _LOCAL_MAX_X = 700.0
@@ -620,9 +626,9 @@ def _predict(root, h, changed_new, tau_new):
 
 _FIRST_BLOCK = 16  # the first block after a (re-)anchor; each next one twice as long, up to _SERIES_BLOCK
 _SERIES_BLOCK = 32  # crawls whose Taylor series are computed together (the loops run across crawls)
-_HALLEY_TOL = 1e-7  # a Halley step this small leaves an error ~1e-21 in t: taken, and the root accepted
+_HALLEY_TOL = 1e-6  # a Halley step this small leaves an error ~C·1e-18 in t (C ~ 1-10): taken, and the root accepted
 _TRACK_ITER = 8
-_REACH = 0.25  # Halley iterates are followed this far from the anchor (the series converges for |t| < 1/2)
+_REACH = 0.25  # Halley iterates are followed this far from the anchor (the series converges for |t| < 7/8)
 
 
 @nb.njit(**_JIT_MLE)
@@ -648,7 +654,7 @@ def _series_block18(xs, m, g, bound):
         xs[b] = x
         half = _em1(0.5 * x)
         g0 = x / (half * (half + 2.0))
-        bound[b] = x / half
+        bound[b] = x / _em1(_BOUND_SCALE * x)
         c = x + 2.0 * g0
         gf[0 + b] = g0
         g1 = -((x + g0) * g0)
@@ -695,14 +701,14 @@ def _series_block(xs, m, order, g, bound, acc):
 
     With x_b = Δ_a τ_b (clamped to [MIN_X, MAX_X], in place) and t = (Δ − Δ_a)/Δ_a,
     ``g[n, b]`` = [t^n] x_b w(x_b(1 + t)), w(x) = 1/(e^x − 1) (Δ_a times the crawl's
-    Taylor coefficients of τ/(e^{Δτ} − 1)), and ``bound[b]`` = x_b w(x_b/2), which times
+    Taylor coefficients of τ/(e^{Δτ} − 1)), and ``bound[b]`` = x_b w(x_b(1 − s)), which times
     (ρ/s)^(N+1)/(1 − ρ/s) bounds the crawl's truncation error on |t| <= ρ (complete
-    monotonicity, s = 1/2).
+    monotonicity, s = ``_SPREAD`` = 7/8).
 
     From w' = −w − w²: g_0 = u(x) = x/(e^x − 1) and (n + 1) g_{n+1} = −(x g_n + Σ_{i<=n}
     g_i g_{n−i}). Every term has the sign (−1)^(n+1) (w is completely monotone), so
-    nothing cancels, and |g_n| <= max(1, x^n/n!) u: nothing overflows. One expm1 per crawl
-    (e^x − 1 = h(h + 2), h = e^{x/2} − 1, which is also 1/w(x/2)); the O(N²) recurrence
+    nothing cancels, and |g_n| <= max(1, x^n/n!) u: nothing overflows. Two e^y − 1 per crawl
+    (e^x − 1 = h(h + 2) with h = e^{x/2} − 1, and e^{x/8} − 1 for the bound); the O(N²) recurrence
     runs across the crawls (vectorised loops); at order 18 written out (``_series_block18``).
     """
     if order == 18 and g.shape[1] == 32 and xs.size >= 32:
@@ -719,7 +725,7 @@ def _series_block_any(xs, m, order, g, bound, acc):
         xs[b] = x
         half = _em1(0.5 * x)
         g[0, b] = x / (half * (half + 2.0))
-        bound[b] = x / half
+        bound[b] = x / _em1(_BOUND_SCALE * x)
     for n in range(order):
         for b in range(m):
             acc[b] = 0.0
@@ -741,7 +747,7 @@ def _expand(changed, tau, lo, hi, end, anchor, order, coef, xs, g, bound, acc, a
     """coef[n] = Σ over the changed crawls lo..hi−1 of their scaled series (``_series_block``),
     summed crawl after crawl. The last block's free lanes take the series of up to ``ahead``
     next changed crawls (hi..end−1, not summed), at no extra block: they are left in
-    ``g[:, used:have]``. Returns (Σ x w(x/2), the truncation bound before its factor; used;
+    ``g[:, used:have]``. Returns (Σ x w(x(1 − s)), the truncation bound before its factor; used;
     have)."""
     for n in range(order + 1):
         coef[n] = 0.0
@@ -791,8 +797,9 @@ def _track_root(coef, order, level, t):
     """The root of Q(t) = Σ coef_n t^n − level by Halley's method from t, within |t| <= REACH.
 
     Returns (t*, Q'(t*), converged); stops once a step is below ``_HALLEY_TOL`` (the error
-    left is ~K·1e-21, K = O(|Q''/Q'|² + |Q'''/Q'|)). The series is certified on |t| <= RHO
-    only; a root found between RHO and REACH (where the series still converges, |t| < 1/2)
+    left is ~K·1e-18, K = O(|Q''/Q'|² + |Q'''/Q'|) ~ 1–10: below the rounding of the root).
+    The series is certified on |t| <= RHO
+    only; a root found between RHO and REACH (where the series still converges, |t| < 7/8)
     is a good new anchor. Not converged (the last iterate, clipped to ±REACH) when an
     iterate leaves [−REACH, REACH], Q' >= 0, or after ``_TRACK_ITER`` steps.
     """
@@ -819,7 +826,7 @@ def _certified(t, dq, err, certify, order):
 
     ``err`` is E on the disk |t| <= RHO. Past RHO, the bound on the disk of radius
     R = |t| + certify (which then holds the sign change) is used instead:
-    E(R) = E(RHO)·(R/RHO)^(N+1)·(1 − RHO/s)/(1 − R/s), s = 1/2, for R <= ``_RHO_MAX``.
+    E(R) = E(RHO)·(R/RHO)^(N+1)·(1 − RHO/s)/(1 − R/s), s = 7/8, for R <= ``_RHO_MAX``.
     """
     a = abs(dq)
     if 2.0 * err <= certify * a and abs(t) + 2.0 * err / a <= _RHO:
