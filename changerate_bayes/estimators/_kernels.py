@@ -501,6 +501,45 @@ def _local_sums(changed, tau, lo, hi, d, target, h, xs, us):
     h[3] = h3
 
 
+@nb.njit(inline="always", **_JIT_MLE)
+def _local_sums_changed(ct, m, d, target, h, xs, us):
+    """``_local_sums`` over a prefix whose m changed crawls' intervals are ``ct[:m]`` (m <= its
+    size): the same sums, in the same order, without the unchanged crawls (whose terms are
+    exact zeros there), so the same numbers with about a third less work."""
+    h0 = -d * target
+    h1 = h0
+    h2 = 0.0
+    h3 = 0.0
+    if m <= _SHORT_RUN:
+        for b in range(m):
+            x = min(max(d * ct[b], _MIN_X), _LOCAL_MAX_X)
+            u = x / _em1(x)
+            a = u * (x + u)
+            su = x + 2.0 * u
+            h0 += u
+            h1 += u - a
+            h2 += a * (su - 2.0)
+            h3 += a * (3.0 * su - x * x - 6.0 * a)
+    else:
+        for b in range(m):
+            x = min(max(d * ct[b], _MIN_X), _LOCAL_MAX_X)
+            xs[b] = x
+            us[b] = x / _em1(x)
+        for b in range(m):
+            x = xs[b]
+            u = us[b]
+            a = u * (x + u)
+            su = x + 2.0 * u
+            h0 += u
+            h1 += u - a
+            h2 += a * (su - 2.0)
+            h3 += a * (3.0 * su - x * x - 6.0 * a)
+    h[0] = h0
+    h[1] = h1
+    h[2] = h2
+    h[3] = h3
+
+
 _REVERT_LOCAL = 1e-3  # a local model's first Newton step below this: series reversion (error O(e^5)) and one step
 
 
@@ -542,6 +581,30 @@ def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol, xs, us, pas
         if not (point > 0.0 and np.isfinite(point)):
             return np.nan
         _local_sums(changed, tau, lo, hi, point, target, h, xs, us)
+        t, err = _cubic_step(h)
+        new = point * (1.0 + t)
+        if err <= local_tol:
+            one = 1.0 + t
+            h1 = (h[1] + t * (h[2] + t * h[3] / 2.0)) * one
+            h2 = (h[2] + t * h[3]) * one * one
+            h3 = h[3] * one * one * one
+            h[0] = 0.0
+            h[1] = h1
+            h[2] = h2
+            h[3] = h3
+            return new
+        point = new
+    return np.nan
+
+
+@nb.njit(inline="always", **_JIT_MLE)
+def mle_local_changed(ct, m, target, point, h, local_tol, xs, us, passes=3):
+    """``mle_local`` with the sums of ``_local_sums_changed`` (the prefix's m changed crawls'
+    intervals in ``ct``): the same numbers."""
+    for _ in range(passes):
+        if not (point > 0.0 and np.isfinite(point)):
+            return np.nan
+        _local_sums_changed(ct, m, point, target, h, xs, us)
         t, err = _cubic_step(h)
         new = point * (1.0 + t)
         if err <= local_tol:
@@ -847,12 +910,15 @@ def _certified(t, dq, err, certify, order):
 
 
 @nb.njit(**_JIT_MLE)
-def _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, lu, stats):
+def _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, lu, ct, stats):
     """The exact phase of ``_mle_page``: the roots of the prefixes of crawls lo..hi−1 until the
     first finite root past ``k_exact`` crawls (the anchor of the series), each solved exactly
     (a predictor from the previous root's cubic model, then ``mle_local``; a page's first
     finite root from ``_first_guess``; ``mle_exact`` when those fail). A function of its own,
     so that the local sums are inlined here and not into the tracking loop.
+
+    The changed crawls' intervals are gathered in ``ct`` as they come, and the prefixes'
+    sums run over them alone (``mle_local_changed``) while they fit.
 
     Returns (j, n1, n0, T, root): the last crawl done (``hi − lo`` when the page ended first)
     and the counts, unchanged time and root after it."""
@@ -861,11 +927,16 @@ def _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, l
     target = 0.0
     root = np.nan
     has_local = False
+    m1 = 0
+    cap = ct.size
     for j in range(hi - lo):
         gi = lo + j
         c = changed[gi] != 0
         if c:
             n1 += 1.0
+            if m1 < cap:
+                ct[m1] = tau[gi]
+            m1 += 1
         else:
             n0 += 1.0
             target += tau[gi]
@@ -877,11 +948,17 @@ def _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, l
             has_local = False
         else:
             if has_local:
-                new = mle_local(changed, tau, lo, gi + 1, target, n1,
-                                _predict(root, hloc, c, tau[gi]), hloc, 1e-15, lx, lu)
+                point = _predict(root, hloc, c, tau[gi])
+                if m1 <= cap:
+                    new = mle_local_changed(ct, m1, target, point, hloc, 1e-15, lx, lu)
+                else:
+                    new = mle_local(changed, tau, lo, gi + 1, target, n1, point, hloc, 1e-15, lx, lu)
             else:  # the first finite root (or the first after a 0.0 / inf run)
-                new = mle_local(changed, tau, lo, gi + 1, target, n1,
-                                _first_guess(changed, tau, lo, gi + 1, target, n1), hloc, 1e-15, lx, lu, 6)
+                point = _first_guess(changed, tau, lo, gi + 1, target, n1)
+                if m1 <= cap:
+                    new = mle_local_changed(ct, m1, target, point, hloc, 1e-15, lx, lu, 6)
+                else:
+                    new = mle_local(changed, tau, lo, gi + 1, target, n1, point, hloc, 1e-15, lx, lu, 6)
             if not np.isfinite(new):
                 new = mle_exact(changed, tau, lo, gi + 1, target, n1, root)
                 _local_sums(changed, tau, lo, gi + 1, new, target, hloc, lx, lu)
@@ -904,7 +981,7 @@ def _mle_local_call(changed, tau, lo, hi, target, n1, point, h, local_tol, xs, u
 
 @nb.njit(**_JIT_MLE)
 def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, write, coef, xs, g, bound, acc, hloc,
-              lx, lu, stats):
+              lx, lu, ct, stats):
     """The MLE after every crawl of one page (crawls lo..hi−1); returns the last root.
 
     The first ``k_exact`` prefixes are solved exactly (``_mle_exact_phase``: a predictor from
@@ -919,7 +996,7 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, wri
     (``_certified``). Otherwise the prefix is solved exactly and the series is re-anchored
     at its root (O(k)).
     """
-    j0, n1, n0, target, root = _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, lu,
+    j0, n1, n0, target, root = _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, lu, ct,
                                                 stats)
     if j0 >= hi - lo:
         return root
@@ -1011,11 +1088,12 @@ def mle_segments(changed, tau, offsets, pages, order, k_exact, certify, out, fin
         hloc = np.zeros(4)
         lx = np.empty(_CHUNK)
         lu = np.empty(_CHUNK)
+        ct = np.empty(_CHUNK)
         st = np.zeros(2, dtype=np.int64)
         for r in range(ch * n // n_chunks, (ch + 1) * n // n_chunks):
             i = pages[r]
             final[r] = _mle_page(changed, tau, offsets[i], offsets[i + 1], order, k_exact, certify,
-                                 tail, out, r, write, coef, xs, g, bound, acc, hloc, lx, lu, st)
+                                 tail, out, r, write, coef, xs, g, bound, acc, hloc, lx, lu, ct, st)
         exact[ch] = st[0]
         anchors[ch] = st[1]
     stats[0] += exact.sum()
