@@ -486,7 +486,8 @@ def _cubic_all(h, t, err):
 def test_local_cubic_step_finds_a_known_root_on_both_sides_of_the_reversion_switch():
     """h0 = −(h1 t* + h2 t*²/2 + h3 t*³/6) puts the cubic's root at t* (to the rounding of h0):
     the step finds it to 1e-14 relative whether its first Newton step −h0/h1 is below the
-    series-reversion switch (1e-3) or above it (three clamped Newton steps), wherever the
+    series-reversion switch (1e-3; a Newton step after the reversion above 1e-5, none below)
+    or above it (three clamped Newton steps), wherever the
     tail bound is small enough to matter (<= 1e-9; the roots are accepted at 1e-15), and the tail
     bound is |t|(k|t|)³/(1 − k|t|), k = max(1, |h2/(2 h1)|, |h3/(6 h1)|^½)."""
     rng = np.random.default_rng(8)
@@ -502,6 +503,8 @@ def test_local_cubic_step_finds_a_known_root_on_both_sides_of_the_reversion_swit
     first = np.abs(h0 / h1)
     near = err <= 1e-9  # |t| below ~5e-3: three Newton steps from 0 have converged too
     assert (near & (first <= 1e-3)).sum() > 400 and (near & (first > 1e-3)).sum() > 40  # both paths
+    assert (near & (first <= 1e-5)).sum() > 200 and (near & (first > 1e-5) & (first <= 1e-3)).sum() > 200  # with
+    # and without the Newton step after the reversion
     slack = 4 * np.finfo(float).eps * np.abs(h0 / h1)  # the root moved by the rounding of h0
     assert np.all(np.abs(t - t_star)[near] <= (1e-14 * np.abs(t_star) + slack)[near])
     assert np.all(np.abs(t - t_star) <= 1e-6 * np.abs(t_star))  # farther out: a start for the next pass

@@ -541,22 +541,25 @@ def _local_sums_changed(ct, m, d, target, h, xs, us):
 
 
 _REVERT_LOCAL = 1e-3  # a local model's first Newton step below this: series reversion (error O(e^5)) and one step
+_REVERT_EXACT = 1e-5  # ... and below this, the reversion alone (its error, ~100 e^5 <= 1e-23, is below rounding)
 
 
 @nb.njit(inline="always", **_JIT_MLE)
 def _cubic_step(h):
     """The root near t = 0 of h0 + h1 t + h2 t²/2 + h3 t³/6 (three Newton steps from 0,
     |t| <= 1/2; when the first step is below ``_REVERT_LOCAL``, the series reversion to
-    fourth order and one Newton step) and the tail bound of ``_rootsolve.local_error`` (inf if not accepted)."""
+    fourth order and one Newton step, the step left out when the first step is below
+    ``_REVERT_EXACT``) and the tail bound of ``_rootsolve.local_error`` (inf if not accepted)."""
     inv = 1.0 / h[1]
     e = -h[0] * inv
     a = 0.5 * h[2] * inv
     b = h[3] * inv * (1.0 / 6.0)
     if abs(e) <= _REVERT_LOCAL:  # series reversion to fourth order, then one Newton step
         t = e * (1.0 + e * (-a + e * ((2.0 * a * a - b) + e * (5.0 * a * (b - a * a)))))
-        q = h[0] + t * (h[1] + t * (h[2] / 2.0 + t * h[3] / 6.0))
-        dq = h[1] + t * (h[2] + t * h[3] / 2.0)
-        t = t - q / dq
+        if abs(e) > _REVERT_EXACT:
+            q = h[0] + t * (h[1] + t * (h[2] / 2.0 + t * h[3] / 6.0))
+            dq = h[1] + t * (h[2] + t * h[3] / 2.0)
+            t = t - q / dq
     else:
         t = 0.0
         for _ in range(3):
