@@ -12,7 +12,8 @@ from numpy.testing import assert_array_equal
 
 from changerate_bayes import CrawlHistory, StatisticalWarning, estimate_path, simulate_history
 from changerate_bayes.estimators._kernels import _cubic_step as _new_cubic_step
-from changerate_bayes.estimators._kernels import _em1
+from changerate_bayes.estimators._kernels import _em1, _local_sums_changed
+from changerate_bayes.estimators._kernels import _local_sums as _new_local_sums
 from changerate_bayes.estimators._rootkinds import _stirling_weights
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
@@ -399,6 +400,14 @@ def _histories():
     tau = rng.exponential(1.0, int(lengths.sum())) / 3.0
     changed = (rng.random(tau.size) < -np.expm1(-rates * tau)).astype(np.int8)
     yield "pages of 3 to 40 crawls", CrawlHistory.from_segments(changed, tau, lengths=lengths)
+    # more changed crawls before the first finite root than the exact phase gathers (64):
+    # its sums then run over the whole prefix
+    base = simulate_history(2.0, 3.0, 160, n_pages=4, rng=12)
+    changed = base.changed.copy()
+    changed[0, :80] = 1
+    changed[1, :70] = 1
+    changed[1, 70:75] = 0
+    yield "long inf runs", CrawlHistory(changed, base.intervals)
 
 
 @pytest.mark.parametrize(("name", "history"), list(_histories()), ids=lambda v: v if isinstance(v, str) else "")
@@ -477,7 +486,8 @@ def _cubic_all(h, t, err):
 def test_local_cubic_step_finds_a_known_root_on_both_sides_of_the_reversion_switch():
     """h0 = −(h1 t* + h2 t*²/2 + h3 t*³/6) puts the cubic's root at t* (to the rounding of h0):
     the step finds it to 1e-14 relative whether its first Newton step −h0/h1 is below the
-    series-reversion switch (1e-3) or above it (three clamped Newton steps), wherever the
+    series-reversion switch (1e-3; a Newton step after the reversion above 1e-5, none below)
+    or above it (three clamped Newton steps), wherever the
     tail bound is small enough to matter (<= 1e-9; the roots are accepted at 1e-15), and the tail
     bound is |t|(k|t|)³/(1 − k|t|), k = max(1, |h2/(2 h1)|, |h3/(6 h1)|^½)."""
     rng = np.random.default_rng(8)
@@ -493,6 +503,8 @@ def test_local_cubic_step_finds_a_known_root_on_both_sides_of_the_reversion_swit
     first = np.abs(h0 / h1)
     near = err <= 1e-9  # |t| below ~5e-3: three Newton steps from 0 have converged too
     assert (near & (first <= 1e-3)).sum() > 400 and (near & (first > 1e-3)).sum() > 40  # both paths
+    assert (near & (first <= 1e-5)).sum() > 200 and (near & (first > 1e-5) & (first <= 1e-3)).sum() > 200  # with
+    # and without the Newton step after the reversion
     slack = 4 * np.finfo(float).eps * np.abs(h0 / h1)  # the root moved by the rounding of h0
     assert np.all(np.abs(t - t_star)[near] <= (1e-14 * np.abs(t_star) + slack)[near])
     assert np.all(np.abs(t - t_star) <= 1e-6 * np.abs(t_star))  # farther out: a start for the next pass
@@ -500,3 +512,61 @@ def test_local_cubic_step_finds_a_known_root_on_both_sides_of_the_reversion_swit
     kt = k * np.abs(t)
     want = np.where(kt < 0.5, np.abs(t) * kt**3 / (1 - kt), np.inf)
     np.testing.assert_allclose(err, want, rtol=1e-12)
+
+
+def _brentq_root(changed, tau):
+    """The MLE root of one prefix by scipy's brentq (some crawls changed, some not)."""
+    from scipy.optimize import brentq
+
+    def g(d):
+        return np.sum(changed * tau * np.exp(-d * tau) / -np.expm1(-d * tau)) - np.sum((1 - changed) * tau)
+
+    lo = hi = 1.0
+    while g(hi) > 0:
+        hi *= 2.0
+    while g(lo) < 0:
+        lo /= 2.0
+    return brentq(g, lo, hi, xtol=1e-300, rtol=1e-15, maxiter=500)
+
+
+def test_tracked_roots_match_brentq_at_every_prefix():
+    """Pages of 200 crawls at several change rates: every prefix's root, from the exact phase
+    through the tracking (certified with the s = 7/8 truncation bound, up to ~0.14 from the
+    anchor), equals brentq's to 1e-12 relative (both are accurate to ~1e-13 or better)."""
+    h = simulate_history(np.array([0.3, 2.0, 5.0, 5.0, 30.0]), 3.0, 200, n_pages=5, rng=21)
+    path = _new_path(h)
+    changed, tau = h.changed.astype(float), h.intervals
+    worst = 0.0
+    for i in range(5):
+        ones = np.cumsum(changed[i])
+        for j in range(200):
+            if ones[j] == 0 or ones[j] == j + 1:
+                assert path[i, j] == (0.0 if ones[j] == 0 else np.inf)
+                continue
+            ref = _brentq_root(changed[i, : j + 1], tau[i, : j + 1])
+            worst = max(worst, abs(path[i, j] / ref - 1.0))
+    assert worst <= 1e-12
+
+
+@nb.njit(**_JIT)
+def _sums_both(changed, tau, ct, hi, m, d, target, full, compact):
+    _new_local_sums(changed, tau, 0, hi, d, target, full, np.empty(64), np.empty(64))
+    _local_sums_changed(ct, m, d, target, compact, np.empty(128), np.empty(128))
+
+
+def test_sums_over_the_changed_crawls_alone_equal_the_sums_over_the_prefix():
+    """The exact phase's sums over the changed crawls' intervals only are the same numbers, bit
+    for bit, as the sums over the whole prefix (whose unchanged crawls add exact zeros), for
+    short runs and blocks, at points where x = dτ is tiny, moderate and clamped (700)."""
+    rng = np.random.default_rng(13)
+    for hi in (1, 2, 4, 5, 7, 8, 9, 16, 33, 64, 90):
+        tau = rng.exponential(0.5, hi)
+        changed = (rng.random(hi) < 0.6).astype(np.int8)
+        changed[0] = 1
+        ct = np.zeros(90)
+        m = int(changed.sum())
+        ct[:m] = tau[changed == 1]
+        for d in (1e-12, 0.3, 4.0, 2e4):
+            full, compact = np.empty(4), np.empty(4)
+            _sums_both(changed, tau, ct, hi, m, d, 1.7, full, compact)
+            assert_array_equal(compact, full)

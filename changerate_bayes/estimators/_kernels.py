@@ -371,7 +371,13 @@ def exp_cell_distance(tau, offsets, p, edges, table, scale, per_page, pooled):
 # Constants of the certified Taylor tracking, as in ``_rootkinds`` / ``_rootpath``.
 _RHO = 0.08
 _RHO_MAX = 0.2  # the compiled MLE path certifies roots up to this far from the anchor (with the bound there)
-_SPREAD = 0.5
+# s of the complete-monotonicity bound |[t^n] x w(x(1 + t))| <= x w(x(1 − s))/s^n (Bernstein: for w
+# completely monotone and 0 < h < x, |w^(n)(x)| h^n/n! <= w(x − h); here h = s x). ``_rootkinds`` uses
+# s = 1/2; s = 7/8 bounds the tail on |t| <= R ~ 0.14 as tightly as s = 1/2 does on R ~ 0.095 (the
+# factor w(x/8)/w(x/2), about 4 at x ~ 1, is far smaller than the gain ((7/8)/(1/2))^(N+1) ~ 4e4),
+# so roots stay certified to 1e-13 about 1.5x farther from their anchor: half as many re-anchors
+_SPREAD = 0.875
+_BOUND_SCALE = 1.0 - _SPREAD  # a crawl's bound is x w(x(1 − s)) = x w(x/8)
 _MAX_X = 800.0
 _MIN_X = 1e-300
 _LOCAL_MAX_X = 700.0
@@ -495,23 +501,65 @@ def _local_sums(changed, tau, lo, hi, d, target, h, xs, us):
     h[3] = h3
 
 
+@nb.njit(inline="always", **_JIT_MLE)
+def _local_sums_changed(ct, m, d, target, h, xs, us):
+    """``_local_sums`` over a prefix whose m changed crawls' intervals are ``ct[:m]`` (m <= its
+    size): the same sums, in the same order, without the unchanged crawls (whose terms are
+    exact zeros there), so the same numbers with about a third less work."""
+    h0 = -d * target
+    h1 = h0
+    h2 = 0.0
+    h3 = 0.0
+    if m <= _SHORT_RUN:
+        for b in range(m):
+            x = min(max(d * ct[b], _MIN_X), _LOCAL_MAX_X)
+            u = x / _em1(x)
+            a = u * (x + u)
+            su = x + 2.0 * u
+            h0 += u
+            h1 += u - a
+            h2 += a * (su - 2.0)
+            h3 += a * (3.0 * su - x * x - 6.0 * a)
+    else:
+        for b in range(m):
+            x = min(max(d * ct[b], _MIN_X), _LOCAL_MAX_X)
+            xs[b] = x
+            us[b] = x / _em1(x)
+        for b in range(m):
+            x = xs[b]
+            u = us[b]
+            a = u * (x + u)
+            su = x + 2.0 * u
+            h0 += u
+            h1 += u - a
+            h2 += a * (su - 2.0)
+            h3 += a * (3.0 * su - x * x - 6.0 * a)
+    h[0] = h0
+    h[1] = h1
+    h[2] = h2
+    h[3] = h3
+
+
 _REVERT_LOCAL = 1e-3  # a local model's first Newton step below this: series reversion (error O(e^5)) and one step
+_REVERT_EXACT = 1e-5  # ... and below this, the reversion alone (its error, ~100 e^5 <= 1e-23, is below rounding)
 
 
 @nb.njit(inline="always", **_JIT_MLE)
 def _cubic_step(h):
     """The root near t = 0 of h0 + h1 t + h2 t²/2 + h3 t³/6 (three Newton steps from 0,
     |t| <= 1/2; when the first step is below ``_REVERT_LOCAL``, the series reversion to
-    fourth order and one Newton step) and the tail bound of ``_rootsolve.local_error`` (inf if not accepted)."""
+    fourth order and one Newton step, the step left out when the first step is below
+    ``_REVERT_EXACT``) and the tail bound of ``_rootsolve.local_error`` (inf if not accepted)."""
     inv = 1.0 / h[1]
     e = -h[0] * inv
     a = 0.5 * h[2] * inv
     b = h[3] * inv * (1.0 / 6.0)
     if abs(e) <= _REVERT_LOCAL:  # series reversion to fourth order, then one Newton step
         t = e * (1.0 + e * (-a + e * ((2.0 * a * a - b) + e * (5.0 * a * (b - a * a)))))
-        q = h[0] + t * (h[1] + t * (h[2] / 2.0 + t * h[3] / 6.0))
-        dq = h[1] + t * (h[2] + t * h[3] / 2.0)
-        t = t - q / dq
+        if abs(e) > _REVERT_EXACT:
+            q = h[0] + t * (h[1] + t * (h[2] / 2.0 + t * h[3] / 6.0))
+            dq = h[1] + t * (h[2] + t * h[3] / 2.0)
+            t = t - q / dq
     else:
         t = 0.0
         for _ in range(3):
@@ -536,6 +584,30 @@ def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol, xs, us, pas
         if not (point > 0.0 and np.isfinite(point)):
             return np.nan
         _local_sums(changed, tau, lo, hi, point, target, h, xs, us)
+        t, err = _cubic_step(h)
+        new = point * (1.0 + t)
+        if err <= local_tol:
+            one = 1.0 + t
+            h1 = (h[1] + t * (h[2] + t * h[3] / 2.0)) * one
+            h2 = (h[2] + t * h[3]) * one * one
+            h3 = h[3] * one * one * one
+            h[0] = 0.0
+            h[1] = h1
+            h[2] = h2
+            h[3] = h3
+            return new
+        point = new
+    return np.nan
+
+
+@nb.njit(inline="always", **_JIT_MLE)
+def mle_local_changed(ct, m, target, point, h, local_tol, xs, us, passes=3):
+    """``mle_local`` with the sums of ``_local_sums_changed`` (the prefix's m changed crawls'
+    intervals in ``ct``): the same numbers."""
+    for _ in range(passes):
+        if not (point > 0.0 and np.isfinite(point)):
+            return np.nan
+        _local_sums_changed(ct, m, point, target, h, xs, us)
         t, err = _cubic_step(h)
         new = point * (1.0 + t)
         if err <= local_tol:
@@ -620,9 +692,9 @@ def _predict(root, h, changed_new, tau_new):
 
 _FIRST_BLOCK = 16  # the first block after a (re-)anchor; each next one twice as long, up to _SERIES_BLOCK
 _SERIES_BLOCK = 32  # crawls whose Taylor series are computed together (the loops run across crawls)
-_HALLEY_TOL = 1e-7  # a Halley step this small leaves an error ~1e-21 in t: taken, and the root accepted
+_HALLEY_TOL = 1e-6  # a Halley step this small leaves an error ~C·1e-18 in t (C ~ 1-10): taken, and the root accepted
 _TRACK_ITER = 8
-_REACH = 0.25  # Halley iterates are followed this far from the anchor (the series converges for |t| < 1/2)
+_REACH = 0.25  # Halley iterates are followed this far from the anchor (the series converges for |t| < 7/8)
 
 
 @nb.njit(**_JIT_MLE)
@@ -648,7 +720,7 @@ def _series_block18(xs, m, g, bound):
         xs[b] = x
         half = _em1(0.5 * x)
         g0 = x / (half * (half + 2.0))
-        bound[b] = x / half
+        bound[b] = x / _em1(_BOUND_SCALE * x)
         c = x + 2.0 * g0
         gf[0 + b] = g0
         g1 = -((x + g0) * g0)
@@ -695,14 +767,14 @@ def _series_block(xs, m, order, g, bound, acc):
 
     With x_b = Δ_a τ_b (clamped to [MIN_X, MAX_X], in place) and t = (Δ − Δ_a)/Δ_a,
     ``g[n, b]`` = [t^n] x_b w(x_b(1 + t)), w(x) = 1/(e^x − 1) (Δ_a times the crawl's
-    Taylor coefficients of τ/(e^{Δτ} − 1)), and ``bound[b]`` = x_b w(x_b/2), which times
+    Taylor coefficients of τ/(e^{Δτ} − 1)), and ``bound[b]`` = x_b w(x_b(1 − s)), which times
     (ρ/s)^(N+1)/(1 − ρ/s) bounds the crawl's truncation error on |t| <= ρ (complete
-    monotonicity, s = 1/2).
+    monotonicity, s = ``_SPREAD`` = 7/8).
 
     From w' = −w − w²: g_0 = u(x) = x/(e^x − 1) and (n + 1) g_{n+1} = −(x g_n + Σ_{i<=n}
     g_i g_{n−i}). Every term has the sign (−1)^(n+1) (w is completely monotone), so
-    nothing cancels, and |g_n| <= max(1, x^n/n!) u: nothing overflows. One expm1 per crawl
-    (e^x − 1 = h(h + 2), h = e^{x/2} − 1, which is also 1/w(x/2)); the O(N²) recurrence
+    nothing cancels, and |g_n| <= max(1, x^n/n!) u: nothing overflows. Two e^y − 1 per crawl
+    (e^x − 1 = h(h + 2) with h = e^{x/2} − 1, and e^{x/8} − 1 for the bound); the O(N²) recurrence
     runs across the crawls (vectorised loops); at order 18 written out (``_series_block18``).
     """
     if order == 18 and g.shape[1] == 32 and xs.size >= 32:
@@ -719,7 +791,7 @@ def _series_block_any(xs, m, order, g, bound, acc):
         xs[b] = x
         half = _em1(0.5 * x)
         g[0, b] = x / (half * (half + 2.0))
-        bound[b] = x / half
+        bound[b] = x / _em1(_BOUND_SCALE * x)
     for n in range(order):
         for b in range(m):
             acc[b] = 0.0
@@ -741,7 +813,7 @@ def _expand(changed, tau, lo, hi, end, anchor, order, coef, xs, g, bound, acc, a
     """coef[n] = Σ over the changed crawls lo..hi−1 of their scaled series (``_series_block``),
     summed crawl after crawl. The last block's free lanes take the series of up to ``ahead``
     next changed crawls (hi..end−1, not summed), at no extra block: they are left in
-    ``g[:, used:have]``. Returns (Σ x w(x/2), the truncation bound before its factor; used;
+    ``g[:, used:have]``. Returns (Σ x w(x(1 − s)), the truncation bound before its factor; used;
     have)."""
     for n in range(order + 1):
         coef[n] = 0.0
@@ -791,8 +863,9 @@ def _track_root(coef, order, level, t):
     """The root of Q(t) = Σ coef_n t^n − level by Halley's method from t, within |t| <= REACH.
 
     Returns (t*, Q'(t*), converged); stops once a step is below ``_HALLEY_TOL`` (the error
-    left is ~K·1e-21, K = O(|Q''/Q'|² + |Q'''/Q'|)). The series is certified on |t| <= RHO
-    only; a root found between RHO and REACH (where the series still converges, |t| < 1/2)
+    left is ~K·1e-18, K = O(|Q''/Q'|² + |Q'''/Q'|) ~ 1–10: below the rounding of the root).
+    The series is certified on |t| <= RHO
+    only; a root found between RHO and REACH (where the series still converges, |t| < 7/8)
     is a good new anchor. Not converged (the last iterate, clipped to ±REACH) when an
     iterate leaves [−REACH, REACH], Q' >= 0, or after ``_TRACK_ITER`` steps.
     """
@@ -819,7 +892,7 @@ def _certified(t, dq, err, certify, order):
 
     ``err`` is E on the disk |t| <= RHO. Past RHO, the bound on the disk of radius
     R = |t| + certify (which then holds the sign change) is used instead:
-    E(R) = E(RHO)·(R/RHO)^(N+1)·(1 − RHO/s)/(1 − R/s), s = 1/2, for R <= ``_RHO_MAX``.
+    E(R) = E(RHO)·(R/RHO)^(N+1)·(1 − RHO/s)/(1 − R/s), s = 7/8, for R <= ``_RHO_MAX``.
     """
     a = abs(dq)
     if 2.0 * err <= certify * a and abs(t) + 2.0 * err / a <= _RHO:
@@ -840,12 +913,15 @@ def _certified(t, dq, err, certify, order):
 
 
 @nb.njit(**_JIT_MLE)
-def _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, lu, stats):
+def _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, lu, ct, stats):
     """The exact phase of ``_mle_page``: the roots of the prefixes of crawls lo..hi−1 until the
     first finite root past ``k_exact`` crawls (the anchor of the series), each solved exactly
     (a predictor from the previous root's cubic model, then ``mle_local``; a page's first
     finite root from ``_first_guess``; ``mle_exact`` when those fail). A function of its own,
     so that the local sums are inlined here and not into the tracking loop.
+
+    The changed crawls' intervals are gathered in ``ct`` as they come, and the prefixes'
+    sums run over them alone (``mle_local_changed``) while they fit.
 
     Returns (j, n1, n0, T, root): the last crawl done (``hi − lo`` when the page ended first)
     and the counts, unchanged time and root after it."""
@@ -854,11 +930,16 @@ def _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, l
     target = 0.0
     root = np.nan
     has_local = False
+    m1 = 0
+    cap = ct.size
     for j in range(hi - lo):
         gi = lo + j
         c = changed[gi] != 0
         if c:
             n1 += 1.0
+            if m1 < cap:
+                ct[m1] = tau[gi]
+            m1 += 1
         else:
             n0 += 1.0
             target += tau[gi]
@@ -870,11 +951,17 @@ def _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, l
             has_local = False
         else:
             if has_local:
-                new = mle_local(changed, tau, lo, gi + 1, target, n1,
-                                _predict(root, hloc, c, tau[gi]), hloc, 1e-15, lx, lu)
+                point = _predict(root, hloc, c, tau[gi])
+                if m1 <= cap:
+                    new = mle_local_changed(ct, m1, target, point, hloc, 1e-15, lx, lu)
+                else:
+                    new = mle_local(changed, tau, lo, gi + 1, target, n1, point, hloc, 1e-15, lx, lu)
             else:  # the first finite root (or the first after a 0.0 / inf run)
-                new = mle_local(changed, tau, lo, gi + 1, target, n1,
-                                _first_guess(changed, tau, lo, gi + 1, target, n1), hloc, 1e-15, lx, lu, 6)
+                point = _first_guess(changed, tau, lo, gi + 1, target, n1)
+                if m1 <= cap:
+                    new = mle_local_changed(ct, m1, target, point, hloc, 1e-15, lx, lu, 6)
+                else:
+                    new = mle_local(changed, tau, lo, gi + 1, target, n1, point, hloc, 1e-15, lx, lu, 6)
             if not np.isfinite(new):
                 new = mle_exact(changed, tau, lo, gi + 1, target, n1, root)
                 _local_sums(changed, tau, lo, gi + 1, new, target, hloc, lx, lu)
@@ -897,7 +984,7 @@ def _mle_local_call(changed, tau, lo, hi, target, n1, point, h, local_tol, xs, u
 
 @nb.njit(**_JIT_MLE)
 def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, write, coef, xs, g, bound, acc, hloc,
-              lx, lu, stats):
+              lx, lu, ct, stats):
     """The MLE after every crawl of one page (crawls lo..hi−1); returns the last root.
 
     The first ``k_exact`` prefixes are solved exactly (``_mle_exact_phase``: a predictor from
@@ -912,7 +999,7 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, wri
     (``_certified``). Otherwise the prefix is solved exactly and the series is re-anchored
     at its root (O(k)).
     """
-    j0, n1, n0, target, root = _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, lu,
+    j0, n1, n0, target, root = _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, lu, ct,
                                                 stats)
     if j0 >= hi - lo:
         return root
@@ -1004,11 +1091,12 @@ def mle_segments(changed, tau, offsets, pages, order, k_exact, certify, out, fin
         hloc = np.zeros(4)
         lx = np.empty(_CHUNK)
         lu = np.empty(_CHUNK)
+        ct = np.empty(_CHUNK)
         st = np.zeros(2, dtype=np.int64)
         for r in range(ch * n // n_chunks, (ch + 1) * n // n_chunks):
             i = pages[r]
             final[r] = _mle_page(changed, tau, offsets[i], offsets[i + 1], order, k_exact, certify,
-                                 tail, out, r, write, coef, xs, g, bound, acc, hloc, lx, lu, st)
+                                 tail, out, r, write, coef, xs, g, bound, acc, hloc, lx, lu, ct, st)
         exact[ch] = st[0]
         anchors[ch] = st[1]
     stats[0] += exact.sum()
