@@ -458,6 +458,14 @@ def _expm1_estrin(r):
 
 
 @nb.njit(inline="always", **_JIT_MLE)
+def _add_local_terms(x, u, h0, h1, h2, h3):
+    """One crawl's terms of the local sums (``_local_sums``) added to (h0, h1, h2, h3)."""
+    a = u * (x + u)
+    su = x + 2.0 * u
+    return h0 + u, h1 + (u - a), h2 + a * (su - 2.0), h3 + a * (3.0 * su - x * x - 6.0 * a)
+
+
+@nb.njit(inline="always", **_JIT_MLE)
 def _local_sums(changed, tau, lo, hi, d, target, h, xs, us):
     """H and its first three derivatives in t at Δ = d(1 + t), t = 0 (the scale-free H of
     ``_rootkinds``: x u' = u(1 − x − u), x² u'' = u(x + u)(x + 2u − 2),
@@ -475,12 +483,7 @@ def _local_sums(changed, tau, lo, hi, d, target, h, xs, us):
             for b in range(m):
                 x = min(max(d * tau[c0 + b], _MIN_X), _LOCAL_MAX_X)
                 u = x / _em1(x) * np.float64(changed[c0 + b] != 0)
-                a = u * (x + u)
-                su = x + 2.0 * u
-                h0 += u
-                h1 += u - a
-                h2 += a * (su - 2.0)
-                h3 += a * (3.0 * su - x * x - 6.0 * a)
+                h0, h1, h2, h3 = _add_local_terms(x, u, h0, h1, h2, h3)
             continue
         for b in range(m):
             x = min(max(d * tau[c0 + b], _MIN_X), _LOCAL_MAX_X)
@@ -489,12 +492,7 @@ def _local_sums(changed, tau, lo, hi, d, target, h, xs, us):
         for b in range(m):
             x = xs[b]
             u = us[b]
-            a = u * (x + u)
-            su = x + 2.0 * u
-            h0 += u
-            h1 += u - a
-            h2 += a * (su - 2.0)
-            h3 += a * (3.0 * su - x * x - 6.0 * a)
+            h0, h1, h2, h3 = _add_local_terms(x, u, h0, h1, h2, h3)
     h[0] = h0
     h[1] = h1
     h[2] = h2
@@ -514,12 +512,7 @@ def _local_sums_changed(ct, m, d, target, h, xs, us):
         for b in range(m):
             x = min(max(d * ct[b], _MIN_X), _LOCAL_MAX_X)
             u = x / _em1(x)
-            a = u * (x + u)
-            su = x + 2.0 * u
-            h0 += u
-            h1 += u - a
-            h2 += a * (su - 2.0)
-            h3 += a * (3.0 * su - x * x - 6.0 * a)
+            h0, h1, h2, h3 = _add_local_terms(x, u, h0, h1, h2, h3)
     else:
         for b in range(m):
             x = min(max(d * ct[b], _MIN_X), _LOCAL_MAX_X)
@@ -528,12 +521,7 @@ def _local_sums_changed(ct, m, d, target, h, xs, us):
         for b in range(m):
             x = xs[b]
             u = us[b]
-            a = u * (x + u)
-            su = x + 2.0 * u
-            h0 += u
-            h1 += u - a
-            h2 += a * (su - 2.0)
-            h3 += a * (3.0 * su - x * x - 6.0 * a)
+            h0, h1, h2, h3 = _add_local_terms(x, u, h0, h1, h2, h3)
     h[0] = h0
     h[1] = h1
     h[2] = h2
@@ -575,6 +563,20 @@ def _cubic_step(h):
 
 
 @nb.njit(inline="always", **_JIT_MLE)
+def _move_local_model(h, t):
+    """``h`` (H's derivatives in t at a point) moved to the accepted root t: H there is 0,
+    and its derivatives are those of the cubic model, rescaled to the root's units."""
+    one = 1.0 + t
+    h1 = (h[1] + t * (h[2] + t * h[3] / 2.0)) * one
+    h2 = (h[2] + t * h[3]) * one * one
+    h3 = h[3] * one * one * one
+    h[0] = 0.0
+    h[1] = h1
+    h[2] = h2
+    h[3] = h3
+
+
+@nb.njit(inline="always", **_JIT_MLE)
 def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol, xs, us, passes=3):
     """The MLE root over crawls lo..hi−1 from a good starting point: local cubic models of
     H at the point (one O(k) pass each), accepted once the model's tail bound is below
@@ -587,14 +589,7 @@ def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol, xs, us, pas
         t, err = _cubic_step(h)
         new = point * (1.0 + t)
         if err <= local_tol:
-            one = 1.0 + t
-            h1 = (h[1] + t * (h[2] + t * h[3] / 2.0)) * one
-            h2 = (h[2] + t * h[3]) * one * one
-            h3 = h[3] * one * one * one
-            h[0] = 0.0
-            h[1] = h1
-            h[2] = h2
-            h[3] = h3
+            _move_local_model(h, t)
             return new
         point = new
     return np.nan
@@ -611,14 +606,7 @@ def mle_local_changed(ct, m, target, point, h, local_tol, xs, us, passes=3):
         t, err = _cubic_step(h)
         new = point * (1.0 + t)
         if err <= local_tol:
-            one = 1.0 + t
-            h1 = (h[1] + t * (h[2] + t * h[3] / 2.0)) * one
-            h2 = (h[2] + t * h[3]) * one * one
-            h3 = h[3] * one * one * one
-            h[0] = 0.0
-            h[1] = h1
-            h[2] = h2
-            h[3] = h3
+            _move_local_model(h, t)
             return new
         point = new
     return np.nan
