@@ -15,6 +15,7 @@ from changerate_bayes.estimators._kernels import _cubic_step as _new_cubic_step
 from changerate_bayes.estimators._kernels import _em1, _local_sums_changed
 from changerate_bayes.estimators._kernels import _local_sums as _new_local_sums
 from changerate_bayes.estimators._rootkinds import _stirling_weights
+from test_estimators import _brentq_root
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
@@ -514,21 +515,6 @@ def test_local_cubic_step_finds_a_known_root_on_both_sides_of_the_reversion_swit
     np.testing.assert_allclose(err, want, rtol=1e-12)
 
 
-def _brentq_root(changed, tau):
-    """The MLE root of one prefix by scipy's brentq (some crawls changed, some not)."""
-    from scipy.optimize import brentq
-
-    def g(d):
-        return np.sum(changed * tau * np.exp(-d * tau) / -np.expm1(-d * tau)) - np.sum((1 - changed) * tau)
-
-    lo = hi = 1.0
-    while g(hi) > 0:
-        hi *= 2.0
-    while g(lo) < 0:
-        lo /= 2.0
-    return brentq(g, lo, hi, xtol=1e-300, rtol=1e-15, maxiter=500)
-
-
 def test_tracked_roots_match_brentq_at_every_prefix():
     """Pages of 200 crawls at several change rates: every prefix's root, from the exact phase
     through the tracking (certified with the s = 7/8 truncation bound, up to ~0.14 from the
@@ -543,7 +529,7 @@ def test_tracked_roots_match_brentq_at_every_prefix():
             if ones[j] == 0 or ones[j] == j + 1:
                 assert path[i, j] == (0.0 if ones[j] == 0 else np.inf)
                 continue
-            ref = _brentq_root(changed[i, : j + 1], tau[i, : j + 1])
+            ref = _brentq_root(changed[i, : j + 1], tau[i, : j + 1], "mle")
             worst = max(worst, abs(path[i, j] / ref - 1.0))
     assert worst <= 1e-12
 
