@@ -12,7 +12,9 @@ support). One crawl with interval τ:
    e^{−t} I_n(t), t = σ²τ/h²: variance σ²τ exactly, K_s K_t = K_{s+t}), truncated at
    :data:`KERNEL_SDS` standard deviations and at the ends of the lattice, each column
    renormalised so that no mass leaves the lattice; the range grows by the kernel's
-   half-width B on each side;
+   half-width B on each side. The taps come from Miller's downward recurrence started at
+   the order :func:`miller_start` chooses from t and B (a few orders past B for small t,
+   where the recurrence's truncation error is bounded by MILLER_EPS = 1e-18 relative);
 3. predictive: P(I = 1) = Σ_i w_i (1 − e^{−Δ_i τ}), P(I = 0) = Σ_i w_i e^{−Δ_i τ};
 4. update: w_i ← w_i P(I | Δ_i, τ) / P(I).
 
@@ -23,8 +25,9 @@ e^{−Δ_i τ} and 1 − e^{−Δ_i τ} come from one arithmetic-only exp per no
 ln 2, 2^n built from its bits, e^r − 1 by :func:`changerate_bayes._vecmath.expm1_reduced`,
 so 1 − e^{−x} keeps its relative accuracy as x → 0), in loops over slices that start at 0.
 e^{−x} is taken as 0 where x > :data:`UNDERFLOW_X` (it is below the smallest normal
-float64 there). Loops run over pages in parallel (``prange``) and, within a page, over
-crawls and nodes; no Python loop over pages.
+float64 there). h² is computed once per kernel call, not per crawl. Loops run over pages
+in parallel (``prange``) and, within a page, over crawls and nodes; no Python loop over
+pages.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from .._vecmath import INV_LN2, LN2_HI, LN2_LO, ROUND, ROUND_BITS, expm1_reduced
 KERNEL_SDS = 6.0
 #: nodes with probability at most TAIL × (the page's largest) are set to zero
 TAIL = 1e-30
+#: Miller's recurrence for the kernel starts where its relative error bound is below this
+MILLER_EPS = 1e-18
 #: above this x = Δτ, e^{−x} (< 2^-1021) is taken as 0 and 1 − e^{−x} as 1
 UNDERFLOW_X = 708.0
 #: status codes returned by the kernels
@@ -52,12 +57,40 @@ _EXP_FASTMATH = {"contract"}
 
 
 @njit(cache=True)
+def miller_start(t, b, b_full):
+    """The order N from which :func:`lattice_kernel` starts Miller's recurrence.
+
+    Started from y_{N+1} = 0, the recurrence gives y_n ∝ I_n(t) + ±(I_{N+1}/K_{N+1}) K_n(t)
+    (K_n the second solution), a relative error at n <= B of at most
+    δ = (I_{N+1}/I_B)(K_B/K_{N+1}) (K_n/I_n grows with n). From the recurrences,
+    I_{n+1}/I_n < t/(2(n+1)) and K_n/K_{n+1} < t/(2n), so δ < q^{N−B+1} with
+    q = t²/(4B(B+1)). When q <= 1/2, N is the least order >= B with q^{N−B+1} <= MILLER_EPS
+    (so δ <= MILLER_EPS, and the normalised taps are off by at most 2δ/(1 − δ) relative,
+    far below rounding), but not above the fixed rule. Otherwise (t above about 83 with B
+    uncut, or B = 0) N = B_full + ⌈2√t⌉ + 30, the fixed rule: past B_full by two standard
+    deviations of the kernel and 30 orders. At t = 0.19 (B = 6) N is 10 instead of 39.
+    """
+    start = b_full + int(math.ceil(2.0 * math.sqrt(t))) + 30
+    if b >= 1:
+        q = (t * t) / (4.0 * b * (b + 1.0))
+        if q <= 0.5:
+            n = b  # N − B + 1 = m, the least m with q^m <= MILLER_EPS
+            bound = q
+            while bound > MILLER_EPS and n < start:
+                bound *= q
+                n += 1
+            start = n
+    return start
+
+
+@njit(cache=True)
 def lattice_kernel(t, bmax, out):
     """Fill ``out[0..B]`` with the normalised discrete Gaussian kernel; return B.
 
     k(n) = e^{−t} I_n(t) for |n| <= B, B = min(bmax, ⌈6√t⌉ + 3), renormalised so that
     k(0) + 2 Σ_{n=1..B} k(n) = 1. I_n by Miller's downward recurrence
-    I_{n−1} = (2n/t) I_n + I_{n+1} from far in the tail, with rescaling.
+    I_{n−1} = (2n/t) I_n + I_{n+1} from the order :func:`miller_start` (y_{N+1} = 0),
+    with rescaling; orders above B are not stored.
     """
     if t <= 0.0:
         out[0] = 1.0
@@ -65,30 +98,37 @@ def lattice_kernel(t, bmax, out):
     sd = math.sqrt(t)
     b_full = int(math.ceil(KERNEL_SDS * sd)) + 3
     b = min(bmax, b_full)
-    start = b_full + int(math.ceil(2.0 * sd)) + 30
-    for n in range(b + 1):
-        out[n] = 0.0
+    start = miller_start(t, b, b_full)
     two_over_t = 2.0 / t
     y_next = 0.0
     y = 1e-280
     if start <= b:
+        for n in range(start + 1, b + 1):
+            out[n] = 0.0
         out[start] = y
-    for n in range(start, 0, -1):
+    for n in range(start, b + 1, -1):  # orders above B: not stored
         y_prev = (n * two_over_t) * y + y_next
         y_next = y
         y = y_prev
-        if n - 1 <= b:
-            out[n - 1] = y
         if y > 1e250:
             y *= 1e-250
             y_next *= 1e-250
-            for m in range(max(n - 1, 0), b + 1):
+    for n in range(min(start, b + 1), 0, -1):
+        y_prev = (n * two_over_t) * y + y_next
+        y_next = y
+        y = y_prev
+        out[n - 1] = y
+        if y > 1e250:
+            y *= 1e-250
+            y_next *= 1e-250
+            for m in range(n - 1, b + 1):
                 out[m] *= 1e-250
     s = out[0]
     for n in range(1, b + 1):
         s += 2.0 * out[n]
+    inv = 1.0 / s
     for n in range(b + 1):
-        out[n] /= s
+        out[n] *= inv
     return b
 
 
@@ -243,12 +283,12 @@ def _zero(w, a, b):
 
 
 @njit(cache=True)
-def _step(w, rng, bufs, rates, log_h2, sigma, tau, changed, update):
+def _step(w, rng, bufs, rates, h2, sigma, tau, changed, update):
     """One crawl of one page under one volatility.
 
     ``w`` is zero outside [rng[0], rng[1]]. With ``update``, w becomes the posterior after
-    the crawl and ``rng`` its new range; otherwise w is untouched. Returns (P(I = 0),
-    P(I = 1)) before the crawl (the predictive) and a status.
+    the crawl and ``rng`` its new range; otherwise w is untouched. ``h2`` is h². Returns
+    (P(I = 0), P(I = 1)) before the crawl (the predictive) and a status.
     """
     kern, prefix, vp, out, e, om, fbuf, ibuf = bufs
     g = w.shape[0]
@@ -256,7 +296,7 @@ def _step(w, rng, bufs, rates, log_h2, sigma, tau, changed, update):
     hi0 = rng[1]
     lo, hi, thr = _support(w, lo0, hi0, ibuf)
     if sigma > 0.0:
-        t = sigma * sigma * tau / math.exp(log_h2)
+        t = sigma * sigma * tau / h2
         b = lattice_kernel(t, g - 1, kern)
         _prefix(kern, b, prefix)
         o_lo = max(0, lo - b)
@@ -296,6 +336,7 @@ def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, st
     changed : (n,) bool; tau : (n,); mask : (n,) bool; status : (n,) int8 out.
     """
     n_s, n, g = weights.shape
+    h2 = math.exp(log_h2)
     n_blocks = (n + BLOCK - 1) // BLOCK
     for blk in prange(n_blocks):
         bufs = _buffers(g)
@@ -307,7 +348,7 @@ def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, st
             for s in range(n_s):
                 rng[0] = 0
                 rng[1] = g - 1
-                p0, p1, st, _, _ = _step(weights[s, i], rng, bufs, rates, log_h2, sigmas[s], tau[i], changed[i], True)
+                p0, p1, st, _, _ = _step(weights[s, i], rng, bufs, rates, h2, sigmas[s], tau[i], changed[i], True)
                 z = p1 if changed[i] else p0
                 log_ev[s, i] += math.log(z) if z > 0.0 else -np.inf
                 if st != OK:
@@ -318,6 +359,7 @@ def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, st
 def stream_predict(weights, tau, rates, log_h2, sigmas, out):
     """P(I = 1) of the next crawl at interval tau[i] of page i under each volatility: out (S, n)."""
     n_s, n, g = weights.shape
+    h2 = math.exp(log_h2)
     n_blocks = (n + BLOCK - 1) // BLOCK
     for blk in prange(n_blocks):
         bufs = _buffers(g)
@@ -326,7 +368,7 @@ def stream_predict(weights, tau, rates, log_h2, sigmas, out):
             for s in range(n_s):
                 rng[0] = 0
                 rng[1] = g - 1
-                p0, p1, st, _, _ = _step(weights[s, i], rng, bufs, rates, log_h2, sigmas[s], tau[i], False, False)
+                p0, p1, st, _, _ = _step(weights[s, i], rng, bufs, rates, h2, sigmas[s], tau[i], False, False)
                 out[s, i] = p1
 
 
@@ -439,7 +481,7 @@ def batch_filter(prior_w, changed, tau, mask, rates, u0, h, sigmas, probs, smoot
     g = rates.shape[0]
     n_s = sigmas.shape[0]
     n_q = probs.shape[0]
-    log_h2 = 2.0 * math.log(h)
+    h2 = math.exp(2.0 * math.log(h))  # h², as the streaming kernels get it (exp of their log h²)
     nan = np.nan
     n_blocks = (n + BLOCK - 1) // BLOCK
     q_nodes = node_quantile_base(u0, h, g)
@@ -454,15 +496,15 @@ def batch_filter(prior_w, changed, tau, mask, rates, u0, h, sigmas, probs, smoot
         lev = np.zeros(n_s)
         filt = np.empty((n_s, k, g)) if smooth else np.empty((1, 1, 1))
         for i in range(blk * BLOCK, min(n, (blk + 1) * BLOCK)):
-            _filter_page(i, prior_w, changed, tau, mask, rates, q_nodes, h, log_h2, sigmas, probs, smooth,
+            _filter_page(i, prior_w, changed, tau, mask, rates, q_nodes, h, h2, sigmas, probs, smooth,
                          pred, f_mean, f_q, wpath, log_ev, status, bufs, bs, mix, qbuf, pi, w, rng, lev, filt)
             if smooth:
-                _smooth_page(i, changed, tau, mask, rates, q_nodes, h, log_h2, sigmas, probs, s_mean, s_q,
+                _smooth_page(i, changed, tau, mask, rates, q_nodes, h, h2, sigmas, probs, s_mean, s_q,
                              bufs, bs, mix, qbuf, pi, lev, filt)
 
 
 @njit(cache=True)
-def _filter_page(i, prior_w, changed, tau, mask, rates, q_nodes, h, log_h2, sigmas, probs, smooth,
+def _filter_page(i, prior_w, changed, tau, mask, rates, q_nodes, h, h2, sigmas, probs, smooth,
                  pred, f_mean, f_q, wpath, log_ev, status, bufs, bs, mix, qbuf, pi, w, rng, lev, filt):
     k = changed.shape[1]
     g = rates.shape[0]
@@ -489,7 +531,7 @@ def _filter_page(i, prior_w, changed, tau, mask, rates, q_nodes, h, log_h2, sigm
         _mixture_weights(lev, pi)
         p_mix = 0.0
         for s in range(n_s):
-            p0, p1, st, mean, tot = _step(w[s], rng[s], bufs, rates, log_h2, sigmas[s], tau[i, c], changed[i, c],
+            p0, p1, st, mean, tot = _step(w[s], rng[s], bufs, rates, h2, sigmas[s], tau[i, c], changed[i, c],
                                           True)
             p_mix += pi[s] * p1
             z = p1 if changed[i, c] else p0
@@ -556,7 +598,7 @@ def _beta_step(lik, beta_row, kern, prefix, b, g, vp, out):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _smooth_page(i, changed, tau, mask, rates, q_nodes, h, log_h2, sigmas, probs, s_mean, s_q,
+def _smooth_page(i, changed, tau, mask, rates, q_nodes, h, h2, sigmas, probs, s_mean, s_q,
                  bufs, bs, mix, qbuf, pi, lev, filt):
     """Backward pass: beta_c(x) = p(I_{c+1..K} | Δ_c = x), normalised to max 1."""
     kern, prefix, vp, scratch, e, om, fbuf, ibuf = bufs
@@ -586,7 +628,7 @@ def _smooth_page(i, changed, tau, mask, rates, q_nodes, h, log_h2, sigmas, probs
                 # beta_c = K^T (L_{nxt} ⊙ beta_{nxt}), columns renormalised as in the forward pass
                 sig = sigmas[s]
                 if sig > 0.0:
-                    b = lattice_kernel(sig * sig * tn / math.exp(log_h2), g - 1, kern)
+                    b = lattice_kernel(sig * sig * tn / h2, g - 1, kern)
                     _prefix(kern, b, prefix)
                     _beta_step(lik, beta[s], kern, prefix, b, g, vp, scratch)
                 else:
