@@ -23,7 +23,9 @@ gather, out_i = k_0 v_i + Σ_{d=1..B} k_d (v_{i−d} + v_{i+d}), v the column-no
 sources in a zero-padded buffer, one loop over the output range per tap without a branch;
 e^{−Δ_i τ} and 1 − e^{−Δ_i τ} come from one arithmetic-only exp per node (reduction by
 ln 2, 2^n built from its bits, e^r − 1 by :func:`changerate_bayes._vecmath.expm1_reduced`,
-so 1 − e^{−x} keeps its relative accuracy as x → 0), in loops over slices that start at 0.
+so 1 − e^{−x} keeps its relative accuracy as x → 0), in loops over slices that start at 0:
+on the output range for one volatility, and once per crawl on the whole lattice, shared by
+the volatilities, when the batch filter or the smoother has several.
 e^{−x} is taken as 0 where x > :data:`UNDERFLOW_X` (it is below the smallest normal
 float64 there). h² is computed once per kernel call, not per crawl. Loops run over pages
 in parallel (``prange``) and, within a page, over crawls and nodes; no Python loop over
@@ -283,12 +285,15 @@ def _zero(w, a, b):
 
 
 @njit(cache=True)
-def _step(w, rng, bufs, rates, h2, sigma, tau, changed, update):
+def _step(w, rng, bufs, rates, h2, sigma, tau, changed, update, shared):
     """One crawl of one page under one volatility.
 
     ``w`` is zero outside [rng[0], rng[1]]. With ``update``, w becomes the posterior after
-    the crawl and ``rng`` its new range; otherwise w is untouched. ``h2`` is h². Returns
-    (P(I = 0), P(I = 1)) before the crawl (the predictive) and a status.
+    the crawl and ``rng`` its new range; otherwise w is untouched. ``h2`` is h². With
+    ``shared``, the buffers e and om of ``bufs`` already hold e^{−Δτ} and 1 − e^{−Δτ} at
+    every node (computed once for all volatilities); otherwise they are computed here on
+    the output range. Returns (P(I = 0), P(I = 1)) before the crawl (the predictive) and a
+    status.
     """
     kern, prefix, vp, out, e, om, fbuf, ibuf = bufs
     g = w.shape[0]
@@ -310,7 +315,11 @@ def _step(w, rng, bufs, rates, h2, sigma, tau, changed, update):
         o_hi = hi
         n_out = hi - lo + 1
         src = w[lo:hi + 1]
-    _lik_run(rates, tau, o_lo, n_out, e, om, fbuf, ibuf)
+    if shared:
+        e = e[o_lo:o_lo + n_out]
+        om = om[o_lo:o_lo + n_out]
+    else:
+        _lik_run(rates, tau, o_lo, n_out, e, om, fbuf, ibuf)
     p0, p1 = _dot2(src, e, om, n_out)
     z = p1 if changed else p0
     mean = 0.0
@@ -348,7 +357,8 @@ def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, st
             for s in range(n_s):
                 rng[0] = 0
                 rng[1] = g - 1
-                p0, p1, st, _, _ = _step(weights[s, i], rng, bufs, rates, h2, sigmas[s], tau[i], changed[i], True)
+                p0, p1, st, _, _ = _step(weights[s, i], rng, bufs, rates, h2, sigmas[s], tau[i], changed[i], True,
+                                         False)
                 z = p1 if changed[i] else p0
                 log_ev[s, i] += math.log(z) if z > 0.0 else -np.inf
                 if st != OK:
@@ -368,7 +378,8 @@ def stream_predict(weights, tau, rates, log_h2, sigmas, out):
             for s in range(n_s):
                 rng[0] = 0
                 rng[1] = g - 1
-                p0, p1, st, _, _ = _step(weights[s, i], rng, bufs, rates, h2, sigmas[s], tau[i], False, False)
+                p0, p1, st, _, _ = _step(weights[s, i], rng, bufs, rates, h2, sigmas[s], tau[i], False, False,
+                                         False)
                 out[s, i] = p1
 
 
@@ -530,9 +541,12 @@ def _filter_page(i, prior_w, changed, tau, mask, rates, q_nodes, h, h2, sigmas, 
             continue
         _mixture_weights(lev, pi)
         p_mix = 0.0
+        shared = n_s > 1
+        if shared:  # the likelihood at every node, once for all volatilities
+            _lik_run(rates, tau[i, c], 0, g, bufs[4], bufs[5], bufs[6], bufs[7])
         for s in range(n_s):
             p0, p1, st, mean, tot = _step(w[s], rng[s], bufs, rates, h2, sigmas[s], tau[i, c], changed[i, c],
-                                          True)
+                                          True, shared)
             p_mix += pi[s] * p1
             z = p1 if changed[i, c] else p0
             lev[s] += math.log(z) if z > 0.0 else -np.inf
