@@ -24,8 +24,8 @@ sources in a zero-padded buffer, one loop over the output range per tap without 
 e^{−Δ_i τ} and 1 − e^{−Δ_i τ} come from one arithmetic-only exp per node (reduction by
 ln 2, 2^n built from its bits, e^r − 1 by :func:`changerate_bayes._vecmath.expm1_reduced`,
 so 1 − e^{−x} keeps its relative accuracy as x → 0), in loops over slices that start at 0:
-on the output range for one volatility, and once per crawl on the whole lattice, shared by
-the volatilities, when the batch filter or the smoother has several.
+on the output range for one volatility, and once per page and crawl on the whole lattice,
+shared by the volatilities, when there are several.
 e^{−x} is taken as 0 where x > :data:`UNDERFLOW_X` (it is below the smallest normal
 float64 there). h² is computed once per kernel call, not per crawl. Loops run over pages
 in parallel (``prange``) and, within a page, over crawls and nodes; no Python loop over
@@ -346,6 +346,7 @@ def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, st
     """
     n_s, n, g = weights.shape
     h2 = math.exp(log_h2)
+    shared = n_s > 1  # the likelihood computed once per page for all volatilities
     n_blocks = (n + BLOCK - 1) // BLOCK
     for blk in prange(n_blocks):
         bufs = _buffers(g)
@@ -354,11 +355,13 @@ def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, st
             status[i] = OK
             if not mask[i]:
                 continue
+            if shared:  # the likelihood at every node, once for all volatilities
+                _lik_run(rates, tau[i], 0, g, bufs[4], bufs[5], bufs[6], bufs[7])
             for s in range(n_s):
                 rng[0] = 0
                 rng[1] = g - 1
                 p0, p1, st, _, _ = _step(weights[s, i], rng, bufs, rates, h2, sigmas[s], tau[i], changed[i], True,
-                                         False)
+                                         shared)
                 z = p1 if changed[i] else p0
                 log_ev[s, i] += math.log(z) if z > 0.0 else -np.inf
                 if st != OK:
@@ -370,16 +373,19 @@ def stream_predict(weights, tau, rates, log_h2, sigmas, out):
     """P(I = 1) of the next crawl at interval tau[i] of page i under each volatility: out (S, n)."""
     n_s, n, g = weights.shape
     h2 = math.exp(log_h2)
+    shared = n_s > 1  # the likelihood computed once per page for all volatilities
     n_blocks = (n + BLOCK - 1) // BLOCK
     for blk in prange(n_blocks):
         bufs = _buffers(g)
         rng = np.empty(2, dtype=np.int64)
         for i in range(blk * BLOCK, min(n, (blk + 1) * BLOCK)):
+            if shared:
+                _lik_run(rates, tau[i], 0, g, bufs[4], bufs[5], bufs[6], bufs[7])
             for s in range(n_s):
                 rng[0] = 0
                 rng[1] = g - 1
                 p0, p1, st, _, _ = _step(weights[s, i], rng, bufs, rates, h2, sigmas[s], tau[i], False, False,
-                                         False)
+                                         shared)
                 out[s, i] = p1
 
 
