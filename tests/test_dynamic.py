@@ -284,3 +284,23 @@ def test_bad_inputs():
     g = DynamicRateFilter(sigma=0.0, prior=GammaPrior(50.0, 1.0), grid=np.geomspace(10.0, 100.0, 20))
     with pytest.raises(ValueError, match="widen `grid`"):
         g.update(0, 1000.0)
+
+
+def test_crawls_at_intervals_far_below_the_lattice_scale_change_nothing():
+    """A crawl that saw no change after τ = 1e-160 h has likelihood e^{−Δτ} = 1 at every
+    node, and the random walk's kernel over it (t = σ²τ/h² ≈ 2e-163) is the identity to
+    rounding: the posterior after it is the posterior before it. So inserting such crawls
+    leaves every later filtered summary as it was, and nothing is NaN."""
+    rng = np.random.default_rng(5)
+    tau = rng.exponential(1.0, (3, 12))
+    changed = rng.random((3, 12)) < 0.4
+    tiny_tau = np.insert(tau, [4, 8], 1e-160, axis=1)
+    tiny_changed = np.insert(changed, [4, 8], False, axis=1)
+    kept = np.delete(np.arange(14), [4, 9])  # the columns of the original crawls
+    grid = np.geomspace(1e-4, 1e2, 200)
+    ref = dynamic_posterior((changed, tau), sigma=0.03, grid=grid, smooth=False).posterior
+    got = dynamic_posterior((tiny_changed, tiny_tau), sigma=0.03, grid=grid, smooth=False).posterior
+    for name in ("filtered_mean", "filtered_quantiles"):
+        g = got[name].values
+        assert np.all(np.isfinite(g))
+        np.testing.assert_allclose(g[:, kept], ref[name].values, rtol=1e-12, atol=0)

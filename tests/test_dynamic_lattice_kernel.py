@@ -70,7 +70,7 @@ def test_reference_equals_scipy_ive(t):
     np.testing.assert_allclose(_reference_taps(t, b), ref, rtol=1e-13, atol=0)
 
 
-TS = list(np.geomspace(1e-8, 1e4, 25)) + [1e-30, 1e-12, 1e-9]
+TS = list(np.geomspace(1e-8, 1e4, 25)) + [1e-30, float(np.nextafter(1e-30, 1.0)), 1e-12, 1e-9]
 
 
 @pytest.mark.parametrize("bmax", [10**6, 199, 5, 1, 0])
@@ -83,6 +83,24 @@ def test_taps_equal_the_high_precision_reference(t, bmax):
     ref = _reference_taps(t, b)
     np.testing.assert_allclose(out[:b + 1], ref, rtol=_tolerance(t, b, start), atol=0)
     assert out[0] + 2.0 * out[1:b + 1].sum() == pytest.approx(1.0, rel=(b + 3) * U)
+
+
+@pytest.mark.parametrize("bmax", [10**6, 1, 0])
+@pytest.mark.parametrize("t", [1e-31, 1e-60, 1e-100, 1e-147, 1e-160, 1e-200, 1e-300, 5e-324],
+                         ids=lambda t: f"t={t:.3g}")
+def test_taps_at_tiny_times_are_finite_and_equal_the_reference(t, bmax):
+    """At t <= SERIES_T the taps are the series' leading terms (t/2)^n/n!, normalised: one
+    rounding for t/(2n) and one for the product per order, B + 3 in the normalisation,
+    and the neglected terms, below t²/4 relative. Taps in the subnormal range (below
+    2^-1022) carry an absolute error of a few of the smallest subnormal instead. The
+    recurrence's factors 2n/t would overflow here before its rescaling."""
+    out = np.full(max(bmax, _b_full(t)) + 2, np.nan)
+    b = _kernels.lattice_kernel(t, bmax, out)
+    assert b == min(bmax, _b_full(t))
+    k = out[:b + 1]
+    assert np.all(np.isfinite(k)) and k[0] == pytest.approx(1.0, rel=(b + 3) * U)
+    np.testing.assert_allclose(k, _reference_taps(t, b), rtol=U * (3 * b + 3) + t * t / 4.0,
+                               atol=(2 * b + 2) * 2.0 ** -1074)
 
 
 @pytest.mark.parametrize("t", TS, ids=lambda t: f"t={t:.3g}")

@@ -47,6 +47,9 @@ KERNEL_SDS = 6.0
 TAIL = 1e-30
 #: Miller's recurrence for the kernel starts where its relative error bound is below this
 MILLER_EPS = 1e-18
+#: at or below this t = σ²τ/h², the kernel's taps are the leading terms of the series of
+#: I_n(t) (relative error below t²/4 <= 2.5e-61) instead of Miller's recurrence
+SERIES_T = 1e-30
 #: above this x = Δτ, e^{−x} (< 2^-1021) is taken as 0 and 1 − e^{−x} as 1
 UNDERFLOW_X = 708.0
 #: status codes returned by the kernels
@@ -92,7 +95,9 @@ def lattice_kernel(t, bmax, out):
     k(n) = e^{−t} I_n(t) for |n| <= B, B = min(bmax, ⌈6√t⌉ + 3), renormalised so that
     k(0) + 2 Σ_{n=1..B} k(n) = 1. I_n by Miller's downward recurrence
     I_{n−1} = (2n/t) I_n + I_{n+1} from the order :func:`miller_start` (y_{N+1} = 0),
-    with rescaling; orders above B are not stored.
+    with rescaling; orders above B are not stored. For t <= :data:`SERIES_T` the taps are
+    the series' leading terms (t/2)^n/n! (relative error below t²/4), where a step of the
+    recurrence could overflow.
     """
     if t <= 0.0:
         out[0] = 1.0
@@ -100,7 +105,29 @@ def lattice_kernel(t, bmax, out):
     sd = math.sqrt(t)
     b_full = int(math.ceil(KERNEL_SDS * sd)) + 3
     b = min(bmax, b_full)
-    start = miller_start(t, b, b_full)
+    if t <= SERIES_T:
+        # I_n(t)/I_0(t) = (t/2)^n/n! · (1 + ε), |ε| < t²/4 <= 2.5e-61: the leading terms of
+        # the series, whose products of factors below 1 cannot overflow (the recurrence's
+        # factors 2n/t would, past 1e58, before its rescaling)
+        a = 1.0
+        out[0] = 1.0
+        for n in range(1, b + 1):
+            a *= t / (2.0 * n)
+            out[n] = a
+    else:
+        _miller_taps(t, b, miller_start(t, b, b_full), out)
+    s = out[0]
+    for n in range(1, b + 1):
+        s += 2.0 * out[n]
+    inv = 1.0 / s
+    for n in range(b + 1):
+        out[n] *= inv
+    return b
+
+
+@njit(cache=True)
+def _miller_taps(t, b, start, out):
+    """out[n] ∝ I_n(t) for n <= b by the downward recurrence from order ``start``."""
     two_over_t = 2.0 / t
     y_next = 0.0
     y = 1e-280
@@ -125,13 +152,6 @@ def lattice_kernel(t, bmax, out):
             y_next *= 1e-250
             for m in range(n - 1, b + 1):
                 out[m] *= 1e-250
-    s = out[0]
-    for n in range(1, b + 1):
-        s += 2.0 * out[n]
-    inv = 1.0 / s
-    for n in range(b + 1):
-        out[n] *= inv
-    return b
 
 
 @njit(cache=True, fastmath=FASTMATH)
