@@ -14,7 +14,8 @@ support). One crawl with interval τ:
    renormalised so that no mass leaves the lattice; the range grows by the kernel's
    half-width B on each side. The taps come from Miller's downward recurrence started at
    the order :func:`miller_start` chooses from t and B (a few orders past B for small t,
-   where the recurrence's truncation error is bounded by MILLER_EPS = 1e-18 relative);
+   where the recurrence's truncation error is bounded by MILLER_EPS = 1e-18 relative),
+   or for t <= SERIES_T = 1e-30 from the series' leading terms (t/2)^n/n!;
 3. predictive: P(I = 1) = Σ_i w_i (1 − e^{−Δ_i τ}), P(I = 0) = Σ_i w_i e^{−Δ_i τ};
 4. update: w_i ← w_i P(I | Δ_i, τ) / P(I).
 
