@@ -27,6 +27,10 @@ from ._pages import ReplayPages, pages_from_table
 from ._plots import plot_freshness_budget
 from ._policies import (
     NUTCH_DEFAULTS,
+    NUTCH_MODIFIED,
+    NUTCH_NOTMODIFIED,
+    NUTCH_UNKNOWN,
+    NUTCH_VERSIONS,
     POLICIES,
     STORMCRAWLER_DEFAULTS,
     NutchPolicy,
@@ -46,6 +50,10 @@ __all__ = [
     "GridLearner",
     "LLNLearner",
     "NUTCH_DEFAULTS",
+    "NUTCH_MODIFIED",
+    "NUTCH_NOTMODIFIED",
+    "NUTCH_UNKNOWN",
+    "NUTCH_VERSIONS",
     "NutchPolicy",
     "OraclePolicy",
     "POLICIES",

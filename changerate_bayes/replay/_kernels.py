@@ -22,6 +22,8 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy")
 MS_PER_DAY = 86_400_000
 NEVER = np.iinfo(np.int64).max // 4
 NEVER_F = float(NEVER)
+#: No time stored (Nutch's modified time 0)
+NO_TIME = -(np.int64(1) << np.int64(62))
 
 
 # ----------------------------------------------------------------------------- the engine
@@ -252,46 +254,134 @@ def lln_events(page, changed, tau, k, ones, tau_sum):
 
 # -------------------------------------------------------------------- crawlers' schedules
 @nb.njit(inline="always", **_JIT)
-def _set_due_one(i, next_fetch, due, dt, first, last, k_min):
-    d = np.maximum(np.ceil(next_fetch[i] / dt - 1e-9), np.float64(max(first[i], k_min)))
-    due[i] = np.int64(d) if d <= last[i] else np.int64(NEVER_F)
+def _java_round(x):
+    """Java's ``Math.round``: the nearest integer, halves up."""
+    return np.int64(np.floor(x + 0.5))
+
+
+@nb.njit(inline="always", **_JIT)
+def _nutch_fetch(t_ms, state, interval_s, modified_ms, inc_rate, dec_rate, min_interval_s, max_interval_s,
+                 max_fetch_interval_s, sync_delta, sync_delta_rate, v122):
+    """One fetch in Nutch's CrawlDb update: ``AdaptiveFetchSchedule.setFetchSchedule`` then
+    CrawlDbReducer's ``forceRefetch`` check (see ``_policies.nutch_update``).
+
+    In Java's arithmetic: the interval is a float (float32) while it is adapted and an int
+    (whole seconds, Math.round) once stored; times are long milliseconds; the rates are
+    floats read from the configuration (``sync_delta_rate`` widened to double). A modified
+    time ``NO_TIME`` is Nutch's 0 (none stored). Returns (stored interval s, next fetch ms,
+    modified ms, reset).
+    """
+    one = np.float32(1.0)
+    iv = np.float32(interval_s)
+    if state == 1:  # STATUS_MODIFIED
+        iv = iv * (one - np.float32(dec_rate))
+    elif state == 2:  # STATUS_NOTMODIFIED
+        iv = iv * (one + np.float32(inc_rate))
+    mod = modified_ms
+    if mod == NO_TIME:
+        mod = t_ms
+    if state == 1:
+        mod = t_ms
+    lo = np.float32(min_interval_s)
+    hi = np.float32(max_interval_s)
+    ref = t_ms
+    if sync_delta:
+        rate = np.float64(np.float32(sync_delta_rate))
+        delta = t_ms - mod
+        if v122:
+            if np.float32(delta) > iv * np.float32(1000.0):
+                iv = np.float32(delta // 1000)
+            offset = _java_round(delta * rate)
+            hi_ms = np.int64(hi) * 1000
+            if delta > 0 and offset > hi_ms:
+                offset = (offset // delta) * hi_ms  # long division: 0 while the rate is < 1
+            ref = t_ms - offset
+        else:
+            delta_s = delta // 1000
+            if np.float32(delta_s) > iv:
+                iv = np.float32(delta_s)
+            ref = t_ms - _java_round(delta_s * rate * 1000.0)
+    if iv < lo:
+        iv = lo
+    elif iv > hi:
+        iv = hi
+    stored = _java_round(np.float64(iv))
+    nxt = ref + _java_round(np.float64(iv) * 1000.0)
+    if state == 2:  # NOTMODIFIED: the reducer restores the stored modified time (none stays none)
+        mod = modified_ms
+    reset = False
+    if stored > max_fetch_interval_s:  # CrawlDbReducer -> forceRefetch(asap=false): the fetch time stays
+        stored = _java_round(np.float64(np.float32(max_fetch_interval_s) * np.float32(0.9)))
+        mod = NO_TIME
+        reset = True
+    return stored, nxt, mod, reset
 
 
 @nb.njit(**_JIT)
-def nutch_observe(idx, t, changed, interval, next_fetch, modified, inc_rate, dec_rate, min_interval, max_interval,
-                  max_fetch_interval, sync_delta, sync_delta_rate, due, dt, first, last, k_min):
-    """``NutchPolicy.observe``: ``nutch_update`` then the next due step (>= k_min) of pages ``idx``."""
-    for j in range(idx.size):
-        i = idx[j]
-        if changed[i]:
-            iv = interval[i] * (1.0 - dec_rate[i])
-            modified[i] = t
-        else:
-            iv = interval[i] * (1.0 + inc_rate[i])
-        ref = t
-        if sync_delta:
-            delta = t - modified[i]
-            iv = np.maximum(iv, delta)
-            ref = t - sync_delta_rate[i] * delta
-        iv = np.minimum(np.maximum(iv, min_interval[i]), np.minimum(max_interval[i], max_fetch_interval[i]))
-        interval[i] = iv
-        next_fetch[i] = ref + iv
-        _set_due_one(i, next_fetch, due, dt, first, last, k_min)
+def nutch_fetch(t_ms, state, interval_s, modified_ms, inc_rate, dec_rate, min_interval_s, max_interval_s,
+                max_fetch_interval_s, sync_delta, sync_delta_rate, v122, next_ms, reset):
+    """``_nutch_fetch`` of every entry (arrays of one length; ``interval_s`` and ``modified_ms``
+    are updated in place, ``next_ms`` and ``reset`` written)."""
+    for i in range(interval_s.size):
+        interval_s[i], next_ms[i], modified_ms[i], reset[i] = _nutch_fetch(
+            t_ms[i], state[i], interval_s[i], modified_ms[i], inc_rate[i], dec_rate[i], min_interval_s[i],
+            max_interval_s[i], max_fetch_interval_s[i], sync_delta, sync_delta_rate[i], v122)
 
 
 @nb.njit(**_JIT)
-def stormcrawler_observe(idx, t, changed, interval, next_fetch, inc_rate, dec_rate, min_interval, max_interval, due,
-                         dt, first, last, k_min):
-    """``StormCrawlerPolicy.observe``: ``stormcrawler_update`` then the next due step (>= k_min) of pages ``idx``."""
+def nutch_observe(idx, t_ms, changed, interval_s, modified_ms, next_ms, has_sig, inc_rate, dec_rate, min_interval_s,
+                  max_interval_s, max_fetch_interval_s, sync_delta, sync_delta_rate, v122, due, dt_ms, first, last,
+                  k_min):
+    """``NutchPolicy.observe`` of the pages ``idx`` fetched at ``t_ms``: the fetch state (UNKNOWN
+    without a stored signature, else MODIFIED / NOTMODIFIED), ``_nutch_fetch``, the signature
+    kept unless reset, then the due step: k_min if the Generator at the next cycle
+    (``shouldFetch``) finds the fetch time more than db.fetch.interval.max ahead, else the
+    first step at or after the fetch time (>= k_min)."""
+    t_next = k_min * dt_ms
     for j in range(idx.size):
         i = idx[j]
-        if changed[i]:
-            iv = (1.0 - dec_rate[i]) * interval[i] + dec_rate[i] * min_interval[i]
+        if not has_sig[i]:
+            state = 0
+        elif changed[i]:
+            state = 1
         else:
-            iv = np.minimum(interval[i] * (1.0 + inc_rate[i]), max_interval[i])
-        interval[i] = iv
-        next_fetch[i] = t + iv
-        _set_due_one(i, next_fetch, due, dt, first, last, k_min)
+            state = 2
+        iv, nxt, mod, reset = _nutch_fetch(t_ms, state, interval_s[i], modified_ms[i], inc_rate[i], dec_rate[i],
+                                           min_interval_s[i], max_interval_s[i], max_fetch_interval_s[i],
+                                           sync_delta, sync_delta_rate[i], v122)
+        interval_s[i] = iv
+        modified_ms[i] = mod
+        has_sig[i] = not reset
+        next_ms[i] = nxt
+        if nxt - t_next > max_fetch_interval_s[i] * 1000:
+            d = k_min
+        else:
+            d = max(-((-nxt) // dt_ms), max(first[i], k_min))  # ceil(nxt / dt)
+        due[i] = d if d <= last[i] else NEVER
+
+
+@nb.njit(**_JIT)
+def stormcrawler_observe(idx, t_ms, changed, interval_min, next_ms, inc_rate, dec_rate, min_interval_min,
+                         max_interval_min, due, dt_ms, first, last, k_min):
+    """``StormCrawlerPolicy.observe`` of the pages ``idx`` fetched at ``t_ms``: the
+    AdaptiveScheduler's whole-minute interval (Java float arithmetic, truncated to int),
+    the next fetch t + interval, then the due step (>= k_min)."""
+    one = np.float32(1.0)
+    for j in range(idx.size):
+        i = idx[j]
+        iv = interval_min[i]
+        if changed[i]:
+            dec = np.float32(dec_rate[i])
+            iv = np.int64((one - dec) * np.float32(iv) + dec * np.float32(min_interval_min[i]))
+        else:
+            iv = np.int64(np.float32(iv) * (one + np.float32(inc_rate[i])))
+            if iv > max_interval_min[i]:
+                iv = max_interval_min[i]
+        interval_min[i] = iv
+        nxt = t_ms + iv * 60_000
+        next_ms[i] = nxt
+        d = max(-((-nxt) // dt_ms), max(first[i], k_min))
+        due[i] = d if d <= last[i] else NEVER
 
 
 # ------------------------------------------------------------------------ the grid learner

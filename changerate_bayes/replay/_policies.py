@@ -36,6 +36,10 @@ __all__ = [
     "nutch_update",
     "stormcrawler_update",
     "NUTCH_DEFAULTS",
+    "NUTCH_VERSIONS",
+    "NUTCH_UNKNOWN",
+    "NUTCH_MODIFIED",
+    "NUTCH_NOTMODIFIED",
     "STORMCRAWLER_DEFAULTS",
 ]
 
@@ -43,13 +47,15 @@ _SECOND = 1.0 / 86400.0
 _MINUTE = 60.0 * _SECOND
 _NEVER = np.iinfo(np.int64).max // 4
 
-#: nutch-default.xml (days): db.fetch.schedule.adaptive.{inc_rate, dec_rate, min_interval,
-#: max_interval, sync_delta, sync_delta_rate}, db.fetch.interval.max, db.fetch.interval.default.
+#: conf/nutch-default.xml of Nutch 1.22 (days): db.fetch.schedule.adaptive.{inc_rate, dec_rate,
+#: min_interval (60 s), max_interval (365 d), sync_delta, sync_delta_rate}, db.fetch.interval.max
+#: (90 d, whole seconds) and db.fetch.interval.default (30 d).
 NUTCH_DEFAULTS = dict(inc_rate=0.4, dec_rate=0.2, min_interval=60 * _SECOND, max_interval=365.0,
                       max_fetch_interval=90.0, sync_delta=True, sync_delta_rate=0.3, initial_interval=30.0)
 
-#: StormCrawler AdaptiveScheduler defaults (days): scheduler.adaptive.fetchInterval.rate.{incr, decr},
-#: .min (60 min), .max (14 d), fetchInterval.default (1 d).
+#: StormCrawler 3.x AdaptiveScheduler defaults (days; it counts whole minutes):
+#: scheduler.adaptive.fetchInterval.rate.{incr, decr}, fetchInterval.min (60 min), .max
+#: (14 d), and the DefaultScheduler's fetchInterval.default (1 d).
 STORMCRAWLER_DEFAULTS = dict(inc_rate=0.5, dec_rate=0.5, min_interval=60 * _MINUTE, max_interval=14.0,
                              initial_interval=1.0)
 
@@ -276,84 +282,201 @@ class ThompsonPolicy(PlugInPolicy):
 
 
 # ----------------------------------------------------------------- crawlers' own schedules
-def nutch_update(interval, modified, t, changed, *, inc_rate, dec_rate, min_interval, max_interval,
-                 max_fetch_interval, sync_delta, sync_delta_rate):
-    """One AdaptiveFetchSchedule update after a fetch at time ``t`` (arrays, days).
+#: FetchSchedule.STATUS_UNKNOWN, STATUS_MODIFIED, STATUS_NOTMODIFIED: the state of a Nutch fetch
+NUTCH_UNKNOWN, NUTCH_MODIFIED, NUTCH_NOTMODIFIED = 0, 1, 2
+#: Nutch releases whose AdaptiveFetchSchedule :func:`nutch_update` reproduces
+NUTCH_VERSIONS = ("1.22", "1.21")
 
-    The semantics of Apache Nutch's ``AdaptiveFetchSchedule.setFetchSchedule`` (documented
-    in its Javadoc and nutch-default.xml), re-expressed:
 
-    1. interval ← interval·(1 − dec_rate) if the fetch saw a change (and the modified time
-       becomes t: with no Last-Modified header Nutch dates a change by the fetch that
-       detected it), interval·(1 + inc_rate) if not;
-    2. with ``sync_delta``: δ = t − modified (time since the last change seen); if δ >
-       interval then interval ← δ; the reference time becomes t − sync_delta_rate·δ
-       (else it is t);
-    3. interval is clipped to [min_interval, min(max_interval, max_fetch_interval)]: the
-       adaptive maximum (365 d) is capped by ``db.fetch.interval.max`` (90 d), beyond which
-       Nutch forces a refetch anyway;
-    4. next fetch = reference time + interval.
+def _check_version(version) -> bool:
+    if version not in NUTCH_VERSIONS:
+        raise ValueError(f"`version` must be one of {NUTCH_VERSIONS}; got {version!r}")
+    return version == "1.22"
 
-    After a long time without a change, δ·sync_delta_rate exceeds the clipped interval and
-    the next fetch falls in the past: the page is fetched again in the very next cycle,
-    and so on until it changes (the open Nutch bug NUTCH-1564). This is kept: it is what
-    the defaults do.
+
+def _nutch_units(n, *, inc_rate, dec_rate, min_interval, max_interval, max_fetch_interval, sync_delta,
+                 sync_delta_rate):
+    """Nutch's settings (days) per page in its own units: float seconds for the adaptive
+    bounds, whole seconds for db.fetch.interval.max (an int property)."""
+    def arr(x):
+        return np.broadcast_to(np.asarray(x, dtype=np.float64), (n,)).copy()
+
+    if not isinstance(sync_delta, (bool, np.bool_)):
+        raise TypeError(f"`sync_delta` must be a bool; got {type(sync_delta).__name__}")
+    return dict(inc_rate=arr(inc_rate), dec_rate=arr(dec_rate), min_interval_s=arr(min_interval) * 86400.0,
+                max_interval_s=arr(max_interval) * 86400.0,
+                max_fetch_interval_s=np.rint(arr(max_fetch_interval) * 86400.0).astype(np.int64),
+                sync_delta=bool(sync_delta), sync_delta_rate=arr(sync_delta_rate))
+
+
+def _ms(days) -> np.ndarray:
+    return np.rint(np.asarray(days, dtype=np.float64) * 86_400_000.0).astype(np.int64)
+
+
+def nutch_update(interval, modified, t, state, *, inc_rate, dec_rate, min_interval, max_interval,
+                 max_fetch_interval, sync_delta, sync_delta_rate, version="1.22"):
+    """One successful fetch in Apache Nutch's CrawlDb update (arrays over pages, days).
+
+    Reproduces, from the sources of Nutch releases 1.22 and 1.21,
+    ``AdaptiveFetchSchedule.setFetchSchedule`` followed by ``CrawlDbReducer``'s call of
+    ``AbstractFetchSchedule.forceRefetch``:
+
+    1. interval ← interval·(1 − dec_rate) if the fetch is MODIFIED (and the modified time
+       becomes t: Nutch dates a change by the fetch that detected it); interval·(1 +
+       inc_rate) if NOTMODIFIED; unchanged if UNKNOWN (no stored signature to compare: the
+       first fetch, or the first one after a reset). A missing modified time counts as t.
+    2. With ``sync_delta``: δ = t − modified; if δ > interval then interval ← δ; the
+       reference time is t − offset, offset = sync_delta_rate·δ. Release 1.22 (the fix of
+       NUTCH-1564) sets the offset to 0 when it exceeds ``max_interval``, so the next fetch
+       is never in the past; release 1.21 keeps it, and a page unchanged for long gets a
+       next fetch time before t (``version="1.21"``).
+    3. interval is clipped to [min_interval, max_interval] and stored in whole seconds
+       (Nutch keeps it as an int); next fetch = reference time + interval.
+    4. If the stored interval exceeds ``max_fetch_interval`` (db.fetch.interval.max),
+       forceRefetch: interval ← 0.9·max_fetch_interval, signature and modified time
+       cleared (the next fetch is UNKNOWN and δ starts again); the next fetch time stays.
+
+    Java's arithmetic is kept: float rates and a float interval, millisecond times,
+    ``Math.round``.
+
+    Parameters
+    ----------
+    interval : array (N,)
+        Stored fetch intervals, days (rounded to whole seconds).
+    modified : array (N,)
+        Stored modified times, days; NaN for none.
+    t : float or array (N,)
+        Fetch times, days (rounded to milliseconds).
+    state : int array (N,)
+        :data:`NUTCH_UNKNOWN` (0), :data:`NUTCH_MODIFIED` (1) or :data:`NUTCH_NOTMODIFIED` (2).
+    inc_rate, dec_rate, sync_delta_rate : float or array (N,)
+    min_interval, max_interval, max_fetch_interval : float or array (N,)
+        Days (nutch-default.xml: 60 s, 365 d, 90 d; see :data:`NUTCH_DEFAULTS`).
+    sync_delta : bool
+    version : {"1.22", "1.21"}
 
     Returns
     -------
-    (interval, next_fetch, modified) : arrays
+    (interval, next_fetch, modified, reset) : arrays (N,)
+        Days (``modified`` NaN where cleared); ``reset`` True where forceRefetch ran.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``version`` or a ``state`` outside {0, 1, 2}.
+    TypeError
+        If ``sync_delta`` is not a bool.
+
+    References
+    ----------
+    Apache Nutch 1.22 and 1.21, ``src/java/org/apache/nutch/crawl/AdaptiveFetchSchedule.java``,
+    ``AbstractFetchSchedule.java``, ``CrawlDbReducer.java``, ``conf/nutch-default.xml``;
+    issue NUTCH-1564 (fixed in 1.22).
     """
-    changed = np.asarray(changed, dtype=bool)
-    interval = np.where(changed, interval * (1.0 - dec_rate), interval * (1.0 + inc_rate))
-    modified = np.where(changed, t, modified)
-    ref = np.broadcast_to(np.asarray(t, dtype=np.float64), interval.shape)
-    if sync_delta:
-        delta = t - modified
-        interval = np.maximum(interval, delta)
-        ref = t - sync_delta_rate * delta
-    interval = np.clip(interval, min_interval, np.minimum(max_interval, max_fetch_interval))
-    return interval, ref + interval, modified
+    v122 = _check_version(version)
+    interval = np.atleast_1d(np.asarray(interval, dtype=np.float64))
+    n = interval.size
+    state = np.broadcast_to(np.asarray(state), (n,))
+    if state.size and (not np.issubdtype(state.dtype, np.integer) or state.min() < 0 or state.max() > 2):
+        raise ValueError(f"`state` must hold 0 (UNKNOWN), 1 (MODIFIED) or 2 (NOTMODIFIED); got {np.unique(state)}")
+    par = _nutch_units(n, inc_rate=inc_rate, dec_rate=dec_rate, min_interval=min_interval,
+                       max_interval=max_interval, max_fetch_interval=max_fetch_interval, sync_delta=sync_delta,
+                       sync_delta_rate=sync_delta_rate)
+    k = _kernels()
+    modified = np.broadcast_to(np.asarray(modified, dtype=np.float64), (n,))
+    mod_ms = np.where(np.isnan(modified), k.NO_TIME, _ms(np.nan_to_num(modified)))
+    iv_s = np.rint(interval * 86400.0).astype(np.int64)
+    t_ms = np.broadcast_to(_ms(t), (n,)).copy()
+    next_ms = np.empty(n, dtype=np.int64)
+    reset = np.empty(n, dtype=bool)
+    k.nutch_fetch(t_ms, state.astype(np.int64), iv_s, mod_ms, par["inc_rate"], par["dec_rate"],
+                  par["min_interval_s"], par["max_interval_s"], par["max_fetch_interval_s"], par["sync_delta"],
+                  par["sync_delta_rate"], v122, next_ms, reset)
+    mod = np.where(mod_ms == k.NO_TIME, np.nan, mod_ms / 86_400_000.0)
+    return iv_s / 86400.0, next_ms / 86_400_000.0, mod, reset
 
 
 def stormcrawler_update(interval, t, changed, *, inc_rate, dec_rate, min_interval, max_interval):
-    """One StormCrawler AdaptiveScheduler update after a fetch at time ``t`` (arrays, days).
+    """One fetch under StormCrawler's AdaptiveScheduler (arrays over pages, days).
 
-    On a change (signature differs): interval ← (1 − dec_rate)·interval + dec_rate·min
-    (it approaches the minimum without passing it); without one: interval ←
-    (1 + inc_rate)·interval, capped at the max. Next fetch = t + interval. (StormCrawler
-    rounds the interval down to whole minutes; the replay keeps it exact.)
+    Reproduces ``AdaptiveScheduler.schedule`` of Apache StormCrawler 3.x
+    (``org.apache.stormcrawler.persistence``) for a FETCHED page whose signature could be
+    compared: the interval is an int number of minutes; on a change (signature differs)
+    interval ← (int)((1 − dec_rate)·interval + dec_rate·min), which approaches the minimum
+    without passing it; without one interval ← (int)(interval·(1 + inc_rate)), capped at
+    the max. Java float arithmetic, truncated to whole minutes, so from the 60-minute
+    minimum an increase rate below 1/60 never lengthens the interval. Next fetch = t +
+    interval.
+
+    Parameters
+    ----------
+    interval : array (N,)
+        Days (rounded to whole minutes).
+    t : float or array (N,)
+        Fetch times, days.
+    changed : bool array (N,)
+    inc_rate, dec_rate : float or array (N,)
+    min_interval, max_interval : float or array (N,)
+        Days, rounded to whole minutes (defaults 60 min and 14 d; :data:`STORMCRAWLER_DEFAULTS`).
 
     Returns
     -------
-    (interval, next_fetch) : arrays
+    (interval, next_fetch) : arrays (N,), days
+
+    References
+    ----------
+    Apache StormCrawler 3.x, ``core/src/main/java/org/apache/stormcrawler/persistence/AdaptiveScheduler.java``.
     """
-    changed = np.asarray(changed, dtype=bool)
-    interval = np.where(changed, (1.0 - dec_rate) * interval + dec_rate * min_interval,
-                        np.minimum(interval * (1.0 + inc_rate), max_interval))
-    return interval, t + interval
+    interval = np.atleast_1d(np.asarray(interval, dtype=np.float64))
+    n = interval.size
+    par = _storm_units(n, inc_rate=inc_rate, dec_rate=dec_rate, min_interval=min_interval, max_interval=max_interval)
+    iv = np.rint(interval * 1440.0).astype(np.int64)
+    changed = np.broadcast_to(np.asarray(changed, dtype=bool), (n,))
+    t_ms = np.broadcast_to(_ms(t), (n,))
+    next_ms = np.empty(n, dtype=np.int64)
+    due = np.empty(n, dtype=np.int64)
+    idx = np.arange(n, dtype=np.int64)
+    for tv in np.unique(t_ms):  # the kernel takes one fetch time: a loop over distinct times
+        j = idx[t_ms == tv]
+        _kernels().stormcrawler_observe(j, int(tv), changed, iv, next_ms, par["inc_rate"], par["dec_rate"],
+                                        par["min_interval_min"], par["max_interval_min"], due, 1,
+                                        np.zeros(n, dtype=np.int64), np.full(n, _NEVER, dtype=np.int64), 0)
+    return iv / 1440.0, next_ms / 86_400_000.0
+
+
+def _storm_units(n, *, inc_rate, dec_rate, min_interval, max_interval):
+    def arr(x):
+        return np.broadcast_to(np.asarray(x, dtype=np.float64), (n,)).copy()
+
+    return dict(inc_rate=arr(inc_rate), dec_rate=arr(dec_rate),
+                min_interval_min=np.rint(arr(min_interval) * 1440.0).astype(np.int64),
+                max_interval_min=np.rint(arr(max_interval) * 1440.0).astype(np.int64))
 
 
 class _SchedulePolicy:
-    """A crawler's own per-page schedule: a page is fetched at the first step at or after its due time."""
+    """A crawler's own per-page schedule: a page is fetched at the first step at or after its
+    due time (one replay step is one crawl cycle). State in the crawler's units: ``next_ms``
+    (next fetch, int64 ms since t0); :attr:`next_fetch` reads it in days."""
 
     budgeted = False
     oracle = False
 
+    @property
+    def next_fetch(self) -> np.ndarray:
+        """Next fetch times, days since t0."""
+        return self.next_ms / 86_400_000.0
+
     def reset(self, ctx) -> None:
         self.ctx = ctx
-        n = ctx.n_pages
-        self.params = {k: (np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)).copy()
-                           if not isinstance(v, (bool, np.bool_)) else v) for k, v in self.settings.items()}
-        self.interval = np.broadcast_to(self.params.pop("initial_interval"), (n,)).copy()
-        self.next_fetch = ctx.start + self.interval
-        self.modified = ctx.start.copy()
-        self.due = np.zeros(n, dtype=np.int64)
-        self._set_due(np.arange(n))
+        self.dt_ms = int(round(ctx.dt * 86_400_000.0))
+        self.start_ms = _ms(ctx.start)
+        self.due = np.zeros(ctx.n_pages, dtype=np.int64)
 
     def _set_due(self, i, k_min=0) -> None:
+        """Due step of pages ``i``: the first step at or after the next fetch, >= k_min, in the window."""
         ctx = self.ctx
-        due = np.maximum(np.ceil(self.next_fetch[i] / ctx.dt - 1e-9), np.maximum(ctx.first_step[i], k_min))
-        self.due[i] = np.where(due <= ctx.last_step[i], due, _NEVER).astype(np.int64)
+        due = np.maximum(-(-self.next_ms[i] // self.dt_ms), np.maximum(ctx.first_step[i], k_min))
+        self.due[i] = np.where(due <= ctx.last_step[i], due, _NEVER)
 
     def next_step(self, k: int) -> int:
         return max(int(self.due.min()), k)
@@ -363,53 +486,105 @@ class _SchedulePolicy:
 
     def observe(self, k, t, changed, interval, mask) -> None:
         i = np.flatnonzero(mask)
-        self._update(i, t, changed[i])
+        self._update(i, t, np.asarray(changed, dtype=bool)[i])
         self._set_due(i, k + 1)  # at most one fetch per step
 
 
 class NutchPolicy(_SchedulePolicy):
-    """Apache Nutch's AdaptiveFetchSchedule with the defaults of nutch-default.xml (see :func:`nutch_update`).
+    """Apache Nutch's AdaptiveFetchSchedule, fetch cycle by fetch cycle (see :func:`nutch_update`).
 
-    Keyword arguments override :data:`NUTCH_DEFAULTS` (days); ``inc_rate`` may be an array
-    of one rate per page. The first fetch is the window start (interval
-    db.fetch.interval.default = 30 d); a crawl cycle is one replay step.
+    Keyword arguments override :data:`NUTCH_DEFAULTS` (nutch-default.xml, days);
+    ``inc_rate`` may be an array of one rate per page. One replay step is one
+    generate-fetch-update cycle. The first fetch is the window start (UNKNOWN: no
+    signature yet; interval db.fetch.interval.default = 30 d). After each fetch the
+    CrawlDb update of :func:`nutch_update` runs (with forceRefetch past
+    db.fetch.interval.max), and the Generator's ``shouldFetch`` is applied at the next
+    cycle: a page whose next fetch time is more than db.fetch.interval.max ahead is fetched
+    then. With the defaults a page that never changes is fetched every 81 and 89.1 days in
+    turn (the reset and the UNKNOWN fetch after it).
+
+    Parameters
+    ----------
+    name : str, default "nutch"
+    version : {"1.22", "1.21"}, default "1.22"
+        The Nutch release whose sync_delta offset rule is used (see :func:`nutch_update`).
+    **settings
+        Keys of :data:`NUTCH_DEFAULTS`.
+
+    State: ``interval_s`` (int64 s), ``modified_ms`` (int64 ms, ``NO_TIME`` for none),
+    ``has_signature`` (bool), ``next_ms``.
     """
 
-    def __init__(self, name: str = "nutch", **settings):
+    def __init__(self, name: str = "nutch", *, version: str = "1.22", **settings):
         unknown = set(settings) - set(NUTCH_DEFAULTS)
         if unknown:
             raise ValueError(f"unknown Nutch setting(s) {sorted(unknown)}; valid: {sorted(NUTCH_DEFAULTS)}")
+        self._v122 = _check_version(version)
         self.name = name
+        self.version = version
         self.settings = {**NUTCH_DEFAULTS, **settings}
 
+    @property
+    def interval(self) -> np.ndarray:
+        """Stored fetch intervals, days."""
+        return self.interval_s / 86400.0
+
+    def reset(self, ctx) -> None:
+        super().reset(ctx)
+        n = ctx.n_pages
+        par = dict(self.settings)
+        initial = np.broadcast_to(np.asarray(par.pop("initial_interval"), dtype=np.float64), (n,))
+        self.params = _nutch_units(n, **par)
+        # the first fetch, at the window start: UNKNOWN, so the interval stays the default, the
+        # modified time becomes the fetch time, and the signature is stored
+        self.interval_s = np.rint(initial * 86400.0).astype(np.int64)
+        self.modified_ms = self.start_ms.copy()
+        self.has_signature = np.ones(n, dtype=bool)
+        self.next_ms = self.start_ms + self.interval_s * 1000
+        self._set_due(np.arange(n))
+
     def _update(self, i, t, changed) -> None:
+        k = _kernels()
+        state = np.where(~self.has_signature[i], NUTCH_UNKNOWN, np.where(changed, NUTCH_MODIFIED, NUTCH_NOTMODIFIED))
         par = {key: (v[i] if isinstance(v, np.ndarray) else v) for key, v in self.params.items()}
-        self.interval[i], self.next_fetch[i], self.modified[i] = nutch_update(
-            self.interval[i], self.modified[i], t, changed, **par)
+        iv, mod = self.interval_s[i].copy(), self.modified_ms[i].copy()
+        nxt, reset = np.empty(i.size, dtype=np.int64), np.empty(i.size, dtype=bool)
+        k.nutch_fetch(np.full(i.size, _ms(t), dtype=np.int64), state.astype(np.int64), iv, mod, par["inc_rate"],
+                      par["dec_rate"], par["min_interval_s"], par["max_interval_s"], par["max_fetch_interval_s"],
+                      par["sync_delta"], par["sync_delta_rate"], self._v122, nxt, reset)
+        self.interval_s[i], self.modified_ms[i], self.next_ms[i] = iv, mod, nxt
+        self.has_signature[i] = ~reset
+
+    def _set_due(self, i, k_min=0) -> None:
+        super()._set_due(i, k_min)
+        if k_min > 0:  # Generator.shouldFetch at the next cycle
+            far = self.next_ms[i] - k_min * self.dt_ms > self.params["max_fetch_interval_s"][i] * 1000
+            ok = far & (k_min <= self.ctx.last_step[i])
+            self.due[i[ok]] = k_min
 
     def observe(self, k, t, changed, interval, mask) -> None:
-        par = self.params
-        if (type(self)._update is not NutchPolicy._update or type(self)._set_due is not _SchedulePolicy._set_due
-                or not isinstance(par["sync_delta"], (bool, np.bool_))):
+        cls = type(self)
+        if cls._update is not NutchPolicy._update or cls._set_due is not NutchPolicy._set_due:
             return super().observe(k, t, changed, interval, mask)
         i, changed = np.flatnonzero(mask), np.asarray(changed, dtype=bool)
-        if changed.shape != self.interval.shape or (i.size and i[-1] >= self.interval.size):
+        if changed.shape != self.interval_s.shape or (i.size and i[-1] >= self.interval_s.size):
             return super().observe(k, t, changed, interval, mask)  # (raises, as indexing would)
         # the same update as ``_update`` + ``_set_due``, compiled
-        ctx = self.ctx
+        ctx, par = self.ctx, self.params
         _kernels().nutch_observe(
-            i, float(t), changed, self.interval, self.next_fetch,
-            self.modified, par["inc_rate"], par["dec_rate"], par["min_interval"], par["max_interval"],
-            par["max_fetch_interval"], bool(par["sync_delta"]), par["sync_delta_rate"], self.due, float(ctx.dt),
-            ctx.first_step, ctx.last_step, int(k) + 1)
+            i, int(k) * self.dt_ms, changed, self.interval_s, self.modified_ms, self.next_ms, self.has_signature,
+            par["inc_rate"], par["dec_rate"], par["min_interval_s"], par["max_interval_s"],
+            par["max_fetch_interval_s"], par["sync_delta"], par["sync_delta_rate"], self._v122, self.due,
+            self.dt_ms, ctx.first_step, ctx.last_step, int(k) + 1)
 
 
 class StormCrawlerPolicy(_SchedulePolicy):
-    """StormCrawler's AdaptiveScheduler with its documented defaults (see :func:`stormcrawler_update`).
+    """StormCrawler's AdaptiveScheduler with its defaults (see :func:`stormcrawler_update`).
 
     Keyword arguments override :data:`STORMCRAWLER_DEFAULTS` (days); ``inc_rate`` may be
-    an array of one rate per page. The first fetch is the window start; the next one is
-    after the default interval of 1 day.
+    an array of one rate per page. The first fetch is the window start (no old signature
+    to compare: the DefaultScheduler's 1-day interval); the next one is a day later. State:
+    ``interval_min`` (int64 minutes) and ``next_ms``.
     """
 
     def __init__(self, name: str = "stormcrawler", **settings):
@@ -419,22 +594,46 @@ class StormCrawlerPolicy(_SchedulePolicy):
         self.name = name
         self.settings = {**STORMCRAWLER_DEFAULTS, **settings}
 
+    @property
+    def interval(self) -> np.ndarray:
+        """Fetch intervals, days."""
+        return self.interval_min / 1440.0
+
+    def reset(self, ctx) -> None:
+        super().reset(ctx)
+        n = ctx.n_pages
+        par = dict(self.settings)
+        initial = np.broadcast_to(np.asarray(par.pop("initial_interval"), dtype=np.float64), (n,))
+        self.params = _storm_units(n, **par)
+        self.interval_min = np.rint(initial * 1440.0).astype(np.int64)
+        self.next_ms = self.start_ms + self.interval_min * 60_000
+        self._set_due(np.arange(n))
+
     def _update(self, i, t, changed) -> None:
-        par = {key: v[i] for key, v in self.params.items()}
-        self.interval[i], self.next_fetch[i] = stormcrawler_update(self.interval[i], t, changed, **par)
+        par = self.params
+        iv = self.interval_min.copy()
+        nxt = self.next_ms.copy()
+        due = np.empty(iv.size, dtype=np.int64)
+        ch = np.zeros(iv.size, dtype=bool)
+        ch[i] = changed
+        _kernels().stormcrawler_observe(np.asarray(i, dtype=np.int64), int(_ms(t)), ch, iv, nxt, par["inc_rate"],
+                                        par["dec_rate"], par["min_interval_min"], par["max_interval_min"], due, 1,
+                                        np.zeros(iv.size, dtype=np.int64), np.full(iv.size, _NEVER, dtype=np.int64), 0)
+        self.interval_min[i], self.next_ms[i] = iv[i], nxt[i]
 
     def observe(self, k, t, changed, interval, mask) -> None:
-        if type(self)._update is not StormCrawlerPolicy._update or type(self)._set_due is not _SchedulePolicy._set_due:
+        cls = type(self)
+        if cls._update is not StormCrawlerPolicy._update or cls._set_due is not _SchedulePolicy._set_due:
             return super().observe(k, t, changed, interval, mask)
         i, changed = np.flatnonzero(mask), np.asarray(changed, dtype=bool)
-        if changed.shape != self.interval.shape or (i.size and i[-1] >= self.interval.size):
+        if changed.shape != self.interval_min.shape or (i.size and i[-1] >= self.interval_min.size):
             return super().observe(k, t, changed, interval, mask)  # (raises, as indexing would)
         # the same update as ``_update`` + ``_set_due``, compiled
         ctx, par = self.ctx, self.params
         _kernels().stormcrawler_observe(
-            i, float(t), changed, self.interval, self.next_fetch,
-            par["inc_rate"], par["dec_rate"], par["min_interval"], par["max_interval"], self.due, float(ctx.dt),
-            ctx.first_step, ctx.last_step, int(k) + 1)
+            i, int(k) * self.dt_ms, changed, self.interval_min, self.next_ms, par["inc_rate"], par["dec_rate"],
+            par["min_interval_min"], par["max_interval_min"], self.due, self.dt_ms, ctx.first_step, ctx.last_step,
+            int(k) + 1)
 
 
 #: Volatilities (per √day) averaged by the dynamic learners, and their lattice size: fewer
