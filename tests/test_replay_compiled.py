@@ -2,7 +2,9 @@
 replaced, kept here verbatim as the reference: the same seed gives the same ReplayResult arrays
 and the same ``replay_policies`` table, bit for bit, for every built-in policy, at budgets that
 bind and that do not, with pages entering and leaving their windows; user policies and
-misbehaving policies behave as before."""
+misbehaving policies behave as before. Nutch's and StormCrawler's schedules changed their
+rules since (they follow the crawlers' sources: ``tests/test_replay_baselines.py``); here
+their compiled updates are checked against their Python path."""
 
 from __future__ import annotations
 
@@ -745,7 +747,8 @@ def _assert_same_result(new, old):
         assert a.dtype == b.dtype and np.array_equal(a, b), f
 
 
-BUILTIN = [p for p in new_policies.POLICIES if not p.startswith("dynamic")]
+SCHEDULES = ("nutch", "nutch_nosync", "stormcrawler")
+BUILTIN = [p for p in new_policies.POLICIES if not p.startswith("dynamic") and p not in SCHEDULES]
 # (step in hours, steps per epoch, budget per day, seed, whether the budget binds at some step)
 CASES = [(6, 4, 0.6, 1, True), (24, 1, 9.0, 2, False), (3, 8, 2.5, 3, True)]
 
@@ -834,7 +837,7 @@ def test_pages_that_never_change_replay_as_before():
     win = pd.DataFrame({"page": ["a", "b", "c"], "start": [0.0, 2.0, 5.0], "end": [10.0, 7.0, 10.0]})
     pages = pages_from_table(changes, window=win)
     assert pages.change_ms.size == 0
-    for name in ["uniform", "thompson", "nutch", "stormcrawler"]:
+    for name in ["uniform", "thompson"]:
         kw = dict(budget=1.0, dt_ms=12 * HOUR_MS, epoch_steps=2, rng=0)
         _assert_same_result(new_engine.run_replay(pages, new_policies.POLICIES[name](), **kw),
                             run_replay(pages, POLICIES[name](), **kw))
@@ -853,7 +856,8 @@ def test_replay_policies_table_is_exactly_as_before(monkeypatch):
               step="4h", epoch="1D", n_boot=20, tune_iterations=3, rng=7)
     new = new_replay.replay_policies(changes, **kw)
     monkeypatch.setattr(new_replay, "run_replay", run_replay)
-    monkeypatch.setattr(new_replay, "POLICIES", POLICIES)
+    # the previous engine and budgeted policies, today's schedules (their rules changed)
+    monkeypatch.setattr(new_replay, "POLICIES", {**POLICIES, **{p: new_policies.POLICIES[p] for p in SCHEDULES}})
     old = new_replay.replay_policies(changes, **kw)
     pd.testing.assert_frame_equal(new, old, check_exact=True)
 
@@ -873,26 +877,32 @@ def _proportional_subclass(base):
     return Proportional()
 
 
-def _halving_nutch(base):
-    class HalvingNutch(base):
-        """A user schedule: Nutch's rule, but the interval halves on every change."""
+def _python_path(base):
+    """A user schedule subclass that changes nothing: it takes the Python ``_update`` path."""
 
+    class Same(base):
         def _update(self, i, t, changed):
             super()._update(i, t, changed)
-            self.interval[i] = np.where(changed, 0.5 * self.interval[i], self.interval[i])
 
-    return HalvingNutch(name="halving", sync_delta=False)
+    return Same
 
 
-def test_user_schedule_subclasses_replay_as_before():
-    pages = _staggered_pages(10)
-    kw = dict(dt_ms=6 * HOUR_MS, rng=0)
-    _assert_same_result(new_engine.run_replay(pages, _halving_nutch(new_policies.NutchPolicy), **kw),
-                        run_replay(pages, _halving_nutch(NutchPolicy), **kw))
-    for name, settings in [("nutch", dict(inc_rate=np.linspace(0.1, 3.0, pages.n_pages))),
-                           ("stormcrawler", dict(inc_rate=np.linspace(0.1, 3.0, pages.n_pages), min_interval=0.3))]:
-        _assert_same_result(new_engine.run_replay(pages, new_policies.POLICIES[name](**settings), **kw),
-                            run_replay(pages, POLICIES[name](**settings), **kw))
+@pytest.mark.parametrize("seed", [10, 11])
+def test_schedules_compiled_update_equals_their_python_path(seed):
+    pages = _staggered_pages(seed)
+    n = pages.n_pages
+    for hours in (1, 6):
+        kw = dict(dt_ms=hours * HOUR_MS, rng=0)
+        for cls, settings in [(new_policies.NutchPolicy, {}),
+                              (new_policies.NutchPolicy, dict(sync_delta=False)),
+                              (new_policies.NutchPolicy, dict(version="1.21", max_interval=2.0, initial_interval=1.0)),
+                              (new_policies.NutchPolicy, dict(inc_rate=np.linspace(0.1, 3.0, n), max_fetch_interval=5.0)),
+                              (new_policies.StormCrawlerPolicy, {}),
+                              (new_policies.StormCrawlerPolicy, dict(inc_rate=np.linspace(0.1, 3.0, n), min_interval=0.3))]:
+            fast = new_engine.run_replay(pages, cls(**settings), **kw)
+            slow = new_engine.run_replay(pages, _python_path(cls)(**settings), **kw)
+            _assert_same_result(fast, slow)
+            assert fast.crawls.sum() > 0
 
 
 class _RandomCrawler:
