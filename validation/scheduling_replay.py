@@ -288,12 +288,13 @@ def render(result: dict) -> str:
         f"{st['step']} steps and reallocation every {st['epoch']}; total change rate {st['total_change_rate']:.3g} "
         "changes/day. A policy sees only what its crawls reveal (changed since the last crawl? and the interval). "
         "Freshness: the fraction of page-time the copies equalled the live pages. Budgets are hard limits on crawls "
-        "per day over all pages. Nutch (AdaptiveFetchSchedule, nutch-default.xml: inc 0.4, dec 0.2, min 60 s, max "
-        "365 d capped by db.fetch.interval.max 90 d, sync_delta with rate 0.3) and StormCrawler (AdaptiveScheduler: "
-        "on a change interval ← 0.5·interval + 0.5·60 min, else ×1.5 up to 14 d, initial 1 d) follow their own "
-        "schedules; nutch_nosync is Nutch with sync_delta off. With sync_delta on, a page unchanged for longer than "
-        "interval/0.3 gets a next fetch time in the past and is re-fetched every cycle (every step here) until it "
-        "changes: the open Nutch bug NUTCH-1564, kept because it is what the defaults do.</p>",
+        "per day over all pages. Nutch 1.22 (AdaptiveFetchSchedule in the CrawlDb update, nutch-default.xml: inc 0.4, "
+        "dec 0.2, min 60 s, max 365 d, sync_delta with rate 0.3; an interval above db.fetch.interval.max = 90 d "
+        "triggers forceRefetch: interval 81 d, signature and modified time cleared, so the next fetch is UNKNOWN and "
+        "leaves the interval as it is; the sync offset is 0 when it exceeds the max, the fix of NUTCH-1564 in 1.22; "
+        "intervals in whole seconds) and StormCrawler 3.x (AdaptiveScheduler: on a change interval ← 0.5·interval "
+        "+ 0.5·60 min, else ×1.5 up to 14 d, in whole minutes, initial 1 d) follow their own schedules, reproduced "
+        "from their sources; one step is one crawl cycle; nutch_nosync is Nutch with sync_delta off.</p>",
         "<p>Oracles: <em>oracle</em> = the binary-freshness optimal static rates of each page's true change count "
         "over its window (hindsight); <em>oracle_proportional</em> = rates proportional to those true rates. Both "
         "assume Poisson changes: on bursty real pages an adaptive schedule can beat them (ratios above 1).</p>",
@@ -306,8 +307,8 @@ def render(result: dict) -> str:
         reach = [r for r in rows if r["reachable"]]
         if not reach:
             tuned_txt.append(f"{s} cannot spend as little as any of the budgets (its crawls have a floor: the "
-                             "maximum interval caps the interval of every page, and with sync_delta NUTCH-1564 "
-                             "re-fetches long-unchanged pages every cycle)")
+                             "maximum interval caps the interval of every page, and Nutch's forceRefetch refetches "
+                             "a page at least every 90 days)")
         else:
             tuned_txt.append(f"{s} at the budgets it can reach: " + ", ".join(
                 f"{r['budget']:.3g}/day {r['gain'] * 100:+.1f} points" for r in reach))
