@@ -1,15 +1,20 @@
 """Compiled per-step bookkeeping of the replay: the engine's scoring of the pages crawled at a
 step, the credit grid of the budgeted policies (due steps, the "most credit first" choice
-when the budget binds), and the grid learner's counts and posterior draws.
+when the budget binds), the crawlers' schedules, and the grid learner's counts and
+posterior draws.
 
 Imported lazily (the first replay imports numba); every kernel is compiled on first use
 with ``cache=True`` (the machine code is kept on disk), never at import time.
 
-Each kernel evaluates, page by page, the same float64 expression in the same order as the
-numpy formula it replaces (``_engine.run_replay``, ``RatePolicy._due_after`` /
+The engine, credit-grid and learner kernels evaluate, page by page, the same float64
+expression in the same order as the numpy formula they replace (``_engine.run_replay``, ``RatePolicy._due_after`` /
 ``select``, ``GridLearner.update`` / ``sample``), so the results are the same numbers.
 The transcendental functions (log, expm1, exp) stay in numpy: only +, −, ×, ÷, ceil,
 comparisons and integer counting are compiled here.
+
+Nutch's and StormCrawler's schedules are computed here in the crawlers' own arithmetic (as
+their Java sources do it: float32 rates and intervals, integer seconds or minutes, long
+milliseconds); ``_policies.nutch_update`` and ``stormcrawler_update`` call these kernels.
 """
 
 from __future__ import annotations
