@@ -372,6 +372,20 @@ def nutch_update(interval, modified, t, state, *, inc_rate, dec_rate, min_interv
     Apache Nutch 1.22 and 1.21, ``src/java/org/apache/nutch/crawl/AdaptiveFetchSchedule.java``,
     ``AbstractFetchSchedule.java``, ``CrawlDbReducer.java``, ``conf/nutch-default.xml``;
     issue NUTCH-1564 (fixed in 1.22).
+
+    Examples
+    --------
+    Nutch's ``TestAdaptiveFetchSchedule``: an interval of 100 s becomes 140 s after an
+    unchanged fetch; an 80-day interval unchanged for 10 days grows to 112 d > 90 d, so
+    forceRefetch sets it to 81 d and clears the modified time:
+
+    >>> import numpy as np
+    >>> from changerate_bayes.replay import NUTCH_DEFAULTS, NUTCH_NOTMODIFIED, nutch_update
+    >>> par = {k: v for k, v in NUTCH_DEFAULTS.items() if k != "initial_interval"}
+    >>> iv, nxt, mod, reset = nutch_update(np.array([100 / 86400, 80.0]), np.array([np.nan, 90.0]), 100.0,
+    ...                                    np.array([NUTCH_NOTMODIFIED, NUTCH_NOTMODIFIED]), **par)
+    >>> (iv * 86400).tolist(), mod.tolist(), reset.tolist()
+    ([140.0, 6998400.0], [nan, nan], [False, True])
     """
     v122 = _check_version(version)
     interval = np.atleast_1d(np.asarray(interval, dtype=np.float64))
@@ -426,6 +440,19 @@ def stormcrawler_update(interval, t, changed, *, inc_rate, dec_rate, min_interva
     References
     ----------
     Apache StormCrawler 3.x, ``core/src/main/java/org/apache/stormcrawler/persistence/AdaptiveScheduler.java``.
+
+    Examples
+    --------
+    From the 60-minute minimum, unchanged: (int)(60·1.01) = 60 and (int)(60·1.5) = 90;
+    one day, changed: (int)(0.5·1440 + 0.5·60) = 750 minutes:
+
+    >>> import numpy as np
+    >>> from changerate_bayes.replay import STORMCRAWLER_DEFAULTS, stormcrawler_update
+    >>> par = {k: v for k, v in STORMCRAWLER_DEFAULTS.items() if k not in ("initial_interval", "inc_rate")}
+    >>> iv, nxt = stormcrawler_update(np.array([60, 60, 1440]) / 1440, 0.0, np.array([False, False, True]),
+    ...                               inc_rate=np.array([0.01, 0.5, 0.5]), **par)
+    >>> np.rint(iv * 1440).tolist()
+    [60.0, 90.0, 750.0]
     """
     interval = np.atleast_1d(np.asarray(interval, dtype=np.float64))
     n = interval.size
