@@ -128,6 +128,11 @@ def resolve_change_source(change_from: str, available: set, *, source: str) -> s
 
 
 def _hash_strings(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(values.dtype, pd.CategoricalDtype):  # each distinct value hashed once
+        codes = values.cat.codes.to_numpy()
+        h, ok = _hash_strings(pd.Series(values.cat.categories))
+        present = codes >= 0
+        return np.where(present, h[codes], np.uint64(0)), present & ok[codes]
     s = values.astype("string").str.strip()
     ok = ~(s.isna() | (s == "") | (s == "-")).to_numpy(dtype=bool)
     out = np.zeros(len(s), dtype=np.uint64)
@@ -177,13 +182,22 @@ def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_wor
     col = lambda c: names.get(c, c)  # noqa: E731
     pages = frame["page"]
     missing = pages.isna().to_numpy(dtype=bool).copy()
-    if pages.dtype == object or isinstance(pages.dtype, pd.StringDtype):  # pandas 3 reads dtype=str as "str"
+    if isinstance(pages.dtype, pd.CategoricalDtype):  # a dictionary column: its distinct values checked once
+        cats = pd.Series(pages.cat.categories)
+        if cats.dtype == object or isinstance(cats.dtype, pd.StringDtype):
+            blank = (cats.astype("string").str.strip() == "").fillna(True).to_numpy(dtype=bool)
+            if blank.any():
+                missing |= np.isin(pages.cat.codes.to_numpy(), np.flatnonzero(blank))
+        codes, uniques = pd.factorize(pages, sort=False)
+        uniques = pd.Index(np.asarray(uniques, dtype=object))
+    elif pages.dtype == object or isinstance(pages.dtype, pd.StringDtype):  # pandas 3 reads dtype=str as "str"
         missing |= (pages.astype("string").str.strip() == "").fillna(True).to_numpy(dtype=bool)
     if missing.any():
         i = int(np.flatnonzero(missing)[0])
         raise CrawlLogError(f"{where(source, line_word, lines[i], col('page'))}: missing page")
-    codes, uniques = pd.factorize(pages, sort=False)
-    uniques = pd.Index(uniques)
+    if not isinstance(pages.dtype, pd.CategoricalDtype):
+        codes, uniques = pd.factorize(pages, sort=False)
+        uniques = pd.Index(uniques)
     new = uniques[~uniques.isin(labels)]
     if len(new):
         labels = labels.append(new)
