@@ -198,10 +198,13 @@ def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_wor
     if not isinstance(pages.dtype, pd.CategoricalDtype):
         codes, uniques = pd.factorize(pages, sort=False)
         uniques = pd.Index(uniques)
-    new = uniques[~uniques.isin(labels)]
-    if len(new):
-        labels = labels.append(new)
-    codes = labels.get_indexer(uniques)[codes].astype(np.int64)
+    known = _label_codes(uniques, labels, state)
+    new = known < 0
+    if new.any():
+        known[new] = np.arange(len(labels), len(labels) + int(new.sum()))
+        state["label_codes"].update(zip(uniques[new].tolist(), known[new].tolist()))
+        labels = labels.append(uniques[new])
+    codes = known[codes]
     time = parse_time_column(frame["fetch_time"], source=source, column=col("fetch_time"), lines=lines,
                              line_word=line_word, required=True, state=state, fmt=time_format)
     status = None
@@ -229,6 +232,19 @@ def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_wor
     return VisitColumns(codes, time, status, nm, digest, has_digest, changed, last_modified, not_capture), labels
 
 
+def _label_codes(uniques: pd.Index, labels: pd.Index, state: dict) -> np.ndarray:
+    """Code of each of ``uniques`` among ``labels`` (int64, −1 for a new one).
+
+    A dict label -> code kept in ``state`` across chunks answers in O(len(uniques)),
+    where an Index of strings would be hashed anew for every chunk.
+    """
+    lookup = state.get("label_codes")
+    if lookup is None or len(lookup) != len(labels):
+        lookup = state["label_codes"] = dict(zip(labels.tolist(), range(len(labels))))
+    get = lookup.get
+    return np.fromiter((get(x, -1) for x in uniques.tolist()), dtype=np.int64, count=len(uniques))
+
+
 def check_digest_not_empty(v: VisitColumns, *, source: str, column: str) -> None:
     """A digest column that is entirely empty is an error (it cannot decide anything)."""
     if v.has_digest is not None and v.has_digest.size and not v.has_digest.any():
@@ -246,7 +262,6 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
     """
     n = v.page.size
     labels = np.asarray(labels, dtype=object)
-    pos = np.arange(n, dtype=np.int64)
     # out-of-order rows: earlier than the previous row of the same page in file order
     by_page = np.argsort(v.page, kind="stable")
     pp, tt = v.page[by_page], v.time[by_page]
@@ -277,7 +292,10 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
         drop(~lm_ok & ~nm, "missing_last_modified")
 
     idx = np.flatnonzero(reason == 0)
-    order = idx[np.lexsort((pos[idx], v.time[idx], v.page[idx]))]
+    # by page, then time, then file order: two stable sorts (the same order as a lexsort on
+    # (page, time, position), several times faster on logs already sorted by page or time)
+    by_time = idx[np.argsort(v.time[idx], kind="stable")]
+    order = by_time[np.argsort(v.page[by_time], kind="stable")]
     pg, tm = v.page[order], v.time[order]
     dup = np.zeros(order.size, dtype=bool)
     dup[1:] = (pg[1:] == pg[:-1]) & (tm[1:] == tm[:-1])
