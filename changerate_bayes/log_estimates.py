@@ -43,6 +43,14 @@ class LogEstimates:
     spilled_bytes: int
 
 
+def _check_rows(value, name) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"`{name}` must be an int; got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"`{name}` must be >= 1; got {value}")
+    return value
+
+
 def estimate_log(paths, *, format="auto", columns=None, change_from="auto", methods=METHODS, prior=None,
                  budget=None, level=0.9, posterior_method="grid", memory_bytes=DEFAULT_MEMORY_BYTES,
                  bucket_rows=None, chunk_rows=None, folder=None) -> LogEstimates:
@@ -140,7 +148,9 @@ def estimate_log(paths, *, format="auto", columns=None, change_from="auto", meth
                                 "read them separately or pass `format`")
         format = kinds.pop()
     chunk_rows = _check_chunk(DEFAULT_CHUNK_ROWS if chunk_rows is None else chunk_rows)
-    bucket_rows = _check_chunk(BUCKET_ROWS if bucket_rows is None else bucket_rows)
+    bucket_rows = _check_rows(BUCKET_ROWS if bucket_rows is None else bucket_rows, "bucket_rows")
+    if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, (int, float)) or not memory_bytes >= 0:
+        raise ValueError(f"`memory_bytes` must be a number >= 0; got {memory_bytes!r}")
     if format not in ("csv", "parquet"):
         log = read_log(files, format=format, columns=columns, change_from=change_from, chunk_rows=chunk_rows)
         table = estimate_pages(log, methods=methods, prior=prior, budget=budget, level=level,

@@ -35,8 +35,12 @@ BUCKET_ROWS = 2_000_000
 _NAMES = tuple(f.name for f in fields(VisitColumns))
 
 
-def bucket_count(rows_estimate: float, bucket_rows: int = BUCKET_ROWS) -> int:
-    """Buckets for a log of about ``rows_estimate`` rows: ceil(rows / bucket_rows), at least 1."""
+def bucket_count(rows_estimate: float, bucket_rows: int | None = None) -> int:
+    """Buckets for a log of about ``rows_estimate`` rows: ceil(rows / bucket_rows), at least 1.
+
+    ``bucket_rows`` defaults to :data:`BUCKET_ROWS`.
+    """
+    bucket_rows = BUCKET_ROWS if bucket_rows is None else bucket_rows
     if not (rows_estimate > 0) or not math.isfinite(rows_estimate):
         return 1
     return max(1, int(math.ceil(rows_estimate / bucket_rows)))
