@@ -36,7 +36,8 @@ def register(sub) -> None:
     p.add_argument("--ota-changed", choices=("filtered", "raw"), default="filtered",
                    help="Open Terms Archive logs: which change column is I_k (default: filtered)")
     p.add_argument("--engine", choices=("pandas", "dask"), default="pandas",
-                   help="pandas (in process, default) or dask (CSV/Parquet/OTA only)")
+                   help="pandas (in process, default; CSV and Parquet logs without --report are reduced one "
+                   "bucket of pages at a time, in memory bounded by the pages) or dask (CSV/Parquet/OTA only)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: a local cluster of 2 workers)")
     p.add_argument("--seed", type=int, default=0, help="seed of the report's Monte Carlo p-values")
@@ -154,7 +155,12 @@ def _run(args) -> int:
         try:
             if args.engine == "dask":
                 table, audit, log = _dask_table(args, fmt)
-            else:
+            elif fmt in ("csv", "parquet") and not args.report:  # bucket by bucket: memory bounded by the pages
+                from changerate_bayes import estimate_log
+
+                res = estimate_log(args.logs, format=fmt, methods=args.methods, budget=args.budget, level=args.level)
+                table, audit, log = res.table, res.audit, None
+            else:  # the report's diagnostics of the busiest pages need their visits
                 log = read_log(args.logs, format=fmt, ota_changed=args.ota_changed)
                 audit = log.audit
                 table = estimate_pages(log, methods=args.methods, budget=args.budget, level=args.level)

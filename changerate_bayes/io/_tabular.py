@@ -17,7 +17,7 @@ from ._semantics import (
 
 __all__ = ["read_csv", "read_parquet", "DEFAULT_CHUNK_ROWS"]
 
-#: Rows per chunk: memory holds one chunk of text plus ~40 bytes per visit read.
+#: Rows per chunk (the text of one chunk is held at a time; see :func:`read_csv` for the rest).
 DEFAULT_CHUNK_ROWS = 500_000
 
 
@@ -137,8 +137,7 @@ def read_csv(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUN
         What decides I_k (see :mod:`changerate_bayes.io`): "auto" takes the digest if
         there is one, else ``changed``, else ``last_modified``.
     chunk_rows : int, default 500_000
-        Rows parsed at a time: memory holds one chunk of text plus about 40 bytes per
-        visit, whatever the file size.
+        Rows parsed at a time (the text of one chunk is held at a time).
     sep : str, default ","
 
     Returns
@@ -155,6 +154,17 @@ def read_csv(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUN
         usable visits.
     TypeError
         For ``paths`` or ``columns`` of the wrong type.
+
+    Notes
+    -----
+    Memory grows with the visits: every row is held as compact columns (35 bytes:
+    page code, time, status, digest hash, flags) until the end of the files, then the
+    change rules run one bucket of pages at a time (about 2·10^6 rows a bucket, about 200
+    bytes per row of the bucket in work arrays), and the history keeps 9 bytes per
+    visit kept. Measured peak, Parquet of 10^7 rows of 10^5 pages: about 90 bytes per
+    row above the process's start (see ``benchmarks/bench_ingest.py``). For the
+    per-page table with memory bounded by the pages, use
+    :func:`changerate_bayes.estimate_log`.
 
     Examples
     --------
