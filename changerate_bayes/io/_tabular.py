@@ -161,10 +161,9 @@ def read_csv(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUN
     page code, time, status, digest hash, flags) until the end of the files, then the
     change rules run one bucket of pages at a time (about 2·10^6 rows a bucket, about 200
     bytes per row of the bucket in work arrays), and the history keeps 9 bytes per
-    visit kept. Measured peak, Parquet of 10^7 rows of 10^5 pages: about 90 bytes per
-    row above the process's start (see ``benchmarks/bench_ingest.py``). For the
-    per-page table with memory bounded by the pages, use
-    :func:`changerate_bayes.estimate_log`.
+    visit kept. Measured on a Parquet log of 10^7 rows of 10^5 pages: a peak of about
+    100 bytes per row above the process's start (1.1 GB). For the per-page table in
+    memory bounded by the pages, use :func:`changerate_bayes.estimate_log`.
 
     Examples
     --------
