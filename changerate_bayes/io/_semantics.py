@@ -291,11 +291,17 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
     else:
         drop(~lm_ok & ~nm, "missing_last_modified")
 
-    idx = np.flatnonzero(reason == 0)
-    # by page, then time, then file order: two stable sorts (the same order as a lexsort on
-    # (page, time, position), several times faster on logs already sorted by page or time)
-    by_time = idx[np.argsort(v.time[idx], kind="stable")]
-    order = by_time[np.argsort(v.page[by_time], kind="stable")]
+    # by page, then time, then file order (a lexsort on (page, time, position)): the rows
+    # kept, by page in file order, are already in that order except on the pages where a
+    # row is earlier than the one before it; only those pages' rows are sorted by time
+    order = by_page[reason[by_page] == 0]
+    pg, tm = v.page[order], v.time[order]
+    descent = (pg[1:] == pg[:-1]) & (tm[1:] < tm[:-1])
+    if descent.any():
+        rows = np.isin(pg, np.unique(pg[1:][descent]))
+        sub = order[rows]
+        sub = sub[np.argsort(v.time[sub], kind="stable")]
+        order[rows] = sub[np.argsort(v.page[sub], kind="stable")]
     pg, tm = v.page[order], v.time[order]
     dup = np.zeros(order.size, dtype=bool)
     dup[1:] = (pg[1:] == pg[:-1]) & (tm[1:] == tm[:-1])
