@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ._errors import CrawlLogError
 from ._semantics import CrawlLog, build_log, check_digest_not_empty, compact_frame
 from ._tabular import _plan, check_columns
 
@@ -38,7 +39,7 @@ def read_frame(frame, *, columns=None, change_from="auto", source="<dataframe>",
     TypeError
         If ``frame`` is not a pandas DataFrame.
     CrawlLogError (a ValueError)
-        As :func:`read_csv`.
+        As :func:`read_csv`, or for a frame without rows (unless ``empty_ok``).
 
     Examples
     --------
@@ -55,6 +56,8 @@ def read_frame(frame, *, columns=None, change_from="auto", source="<dataframe>",
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"`frame` must be a pandas DataFrame; got {type(frame).__name__}")
     mapping = check_columns(columns)
+    if len(frame) == 0 and not empty_ok:
+        raise CrawlLogError(f"{source}: no visits: the frame has no rows")
     plan, kind = _plan([str(c) for c in frame.columns], mapping, source=source, change_from=change_from)
     inv = {v: s for s, v in plan.items()}
     cols = list(plan.values()) + (["not_modified"] if "not_modified" in frame.columns else [])

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ._compressed import DECOMPRESSION_ERRORS, decompression_error, open_text
 from ._errors import CrawlLogError
 from ._semantics import (
     STANDARD_COLUMNS, CrawlLog, VisitColumns, build_log, check_digest_not_empty, compact_frame,
@@ -31,8 +32,10 @@ def _as_paths(paths) -> list[Path]:
     for p in out:
         if p.is_dir():
             raise CrawlLogError(f"{p}: is a folder, not a log file")
-        if not p.is_file():
+        if not p.exists():
             raise CrawlLogError(f"{p}: no such file")
+        if not p.is_file():
+            raise CrawlLogError(f"{p}: not a regular file (a device, pipe or socket); give a log file")
     return out
 
 
@@ -79,10 +82,26 @@ def _plan(header: list[str], mapping: dict, *, source: str, change_from: str):
     # read only what decides changes, plus status and last_modified (audit)
     for other in {"digest", "changed", "last_modified"} - {kind, "last_modified"}:
         plan.pop(other, None)
+    roles: dict = {}
+    for std, name in plan.items():
+        if name in roles:
+            raise ValueError(f"{source}: the column {name!r} would be read as both {roles[name]!r} and {std!r}; "
+                             "give each role its own column (`columns` maps a role to one column)")
+        roles[name] = std
     return plan, kind
 
 
+def _with_not_modified(plan: dict, header) -> list:
+    """The file columns to read: the plan's, and ``not_modified`` (304 / revisit flags) if the file has it."""
+    cols = list(plan.values())
+    if "not_modified" in header and "not_modified" not in cols:
+        cols.append("not_modified")
+    return cols
+
+
 def _finish(parts, labels, *, kind, plans, sources) -> CrawlLog:
+    if sum(p.page.size for p in parts) == 0:
+        raise CrawlLogError(f"{', '.join(map(str, sources))}: no visits: the file(s) hold no data rows")
     v = VisitColumns.concat(parts)
     if kind == "digest":
         check_digest_not_empty(v, source=", ".join(map(str, sources)), column=plans[0]["digest"])
@@ -151,24 +170,31 @@ def read_csv(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUN
             header = list(pd.read_csv(path, sep=sep, nrows=0).columns)
         except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
             raise CrawlLogError(f"{src}: line 1: not a readable CSV file ({exc})") from None
+        except DECOMPRESSION_ERRORS as exc:
+            raise decompression_error(src, exc, path) from None
         plan, kind = _plan_next_file(header, mapping, source=src, change_from=change_from, kind=kind)
         plans.append(plan)
         inv = {v: s for s, v in plan.items()}
         line = 2
         try:
-            reader = pd.read_csv(path, sep=sep, usecols=list(plan.values()), dtype=str, keep_default_na=False,
-                                 chunksize=chunk_rows)
+            reader = pd.read_csv(path, sep=sep, usecols=_with_not_modified(plan, header), dtype=str,
+                                 keep_default_na=False, chunksize=chunk_rows)
             for chunk in reader:
                 chunk = chunk.rename(columns=inv)
                 part, labels = compact_frame(chunk, source=src, first_line=line, line_word="line",
                                              labels=labels, state=state, names=plan)
                 parts.append(part)
                 line += len(chunk)
+        except CrawlLogError as exc:
+            raise _at_physical_lines(exc, path, src=src, sep=sep) from None
         except pd.errors.ParserError as exc:
-            raise CrawlLogError(f"{src}: near line {line}: malformed CSV ({exc})") from None
+            raise _at_physical_lines(CrawlLogError(f"{src}: near line {line}: malformed CSV ({exc})"), path,
+                                     src=src, sep=sep) from None
         except UnicodeDecodeError as exc:
             raise CrawlLogError(f"{src}: at or after line {line}: not UTF-8 text ({exc.reason}: byte "
                                 f"{exc.object[exc.start]:#04x}); re-encode the file as UTF-8") from None
+        except DECOMPRESSION_ERRORS as exc:
+            raise decompression_error(src, exc, path) from None
     return _finish(parts, labels, kind=kind, plans=plans, sources=files)
 
 
@@ -204,13 +230,55 @@ def read_parquet(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_
         plans.append(plan)
         inv = {v: s for s, v in plan.items()}
         row = 1
-        for batch in pf.iter_batches(batch_size=chunk_rows, columns=list(plan.values())):
+        for batch in pf.iter_batches(batch_size=chunk_rows, columns=_with_not_modified(plan, header)):
             chunk = batch.to_pandas().rename(columns=inv)
             part, labels = compact_frame(chunk, source=src, first_line=row, line_word="row", labels=labels,
                                          state=state, names=plan)
             parts.append(part)
             row += len(chunk)
     return _finish(parts, labels, kind=kind, plans=plans, sources=files)
+
+
+def _at_physical_lines(exc: CrawlLogError, path, *, src: str, sep: str) -> CrawlLogError:
+    """``exc`` with the line numbers of ``src`` (counted in records) made the file's physical lines.
+
+    The chunk loop counts records (header = line 1); a quoted field holding a newline, or
+    a blank line, makes a record start on a later line of the file. Only on the error
+    path: the file is scanned again up to the record named.
+    """
+    import csv
+    import re
+
+    text = str(exc)
+    pattern = re.compile(re.escape(src) + r": ((?:near |at or after )?line )(\d+)|(\(line )(\d+)( is)")
+    wanted = {int(m.group(2) or m.group(4)) for m in pattern.finditer(text)}
+    if not wanted:
+        return exc
+    starts: dict = {}
+    try:
+        with open_text(path) as fh:
+            reader = csv.reader(fh, delimiter=sep)
+            record, end = 0, 0
+            for row in reader:
+                start, end = end + 1, reader.line_num
+                if not row:  # a blank line: pandas skips it
+                    continue
+                record += 1
+                if record in wanted:
+                    starts[record] = start
+                    if len(starts) == len(wanted):
+                        break
+    except (csv.Error, UnicodeDecodeError, *DECOMPRESSION_ERRORS):
+        return exc
+    if all(starts.get(k, k) == k for k in wanted):
+        return exc
+
+    def fix(m):
+        if m.group(2):
+            return f"{src}: {m.group(1)}{starts.get(int(m.group(2)), m.group(2))}"
+        return f"{m.group(3)}{starts.get(int(m.group(4)), m.group(4))}{m.group(5)}"
+
+    return CrawlLogError(pattern.sub(fix, text))
 
 
 def _check_chunk(chunk_rows) -> int:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 
 import numpy as np
 import pandas as pd
 
+from ._compressed import DECOMPRESSION_ERRORS, decompression_error
 from ._errors import CrawlLogError
 from ._semantics import CrawlLog, VisitColumns, build_log, compact_frame
 from ._tabular import DEFAULT_CHUNK_ROWS, _as_paths, _check_chunk
@@ -23,6 +25,58 @@ def _sha1_b32(stream) -> str:
     for block in iter(lambda: stream.read(1 << 16), b""):
         h.update(block)
     return "sha1:" + base64.b32encode(h.digest()).decode("ascii")
+
+
+def _iterator(fh):
+    """warcio's ArchiveIterator over ``fh`` that also tells whether the file ended inside a gzip member."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    class _Iterator(ArchiveIterator):
+        ended_inside_member = False
+
+        def __init__(self, fileobj):
+            super().__init__(fileobj)
+            load = self.loader.load_http_headers
+
+            def load_http_headers(rec_type, uri, stream, length):
+                # warcio reads a record's HTTP headers only for http(s) target URIs, and
+                # fails on a record that has none; such a record is skipped by the reader.
+                return None if uri is None else load(rec_type, uri, stream, length)
+
+            self.loader.load_http_headers = load_http_headers
+
+        def at_end(self) -> bool:
+            """Whether every byte of the file has been read (after a record that failed to parse)."""
+            return self.fh.read(1) == b"" and (self.reader is None or self.reader.rem_length() == 0)
+
+        def close(self):
+            # the file ends inside a gzip member, or past the end of the last whole record
+            # (the headers of a record cut short, which warcio takes for the end of the file)
+            decompressor = getattr(self.reader, "decompressor", None)
+            if decompressor is not None and not getattr(decompressor, "eof", True):
+                self.ended_inside_member = True
+            try:
+                size = os.fstat(self.fh.fileno()).st_size
+            except (AttributeError, OSError, ValueError):
+                size = None
+            if size is not None and self.offset is not None and self.offset < size:
+                self.ended_inside_member = True
+            super().close()
+
+    return _Iterator(fh)
+
+
+def _complete(record, it) -> bool:
+    """Read the rest of ``record``: whether all of its Content-Length (and its gzip member) was there."""
+    length = record.rec_headers.get_header("Content-Length")
+    stream = record.raw_stream
+    while stream.read(1 << 16):
+        pass
+    if length is None or not length.strip().isdigit() or getattr(stream, "limit", 0) != 0:
+        return False
+    it.read_to_end()  # the blank lines after the record, and the end of its gzip member
+    decompressor = getattr(it.reader, "decompressor", None)
+    return decompressor is None or getattr(decompressor, "eof", True)
 
 
 def read_warc(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
@@ -43,6 +97,13 @@ def read_warc(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
     chunk_rows : int, default 500_000
         Records gathered before they are compacted.
 
+    A file that ends inside a record (a download or copy that stopped early: fewer bytes
+    than the record's ``Content-Length``, or a gzip member cut short) has that partial
+    record dropped, never hashed: the audit counts it (``truncated_records``, naming the
+    file in ``truncated_files``) and a warning names the file. A capture record without
+    ``WARC-Target-URI`` belongs to no page: it is skipped and counted
+    (``records_without_page``). Redirects (3xx) are dropped as in :func:`read_cdx`.
+
     Returns
     -------
     CrawlLog
@@ -54,8 +115,14 @@ def read_warc(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
     CrawlLogError (a ValueError)
         For a file warcio cannot read (naming the record), a ``WARC-Date`` that is not
         a time, no capture records, or no page with two usable captures.
+
+    Warns
+    -----
+    UserWarning
+        For each file that ends inside a record.
     """
-    from warcio.archiveiterator import ArchiveIterator
+    import warnings
+
     from warcio.exceptions import ArchiveLoadFailed
 
     chunk_rows = _check_chunk(chunk_rows)
@@ -65,6 +132,7 @@ def read_warc(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
     parts = []
     names = {"page": "WARC-Target-URI", "fetch_time": "WARC-Date", "status": "HTTP status",
              "digest": "WARC-Payload-Digest"}
+    extra = {"truncated_records": 0, "truncated_files": (), "records_without_page": 0}
     for path in files:
         src = str(path)
         rows, nums = [], []
@@ -81,31 +149,55 @@ def read_warc(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
             rows.clear()
             nums.clear()
 
+        cut = False
         with open(path, "rb") as fh:
+            it = _iterator(fh)
             try:
-                for record in ArchiveIterator(fh):
+                for record in it:
                     number += 1
                     kind = record.rec_type
                     if kind not in ("response", "revisit"):
+                        cut = not _complete(record, it)  # a cut header may look like a record of no type
                         continue
                     head = record.rec_headers
                     status = record.http_headers.get_statuscode() if record.http_headers else None
+                    digest = head.get_header("WARC-Payload-Digest") or ""
+                    if kind == "response" and not digest:
+                        digest = _sha1_b32(record.content_stream())
+                    cut = not _complete(record, it)
+                    if cut:  # the file ends inside this record, the last one: never a row
+                        continue
+                    page = head.get_header("WARC-Target-URI")
+                    if not (page or "").strip():
+                        extra["records_without_page"] += 1
+                        continue
                     if kind == "response":
-                        digest = head.get_header("WARC-Payload-Digest") or _sha1_b32(record.content_stream())
-                        rows.append((head.get_header("WARC-Target-URI"), head.get_header("WARC-Date"), status or "",
-                                     digest, False, False))
+                        rows.append((page, head.get_header("WARC-Date"), status or "", digest, False, False))
                     else:
                         profile = head.get_header("WARC-Profile") or ""
                         known = any(profile.rstrip("/").endswith(p) for p in NOT_MODIFIED_PROFILES)
-                        rows.append((head.get_header("WARC-Target-URI"), head.get_header("WARC-Date"), status or "",
-                                     head.get_header("WARC-Payload-Digest") or "", known, not known))
+                        rows.append((page, head.get_header("WARC-Date"), status or "", digest, known, not known))
                     nums.append(number)
                     if len(rows) >= chunk_rows:
                         flush()
             except ArchiveLoadFailed as exc:
-                raise CrawlLogError(f"{src}: record {number + 1}: not a readable WARC record ({exc})") from None
+                if not it.at_end():
+                    raise CrawlLogError(f"{src}: record {number + 1}: not a readable WARC record ({exc})") from None
+                cut = True  # the file ends inside the first line of a record
+            except DECOMPRESSION_ERRORS as exc:
+                raise decompression_error(src, exc, path) from None
+            cut = cut or it.ended_inside_member
+        if cut:
+            extra["truncated_records"] += 1
+            extra["truncated_files"] += (src,)
+            warnings.warn(f"{src}: the file ends inside a record (cut short: a download or copy that stopped "
+                          "early?); that partial record is dropped", UserWarning, stacklevel=2)
         flush()
     if not parts:
-        raise CrawlLogError(f"{', '.join(map(str, files))}: no response or revisit records")
+        skipped = "".join(f"; {n} {what}" for n, what in ((extra["truncated_records"], "record(s) cut short by the "
+                                                          "end of the file"),
+                                                         (extra["records_without_page"], "without WARC-Target-URI"))
+                          if n)
+        raise CrawlLogError(f"{', '.join(map(str, files))}: no response or revisit records{skipped}")
     v = VisitColumns.concat(parts)
-    return build_log(v, labels, change_from="digest", sources=files)
+    return build_log(v, labels, change_from="digest", sources=files, audit_extra=extra)

@@ -1,0 +1,68 @@
+"""Compressed logs: opening them as text by their magic bytes, and naming the file when they are broken."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import zlib
+
+from ._errors import CrawlLogError
+
+__all__ = ["DECOMPRESSION_ERRORS", "compression_of", "decompression_error", "open_text"]
+
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"))
+_SUFFIX = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}
+
+
+def _zstd_error():
+    import zstandard
+
+    return zstandard.ZstdError
+
+
+#: What the decompressors raise for a truncated or corrupt stream (gzip.BadGzipFile is an OSError).
+DECOMPRESSION_ERRORS = (EOFError, OSError, zlib.error, lzma.LZMAError, _zstd_error())
+
+
+def compression_of(path) -> str | None:
+    """"gzip", "bz2", "xz", "zstd" from the file's first bytes, or None for an uncompressed file."""
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+    return next((kind for magic, kind in _MAGIC if head.startswith(magic)), None)
+
+
+def open_text(path, *, encoding: str = "utf-8-sig"):
+    """``path`` opened as text, decompressed by its magic bytes; a UTF-8 byte-order mark is dropped."""
+    kind = compression_of(path)
+    if kind is None:
+        return open(path, encoding=encoding, newline="")
+    if kind == "gzip":
+        raw = gzip.open(path, "rb")
+    elif kind == "bz2":
+        raw = bz2.open(path, "rb")
+    elif kind == "xz":
+        raw = lzma.open(path, "rb")
+    else:
+        import zstandard
+
+        raw = zstandard.open(path, "rb")
+    return io.TextIOWrapper(raw, encoding=encoding, newline="")
+
+
+def decompression_error(src: str, exc: BaseException, path=None) -> CrawlLogError:
+    """The error for a log that cannot be decompressed (or read): names the file and what it is."""
+    if isinstance(exc, OSError) and exc.errno is not None:  # a real I/O error, not a bad stream
+        return CrawlLogError(f"{src}: cannot be read ({exc.strerror})")
+    name = str(path if path is not None else src).lower()
+    said = next((kind for suffix, kind in _SUFFIX.items() if name.endswith(suffix)), None)
+    try:
+        found = compression_of(path if path is not None else src)
+    except OSError:
+        found = None
+    if said is not None and found != said:
+        what = f"its name says {said} but it is " + (f"{found}-compressed" if found else "not compressed")
+    else:
+        what = "the file is truncated or corrupt"
+    return CrawlLogError(f"{src}: cannot be decompressed ({type(exc).__name__}: {exc}); {what}")
