@@ -83,11 +83,16 @@ def _dask_table(args, fmt):
 
     if fmt not in ("csv", "parquet", "ota"):
         raise ValueError(f"--engine dask reads CSV, Parquet and OTA logs; got format {fmt!r} (use --engine pandas)")
-    if fmt == "parquet":
-        ddf = dd.read_parquet(args.logs)
-    else:
-        gz = any(str(p).endswith((".gz", ".bz2", ".xz", ".zst")) for p in args.logs)
-        ddf = dd.read_csv(args.logs, dtype=str, keep_default_na=False, blocksize=None if gz else "64MB")
+    from changerate_bayes.io._compressed import DECOMPRESSION_ERRORS, decompression_error
+
+    try:  # dask reads the head of the first file here, to learn the columns
+        if fmt == "parquet":
+            ddf = dd.read_parquet(args.logs)
+        else:
+            gz = any(str(p).endswith((".gz", ".bz2", ".xz", ".zst")) for p in args.logs)
+            ddf = dd.read_csv(args.logs, dtype=str, keep_default_na=False, blocksize=None if gz else "64MB")
+    except DECOMPRESSION_ERRORS as exc:
+        raise decompression_error(args.logs[0], exc, args.logs[0]) from None
     columns, change = (None, "auto")
     if fmt == "ota":
         columns, change = {"changed": f"changed_{args.ota_changed}"}, "changed"

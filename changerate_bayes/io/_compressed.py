@@ -55,10 +55,13 @@ def decompression_error(src: str, exc: BaseException, path=None) -> CrawlLogErro
     """The error for a log that cannot be decompressed (or read): names the file and what it is."""
     if isinstance(exc, OSError) and exc.errno is not None:  # a real I/O error, not a bad stream
         return CrawlLogError(f"{src}: cannot be read ({exc.strerror})")
-    name = str(path if path is not None else src).lower()
+    if path is None:  # e.g. a cluster run over several files: which one failed is not known
+        return CrawlLogError(f"{src}: cannot be decompressed ({type(exc).__name__}: {exc}); a compressed file "
+                             "is truncated or corrupt, or not compressed as its name says")
+    name = str(path).lower()
     said = next((kind for suffix, kind in _SUFFIX.items() if name.endswith(suffix)), None)
     try:
-        found = compression_of(path if path is not None else src)
+        found = compression_of(path)
     except OSError:
         found = None
     if said is not None and found != said:
