@@ -73,8 +73,10 @@ def _dask_table(args, fmt):
 
     if fmt not in ("csv", "parquet", "ota"):
         raise ValueError(f"--engine dask reads CSV, Parquet and OTA logs; got format {fmt!r} (use --engine pandas)")
-    from changerate_bayes.io._compressed import DECOMPRESSION_ERRORS, decompression_error
+    from changerate_bayes.io._compressed import DECOMPRESSION_ERRORS, check_complete, decompression_error
 
+    for path in args.logs:
+        check_complete(path)  # a cut zstd file would read as fewer rows
     try:  # dask reads the head of the first file here, to learn the columns
         if fmt == "parquet":
             ddf = dd.read_parquet(args.logs)

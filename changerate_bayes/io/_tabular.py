@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ._compressed import DECOMPRESSION_ERRORS, decompression_error, open_text
+from ._compressed import DECOMPRESSION_ERRORS, check_complete, decompression_error, open_text
 from ._errors import CrawlLogError
 from ._semantics import (
     STANDARD_COLUMNS, CrawlLog, VisitColumns, build_log, check_digest_not_empty, compact_frame,
@@ -166,6 +166,7 @@ def read_csv(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUN
     parts, plans, kind = [], [], None
     for path in files:
         src = str(path)
+        check_complete(path, src)  # a cut zstd file would read as fewer rows
         try:
             header = list(pd.read_csv(path, sep=sep, nrows=0).columns)
         except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
