@@ -292,11 +292,12 @@ def test_dask_engine_names_a_compressed_file_cut_after_its_head(tmp_path):
         estimate_pages_dask(ddf, source=str(path), methods=("lln",))
 
 
-def test_estimate_command_names_a_truncated_file_on_both_engines(tmp_path, capsys):
+@pytest.mark.parametrize("damage", ["truncated", "not gzip"])
+def test_estimate_command_names_a_damaged_file_on_both_engines(tmp_path, capsys, damage):
     from changerate_bayes.cli import main
 
     path = tmp_path / "log.csv.gz"
-    path.write_bytes(gzip.compress(GOOD.encode())[:-12])
+    path.write_bytes(gzip.compress(GOOD.encode())[:-12] if damage == "truncated" else GOOD.encode())
     for engine in ("pandas", "dask"):
         assert main(["estimate", str(path), "--engine", engine, "--out", str(tmp_path / "e.csv")]) == 2
         err = capsys.readouterr().err

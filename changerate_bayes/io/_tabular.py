@@ -109,12 +109,15 @@ def _finish(parts, labels, *, kind, plans, sources) -> CrawlLog:
 
 
 def read_csv(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUNK_ROWS, sep=",") -> CrawlLog:
-    """Read crawl logs in CSV (optionally compressed: .gz, .bz2, .zst, .xz) into a ragged history.
+    """Read crawl logs in CSV (optionally compressed: .gz, .bz2, .xz, .zst) into a ragged history.
 
     A crawl log is a long table of visits, one row per visit, with columns ``page``
-    and ``fetch_time`` (ISO-8601; with or without a UTC offset, not mixed) and any of
-    ``status`` (HTTP status), ``digest`` (content hash, ETag or payload digest),
-    ``changed`` (0/1 when the crawler already decided) and ``last_modified``.
+    and ``fetch_time`` (ISO-8601; with or without a UTC offset, not mixed; a date alone
+    is naive) and any of ``status`` (HTTP status), ``digest`` (content hash, ETag or
+    payload digest), ``changed`` (0/1 when the crawler already decided),
+    ``last_modified`` (as aware as ``fetch_time``) and ``not_modified`` (0/1 or
+    true/false: an HTTP 304 or a revisit, a visit that saw no change). A compressed file
+    is recognised by its first bytes; a UTF-8 byte-order mark is ignored.
 
     Parameters
     ----------
@@ -139,10 +142,17 @@ def read_csv(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUN
     Raises
     ------
     CrawlLogError (a ValueError)
-        Naming the file, line and column: a missing required column, an unparsable or
-        missing time, naive and aware times mixed, an entirely empty digest column, a
-        non-numeric status, a ``changed`` value other than 0/1, or no page with two
-        usable visits.
+        Naming the file, line and column (the file's physical line, also after quoted
+        fields holding newlines): a missing required column, an unparsable or missing
+        time, a time outside the years 1678-2261, naive and aware times mixed (in
+        ``fetch_time`` and ``last_modified`` together), an entirely empty digest
+        column, a non-numeric status, a ``changed`` value other than 0/1, a
+        ``not_modified`` value that is not a boolean, no data rows, no page with two
+        usable visits, a path that is not a regular file, or a compressed file that is
+        truncated, corrupt or not compressed as its name says.
+    ValueError
+        If one file column would be read for two roles (e.g. ``columns={"page":
+        "digest"}`` with a ``digest`` column), naming both.
     TypeError
         For ``paths`` or ``columns`` of the wrong type.
 
