@@ -162,8 +162,8 @@ def _booleans(values: pd.Series, *, source, column, lines, line_word) -> np.ndar
     """A 0/1 or true/false column (booleans, numbers or their text; empty = false) as bool."""
     if values.dtype == bool:
         return values.to_numpy(dtype=bool)
-    if values.dtype.kind in "biuf":
-        num = values.to_numpy(dtype=np.float64)
+    if values.dtype.kind in "biuf":  # numpy or nullable (pd.NA = false) booleans and numbers
+        num = values.to_numpy(dtype=np.float64, na_value=np.nan)
         num = np.where(np.isnan(num), 0.0, num)
         bad = (num != 0) & (num != 1)
         if bad.any():

@@ -28,7 +28,10 @@ def _sha1_b32(stream) -> str:
 
 
 def _iterator(fh):
-    """warcio's ArchiveIterator over ``fh`` that also tells whether the file ended inside a gzip member."""
+    """warcio's ArchiveIterator over ``fh`` that also tells whether the file ends inside a record.
+
+    It also skips the HTTP headers of a record without a target URI (warcio fails on it).
+    """
     from warcio.archiveiterator import ArchiveIterator
 
     class _Iterator(ArchiveIterator):
@@ -91,18 +94,19 @@ def read_warc(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
     resource) are not visits and are not counted. Changes are then decided by the
     digest as in :mod:`changerate_bayes.io`.
 
+    A record cut short (a file that ends inside it, after a download or copy that
+    stopped early: fewer bytes than its ``Content-Length``, or a gzip member that ends
+    early) is dropped, its partial payload never hashed: the audit counts it
+    (``truncated_records``, the file in ``truncated_files``) and a warning names the
+    file. A capture record without ``WARC-Target-URI`` belongs to no page: it is skipped
+    and counted (``records_without_page``). Redirects (3xx) are dropped as in
+    :func:`read_cdx`.
+
     Parameters
     ----------
     paths : path or list of paths
     chunk_rows : int, default 500_000
         Records gathered before they are compacted.
-
-    A file that ends inside a record (a download or copy that stopped early: fewer bytes
-    than the record's ``Content-Length``, or a gzip member cut short) has that partial
-    record dropped, never hashed: the audit counts it (``truncated_records``, naming the
-    file in ``truncated_files``) and a warning names the file. A capture record without
-    ``WARC-Target-URI`` belongs to no page: it is skipped and counted
-    (``records_without_page``). Redirects (3xx) are dropped as in :func:`read_cdx`.
 
     Returns
     -------
@@ -119,7 +123,7 @@ def read_warc(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
     Warns
     -----
     UserWarning
-        For each file that ends inside a record.
+        For each file with records cut short.
     """
     import warnings
 
@@ -149,23 +153,25 @@ def read_warc(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
             rows.clear()
             nums.clear()
 
-        cut = False
+        cuts, last_cut = 0, False
         with open(path, "rb") as fh:
             it = _iterator(fh)
             try:
                 for record in it:
                     number += 1
                     kind = record.rec_type
-                    if kind not in ("response", "revisit"):
-                        cut = not _complete(record, it)  # a cut header may look like a record of no type
-                        continue
                     head = record.rec_headers
-                    status = record.http_headers.get_statuscode() if record.http_headers else None
-                    digest = head.get_header("WARC-Payload-Digest") or ""
-                    if kind == "response" and not digest:
-                        digest = _sha1_b32(record.content_stream())
-                    cut = not _complete(record, it)
-                    if cut:  # the file ends inside this record, the last one: never a row
+                    status = digest = None
+                    if kind in ("response", "revisit"):
+                        status = record.http_headers.get_statuscode() if record.http_headers else None
+                        digest = head.get_header("WARC-Payload-Digest") or ""
+                        if kind == "response" and not digest:
+                            digest = _sha1_b32(record.content_stream())
+                    last_cut = not _complete(record, it)  # a cut header may look like a record of no type
+                    if last_cut:  # a partial record is never a row (nor is its partial payload hashed)
+                        cuts += 1
+                        continue
+                    if kind not in ("response", "revisit"):
                         continue
                     page = head.get_header("WARC-Target-URI")
                     if not (page or "").strip():
@@ -183,15 +189,17 @@ def read_warc(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
             except ArchiveLoadFailed as exc:
                 if not it.at_end():
                     raise CrawlLogError(f"{src}: record {number + 1}: not a readable WARC record ({exc})") from None
-                cut = True  # the file ends inside the first line of a record
+                cuts, last_cut = cuts + 1, True  # the file ends inside the first line of a record
             except DECOMPRESSION_ERRORS as exc:
                 raise decompression_error(src, exc, path) from None
-            cut = cut or it.ended_inside_member
-        if cut:
-            extra["truncated_records"] += 1
+            if it.ended_inside_member and not last_cut:  # cut inside headers warcio took for the end
+                cuts += 1
+        if cuts:
+            extra["truncated_records"] += cuts
             extra["truncated_files"] += (src,)
-            warnings.warn(f"{src}: the file ends inside a record (cut short: a download or copy that stopped "
-                          "early?); that partial record is dropped", UserWarning, stacklevel=2)
+            warnings.warn(f"{src}: {cuts} record(s) cut short (fewer bytes than their Content-Length, or a gzip "
+                          "member that ends early: a download or copy that stopped early?); dropped, see the "
+                          "audit's truncated_records", UserWarning, stacklevel=2)
         flush()
     if not parts:
         skipped = "".join(f"; {n} {what}" for n, what in ((extra["truncated_records"], "record(s) cut short by the "
