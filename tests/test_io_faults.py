@@ -50,6 +50,16 @@ def test_times_at_the_edges_of_the_range_are_read(tmp_path):
     np.testing.assert_array_equal(log.first_visit, np.array(["1678-01-01", "2261-12-30"], dtype="datetime64[ns]"))
 
 
+def test_times_more_than_292_years_apart_give_their_interval(tmp_path):
+    # int64 nanoseconds hold 292 years of difference: 1724 -> 2024 is computed without wrapping
+    path = _write(tmp_path, "log.csv", "page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,1724-01-02T00:00Z,y\n"
+                                       "a,2024-01-03T00:00Z,z\n")
+    log = read_csv(path)
+    days = (np.datetime64("2024-01-01") - np.datetime64("1724-01-02")).astype(int)
+    assert log.history.flat_intervals.tolist() == [days * 24.0, 48.0]
+    assert log.history.flat_changed.tolist() == [1, 1] and log.audit.out_of_order == 1
+
+
 @pytest.mark.parametrize("tz", [None, "UTC"])
 def test_parquet_timestamp_us_in_year_3000_is_refused(tmp_path, tz):
     import pyarrow as pa
@@ -183,9 +193,14 @@ def test_errors_name_the_physical_line_after_quoted_newlines_and_blank_lines(tmp
         read_csv(_write(tmp_path, "log.csv", text))
 
 
-def test_dev_null_is_not_a_regular_file():
-    with pytest.raises(CrawlLogError, match=r"/dev/null: not a regular file"):
-        read_csv("/dev/null")
+def test_dev_null_is_not_a_regular_file(tmp_path, capsys):
+    from changerate_bayes.cli import main
+
+    for read in (read_csv, read_log):
+        with pytest.raises(CrawlLogError, match=r"/dev/null: not a regular file"):
+            read("/dev/null")
+    assert main(["estimate", "/dev/null", "--out", str(tmp_path / "e.csv")]) == 2
+    assert "/dev/null: not a regular file" in capsys.readouterr().err
 
 
 def test_empty_parquet_with_a_schema_and_a_header_only_csv(tmp_path):

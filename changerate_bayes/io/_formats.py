@@ -30,9 +30,11 @@ def detect_format(path) -> str:
     Raises
     ------
     CrawlLogError (a ValueError)
-        If the name does not tell the format.
+        If the name does not tell the format, or the path is a device, pipe or socket.
     """
     p = Path(path)
+    if p.exists() and not p.is_file() and not p.is_dir():
+        raise CrawlLogError(f"{p}: not a regular file (a device, pipe or socket); give a log file")
     suffixes = [s.lower() for s in p.suffixes]
     while suffixes and suffixes[-1] in _COMPRESSED:
         suffixes.pop()

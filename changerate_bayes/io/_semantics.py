@@ -365,7 +365,9 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
         )
     # pages appear in sorted code order = order of first appearance in the log
     tau = np.zeros(m)
-    tau[1:] = (tm[1:] - tm[:-1]) / _NS_PER_HOUR
+    # in unsigned arithmetic: two times 1678..2261 apart may differ by more than int64 holds
+    # (the differences that count, within a page, are >= 0 and below 2**64)
+    tau[1:] = (tm[1:].view(np.uint64) - tm[:-1].view(np.uint64)) / _NS_PER_HOUR
     lengths = kept_per_page[obs_pages] - 1
     flat_tau = tau[obs]
     sums = np.add.reduceat(flat_tau, np.concatenate(([0], np.cumsum(lengths)[:-1])))
