@@ -79,7 +79,15 @@ def resolve_output(path) -> Path:
 
 
 def _umask() -> int:
-    mask = os.umask(0o022)
+    """The process's umask, read without changing it where the system tells it (Linux)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: set and restore at once
     os.umask(mask)
     return mask
 
