@@ -3,7 +3,6 @@
 import json
 import os
 import stat
-import time
 
 import pandas as pd
 import pytest

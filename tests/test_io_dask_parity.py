@@ -19,7 +19,7 @@ H = "page,fetch_time,digest\n"
 
 
 def _rows(page, times, digests, tz="Z"):
-    return "".join(f"{page},2024-01-{d:02d}T{h:02d}:00{tz},{x}\n" for (d, h), x in zip(times, digests))
+    return "".join(f"{page},2024-01-{d:02d}T{h:02d}:00{tz},{x}\n" for (d, h), x in zip(times, digests, strict=True))
 
 
 _T = [(1, 0), (1, 6), (2, 0), (2, 12), (3, 0), (4, 0)]

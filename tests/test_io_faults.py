@@ -4,10 +4,8 @@ Each case was read wrongly before (a silent wrong answer, data read as fine, or 
 traceback): here it is read right, or refused with the file, line and column named.
 """
 
-import base64
 import bz2
 import gzip
-import hashlib
 import lzma
 from io import BytesIO
 
@@ -153,7 +151,7 @@ def test_statuses_that_are_not_http_are_failed_visits(tmp_path):
 def test_not_modified_text_is_parsed_not_cast(tmp_path, values, changed):
     digests = ["x", "y", "y", "z"]
     text = "page,fetch_time,digest,not_modified\n" + "".join(
-        f"a,2024-01-0{d + 1}T00:00Z,{x},{v}\n" for d, (x, v) in enumerate(zip(digests, values)))
+        f"a,2024-01-0{d + 1}T00:00Z,{x},{v}\n" for d, (x, v) in enumerate(zip(digests, values, strict=True)))
     log = read_csv(_write(tmp_path, "log.csv", text))
     assert log.history.flat_changed.tolist() == changed
     frame = pd.read_csv(tmp_path / "log.csv", dtype=str, keep_default_na=False)
@@ -170,7 +168,8 @@ def test_not_modified_that_is_not_a_boolean_is_refused(tmp_path):
 
 @pytest.mark.parametrize("compress", [False, True])
 def test_cdx_with_a_byte_order_mark(tmp_path, compress):
-    text = "\ufeffcom,a)/ 20240101000000 http://a/ text/html 200 X 1\ncom,a)/ 20240102000000 http://a/ text/html 200 Y 1\n"
+    text = ("\ufeffcom,a)/ 20240101000000 http://a/ text/html 200 X 1\n"
+            "com,a)/ 20240102000000 http://a/ text/html 200 Y 1\n")
     path = tmp_path / ("index.cdx.gz" if compress else "index.cdx")
     path.write_bytes(gzip.compress(text.encode()) if compress else text.encode())
     log = read_log(path)
