@@ -306,17 +306,22 @@ def test_dask_engine_names_a_compressed_file_cut_after_its_head(tmp_path):
         estimate_pages_dask(ddf, source=str(path), methods=("lln",))
 
 
-@pytest.mark.parametrize("damage", ["truncated", "not gzip"])
-def test_estimate_command_names_a_damaged_file_on_both_engines(tmp_path, capsys, damage):
+@pytest.mark.parametrize("name, data", [
+    ("log.csv.gz", gzip.compress(GOOD.encode())[:-12]),
+    ("log.csv.gz", GOOD.encode()),                       # not gzip
+    ("log.csv.bz2", bz2.compress(GOOD.encode())[:-12]),
+    ("log.csv.zst", _zstd(GOOD.encode())[:-12]),
+])
+def test_estimate_command_names_a_damaged_file_on_both_engines(tmp_path, capsys, name, data):
     from changerate_bayes.cli import main
 
-    path = tmp_path / "log.csv.gz"
-    path.write_bytes(gzip.compress(GOOD.encode())[:-12] if damage == "truncated" else GOOD.encode())
+    path = tmp_path / name
+    path.write_bytes(data)
     for engine in ("pandas", "dask"):
         assert main(["estimate", str(path), "--engine", engine, "--out", str(tmp_path / "e.csv")]) == 2
         err = capsys.readouterr().err
-        assert "log.csv.gz: cannot be decompressed" in err, engine
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.csv.gz"]
+        assert f"{name}: cannot be decompressed" in err, engine
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
 
 
 # --- WARC files cut short -----------------------------------------------------------------
