@@ -101,14 +101,19 @@ def _page_rates(params: BurstParameters, time_scale, n: int):
     return [np.ascontiguousarray(x * inv) for x in params.as_tuple()]
 
 
-def _run(changed, tau, mask, rates, scales, log_prior):
+#: pages from which the whole-history filter runs on several threads
+PARALLEL_PAGES = 1024
+
+
+def _run(changed, tau, mask, rates, scales, log_prior, *, serial=False):
     from . import _kernels
 
     n, k = changed.shape
     pred = np.empty((n, k))
     ll = np.empty(n)
     status = np.zeros(n, dtype=np.int8)
-    _kernels.batch_filter(changed, tau, mask, *rates, scales, log_prior, pred, ll, status)
+    kernel = _kernels.batch_filter_serial if serial or n < PARALLEL_PAGES else _kernels.batch_filter
+    kernel(changed, tau, mask, *rates, scales, log_prior, pred, ll, status)
     return pred, ll, status
 
 
@@ -195,7 +200,8 @@ def fit_bursts(changed, intervals, mask=None, *, scales=DEFAULT_SCALES, time_sca
     time_scale : float or array_like of shape (n_pages,), optional
         Per-page time unit (e.g. each page's median crawl interval, making θ unit-free).
     init : BurstParameters, optional
-        Starting point; default from the pooled change frequency and median interval.
+        The one starting point (e.g. a fit to similar data); default two starts from the
+        pooled change frequency and median interval.
     maxiter : int, default 3000
         Nelder-Mead iterations per start.
 
@@ -213,9 +219,11 @@ def fit_bursts(changed, intervals, mask=None, *, scales=DEFAULT_SCALES, time_sca
     Notes
     -----
     The optimiser (``scipy.optimize.minimize``, Nelder-Mead) works on
-    x = (log λ0, log(λ1 − λ0), log q01, log q10), so λ1 >= λ0 (no label switching), from
-    two starting points (the default start and one with the switching rates ten times
-    slower); the better maximum is kept.
+    x = (log λ0, log(λ1 − λ0), log q01, log q10), so λ1 >= λ0 (no label switching); without
+    ``init``, from two starting points (rates 5 times below and above the pooled rate,
+    switching every 10 and 2 median intervals; and the same with rates 10 times apart and
+    switching 10 times slower), keeping the better maximum. The filter runs in one
+    thread here (many short calls).
     """
     from scipy import optimize
 
@@ -245,7 +253,7 @@ def fit_bursts(changed, intervals, mask=None, *, scales=DEFAULT_SCALES, time_sca
 
     def nll(x):
         x = np.clip(x, lo, hi)
-        _, ll, _ = _run(c, tau, m, _page_rates(_to_params(x), time_scale, n), sc, lp)
+        _, ll, _ = _run(c, tau, m, _page_rates(_to_params(x), time_scale, n), sc, lp, serial=True)
         tot = float(ll.sum())
         return -tot / n_crawls if math.isfinite(tot) else 1e10
 

@@ -221,8 +221,7 @@ def stream_predict(alpha, log_ev, tau, l0, l1, q01, q10, scales, out):
             out[i, j] = min(max(acc, 0.0), 1.0)
 
 
-@njit(cache=True, parallel=True)
-def batch_filter(changed, tau, mask, l0, l1, q01, q10, scales, log_prior, pred, loglik, status):
+def _batch_filter(changed, tau, mask, l0, l1, q01, q10, scales, log_prior, pred, loglik, status):
     """Forward filter over whole padded histories, each page from the stationary state.
 
     changed, tau, mask: (n, T); l0..q10: (n,); scales, log_prior: (K,) (the prior over
@@ -276,3 +275,9 @@ def batch_filter(changed, tau, mask, l0, l1, q01, q10, scales, log_prior, pred, 
             for k in range(k_n):
                 tot += math.exp(lev[k] - m)
             loglik[i] = m + math.log(tot)
+
+
+#: the forward filter over pages in parallel (many pages), and in one thread (few pages, or
+#: many calls in a row as in a likelihood maximisation, where waking threads costs more)
+batch_filter = njit(cache=True, parallel=True)(_batch_filter)
+batch_filter_serial = njit(cache=True)(_batch_filter)

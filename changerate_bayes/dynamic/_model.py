@@ -145,10 +145,11 @@ def typical_intervals(tau: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
     ``tau`` and ``mask`` of shape (n_pages, k); returns shape (n_pages,).
     """
-    t = np.where(mask, tau, np.nan)
-    with np.errstate(all="ignore"):
-        med = np.nanmedian(t, axis=1) if t.shape[1] else np.full(t.shape[0], np.nan)
-    return np.where(np.isfinite(med) & (med > 0), med, 1.0)
+    med = np.ones(tau.shape[0])
+    some = mask.any(axis=1)
+    if some.any():
+        med[some] = np.nanmedian(np.where(mask[some], tau[some], np.nan), axis=1)
+    return med
 
 
 def rounded_intervals(m: np.ndarray) -> np.ndarray:
