@@ -235,3 +235,25 @@ def test_bad_inputs():
         burst_predictive(np.array([1, 0]), np.array([1.0, -1.0]), params=p)
     with pytest.raises(ValueError, match="mask"):
         fit_bursts(np.array([[1, 0]]), np.ones((1, 2)), np.zeros((1, 2), dtype=bool))
+
+
+def test_plugs_into_the_replay_as_a_learner():
+    import pandas as pd
+
+    from changerate_bayes.replay import PlugInPolicy, ThompsonPolicy, replay_policies
+
+    params = BurstParameters(0.01, 1.0, 0.05, 0.5).scaled(24.0)  # per hour -> per day (the replay's unit)
+    made = []
+
+    def factory(n):
+        made.append(BurstFilter(n, params=params))
+        return made[-1]
+
+    changes = pd.DataFrame({"page": ["a", "a", "a", "b"], "timestamp": [1.5, 1.6, 3.2, 2.0]})
+    win = pd.DataFrame({"page": ["a", "b", "c"], "start": [0.0, 0.5, 1.0], "end": [5.0, 5.0, 4.0]})
+    df = replay_policies(changes, window=win, budget=3.0, policies=[PlugInPolicy(factory, name="burst"),
+                                                                     ThompsonPolicy(factory, name="burst_ts")],
+                         step="1h", rng=0)
+    assert df["policy"].tolist() == ["burst", "burst_ts"]
+    assert all(f.n_updates_.sum() > 0 for f in made)
+    assert np.all((df["freshness"] >= 0) & (df["freshness"] <= 1))

@@ -27,7 +27,7 @@ def test_held_out_fit_and_baselines_on_simulated_bursts():
     assert set(fits) == set(B.BURSTS)
     ch, tau = sim.changed[test], sim.intervals[test]
     tmask = np.ones(ch.shape, dtype=bool)
-    preds = B.baseline_predictions(ch, tau, tmask)
+    preds = B.baseline_predictions(ch, tau, tmask, np.full(20, 2.0))
     from changerate_bayes import burst_predictive
 
     for m, fit in fits.items():

@@ -21,7 +21,8 @@ Two pooled variants: one shared θ for all pages ("burst, shared"), and a shared
 with a per-page rate scale s ∈ {0.1, 0.32, 1, 3.2, 10} averaged over exactly in the
 filter, uniform prior ("burst, per-page scale"). The random walk is run with the
 unit-free default volatilities (c/√(median τ), c up to 1) and with the absolute grid
-(0 .. 0.3 per √(time unit)); SA (η = 0.5) and LLN are the paper's online estimators.
+(0, 0.01, 0.03, 0.1, 0.3) per √hour, the former default (same prior and lattice, in
+per-hour rates); SA (η = 0.5) and LLN are the paper's online estimators.
 
 Sizes per preset:
 
@@ -57,21 +58,30 @@ SIZES = {
 SCALES = tuple(float(x) for x in np.round(10.0 ** np.linspace(-1.0, 1.0, 5), 4))
 METHODS = ("burst", "burst_scaled", "dynamic", "dynamic_absolute", "sa_0.5", "lln")
 LABELS = {"burst": "burst, shared θ", "burst_scaled": "burst, per-page scale", "dynamic": "random walk (unit-free σ)",
-          "dynamic_absolute": "random walk (absolute σ)", "sa_0.5": "SA η=0.5", "lln": "LLN"}
+          "dynamic_absolute": "random walk (σ per √hour)", "sa_0.5": "SA η=0.5", "lln": "LLN"}
 BURSTS = ("burst", "burst_scaled")
 
 
 # ----------------------------------------------------------------------------- predictions
-def baseline_predictions(changed: np.ndarray, tau: np.ndarray, mask: np.ndarray) -> dict:
-    """One-step predictive P(I_k = 1) of the random walks, SA (η = 0.5) and LLN, each (n, k)."""
-    from changerate_bayes import CrawlHistory, dynamic_posterior, estimate_path
-    from changerate_bayes.dynamic import DEFAULT_SIGMAS
-    from validation.prequential import GRID, _plug_in, _prior
+def baseline_predictions(changed: np.ndarray, tau: np.ndarray, mask: np.ndarray, hours: np.ndarray) -> dict:
+    """One-step predictive P(I_k = 1) of the random walks, SA (η = 0.5) and LLN, each (n, k).
 
-    out = {}
-    for name, sig in (("dynamic", None), ("dynamic_absolute", DEFAULT_SIGMAS)):
-        idata = dynamic_posterior((changed, tau, mask), sigma=sig, prior=_prior(), grid=GRID, smooth=False)
-        out[name] = idata.predictions["change_probability"].values
+    ``tau`` in units of each row's mean crawl interval, ``hours[i]`` that unit in hours
+    (shape (n,)): the absolute grid of volatilities is per √hour, the library's former
+    default, with the same prior and lattice moved to per-hour rates.
+    """
+    from changerate_bayes import CrawlHistory, LogNormalPrior, dynamic_posterior, estimate_path
+    from changerate_bayes.dynamic import DEFAULT_SIGMAS
+    from validation.prequential import GRID, PRIOR_SD, _plug_in, _prior
+
+    idata = dynamic_posterior((changed, tau, mask), prior=_prior(), grid=GRID, smooth=False)
+    out = {"dynamic": idata.predictions["change_probability"].values,
+           "dynamic_absolute": np.full(changed.shape, np.nan)}
+    for h in np.unique(hours):
+        rows = np.flatnonzero(hours == h)
+        idata = dynamic_posterior((changed[rows], tau[rows] * h, mask[rows]), sigma=DEFAULT_SIGMAS,
+                                  prior=LogNormalPrior(-float(np.log(h)), PRIOR_SD), grid=GRID / h, smooth=False)
+        out["dynamic_absolute"][rows] = idata.predictions["change_probability"].values
     # padding sits after each page's last crawl, so the causal estimates at real crawls are
     # those of the page alone (as in the prequential study)
     hist = CrawlHistory(changed, tau, 1.0)
@@ -119,6 +129,17 @@ def _score(label, changed, tau, mask, preds, n_boot, gen) -> dict:
             "fraction_changed": float(changed[use].mean()), "winner": winner, "rows": rows}
 
 
+def _crawl_unit_hours(name: str, ratio: float) -> float:
+    """The mean crawl interval, in hours, of a trace crawled at p = ratio × its rate (as
+    :func:`validation.prequential.trace_histories` crawls it)."""
+    from changerate_bayes._times import as_event_times
+    from changerate_bayes.traces import load_trace
+
+    times = as_event_times(load_trace(name)).values
+    rate = (times.size - 1) / float(times[-1] - times[0])
+    return 1.0 / (ratio * rate)
+
+
 def _pad(blocks):
     """Rows of several (changed, tau) blocks stacked, padded to one length with a mask."""
     k = max(b[0].shape[1] for b in blocks)
@@ -157,7 +178,7 @@ def run(preset, *, seed: int, progress) -> dict:
         for j, (name, _, changed, tau) in enumerate(same):
             fits = fold_fits[trace_fold[j]]
             mask = np.ones(changed.shape, dtype=bool)
-            preds = baseline_predictions(changed, tau, mask)
+            preds = baseline_predictions(changed, tau, mask, np.full(changed.shape[0], _crawl_unit_hours(name, ratio)))
             for m, fit in fits.items():
                 preds[m] = burst_predictive(changed, tau, params=fit.params, scales=fit.scales).change_probability
             b = _score(name, changed, tau, mask, preds, cfg["n_boot"], gen)
@@ -169,7 +190,7 @@ def run(preset, *, seed: int, progress) -> dict:
     changed, tau, mask, pages, mean_tau = ota_history(cfg["ota_max"])
     n = changed.shape[0]
     fold = np.random.default_rng(s_fold).permutation(n) % cfg["folds"]
-    preds = baseline_predictions(changed, tau, mask)
+    preds = baseline_predictions(changed, tau, mask, mean_tau)
     for m in BURSTS:
         preds[m] = np.full(changed.shape, np.nan)
     ota_fits, fits = [], None
@@ -228,10 +249,12 @@ def verdict(result: dict) -> tuple[str, bool | None]:
     text = ("The burst model, fitted only on other traces or other pages, against the random walk in predicting "
             "the next crawl. " + "; ".join(parts) + f". Mean log score over the {len(res['traces'])} trace "
             f"settings: burst shared {ms['burst']:.4f}, per-page scale {ms['burst_scaled']:.4f}, random walk "
-            f"unit-free {ms['dynamic']:.4f}, absolute {ms['dynamic_absolute']:.4f}, SA η=0.5 {ms['sa_0.5']:.4f}, "
+            f"unit-free {ms['dynamic']:.4f}, former default σ per √hour {ms['dynamic_absolute']:.4f}, SA η=0.5 "
+            f"{ms['sa_0.5']:.4f}, "
             f"LLN {ms['lln']:.4f}. On the Open Terms Archive crawls: burst shared "
             f"{_row(ota, 'burst')['log_score']:.4f}, per-page scale {_row(ota, 'burst_scaled')['log_score']:.4f}, "
-            f"random walk {_row(ota, 'dynamic')['log_score']:.4f}.")
+            f"random walk unit-free {_row(ota, 'dynamic')['log_score']:.4f}, per √hour "
+            f"{_row(ota, 'dynamic_absolute')['log_score']:.4f}.")
     best = {b["label"] + str(b.get("ratio")): max(_row(b, m)["diff_vs_dynamic"] for m in BURSTS) for b in blocks}
     wins = [b for b in blocks if best[b["label"] + str(b.get("ratio"))] > 0]
     losses = [b for b in blocks if best[b["label"] + str(b.get("ratio"))] <= 0]
