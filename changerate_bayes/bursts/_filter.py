@@ -242,7 +242,10 @@ class BurstFilter:
             raise ValueError(f"`elapsed` must have shape ({n},) or ({n}, m); got {t.shape}")
         if t.ndim == 1 and t.shape != (n,):
             raise ValueError(f"`elapsed` must have shape ({n},) (one time per page); got {t.shape}")
-        t2 = np.ascontiguousarray(np.broadcast_to(t.reshape(n, -1) if t.ndim else t, (n, 1) if t.ndim < 2 else t.shape))
+        if t.ndim == 0:
+            t2 = np.full((n, 1), float(t))
+        else:
+            t2 = np.ascontiguousarray(t.reshape(n, -1))
         out = np.empty(t2.shape)
         _kernels().stream_predict(self.alpha_, self.log_evidence_, t2, self._l0, self._l1, self._q01, self._q10,
                                   self._scales, out)

@@ -214,7 +214,8 @@ def fit_bursts(changed, intervals, mask=None, *, scales=DEFAULT_SCALES, time_sca
     Raises
     ------
     TypeError, ValueError
-        For bad inputs; ValueError also if no crawl is in ``mask``.
+        For bad inputs (the message names the argument); ValueError also if no crawl is
+        in ``mask``.
 
     Notes
     -----
@@ -230,8 +231,10 @@ def fit_bursts(changed, intervals, mask=None, *, scales=DEFAULT_SCALES, time_sca
     c, tau, m, _ = _histories(changed, intervals, mask)
     if not m.any():
         raise ValueError("`mask` holds no crawl: nothing to fit")
-    if isinstance(maxiter, bool) or not isinstance(maxiter, numbers.Integral) or maxiter < 1:
-        raise ValueError(f"`maxiter` must be an integer >= 1; got {maxiter!r}")
+    if isinstance(maxiter, bool) or not isinstance(maxiter, numbers.Integral):
+        raise TypeError(f"`maxiter` must be an integer; got {type(maxiter).__name__}")
+    if maxiter < 1:
+        raise ValueError(f"`maxiter` must be >= 1; got {maxiter}")
     sc, lp = check_scales(scales)
     n = c.shape[0]
     ones = _page_rates(BurstParameters(1.0, 1.0, 1.0, 1.0), time_scale, n)[0]
