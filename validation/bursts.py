@@ -328,6 +328,17 @@ def render(result: dict) -> str:
     parts.append(html_table(fit_rows, [("data", "held-out trace"), ("l0", "λ0"), ("l1", "λ1"), ("q01", "q01"),
                                        ("q10", "q10"), ("pb", "P(busy)")],
                             caption="Shared θ fitted without each trace's fold (per mean crawl interval)", digits=3))
+    ota = res["ota"]
+    hrs = ota["median_interval_hours"]
+    parts.append(html_table(
+        [{"fold": i + 1, "variant": LABELS[m], "l0": f[m]["quiet_rate"] / hrs, "l1": f[m]["busy_rate"] / hrs,
+          "q01": f[m]["to_busy"] / hrs, "q10": f[m]["to_quiet"] / hrs, "pb": f[m]["busy_probability"]}
+         for i, f in enumerate(ota["fits"]) for m in BURSTS],
+        [("fold", "held-out fold"), ("variant", "variant"), ("l0", "λ0 per hour"), ("l1", "λ1 per hour"),
+         ("q01", "q01 per hour"), ("q10", "q10 per hour"), ("pb", "P(busy)")],
+        caption=(f"θ fitted on the Open Terms Archive pages outside each fold, per mean crawl interval, shown per "
+                 f"hour at the pages' median mean interval of {hrs:.1f} h (the per-page-scale variant's rates are "
+                 "its middle scale, s = 1)"), digits=4))
     parts.append("<p><small>Open Terms Archive data: ODC-BY 1.0, \"Open Terms Archive contributors\" (see "
                  "changerate_bayes/datasets/data/README.md).</small></p>")
     return "\n".join(str(p) for p in parts)
