@@ -52,7 +52,9 @@ def _block(label, diffs, ratio=None):
 def test_verdict_names_wins_and_losses():
     win = [0.05, 0.04, 0.0, -0.01, -0.02, -0.1]
     lose = [-0.05, -0.04, 0.0, -0.01, -0.02, -0.1]
-    res = {"bursts": {"traces": [_block("a", win, 1 / 3), _block("b", lose, 1 / 15)], "ota": _block("ota", win),
+    ota = _block("ota", win)
+    ota.update({"fits": [ota["fits"]], "median_interval_hours": 8.0})  # one fit per fold of pages
+    res = {"bursts": {"traces": [_block("a", win, 1 / 3), _block("b", lose, 1 / 15)], "ota": ota,
                       "settings": {"R": 1, "max_crawls": 10, "fit_crawls": 5, "folds": 2, "trace_folds": 2,
                                    "n_boot": 10, "scales": [1.0], "ota_max": None}}}
     text, ok = B.verdict(res)
@@ -61,5 +63,6 @@ def test_verdict_names_wins_and_losses():
     assert B.summarize(res)["key_number"] == "a burst variant beats the random walk on 2 of 3"
     html = B.render(res)
     assert "burst, per-page scale" in html and "random walk (unit-free σ)" in html
+    assert "0.0125" in html  # λ0 = 0.1 per mean interval of 8 h, per hour
     res["bursts"]["traces"][1] = _block("b", win, 1 / 15)
     assert B.verdict(res)[1] is True

@@ -288,7 +288,8 @@ def render(result: dict) -> str:
         "q01 and back at q10 (a two-state Markov-modulated Poisson process). Under crawls that see only whether "
         "the page changed since the last crawl, the filter of the quiet/busy state is exact (closed-form 2 × 2 "
         "matrix exponentials), so P(change within t | crawls so far) is exact too. The four rates are shared by "
-        "pages (pooled maximum marginal likelihood), in units of each page's mean crawl interval; the per-page "
+        "pages (pooled maximum marginal likelihood: most pages see too few changes to fit four rates of their "
+        "own), in units of each page's mean crawl interval; the per-page "
         f"scale variant also averages, per page, over rates × s for s in {st['scales']} (uniform prior).</p>",
         f"<p>No score uses rates fitted on the crawls it scores: on the traces, θ comes from the traces outside "
         f"the scored trace's fold ({st['trace_folds']} folds of the twelve traces) at the same crawl ratio (each "
