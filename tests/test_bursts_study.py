@@ -60,7 +60,9 @@ def test_verdict_names_wins_and_losses():
     text, ok = B.verdict(res)
     assert ok is None
     assert "higher on: a at p = rate/3; ota" in text and "Both score lower on: b at p = rate/15 (-0.0400)" in text
-    assert B.summarize(res)["key_number"] == "a burst variant beats the random walk on 2 of 3"
+    summary = B.summarize(res)
+    assert summary["key_number"] == "a burst variant beats the random walk on 2 of 3"
+    assert "Mean log score" in summary["verdict"] and "lower on" not in summary["verdict"]
     html = B.render(res)
     assert "burst, per-page scale" in html and "random walk (unit-free σ)" in html
     assert "0.0125" in html  # λ0 = 0.1 per mean interval of 8 h, per hour

@@ -268,8 +268,8 @@ def verdict(result: dict) -> tuple[str, bool | None]:
 
 
 def summarize(result: dict) -> dict:
-    """One line for the report's summary table."""
-    text, _ = verdict(result)
+    """One line for the report's summary table (the verdict without its list of settings)."""
+    text = verdict(result)[0].split(" A burst variant scores higher on:")[0].split(" Both score lower on:")[0]
     res = result["bursts"]
     blocks = res["traces"] + [res["ota"]]
     wins = sum(1 for b in blocks if max(_row(b, m)["diff_vs_dynamic"] for m in BURSTS) > 0)
