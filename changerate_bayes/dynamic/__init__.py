@@ -18,5 +18,6 @@ from ._filter import DynamicRateFilter
 from ._model import DEFAULT_GRID_SIZE, DEFAULT_PRIOR, DEFAULT_SIGMAS, UNIT_FREE_SIGMAS
 from ._posterior import DEFAULT_LEVELS, dynamic_posterior
 
-__all__ = ["DEFAULT_GRID_SIZE", "DEFAULT_LEVELS", "DEFAULT_PRIOR", "DEFAULT_SIGMAS", "UNIT_FREE_SIGMAS", "DynamicRateFilter",
+__all__ = ["DEFAULT_GRID_SIZE", "DEFAULT_LEVELS", "DEFAULT_PRIOR", "DEFAULT_SIGMAS", "UNIT_FREE_SIGMAS",
+           "DynamicRateFilter",
            "dynamic_posterior"]
