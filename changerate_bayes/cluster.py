@@ -9,7 +9,9 @@ import pandas as pd
 
 from .estimators import METHODS
 from .io import Audit
+from .io._compressed import DECOMPRESSION_ERRORS, decompression_error
 from .io._frame import read_frame
+from .io._times import check_kinds, merge_kinds
 from .io._tabular import _plan, check_columns
 from .pages import allocate_crawls, page_table
 
@@ -37,17 +39,23 @@ class ClusterEstimates:
 
 
 def _partition(pdf: pd.DataFrame, columns, change_from, methods, prior, level, posterior_method, source):
-    """One partition (every visit of its pages): its page table, audit and pages' first rows."""
+    """One partition (every visit of its pages): its page table, audit, pages' first rows and time kinds.
+
+    Naive and time-zone-aware times are not refused here but returned (the first row of
+    each kind per time column), since they may sit in different partitions: the caller
+    checks them over the whole log, as the pandas engine does.
+    """
     pdf = pdf.sort_values("_row", kind="stable")
     rows = pdf["_row"].to_numpy()
+    kinds: dict = {}
     log = read_frame(pdf.drop(columns="_row"), columns=columns, change_from=change_from, source=source,
-                     rows=rows, empty_ok=True)
+                     rows=rows, empty_ok=True, time_kinds=kinds)
     if log.history is None:
-        return None, log.audit, None
+        return None, log.audit, None, kinds
     table = page_table(log, methods=methods, prior=prior, level=level, posterior_method=posterior_method)
     page_col = (columns or {}).get("page", "page")
     first_row = pdf.groupby(page_col, sort=False)["_row"].min()
-    return table, log.audit, first_row.reindex(table["page"]).to_numpy()
+    return table, log.audit, first_row.reindex(table["page"]).to_numpy(), kinds
 
 
 def estimate_pages_dask(visits, *, columns=None, change_from="auto", methods=METHODS, prior=None, budget=None,
@@ -90,8 +98,11 @@ def estimate_pages_dask(visits, *, columns=None, change_from="auto", methods=MET
     TypeError
         If ``visits`` is not a Dask DataFrame.
     CrawlLogError (a ValueError)
-        As the pandas engine: a missing column (before any computation), or a bad value
-        in a partition (naming the log row), or no page with two usable visits.
+        As the pandas engine: a missing column (before any computation), a bad value
+        in a partition (naming the log row), naive and time-zone-aware times anywhere
+        in the log (checked over all partitions, naming the same rows as
+        :func:`changerate_bayes.io.read_frame`), a compressed file that cannot be
+        decompressed, no rows, or no page with two usable visits.
     """
     import dask
     import dask.dataframe as dd
@@ -111,9 +122,21 @@ def estimate_pages_dask(visits, *, columns=None, change_from="auto", methods=MET
     parts = shuffled.to_delayed()
     task = dask.delayed(_partition)
     jobs = [task(p, mapping or None, kind, tuple(methods), prior, level, posterior_method, source) for p in parts]
-    results = client.compute(jobs, sync=True) if client is not None else dask.compute(*jobs)
-    tables = [(t, r) for t, _, r in results if t is not None]
-    audit = Audit.combine([a for _, a, _ in results], sources=(source,))
+    try:
+        results = client.compute(jobs, sync=True) if client is not None else dask.compute(*jobs)
+    except DECOMPRESSION_ERRORS as exc:  # a truncated or corrupt .gz/.bz2/.xz/.zst read by the workers
+        raise decompression_error(source, exc) from None
+    kinds: dict = {}
+    for *_, k in results:
+        merge_kinds(kinds, k)
+    state: dict = {}
+    for column in (plan["fetch_time"], plan.get("last_modified")):  # the pandas engine's order
+        if column in kinds:
+            check_kinds(state, kinds[column], source=source, column=column, line_word="row")
+    tables = [(t, r) for t, _, r, _ in results if t is not None]
+    audit = Audit.combine([a for _, a, _, _ in results], sources=(source,))
+    if audit.rows_read == 0:
+        raise CrawlLogError(f"{source}: no visits: the frame has no rows")
     if not tables:
         raise CrawlLogError(f"{source}: no page has two usable visits, so there is nothing to estimate\n"
                             + audit.format())

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from types import SimpleNamespace
-
 import numpy as np
 import pandas as pd
 
@@ -129,10 +127,9 @@ def estimate_log(paths, *, format="auto", columns=None, change_from="auto", meth
     from .io._buckets import BUCKET_ROWS, PageBuckets, bucket_count, reduce_buckets
     from .io._errors import CrawlLogError
     from .io._formats import FORMATS, detect_format, read_log
-    from .io._semantics import VisitColumns, build_log, check_digest_not_empty
     from .io._tabular import (
-        DEFAULT_CHUNK_ROWS, _as_paths, _check_chunk, _Scan, check_columns, csv_rows_estimate, parquet_rows,
-        scan_csv, scan_parquet,
+        DEFAULT_CHUNK_ROWS, _as_paths, _check_chunk, _Scan, check_columns, check_scan_rows, csv_rows_estimate,
+        parquet_rows, scan_csv, scan_parquet,
     )
     from .pages import estimate_pages
 
@@ -164,11 +161,7 @@ def estimate_log(paths, *, format="auto", columns=None, change_from="auto", meth
             scan_parquet(scan, mapping=mapping, change_from=change_from, chunk_rows=chunk_rows)
         else:
             scan_csv(scan, mapping=mapping, change_from=change_from, chunk_rows=chunk_rows)
-        if store.rows == 0:  # no row read: the whole-log rules give the error
-            build_log(VisitColumns.concat(scan.empty_parts), scan.labels, change_from=scan.kind, sources=files)
-        if scan.kind == "digest" and store.any_digest() is False:
-            check_digest_not_empty(SimpleNamespace(has_digest=np.zeros(1, bool)),
-                                   source=", ".join(map(str, files)), column=scan.plans[0]["digest"])
+        check_scan_rows(scan)
         labels = np.asarray(scan.labels, dtype=object)
         audits, tables, codes = [], [], []
         with warnings.catch_warnings(record=True):  # page_table gathers them in attrs

@@ -29,6 +29,7 @@ STUDIES: tuple[str, ...] = (
     "calibration",
     "pooling",
     "prequential",
+    "bursts",
 )
 
 
@@ -188,6 +189,7 @@ _COST_HINT: dict[str, float] = {
     "pooling": 86.0,
     "traces_study": 56.0,
     "prequential": 41.5,
+    "bursts": 83.0,
     "scheduling_replay": 40.3,
     "gof_size": 37.1,
     "calibration": 15.2,

@@ -50,7 +50,10 @@ def _run(args) -> int:
     from changerate_bayes.log_report import diagnose_report
     from changerate_bayes.report import check_output_dir, write_report
 
+    from changerate_bayes.cli._outputs import refuse_inputs_as_outputs, report_files
+
     try:
+        refuse_inputs_as_outputs([args.events], [("--report", f) for f in report_files(args.report)])
         check_output_dir(args.report)
         if args.max_pages < 1 or args.n_resamples < 1:
             raise ValueError("--max-pages and --n-resamples must be >= 1")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from ._outputs import output_lock, refuse_inputs_as_outputs, report_files, resolve_output, write_table
 
 __all__ = ["register", "run"]
 
@@ -49,30 +50,19 @@ def _err(msg: str) -> int:
     return 2
 
 
-def write_table(table, out: Path) -> None:
-    """Write the table to ``out`` (.parquet or .csv) atomically: a temporary file, then a rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}-", dir=out.parent)
-    os.close(fd)
-    try:
-        if out.suffix == ".parquet":
-            table.to_parquet(tmp, index=False)
-        else:
-            table.to_csv(tmp, index=False)
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
 def _check_out(path: str) -> Path:
     out = Path(path)
     if out.suffix not in (".parquet", ".csv"):
         raise ValueError(f"--out must end in .parquet or .csv; got {path!r}")
     if out.is_dir():
         raise ValueError(f"--out {path!r} is a folder")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if not os.access(out.parent, os.W_OK):
-        raise ValueError(f"--out {path!r}: folder {str(out.parent)!r} is not writable")
+    try:
+        target = resolve_output(out)  # a symbolic link is written through
+    except ValueError as exc:
+        raise ValueError(f"--out {exc}") from None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not os.access(target.parent, os.W_OK):
+        raise ValueError(f"--out {path!r}: folder {str(target.parent)!r} is not writable")
     return out
 
 
@@ -84,11 +74,18 @@ def _dask_table(args, fmt):
 
     if fmt not in ("csv", "parquet", "ota"):
         raise ValueError(f"--engine dask reads CSV, Parquet and OTA logs; got format {fmt!r} (use --engine pandas)")
-    if fmt == "parquet":
-        ddf = dd.read_parquet(args.logs)
-    else:
-        gz = any(str(p).endswith((".gz", ".bz2", ".xz", ".zst")) for p in args.logs)
-        ddf = dd.read_csv(args.logs, dtype=str, keep_default_na=False, blocksize=None if gz else "64MB")
+    from changerate_bayes.io._compressed import DECOMPRESSION_ERRORS, check_complete, decompression_error
+
+    for path in args.logs:
+        check_complete(path)  # a cut zstd file would read as fewer rows
+    try:  # dask reads the head of the first file here, to learn the columns
+        if fmt == "parquet":
+            ddf = dd.read_parquet(args.logs)
+        else:
+            gz = any(str(p).endswith((".gz", ".bz2", ".xz", ".zst")) for p in args.logs)
+            ddf = dd.read_csv(args.logs, dtype=str, keep_default_na=False, blocksize=None if gz else "64MB")
+    except DECOMPRESSION_ERRORS as exc:
+        raise decompression_error(args.logs[0], exc, args.logs[0]) from None
     columns, change = (None, "auto")
     if fmt == "ota":
         columns, change = {"changed": f"changed_{args.ota_changed}"}, "changed"
@@ -135,6 +132,8 @@ def _run(args) -> int:
 
     t0 = time.perf_counter()
     try:
+        refuse_inputs_as_outputs(args.logs, [("--out", args.out)]
+                                 + [("--report", f) for f in (report_files(args.report) if args.report else [])])
         out = _check_out(args.out)
         if args.report:
             from changerate_bayes.report import check_output_dir
@@ -177,12 +176,13 @@ def _run(args) -> int:
 
         html, results = estimate_report(table, audit, log=log, seed=args.seed,
                                         attribution=OTA_ATTRIBUTION if fmt == "ota" else None)
-    write_table(table, out)
-    print(f"wrote {len(table)} pages to {out}")
-    if html is not None:
-        from changerate_bayes.report import write_report
+    with output_lock(resolve_output(out).parent):  # another run's table and report are never mixed with ours
+        write_table(table, out)
+        print(f"wrote {len(table)} pages to {out}")
+        if html is not None:
+            from changerate_bayes.report import write_report
 
-        path = write_report(args.report, html=html, results=results)
-        print(f"wrote the report {path}")
+            path = write_report(args.report, html=html, results=results)
+            print(f"wrote the report {path}")
     print(f"done in {time.perf_counter() - t0:.1f} s")
     return 0

@@ -84,11 +84,12 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    import contextlib
     from pathlib import Path
 
     import pandas as pd
 
-    from changerate_bayes.cli.estimate import write_table
+    from changerate_bayes.cli._outputs import output_lock, refuse_inputs_as_outputs, report_files, write_table
 
     from changerate_bayes.replay import DEFAULT_POLICIES, replay_policies
     from changerate_bayes.report import check_output_dir, write_report
@@ -97,6 +98,11 @@ def _run(args) -> int:
         print(f"changerate-bayes replay: error: {msg}", file=sys.stderr)
         return 2
 
+    try:
+        refuse_inputs_as_outputs([args.changes, args.windows], [("--csv", args.csv)]
+                                 + [("--report", f) for f in (report_files(args.report) if args.report else [])])
+    except ValueError as exc:
+        return fail(str(exc))
     if args.report:
         try:
             check_output_dir(args.report)
@@ -138,9 +144,11 @@ def _run(args) -> int:
         html = _report_html(df, source=args.changes, args=args, seconds=time.perf_counter() - t0)
         results = {"replay": [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
                               for r in df.to_dict("records")]}
-    if csv_out is not None:
-        write_table(df, csv_out)  # atomic: a temporary file, then a rename
-    if html is not None:
-        path = write_report(args.report, html=html, results=results)
-        print(f"report written to {path}")
+    lock = output_lock(csv_out.parent) if csv_out is not None else contextlib.nullcontext()
+    with lock:  # another run's table and report are never mixed with ours
+        if csv_out is not None:
+            write_table(df, csv_out)  # atomic: a temporary file, then a rename
+        if html is not None:
+            path = write_report(args.report, html=html, results=results)
+            print(f"report written to {path}")
     return 0

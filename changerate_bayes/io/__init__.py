@@ -11,8 +11,9 @@ The change semantics (the same for every format; :mod:`changerate_bayes.io._sema
 - an HTTP 304 or a WARC revisit (identical-payload-digest / server-not-modified) is a
   visit that saw no change;
 - the first successful visit of a page is the reference copy, not an observation;
-- failed visits (status >= 400, missing status, missing digest where digests decide)
-  are dropped, and the next interval runs from the last successful visit;
+- failed visits (status >= 400 or not an HTTP status, missing status, missing digest
+  where digests decide) are dropped, and the next interval runs from the last successful
+  visit; so are redirects (3xx other than 304), which observe no content of the page;
 - duplicate captures (same page, same time) collapse to the first in file order;
 - ``last_modified`` at or after its fetch time is ignored and counted;
 - unsorted visits are sorted and counted; single-visit pages are counted, not kept.

@@ -10,7 +10,8 @@ __all__ = ["Audit", "DROP_REASONS"]
 DROP_REASONS: tuple[str, ...] = (
     "not_a_capture",                   # WARC revisit of another profile; unparsable CDX capture kind
     "missing_status",                  # status column present, value missing (not a 304/revisit)
-    "failed_status",                   # HTTP status >= 400
+    "failed_status",                   # HTTP status >= 400, or not an HTTP status (< 100, fractional)
+    "redirect",                        # 3xx other than 304: the redirect's body, not the page's content
     "missing_digest",                  # digests decide changes and this visit has none
     "missing_changed",                 # the 0/1 ``changed`` column decides and is empty here
     "missing_last_modified",           # last_modified decides and is missing or not before the fetch
@@ -57,6 +58,14 @@ class Audit:
     last_modified_ignored : int
         ``last_modified`` values at or after their own fetch time (servers and sitemaps
         that always say "now"), ignored.
+    truncated_records : int, default 0
+        WARC records cut short by the end of their file (a download or copy that
+        stopped early): dropped, not counted in ``rows_read``.
+    truncated_files : tuple of str, default ()
+        The files that end in such a record.
+    records_without_page : int, default 0
+        WARC response/revisit records without a ``WARC-Target-URI``: they belong to no
+        page and are skipped, not counted in ``rows_read``.
     """
 
     sources: tuple
@@ -71,6 +80,9 @@ class Audit:
     single_visit_pages: int
     pages_without_usable_visit: int
     last_modified_ignored: int
+    truncated_records: int = 0
+    truncated_files: tuple = ()
+    records_without_page: int = 0
 
     @property
     def dropped_total(self) -> int:
@@ -88,6 +100,7 @@ class Audit:
         """Plain ``dict`` (JSON-ready): ``dropped`` becomes a mapping reason -> count."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["sources"] = list(self.sources)
+        out["truncated_files"] = list(self.truncated_files)
         out["dropped"] = dict(self.dropped)
         out["dropped_total"] = self.dropped_total
         return out
@@ -105,6 +118,11 @@ class Audit:
             f"pages with no usable visit: {self.pages_without_usable_visit}; "
             f"last_modified at/after fetch time ignored: {self.last_modified_ignored}",
         ]
+        if self.truncated_records:
+            lines.append(f"WARNING: {self.truncated_records} record(s) cut short by the end of the file, dropped "
+                         f"(truncated: {', '.join(self.truncated_files)})")
+        if self.records_without_page:
+            lines.append(f"skipped {self.records_without_page} WARC record(s) without WARC-Target-URI")
         return "\n".join(lines)
 
     @staticmethod
@@ -124,8 +142,11 @@ class Audit:
             raise ValueError(f"the audits used different change sources: {sorted(kinds)}")
         counts = {}
         for name in ("rows_read", "pages", "pages_kept", "visits_kept", "reference_visits", "out_of_order",
-                     "single_visit_pages", "pages_without_usable_visit", "last_modified_ignored"):
+                     "single_visit_pages", "pages_without_usable_visit", "last_modified_ignored",
+                     "truncated_records", "records_without_page"):
             counts[name] = int(sum(getattr(a, name) for a in parts))
         dropped = tuple((r, int(sum(dict(a.dropped)[r] for a in parts))) for r in DROP_REASONS)
         src = tuple(sources) if sources is not None else parts[0].sources
-        return Audit(sources=src, change_source=parts[0].change_source, dropped=dropped, **counts)
+        truncated = tuple(dict.fromkeys(f for a in parts for f in a.truncated_files))
+        return Audit(sources=src, change_source=parts[0].change_source, dropped=dropped,
+                     truncated_files=truncated, **counts)

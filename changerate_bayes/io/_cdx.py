@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 
 import numpy as np
 import pandas as pd
 
+from ._compressed import DECOMPRESSION_ERRORS, decompression_error, open_text
 from ._errors import CrawlLogError
 from ._semantics import CrawlLog, VisitColumns, build_log, check_digest_not_empty, compact_frame
 from ._tabular import DEFAULT_CHUNK_ROWS, _as_paths, _check_chunk
@@ -16,12 +16,6 @@ __all__ = ["read_cdx"]
 
 _REVISIT = "warc/revisit"
 _TIME_FORMAT = "%Y%m%d%H%M%S"
-
-
-def _open(path):
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    return gzip.open(path, "rt", encoding="utf-8") if magic == b"\x1f\x8b" else open(path, encoding="utf-8")
 
 
 def _frame(rows: list[list[str]]) -> pd.DataFrame:
@@ -54,7 +48,7 @@ def _parse_line(text: str, *, src: str, line: int) -> list[str] | None:
 
 
 def read_cdx(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
-    """Read Internet Archive / pywb CDX files (plain or gzipped) into a ragged history.
+    """Read Internet Archive / pywb CDX files (plain, or gzip/bz2/xz/zstd) into a ragged history.
 
     Each line is one capture: ``urlkey timestamp original mimetype statuscode digest
     length [...]`` (space-separated, ``-`` for a missing field; the 11-field form
@@ -65,7 +59,10 @@ def read_cdx(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
     ``www.`` variants of one URL are one page); the time is the 14-digit UTC
     ``timestamp``; changes are decided by the payload ``digest`` (see
     :mod:`changerate_bayes.io`), a ``warc/revisit`` capture is a visit that saw no
-    change, status ``-`` (missing) or >= 400 is a failed visit.
+    change, status ``-`` (missing) or >= 400 is a failed visit, and a redirect (3xx other
+    than 304; e.g. the ``http`` capture of a page served over ``https``) is no
+    observation of the page's content: it is dropped and counted as ``redirect`` in the
+    audit. A UTF-8 byte-order mark at the start of a file is ignored.
 
     Parameters
     ----------
@@ -82,7 +79,8 @@ def read_cdx(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
     CrawlLogError (a ValueError)
         Naming the file, line and field: a line with fewer than 7 fields, a timestamp
         that is not ``YYYYMMDDhhmmss``, a non-numeric status, a digest field that is
-        ``-`` on every line, or no page with two usable captures.
+        ``-`` on every line, no page with two usable captures, or a compressed file that
+        is truncated or corrupt.
     """
     chunk_rows = _check_chunk(chunk_rows)
     files = _as_paths(paths)
@@ -92,7 +90,7 @@ def read_cdx(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
     names = {"page": "urlkey", "fetch_time": "timestamp", "status": "statuscode", "digest": "digest"}
     for path in files:
         src = str(path)
-        with _open(path) as fh:
+        with open_text(path) as fh:  # gzip, bz2, xz or zstd by the magic bytes; a UTF-8 BOM dropped
             rows: list = []
             first = None
             try:
@@ -109,6 +107,8 @@ def read_cdx(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
                         rows = []
             except UnicodeDecodeError:
                 raise CrawlLogError(f"{src}: not a text CDX file (not UTF-8)") from None
+            except DECOMPRESSION_ERRORS as exc:
+                raise decompression_error(src, exc, path) from None
             if rows:
                 parts.append(_chunk(rows, src, labels, state, names))
                 labels = parts[-1][1]

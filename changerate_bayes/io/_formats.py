@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,9 +30,11 @@ def detect_format(path) -> str:
     Raises
     ------
     CrawlLogError (a ValueError)
-        If the name does not tell the format.
+        If the name does not tell the format, or the path is a device, pipe or socket.
     """
     p = Path(path)
+    if p.exists() and not p.is_file() and not p.is_dir():
+        raise CrawlLogError(f"{p}: not a regular file (a device, pipe or socket); give a log file")
     suffixes = [s.lower() for s in p.suffixes]
     while suffixes and suffixes[-1] in _COMPRESSED:
         suffixes.pop()
@@ -44,12 +45,13 @@ def detect_format(path) -> str:
             f"(optionally compressed {list(_COMPRESSED)}); pass the format (one of {list(FORMATS[:-1])})"
         )
     if fmt == "csv" and p.is_file():
-        opener = gzip.open if p.name.lower().endswith(".gz") else open
+        from ._compressed import DECOMPRESSION_ERRORS, open_text
+
         try:
-            with opener(p, "rt", encoding="utf-8") as fh:
+            with open_text(p) as fh:
                 header = fh.readline()
-        except (OSError, UnicodeDecodeError):
-            header = ""
+        except (UnicodeDecodeError, *DECOMPRESSION_ERRORS):
+            header = ""  # the reader names the problem
         if "changed_filtered" in [c.strip() for c in header.split(",")]:
             return "ota"
     return fmt

@@ -6,9 +6,13 @@ the rules below to all pages at once with sorts and shifts (no loop over pages):
 
 1. A row that is not a capture (e.g. a WARC revisit of an unknown profile) is dropped.
 2. When the log has a status column, a row whose status is missing is dropped
-   (``missing_status``), and so is one with status >= 400 (``failed_status``). An HTTP
-   304 or a WARC revisit of profile identical-payload-digest / server-not-modified is a
-   successful visit that saw no change, whatever its status field says.
+   (``missing_status``), and so is one with status >= 400 or a value that is not an
+   HTTP status (below 100, not a whole number: ``failed_status``). A redirect (3xx other
+   than 304) is dropped too (``redirect``): its body is the redirect, not the page, so it
+   is no observation of the page's content. An HTTP 304, a WARC revisit of profile
+   identical-payload-digest / server-not-modified, or a row whose ``not_modified``
+   column is true (1/true/yes) is a successful visit that saw no change, whatever its
+   status field says.
 3. A successful visit without the evidence that decides "changed" is dropped: no digest
    (``missing_digest``), an empty ``changed`` (``missing_changed``), or a
    ``last_modified`` that is missing or not before its fetch (``missing_last_modified``).
@@ -28,7 +32,8 @@ the rules below to all pages at once with sorts and shifts (no loop over pages):
 
    and 0 for a 304/revisit.
 6. ``last_modified`` at or after its own fetch time is ignored and counted
-   (``last_modified_ignored``), whatever decides changes.
+   (``last_modified_ignored``), whatever decides changes. It must be naive if the fetch
+   times are, and aware if they are (a naive one beside aware fetch times is refused).
 7. Pages left with a single visit are counted (``single_visit_pages``), not kept.
 """
 
@@ -154,6 +159,34 @@ def _numbers(values: pd.Series, *, source, column, lines, line_word) -> np.ndarr
     return num
 
 
+_TRUE = ("1", "true", "t", "yes", "y")
+_FALSE = ("0", "false", "f", "no", "n", "", "-")
+
+
+def _booleans(values: pd.Series, *, source, column, lines, line_word) -> np.ndarray:
+    """A 0/1 or true/false column (booleans, numbers or their text; empty = false) as bool."""
+    if values.dtype == bool:
+        return values.to_numpy(dtype=bool)
+    if values.dtype.kind in "biuf":  # numpy or nullable (pd.NA = false) booleans and numbers
+        num = values.to_numpy(dtype=np.float64, na_value=np.nan)
+        num = np.where(np.isnan(num), 0.0, num)
+        bad = (num != 0) & (num != 1)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: must be 0 or 1; got {num[i]:g}")
+        return num == 1
+    s = values.astype("string").str.strip().str.lower().fillna("")
+    s = s.where(~s.isin(["1.0", "0.0"]), s.str[0])
+    yes = s.isin(_TRUE).to_numpy(dtype=bool)
+    no = s.isin(_FALSE).to_numpy(dtype=bool)
+    bad = ~(yes | no)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: expected 0/1 or true/false; "
+                            f"got {values.iloc[i]!r}")
+    return yes
+
+
 def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_word: str, labels: pd.Index,
                   state: dict, names: dict | None = None, time_format: str | None = None, lines=None):
     """Compact columns of one chunk of a log whose columns have the standard names.
@@ -210,7 +243,10 @@ def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_wor
     status = None
     if "status" in frame:
         status = _numbers(frame["status"], source=source, column=col("status"), lines=lines, line_word=line_word)
-    nm = frame["not_modified"].to_numpy(dtype=bool) if "not_modified" in frame else np.zeros(n, bool)
+    nm = np.zeros(n, bool)
+    if "not_modified" in frame:
+        nm = _booleans(frame["not_modified"], source=source, column=col("not_modified"), lines=lines,
+                       line_word=line_word)
     if status is not None:
         nm = nm | (status == 304)
     digest = has_digest = None
@@ -227,7 +263,7 @@ def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_wor
     last_modified = None
     if "last_modified" in frame:
         last_modified = parse_time_column(frame["last_modified"], source=source, column=col("last_modified"),
-                                          lines=lines, line_word=line_word, required=False, state={})
+                                          lines=lines, line_word=line_word, required=False, state=state)
     not_capture = frame["not_capture"].to_numpy(dtype=bool) if "not_capture" in frame else np.zeros(n, bool)
     return VisitColumns(codes, time, status, nm, digest, has_digest, changed, last_modified, not_capture), labels
 
@@ -252,8 +288,11 @@ def check_digest_not_empty(v: VisitColumns, *, source: str, column: str) -> None
                             "map another column with `columns=` or choose `change_from`")
 
 
-def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: bool = False) -> CrawlLog:
+def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: bool = False,
+              audit_extra: dict | None = None) -> CrawlLog:
     """Apply the change semantics (module docstring) to compact columns: a :class:`CrawlLog`.
+
+    ``audit_extra`` holds audit fields the reader counted itself (e.g. truncated records).
 
     Raises
     ------
@@ -282,8 +321,11 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
     nm = v.not_modified
     drop(v.not_capture, "not_a_capture")
     if v.status is not None:
-        drop(np.isnan(v.status) & ~nm, "missing_status")
-        drop((v.status >= 400) & ~nm, "failed_status")
+        st = v.status
+        drop(np.isnan(st) & ~nm, "missing_status")
+        http = (st >= 100) & (st < 400) & (st == np.floor(st))  # -1, 0, -inf, 200.5: not an HTTP success
+        drop(~http & ~nm, "failed_status")
+        drop((st >= 300) & ~nm, "redirect")
     if change_from == "digest":
         drop(~v.has_digest & ~nm, "missing_digest")
     elif change_from == "changed":
@@ -349,6 +391,7 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
         pages_kept=int(obs_pages.size), visits_kept=int(np.count_nonzero(obs & (kept_per_page[pg] >= 2))),
         reference_visits=int(np.count_nonzero(first)), dropped=dropped, out_of_order=out_of_order,
         single_visit_pages=single, pages_without_usable_visit=none_usable, last_modified_ignored=lm_ignored,
+        **(audit_extra or {}),
     )
     if obs_pages.size == 0:
         if empty_ok:  # a partition of a cluster run may hold no usable page
@@ -360,7 +403,9 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
         )
     # pages appear in sorted code order = order of first appearance in the log
     tau = np.zeros(m)
-    tau[1:] = (tm[1:] - tm[:-1]) / _NS_PER_HOUR
+    # in unsigned arithmetic: two times 1678..2261 apart may differ by more than int64 holds
+    # (the differences that count, within a page, are >= 0 and below 2**64)
+    tau[1:] = (tm[1:].view(np.uint64) - tm[:-1].view(np.uint64)) / _NS_PER_HOUR
     lengths = kept_per_page[obs_pages] - 1
     flat_tau = tau[obs]
     sums = np.add.reduceat(flat_tau, np.concatenate(([0], np.cumsum(lengths)[:-1])))

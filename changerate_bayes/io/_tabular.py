@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 
 from ._buckets import PageBuckets, bucket_count
+from ._compressed import DECOMPRESSION_ERRORS, check_complete, decompression_error, open_text
 from ._errors import CrawlLogError
 from ._semantics import (
-    STANDARD_COLUMNS, CrawlLog, VisitColumns, build_log, check_digest_not_empty, compact_frame,
+    STANDARD_COLUMNS, CrawlLog, VisitColumns, check_digest_not_empty, compact_frame,
     resolve_change_source,
 )
 
@@ -33,8 +34,10 @@ def _as_paths(paths) -> list[Path]:
     for p in out:
         if p.is_dir():
             raise CrawlLogError(f"{p}: is a folder, not a log file")
-        if not p.is_file():
+        if not p.exists():
             raise CrawlLogError(f"{p}: no such file")
+        if not p.is_file():
+            raise CrawlLogError(f"{p}: not a regular file (a device, pipe or socket); give a log file")
     return out
 
 
@@ -81,21 +84,39 @@ def _plan(header: list[str], mapping: dict, *, source: str, change_from: str):
     # read only what decides changes, plus status and last_modified (audit)
     for other in {"digest", "changed", "last_modified"} - {kind, "last_modified"}:
         plan.pop(other, None)
+    roles: dict = {}
+    for std, name in plan.items():
+        if name in roles:
+            raise ValueError(f"{source}: the column {name!r} would be read as both {roles[name]!r} and {std!r}; "
+                             "give each role its own column (`columns` maps a role to one column)")
+        roles[name] = std
     return plan, kind
+
+
+def _with_not_modified(plan: dict, header) -> list:
+    """The file columns to read: the plan's, and ``not_modified`` (304 / revisit flags) if the file has it."""
+    cols = list(plan.values())
+    if "not_modified" in header and "not_modified" not in cols:
+        cols.append("not_modified")
+    return cols
+
+
+def check_scan_rows(scan: "_Scan") -> None:
+    """Errors of a whole scan: no data rows; a digest column that is empty in every row."""
+    from types import SimpleNamespace
+
+    if scan.store.rows == 0:
+        raise CrawlLogError(f"{', '.join(map(str, scan.files))}: no visits: the file(s) hold no data rows")
+    if scan.kind == "digest" and scan.store.any_digest() is False:
+        check_digest_not_empty(SimpleNamespace(has_digest=np.zeros(1, bool)),
+                               source=", ".join(map(str, scan.files)), column=scan.plans[0]["digest"])
 
 
 def _finish(scan: "_Scan") -> CrawlLog:
     """The log of a finished scan: :func:`build_log` applied one bucket of pages at a time."""
-    from types import SimpleNamespace
-
     from ._buckets import build_log_bucketed
 
-    if scan.store.rows == 0:  # no row read: the whole-log rules give the error
-        return build_log(VisitColumns.concat(scan.empty_parts), scan.labels, change_from=scan.kind,
-                         sources=scan.files)
-    if scan.kind == "digest" and scan.store.any_digest() is False:
-        check_digest_not_empty(SimpleNamespace(has_digest=np.zeros(1, bool)),
-                               source=", ".join(map(str, scan.files)), column=scan.plans[0]["digest"])
+    check_scan_rows(scan)
     return build_log_bucketed(scan.store, scan.labels, change_from=scan.kind, sources=scan.files)
 
 
@@ -109,22 +130,22 @@ class _Scan:
         self.state: dict = {}
         self.plans: list = []
         self.kind = None
-        self.empty_parts: list = []
 
     def add(self, part: VisitColumns) -> None:
         if part.page.size:
             self.store.add(part)
-        elif self.store.rows == 0:
-            self.empty_parts.append(part)
 
 
 def read_csv(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUNK_ROWS, sep=",") -> CrawlLog:
-    """Read crawl logs in CSV (optionally compressed: .gz, .bz2, .zst, .xz) into a ragged history.
+    """Read crawl logs in CSV (optionally compressed: .gz, .bz2, .xz, .zst) into a ragged history.
 
     A crawl log is a long table of visits, one row per visit, with columns ``page``
-    and ``fetch_time`` (ISO-8601; with or without a UTC offset, not mixed) and any of
-    ``status`` (HTTP status), ``digest`` (content hash, ETag or payload digest),
-    ``changed`` (0/1 when the crawler already decided) and ``last_modified``.
+    and ``fetch_time`` (ISO-8601; with or without a UTC offset, not mixed; a date alone
+    is naive) and any of ``status`` (HTTP status), ``digest`` (content hash, ETag or
+    payload digest), ``changed`` (0/1 when the crawler already decided),
+    ``last_modified`` (as aware as ``fetch_time``) and ``not_modified`` (0/1 or
+    true/false: an HTTP 304 or a revisit, a visit that saw no change). A compressed file
+    is recognised by its first bytes; a UTF-8 byte-order mark is ignored.
 
     Parameters
     ----------
@@ -148,10 +169,17 @@ def read_csv(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUN
     Raises
     ------
     CrawlLogError (a ValueError)
-        Naming the file, line and column: a missing required column, an unparsable or
-        missing time, naive and aware times mixed, an entirely empty digest column, a
-        non-numeric status, a ``changed`` value other than 0/1, or no page with two
-        usable visits.
+        Naming the file, line and column (the file's physical line, also after quoted
+        fields holding newlines): a missing required column, an unparsable or missing
+        time, a time outside the years 1678-2261, naive and aware times mixed (in
+        ``fetch_time`` and ``last_modified`` together), an entirely empty digest
+        column, a non-numeric status, a ``changed`` value other than 0/1, a
+        ``not_modified`` value that is not a boolean, no data rows, no page with two
+        usable visits, a path that is not a regular file, or a compressed file that is
+        truncated, corrupt or not compressed as its name says.
+    ValueError
+        If one file column would be read for two roles (e.g. ``columns={"page":
+        "digest"}`` with a ``digest`` column), naming both.
     TypeError
         For ``paths`` or ``columns`` of the wrong type.
 
@@ -199,28 +227,36 @@ def scan_csv(scan: _Scan, *, mapping: dict, change_from: str, chunk_rows: int, s
     """Read CSV files chunk by chunk into ``scan`` (compact columns, page labels, column plans)."""
     for path in scan.files:
         src = str(path)
+        check_complete(path, src)  # a cut zstd file would read as fewer rows
         try:
             header = list(pd.read_csv(path, sep=sep, nrows=0).columns)
         except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
             raise CrawlLogError(f"{src}: line 1: not a readable CSV file ({exc})") from None
+        except DECOMPRESSION_ERRORS as exc:
+            raise decompression_error(src, exc, path) from None
         plan, scan.kind = _plan_next_file(header, mapping, source=src, change_from=change_from, kind=scan.kind)
         scan.plans.append(plan)
         inv = {v: s for s, v in plan.items()}
         line = 2
         try:
-            reader = pd.read_csv(path, sep=sep, usecols=list(plan.values()), dtype=str, keep_default_na=False,
-                                 chunksize=chunk_rows)
+            reader = pd.read_csv(path, sep=sep, usecols=_with_not_modified(plan, header), dtype=str,
+                                 keep_default_na=False, chunksize=chunk_rows)
             for chunk in reader:
                 chunk = chunk.rename(columns=inv)
                 part, scan.labels = compact_frame(chunk, source=src, first_line=line, line_word="line",
                                                   labels=scan.labels, state=scan.state, names=plan)
                 scan.add(part)
                 line += len(chunk)
+        except CrawlLogError as exc:
+            raise _at_physical_lines(exc, path, src=src, sep=sep) from None
         except pd.errors.ParserError as exc:
-            raise CrawlLogError(f"{src}: near line {line}: malformed CSV ({exc})") from None
+            raise _at_physical_lines(CrawlLogError(f"{src}: near line {line}: malformed CSV ({exc})"), path,
+                                     src=src, sep=sep) from None
         except UnicodeDecodeError as exc:
             raise CrawlLogError(f"{src}: at or after line {line}: not UTF-8 text ({exc.reason}: byte "
                                 f"{exc.object[exc.start]:#04x}); re-encode the file as UTF-8") from None
+        except DECOMPRESSION_ERRORS as exc:
+            raise decompression_error(src, exc, path) from None
 
 
 def read_parquet(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
@@ -288,12 +324,54 @@ def scan_parquet(scan: _Scan, *, mapping: dict, change_from: str, chunk_rows: in
             pf = _open_parquet(path, read_dictionary=as_dict)
         inv = {v: s for s, v in plan.items()}
         row = 1
-        for batch in pf.iter_batches(batch_size=chunk_rows, columns=list(plan.values())):
+        for batch in pf.iter_batches(batch_size=chunk_rows, columns=_with_not_modified(plan, header)):
             chunk = batch.to_pandas().rename(columns=inv)
             part, scan.labels = compact_frame(chunk, source=src, first_line=row, line_word="row",
                                               labels=scan.labels, state=scan.state, names=plan)
             scan.add(part)
             row += len(chunk)
+
+
+def _at_physical_lines(exc: CrawlLogError, path, *, src: str, sep: str) -> CrawlLogError:
+    """``exc`` with the line numbers of ``src`` (counted in records) made the file's physical lines.
+
+    The chunk loop counts records (header = line 1); a quoted field holding a newline, or
+    a blank line, makes a record start on a later line of the file. Only on the error
+    path: the file is scanned again up to the record named.
+    """
+    import csv
+    import re
+
+    text = str(exc)
+    pattern = re.compile(re.escape(src) + r": ((?:near |at or after )?line )(\d+)|(\(line )(\d+)( is)")
+    wanted = {int(m.group(2) or m.group(4)) for m in pattern.finditer(text)}
+    if not wanted:
+        return exc
+    starts: dict = {}
+    try:
+        with open_text(path) as fh:
+            reader = csv.reader(fh, delimiter=sep)
+            record, end = 0, 0
+            for row in reader:
+                start, end = end + 1, reader.line_num
+                if not row:  # a blank line: pandas skips it
+                    continue
+                record += 1
+                if record in wanted:
+                    starts[record] = start
+                    if len(starts) == len(wanted):
+                        break
+    except (csv.Error, UnicodeDecodeError, *DECOMPRESSION_ERRORS):
+        return exc
+    if all(starts.get(k, k) == k for k in wanted):
+        return exc
+
+    def fix(m):
+        if m.group(2):
+            return f"{src}: {m.group(1)}{starts.get(int(m.group(2)), m.group(2))}"
+        return f"{m.group(3)}{starts.get(int(m.group(4)), m.group(4))}{m.group(5)}"
+
+    return CrawlLogError(pattern.sub(fix, text))
 
 
 def _check_chunk(chunk_rows) -> int:

@@ -7,10 +7,18 @@ import pandas as pd
 
 from ._errors import CrawlLogError, where
 
-__all__ = ["parse_time_column"]
+__all__ = ["parse_time_column", "check_kinds", "merge_kinds"]
 
-_AWARE = r"(?:[zZ]|[+-]\d\d(?::?\d\d)?)$"
+# A UTC offset ("Z", "+01:00", "-0500") after the time of day: a date alone ("2024-01-01",
+# whose "-01" is the day, not an offset) is naive.
+_AWARE = r"[Tt ]\d[^+\-zZ]*(?:[zZ]|[+-]\d\d(?::?\d\d)?)$"
 _NAT = np.iinfo(np.int64).min
+# Times are held as int64 nanoseconds, whose range is 1677-09-21 .. 2262-04-11: a time
+# outside whole years inside it is refused rather than wrapped around.
+_FIRST_YEAR, _LAST_YEAR = 1678, 2261
+_LO = np.datetime64(f"{_FIRST_YEAR}-01-01", "s")
+_HI = np.datetime64(f"{_LAST_YEAR + 1}-01-01", "s")
+_KIND_NAMES = {"naive": "naive", "aware": "time-zone-aware"}
 
 
 def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.ndarray, line_word: str,
@@ -18,27 +26,35 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
     """UTC nanoseconds since the epoch (int64) of one chunk of a time column.
 
     ISO-8601 strings (or datetime dtypes) are accepted; a time with a UTC offset is an
-    exact instant, a naive time is taken as UTC. ``state`` carries the awareness seen in
-    earlier chunks and files (naive and aware together are refused).
-    Missing values are an error if ``required``, else returned as the int64 minimum.
+    exact instant, a naive time (a date alone included) is taken as UTC. ``state``
+    carries the awareness seen in earlier chunks, files and time columns (naive and
+    aware together are refused). Times outside the years 1678-2261 (those int64
+    nanoseconds hold) are refused, naming the line. Missing values are an error if
+    ``required``, else returned as the int64 minimum.
+
+    With ``state["defer"]`` true, mixed awareness is not refused here but recorded in
+    ``state["kinds"]`` (for :func:`check_kinds` over the partitions of a cluster run).
     """
     n = len(values)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
     if pd.api.types.is_datetime64_any_dtype(values.dtype):
         aware = getattr(values.dtype, "tz", None) is not None
-        _check_kind(state, "aware" if aware else "naive", source=source, column=column,
-                    line=int(lines[0]) if n else 0, line_word=line_word)
-        ts = values.dt.tz_convert("UTC") if aware else values
-        out = ts.to_numpy(dtype="datetime64[ns]").astype(np.int64)
-        missing = np.isnat(ts.to_numpy(dtype="datetime64[ns]"))
+        ts = values.dt.tz_convert("UTC").dt.tz_localize(None) if aware else values
+        arr = ts.to_numpy()
+        missing = np.isnat(arr)
         if required and missing.any():
             i = int(np.flatnonzero(missing)[0])
             raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: missing time")
-        out[missing] = _NAT
+        _kinds(state, {("aware" if aware else "naive"): (int(lines[0]), None)}, source=source, column=column,
+               line_word=line_word)
+        out = _to_ns(arr, missing, source=source, column=column, lines=lines, line_word=line_word,
+                     shown=lambda i: str(ts.iloc[i]))
         return out
     if values.dtype.kind in "biuf":
-        i = 0 if n == 0 else int(np.flatnonzero(~values.isna().to_numpy())[0]) if values.notna().any() else 0
+        i = int(np.flatnonzero(~values.isna().to_numpy())[0]) if values.notna().any() else 0
         raise CrawlLogError(
-            f"{where(source, line_word, lines[i] if n else 0, column)}: times must be ISO-8601 datetimes "
+            f"{where(source, line_word, lines[i], column)}: times must be ISO-8601 datetimes "
             f"(e.g. 2024-01-31T12:00:00Z); got the number {values.iloc[i]!r}"
         )
     s = values.astype("string").str.strip()
@@ -69,31 +85,82 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
         if not aware.all():
             aware = sp.str.contains(_AWARE, regex=True)
         aware = aware.to_numpy(dtype=bool)
-        kind0 = "aware" if aware[0] else "naive"
-        _check_kind(state, kind0, source=source, column=column, line=int(lines[idx[0]]), line_word=line_word)
-        odd = aware != aware[0]
-        if odd.any():
-            j = int(np.flatnonzero(odd)[0])
-            kinds = ("naive", "time-zone-aware") if aware[0] else ("time-zone-aware", "naive")
-            raise CrawlLogError(
-                f"{where(source, line_word, lines[idx[j]], column)}: naive and time-zone-aware times are "
-                f"mixed ({line_word} {lines[idx[0]]} is {kinds[1]}, this one {kinds[0]}: {sp.iloc[j]!r}); "
-                "their order and gaps are ambiguous: give every time a UTC offset, or none"
-            )
+        firsts = {}
+        for kind, mask in (("aware", aware), ("naive", ~aware)):
+            if mask.any():
+                j = int(np.argmax(mask))
+                firsts[kind] = (int(lines[idx[j]]), sp.iloc[j])
     else:
-        _check_kind(state, "aware", source=source, column=column, line=int(lines[idx[0]]), line_word=line_word)
-    out[present] = parsed.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+        firsts = {"aware": (int(lines[idx[0]]), sp.iloc[0])}
+    _kinds(state, firsts, source=source, column=column, line_word=line_word)
+    arr = parsed.dt.tz_localize(None).to_numpy()
+    out[present] = _to_ns(arr, np.zeros(arr.size, bool), source=source, column=column, lines=lines[idx],
+                          line_word=line_word, shown=lambda j: sp.iloc[j])
     return out
 
 
-def _check_kind(state: dict, kind: str, *, source, column, line, line_word):
+def _to_ns(arr: np.ndarray, missing: np.ndarray, *, source, column, lines, line_word, shown) -> np.ndarray:
+    """datetime64 of any unit -> int64 ns (NaT -> the int64 minimum), refusing times ns cannot hold."""
+    lo, hi = _LO.astype(arr.dtype), _HI.astype(arr.dtype)
+    out_of_range = ~missing & ((arr < lo) | (arr >= hi))
+    if out_of_range.any():
+        i = int(np.flatnonzero(out_of_range)[0])
+        raise CrawlLogError(
+            f"{where(source, line_word, lines[i], column)}: time {shown(i)!r} is outside the years "
+            f"{_FIRST_YEAR}-{_LAST_YEAR} that the reader can hold (int64 nanoseconds); is the year a typo?"
+        )
+    out = arr.astype("datetime64[ns]").astype(np.int64)
+    out[missing] = _NAT
+    return out
+
+
+def _kinds(state: dict, firsts: dict, *, source, column, line_word) -> None:
+    """Check (or, with ``state["defer"]``, record) the awareness of one chunk of a time column.
+
+    ``firsts`` maps "naive"/"aware" to (line, value) of its first time in the chunk.
+    """
+    if not firsts:
+        return
+    if state.get("defer"):
+        merge_kinds(state.setdefault("kinds", {}), {column: firsts})
+        return
+    check_kinds(state, firsts, source=source, column=column, line_word=line_word)
+
+
+def merge_kinds(into: dict, more: dict) -> dict:
+    """Merge recorded awarenesses (column -> kind -> (line, value)): the earliest line of each kind."""
+    for column, firsts in more.items():
+        have = into.setdefault(column, {})
+        for kind, (line, value) in firsts.items():
+            if kind not in have or line < have[kind][0]:
+                have[kind] = (line, value)
+    return into
+
+
+def check_kinds(state: dict, firsts: dict, *, source, column, line_word) -> None:
+    """Refuse naive and time-zone-aware times together, naming the first line of each.
+
+    ``firsts`` maps "naive"/"aware" to (line, value) of the first time of that kind in
+    the rows checked (one chunk, or a whole log); ``state`` holds the kind of the
+    earlier chunks and time columns.
+    """
+    if not firsts:
+        return
+    k0, (l0, _) = min(firsts.items(), key=lambda kv: kv[1][0])
     seen = state.get("kind")
     if seen is None:
-        state["kind"] = kind
-        state["where"] = where(source, line_word, line, column)
-        return
-    if seen != kind:
+        state["kind"] = k0
+        state["where"] = where(source, line_word, l0, column)
+    elif seen != k0:
         raise CrawlLogError(
-            f"{where(source, line_word, line, column)}: {kind} times, but {state['where']} holds {seen} ones: "
+            f"{where(source, line_word, l0, column)}: {k0} times, but {state['where']} holds {seen} ones: "
             "naive and time-zone-aware times are mixed; give every time a UTC offset, or none"
+        )
+    if len(firsts) == 2:
+        k1 = "naive" if k0 == "aware" else "aware"
+        l1, v1 = firsts[k1]
+        raise CrawlLogError(
+            f"{where(source, line_word, l1, column)}: naive and time-zone-aware times are "
+            f"mixed ({line_word} {l0} is {_KIND_NAMES[k0]}, this one {_KIND_NAMES[k1]}: {v1!r}); "
+            "their order and gaps are ambiguous: give every time a UTC offset, or none"
         )

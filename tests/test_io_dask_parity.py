@@ -1,0 +1,124 @@
+"""The Dask engine against the pandas engine on every reader case, bad input included.
+
+Each log is read by the pandas engine (``read_frame`` of the whole table, then
+``estimate_pages``) and by :func:`estimate_pages_dask` over several partitions (the
+synchronous scheduler: the same code a cluster runs, in this process). Both give the
+same table, or the same error class and message.
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from changerate_bayes import StatisticalWarning, estimate_pages
+from changerate_bayes.io import read_frame
+
+H = "page,fetch_time,digest\n"
+
+
+def _rows(page, times, digests, tz="Z"):
+    return "".join(f"{page},2024-01-{d:02d}T{h:02d}:00{tz},{x}\n" for (d, h), x in zip(times, digests, strict=True))
+
+
+_T = [(1, 0), (1, 6), (2, 0), (2, 12), (3, 0), (4, 0)]
+_MANY = H + "".join(_rows(f"p{i}", _T, "xxyyzz"[i % 3:] + "abcdef"[: i % 3]) for i in range(8))
+
+CASES = {
+    # good logs
+    "digest": _MANY,
+    "status_304_404_301": "page,fetch_time,status,digest\n" + "".join(
+        f"p{i},2024-01-0{d}T00:00Z,{s},{x}\n" for i in range(4)
+        for d, s, x in [(1, "200", "a"), (2, "304", ""), (3, "404", "b"), (4, "301", "r"), (5, "200", "c"),
+                        (6, "200", "c")]),
+    "not_modified_strings": "page,fetch_time,status,digest,not_modified\n" + "".join(
+        f"p{i},2024-01-0{d}T00:00Z,200,{x},{nm}\n" for i in range(4)
+        for d, x, nm in [(1, "a", "0"), (2, "b", "False"), (3, "b", "true"), (4, "c", "1"), (5, "d", "no"),
+                         (6, "d", "")]),
+    "changed": "page,fetch_time,changed\n" + "".join(
+        f"p{i},2024-01-0{d}T00:00Z,{c}\n" for i in range(4) for d, c in [(1, 0), (2, 1), (3, ""), (4, 0), (5, 1)]),
+    "last_modified": "page,fetch_time,last_modified\n" + "".join(
+        f"p{i},2024-01-0{d}T00:00Z,{lm}\n" for i in range(4)
+        for d, lm in [(1, "2023-12-01T00:00Z"), (2, "2024-01-01T12:00Z"), (3, ""), (4, "2024-01-05T00:00Z")]),
+    "unsorted_and_duplicates": H + "".join(
+        f"p{i},{t},{x}\n" for i in range(4)
+        for t, x in [("2024-01-03T00:00Z", "b"), ("2024-01-01T00:00Z", "a"), ("2024-01-03T00:00Z", "c"),
+                     ("2024-01-04T00:00Z", "c"), ("2024-01-02T00:00Z", "a")]),
+    "naive_times": H + "".join(_rows(f"p{i}", _T, "aabbcc", tz="") for i in range(4)),
+    "date_only_times": H + "".join(f"p{i},2024-01-0{d},{x}\n" for i in range(4) for d, x in
+                                   [(1, "a"), (2, "a"), (3, "b"), (5, "b")]),
+    "byte_order_mark": "\ufeff" + _MANY,
+    # bad logs
+    "mixed_aware_naive_across_pages": H + _rows("a", _T, "aabbcc") + _rows("b", _T, "aabbcc", tz="")
+    + _rows("c", _T, "aabbcc") + _rows("d", _T, "aabbcc", tz=""),
+    "mixed_naive_first": H + _rows("a", _T, "aabbcc", tz="") + _rows("b", _T, "aabbcc") + _rows("c", _T, "aabbcc"),
+    "naive_last_modified_aware_fetch": "page,fetch_time,last_modified\n" + "".join(
+        f"p{i},2024-01-0{d}T00:00Z,{lm}\n" for i in range(4)
+        for d, lm in [(1, "2023-12-01T00:00Z"), (2, "2024-01-01T12:00Z" if i < 3 else "2024-01-01T12:00"),
+                      (3, "2024-01-02T12:00Z")]),
+    "year_typo": _MANY.replace("2024-01-02T12:00Z,", "2924-01-02T12:00Z,", 1),
+    "unparsable_time": _MANY.replace("p5,2024-01-03T00:00Z", "p5,soon", 1),
+    "missing_page": _MANY.replace("p6,", ",", 1),
+    "bad_not_modified": "page,fetch_time,digest,not_modified\n" + "".join(
+        f"p{i},2024-01-0{d}T00:00Z,{x},{nm}\n" for i in range(4)
+        for d, x, nm in [(1, "a", "0"), (2, "b", "maybe" if i == 2 else "0"), (3, "b", "1")]),
+    "bad_status": "page,fetch_time,status,digest\n" + "".join(
+        f"p{i},2024-01-0{d}T00:00Z,{'OK' if (i, d) == (3, 2) else 200},{d}\n" for i in range(4) for d in (1, 2, 3)),
+    "changed_not_0_1": "page,fetch_time,changed\n" + "".join(
+        f"p{i},2024-01-0{d}T00:00Z,{2 if (i, d) == (1, 3) else 1}\n" for i in range(4) for d in (1, 2, 3)),
+    "single_visits_only": H + "".join(f"p{i},2024-01-01T00:00Z,a\n" for i in range(6)),
+    "header_only": H,
+    "column_with_two_roles": "page,fetch_time,digest\n" + _MANY.split("\n", 1)[1],
+}
+COLUMNS = {"column_with_two_roles": {"page": "digest"}}
+BAD = list(CASES)[list(CASES).index("mixed_aware_naive_across_pages"):]
+
+
+def _pandas(path, columns):
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    try:
+        log = read_frame(frame, columns=columns, source="log")
+        return estimate_pages(log, methods=("lln", "mle"))
+    except ValueError as exc:
+        return exc
+
+
+def _dask(path, columns):
+    import dask
+    import dask.dataframe as dd
+
+    from changerate_bayes.cluster import estimate_pages_dask
+
+    ddf = dd.read_csv(path, dtype=str, keep_default_na=False, blocksize=150)
+    try:
+        with dask.config.set(scheduler="synchronous"):
+            return estimate_pages_dask(ddf, columns=columns, methods=("lln", "mle"), npartitions=3,
+                                       source="log").table, ddf.npartitions
+    except ValueError as exc:
+        return exc, ddf.npartitions
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_dask_engine_equals_pandas(tmp_path, case):
+    path = tmp_path / "log.csv"
+    path.write_text(CASES[case], encoding="utf-8")
+    columns = COLUMNS.get(case)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatisticalWarning)  # lln on schedules that are not Poisson
+        expect = _pandas(path, columns)
+        got, partitions = _dask(path, columns)
+    assert isinstance(expect, Exception) == (case in BAD), expect
+    if len(CASES[case]) > 300:
+        assert partitions > 1
+    if isinstance(expect, Exception):
+        assert type(got) is type(expect), (case, got)
+        assert str(got) == str(expect)
+        return
+    assert not isinstance(got, Exception), (case, got)
+    assert got["page"].tolist() == expect["page"].tolist()
+    for c in ("n_crawls", "n_changes", "first_visit", "last_visit"):
+        assert got[c].tolist() == expect[c].tolist(), c
+    num = [c for c in expect.columns if c not in ("page", "first_visit", "last_visit")]
+    np.testing.assert_allclose(got[num].to_numpy(float), expect[num].to_numpy(float), rtol=1e-12, atol=0)
+
