@@ -10,11 +10,39 @@ import pandas as pd
 
 from .io import Audit, CrawlLog
 
-__all__ = ["detection_times", "estimate_report", "diagnose_report", "OTA_ATTRIBUTION"]
+__all__ = ["detection_times", "estimate_report", "diagnose_report", "log_attribution", "shorten_label",
+           "OTA_ATTRIBUTION"]
 
 #: Attribution of the shipped Open Terms Archive data (kept wherever the data is shown).
 OTA_ATTRIBUTION = ('Data: Open Terms Archive (licence ODC-BY 1.0), "Open Terms Archive contributors"; dating '
                    'collection "Open Terms Archive with contributions from the Dating Privacy collective".')
+
+
+def log_attribution(paths, fmt: str) -> str | None:
+    """The data attribution for a report on the logs ``paths`` read as format ``fmt``.
+
+    :data:`OTA_ATTRIBUTION` only when every file is one of the shipped Open Terms
+    Archive files (the same file, also through links); for any other file in that
+    format, a note of the format alone, which credits no collection; None otherwise.
+    """
+    import os
+
+    from .datasets import DATASETS, dataset_path
+
+    shipped = [dataset_path(n) for n in DATASETS if n.startswith("ota_")]
+
+    def is_shipped(p) -> bool:
+        try:
+            return any(os.path.samefile(p, s) for s in shipped if s.exists())
+        except OSError:
+            return False
+
+    paths = list(paths)
+    if paths and all(is_shipped(p) for p in paths):
+        return OTA_ATTRIBUTION
+    if fmt == "ota":
+        return "Read in the Open Terms Archive observations format."
+    return None
 
 
 def detection_times(log: CrawlLog) -> tuple[np.ndarray, np.ndarray]:
@@ -92,13 +120,34 @@ def _forest_figure(top: pd.DataFrame, level: float):
 
     from .report import figure_to_html
 
-    fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(top) + 1.0))
+    fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(top) + 1.2), layout="constrained")
     y = np.arange(len(top))[::-1]
     m, lo, hi = (top[c].to_numpy() for c in ("posterior_mean", "posterior_lower", "posterior_upper"))
     ax.errorbar(m, y, xerr=[m - lo, hi - m], fmt="o", color="#aa3377", capsize=3)
-    ax.set_yticks(y, [str(p)[-40:] for p in top["page"]], fontsize=7)
-    ax.set_xlabel(f"change rate per day: posterior mean and {level:.0%} credible interval")
+    # page names are plain text (a URL's "$5-$10" is not mathtext), shortened in the middle
+    ax.set_yticks(y, [shorten_label(p, 44) for p in top["page"]], fontsize=7, parse_math=False)
+    ax.set_xlabel(f"change rate per day\n(posterior mean and {level:.0%} credible interval)")
     return figure_to_html(fig, alt="Posterior means and credible intervals of the busiest pages")
+
+
+def shorten_label(name, max_chars: int = 44) -> str:
+    """``name`` as text of at most ``max_chars`` characters: longer names keep their
+    start and end around an ellipsis.
+
+    Examples
+    --------
+    >>> shorten_label("https://example.com/a/very/long/path/to/one/page.html", 30)
+    'https://exa…h/to/one/page.html'
+    >>> shorten_label("short")
+    'short'
+    """
+    text = str(name)
+    if max_chars < 5:
+        raise ValueError(f"`max_chars` must be >= 5; got {max_chars}")
+    if len(text) <= max_chars:
+        return text
+    head = (max_chars - 1) * 2 // 5
+    return text[:head] + "…" + text[len(text) - (max_chars - 1 - head):]
 
 
 def _gof_rows(log: CrawlLog | None, top: pd.DataFrame, *, seed: int, n_resamples: int):
@@ -137,7 +186,8 @@ def _calib_p(calib, i):
 
 
 def estimate_report(table: pd.DataFrame, audit: Audit, *, log: CrawlLog | None = None, busiest: int = 6,
-                    seed: int = 0, n_resamples: int = 199, attribution: str | None = None):
+                    seed: int = 0, n_resamples: int = 199, attribution: str | None = None,
+                    started: float | None = None):
     """HTML and JSON results of ``changerate-bayes estimate --report``.
 
     Parameters
@@ -153,15 +203,22 @@ def estimate_report(table: pd.DataFrame, audit: Audit, *, log: CrawlLog | None =
         Seed of the diagnostics' Monte Carlo p-values.
     n_resamples : int, default 199
     attribution : str, optional
-        Data attribution shown in the header (e.g. :data:`OTA_ATTRIBUTION`).
+        Data attribution shown in the header (see :func:`log_attribution`).
+    started : float, optional
+        ``time.perf_counter()`` when the command started: the header gives the time from
+        then to the report (default: the time this function takes).
 
     Returns
     -------
     (str, dict)
         The page (self-contained HTML) and the results for ``results.json``.
     """
+    import time
+
     from .report import html_table, render_page
 
+    started = time.perf_counter() if started is None else started
+    t0 = time.perf_counter()
     level = table.attrs.get("level", 0.9)
     top = table.sort_values(["n_changes", "posterior_mean"], ascending=False).head(busiest)
     methods = [c for c in table.columns if c in ("naive", "lln", "sa", "sam", "mle", "mm", "regular")]
@@ -176,20 +233,20 @@ def estimate_report(table: pd.DataFrame, audit: Audit, *, log: CrawlLog | None =
     if warn:
         warn_html = (f"<details><summary>Model checks of the estimators: {len(warn)} warning(s)</summary>"
                      + "".join(f"<p class='verdict mixed'>{_esc(w)}</p>" for w in warn) + "</details>")
-    import time
-
-    t0 = time.perf_counter()
+    rates_html = intro + str(_rate_figure(table)) + warn_html
+    t1 = time.perf_counter()
+    forest_html = str(_forest_figure(top, level))
+    t2 = time.perf_counter()
     gof = _gof_rows(log, top, seed=seed, n_resamples=n_resamples)
-    gof_seconds = time.perf_counter() - t0
+    t3 = time.perf_counter()
     cols = ["page", "n_crawls", "n_changes", "mean_interval_h", *methods, "posterior_mean", "posterior_lower",
             "posterior_upper", "crawl_interval_h"]
     sections = [
-        {"id": "rates", "title": "Change rates across pages", "seconds": 0.0,
-         "html": intro + str(_rate_figure(table)) + warn_html},
-        {"id": "busiest", "title": f"The {len(top)} busiest pages", "seconds": 0.0,
-         "html": str(_forest_figure(top, level))
+        {"id": "rates", "title": "Change rates across pages", "seconds": t1 - t0, "html": rates_html},
+        {"id": "busiest", "title": f"The {len(top)} busiest pages", "seconds": t2 - t1,
+         "html": forest_html
          + str(html_table(_records(top[cols]), cols, caption="Rates in changes per day; intervals in hours"))},
-        {"id": "poisson", "title": "Poisson diagnostics of the busiest pages", "seconds": gof_seconds,
+        {"id": "poisson", "title": "Poisson diagnostics of the busiest pages", "seconds": t3 - t2,
          "html": ("<p>Crawl-grid tests of the times at which crawls saw a change, and the interval calibration "
                   "of each page's history (P(I = 1 | τ) = 1 − e<sup>−Δτ</sup> by interval bins). These are "
                   "findings about the data: a rejection says these pages' changes are not a homogeneous Poisson "
@@ -202,7 +259,8 @@ def estimate_report(table: pd.DataFrame, audit: Audit, *, log: CrawlLog | None =
     if attribution:
         sections[0]["html"] = f"<p><em>{_esc(attribution)}</em></p>" + sections[0]["html"]
     sections[0]["html"] = f"<p>Sources: {_esc(', '.join(audit.sources))}</p>" + sections[0]["html"]
-    html = render_page(title="Change rates of your pages", sections=sections, meta=_meta("estimate", seed))
+    html = render_page(title="Change rates of your pages", sections=sections,
+                       meta=_meta("estimate", seed, time.perf_counter() - started))
     results = {"audit": audit.as_dict(), "pages": _records(table), "diagnostics": gof,
                "attrs": {k: (v if not isinstance(v, float) else _json_safe(v)) for k, v in table.attrs.items()}}
     return html, results
@@ -235,7 +293,7 @@ def diagnose_report(results: list, *, sources, alpha: float = 0.05, seed: int = 
     return html, {"pages": rows, "details": details}
 
 
-def _meta(command: str, seed: int) -> dict:
+def _meta(command: str, seed: int, seconds: float) -> dict:
     import datetime
     import platform
 
@@ -244,7 +302,7 @@ def _meta(command: str, seed: int) -> dict:
 
     from . import __version__
 
-    return {"preset": command, "seed": seed, "total_seconds": 0.0, "version": __version__,
+    return {"preset": command, "seed": seed, "total_seconds": seconds, "version": __version__,
             "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "versions": {"python": platform.python_version(), "numpy": np.__version__, "pandas": pd.__version__,
                          "scipy": scipy.__version__, "matplotlib": matplotlib.__version__}}

@@ -18,7 +18,7 @@ import jinja2
 import numpy as np
 from markupsafe import Markup, escape
 
-__all__ = ["VERDICT_KINDS", "check_output_dir", "figure_context", "figure_to_html", "format_pvalue", "format_value",
+__all__ = ["VERDICT_KINDS", "check_output_dir", "figure_context", "figure_to_html", "format_duration", "format_pvalue", "format_value",
            "html_table", "render_page", "summary_row", "verdict_html", "write_report"]
 
 _ENV = None
@@ -35,6 +35,7 @@ def _env() -> jinja2.Environment:
         )
         _ENV.filters["fmt"] = format_value
         _ENV.filters["fmt_p"] = format_pvalue
+        _ENV.filters["duration"] = format_duration
         _ENV.tests["number"] = lambda x: isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(
             x, (bool, np.bool_))
     return _ENV
@@ -55,6 +56,22 @@ def format_value(x, digits: int = 4) -> str:
             return f"{x:.{digits - 1}e}"
         return f"{x:.{digits}g}"
     return str(x)
+
+
+def format_duration(seconds) -> str:
+    """A run time for the report's header: milliseconds below 1 s, one decimal below 10 s.
+
+    Examples
+    --------
+    >>> format_duration(0.0123), format_duration(3.21), format_duration(492.4)
+    ('12 ms', '3.2 s', '492 s')
+    """
+    seconds = float(seconds)
+    if seconds < 1.0:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 10.0:
+        return f"{seconds:.1f} s"
+    return f"{seconds:.0f} s"
 
 
 #: matplotlib settings of the report's figures (see :func:`figure_context`)
