@@ -10,7 +10,8 @@ import pandas as pd
 
 from .io import Audit, CrawlLog
 
-__all__ = ["detection_times", "estimate_report", "diagnose_report", "log_attribution", "shorten_label",
+__all__ = ["crawl_diagnostics", "detection_times", "estimate_report", "diagnose_report", "log_attribution",
+           "shorten_label",
            "OTA_ATTRIBUTION"]
 
 #: Attribution of the shipped Open Terms Archive data (kept wherever the data is shown).
@@ -150,35 +151,76 @@ def shorten_label(name, max_chars: int = 44) -> str:
     return text[:head] + "…" + text[len(text) - (max_chars - 1 - head):]
 
 
-def _gof_rows(log: CrawlLog | None, top: pd.DataFrame, *, seed: int, n_resamples: int):
-    """Poisson diagnostics of the busiest pages' detections (crawl-grid tests)."""
+def crawl_diagnostics(log: CrawlLog, *, pages=None, max_pages: int = 20, seed: int = 0, n_resamples: int = 199,
+                      alpha: float = 0.05) -> list[dict]:
+    """Poisson diagnostics of a crawl log, page by page: crawl-grid tests of the crawls
+    that saw a change, and the interval calibration of each page's history.
+
+    The detections (visits that saw a change) are tested by
+    :func:`~changerate_bayes.diagnostics.poisson_gof` with ``crawl_interval`` the
+    page's median interval, i.e. as independent crawls on their grid; the exact-time
+    tests never run on them. :func:`~changerate_bayes.diagnostics.interval_calibration`
+    tests P(I = 1 | τ) = 1 − e^{−Δτ} on the page's crawl intervals.
+
+    Parameters
+    ----------
+    log : CrawlLog
+    pages : sequence, optional
+        Pages to test, in order (default: the ``max_pages`` pages with most changes seen).
+    max_pages : int, default 20
+    seed : int, default 0
+        Seed of the Monte Carlo p-values.
+    n_resamples : int, default 199
+    alpha : float, default 0.05
+        Family-wise level of the Holm-corrected rejections.
+
+    Returns
+    -------
+    list of dict
+        One per page: ``page``, ``visits``, ``detections``, ``step`` (median crawl
+        interval, hours), ``rejected`` (tests rejected, "none", or "—" when fewer than
+        3 detections), ``calibration_p`` (float, or the reason it was not tested),
+        ``reading`` and ``tests`` ({test: {"pvalue", "reading"}}, empty if not tested).
+    """
     from .diagnostics import interval_calibration, poisson_gof
 
-    rows = []
-    if log is None:
-        return rows
     calib = interval_calibration(log.history)
     times, page = detection_times(log)
+    h = log.history
+    if pages is None:
+        n_det = np.bincount(page, minlength=len(log.page_ids))
+        order = np.lexsort((np.arange(n_det.size), -n_det))[:max_pages]  # most changes seen, then log order
+        pages = [log.page_ids[i] for i in order]
     index = {p: i for i, p in enumerate(log.page_ids)}
-    for p in top["page"]:  # a handful of pages, each its own trace
+    rows = []
+    for p in pages:  # a handful of pages, each its own trace
         i = index[p]
         t = times[page == i]
-        lo, hi = log.history.offsets[i], log.history.offsets[i + 1]
-        step = float(np.median(log.history.flat_intervals[lo:hi]))
+        lo, hi = h.offsets[i], h.offsets[i + 1]
+        step = float(np.median(h.flat_intervals[lo:hi]))
+        row = {"page": p, "visits": int(hi - lo) + 1, "detections": int(t.size), "step": step,
+               "calibration_p": _calib_p(calib, i)}
+        if t.size < 3:
+            rows.append({**row, "rejected": "—", "reading": "fewer than 3 changes seen: not tested", "tests": {}})
+            continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = poisson_gof(t, crawl_interval=step, n_resamples=n_resamples, rng=seed) if t.size >= 3 else None
-        if res is None:
-            rows.append({"page": p, "detections": int(t.size), "crawl step (h)": step, "rejected (Holm 5%)": "—",
-                         "interval calibration p": _calib_p(calib, i),
-                         "reading": "fewer than 3 detections: not tested"})
-            continue
-        rej = res.rejected(0.05)
-        rows.append({"page": p, "detections": int(t.size), "crawl step (h)": step,
-                     "rejected (Holm 5%)": ", ".join(rej) if rej else "none",
-                     "interval calibration p": _calib_p(calib, i),
-                     "reading": res.summary(0.05).split("\n")[0]})
+            res = poisson_gof(t, crawl_interval=step, n_resamples=n_resamples, rng=seed)
+        rej = res.rejected(alpha)
+        rows.append({**row, "rejected": ", ".join(rej) if rej else "none", "reading": res.summary(alpha).split("\n")[0],
+                     "tests": {k: {"pvalue": _json_safe(v.pvalue), "reading": v.reading}
+                               for k, v in res.tests.items() if v.ran}})
     return rows
+
+
+def _gof_rows(log: CrawlLog | None, top: pd.DataFrame, *, seed: int, n_resamples: int):
+    """Poisson diagnostics of the busiest pages' detections (crawl-grid tests)."""
+    if log is None:
+        return []
+    rows = crawl_diagnostics(log, pages=list(top["page"]), seed=seed, n_resamples=n_resamples)
+    return [{"page": r["page"], "detections": r["detections"], "crawl step (h)": r["step"],
+             "rejected (Holm 5%)": r["rejected"], "interval calibration p": r["calibration_p"],
+             "reading": r["reading"]} for r in rows]
 
 
 def _calib_p(calib, i):
@@ -266,31 +308,69 @@ def estimate_report(table: pd.DataFrame, audit: Audit, *, log: CrawlLog | None =
     return html, results
 
 
-def diagnose_report(results: list, *, sources, alpha: float = 0.05, seed: int = 0):
-    """HTML and JSON results of ``changerate-bayes diagnose``: one section per trace.
+def diagnose_report(results: list, *, sources, alpha: float = 0.05, seed: int = 0, kind: str = "events",
+                    n_pages: int | None = None, started: float | None = None):
+    """HTML and JSON results of ``changerate-bayes diagnose``: a summary and one section per page.
 
     Parameters
     ----------
-    results : list of (page, PoissonGOFResult)
+    results : list
+        ``kind="events"``: (page, PoissonGOFResult) pairs of exact change times;
+        ``kind="crawl"``: the rows of :func:`crawl_diagnostics`.
     sources : sequence of str
+    alpha : float, default 0.05
+    seed : int, default 0
+    kind : {"events", "crawl"}, default "events"
+    n_pages : int, optional
+        Pages in the file (default: those in ``results``); the report says when only
+        some were tested.
+    started : float, optional
+        ``time.perf_counter()`` at the command's start, for the run time in the header.
     """
+    import time
+
     from .report import html_table, render_page
 
-    rows, details = [], {}
-    for page, res in results:
-        rej = res.rejected(alpha)
-        rows.append({"page": page, "events": res.n_events, "rate per hour": res.rate,
-                     "rejected (Holm)": ", ".join(rej) if rej else "none"})
-        details[str(page)] = res.to_dict()
+    started = time.perf_counter() if started is None else started
+    if kind not in ("events", "crawl"):
+        raise ValueError(f"`kind` must be 'events' or 'crawl'; got {kind!r}")
+    n_pages = len(results) if n_pages is None else n_pages
+    rows, details, pages = [], {}, []
+    if kind == "events":
+        for page, res in results:
+            rej = res.rejected(alpha)
+            rows.append({"page": page, "events": res.n_events, "rate per hour": res.rate,
+                         "rejected (Holm)": ", ".join(rej) if rej else "none"})
+            details[str(page)] = res.to_dict()
+            tests = [{"test": k, "p-value": v.pvalue, "reading": v.reading} for k, v in res.tests.items()]
+            pages.append((page, f"<p>{_esc(res.summary(alpha))}</p>" + str(html_table(tests, ["test", "p-value", "reading"]))))
+        columns = ["page", "events", "rate per hour", "rejected (Holm)"]
+        intro = "<p>Exact change times: every test of the homogeneous Poisson model.</p>"
+        title = "Is it Poisson? Your change times"
+    else:
+        for r in results:
+            rows.append({"page": r["page"], "visits": r["visits"], "changes seen": r["detections"],
+                         "crawl step (h)": r["step"], "rejected (Holm)": r["rejected"],
+                         "interval calibration p": r["calibration_p"]})
+            details[str(r["page"])] = {k: v for k, v in r.items() if k != "page"}
+            tests = [{"test": k, "p-value": v["pvalue"], "reading": v["reading"]} for k, v in r["tests"].items()]
+            pages.append((r["page"], f"<p>{_esc(r['reading'])}</p>"
+                          + (str(html_table(tests, ["test", "p-value", "reading"])) if tests else "")))
+        columns = ["page", "visits", "changes seen", "crawl step (h)", "rejected (Holm)", "interval calibration p"]
+        intro = ("<p>A crawl log: each row is a visit, not a change. The visits that saw a change are tested on their "
+                 "crawl grid (independent crawls of the median step), and the interval calibration tests "
+                 "P(I = 1 | τ) = 1 − e<sup>−Δτ</sup> by interval bins; tests for exact change times are not run on "
+                 "crawl detections.</p>")
+        title = "Is it Poisson? Your crawl log"
+    tested = (f"<p>{len(results)} of {n_pages} pages tested (the busiest; --max-pages); the others are not "
+              "detailed.</p>" if len(results) < n_pages else f"<p>All {n_pages} page(s) tested.</p>")
     sections = [{"id": "summary", "title": "Poisson diagnostics", "seconds": 0.0,
-                 "html": str(html_table(rows, ["page", "events", "rate per hour", "rejected (Holm)"]))}]
-    for page, res in results[:10]:
-        tests = [{"test": k, "p-value": v.pvalue, "reading": v.reading} for k, v in res.tests.items()]
-        sections.append({"id": f"page-{len(sections)}", "title": f"Page {page}", "seconds": 0.0,
-                         "html": f"<p>{_esc(res.summary(alpha))}</p>" + str(html_table(tests, ["test", "p-value", "reading"]))})
-    sections[0]["html"] = f"<p>Sources: {_esc(', '.join(map(str, sources)))}</p>" + sections[0]["html"]
-    html = render_page(title="Is it Poisson? Your change times", sections=sections, meta=_meta("diagnose", seed))
-    return html, {"pages": rows, "details": details}
+                 "html": f"<p>Sources: {_esc(', '.join(map(str, sources)))}</p>" + intro + tested
+                 + str(html_table(rows, columns))}]
+    for page, body in pages:
+        sections.append({"id": f"page-{len(sections)}", "title": f"Page {page}", "seconds": 0.0, "html": body})
+    html = render_page(title=title, sections=sections, meta=_meta("diagnose", seed, time.perf_counter() - started))
+    return html, {"kind": kind, "n_pages": n_pages, "pages": rows, "details": details}
 
 
 def _meta(command: str, seed: int, seconds: float) -> dict:

@@ -354,7 +354,7 @@ def write_report(out_dir, *, html: str, results: dict) -> Path:
     """Write ``index.html`` and ``results.json`` into ``out_dir`` atomically.
 
     Both files are first written to a temporary folder inside ``out_dir`` and then
-    moved into place under an exclusive lock on ``out_dir/.report.lock``, so two
+    moved into place under an exclusive lock on the folder ``out_dir``, so two
     processes writing to the same folder at once leave one complete pair, never
     ``index.html`` of one run beside ``results.json`` of the other; if moving the
     second file fails, the first is put back, so a failure never leaves a partial or
@@ -389,26 +389,27 @@ def write_report(out_dir, *, html: str, results: dict) -> Path:
     return out / "index.html"
 
 
-_LOCK_FILE = ".report.lock"
+_LOCK_FILE = ".report.lock"  # only where the folder itself cannot be locked (not POSIX)
 
 
 @contextlib.contextmanager
 def _report_lock(out: Path):
-    """Hold an exclusive lock on ``out/.report.lock`` (``fcntl.flock``; on systems
-    without it, an ``O_EXCL`` lock file polled every 50 ms)."""
-    path = out / _LOCK_FILE
+    """Hold an exclusive lock on the folder ``out`` itself (``fcntl.flock`` on the
+    folder's descriptor), which leaves no file behind; on systems without ``flock``, an
+    ``O_EXCL`` lock file polled every 50 ms and removed on release."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         fcntl = None
     if fcntl is not None:
-        with open(path, "a+b") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        fd = os.open(out, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
         return
+    path = out / _LOCK_FILE
     while True:  # pragma: no cover - not POSIX
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
