@@ -154,11 +154,11 @@ def _run(args) -> int:
             windows = tuple(_window_value(x) for x in args.window)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         return fail(f"cannot read the input: {exc}")
-    except ValueError as exc:
-        return fail(str(exc))
     except UnicodeDecodeError as exc:
         return fail(f"cannot read the input: not UTF-8 text ({exc.reason}: byte {exc.object[exc.start]:#04x}); "
                     "re-encode the CSV files as UTF-8")
+    except ValueError as exc:
+        return fail(str(exc))
     t0 = time.perf_counter()
     try:
         df = replay_policies(changes, window=windows, budget=args.budget,

@@ -18,8 +18,9 @@ import jinja2
 import numpy as np
 from markupsafe import Markup, escape
 
-__all__ = ["VERDICT_KINDS", "check_output_dir", "figure_context", "figure_to_html", "format_duration", "format_pvalue", "format_value",
-           "html_table", "render_page", "summary_row", "verdict_html", "write_report"]
+__all__ = ["VERDICT_KINDS", "VERDICT_SEVERITY", "check_output_dir", "figure_context", "figure_to_html",
+           "format_duration", "format_pvalue", "format_value", "html_table", "render_page", "section_outcome",
+           "summary_row", "verdict_boxes", "verdict_html", "write_report"]
 
 _ENV = None
 
@@ -292,6 +293,55 @@ def summary_row(*, verdict: str, key_number: str, kind: str) -> dict:
     return {"verdict": str(verdict), "key_number": str(key_number), "kind": kind}
 
 
+#: how bad each verdict kind is, for :func:`section_outcome` ("finding" is neutral, like "holds")
+VERDICT_SEVERITY = {"holds": 0, "finding": 0, "mixed": 1, "fails": 2}
+_BOX = re.compile(r'<p class="verdict (ok|fail|mixed|finding)">')
+_BOX_KIND = {cls: kind for kind, (cls, _) in VERDICT_KINDS.items()}
+
+
+def verdict_boxes(html: str) -> list[str]:
+    """The kinds of the verdict boxes (:func:`verdict_html`) in an HTML fragment, in order."""
+    return [_BOX_KIND[m.group(1)] for m in _BOX.finditer(str(html))]
+
+
+def section_outcome(summary: dict, html: str) -> dict:
+    """A section's summary row, never kinder than the worst verdict box of the section.
+
+    The row's ``kind`` becomes the worst kind among its own and the section's boxes
+    (by :data:`VERDICT_SEVERITY`: "fails" > "mixed" > "holds" = "finding"); when a box
+    makes it worse, the verdict says how many boxes of that kind the section has.
+
+    Parameters
+    ----------
+    summary : dict
+        From :func:`summary_row`.
+    html : str
+        The section's HTML, with its verdict boxes.
+
+    Returns
+    -------
+    dict
+        A new summary row (``summary`` itself is not changed).
+
+    Examples
+    --------
+    >>> row = summary_row(verdict="LLN beats uniform.", key_number="0.9", kind="holds")
+    >>> out = section_outcome(row, str(verdict_html("plug-in worse than uniform", False)))
+    >>> out["kind"], out["verdict"]
+    ('fails', 'LLN beats uniform. But 1 check in this section does not hold.')
+    """
+    boxes = verdict_boxes(html)
+    worst = max(boxes, key=VERDICT_SEVERITY.__getitem__, default=summary["kind"])
+    if VERDICT_SEVERITY[worst] <= VERDICT_SEVERITY[summary["kind"]]:
+        return dict(summary)
+    n = boxes.count(worst)
+    what = {"fails": "does not hold" if n == 1 else "do not hold", "mixed": "is mixed" if n == 1 else "are mixed"}
+    verdict = summary["verdict"].rstrip()
+    verdict += ("" if verdict.endswith(".") else ".") + f" But {n} check{'s' if n > 1 else ''} in this section " \
+        f"{what[worst]}."
+    return {**summary, "verdict": verdict, "kind": worst}
+
+
 def render_page(*, title: str, sections: list[dict], meta: dict) -> str:
     """Render the whole report page.
 
@@ -299,11 +349,15 @@ def render_page(*, title: str, sections: list[dict], meta: dict) -> str:
     ----------
     title : str
     sections : list of dict
-        Each with ``id``, ``title``, ``html`` (an HTML fragment) and ``seconds``.
+        Each with ``id``, ``title``, ``html`` (an HTML fragment) and ``seconds``, and
+        optionally ``summary`` (:func:`summary_row`), its row of the summary table,
+        shown no kinder than the section's worst verdict box (:func:`section_outcome`).
     meta : dict
         Shown in the header (preset, seed, versions, date).
     """
-    sections = [dict(s, html=Markup(s["html"])) for s in sections]
+    sections = [dict(s, html=Markup(s["html"]),
+                     summary=section_outcome(s["summary"], s["html"]) if s.get("summary") else None)
+                for s in sections]
     return _env().get_template("report.html.j2").render(title=title, sections=sections, meta=meta)
 
 
