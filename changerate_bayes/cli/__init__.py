@@ -43,8 +43,10 @@ def main(argv=None) -> int:
     commands write their files atomically and remove the empty folders they created, so
     nothing partial is left.
     """
+    from .._upstream import silence_harmless_upstream_output
     from ._flags import interrupted, stop_on_signals
 
+    silence_harmless_upstream_output()
     with stop_on_signals():
         try:
             args = _parser().parse_args(argv)

@@ -78,9 +78,6 @@ def _check_out(path: str) -> Path:
 
 def _dask_table(args, fmt):
     import dask.dataframe as dd
-    from distributed import Client, LocalCluster
-
-    from changerate_bayes.cluster import estimate_pages_dask
 
     if fmt not in ("csv", "parquet", "ota"):
         raise ValueError(f"--engine dask reads CSV, Parquet and OTA logs; got format {fmt!r} (use --engine pandas)")
@@ -99,6 +96,17 @@ def _dask_table(args, fmt):
     columns, change = (args.column_map, "auto")
     if fmt == "ota":
         columns, change = {"changed": f"changed_{args.ota_changed}", **(columns or {})}, "changed"
+    from changerate_bayes._upstream import quiet_dask_logs
+
+    with quiet_dask_logs():
+        return _dask_run(args, ddf, columns, change)
+
+
+def _dask_run(args, ddf, columns, change):
+    from distributed import Client, LocalCluster
+
+    from changerate_bayes.cluster import estimate_pages_dask
+
     cluster = None
     if args.scheduler:
         client = Client(args.scheduler)
