@@ -191,3 +191,18 @@ def test_validate_stops_on_sigterm_and_leaves_nothing(tmp_path):
     assert "Traceback" not in stderr and "leaked semaphore" not in stderr
     assert stderr.strip().splitlines()[-1] == "changerate-bayes: interrupted; no report written"
     assert not (tmp_path / "v").exists()
+
+
+def test_claims_about_run_times_and_sizes_are_the_measured_ones(capsys):
+    import re
+
+    with pytest.raises(SystemExit):
+        main(["validate", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "under 5 minutes" not in help_text and "under 20 minutes" not in help_text
+    assert "about 5 in a fresh clone" in help_text  # the README's 273-294 s
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    sizes = set(re.findall(r"report (?:is about )?(\d+(?:\.\d+)?) MB", readme))
+    assert len(sizes) == 1, sizes  # one size of the quick report
+    example = next(b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "pooled_posterior(h" in b)
+    assert "a few seconds" not in example
