@@ -206,3 +206,30 @@ def test_claims_about_run_times_and_sizes_are_the_measured_ones(capsys):
     assert len(sizes) == 1, sizes  # one size of the quick report
     example = next(b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S) if "pooled_posterior(h" in b)
     assert "a few seconds" not in example
+
+
+def test_report_folder_errors_name_the_flag(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    log = tmp_path / "log.csv"
+    log.write_text(LOG)
+    assert main(["validate", "--quick", "--only", "scheduling_sampling", "--out", str(blocker)]) == 2
+    assert f"--out '{blocker}' is an existing file" in capsys.readouterr().err
+    assert main(["estimate", str(log), "--columns", "page=url,fetch_time=ts,digest=sha1", "--out",
+                 str(tmp_path / "e.csv"), "--report", str(blocker)]) == 2
+    assert f"--report '{blocker}' is an existing file" in capsys.readouterr().err
+    assert main(["diagnose", str(log), "--report", str(blocker)]) == 2
+    err = capsys.readouterr().err
+    assert f"--report '{blocker}' is an existing file" in err and "`out_dir`" not in err
+
+
+def test_diagnose_maps_the_time_column(tmp_path, capsys):
+    path = tmp_path / "ev.csv"
+    times = np.cumsum(np.random.default_rng(2).exponential(1.0, 40))
+    pd.DataFrame({"url": ["a"] * 40, "when": times}).to_csv(path, index=False)
+    assert main(["diagnose", str(path), "--report", str(tmp_path / "d"), "--n-resamples", "19"]) == 2
+    assert "--columns time=COLUMN" in capsys.readouterr().err
+    assert main(["diagnose", str(path), "--report", str(tmp_path / "d"), "--n-resamples", "19",
+                 "--columns", "page=url,time=when"]) == 0
+    out = capsys.readouterr().out
+    assert "a: 40 events" in out and "tested all 1 page(s)" in out

@@ -135,7 +135,7 @@ def _run(args) -> int:
         try:
             check_output_dir(args.report)
         except (TypeError, ValueError) as exc:
-            return fail(f"--report: {exc}")
+            return fail(str(exc))
     csv_out = None
     if args.csv:
         csv_out = Path(args.csv)

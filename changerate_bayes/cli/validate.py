@@ -66,7 +66,9 @@ def run(args) -> int:
     try:
         check_output_dir(args.out)
     except ValueError as exc:
-        print(f"changerate-bayes: error: --out: {exc}", file=sys.stderr)
+        from ._flags import cli_message
+
+        print(f"changerate-bayes: error: {cli_message(str(exc), {'out_dir': '--out'})}", file=sys.stderr)
         return 2
     try:
         run_validation(args.out, preset=args.preset, seed=args.seed, only=args.only, jobs=jobs)
