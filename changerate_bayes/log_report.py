@@ -11,8 +11,7 @@ import pandas as pd
 from .io import Audit, CrawlLog
 
 __all__ = ["crawl_diagnostics", "detection_times", "estimate_report", "diagnose_report", "log_attribution",
-           "shorten_label",
-           "OTA_ATTRIBUTION"]
+           "shorten_label", "OTA_ATTRIBUTION"]
 
 #: Attribution of the shipped Open Terms Archive data (kept wherever the data is shown).
 OTA_ATTRIBUTION = ('Data: Open Terms Archive (licence ODC-BY 1.0), "Open Terms Archive contributors"; dating '
@@ -134,6 +133,11 @@ def _forest_figure(top: pd.DataFrame, level: float):
 def shorten_label(name, max_chars: int = 44) -> str:
     """``name`` as text of at most ``max_chars`` characters: longer names keep their
     start and end around an ellipsis.
+
+    Raises
+    ------
+    ValueError
+        If ``max_chars`` < 5.
 
     Examples
     --------

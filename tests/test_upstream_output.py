@@ -34,7 +34,8 @@ def test_only_the_listed_warnings_are_ignored():
         warnings.warn("PyTensor could not link to a BLAS installation. Operations ...", UserWarning)
         warnings.warn("some other deprecation", FutureWarning)
         warnings.warn("PyTensor could not link to a BLAS installation.", RuntimeWarning)  # other category
-    assert [str(w.message) for w in rec] == ["some other deprecation", "PyTensor could not link to a BLAS installation."]
+    assert [str(w.message) for w in rec] == ["some other deprecation",
+                                             "PyTensor could not link to a BLAS installation."]
     assert logging.getLogger("pytensor.tensor.blas").getEffectiveLevel() == logging.ERROR
 
 

@@ -15,8 +15,7 @@ __all__ = ["register", "run"]
 def register(sub) -> None:
     """Add the ``estimate`` parser to the sub-parsers ``sub``."""
     from changerate_bayes.estimators import METHODS
-    from changerate_bayes.io import FORMATS
-    from changerate_bayes.io import STANDARD_COLUMNS
+    from changerate_bayes.io import FORMATS, STANDARD_COLUMNS
 
     from ._flags import add_columns_flag
 
