@@ -285,6 +285,8 @@ def estimate_report(table: pd.DataFrame, audit: Audit, *, log: CrawlLog | None =
     t2 = time.perf_counter()
     gof = _gof_rows(log, top, seed=seed, n_resamples=n_resamples)
     t3 = time.perf_counter()
+    audit_html = str(_audit_html(audit))
+    t4 = time.perf_counter()
     cols = ["page", "n_crawls", "n_changes", "mean_interval_h", *methods, "posterior_mean", "posterior_lower",
             "posterior_upper", "crawl_interval_h"]
     sections = [
@@ -300,7 +302,7 @@ def estimate_report(table: pd.DataFrame, audit: Audit, *, log: CrawlLog | None =
                   + str(html_table(gof, ["page", "detections", "crawl step (h)", "rejected (Holm 5%)",
                                          "interval calibration p", "reading"]))
                   if gof else "<p>Not available for this engine.</p>")},
-        {"id": "audit", "title": "Audit of the log", "seconds": 0.0, "html": str(_audit_html(audit))},
+        {"id": "audit", "title": "Audit of the log", "seconds": t4 - t3, "html": audit_html},
     ]
     if attribution:
         sections[0]["html"] = f"<p><em>{_esc(attribution)}</em></p>" + sections[0]["html"]
@@ -368,11 +370,11 @@ def diagnose_report(results: list, *, sources, alpha: float = 0.05, seed: int = 
         title = "Is it Poisson? Your crawl log"
     tested = (f"<p>{len(results)} of {n_pages} pages tested (the busiest; --max-pages); the others are not "
               "detailed.</p>" if len(results) < n_pages else f"<p>All {n_pages} page(s) tested.</p>")
-    sections = [{"id": "summary", "title": "Poisson diagnostics", "seconds": 0.0,
+    sections = [{"id": "summary", "title": "Poisson diagnostics", "seconds": None,  # not timed apart
                  "html": f"<p>Sources: {_esc(', '.join(map(str, sources)))}</p>" + intro + tested
                  + str(html_table(rows, columns))}]
     for page, body in pages:
-        sections.append({"id": f"page-{len(sections)}", "title": f"Page {page}", "seconds": 0.0, "html": body})
+        sections.append({"id": f"page-{len(sections)}", "title": f"Page {page}", "seconds": None, "html": body})
     html = render_page(title=title, sections=sections, meta=_meta("diagnose", seed, time.perf_counter() - started))
     return html, {"kind": kind, "n_pages": n_pages, "pages": rows, "details": details}
 

@@ -115,6 +115,7 @@ def test_diagnose_reads_a_crawl_log_as_visits(tmp_path, capsys):
     assert not tests & {"ks_lilliefors", "anderson_darling", "ks_bootstrap", "time_rescaling"}  # exact-time tests
     html = (rep / "index.html").read_text()
     assert "2 of 3 pages tested" in html
+    assert "Section computed in" not in html  # its sections are not timed apart: no "0 s" shown
 
 
 def test_estimate_report_labels_attribution_and_time(tmp_path, monkeypatch):
@@ -233,3 +234,10 @@ def test_diagnose_maps_the_time_column(tmp_path, capsys):
                  "--columns", "page=url,time=when"]) == 0
     out = capsys.readouterr().out
     assert "a: 40 events" in out and "tested all 1 page(s)" in out
+
+
+def test_the_parser_lists_the_readers_columns():
+    from changerate_bayes.cli._flags import LOG_ROLES
+    from changerate_bayes.io import STANDARD_COLUMNS
+
+    assert LOG_ROLES == STANDARD_COLUMNS

@@ -14,6 +14,10 @@ __all__ = ["add_columns_flag", "cli_message", "error", "interrupted", "parse_col
 #: Exit status of a command stopped by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
 INTERRUPTED = 130
 
+#: the columns of a crawl log, as ``changerate_bayes.io.STANDARD_COLUMNS`` (repeated here so
+#: that building the parser does not import pandas; a test checks that they agree)
+LOG_ROLES = ("page", "fetch_time", "status", "digest", "changed", "last_modified")
+
 
 def parse_columns(text: str | None, roles) -> dict | None:
     """``"page=url,fetch_time=ts"`` as ``{"page": "url", "fetch_time": "ts"}``.

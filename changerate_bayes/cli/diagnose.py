@@ -16,9 +16,7 @@ FLAGS = {"n_resamples": "--n-resamples", "out_dir": "--report", "event_times": "
 
 def register(sub) -> None:
     """Add the ``diagnose`` parser to the sub-parsers ``sub``."""
-    from changerate_bayes.io import STANDARD_COLUMNS
-
-    from ._flags import add_columns_flag
+    from ._flags import LOG_ROLES, add_columns_flag
 
     p = sub.add_parser(
         "diagnose",
@@ -33,7 +31,7 @@ def register(sub) -> None:
     p.add_argument("events", metavar="EVENTS.csv")
     p.add_argument("--time-column", default=None, help="column of the times (default: time, timestamp or fetch_time)")
     p.add_argument("--page-column", default="page", help="column of the pages, if any (default: page)")
-    add_columns_flag(p, ("time", *STANDARD_COLUMNS), "page=url,time=ts (a crawl log: page=url,fetch_time=ts,"
+    add_columns_flag(p, ("time", *LOG_ROLES), "page=url,time=ts (a crawl log: page=url,fetch_time=ts,"
                                                      "digest=sha1)")
     p.add_argument("--report", default="reports/diagnose", metavar="DIR",
                    help="report folder (default: reports/diagnose)")

@@ -15,9 +15,9 @@ __all__ = ["register", "run"]
 def register(sub) -> None:
     """Add the ``estimate`` parser to the sub-parsers ``sub``."""
     from changerate_bayes.estimators import METHODS
-    from changerate_bayes.io import FORMATS, STANDARD_COLUMNS
+    from changerate_bayes.io import FORMATS
 
-    from ._flags import add_columns_flag
+    from ._flags import LOG_ROLES, add_columns_flag
 
     p = sub.add_parser(
         "estimate",
@@ -28,7 +28,7 @@ def register(sub) -> None:
     )
     p.add_argument("logs", nargs="+", metavar="LOG", help="log files (read as one log)")
     p.add_argument("--format", default="auto", choices=FORMATS, help="log format (default: from the file names)")
-    add_columns_flag(p, STANDARD_COLUMNS, "page=url,fetch_time=timestamp,digest=sha1")
+    add_columns_flag(p, LOG_ROLES, "page=url,fetch_time=timestamp,digest=sha1")
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS, metavar="METHOD",
                    help=f"estimators to report (default: all of {', '.join(METHODS)})")
     p.add_argument("--out", default="estimates.parquet", help="the per-page table, .parquet or .csv "

@@ -349,7 +349,8 @@ def render_page(*, title: str, sections: list[dict], meta: dict) -> str:
     ----------
     title : str
     sections : list of dict
-        Each with ``id``, ``title``, ``html`` (an HTML fragment) and ``seconds``, and
+        Each with ``id``, ``title``, ``html`` (an HTML fragment) and ``seconds`` (the
+        time it took to compute, or None when it was not timed apart), and
         optionally ``summary`` (:func:`summary_row`), its row of the summary table,
         shown no kinder than the section's worst verdict box (:func:`section_outcome`).
     meta : dict
