@@ -241,3 +241,13 @@ def test_the_parser_lists_the_readers_columns():
     from changerate_bayes.io import STANDARD_COLUMNS
 
     assert LOG_ROLES == STANDARD_COLUMNS
+
+
+def test_diagnose_crawl_log_with_a_timestamp_and_changed_column(tmp_path, capsys):
+    rows = ["page,timestamp,changed"] + [f"a,2024-01-{1 + i // 24:02d}T{i % 24:02d}:00:00Z,{int(i % 3 == 0)}"
+                                         for i in range(40)]
+    path = tmp_path / "log.csv"
+    path.write_text("\n".join(rows) + "\n")
+    assert main(["diagnose", str(path), "--report", str(tmp_path / "d"), "--n-resamples", "19"]) == 0
+    out = capsys.readouterr().out
+    assert "a: 40 visits, 13 changes seen" in out  # 14 rows say changed; the first visit is the reference copy

@@ -94,7 +94,7 @@ def _run(args) -> int:
         return _err(str(exc))
     print(f"the report goes to {args.report}/index.html (choose the folder with --report)")
     if crawl:
-        return _run_crawl(args, mapping, t0)
+        return _run_crawl(args, mapping, list(frame.columns), t0)
     return _run_events(args, frame, mapping, t0)
 
 
@@ -105,7 +105,7 @@ def _tested_line(n_tested: int, n_pages: int, what: str) -> str:
     return f"tested all {n_pages} page(s)"
 
 
-def _run_crawl(args, mapping: dict, t0: float) -> int:
+def _run_crawl(args, mapping: dict, header: list, t0: float) -> int:
     """A crawl log: crawl-grid tests of the detections and the interval calibration."""
     from changerate_bayes.io import CrawlLogError, read_log
     from changerate_bayes.log_report import crawl_diagnostics, diagnose_report
@@ -114,6 +114,10 @@ def _run_crawl(args, mapping: dict, t0: float) -> int:
     columns = {role: col for role, col in mapping.items() if role != "time"}
     if "time" in mapping:
         columns.setdefault("fetch_time", mapping["time"])
+    elif "fetch_time" not in columns and "fetch_time" not in header:  # the time column as for change times
+        found = next((c for c in ("time", "timestamp") if c in header), None)
+        if found is not None:
+            columns["fetch_time"] = found
     columns = {role: col for role, col in columns.items() if col != role} or None
     try:
         log = read_log(args.events, format="csv", columns=columns)
