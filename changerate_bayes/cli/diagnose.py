@@ -88,13 +88,15 @@ def _run(args) -> int:
         check_output_dir(args.report)
         if args.max_pages < 1 or args.n_resamples < 1:
             raise ValueError("--max-pages and --n-resamples must be >= 1")
-        frame = pd.read_csv(args.events, dtype=str, keep_default_na=False)
-        mapping, crawl = _columns(args, list(frame.columns))
+        header = list(pd.read_csv(args.events, dtype=str, nrows=0).columns)
+        mapping, crawl = _columns(args, header)
+        # a crawl log is read by read_log (its own errors); change times here, as text
+        frame = None if crawl else pd.read_csv(args.events, dtype=str, keep_default_na=False)
     except (ValueError, OSError) as exc:
         return _err(str(exc))
     print(f"the report goes to {args.report}/index.html (choose the folder with --report)")
     if crawl:
-        return _run_crawl(args, mapping, list(frame.columns), t0)
+        return _run_crawl(args, mapping, header, t0)
     return _run_events(args, frame, mapping, t0)
 
 
