@@ -251,3 +251,38 @@ def test_diagnose_crawl_log_with_a_timestamp_and_changed_column(tmp_path, capsys
     assert main(["diagnose", str(path), "--report", str(tmp_path / "d"), "--n-resamples", "19"]) == 0
     out = capsys.readouterr().out
     assert "a: 40 visits, 13 changes seen" in out  # 14 rows say changed; the first visit is the reference copy
+
+
+def test_table_and_report_in_one_folder_do_not_wait_for_each_other(tmp_path):
+    log = tmp_path / "log.csv"
+    log.write_text(LOG)
+    out = tmp_path / "same"
+    proc = subprocess.run([CLI, "estimate", str(log), "--columns", "page=url,fetch_time=ts,digest=sha1", "--methods",
+                           "mle", "--out", str(out / "e.csv"), "--report", str(out)],
+                          capture_output=True, text=True, timeout=300)  # a lock waiting for itself never returns
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["e.csv", "index.html", "results.json"]
+
+
+def test_folder_lock_is_reentrant_in_a_thread_and_exclusive_across_threads(tmp_path):
+    import threading
+
+    from changerate_bayes.report._html import folder_lock
+
+    (tmp_path / "sub").mkdir()
+    order = []
+
+    def other_thread():
+        with folder_lock(tmp_path):
+            order.append("other")
+
+    with folder_lock(tmp_path):
+        with folder_lock(tmp_path / "sub" / ".."):  # the same folder under another path: goes on
+            other = threading.Thread(target=other_thread)
+            other.start()
+            other.join(0.5)
+            assert other.is_alive() and order == []  # another thread waits
+            order.append("first")
+    other.join(10)
+    assert order == ["first", "other"]
+    assert [p.name for p in tmp_path.iterdir()] == ["sub"]  # no lock file

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -427,7 +428,7 @@ def write_report(out_dir, *, html: str, results: dict) -> Path:
     try:
         (tmp / "index.html").write_text(html, encoding="utf-8")
         (tmp / "results.json").write_text(payload, encoding="utf-8")
-        with _report_lock(out):  # another process swapping its pair in waits for this swap to end
+        with folder_lock(out):  # another process swapping its pair in waits for this swap to end
             backups = []
             try:
                 for name in _REPORT_FILES:
@@ -445,34 +446,52 @@ def write_report(out_dir, *, html: str, results: dict) -> Path:
 
 
 _LOCK_FILE = ".report.lock"  # only where the folder itself cannot be locked (not POSIX)
+_HELD = threading.local()  # (device, inode) of the folders this thread holds locked
 
 
 @contextlib.contextmanager
-def _report_lock(out: Path):
-    """Hold an exclusive lock on the folder ``out`` itself (``fcntl.flock`` on the
-    folder's descriptor), which leaves no file behind; on systems without ``flock``, an
-    ``O_EXCL`` lock file polled every 50 ms and removed on release."""
+def folder_lock(folder):
+    """Hold an exclusive lock on ``folder`` itself (``fcntl.flock`` of the folder's
+    descriptor), which leaves no file behind.
+
+    Another process or thread waits until the lock is released. The lock is re-entrant
+    within a thread: a thread that already holds it on the same folder (also under
+    another path) goes on, so a command may lock its table's folder and then write a
+    report into the same folder. On systems without ``flock``, an ``O_EXCL`` lock file
+    ``.report.lock`` is polled every 50 ms and removed on release.
+    """
+    st = os.stat(folder)
+    key = (st.st_dev, st.st_ino)
+    held = _HELD.__dict__.setdefault("keys", set())
+    if key in held:
+        yield
+        return
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         fcntl = None
-    if fcntl is not None:
-        fd = os.open(out, os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+    held.add(key)
+    try:
+        if fcntl is not None:
+            fd = os.open(folder, os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # closing the descriptor releases the lock
+            return
+        path = Path(folder) / _LOCK_FILE  # pragma: no cover - not POSIX
+        while True:  # pragma: no cover
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                break
+            except FileExistsError:
+                time.sleep(0.05)
+        try:  # pragma: no cover
             yield
-        finally:
-            os.close(fd)  # closing the descriptor releases the lock
-        return
-    path = out / _LOCK_FILE
-    while True:  # pragma: no cover - not POSIX
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            break
-        except FileExistsError:
-            time.sleep(0.05)
-    try:  # pragma: no cover
-        yield
-    finally:  # pragma: no cover
-        os.close(fd)
-        os.unlink(path)
+        finally:  # pragma: no cover
+            os.close(fd)
+            os.unlink(path)
+    finally:
+        held.discard(key)
+
