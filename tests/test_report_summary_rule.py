@@ -1,5 +1,6 @@
 """A summary row is never kinder than the worst verdict box of its section."""
 
+import numpy as np
 import pytest
 
 from changerate_bayes.report import render_page, section_outcome, summary_row, verdict_boxes, verdict_html
@@ -72,9 +73,24 @@ def test_tuned_schedule_at_the_search_bound_did_not_reach_its_budget():
     from changerate_bayes.replay._replay import _INC_BOUNDS
     from validation.scheduling_replay import tuned_outcome, tuned_reached
 
-    at_bound = {"within_budget": True, "inc_rate": _INC_BOUNDS[1], "freshness_weighted": 0.0097}
+    # 12 bisection steps that never left the lower end stop one step above it
+    lowest = _INC_BOUNDS[0] * np.exp(np.log(_INC_BOUNDS[1] / _INC_BOUNDS[0]) / 2 ** 12)
+    for rate in (lowest, _INC_BOUNDS[1]):
+        at_bound = {"within_budget": True, "inc_rate": rate, "freshness_weighted": 0.0097}
+        assert not tuned_reached(at_bound)
+        assert tuned_outcome(at_bound).startswith("no: increase rate at the search's bound")
     inside = {"within_budget": True, "inc_rate": 0.37}
     over = {"within_budget": False, "inc_rate": 0.37}
-    assert not tuned_reached(at_bound) and tuned_outcome(at_bound).startswith("no: increase rate at the search's bound")
     assert tuned_reached(inside) and tuned_outcome(inside) == "yes"
     assert not tuned_reached(over) and tuned_outcome(over) == "no"
+
+
+def test_replay_command_notes_a_tuned_schedule_at_its_bound(tmp_path, capsys):
+    from changerate_bayes.cli import main
+
+    path = tmp_path / "ch.csv"  # Nutch's first interval is longer than this window: no crawl at any rate
+    path.write_text("page,timestamp\na,2024-01-01T05:00:00Z\na,2024-01-02T05:00:00Z\nb,2024-01-01T07:00:00Z\n")
+    assert main(["replay", str(path), "--window", "2024-01-01", "2024-01-05", "--budget", "1", "--policies",
+                 "nutch_tuned", "--n-boot", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "note: nutch_tuned at 1 crawls/day: the increase rate stopped at the search's bound" in out

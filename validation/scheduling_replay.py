@@ -234,19 +234,19 @@ def _ratio_table(rows, budgets):
 
 def tuned_reached(row) -> bool:
     """Whether a tuned schedule's row met its budget inside the bisection's range: within
-    budget, with an increase rate below the search's upper bound (a rate at the bound
-    means the search ran out of range, whatever the crawls it happened to spend)."""
-    from changerate_bayes.replay._replay import _INC_BOUNDS
+    budget, with an increase rate off the search's bounds (a rate at a bound means the
+    search ran out of range, whatever the crawls it happened to spend)."""
+    from changerate_bayes.replay._replay import at_search_bound
 
-    return bool(row["within_budget"]) and row["inc_rate"] < _INC_BOUNDS[1] * (1 - 1e-9)
+    return bool(row["within_budget"]) and not at_search_bound(row["inc_rate"])
 
 
 def tuned_outcome(row) -> str:
     """The "within budget" cell of a tuned schedule: yes, no, or at the search's bound."""
-    from changerate_bayes.replay._replay import _INC_BOUNDS
+    from changerate_bayes.replay._replay import at_search_bound
 
-    if row["inc_rate"] >= _INC_BOUNDS[1] * (1 - 1e-9):
-        return f"no: increase rate at the search's bound ({_INC_BOUNDS[1]:g})"
+    if at_search_bound(row["inc_rate"]):
+        return f"no: increase rate at the search's bound ({row['inc_rate']:.3g})"
     return "yes" if row["within_budget"] else "no"
 
 

@@ -51,6 +51,20 @@ def _mapped(frame, column_map: dict):
     return frame.drop(columns=shadowed).rename(columns={col: role for role, col in present.items()})
 
 
+def _bound_notes(df) -> list[str]:
+    """A note for each tuned schedule whose increase rate stopped at an end of the
+    bisection's range: its budget was not matched inside the search, whatever
+    within_budget says."""
+    from changerate_bayes.replay._replay import at_search_bound
+
+    if "inc_rate" not in df.columns:
+        return []
+    return [f"{r.policy} at {r.budget:g} crawls/day: the increase rate stopped at the search's bound "
+            f"({r.inc_rate:.3g}), so the budget is not matched (it spends {r.crawls_per_day:.3g} crawls/day, "
+            f"freshness {r.freshness:.3g}): read within_budget as not tuned" for r in df.itertuples()
+            if at_search_bound(r.inc_rate)]
+
+
 def _window_value(x: str):
     try:
         return float(x)
@@ -169,6 +183,8 @@ def _run(args) -> int:
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(df[["policy", "budget", "budget_source", "freshness", "freshness_weighted", "mean_age_days",
                   "crawls_per_day", "within_budget", "detected_per_crawl"]].to_string(index=False))
+    for note in _bound_notes(df):
+        print(f"note: {note}")
     html = None
     if args.report:  # built before anything is written: a failure leaves no file behind
         html = _report_html(df, source=args.changes, args=args, seconds=time.perf_counter() - t0)
