@@ -8,7 +8,7 @@ import numpy as np
 
 from .._rng import as_generator
 from .._validation import as_float_array, check_positive_int
-from ._model import UNIT_FREE_SIGMAS, check_prior, check_sigmas, make_lattice, rounded_intervals
+from ._model import UNIT_FREE_SIGMAS, check_prior, check_sigmas, make_lattice, page_chunks, rounded_intervals
 
 __all__ = ["DynamicRateFilter"]
 
@@ -217,8 +217,9 @@ class DynamicRateFilter:
             first = mask & np.isnan(self._typical)
             self._typical[first] = rounded_intervals(tau[first])
         for sel, sig in self._groups(mask, tau):
-            _kernels.stream_update(self._w, self._log_ev, changed, tau, sel, lat.rates, 2.0 * np.log(lat.h), sig,
-                                   status)
+            for a, b in page_chunks(self._n, sig.size * lat.u.size):  # Ctrl-C is acted on between chunks
+                _kernels.stream_update(self._w, self._log_ev, changed, tau, sel, lat.rates, 2.0 * np.log(lat.h), sig,
+                                       status, a, b)
         if status.any():
             i = int(np.flatnonzero(status)[0])
             raise ValueError(
@@ -317,7 +318,8 @@ class DynamicRateFilter:
 
         for sel, sig in self._groups(np.ones(self._n, dtype=bool), tau):
             part = np.empty_like(out)
-            _kernels.stream_predict(self._w, tau, lat.rates, 2.0 * np.log(lat.h), sig, part)
+            for a, b in page_chunks(self._n, sig.size * lat.u.size):  # Ctrl-C is acted on between chunks
+                _kernels.stream_predict(self._w, tau, lat.rates, 2.0 * np.log(lat.h), sig, part, a, b)
             out[:, sel] = part[:, sel]
         pi = mixture_weights(self._log_ev)
         return self._out(np.sum(pi * out, axis=0))

@@ -9,15 +9,13 @@ import numpy as np
 from .._validation import as_float_array
 from ..bayes import _arviz
 from ..history import CrawlHistory
-from ._model import (UNIT_FREE_SIGMAS, check_prior, check_sigmas, make_lattice, rounded_intervals,
+from ._model import (UNIT_FREE_SIGMAS, check_prior, check_sigmas, make_lattice, page_chunks, rounded_intervals,
                      typical_intervals, unit_free_groups)
 
 __all__ = ["dynamic_posterior", "DEFAULT_LEVELS"]
 
 #: credible bands reported by default (equal-tailed)
 DEFAULT_LEVELS = (0.5, 0.9)
-#: pages per call of the compiled kernel (bounds the output buffers' working set)
-BLOCK_PAGES = 8192
 
 
 def _check_levels(levels) -> tuple[float, ...]:
@@ -196,8 +194,8 @@ def dynamic_posterior(history, *, sigma=None, prior=None, grid=None, smooth: boo
     groups = unit_free_groups(typical, sigmas) if unit_free else [(None, sigmas)]
     for rows, sig in groups:
         n_rows = n if rows is None else rows.size
-        for a in range(0, n_rows, BLOCK_PAGES):
-            b = min(n_rows, a + BLOCK_PAGES)
+        # pages in chunks of bounded work: Ctrl-C is acted on between chunks
+        for a, b in page_chunks(n_rows, sig.size * k * lat.u.size * (2 if smooth else 1)):
             sel = slice(a, b) if rows is None else rows[a:b]
             w0 = lat.prior_weights(1) if np.ndim(lat.log_prior) == 1 else _block_prior(lat, sel)  # (1, G): shared
             bufs = [out[key][sel] for key in keys]  # views for a slice, copies for an index array
