@@ -32,11 +32,11 @@ def _inputs(history, mask):
     if isinstance(history, CrawlHistory):
         if mask is not None:
             raise TypeError("`mask` is only for padded arrays: a CrawlHistory is complete")
-        tau = history.require_intervals(method="dynamic")
-        n = history.n_pages
-        changed = history.changed.reshape(n or 1, -1).astype(bool)
-        tau = tau.reshape(n or 1, -1)
-        return changed, tau, np.ones_like(changed), n, history.crawl_rate
+        history.require_intervals(method="dynamic")
+        # (n_pages, k) arrays; a ragged history is padded after each page's last crawl
+        # (masked out; τ = 1 there only to pass the checks)
+        changed, tau, m = history.padded(fill_interval=1.0)
+        return changed.astype(bool) & m, tau, m, history.n_pages, history.crawl_rate
     if isinstance(history, tuple) and len(history) in (2, 3):
         if len(history) == 3:
             if mask is not None:
@@ -78,7 +78,8 @@ def dynamic_posterior(history, *, sigma=None, prior=None, grid=None, smooth: boo
     Parameters
     ----------
     history : CrawlHistory or tuple (changed, intervals[, mask])
-        A CrawlHistory with intervals (shape (k,) or (n_pages, k)), or padded arrays
+        A CrawlHistory with intervals (shape (k,) or (n_pages, k), or ragged: its
+        pages are then padded after their last crawl and masked), or padded arrays
         of shape (n_pages, k): ``changed`` (0/1), ``intervals`` (τ > 0, in the time unit
         of σ and Δ) and ``mask`` (True where a crawl exists), so that pages with any
         number of crawls fit one array; entries where ``mask`` is False are ignored.
