@@ -134,8 +134,9 @@ def dynamic_posterior(history, *, sigma=None, prior=None, grid=None, smooth: boo
         For a history of the wrong type, a mask that is not boolean, bad option types.
     ValueError
         For shapes that differ, indicators other than 0/1, intervals not > 0, bad σ,
-        levels outside (0, 1), a bad grid, or a crawl impossible at every lattice node
-        (the message names the page: widen ``grid``).
+        levels outside (0, 1), a bad grid, a prior the default grid cannot hold (see
+        :class:`DynamicRateFilter`), or a crawl impossible at every lattice node (the
+        message names the page: widen ``grid``).
 
     Notes
     -----
