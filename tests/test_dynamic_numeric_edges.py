@@ -249,3 +249,44 @@ def test_posterior_mean_path_takes_a_ragged_history(ragged_log, likelihood):
                                                  crawl_rate=0.1), prior=prior, likelihood=likelihood)
         np.testing.assert_allclose(path[i, :hi - lo], alone, rtol=1e-12)
         assert np.isnan(path[i, hi - lo:]).all()
+
+
+# ------------------------------------------------------------------ chunks of pages
+
+def test_page_chunks_cover_the_pages_in_order():
+    from changerate_bayes.dynamic._model import MAX_CALL_PAGES, page_chunks
+    for n, work in ((1, 10), (1000, 1), (20_000, 20_000), (50_000, 10**9), (7, 10**12)):
+        chunks = page_chunks(n, work)
+        assert chunks[0][0] == 0 and chunks[-1][1] == n
+        assert all(b0 == a1 for (_, b0), (a1, _) in zip(chunks, chunks[1:]))
+        assert all(0 < b - a <= MAX_CALL_PAGES for a, b in chunks)
+
+
+def test_chunked_kernels_equal_one_call(monkeypatch):
+    """Pages are independent: the compiled kernels run on chunks of a few pages (control back in
+    Python, where Ctrl-C is acted on, between chunks) give what one call gives, bit for bit."""
+    from changerate_bayes.dynamic import _model
+
+    rng = np.random.default_rng(3)
+    n, k = 11, 6
+    changed = rng.random((n, k)) < 0.4
+    tau = rng.exponential(2.0, (n, k))
+    mask = rng.random((n, k)) < 0.8
+
+    def run():
+        idata = dynamic_posterior((changed, tau, mask), sigma=(0.0, 0.1), grid=GRID)
+        f = DynamicRateFilter(n, sigma=(0.0, 0.1), grid=GRID)
+        preds = []
+        for c in range(k):
+            preds.append(f.predict_change_probability(tau[:, c]))
+            f.update(changed[:, c], tau[:, c], mask=mask[:, c])
+        return ([idata.posterior[v].values for v in ("filtered_mean", "smoothed_quantiles", "sigma_weights")]
+                + [idata.predictions["change_probability"].values, f.node_probabilities(), np.array(preds)])
+
+    whole = run()
+    monkeypatch.setattr(_model, "CALL_WORK", 1)
+    monkeypatch.setattr(_model, "PAGES_PER_THREAD_CALL", 1)
+    monkeypatch.setattr(_model, "MAX_CALL_PAGES", 3)
+    assert len(_model.page_chunks(n, 100)) >= 4  # chunks of 2 or 3 pages (1 per thread, at most 3)
+    for a, b in zip(run(), whole):
+        np.testing.assert_array_equal(a, b)
