@@ -221,7 +221,8 @@ class DynamicRateFilter:
             first = mask & np.isnan(self._typical)
             self._typical[first] = rounded_intervals(tau[first])
         for sel, sig in self._groups(mask, tau):
-            for a, b in page_chunks(self._n, sig.size * lat.u.size):  # Ctrl-C is acted on between chunks
+            # Ctrl-C is acted on between chunks of pages
+            for a, b in page_chunks(self._n, sig.size * lat.u.size, max_pages=None):
                 _kernels.stream_update(self._w, self._log_ev, changed, tau, sel, lat.rates, 2.0 * np.log(lat.h), sig,
                                        status, a, b)
         if status.any():
@@ -322,7 +323,8 @@ class DynamicRateFilter:
 
         for sel, sig in self._groups(np.ones(self._n, dtype=bool), tau):
             part = np.empty_like(out)
-            for a, b in page_chunks(self._n, sig.size * lat.u.size):  # Ctrl-C is acted on between chunks
+            # Ctrl-C is acted on between chunks of pages
+            for a, b in page_chunks(self._n, sig.size * lat.u.size, max_pages=None):
                 _kernels.stream_predict(self._w, tau, lat.rates, 2.0 * np.log(lat.h), sig, part, a, b)
             out[:, sel] = part[:, sel]
         pi = mixture_weights(self._log_ev)

@@ -33,7 +33,8 @@ GRID_TAIL = 1e-6
 MAX_GRID_SPAN = 30.0
 MIN_GRID_SIZE = 8
 #: node-updates (pages × volatilities × crawls × nodes) per call of a compiled kernel
-CALL_WORK = 20_000_000
+#: (about half a second of CPU on 200 nodes)
+CALL_WORK = 100_000_000
 #: ... but at least this many pages per thread in a call (4 blocks of 64) ...
 PAGES_PER_THREAD_CALL = 256
 #: ... and at most this many pages in a call
@@ -154,19 +155,23 @@ def make_lattice(grid, prior: Prior, crawl_rate, n_pages: int) -> Lattice:
     return Lattice(u, lp)
 
 
-def page_chunks(n_pages: int, work_per_page: int):
+def page_chunks(n_pages: int, work_per_page: int, *, max_pages: int | None = MAX_CALL_PAGES):
     """Ranges (a, b) of pages for one call of a compiled kernel each.
 
     Between calls control returns to Python, which then acts on pending signals (Ctrl-C),
     so a call is kept to about CALL_WORK node-updates (``work_per_page`` per page, e.g.
     volatilities × crawls × nodes; the kernel's width adds a factor bounded by the
     lattice), but at least PAGES_PER_THREAD_CALL pages per thread (to keep the threads busy)
-    and at most MAX_CALL_PAGES pages (to bound the working set of the outputs).
+    and at most ``max_pages`` pages (None: no cap; the default bounds the working set of
+    per-crawl outputs).
     """
     import numba
 
     least = PAGES_PER_THREAD_CALL * numba.get_num_threads()
-    size = int(min(MAX_CALL_PAGES, max(least, CALL_WORK // max(1, work_per_page))))
+    size = max(least, CALL_WORK // max(1, work_per_page))
+    if max_pages is not None:
+        size = min(max_pages, size)
+    size = int(size)
     return [(a, min(n_pages, a + size)) for a in range(0, n_pages, size)]
 
 
