@@ -121,7 +121,11 @@ def _worker_init(queue, processes: int) -> None:
     depend on the number of threads.
     """
     global _WORKER_QUEUE
+    from changerate_bayes._upstream import silence_harmless_upstream_output
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent handles SIGTERM as Ctrl-C and stops the workers
+    silence_harmless_upstream_output()
     _WORKER_QUEUE = queue
     import numba
 

@@ -122,7 +122,8 @@ def posterior_summary(history, *, prior=None, method: str = "grid", level: float
         that never saw a change); a page whose posterior spreads over more orders of
         magnitude than the quadrature grid resolves (its computed mean would fall below
         what its own credible interval allows, e.g. one change seen in an interval of
-        1e-60 time units).
+        1e-60 time units), or reaches rates beyond the float64 range (its summary would
+        be NaN, e.g. intervals of 5e-324 under a heavy-tailed prior).
 
     Notes
     -----
@@ -196,6 +197,7 @@ def _summary(history, *, prior, method, level, grid_size, with_sd) -> PosteriorS
         refuse_improper(improper_pages(lik, coef), prior, history)
         mean, sd, lower, upper = grid_summary(lik, coef, probs, size=grid_size, with_sd=with_sd)
         _check_mean_against_interval(mean, lower, probs[0])
+        _check_defined(history, mean, sd, lower, upper)
         if shift is not None:  # back from the rescaled time of overflowing pages (exact: powers of 2)
             e = -np.rint(shift / np.log(2.0)).astype(np.int64)
             mean, lower, upper = (np.ldexp(v, e) for v in (mean, lower, upper))
@@ -220,6 +222,26 @@ def _check_mean_against_interval(mean, lower, p_low) -> None:
             f"page {i}: the posterior spreads over more orders of magnitude than the quadrature grid "
             f"resolves (computed mean {mean[i]:.3g} below the bound {(1.0 - p_low) * lower[i]:.3g} that its "
             f"credible interval implies); check the unit of the intervals"
+        )
+
+
+def _check_defined(history, mean, sd, lower, upper) -> None:
+    """ValueError where the quadrature gave NaN (never a valid mean, sd or quantile).
+
+    It happens when a page's posterior reaches rates beyond the float64 range, e.g.
+    under a heavy-tailed prior with intervals of 1e-320 time units, whose posterior runs
+    up to Δ ≈ 1/τ: the number would be silently undefined.
+    """
+    bad = np.isnan(mean) | np.isnan(lower) | np.isnan(upper)
+    if sd is not None:  # None: the sd was not asked for
+        bad |= np.isnan(sd)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        tau = history.flat_intervals[history.offsets[i]:history.offsets[i + 1]]
+        raise ValueError(
+            f"page {i}: the posterior reaches rates beyond the float64 range (its shortest interval is "
+            f"{float(tau.min()):.3g} time units, so rates up to about its inverse fit the crawls), and its grid "
+            "summary is undefined; express the intervals in a larger time unit"
         )
 
 

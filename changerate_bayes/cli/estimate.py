@@ -17,6 +17,8 @@ def register(sub) -> None:
     from changerate_bayes.estimators import METHODS
     from changerate_bayes.io import FORMATS
 
+    from ._flags import LOG_ROLES, add_columns_flag
+
     p = sub.add_parser(
         "estimate",
         help="read crawl logs and estimate every page's change rate",
@@ -26,6 +28,7 @@ def register(sub) -> None:
     )
     p.add_argument("logs", nargs="+", metavar="LOG", help="log files (read as one log)")
     p.add_argument("--format", default="auto", choices=FORMATS, help="log format (default: from the file names)")
+    add_columns_flag(p, LOG_ROLES, "page=url,fetch_time=timestamp,digest=sha1")
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS, metavar="METHOD",
                    help=f"estimators to report (default: all of {', '.join(METHODS)})")
     p.add_argument("--out", default="estimates.parquet", help="the per-page table, .parquet or .csv "
@@ -45,8 +48,15 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+#: the Python arguments behind this command's flags, for its error messages
+FLAGS = {"budget": "--budget", "level": "--level", "methods": "--methods", "out_dir": "--report",
+         "format": "--format", "ota_changed": "--ota-changed", "paths": "LOG"}
+
+
 def _err(msg: str) -> int:
-    print(f"changerate-bayes: error: {msg}", file=sys.stderr)
+    from ._flags import cli_message
+
+    print(f"changerate-bayes: error: {cli_message(msg, FLAGS)}", file=sys.stderr)
     return 2
 
 
@@ -68,9 +78,6 @@ def _check_out(path: str) -> Path:
 
 def _dask_table(args, fmt):
     import dask.dataframe as dd
-    from distributed import Client, LocalCluster
-
-    from changerate_bayes.cluster import estimate_pages_dask
 
     if fmt not in ("csv", "parquet", "ota"):
         raise ValueError(f"--engine dask reads CSV, Parquet and OTA logs; got format {fmt!r} (use --engine pandas)")
@@ -86,9 +93,20 @@ def _dask_table(args, fmt):
             ddf = dd.read_csv(args.logs, dtype=str, keep_default_na=False, blocksize=None if gz else "64MB")
     except DECOMPRESSION_ERRORS as exc:
         raise decompression_error(args.logs[0], exc, args.logs[0]) from None
-    columns, change = (None, "auto")
+    columns, change = (args.column_map, "auto")
     if fmt == "ota":
-        columns, change = {"changed": f"changed_{args.ota_changed}"}, "changed"
+        columns, change = {"changed": f"changed_{args.ota_changed}", **(columns or {})}, "changed"
+    from changerate_bayes._upstream import quiet_dask_logs
+
+    with quiet_dask_logs():
+        return _dask_run(args, ddf, columns, change)
+
+
+def _dask_run(args, ddf, columns, change):
+    from distributed import Client, LocalCluster
+
+    from changerate_bayes.cluster import estimate_pages_dask
+
     cluster = None
     if args.scheduler:
         client = Client(args.scheduler)
@@ -141,10 +159,17 @@ def _run(args) -> int:
             check_output_dir(args.report)
         if args.budget is not None and not (args.budget > 0 and args.budget < float("inf")):
             raise ValueError(f"--budget must be > 0 crawls per day; got {args.budget}")
+        from changerate_bayes.io import STANDARD_COLUMNS
+
+        from ._flags import parse_columns
+
+        args.column_map = parse_columns(args.columns, STANDARD_COLUMNS)
         fmt = args.format
         if fmt == "auto":
             kinds = {detect_format(p) for p in args.logs}
             fmt = kinds.pop() if len(kinds) == 1 else "auto"
+        if args.column_map and fmt not in ("csv", "parquet", "auto"):
+            raise ValueError(f"--columns maps the columns of CSV and Parquet logs; these logs are {fmt!r}")
     except (ValueError, OSError) as exc:
         return _err(str(exc))
     from changerate_bayes import estimate_pages
@@ -157,10 +182,11 @@ def _run(args) -> int:
             elif fmt in ("csv", "parquet") and not args.report:  # bucket by bucket: memory bounded by the pages
                 from changerate_bayes import estimate_log
 
-                res = estimate_log(args.logs, format=fmt, methods=args.methods, budget=args.budget, level=args.level)
+                res = estimate_log(args.logs, format=fmt, columns=args.column_map, methods=args.methods,
+                                   budget=args.budget, level=args.level)
                 table, audit, log = res.table, res.audit, None
             else:  # the report's diagnostics of the busiest pages need their visits
-                log = read_log(args.logs, format=fmt, ota_changed=args.ota_changed)
+                log = read_log(args.logs, format=fmt, ota_changed=args.ota_changed, columns=args.column_map)
                 audit = log.audit
                 table = estimate_pages(log, methods=args.methods, budget=args.budget, level=args.level)
         except CrawlLogError as exc:
@@ -172,10 +198,10 @@ def _run(args) -> int:
         print(f"note: {msg}")
     html = None
     if args.report:  # built before anything is written: a failure leaves no file behind
-        from changerate_bayes.log_report import OTA_ATTRIBUTION, estimate_report
+        from changerate_bayes.log_report import estimate_report, log_attribution
 
         html, results = estimate_report(table, audit, log=log, seed=args.seed,
-                                        attribution=OTA_ATTRIBUTION if fmt == "ota" else None)
+                                        attribution=log_attribution(args.logs, fmt), started=t0)
     with output_lock(resolve_output(out).parent):  # another run's table and report are never mixed with ours
         write_table(table, out)
         print(f"wrote {len(table)} pages to {out}")

@@ -202,6 +202,8 @@ class RootEstimator(StreamingEstimator):
         """Add a crawl to the masked pages and solve each of their prefixes exactly (O(k) each)."""
         st = self._pages
         rows = np.flatnonzero(mask)
+        if rows.size == 0:  # no page crawled in this step: nothing changes
+            return
         pos = self.counts_[rows]  # crawls before this one
         need = int(pos.max()) + 1
         cap = st["changed"].shape[1]

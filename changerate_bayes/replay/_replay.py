@@ -22,6 +22,24 @@ POLICY_NAMES = tuple(POLICIES) + tuple(TUNED)
 DEFAULT_POLICIES = ("uniform", "nutch", "nutch_tuned", "stormcrawler", "stormcrawler_tuned", "lln", "mle",
                     "posterior_mean", "thompson", "oracle", "oracle_proportional")
 _INC_BOUNDS = (1e-3, 100.0)
+#: the largest budget, in crawls per day (over ten million a second): the engine counts
+#: the crawls a budget allows, floor(B·t), in int64, which holds B·t for t up to 25,000 years
+MAX_BUDGET = 1e12
+
+
+def at_search_bound(inc_rate, bounds=_INC_BOUNDS) -> bool:
+    """Whether an increase rate from :func:`tune_increase_rate` stopped at an end of its
+    bisection's range ``bounds`` (within 1%, more than the last step): the budget was then
+    not matched inside the search, whatever the crawls spent say.
+
+    Examples
+    --------
+    >>> at_search_bound(0.001002814), at_search_bound(0.37), at_search_bound(100.0), at_search_bound(None)
+    (True, False, True, False)
+    """
+    if inc_rate is None or inc_rate != inc_rate:  # not a tuned schedule
+        return False
+    return bool(inc_rate <= bounds[0] * 1.01 or inc_rate >= bounds[1] / 1.01)
 
 
 def _check_budgets(budget) -> tuple:
@@ -36,6 +54,8 @@ def _check_budgets(budget) -> tuple:
             raise TypeError(f"`budget` must be a real number of crawls per day; got {type(b).__name__}")
         if not (np.isfinite(b) and b > 0):
             raise ValueError(f"`budget` must be a finite number of crawls per day > 0; got {b}")
+        if b > MAX_BUDGET:
+            raise ValueError(f"`budget` must be at most {MAX_BUDGET:g} crawls per day; got {b:g}")
         out.append(float(b))
     return tuple(out)
 
@@ -147,7 +167,7 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
         days), sorted in time within each page; and ``start``, ``end`` when ``window``
         is None. See :func:`pages_from_table`.
     budget : float or sequence of float
-        B > 0, crawls per day over all pages.
+        0 < B <= 1e12 (:data:`MAX_BUDGET`), crawls per day over all pages.
     policies : sequence of str or policy objects, default :data:`DEFAULT_POLICIES`
         Names from :data:`POLICY_NAMES`: ``"uniform"`` (round robin), ``"nutch"``
         (Nutch 1.22's AdaptiveFetchSchedule, nutch-default.xml: :class:`NutchPolicy`),
@@ -195,7 +215,7 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
     Raises
     ------
     ValueError
-        For a budget <= 0 or non-finite, an unknown policy (the message lists the valid
+        For a budget <= 0, above 1e12 or non-finite, an unknown policy (the message lists the valid
         ones), bad ``step``/``epoch``, and the table errors of :func:`pages_from_table`
         (unparsable or unsorted change times naming the row, a page with no window).
     TypeError
