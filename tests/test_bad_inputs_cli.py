@@ -142,3 +142,24 @@ def test_diagnose_refuses_too_few_resamples_before_reading(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "error: --n-resamples must be >= 19; got 9" in err and "page" not in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ev.csv"]
+
+
+@pytest.mark.parametrize("changes, message", [
+    ("page,timestamp\na,2024-01-02T00:00Z\nb,2024-01-03T00:00Z\na,2024-01-12T00:00Z\n",
+     r"line 4 of \S+ch\.csv: timestamp '2024-01-12T00:00Z' of page 'a' lies outside its window"),
+    ("page,timestamp\na,2024-01-05T00:00Z\nb,2024-01-03T00:00Z\na,2024-01-02T00:00Z\n",
+     r"line 4 of \S+ch\.csv: timestamp '2024-01-02T00:00Z' of page 'a' is earlier than"),
+    ("page,timestamp\na,2024-01-02T00:00Z\na,soon\n", r"timestamp of line 3 of \S+ch\.csv is not a parsable time"),
+])
+def test_replay_errors_name_file_lines(tmp_path, capsys, changes, message):
+    import re
+
+    path = tmp_path / "ch.csv"
+    path.write_text(changes)
+    windows = tmp_path / "w.csv"
+    windows.write_text("page,start,end\na,2024-01-01T00:00Z,2024-01-10T00:00Z\nb,2024-01-01T00:00Z,2024-01-10T00:00Z\n")
+    rc = main(["replay", str(path), "--windows", str(windows), "--budget", "2", "--policies", "uniform",
+               "--n-boot", "0"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert re.search(message, err), err

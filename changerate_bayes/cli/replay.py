@@ -51,6 +51,13 @@ def _mapped(frame, column_map: dict):
     return frame.drop(columns=shadowed).rename(columns={col: role for role, col in present.items()})
 
 
+def _file_lines(text: str, path: str) -> str:
+    """``text`` with each "row N" of the changes table (labelled by file line) as "line N of PATH"."""
+    import re
+
+    return re.sub(r"\brow (\d+)\b", lambda m: f"line {m.group(1)} of {path}", text)
+
+
 def _bound_notes(df) -> list[str]:
     """A note for each tuned schedule whose increase rate stopped at an end of the
     bisection's range: its budget was not matched inside the search, whatever
@@ -166,6 +173,7 @@ def _run(args) -> int:
             return fail(f"--csv {args.csv!r}: folder {str(csv_out.parent)!r} cannot be created ({exc.strerror})")
     try:
         changes = _mapped(pd.read_csv(args.changes), column_map)
+        changes.index = pd.RangeIndex(2, len(changes) + 2)  # row labels = lines of the file, for the errors
         windows = None
         if args.windows:
             windows = _mapped(pd.read_csv(args.windows), column_map)
@@ -184,7 +192,7 @@ def _run(args) -> int:
                              policies=args.policies or list(DEFAULT_POLICIES), step=args.step, epoch=args.epoch,
                              n_boot=args.n_boot, rng=args.seed)
     except (TypeError, ValueError) as exc:
-        return fail(str(exc))
+        return fail(_file_lines(str(exc), args.changes))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(df[["policy", "budget", "budget_source", "freshness", "freshness_weighted", "mean_age_days",
                   "crawls_per_day", "within_budget", "detected_per_crawl"]].to_string(index=False))
