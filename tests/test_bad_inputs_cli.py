@@ -163,3 +163,39 @@ def test_replay_errors_name_file_lines(tmp_path, capsys, changes, message):
     err = capsys.readouterr().err
     assert rc == 2
     assert re.search(message, err), err
+
+
+def _read_only_folders(monkeypatch):
+    """Make every folder refuse new files, as a read-only mount does (even for root)."""
+    import errno
+
+    from changerate_bayes.cli import _outputs
+
+    def refuse(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(_outputs.tempfile, "NamedTemporaryFile", refuse)
+
+
+def test_estimate_refuses_an_unwritable_out_folder_before_work(tmp_path, capsys, monkeypatch):
+    log = tmp_path / "log.csv"
+    log.write_text(GOOD)
+    _read_only_folders(monkeypatch)
+    assert main(["estimate", str(log), "--methods", "lln", "--out", str(tmp_path / "e.parquet")]) == 2
+    captured = capsys.readouterr()
+    assert "error: --out" in captured.err and "is not writable (Read-only file system)" in captured.err
+    assert "read " not in captured.out  # refused before the log was read
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.csv"]
+
+
+def test_replay_refuses_an_unwritable_csv_folder_before_work(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "ch.csv"
+    path.write_text(CHANGES)
+    _read_only_folders(monkeypatch)
+    rc = main(["replay", str(path), "--window", "2024-01-01T00:00Z", "2024-01-10T00:00Z", "--budget", "2",
+               "--policies", "uniform", "--n-boot", "0", "--csv", str(tmp_path / "t.csv")])
+    captured = capsys.readouterr()
+    assert rc == 2
+    assert "error: --csv" in captured.err and "is not writable (Read-only file system)" in captured.err
+    assert "policy" not in captured.out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ch.csv"]

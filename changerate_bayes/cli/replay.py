@@ -129,7 +129,8 @@ def _run(args) -> int:
 
     import pandas as pd
 
-    from changerate_bayes.cli._outputs import output_lock, refuse_inputs_as_outputs, report_files, write_table
+    from changerate_bayes.cli._outputs import (check_writable_folder, output_lock, refuse_inputs_as_outputs,
+                                               report_files, resolve_output, write_table)
 
     from changerate_bayes.replay import DEFAULT_POLICIES, replay_policies
     from changerate_bayes.report import check_output_dir, write_report
@@ -171,6 +172,10 @@ def _run(args) -> int:
             csv_out.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             return fail(f"--csv {args.csv!r}: folder {str(csv_out.parent)!r} cannot be created ({exc.strerror})")
+        try:
+            check_writable_folder("--csv", args.csv, resolve_output(csv_out).parent)
+        except ValueError as exc:
+            return fail(str(exc))
     try:
         changes = _mapped(pd.read_csv(args.changes), column_map)
         changes.index = pd.RangeIndex(2, len(changes) + 2)  # row labels = lines of the file, for the errors
