@@ -113,9 +113,10 @@ def _stream(paths, out):
     import resource
 
     from changerate_bayes import estimate_log
+    from changerate_bayes.estimators import METHODS
 
     t0 = time.perf_counter()
-    res = estimate_log(paths, format="parquet", budget=1e5)
+    res = estimate_log(paths, format="parquet", methods=METHODS, budget=1e5)
     seconds = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     if out:
@@ -129,12 +130,13 @@ def _whole(paths, out):
     import resource
 
     from changerate_bayes import estimate_pages
+    from changerate_bayes.estimators import METHODS
     from changerate_bayes.io import read_log
 
     t0 = time.perf_counter()
     log = read_log(paths, format="parquet")
     t_read = time.perf_counter() - t0
-    table = estimate_pages(log, budget=1e5)
+    table = estimate_pages(log, methods=METHODS, budget=1e5)
     seconds = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     table.to_parquet(out)
@@ -164,7 +166,7 @@ def _same_tables(a_path, b_path) -> tuple[bool, str]:
         if c == "page":
             continue
         x, y = a[c].to_numpy(), b[c].to_numpy()
-        if c in ("first_visit", "last_visit"):
+        if c in ("first_visit", "last_visit", "rate_method"):
             if not (x == y).all():
                 return False, f"{c} differs"
             continue

@@ -7,13 +7,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .estimators import METHODS
 from .io import Audit
 from .io._compressed import DECOMPRESSION_ERRORS, decompression_error
 from .io._frame import read_frame
 from .io._times import check_kinds, merge_kinds
 from .io._tabular import _plan, check_columns
-from .pages import allocate_crawls, page_table
+from .pages import allocate_crawls, merge_notes, page_table
 
 __all__ = ["ClusterEstimates", "estimate_pages_dask"]
 
@@ -58,7 +57,7 @@ def _partition(pdf: pd.DataFrame, columns, change_from, methods, prior, level, p
     return table, log.audit, first_row.reindex(table["page"]).to_numpy(), kinds
 
 
-def estimate_pages_dask(visits, *, columns=None, change_from="auto", methods=METHODS, prior=None, budget=None,
+def estimate_pages_dask(visits, *, columns=None, change_from="auto", methods=(), prior=None, budget=None,
                         level=0.9, posterior_method="grid", npartitions=None, source="<dask dataframe>",
                         client=None) -> ClusterEstimates:
     """:func:`changerate_bayes.estimate_pages` of a crawl log held in a Dask DataFrame.
@@ -144,5 +143,5 @@ def estimate_pages_dask(visits, *, columns=None, change_from="auto", methods=MET
     first = np.concatenate([r for _, r in tables])
     table = table.iloc[np.argsort(first, kind="stable")].reset_index(drop=True)
     table.attrs.update(tables[0][0].attrs)
-    table.attrs["warnings"] = list(dict.fromkeys(w for t, _ in tables for w in t.attrs["warnings"]))
+    table.attrs["warnings"] = merge_notes(w for t, _ in tables for w in t.attrs["warnings"])
     return ClusterEstimates(table=allocate_crawls(table, budget), audit=audit, n_partitions=len(parts))

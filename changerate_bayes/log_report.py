@@ -13,6 +13,8 @@ from .io import Audit, CrawlLog
 __all__ = ["crawl_diagnostics", "detection_times", "estimate_report", "diagnose_report", "log_attribution",
            "shorten_label", "OTA_ATTRIBUTION"]
 
+_HOURS_PER_DAY = 24.0
+
 #: Attribution of the shipped Open Terms Archive data (kept wherever the data is shown).
 OTA_ATTRIBUTION = ('Data: Open Terms Archive (licence ODC-BY 1.0), "Open Terms Archive contributors"; dating '
                    'collection "Open Terms Archive with contributions from the Dating Privacy collective".')
@@ -103,16 +105,16 @@ def _rate_figure(table: pd.DataFrame):
 
     from .report import figure_to_html
 
-    rate = table["posterior_mean"].to_numpy()
+    rate = table["rate_per_day"].to_numpy()
     rate = rate[np.isfinite(rate) & (rate > 0)]
     fig, ax = plt.subplots(figsize=(6.5, 3.2))
     if rate.size:
         bins = np.logspace(np.log10(rate.min()) - 0.05, np.log10(rate.max()) + 0.05, min(40, max(5, rate.size // 2)))
         ax.hist(rate, bins=bins, color="#4477aa")
         ax.set_xscale("log")
-    ax.set_xlabel("posterior mean change rate (changes per day)")
+    ax.set_xlabel("recommended change rate (changes per day)")
     ax.set_ylabel("pages")
-    return figure_to_html(fig, alt="Histogram of the posterior mean change rate across pages, log scale")
+    return figure_to_html(fig, alt="Histogram of the recommended change rate across pages, log scale")
 
 
 def _forest_figure(top: pd.DataFrame, level: float):
@@ -122,12 +124,12 @@ def _forest_figure(top: pd.DataFrame, level: float):
 
     fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(top) + 1.2), layout="constrained")
     y = np.arange(len(top))[::-1]
-    m, lo, hi = (top[c].to_numpy() for c in ("posterior_mean", "posterior_lower", "posterior_upper"))
+    m, lo, hi = (top[c].to_numpy() for c in ("rate_per_day", "rate_lower_per_day", "rate_upper_per_day"))
     ax.errorbar(m, y, xerr=[m - lo, hi - m], fmt="o", color="#aa3377", capsize=3)
     # page names are plain text (a URL's "$5-$10" is not mathtext), shortened in the middle
     ax.set_yticks(y, [shorten_label(p, 44) for p in top["page"]], fontsize=7, parse_math=False)
-    ax.set_xlabel(f"change rate per day\n(posterior mean and {level:.0%} credible interval)")
-    return figure_to_html(fig, alt="Posterior means and credible intervals of the busiest pages")
+    ax.set_xlabel(f"change rate per day\n(recommended rate and {level:.0%} credible interval)")
+    return figure_to_html(fig, alt="Recommended rates and credible intervals of the busiest pages")
 
 
 def shorten_label(name, max_chars: int = 44) -> str:
@@ -184,7 +186,8 @@ def crawl_diagnostics(log: CrawlLog, *, pages=None, max_pages: int = 20, seed: i
         One per page: ``page``, ``visits``, ``detections``, ``step`` (median crawl
         interval, hours), ``rejected`` (tests rejected, "none", or "—" when fewer than
         3 detections), ``calibration_p`` (float, or the reason it was not tested),
-        ``reading`` and ``tests`` ({test: {"pvalue", "reading"}}, empty if not tested).
+        ``reading`` (rates in changes per day) and ``tests`` ({test: {"pvalue",
+        "reading"}}, empty if not tested).
     """
     from .diagnostics import interval_calibration, poisson_gof
 
@@ -207,11 +210,13 @@ def crawl_diagnostics(log: CrawlLog, *, pages=None, max_pages: int = 20, seed: i
         if t.size < 3:
             rows.append({**row, "rejected": "—", "reading": "fewer than 3 changes seen: not tested", "tests": {}})
             continue
-        with warnings.catch_warnings():
+        with warnings.catch_warnings():  # in days, so that the readings' rates are per day
             warnings.simplefilter("ignore")
-            res = poisson_gof(t, crawl_interval=step, n_resamples=n_resamples, rng=seed)
+            res = poisson_gof(t / _HOURS_PER_DAY, crawl_interval=step / _HOURS_PER_DAY, n_resamples=n_resamples,
+                              rng=seed)
         rej = res.rejected(alpha)
-        rows.append({**row, "rejected": ", ".join(rej) if rej else "none", "reading": res.summary(alpha).split("\n")[0],
+        reading = res.summary(alpha).split("\n")[0].replace("per input time unit", "per day")
+        rows.append({**row, "rejected": ", ".join(rej) if rej else "none", "reading": reading,
                      "tests": {k: {"pvalue": _json_safe(v.pvalue), "reading": v.reading}
                                for k, v in res.tests.items() if v.ran}})
     return rows
@@ -266,14 +271,17 @@ def estimate_report(table: pd.DataFrame, audit: Audit, *, log: CrawlLog | None =
     started = time.perf_counter() if started is None else started
     t0 = time.perf_counter()
     level = table.attrs.get("level", 0.9)
-    top = table.sort_values(["n_changes", "posterior_mean"], ascending=False).head(busiest)
+    top = table.sort_values(["n_changes", "rate_per_day"], ascending=False).head(busiest)
     methods = [c for c in table.columns if c in ("naive", "lln", "sa", "sam", "mle", "mm", "regular")]
-    rate = table["posterior_mean"].to_numpy()
+    rate = table["rate_per_day"].to_numpy()
     q = np.quantile(rate, [0.1, 0.5, 0.9])
-    intro = (f"<p>{len(table)} pages; posterior mean change rate per day: 10% {q[0]:.3g}, median {q[1]:.3g}, "
-             f"90% {q[2]:.3g}. Prior {table.attrs.get('prior', '')}; budget "
-             f"{table.attrs.get('budget_per_day', float('nan')):.4g} crawls/day "
-             f"({table.attrs.get('objective', '')}).</p>")
+    chosen = table["rate_method"].value_counts()
+    intro = (f"<p>{len(table)} pages; recommended change rate per day: 10% {q[0]:.3g}, median {q[1]:.3g}, "
+             f"90% {q[2]:.3g} ({int(chosen.get('mle', 0))} pages by the MLE, "
+             f"{int(chosen.get('posterior_mean', 0))} by the posterior mean). Prior {table.attrs.get('prior', '')}; "
+             f"budget {table.attrs.get('budget_per_day', float('nan')):.4g} crawls/day "
+             f"({table.attrs.get('objective', '')}). All rates in changes per day, intervals in hours.</p>"
+             f"<p>{_esc(table.attrs.get('rate_rule', ''))}.</p>")
     warn = table.attrs.get("warnings") or []
     warn_html = ""
     if warn:
@@ -287,8 +295,8 @@ def estimate_report(table: pd.DataFrame, audit: Audit, *, log: CrawlLog | None =
     t3 = time.perf_counter()
     audit_html = str(_audit_html(audit))
     t4 = time.perf_counter()
-    cols = ["page", "n_crawls", "n_changes", "mean_interval_h", *methods, "posterior_mean", "posterior_lower",
-            "posterior_upper", "crawl_interval_h"]
+    cols = ["page", "n_crawls", "n_changes", "mean_interval_h", "rate_per_day", "rate_lower_per_day",
+            "rate_upper_per_day", "rate_method", *methods, "crawl_interval_h"]
     sections = [
         {"id": "rates", "title": "Change rates across pages", "seconds": t1 - t0, "html": rates_html},
         {"id": "busiest", "title": f"The {len(top)} busiest pages", "seconds": t2 - t1,

@@ -34,8 +34,10 @@ def test_estimate_writes_table_and_report(tmp_path, capsys):
     assert t["n_changes"].tolist() == [2, 0]
     np.testing.assert_allclose(t["lln"], [4 * 2 / (3 + 1 - 2), 0.5 * 0 / 2])  # p Î/(k + 1 − Î) per day
     assert t["crawls_per_day"].sum() == pytest.approx(4.0)
+    assert t["rate_method"].tolist() == ["posterior_mean", "posterior_mean"]  # 3 and 1 crawls: thin evidence
     html = (tmp_path / "r" / "index.html").read_text()
     assert "Audit of the log" in html and "data:image/png;base64" in html and "http" not in html.split("<body>")[1]
+    assert "per input time unit" not in html and "recommended change rate" in html
     res = json.loads((tmp_path / "r" / "results.json").read_text())
     assert res["audit"]["rows_read"] == 8 and len(res["pages"]) == 2
 
@@ -86,3 +88,25 @@ def test_diagnose_many_pages(tmp_path, capsys):
     assert {r["page"] for r in res["pages"]} == {"p", "q"}
     assert main(["diagnose", str(path), "--time-column", "when", "--report", str(tmp_path / "e")]) == 2
     assert "missing time column 'when'" in capsys.readouterr().err
+
+
+def test_estimate_states_each_note_once_and_hides_other_estimators(tmp_path, capsys):
+    # two pages crawled every 6 h (a fixed schedule): the Poisson-crawling note of naive, lln, sa
+    # and sam is printed once, naming the four
+    times = pd.date_range("2024-01-01", periods=30, freq="6h", tz="UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
+    df = pd.DataFrame({"page": np.repeat(["a", "b"], 30), "fetch_time": np.tile(times, 2),
+                       "changed": np.tile(np.arange(30) % 3 == 1, 2).astype(int)})
+    log = tmp_path / "log.csv"
+    df.to_csv(log, index=False)
+    out = tmp_path / "est.csv"
+    assert main(["estimate", str(log), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "assume Poisson crawling" not in text and text.count("note: rate_per_day is") == 1
+    assert pd.read_csv(out).columns.tolist()[6:10] == ["rate_per_day", "rate_lower_per_day", "rate_upper_per_day",
+                                                      "rate_method"]
+    assert main(["estimate", str(log), "--out", str(out), "--all-estimators"]) == 0
+    text = capsys.readouterr().out
+    assert text.count("assume Poisson crawling") == 1
+    assert "note: methods 'naive', 'lln', 'sa', 'sam' assume Poisson crawling" in text
+    t = pd.read_csv(out)
+    assert {"naive", "lln", "sa", "sam", "mle", "mm", "regular"} <= set(t.columns)

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from changerate_bayes import StatisticalWarning, estimate_pages
+from changerate_bayes.estimators import METHODS
 from changerate_bayes.io import read_csv
 
 # one pytest-xdist worker for the whole group (see tests/conftest.py)
@@ -50,19 +51,19 @@ def test_dask_equals_pandas(tmp_path, client):
     cols = {"page": "url", "fetch_time": "when", "digest": "sha"}
     log = read_csv(path, columns=cols, chunk_rows=4096)
     with pytest.warns(StatisticalWarning, match="'regular' assumes crawls on a fixed schedule"):
-        expect = estimate_pages(log, budget=50.0)  # the synthetic crawls are Poisson, not regular
+        expect = estimate_pages(log, methods=METHODS, budget=50.0)  # the synthetic crawls are Poisson, not regular
     ddf = dd.read_csv(path, dtype=str, keep_default_na=False, blocksize=40_000)
     assert ddf.npartitions > 1
-    got = estimate_pages_dask(ddf, columns=cols, budget=50.0, npartitions=4, source=str(path))
+    got = estimate_pages_dask(ddf, columns=cols, methods=METHODS, budget=50.0, npartitions=4, source=str(path))
     assert got.n_partitions == 4
     assert got.audit.rows_read == log.audit.rows_read
     assert got.audit.dropped == log.audit.dropped and got.audit.out_of_order == log.audit.out_of_order
     assert got.audit.visits_kept == log.audit.visits_kept and got.audit.pages_kept == log.audit.pages_kept
     t = got.table
     assert t["page"].tolist() == expect["page"].tolist()
-    for c in ("n_crawls", "n_changes", "first_visit", "last_visit"):
+    for c in ("n_crawls", "n_changes", "first_visit", "last_visit", "rate_method"):
         assert t[c].tolist() == expect[c].tolist(), c
-    num = [c for c in expect.columns if c not in ("page", "first_visit", "last_visit")]
+    num = [c for c in expect.columns if c not in ("page", "first_visit", "last_visit", "rate_method")]
     np.testing.assert_allclose(t[num].to_numpy(float), expect[num].to_numpy(float), rtol=1e-12, atol=0)
 
 
@@ -98,5 +99,6 @@ def test_estimate_command_dask_engine_equals_pandas(tmp_path, client, capsys):
     assert dask_audit == pandas_audit
     ta, tb = pd.read_parquet(a), pd.read_parquet(b)
     assert ta["page"].tolist() == tb["page"].tolist()
-    num = [c for c in ta.columns if c not in ("page", "first_visit", "last_visit")]
+    assert tb["rate_method"].tolist() == ta["rate_method"].tolist()
+    num = [c for c in ta.columns if c not in ("page", "first_visit", "last_visit", "rate_method")]
     np.testing.assert_allclose(tb[num].to_numpy(float), ta[num].to_numpy(float), rtol=1e-12, atol=0)

@@ -1,11 +1,15 @@
 """The per-page table against hand derivations and the underlying functions."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from changerate_bayes import CrawlHistory, estimate_pages, final_estimates, posterior_summary
+from changerate_bayes import CrawlHistory, StatisticalWarning, estimate_pages, final_estimates, posterior_summary
+from changerate_bayes.estimators import METHODS
 from changerate_bayes.io import read_frame
+from changerate_bayes.pages import IDENTIFIED_MIN, PAGE_COLUMNS, RATE_COLUMNS, merge_notes, recommend_rate
 from changerate_bayes.scheduling import optimal_crawl_rates
 
 
@@ -37,8 +41,12 @@ def test_table_from_a_log_matches_hand_derivation():
     assert np.isinf(t["mle"].iloc[1])
     post = posterior_summary(log.history, level=0.9)
     np.testing.assert_allclose(t["posterior_mean"], post.mean * 24, rtol=1e-15)
-    np.testing.assert_allclose(t["posterior_lower"], post.lower * 24, rtol=1e-15)
-    assert (t["posterior_lower"] < t["posterior_mean"]).all() and (t["posterior_mean"] < t["posterior_upper"]).all()
+    np.testing.assert_allclose(t["rate_lower_per_day"], post.lower * 24, rtol=1e-15)
+    np.testing.assert_allclose(t["rate_upper_per_day"], post.upper * 24, rtol=1e-15)
+    # two pages of 3 and 2 crawls: too little evidence for the MLE, so the posterior mean is the rate
+    assert t["rate_method"].tolist() == ["posterior_mean", "posterior_mean"]
+    np.testing.assert_array_equal(t["rate_per_day"], t["posterior_mean"])
+    assert (t["rate_lower_per_day"] < t["rate_per_day"]).all() and (t["rate_per_day"] < t["rate_upper_per_day"]).all()
     expect = optimal_crawl_rates(post.mean * 24, 1.0, 3.0)
     np.testing.assert_allclose(t["crawls_per_day"], expect, rtol=1e-15)
     assert t["crawls_per_day"].sum() == pytest.approx(3.0, rel=1e-12)
@@ -69,3 +77,70 @@ def test_bad_arguments():
         estimate_pages(log, budget=-1.0)
     with pytest.raises(TypeError, match="`history_or_log` must be a CrawlLog or a CrawlHistory"):
         estimate_pages([1, 0, 1])
+
+
+def _two_pages():
+    # page "steady": 40 crawls every 6 h, the odd ones changed (20 changed, 20 not);
+    # page "thin": 12 crawls every 6 h, 2 changed
+    changed = [1, 0] * 20 + [1, 1] + [0] * 10
+    return CrawlHistory.from_segments(changed, [6.0] * 52, lengths=[40, 12], crawl_rate=[1 / 6, 1 / 6],
+                                      page_ids=["steady", "thin"])
+
+
+def test_recommended_rate_is_the_chosen_methods_value_per_day():
+    h = _two_pages()
+    with pytest.warns(StatisticalWarning, match="assume Poisson crawling"):  # a fixed schedule
+        t = estimate_pages(h, methods=METHODS, budget=4.0)
+    assert t["rate_method"].tolist() == ["mle", "posterior_mean"]
+    # steady: equal intervals, so 1 − e^{−6Δ} = 20/40 and Δ = ln 2 / 6 per hour = 4 ln 2 per day
+    assert t["rate_per_day"].iloc[0] == pytest.approx(4 * np.log(2), rel=1e-12)
+    assert t["rate_per_day"].iloc[0] == t["mle"].iloc[0]
+    assert t["rate_per_day"].iloc[1] == t["posterior_mean"].iloc[1]
+    np.testing.assert_allclose(t["mle"], final_estimates(h, "mle") * 24, rtol=1e-15)
+    np.testing.assert_allclose(t["posterior_mean"], posterior_summary(h).mean * 24, rtol=1e-15)
+    # the same page in a history whose time unit is the day: the same rates per day
+    h_days = CrawlHistory.from_segments(h.flat_changed, h.flat_intervals / 24, lengths=h.lengths,
+                                        crawl_rate=[4.0, 4.0], page_ids=h.page_ids)
+    t_days = estimate_pages(h_days, budget=4.0, unit_hours=24.0)
+    assert t_days["rate_per_day"].iloc[0] == pytest.approx(4 * np.log(2), rel=1e-12)
+    np.testing.assert_allclose(t_days["rate_per_day"], t["rate_per_day"], rtol=1e-9)
+
+
+def test_recommend_rate_thresholds():
+    n_changes = np.array([9, 10, 10, 30, 0, 10])
+    n_crawls = np.array([40, 20, 19, 40, 40, 20])
+    mle = np.array([1.0, 2.0, 3.0, 4.0, 0.0, np.inf])
+    rate, method = recommend_rate(n_changes, n_crawls, mle, np.full(6, 7.0))
+    # 9 changed: too few; 10 and 10: the MLE; 10 and 9 unchanged: too few; 30 and 10: the MLE; a zero or
+    # infinite MLE is never chosen
+    assert method.tolist() == ["posterior_mean", "mle", "posterior_mean", "mle", "posterior_mean", "posterior_mean"]
+    np.testing.assert_array_equal(rate, [7.0, 2.0, 7.0, 4.0, 7.0, 7.0])
+    assert IDENTIFIED_MIN == 10
+
+
+def test_default_table_has_one_rate_and_no_other_estimator():
+    t = estimate_pages(_two_pages(), budget=4.0)
+    assert t.columns.tolist() == [*PAGE_COLUMNS, *RATE_COLUMNS, "crawls_per_day", "crawl_interval_h"]
+    assert not set(METHODS) - {"mle"} & set(t.columns) and "mle" not in t.columns
+    assert "rate_per_day" in t.attrs["rate_rule"] and "changes per day" in t.attrs["rate_rule"]
+
+
+def test_notes_appear_once():
+    # crawls on a fixed 6 h schedule: naive, lln, sa and sam assume Poisson crawling and say so in one note
+    h = _two_pages()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = estimate_pages(h, methods=METHODS, budget=4.0)
+    notes = t.attrs["warnings"]
+    poisson = [n for n in notes if "assume Poisson crawling" in n]
+    assert len(poisson) == 1 and poisson[0].startswith("methods 'naive', 'lln', 'sa', 'sam' assume Poisson")
+    assert not any(n.startswith("method 'lln'") for n in notes)
+    assert len(notes) == len(set(notes))
+    messages = [str(w.message) for w in caught]
+    assert sorted(messages) == sorted(notes)  # each note issued once
+
+
+def test_merge_notes_keeps_distinct_notes():
+    merged = merge_notes(["method 'a' assumes X.", "method 'b' assumes X.", "method 'c' assumes Y.", "other",
+                          "other"])
+    assert merged == ["methods 'a', 'b' assume X.", "method 'c' assumes Y.", "other"]

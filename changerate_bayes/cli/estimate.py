@@ -23,14 +23,17 @@ def register(sub) -> None:
         "estimate",
         help="read crawl logs and estimate every page's change rate",
         description="Read crawl logs (CSV, Parquet, CDX, WARC or Open Terms Archive observations), print the "
-        "audit of the rows read, and write one row per page: counts, first/last visit, every estimator's final "
-        "value, the posterior mean and credible interval (changes per day) and the optimal crawl interval.",
+        "audit of the rows read, and write one row per page: counts, first/last visit, the recommended change rate "
+        "with its credible interval and how it was chosen (changes per day), and the optimal crawl interval.",
     )
     p.add_argument("logs", nargs="+", metavar="LOG", help="log files (read as one log)")
     p.add_argument("--format", default="auto", choices=FORMATS, help="log format (default: from the file names)")
     add_columns_flag(p, LOG_ROLES, "page=url,fetch_time=timestamp,digest=sha1")
-    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS, metavar="METHOD",
-                   help=f"estimators to report (default: all of {', '.join(METHODS)})")
+    p.add_argument("--methods", nargs="+", default=[], choices=METHODS, metavar="METHOD",
+                   help=f"further estimators to report beside the recommended rate, for comparison (any of "
+                   f"{', '.join(METHODS)}; default: none)")
+    p.add_argument("--all-estimators", action="store_true",
+                   help="report all seven estimators beside the recommended rate (as --methods with all of them)")
     p.add_argument("--out", default="estimates.parquet", help="the per-page table, .parquet or .csv "
                    "(default: estimates.parquet)")
     p.add_argument("--report", metavar="DIR", help="also write a self-contained HTML report into DIR")
@@ -75,6 +78,13 @@ def _check_out(path: str) -> Path:
     return out
 
 
+def _methods(args) -> tuple:
+    """The estimators asked for beside the recommended rate: ``--all-estimators`` or ``--methods``."""
+    from changerate_bayes.estimators import METHODS
+
+    return tuple(METHODS) if args.all_estimators else tuple(dict.fromkeys(args.methods))
+
+
 def _dask_table(args, fmt):
     import dask.dataframe as dd
 
@@ -113,14 +123,14 @@ def _dask_run(args, ddf, columns, change):
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
     try:
-        res = estimate_pages_dask(ddf, columns=columns, change_from=change, methods=args.methods,
+        res = estimate_pages_dask(ddf, columns=columns, change_from=change, methods=_methods(args),
                                   budget=args.budget, level=args.level, source=", ".join(args.logs),
                                   npartitions=max(ddf.npartitions, 2), client=client)
         log = None
         if args.report:  # the busiest pages' visits, for their diagnostics
             from changerate_bayes.io import read_frame
 
-            top = res.table.sort_values(["n_changes", "posterior_mean"], ascending=False).head(6)["page"]
+            top = res.table.sort_values(["n_changes", "rate_per_day"], ascending=False).head(6)["page"]
             page_col = (columns or {}).get("page", "page")
             sub = ddf[ddf[page_col].isin(list(top))].compute()
             log = read_frame(sub.reset_index(drop=True), columns=columns, change_from=change)
@@ -187,13 +197,14 @@ def _run(args) -> int:
             else:  # the report's diagnostics of the busiest pages need their visits
                 log = read_log(args.logs, format=fmt, ota_changed=args.ota_changed, columns=args.column_map)
                 audit = log.audit
-                table = estimate_pages(log, methods=args.methods, budget=args.budget, level=args.level)
+                table = estimate_pages(log, methods=_methods(args), budget=args.budget, level=args.level)
         except CrawlLogError as exc:
             return _err(str(exc))
         except ValueError as exc:
             return _err(str(exc))
     print(audit.format())
-    for msg in dict.fromkeys(str(w.message) for w in caught):
+    print(f"note: {table.attrs['rate_rule']}")
+    for msg in dict.fromkeys([*table.attrs.get("warnings", ()), *(str(w.message) for w in caught)]):
         print(f"note: {msg}")
     html = None
     if args.report:  # built before anything is written: a failure leaves no file behind
