@@ -43,6 +43,9 @@ _LAZY = {
     "estimate_pages": ".pages",
     "estimate_log": ".log_estimates",
     "LogEstimates": ".log_estimates",
+    # the crawl schedule of a log
+    "schedule_pages": ".crawl_schedule",
+    "write_schedule": ".crawl_schedule",
     # dynamic (drifting rates)
     "DynamicRateFilter": ".dynamic",
     "dynamic_posterior": ".dynamic",

@@ -14,7 +14,7 @@ from .io._times import check_kinds, merge_kinds
 from .io._tabular import _plan, check_columns
 from .pages import allocate_crawls, merge_notes, page_table
 
-__all__ = ["ClusterEstimates", "estimate_pages_dask"]
+__all__ = ["ClusterEstimates", "estimate_pages_dask", "per_page_partitions"]
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,10 @@ class ClusterEstimates:
     n_partitions: int
 
 
-def _partition(pdf: pd.DataFrame, columns, change_from, methods, prior, level, posterior_method, source):
-    """One partition (every visit of its pages): its page table, audit, pages' first rows and time kinds.
+def _partition(pdf: pd.DataFrame, columns, change_from, methods, prior, level, posterior_method, source,
+               with_posterior=False):
+    """One partition (every visit of its pages): its page table, audit, pages' first rows, time kinds
+    and, ``with_posterior``, the compact history that determines each page's posterior.
 
     Naive and time-zone-aware times are not refused here but returned (the first row of
     each kind per time column), since they may sit in different partitions: the caller
@@ -50,11 +52,72 @@ def _partition(pdf: pd.DataFrame, columns, change_from, methods, prior, level, p
     log = read_frame(pdf.drop(columns="_row"), columns=columns, change_from=change_from, source=source,
                      rows=rows, empty_ok=True, time_kinds=kinds)
     if log.history is None:
-        return None, log.audit, None, kinds
+        return None, log.audit, None, kinds, None
     table = page_table(log, methods=methods, prior=prior, level=level, posterior_method=posterior_method)
     page_col = (columns or {}).get("page", "page")
     first_row = pdf.groupby(page_col, sort=False)["_row"].min()
-    return table, log.audit, first_row.reindex(table["page"]).to_numpy(), kinds
+    compact = None
+    if with_posterior:
+        from .crawl_schedule import posterior_history
+
+        compact = posterior_history(log.history)
+    return table, log.audit, first_row.reindex(table["page"]).to_numpy(), kinds, compact
+
+
+def per_page_partitions(visits, *, columns=None, change_from="auto", methods=(), prior=None, level=0.9,
+                        posterior_method="grid", npartitions=None, source="<dask dataframe>", client=None,
+                        with_posterior=False):
+    """The shuffle and per-partition pass of :func:`estimate_pages_dask`, without the allocation.
+
+    Returns ``(table, audit, n_partitions, histories)``: the page table (pages in order of
+    first appearance), the summed audit, the number of partitions and, ``with_posterior``,
+    the list of the partitions' :func:`changerate_bayes.crawl_schedule.posterior_history`
+    (else None). Arguments and errors as :func:`estimate_pages_dask`.
+    """
+    import dask
+    import dask.dataframe as dd
+
+    from .io import CrawlLogError
+
+    if not isinstance(visits, dd.DataFrame):
+        raise TypeError(f"`visits` must be a dask.dataframe.DataFrame; got {type(visits).__name__}")
+    mapping = check_columns(columns)
+    plan, kind = _plan([str(c) for c in visits.columns], mapping, source=source, change_from=change_from)
+    keep = list(plan.values()) + (["not_modified"] if "not_modified" in visits.columns else [])
+    df = visits[keep]
+    df = df.assign(_row=1)
+    df = df.assign(_row=df["_row"].cumsum())
+    n = npartitions or visits.npartitions
+    shuffled = df.shuffle(on=plan["page"], npartitions=n)
+    parts = shuffled.to_delayed()
+    task = dask.delayed(_partition)
+    jobs = [task(p, mapping or None, kind, tuple(methods), prior, level, posterior_method, source, with_posterior)
+            for p in parts]
+    try:
+        results = client.compute(jobs, sync=True) if client is not None else dask.compute(*jobs)
+    except DECOMPRESSION_ERRORS as exc:  # a truncated or corrupt .gz/.bz2/.xz/.zst read by the workers
+        raise decompression_error(source, exc) from None
+    kinds: dict = {}
+    for _, _, _, k, _ in results:
+        merge_kinds(kinds, k)
+    state: dict = {}
+    for column in (plan["fetch_time"], plan.get("last_modified")):  # the pandas engine's order
+        if column in kinds:
+            check_kinds(state, kinds[column], source=source, column=column, line_word="row")
+    tables = [(t, r) for t, _, r, _, _ in results if t is not None]
+    audit = Audit.combine([a for _, a, _, _, _ in results], sources=(source,))
+    if audit.rows_read == 0:
+        raise CrawlLogError(f"{source}: no visits: the frame has no rows")
+    if not tables:
+        raise CrawlLogError(f"{source}: no page has two usable visits, so there is nothing to estimate\n"
+                            + audit.format())
+    table = pd.concat([t for t, _ in tables], ignore_index=True)
+    first = np.concatenate([r for _, r in tables])
+    table = table.iloc[np.argsort(first, kind="stable")].reset_index(drop=True)
+    table.attrs.update(tables[0][0].attrs)
+    table.attrs["warnings"] = merge_notes(w for t, _ in tables for w in t.attrs["warnings"])
+    histories = [h for t, _, _, _, h in results if t is not None] if with_posterior else None
+    return table, audit, len(parts), histories
 
 
 def estimate_pages_dask(visits, *, columns=None, change_from="auto", methods=(), prior=None, budget=None,
@@ -103,45 +166,7 @@ def estimate_pages_dask(visits, *, columns=None, change_from="auto", methods=(),
         :func:`changerate_bayes.io.read_frame`), a compressed file that cannot be
         decompressed, no rows, or no page with two usable visits.
     """
-    import dask
-    import dask.dataframe as dd
-
-    from .io import CrawlLogError
-
-    if not isinstance(visits, dd.DataFrame):
-        raise TypeError(f"`visits` must be a dask.dataframe.DataFrame; got {type(visits).__name__}")
-    mapping = check_columns(columns)
-    plan, kind = _plan([str(c) for c in visits.columns], mapping, source=source, change_from=change_from)
-    keep = list(plan.values()) + (["not_modified"] if "not_modified" in visits.columns else [])
-    df = visits[keep]
-    df = df.assign(_row=1)
-    df = df.assign(_row=df["_row"].cumsum())
-    n = npartitions or visits.npartitions
-    shuffled = df.shuffle(on=plan["page"], npartitions=n)
-    parts = shuffled.to_delayed()
-    task = dask.delayed(_partition)
-    jobs = [task(p, mapping or None, kind, tuple(methods), prior, level, posterior_method, source) for p in parts]
-    try:
-        results = client.compute(jobs, sync=True) if client is not None else dask.compute(*jobs)
-    except DECOMPRESSION_ERRORS as exc:  # a truncated or corrupt .gz/.bz2/.xz/.zst read by the workers
-        raise decompression_error(source, exc) from None
-    kinds: dict = {}
-    for *_, k in results:
-        merge_kinds(kinds, k)
-    state: dict = {}
-    for column in (plan["fetch_time"], plan.get("last_modified")):  # the pandas engine's order
-        if column in kinds:
-            check_kinds(state, kinds[column], source=source, column=column, line_word="row")
-    tables = [(t, r) for t, _, r, _ in results if t is not None]
-    audit = Audit.combine([a for _, a, _, _ in results], sources=(source,))
-    if audit.rows_read == 0:
-        raise CrawlLogError(f"{source}: no visits: the frame has no rows")
-    if not tables:
-        raise CrawlLogError(f"{source}: no page has two usable visits, so there is nothing to estimate\n"
-                            + audit.format())
-    table = pd.concat([t for t, _ in tables], ignore_index=True)
-    first = np.concatenate([r for _, r in tables])
-    table = table.iloc[np.argsort(first, kind="stable")].reset_index(drop=True)
-    table.attrs.update(tables[0][0].attrs)
-    table.attrs["warnings"] = merge_notes(w for t, _ in tables for w in t.attrs["warnings"])
-    return ClusterEstimates(table=allocate_crawls(table, budget), audit=audit, n_partitions=len(parts))
+    table, audit, n_parts, _ = per_page_partitions(
+        visits, columns=columns, change_from=change_from, methods=methods, prior=prior, level=level,
+        posterior_method=posterior_method, npartitions=npartitions, source=source, client=client)
+    return ClusterEstimates(table=allocate_crawls(table, budget), audit=audit, n_partitions=n_parts)

@@ -17,6 +17,7 @@ __all__ = ["main"]
 _COMMANDS: tuple[str, ...] = (
     "validate",
     "estimate",
+    "schedule",
     "diagnose",
     "replay",
 )

@@ -1,0 +1,509 @@
+"""A crawl schedule a crawler can load: per URL the next fetch time, its interval, the rate, P(changed).
+
+:func:`schedule_pages` turns a crawl log into one row per page: the crawl interval of
+the allocation (:func:`changerate_bayes.pages.allocate_crawls`), bounded by a revisit
+limit so that no page is left without a next fetch; the next fetch time (the last fetch
+plus that interval); the page's recommended change rate; and the posterior predictive
+probability that the page will have changed by then (:func:`change_probability`).
+:func:`write_schedule` writes it as CSV, Parquet or a Nutch seed list
+(:func:`nutch_seed_lines`); :func:`schedule_pages_dask` does the same from a Dask
+DataFrame.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .history import CrawlHistory
+
+__all__ = [
+    "MAX_INTERVAL_H", "SCHEDULE_COLUMNS", "SCHEDULE_FORMATS", "change_probability", "crawl_schedule",
+    "nutch_seed_lines", "posterior_history", "schedule_pages", "schedule_pages_dask", "write_schedule",
+]
+
+#: Default revisit limit, hours: Nutch's ``db.fetch.interval.max`` default (7,776,000 s = 90 days,
+#: conf/nutch-default.xml). A page the allocation does not crawl, or crawls less often, is
+#: scheduled at this interval.
+MAX_INTERVAL_H = 90 * 24.0
+#: Columns of a schedule, in order.
+SCHEDULE_COLUMNS = ("url", "last_fetch", "next_fetch", "interval_h", "interval_source", "rate_per_day",
+                    "rate_method", "p_changed")
+#: Output formats of :func:`write_schedule`.
+SCHEDULE_FORMATS = ("csv", "parquet", "nutch-seeds")
+_SECONDS_PER_HOUR = 3600
+#: Nutch parses the interval with ``Integer.parseInt``: at most 2^31 − 1 seconds.
+_NUTCH_MAX_SECONDS = 2**31 - 1
+_NUTCH_KEY = "nutch.fetchInterval.fixed"
+
+
+def _check_history(history) -> CrawlHistory:
+    if not isinstance(history, CrawlHistory):
+        raise TypeError(f"`history` must be a CrawlHistory; got {type(history).__name__}")
+    if history.flat_intervals is None:
+        raise ValueError("`history` needs the crawl intervals τ: the predictive is exact given them")
+    return history
+
+
+def posterior_history(history: CrawlHistory) -> CrawlHistory:
+    """The smallest history with the same exact posterior of Δ as ``history``, page by page.
+
+    The interval-censored likelihood of a page depends only on S0 = Σ(1 − I_k)τ_k and on
+    the intervals of the crawls that saw a change (:mod:`changerate_bayes.bayes._sufficient`),
+    and the default prior on the page's crawl rate. So each page keeps its changed crawls
+    (in order) followed by one unchanged crawl of length S0 (none when S0 = 0), and its
+    crawl rate and label: about one entry per change instead of one per visit. This is
+    what a Dask partition sends back for the schedule.
+
+    Parameters
+    ----------
+    history : CrawlHistory
+        Rectangular or ragged, with intervals.
+
+    Returns
+    -------
+    CrawlHistory
+        Ragged, the same pages in the same order.
+    """
+    history = _check_history(history)
+    changed = history.flat_changed > 0
+    page = history.page_index()
+    n = history.lengths.size
+    s0 = np.bincount(page, weights=np.where(changed, 0.0, history.flat_intervals), minlength=n)
+    n_changed = np.bincount(page, weights=changed, minlength=n).astype(np.int64)
+    has_s0 = s0 > 0
+    lengths = n_changed + has_s0
+    ends = np.cumsum(lengths)
+    flat_changed = np.zeros(int(ends[-1]) if n else 0, dtype=np.int8)
+    flat_tau = np.empty(flat_changed.size)
+    starts = ends - lengths
+    # the changed crawls of page i fill starts[i] : starts[i] + n_changed[i], in order
+    rank = np.arange(int(changed.sum())) - np.repeat(np.cumsum(n_changed) - n_changed, n_changed)
+    at = np.repeat(starts, n_changed) + rank
+    flat_changed[at] = 1
+    flat_tau[at] = history.flat_intervals[changed]
+    last = ends[has_s0] - 1
+    flat_tau[last] = s0[has_s0]
+    rate = history.crawl_rate
+    if rate is not None:
+        rate = np.broadcast_to(np.asarray(rate, dtype=np.float64), (n,)).copy()
+    return CrawlHistory.from_segments(flat_changed, flat_tau, lengths=lengths, crawl_rate=rate,
+                                      page_ids=history.page_ids)
+
+
+def change_probability(history, interval, *, prior=None) -> np.ndarray:
+    """P(a page changes within ``interval`` of its last crawl | its crawls), per page, exactly.
+
+    The posterior predictive of the Poisson change model: with Δ's posterior given the
+    page's crawls, P(changed by t) = 1 − E[e^{−Δt}].
+
+    Parameters
+    ----------
+    history : CrawlHistory
+        One page or many, rectangular or ragged, with intervals (their time unit is the
+        unit of ``interval``; hours for a log read by :mod:`changerate_bayes.io`).
+    interval : float or array_like of shape (n_pages,)
+        Time after each page's last crawl, >= 0 and finite.
+    prior : GammaPrior, LogNormalPrior or BetaPrimePrior, optional
+        Default ``BetaPrimePrior(1, 2)`` on Δ/p (the page's crawl rate), as
+        :func:`changerate_bayes.posterior_summary`.
+
+    Returns
+    -------
+    ndarray of float64, shape (n_pages,)
+        Probabilities in [0, 1] (0 where ``interval`` is 0).
+
+    Raises
+    ------
+    TypeError
+        If ``history`` is not a CrawlHistory or ``prior`` not a prior.
+    ValueError
+        If the history has no intervals, ``interval`` is negative, not finite or of the
+        wrong shape, the interval totals overflow float64, or a posterior is improper.
+
+    Notes
+    -----
+    Unchanged crawls enter the likelihood only through S0 = Σ(1 − I_k)τ_k, as e^{−ΔS0};
+    so E[e^{−Δt}] = Z(S0 + t)/Z(S0), with Z the posterior's normalising constant, each
+    integrated exactly on its own adapted quadrature grid in log Δ
+    (:func:`changerate_bayes.bayes._grid.fit_grid`, geometric convergence), and
+    P = −expm1(log Z(S0 + t) − log Z(S0)). With a Gamma(a, b) prior and no change seen
+    this is 1 − ((b + S0)/(b + S0 + t))^a.
+
+    References
+    ----------
+    Paper "Online estimators of change rates", Section 3.1 (P(I = 1 | τ) = 1 − e^{−Δτ}).
+
+    Examples
+    --------
+    >>> from changerate_bayes import CrawlHistory, GammaPrior
+    >>> from changerate_bayes.crawl_schedule import change_probability
+    >>> h = CrawlHistory.from_segments([0, 0], [2.0, 3.0], lengths=[2])  # 5 h, no change
+    >>> float(change_probability(h, 5.0, prior=GammaPrior(2.0, 5.0))[0].round(12))  # 1 − (10/15)^2
+    0.555555555556
+    """
+    from .bayes._grid import BLOCK_PAGES, fit_grid, improper_pages
+    from .bayes._posterior import _check_prior, refuse_improper
+    from .bayes._sufficient import crawl_rates, exact_likelihood, likelihood_from_parts
+
+    history = _check_history(history)
+    n = history.lengths.size
+    t = _check_interval(interval, n)
+    prior = _check_prior(prior, history)
+    with np.errstate(over="ignore"):
+        if not np.isfinite(np.add.reduceat(history.flat_intervals, history.offsets[:-1])).all():
+            raise ValueError("`history`: a page's crawl intervals sum beyond the float64 range")
+    coef = prior.coefficients(crawl_rates(history)).as_arrays(n)
+    lik = exact_likelihood(history)
+    refuse_improper(improper_pages(lik, coef), prior, history)
+    later = likelihood_from_parts(lik.t0 + t, lik._page, lik._tau)
+    out = np.zeros(n)
+    for start in range(0, n, BLOCK_PAGES):
+        stop = min(start + BLOCK_PAGES, n)
+        c = {k: v[start:stop] for k, v in coef.items()}
+        z0 = fit_grid(lik.block(start, stop), c).log_norm
+        z1 = fit_grid(later.block(start, stop), c).log_norm
+        out[start:stop] = -np.expm1(np.minimum(z1 - z0, 0.0))
+    return np.where(t > 0, np.clip(out, 0.0, 1.0), 0.0)
+
+
+def _check_interval(interval, n: int) -> np.ndarray:
+    try:
+        t = np.asarray(interval, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"`interval` must be a number or an array of numbers; got {interval!r}") from None
+    if t.ndim > 1 or (t.ndim == 1 and t.size != n):
+        raise ValueError(f"`interval` must be a number or have shape ({n},); got shape {t.shape}")
+    t = np.broadcast_to(t, (n,))
+    bad = ~(np.isfinite(t) & (t >= 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"`interval` must be >= 0 and finite; got {t[i]} at index {i}")
+    return t
+
+
+def _check_max_interval(max_interval_h) -> float:
+    if isinstance(max_interval_h, bool) or not isinstance(max_interval_h, numbers.Real):
+        raise TypeError(f"`max_interval_h` must be a number of hours; got {type(max_interval_h).__name__}")
+    value = float(max_interval_h)
+    if not (np.isfinite(value) and value * _SECONDS_PER_HOUR >= 1.0):
+        raise ValueError(f"`max_interval_h` must be finite and at least one second (1/3600 h); got {value}")
+    return value
+
+
+def crawl_schedule(table: pd.DataFrame, history: CrawlHistory, *, max_interval_h=MAX_INTERVAL_H,
+                   prior=None) -> pd.DataFrame:
+    """The schedule of pages whose crawl allocation is in ``table``.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        From :func:`changerate_bayes.estimate_pages` (or :func:`~changerate_bayes.pages.allocate_crawls`
+        of a page table): columns ``page``, ``last_visit`` (UTC), ``rate_per_day``,
+        ``rate_method`` and ``crawl_interval_h``.
+    history : CrawlHistory
+        The same pages in the same order (``page_ids`` equal to ``table["page"]`` when
+        it has labels), intervals in hours: the log's history, or its
+        :func:`posterior_history`.
+    max_interval_h : float, default :data:`MAX_INTERVAL_H` (2,160 h = 90 days)
+        Revisit limit: a page whose allocated interval is longer, infinite or missing
+        (the allocation does not crawl it) is scheduled at this interval instead and
+        marked ``interval_source = "max_interval"``.
+    prior : optional
+        The prior of the table's posterior (default ``BetaPrimePrior(1, 2)``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per page, columns :data:`SCHEDULE_COLUMNS`: ``url``; ``last_fetch`` and
+        ``next_fetch`` (UTC; next = last + interval); ``interval_h``, the interval in
+        hours, rounded to whole seconds (at least one); ``interval_source``
+        (``"allocation"`` or ``"max_interval"``); ``rate_per_day`` and ``rate_method``
+        (the table's recommended rate, changes per day); ``p_changed``, P(the page has
+        changed by ``next_fetch``) from :func:`change_probability`. ``attrs`` holds
+        ``budget_per_day`` (the allocation's), ``max_interval_h``, ``n_max_interval``
+        (pages at the revisit limit) and ``crawls_per_day`` (what the schedule spends:
+        Σ 24 / interval_h, above the budget by the pages held at the limit).
+
+    Raises
+    ------
+    TypeError
+        If ``table`` is not a DataFrame or ``history`` not a CrawlHistory.
+    ValueError
+        If a column is missing, ``table`` and ``history`` do not hold the same pages in
+        the same order, a page has no last visit time (a bare history), an allocated
+        interval is negative, or ``max_interval_h`` is not finite and >= 1 s.
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"`table` must be a pandas DataFrame; got {type(table).__name__}")
+    missing = [c for c in ("page", "last_visit", "rate_per_day", "rate_method", "crawl_interval_h")
+               if c not in table.columns]
+    if missing:
+        raise ValueError(f"`table` lacks the column(s) {missing}: give it the output of estimate_pages")
+    history = _check_history(history)
+    limit = _check_max_interval(max_interval_h)
+    if history.lengths.size != len(table):
+        raise ValueError(f"`history` has {history.lengths.size} pages but `table` has {len(table)} rows")
+    if history.page_ids is not None and not np.array_equal(np.asarray(history.page_ids, dtype=object),
+                                                           table["page"].to_numpy(dtype=object)):
+        raise ValueError("`history` and `table` must hold the same pages in the same order")
+    last = pd.to_datetime(table["last_visit"], utc=True)
+    if last.isna().any():
+        i = int(np.flatnonzero(last.isna().to_numpy())[0])
+        raise ValueError(f"`table` row {i} (page {table['page'].iloc[i]!r}) has no last visit time: a schedule "
+                         "needs the log's fetch times")
+    allocated = table["crawl_interval_h"].to_numpy(dtype=np.float64)
+    if (allocated < 0).any():
+        i = int(np.flatnonzero(allocated < 0)[0])
+        raise ValueError(f"`table` column 'crawl_interval_h' must be >= 0; got {allocated[i]} at row {i}")
+    bounded = ~(allocated <= limit)  # infinite, NaN or beyond the limit
+    hours = np.where(bounded, limit, allocated)
+    seconds = np.maximum(np.rint(hours * _SECONDS_PER_HOUR), 1.0).astype(np.int64)
+    interval_h = seconds / _SECONDS_PER_HOUR
+    out = pd.DataFrame({
+        "url": table["page"].to_numpy(),
+        "last_fetch": last.to_numpy(),
+        "next_fetch": (last + pd.to_timedelta(seconds, unit="s")).to_numpy(),
+        "interval_h": interval_h,
+        "interval_source": np.where(bounded, "max_interval", "allocation").astype(object),
+        "rate_per_day": table["rate_per_day"].to_numpy(dtype=np.float64),
+        "rate_method": table["rate_method"].to_numpy(dtype=object),
+        "p_changed": change_probability(history, interval_h, prior=prior),
+    })
+    out["last_fetch"] = pd.to_datetime(out["last_fetch"], utc=True)
+    out["next_fetch"] = pd.to_datetime(out["next_fetch"], utc=True)
+    out.attrs.update(budget_per_day=table.attrs.get("budget_per_day"), max_interval_h=limit,
+                     n_max_interval=int(bounded.sum()),
+                     crawls_per_day=float(np.sum(24.0 / interval_h)), rates="changes per day",
+                     rate_rule=table.attrs.get("rate_rule"))
+    return out
+
+
+def schedule_pages(log, *, budget=None, prior=None, level=0.9, max_interval_h=MAX_INTERVAL_H) -> pd.DataFrame:
+    """The crawl schedule of a crawl log: :func:`crawl_schedule` of its :func:`~changerate_bayes.estimate_pages`.
+
+    Parameters
+    ----------
+    log : CrawlLog
+        From :func:`changerate_bayes.io.read_log` (intervals in hours, UTC fetch times).
+    budget : float, optional
+        Crawls per day shared by :func:`changerate_bayes.pages.allocate_crawls`; default:
+        the crawls per day the log shows.
+    prior, level
+        As :func:`changerate_bayes.estimate_pages`.
+    max_interval_h : float, default :data:`MAX_INTERVAL_H`
+        The revisit limit of :func:`crawl_schedule`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`crawl_schedule`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`changerate_bayes.estimate_pages` and :func:`crawl_schedule`.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from changerate_bayes.io import read_frame
+    >>> from changerate_bayes.crawl_schedule import schedule_pages
+    >>> visits = pd.DataFrame({"page": ["a"] * 4, "changed": [0, 1, 0, 0],
+    ...                        "fetch_time": pd.date_range("2024-01-01", periods=4, freq="6h", tz="UTC")})
+    >>> s = schedule_pages(read_frame(visits), budget=2.0)
+    >>> s[["url", "next_fetch", "interval_h", "interval_source"]].values.tolist()
+    [['a', Timestamp('2024-01-02 06:00:00+0000', tz='UTC'), 12.0, 'allocation']]
+    """
+    from .io import CrawlLog
+    from .pages import allocate_crawls, page_table
+
+    if not isinstance(log, CrawlLog):
+        raise TypeError(f"`log` must be a CrawlLog (from changerate_bayes.io.read_log); got {type(log).__name__}")
+    table = allocate_crawls(page_table(log, prior=prior, level=level), budget)
+    return crawl_schedule(table, posterior_history(log.history), max_interval_h=max_interval_h, prior=prior)
+
+
+def _concat_histories(histories) -> CrawlHistory:
+    """One ragged history of the pages of ``histories``, one after the other."""
+    rates = [h.crawl_rate for h in histories]
+    return CrawlHistory.from_segments(
+        np.concatenate([h.flat_changed for h in histories]),
+        np.concatenate([h.flat_intervals for h in histories]),
+        lengths=np.concatenate([h.lengths for h in histories]),
+        crawl_rate=None if any(r is None for r in rates) else np.concatenate(
+            [np.broadcast_to(np.asarray(r, dtype=np.float64), (h.lengths.size,)) for r, h in zip(rates, histories)]),
+        page_ids=np.concatenate([np.asarray(h.page_ids, dtype=object) for h in histories]),
+    )
+
+
+def _reorder(history: CrawlHistory, order: np.ndarray) -> CrawlHistory:
+    """The pages ``order`` of a ragged history (a permutation), as a new history."""
+    lengths = history.lengths[order]
+    starts = history.offsets[:-1][order]
+    idx = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths) + np.arange(lengths.sum())
+    rate = history.crawl_rate
+    if rate is not None:
+        rate = np.broadcast_to(np.asarray(rate, dtype=np.float64), (history.lengths.size,))[order]
+    return CrawlHistory.from_segments(history.flat_changed[idx], history.flat_intervals[idx], lengths=lengths,
+                                      crawl_rate=rate, page_ids=np.asarray(history.page_ids, dtype=object)[order])
+
+
+def schedule_pages_dask(visits, *, columns=None, change_from="auto", budget=None, prior=None, level=0.9,
+                        max_interval_h=MAX_INTERVAL_H, npartitions=None, source="<dask dataframe>", client=None):
+    """:func:`schedule_pages` of a crawl log held in a Dask DataFrame.
+
+    The per-page pass of :func:`changerate_bayes.cluster.estimate_pages_dask` (visits
+    shuffled by page, the pandas engine's code per partition); each partition also sends
+    back its pages' :func:`posterior_history` (about one entry per change), so that the
+    predictive probabilities are computed at the end, once the allocation has fixed every
+    interval, from the same posterior as the pandas engine: the schedule is the pandas
+    engine's.
+
+    Parameters
+    ----------
+    visits : dask.dataframe.DataFrame
+    columns, change_from, npartitions, source, client
+        As :func:`changerate_bayes.cluster.estimate_pages_dask`.
+    budget, prior, level, max_interval_h
+        As :func:`schedule_pages`.
+
+    Returns
+    -------
+    (pandas.DataFrame, Audit)
+        The schedule (as :func:`crawl_schedule`) and the audit of the whole log.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`changerate_bayes.cluster.estimate_pages_dask` and :func:`crawl_schedule`.
+    """
+    from .cluster import per_page_partitions
+    from .pages import allocate_crawls
+
+    _check_max_interval(max_interval_h)
+    table, audit, _, histories = per_page_partitions(
+        visits, columns=columns, change_from=change_from, prior=prior, level=level, npartitions=npartitions,
+        source=source, client=client, with_posterior=True)
+    table = allocate_crawls(table, budget)
+    history = _concat_histories(histories)
+    where = {p: i for i, p in enumerate(history.page_ids)}
+    history = _reorder(history, np.array([where[p] for p in table["page"]], dtype=np.int64))
+    return crawl_schedule(table, history, max_interval_h=max_interval_h, prior=prior), audit
+
+
+def nutch_seed_lines(schedule: pd.DataFrame) -> str:
+    """The schedule as a Nutch seed list: ``url<TAB>nutch.fetchInterval.fixed=<seconds>`` per line.
+
+    Apache Nutch's injector (``org.apache.nutch.crawl.Injector``, release 1.22) reads seed
+    files with Hadoop's ``KeyValueTextInputFormat``: the URL is the text before the first
+    TAB, and the rest is metadata, ``name=value`` pairs separated by TABs. The reserved
+    name ``nutch.fetchInterval.fixed`` takes an integer number of seconds
+    (``Integer.parseInt``), sets the page's fetch interval and stores it as the fixed
+    interval that ``AdaptiveFetchSchedule`` does not change. Nutch fetches an injected
+    URL at injection time and then every interval, so the seed list carries the
+    intervals, not the next fetch times.
+
+    Parameters
+    ----------
+    schedule : pandas.DataFrame
+        From :func:`crawl_schedule` (columns ``url`` and ``interval_h``).
+
+    Returns
+    -------
+    str
+        One line per page, in the schedule's order, each ending in ``\\n``.
+
+    Raises
+    ------
+    ValueError
+        For a URL that Nutch would not read back as it is (empty, containing a TAB, CR or
+        LF, or starting with ``#``, which Nutch skips as a comment), or an interval that
+        is not a whole number of seconds in 1..2^31 − 1.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> s = pd.DataFrame({"url": ["https://a.example/"], "interval_h": [1.5]})
+    >>> nutch_seed_lines(s)
+    'https://a.example/\\tnutch.fetchInterval.fixed=5400\\n'
+    """
+    if not isinstance(schedule, pd.DataFrame) or not {"url", "interval_h"} <= set(schedule.columns):
+        raise TypeError("`schedule` must be a DataFrame with columns 'url' and 'interval_h' (from crawl_schedule)")
+    urls = schedule["url"].astype(str).to_numpy()
+    seconds = schedule["interval_h"].to_numpy(dtype=np.float64) * _SECONDS_PER_HOUR
+    whole = np.rint(seconds)
+    bad = ~(np.isfinite(seconds) & (np.abs(seconds - whole) <= 1e-6) & (whole >= 1) & (whole <= _NUTCH_MAX_SECONDS))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"`schedule` row {i} (url {urls[i]!r}): interval_h {schedule['interval_h'].iloc[i]!r} is "
+                         f"not a whole number of seconds in 1..{_NUTCH_MAX_SECONDS} (Nutch reads an int)")
+    for i, url in enumerate(urls):
+        if not url.strip() or "\t" in url or "\n" in url or "\r" in url or url.strip().startswith("#"):
+            raise ValueError(f"`schedule` row {i}: url {url!r} cannot be a Nutch seed (empty, a TAB or line break "
+                             "in it, or a leading '#', which Nutch skips as a comment)")
+    return "".join(f"{u}\t{_NUTCH_KEY}={int(s)}\n" for u, s in zip(urls, whole))
+
+
+def _time_format(schedule: pd.DataFrame) -> str:
+    times = pd.concat([schedule["last_fetch"], schedule["next_fetch"]])
+    whole = (times.dt.microsecond == 0).all() and (times.dt.nanosecond == 0).all()
+    return "%Y-%m-%dT%H:%M:%SZ" if whole else "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def write_schedule(schedule: pd.DataFrame, out, *, format: str | None = None) -> Path:
+    """Write a schedule atomically (a temporary file in the same folder, then a rename).
+
+    Parameters
+    ----------
+    schedule : pandas.DataFrame
+        From :func:`crawl_schedule`.
+    out : str or os.PathLike
+        The file; a symbolic link is written through (its target is replaced).
+    format : {"csv", "parquet", "nutch-seeds"}, optional
+        Default: from the extension (``.csv`` or ``.parquet``). CSV times are ISO 8601
+        UTC (``2024-01-01T06:00:00Z``); Parquet keeps timestamps; ``"nutch-seeds"`` is
+        :func:`nutch_seed_lines`.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    ValueError
+        For an unknown format, no format and an extension other than .csv/.parquet, or
+        what :func:`nutch_seed_lines` raises; nothing is written then.
+    """
+    path = Path(os.path.realpath(out))
+    if format is None:
+        format = {".csv": "csv", ".parquet": "parquet"}.get(path.suffix)
+        if format is None:
+            raise ValueError(f"`format` is needed for {str(out)!r}: the extension is neither .csv nor .parquet")
+    if format not in SCHEDULE_FORMATS:
+        raise ValueError(f"`format` must be one of {list(SCHEDULE_FORMATS)}; got {format!r}")
+    text = nutch_seed_lines(schedule) if format == "nutch-seeds" else None
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            if format == "nutch-seeds":
+                fh.write(text.encode("utf-8"))
+            elif format == "csv":
+                fh.write(schedule.to_csv(index=False, date_format=_time_format(schedule),
+                                         lineterminator="\n").encode("utf-8"))
+            else:
+                schedule.to_parquet(fh, index=False)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary new file, not mkstemp's 0600
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path

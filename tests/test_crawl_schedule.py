@@ -1,0 +1,278 @@
+"""The crawl schedule against hand derivations, its Nutch seed list byte for byte, both engines, bad input."""
+
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import integrate, special
+
+from changerate_bayes import CrawlHistory, GammaPrior, posterior_summary
+from changerate_bayes.cli import main
+from changerate_bayes.crawl_schedule import (
+    MAX_INTERVAL_H, SCHEDULE_COLUMNS, change_probability, crawl_schedule, nutch_seed_lines, posterior_history,
+    schedule_pages, write_schedule,
+)
+from changerate_bayes.io import read_log
+from changerate_bayes.pages import allocate_crawls, page_table
+
+T0 = pd.Timestamp("2024-01-01T00:00:00Z")
+
+
+def _visits(url, n, step_h, changed):
+    """n visits every step_h hours from T0; ``changed`` (n - 1 flags) after the reference copy."""
+    times = [T0 + pd.Timedelta(hours=step_h * i) for i in range(n)]
+    return pd.DataFrame({"page": url, "fetch_time": [t.strftime("%Y-%m-%dT%H:%M:%SZ") for t in times],
+                         "changed": [0, *changed]})
+
+
+def _log_frame():
+    # a: 41 visits every 6 h, every other crawl saw a change (20 of 40): well identified, MLE
+    # b: 5 visits every 24 h, the 2nd crawl saw a change: thin, posterior mean
+    # c: 3 visits every 12 h, no change: thin, posterior mean
+    return pd.concat([
+        _visits("https://a.example/", 41, 6, [1, 0] * 20),
+        _visits("https://b.example/x?q=1", 5, 24, [0, 1, 0, 0]),
+        _visits("https://c.example/", 3, 12, [0, 0]),
+    ], ignore_index=True)
+
+
+@pytest.fixture()
+def log_csv(tmp_path):
+    path = tmp_path / "log.csv"
+    _log_frame().to_csv(path, index=False)
+    return path
+
+
+# The default prior BetaPrimePrior(1, 2) on x = Δ/p has density 2 (1 + x)^-3. With S0 the unchanged
+# time and all changed intervals τ, ∫ e^{-Δ S} (1 + Δ/p)^{-3} dΔ = p e^{z} E_3(z), z = S p, and
+# ∫ Δ e^{-Δ S} (1 + Δ/p)^{-3} dΔ = p² e^{z} (E_2(z) − E_3(z)) (E_n the exponential integrals).
+def _e3(z):
+    return np.exp(z) * special.expn(3, z)
+
+
+def _e2m3(z):
+    return np.exp(z) * (special.expn(2, z) - special.expn(3, z))
+
+
+def _thin_page(p, s0, tau, changes):
+    """Posterior mean and P(changed within t) of a page with 0 or 1 change, default prior."""
+    def z(s):  # Z(S0) up to the prior constant: e^{-ΔS0} times (1 − e^{-Δτ}) if one change
+        return _e3(s * p) - (_e3((s + tau) * p) if changes else 0.0)
+
+    mean = p * (_e2m3(s0 * p) - (_e2m3((s0 + tau) * p) if changes else 0.0)) / z(s0)
+    return mean, (lambda t: 1.0 - z(s0 + t) / z(s0))
+
+
+def _steady_page_p_changed(t):
+    """Page a: P(changed within t) by adaptive quadrature of the posterior in Δ (default prior)."""
+    p, s0 = 1 / 6, 120.0
+
+    def density(d, extra=0.0):
+        return (1 + d / p) ** -3 * np.exp(-d * (s0 + extra)) * (-np.expm1(-6 * d)) ** 20
+
+    z0 = integrate.quad(density, 0, np.inf, epsabs=0, epsrel=1e-13, limit=500)[0]
+    z1 = integrate.quad(density, 0, np.inf, args=(t,), epsabs=0, epsrel=1e-13, limit=500)[0]
+    return 1.0 - z1 / z0
+
+
+def _expected(log_path, budget, max_interval_h=MAX_INTERVAL_H):
+    """The expected schedule, from hand derivations and the allocation the command calls."""
+    log = read_log(log_path)
+    assert np.allclose(log.history.crawl_rate, [1 / 6, 1 / 24, 1 / 12], rtol=1e-15)  # visits / Σ τ, per hour
+    alloc = allocate_crawls(page_table(log), budget)["crawl_interval_h"].to_numpy()
+    hours = np.where(alloc <= max_interval_h, alloc, max_interval_h)
+    seconds = np.maximum(np.rint(hours * 3600), 1).astype(np.int64)
+    last = [T0 + pd.Timedelta(hours=240), T0 + pd.Timedelta(hours=96), T0 + pd.Timedelta(hours=24)]
+    mean_b, p_b = _thin_page(1 / 24, 72.0, 24.0, 1)
+    mean_c, p_c = _thin_page(1 / 12, 24.0, 0.0, 0)
+    interval_h = seconds / 3600
+    return {
+        "url": ["https://a.example/", "https://b.example/x?q=1", "https://c.example/"],
+        "last": last, "next": [t + pd.Timedelta(seconds=int(s)) for t, s in zip(last, seconds)],
+        "seconds": seconds, "interval_h": interval_h,
+        "source": ["allocation" if a <= max_interval_h else "max_interval" for a in alloc],
+        # a: equal intervals, 1 − e^{−6Δ} = 20/40, Δ = ln 2 / 6 per hour = 4 ln 2 per day
+        "rate": [4 * np.log(2), mean_b * 24, mean_c * 24],
+        "method": ["mle", "posterior_mean", "posterior_mean"],
+        "p_changed": [_steady_page_p_changed(interval_h[0]), p_b(interval_h[1]), p_c(interval_h[2])],
+    }
+
+
+def test_schedule_command_matches_hand_derivation(tmp_path, log_csv, capsys):
+    out = tmp_path / "next.csv"
+    assert main(["schedule", str(log_csv), "--budget", "3", "--out", str(out)]) == 0
+    assert "wrote the schedule of 3 pages" in capsys.readouterr().out
+    got = pd.read_csv(out)
+    exp = _expected(log_csv, 3.0)
+    assert got.columns.tolist() == list(SCHEDULE_COLUMNS)
+    assert got["url"].tolist() == exp["url"]
+    assert got["last_fetch"].tolist() == [t.strftime("%Y-%m-%dT%H:%M:%SZ") for t in exp["last"]]
+    assert got["next_fetch"].tolist() == [t.strftime("%Y-%m-%dT%H:%M:%SZ") for t in exp["next"]]
+    np.testing.assert_array_equal(got["interval_h"], exp["interval_h"])
+    assert got["interval_source"].tolist() == exp["source"]
+    assert got["rate_method"].tolist() == exp["method"]
+    np.testing.assert_allclose(got["rate_per_day"], exp["rate"], rtol=1e-9)
+    np.testing.assert_allclose(got["p_changed"], exp["p_changed"], rtol=1e-8)
+    assert ((got["p_changed"] > 0) & (got["p_changed"] < 1)).all()
+
+
+def test_nutch_seeds_byte_for_byte(tmp_path, log_csv):
+    out = tmp_path / "seeds.txt"
+    assert main(["schedule", str(log_csv), "--budget", "3", "--out", str(out), "--format", "nutch-seeds"]) == 0
+    exp = _expected(log_csv, 3.0)
+    expect = "".join(f"{u}\tnutch.fetchInterval.fixed={s}\n" for u, s in zip(exp["url"], exp["seconds"]))
+    assert out.read_bytes() == expect.encode()
+
+
+def test_one_page_gets_the_whole_budget(tmp_path):
+    # one page: all 2 crawls/day go to it, every 12 h = 43,200 s, next fetch 12 h after its last (day 10)
+    log = tmp_path / "one.csv"
+    _visits("https://a.example/", 41, 6, [1, 0] * 20).to_csv(log, index=False)
+    seeds, table = tmp_path / "seeds.txt", tmp_path / "one.parquet"
+    assert main(["schedule", str(log), "--budget", "2", "--out", str(seeds), "--format", "nutch-seeds"]) == 0
+    assert seeds.read_bytes() == b"https://a.example/\tnutch.fetchInterval.fixed=43200\n"
+    assert main(["schedule", str(log), "--budget", "2", "--out", str(table)]) == 0
+    t = pd.read_parquet(table)
+    assert t["next_fetch"].iloc[0] == pd.Timestamp("2024-01-11T12:00:00Z") and t["interval_h"].iloc[0] == 12.0
+    assert t["rate_per_day"].iloc[0] == pytest.approx(4 * np.log(2), rel=1e-12)
+
+
+def test_pages_beyond_the_revisit_limit_are_bounded_and_marked(tmp_path, log_csv):
+    log = read_log(log_csv)
+    table = allocate_crawls(page_table(log), 3.0)
+    table.loc[0, "crawl_interval_h"] = np.inf   # dropped by the allocation
+    table.loc[1, "crawl_interval_h"] = 5000.0   # beyond the limit
+    s = crawl_schedule(table, log.history, max_interval_h=100.0)
+    assert s["interval_source"].tolist() == ["max_interval", "max_interval", "allocation"]
+    assert s["interval_h"].iloc[0] == 100.0 and s["interval_h"].iloc[1] == 100.0
+    assert s["next_fetch"].iloc[0] == pd.Timestamp("2024-01-11T00:00:00Z") + pd.Timedelta(hours=100)
+    assert np.isfinite(s["interval_h"]).all() and s.attrs["n_max_interval"] == 2
+    assert s.attrs["crawls_per_day"] == pytest.approx(24 / 100 + 24 / 100 + 24 / s["interval_h"].iloc[2])
+    # the command says so
+    out = tmp_path / "s.csv"
+    assert main(["schedule", str(log_csv), "--budget", "0.01", "--out", str(out),
+                 "--max-interval-h", "100"]) == 0
+    assert (pd.read_csv(out)["interval_source"] == "max_interval").all()
+
+
+def test_change_probability_gamma_closed_forms():
+    # page 0: no change in S0 = 5 h: posterior Gamma(a, b + S0), P = 1 − ((b + S0)/(b + S0 + t))^a.
+    # page 1: m = 3 changes, each after τ = 2 h, and S0 = 4 h; with a Gamma(1, b) prior,
+    # Z(S0) = m!/(τ Π_{j=0..m} (x + j)), x = (b + S0)/τ (the partial fractions of
+    # Σ_j (−1)^j C(m, j)/(x + j)), so P = 1 − Π_j (x + j)/(x + t/τ + j).
+    h = CrawlHistory.from_segments([0, 0, 1, 0, 1, 1], [2.0, 3.0, 2.0, 4.0, 2.0, 2.0], lengths=[2, 4])
+    t = np.array([5.0, 7.0])
+    got = change_probability(h, t, prior=GammaPrior(1.0, 2.0))
+    x = (2.0 + 4.0) / 2.0
+    expect = [1 - (7.0 / 12.0), 1 - np.prod([(x + j) / (x + 3.5 + j) for j in range(4)])]
+    np.testing.assert_allclose(got, expect, rtol=1e-11)
+    g2 = change_probability(CrawlHistory.from_segments([0, 0], [2.0, 3.0], lengths=[2]), 5.0,
+                            prior=GammaPrior(2.5, 2.0))
+    np.testing.assert_allclose(g2, [1 - (7.0 / 12.0) ** 2.5], rtol=1e-11)
+    assert change_probability(h, 0.0, prior=GammaPrior(1.0, 2.0)).tolist() == [0.0, 0.0]
+
+
+def test_posterior_history_keeps_the_posterior(log_csv):
+    log = read_log(log_csv)
+    small = posterior_history(log.history)
+    assert small.lengths.tolist() == [21, 2, 1]  # the changes, then one unchanged interval of S0
+    assert small.flat_intervals[20] == 120.0 and small.flat_intervals.tolist()[21:] == [24.0, 72.0, 24.0]
+    a, b = posterior_summary(log.history), posterior_summary(small)
+    np.testing.assert_array_equal(a.mean, b.mean)
+    np.testing.assert_array_equal(a.upper, b.upper)
+    np.testing.assert_array_equal(change_probability(log.history, 10.0), change_probability(small, 10.0))
+
+
+def test_write_schedule_atomic_umask_and_symlink(tmp_path, log_csv):
+    s = schedule_pages(read_log(log_csv), budget=3.0)
+    target = tmp_path / "real.csv"
+    target.write_text("old")
+    link = tmp_path / "link.csv"
+    link.symlink_to(target)
+    old = os.umask(0o022)
+    try:
+        write_schedule(s, link)
+    finally:
+        os.umask(old)
+    assert link.is_symlink() and pd.read_csv(target)["url"].tolist() == s["url"].tolist()
+    assert (target.stat().st_mode & 0o777) == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.csv", "log.csv", "real.csv"]  # no temporary left
+    with pytest.raises(ValueError, match="`format` is needed"):
+        write_schedule(s, tmp_path / "x.txt")
+    bad = s.copy()
+    bad.loc[1, "url"] = "https://b.example/\tx"
+    with pytest.raises(ValueError, match="row 1: url .* cannot be a Nutch seed"):
+        write_schedule(bad, tmp_path / "x.txt", format="nutch-seeds")
+    assert not (tmp_path / "x.txt").exists()
+    with pytest.raises(ValueError, match="cannot be a Nutch seed"):
+        nutch_seed_lines(pd.DataFrame({"url": ["#comment"], "interval_h": [1.0]}))
+    with pytest.raises(ValueError, match="not a whole number of seconds"):
+        nutch_seed_lines(pd.DataFrame({"url": ["https://a/"], "interval_h": [0.1 / 3600]}))
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--budget", "0"], "--budget must be > 0"),
+    (["--budget", "nan"], "--budget must be > 0"),
+    (["--budget", "inf"], "--budget must be > 0"),
+    (["--max-interval-h", "0"], "--max-interval-h must be finite"),
+    (["--max-interval-h", "inf"], "--max-interval-h must be finite"),
+    (["--max-interval-h", "1e9", "--format", "nutch-seeds"], "--max-interval-h 1e+09 is beyond what Nutch reads"),
+    (["--format", "parquet"], "--format parquet does not match --out"),
+    (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler needs --engine dask"),
+])
+def test_bad_flags_are_named_and_nothing_is_written(tmp_path, log_csv, capsys, extra, message):
+    out = tmp_path / "new" / ("next.txt" if "nutch-seeds" in extra else "next.csv")
+    assert main(["schedule", str(log_csv), "--out", str(out), *extra]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+
+
+def test_bad_out_is_named(tmp_path, log_csv, capsys):
+    assert main(["schedule", str(log_csv), "--out", str(tmp_path / "next.txt")]) == 2
+    assert "--out" in capsys.readouterr().err
+    assert main(["schedule", str(log_csv), "--out", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    before = log_csv.read_bytes()
+    assert main(["schedule", str(log_csv), "--out", str(log_csv)]) == 2
+    assert "is the input log" in capsys.readouterr().err
+    link = tmp_path / "alias.csv"
+    link.symlink_to(log_csv)
+    assert main(["schedule", str(log_csv), "--out", str(link)]) == 2
+    assert "is the input log" in capsys.readouterr().err
+    assert log_csv.read_bytes() == before
+    # a URL Nutch cannot read back: the error names it and nothing is written
+    frame = _log_frame()
+    frame.loc[frame["page"] == "https://c.example/", "page"] = "https://c.example/\tx"
+    tab = tmp_path / "tab.csv"
+    frame.to_csv(tab, index=False)
+    seeds = tmp_path / "seeds.txt"
+    assert main(["schedule", str(tab), "--out", str(seeds), "--format", "nutch-seeds"]) == 2
+    assert "cannot be a Nutch seed" in capsys.readouterr().err and not seeds.exists()
+
+
+def test_bad_log_names_the_file(tmp_path, capsys):
+    log = tmp_path / "log.csv"
+    log.write_text("page,fetch_time,changed\na,2024-01-01T00:00Z,0\na,noon,1\n")
+    assert main(["schedule", str(log), "--out", str(tmp_path / "s.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "log.csv" in err and "line 3" in err and not (tmp_path / "s.csv").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("dask_cluster")
+def test_dask_engine_writes_the_same_files(tmp_path, log_csv):
+    import distributed
+
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = distributed.Client(cluster)
+    try:
+        for name, fmt in (("s.csv", []), ("seeds.txt", ["--format", "nutch-seeds"])):
+            a, b = tmp_path / f"pandas-{name}", tmp_path / f"dask-{name}"
+            assert main(["schedule", str(log_csv), "--budget", "3", "--out", str(a), *fmt]) == 0
+            assert main(["schedule", str(log_csv), "--budget", "3", "--out", str(b), *fmt, "--engine", "dask",
+                         "--scheduler", client.scheduler.address]) == 0
+            assert a.read_bytes() == b.read_bytes(), name
+    finally:
+        client.close()
+        cluster.close()
