@@ -16,11 +16,14 @@ import numbers
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .history import CrawlHistory
+
+if TYPE_CHECKING:  # pandas is imported where it is used: the command line builds its parser from
+    import pandas as pd  # this module's constants without loading pandas
 
 __all__ = [
     "MAX_INTERVAL_H", "SCHEDULE_COLUMNS", "SCHEDULE_FORMATS", "change_probability", "crawl_schedule",
@@ -239,6 +242,8 @@ def crawl_schedule(table: pd.DataFrame, history: CrawlHistory, *, max_interval_h
         the same order, a page has no last visit time (a bare history), an allocated
         interval is negative, or ``max_interval_h`` is not finite and >= 1 s.
     """
+    import pandas as pd
+
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"`table` must be a pandas DataFrame; got {type(table).__name__}")
     missing = [c for c in ("page", "last_visit", "rate_per_day", "rate_method", "crawl_interval_h")
@@ -433,6 +438,8 @@ def nutch_seed_lines(schedule: pd.DataFrame) -> str:
     >>> nutch_seed_lines(s)
     'https://a.example/\\tnutch.fetchInterval.fixed=5400\\n'
     """
+    import pandas as pd
+
     if not isinstance(schedule, pd.DataFrame) or not {"url", "interval_h"} <= set(schedule.columns):
         raise TypeError("`schedule` must be a DataFrame with columns 'url' and 'interval_h' (from crawl_schedule)")
     urls = schedule["url"].astype(str).to_numpy()
@@ -451,6 +458,8 @@ def nutch_seed_lines(schedule: pd.DataFrame) -> str:
 
 
 def _time_format(schedule: pd.DataFrame) -> str:
+    import pandas as pd
+
     times = pd.concat([schedule["last_fetch"], schedule["next_fetch"]])
     whole = (times.dt.microsecond == 0).all() and (times.dt.nanosecond == 0).all()
     return "%Y-%m-%dT%H:%M:%SZ" if whole else "%Y-%m-%dT%H:%M:%S.%fZ"
