@@ -104,8 +104,10 @@ def test_estimate_states_each_note_once_and_hides_other_estimators(tmp_path, cap
     assert "assume Poisson crawling" not in text and text.count("note: rate_per_day is") == 1
     assert pd.read_csv(out).columns.tolist()[6:10] == ["rate_per_day", "rate_lower_per_day", "rate_upper_per_day",
                                                       "rate_method"]
-    assert main(["estimate", str(log), "--out", str(out), "--all-estimators"]) == 0
+    assert main(["estimate", str(log), "--out", str(out), "--all-estimators", "--report", str(tmp_path / "r")]) == 0
     text = capsys.readouterr().out
+    html = (tmp_path / "r" / "index.html").read_text()
+    assert html.count("assume Poisson crawling") == 1 and html.count("rate_per_day is the maximum-likelihood") == 1
     assert text.count("assume Poisson crawling") == 1
     assert "note: methods 'naive', 'lln', 'sa', 'sam' assume Poisson crawling" in text
     t = pd.read_csv(out)

@@ -276,3 +276,36 @@ def test_dask_engine_writes_the_same_files(tmp_path, log_csv):
     finally:
         client.close()
         cluster.close()
+
+
+def test_library_input_validation(log_csv):
+    log = read_log(log_csv)
+    table = allocate_crawls(page_table(log), 3.0)
+    with pytest.raises(TypeError, match="`table` must be a pandas DataFrame"):
+        crawl_schedule(table.to_dict(), log.history)
+    with pytest.raises(ValueError, match=r"`table` lacks the column\(s\) \['crawl_interval_h'\]"):
+        crawl_schedule(page_table(log), log.history)
+    with pytest.raises(TypeError, match="`history` must be a CrawlHistory"):
+        crawl_schedule(table, None)
+    with pytest.raises(ValueError, match="`history` has 3 pages but `table` has 2 rows"):
+        crawl_schedule(table.iloc[:2], log.history)
+    with pytest.raises(ValueError, match="same pages in the same order"):
+        crawl_schedule(table.iloc[::-1].reset_index(drop=True), log.history)
+    with pytest.raises(ValueError, match="`max_interval_h` must be finite"):
+        crawl_schedule(table, log.history, max_interval_h=np.inf)
+    no_time = table.copy()
+    no_time["last_visit"] = pd.NaT
+    with pytest.raises(ValueError, match="row 0 .* has no last visit time"):
+        crawl_schedule(no_time, log.history)
+    negative = table.copy()
+    negative.loc[2, "crawl_interval_h"] = -1.0
+    with pytest.raises(ValueError, match="'crawl_interval_h' must be >= 0; got -1.0 at row 2"):
+        crawl_schedule(negative, log.history)
+    with pytest.raises(ValueError, match=r"`interval` must be >= 0 and finite; got nan at index 1"):
+        change_probability(log.history, [1.0, np.nan, 2.0])
+    with pytest.raises(ValueError, match=r"`interval` must be a number or have shape \(3,\)"):
+        change_probability(log.history, [1.0, 2.0])
+    with pytest.raises(ValueError, match="needs the crawl intervals"):
+        change_probability(CrawlHistory([1, 0], crawl_rate=1.0), 1.0)
+    with pytest.raises(TypeError, match="`log` must be a CrawlLog"):
+        schedule_pages(log.history)
