@@ -64,6 +64,19 @@ def _partition(pdf: pd.DataFrame, columns, change_from, methods, prior, level, p
     return table, log.audit, first_row.reindex(table["page"]).to_numpy(), kinds, compact
 
 
+def _one_note_per_check(notes: list[str]) -> list[str]:
+    """One note per model check: each partition runs the checks on its own pages, so the same
+    check can come back with different numbers; the first is kept, saying so."""
+    import re
+
+    kinds: dict[str, list[str]] = {}
+    for note in notes:  # the same check: the same words, whatever its numbers
+        kinds.setdefault(re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", note), []).append(note)
+    return [same[0] if len(same) == 1 else
+            f"{same[0]} (this check ran on each of the partitions' pages; {len(same)} partitions failed it, "
+            "this is the first)" for same in kinds.values()]
+
+
 def per_page_partitions(visits, *, columns=None, change_from="auto", methods=(), prior=None, level=0.9,
                         posterior_method="grid", npartitions=None, source="<dask dataframe>", client=None,
                         with_posterior=False):
@@ -115,7 +128,7 @@ def per_page_partitions(visits, *, columns=None, change_from="auto", methods=(),
     first = np.concatenate([r for _, r in tables])
     table = table.iloc[np.argsort(first, kind="stable")].reset_index(drop=True)
     table.attrs.update(tables[0][0].attrs)
-    table.attrs["warnings"] = merge_notes(w for t, _ in tables for w in t.attrs["warnings"])
+    table.attrs["warnings"] = _one_note_per_check(merge_notes(w for t, _ in tables for w in t.attrs["warnings"]))
     histories = [h for t, _, _, _, h in results if t is not None] if with_posterior else None
     return table, audit, len(parts), histories
 
