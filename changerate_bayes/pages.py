@@ -20,7 +20,7 @@ from .estimators import METHODS, final_estimates
 from .history import CrawlHistory
 from .scheduling import optimal_crawl_rates
 
-__all__ = ["estimate_pages", "allocate_crawls", "recommend_rate", "PAGE_COLUMNS", "RATE_COLUMNS",
+__all__ = ["estimate_pages", "allocate_crawls", "recommend_rate", "merge_notes", "PAGE_COLUMNS", "RATE_COLUMNS",
            "IDENTIFIED_MIN"]
 
 #: Columns always present, in order (then the rate columns, one per requested method, the allocation).
