@@ -465,6 +465,18 @@ def _time_format(schedule: pd.DataFrame) -> str:
     return "%Y-%m-%dT%H:%M:%SZ" if whole else "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
+def _new_file_mode(path: Path) -> int:
+    """The mode of the file being replaced, else the umask's mode of a new file (not mkstemp's 0600)."""
+    import stat
+
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0o022)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def write_schedule(schedule: pd.DataFrame, out, *, format: str | None = None) -> Path:
     """Write a schedule atomically (a temporary file in the same folder, then a rename).
 
@@ -473,7 +485,8 @@ def write_schedule(schedule: pd.DataFrame, out, *, format: str | None = None) ->
     schedule : pandas.DataFrame
         From :func:`crawl_schedule`.
     out : str or os.PathLike
-        The file; a symbolic link is written through (its target is replaced).
+        The file; a symbolic link is written through (its target is replaced). A new file
+        gets the mode the umask gives, a replaced one keeps its mode.
     format : {"csv", "parquet", "nutch-seeds"}, optional
         Default: from the extension (``.csv`` or ``.parquet``). CSV times are ISO 8601
         UTC (``2024-01-01T06:00:00Z``); Parquet keeps timestamps; ``"nutch-seeds"`` is
@@ -508,9 +521,7 @@ def write_schedule(schedule: pd.DataFrame, out, *, format: str | None = None) ->
                                          lineterminator="\n").encode("utf-8"))
             else:
                 schedule.to_parquet(fh, index=False)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary new file, not mkstemp's 0600
+        os.chmod(tmp, _new_file_mode(path))
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

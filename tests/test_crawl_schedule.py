@@ -190,14 +190,17 @@ def test_write_schedule_atomic_umask_and_symlink(tmp_path, log_csv):
     target.write_text("old")
     link = tmp_path / "link.csv"
     link.symlink_to(target)
-    old = os.umask(0o022)
+    os.chmod(target, 0o604)
+    write_schedule(s, link)
+    assert link.is_symlink() and pd.read_csv(target)["url"].tolist() == s["url"].tolist()
+    assert (target.stat().st_mode & 0o777) == 0o604  # a file replaced keeps its mode
+    old = os.umask(0o027)
     try:
-        write_schedule(s, link)
+        write_schedule(s, tmp_path / "new.csv")  # a new file: the umask's mode, not mkstemp's 0600
     finally:
         os.umask(old)
-    assert link.is_symlink() and pd.read_csv(target)["url"].tolist() == s["url"].tolist()
-    assert (target.stat().st_mode & 0o777) == 0o644
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.csv", "log.csv", "real.csv"]  # no temporary left
+    assert ((tmp_path / "new.csv").stat().st_mode & 0o777) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.csv", "log.csv", "new.csv", "real.csv"]
     with pytest.raises(ValueError, match="`format` is needed"):
         write_schedule(s, tmp_path / "x.txt")
     bad = s.copy()
@@ -235,11 +238,11 @@ def test_bad_out_is_named(tmp_path, log_csv, capsys):
     assert "is a folder" in capsys.readouterr().err
     before = log_csv.read_bytes()
     assert main(["schedule", str(log_csv), "--out", str(log_csv)]) == 2
-    assert "is the input log" in capsys.readouterr().err
+    assert "is the input" in capsys.readouterr().err
     link = tmp_path / "alias.csv"
     link.symlink_to(log_csv)
     assert main(["schedule", str(log_csv), "--out", str(link)]) == 2
-    assert "is the input log" in capsys.readouterr().err
+    assert "is the input" in capsys.readouterr().err
     assert log_csv.read_bytes() == before
     # a URL Nutch cannot read back: the error names it and nothing is written
     frame = _log_frame()
