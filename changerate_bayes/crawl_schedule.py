@@ -226,7 +226,9 @@ def crawl_schedule(table: pd.DataFrame, history: CrawlHistory, *, max_interval_h
         One row per page, columns :data:`SCHEDULE_COLUMNS`: ``url``; ``last_fetch`` and
         ``next_fetch`` (UTC; next = last + interval); ``interval_h``, the interval in
         hours, rounded to whole seconds (at least one); ``interval_source``
-        (``"allocation"`` or ``"max_interval"``); ``rate_per_day`` and ``rate_method``
+        (``"allocation"``; ``"revisit_bound"`` where the table's ``at_revisit_bound`` says
+        the allocation holds the page at its own bound; ``"max_interval"`` where this
+        function's limit applies); ``rate_per_day`` and ``rate_method``
         (the table's recommended rate, changes per day); ``p_changed``, P(the page has
         changed by ``next_fetch``) from :func:`change_probability`. ``attrs`` holds
         ``budget_per_day`` (the allocation's), ``max_interval_h``, ``n_max_interval``
@@ -267,6 +269,8 @@ def crawl_schedule(table: pd.DataFrame, history: CrawlHistory, *, max_interval_h
         i = int(np.flatnonzero(allocated < 0)[0])
         raise ValueError(f"`table` column 'crawl_interval_h' must be >= 0; got {allocated[i]} at row {i}")
     bounded = ~(allocated <= limit)  # infinite, NaN or beyond the limit
+    at_bound = (table["at_revisit_bound"].to_numpy(dtype=bool) if "at_revisit_bound" in table.columns
+                else np.zeros(len(table), dtype=bool))  # held at the allocation's own bound
     hours = np.where(bounded, limit, allocated)
     seconds = np.maximum(np.rint(hours * _SECONDS_PER_HOUR), 1.0).astype(np.int64)
     interval_h = seconds / _SECONDS_PER_HOUR
@@ -275,7 +279,8 @@ def crawl_schedule(table: pd.DataFrame, history: CrawlHistory, *, max_interval_h
         "last_fetch": last.to_numpy(),
         "next_fetch": (last + pd.to_timedelta(seconds, unit="s")).to_numpy(),
         "interval_h": interval_h,
-        "interval_source": np.where(bounded, "max_interval", "allocation").astype(object),
+        "interval_source": np.where(bounded, "max_interval",
+                                    np.where(at_bound, "revisit_bound", "allocation")).astype(object),
         "rate_per_day": table["rate_per_day"].to_numpy(dtype=np.float64),
         "rate_method": table["rate_method"].to_numpy(dtype=object),
         "p_changed": change_probability(history, interval_h, prior=prior),
@@ -283,7 +288,7 @@ def crawl_schedule(table: pd.DataFrame, history: CrawlHistory, *, max_interval_h
     out["last_fetch"] = pd.to_datetime(out["last_fetch"], utc=True)
     out["next_fetch"] = pd.to_datetime(out["next_fetch"], utc=True)
     out.attrs.update(budget_per_day=table.attrs.get("budget_per_day"), max_interval_h=limit,
-                     n_max_interval=int(bounded.sum()),
+                     n_max_interval=int(bounded.sum()), n_revisit_bound=int((at_bound & ~bounded).sum()),
                      crawls_per_day=float(np.sum(24.0 / interval_h)), rates="changes per day",
                      rate_rule=table.attrs.get("rate_rule"))
     return out

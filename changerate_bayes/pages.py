@@ -25,9 +25,10 @@ __all__ = ["estimate_pages", "allocate_crawls", "recommend_rate", "merge_notes",
 
 #: Columns always present, in order (then the rate columns, one per requested method, the allocation).
 PAGE_COLUMNS = ("page", "n_crawls", "n_changes", "first_visit", "last_visit", "mean_interval_h")
-#: The recommended rate, its credible interval, how it was chosen, and the posterior mean the
-#: crawl allocation uses (all rates in changes per day).
-RATE_COLUMNS = ("rate_per_day", "rate_lower_per_day", "rate_upper_per_day", "rate_method", "posterior_mean")
+#: The recommended rate, its credible interval, how it was chosen, and the posterior's mean and
+#: interval, which the crawl allocation uses (all rates in changes per day).
+RATE_COLUMNS = ("rate_per_day", "rate_lower_per_day", "rate_upper_per_day", "rate_method", "posterior_mean",
+                "posterior_lower", "posterior_upper")
 #: A page's MLE is its recommended rate once at least this many of its crawls saw a change
 #: and at least this many did not; otherwise the posterior mean is.
 IDENTIFIED_MIN = 10
@@ -175,6 +176,7 @@ def page_table(history_or_log, *, methods=(), prior=None, level=0.9, posterior_m
     out["rate_lower_per_day"] = post.lower * per_day
     out["rate_upper_per_day"] = post.upper * per_day
     out["posterior_mean"] = mean
+    out["posterior_lower"], out["posterior_upper"] = out["rate_lower_per_day"], out["rate_upper_per_day"]
     for method in methods:
         out[method] = values[method]
     table = pd.DataFrame(out)
@@ -250,8 +252,9 @@ def estimate_pages(history_or_log, *, methods=(), prior=None, budget=None, level
         (:func:`recommend_rate`: the MLE where at least :data:`IDENTIFIED_MIN` crawls saw a
         change and as many did not, else the posterior mean), ``rate_lower_per_day`` and
         ``rate_upper_per_day`` (the posterior's equal-tailed ``level`` credible interval),
-        ``rate_method`` (``"mle"`` or ``"posterior_mean"``), ``posterior_mean`` (the input
-        of the allocation); one column per requested method; ``crawls_per_day`` and
+        ``rate_method`` (``"mle"`` or ``"posterior_mean"``); ``posterior_mean``,
+        ``posterior_lower`` and ``posterior_upper``, the posterior's summary that the
+        allocation uses (the interval is the rate's); one column per requested method; ``crawls_per_day`` and
         ``crawl_interval_h``. Every rate is in **changes per day**. ``attrs`` holds the
         level, prior, budget, objective, the rule of the recommended rate
         (``rate_rule``) and the estimators' warnings, each once.

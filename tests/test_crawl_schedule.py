@@ -148,6 +148,9 @@ def test_pages_beyond_the_revisit_limit_are_bounded_and_marked(tmp_path, log_csv
     assert s["interval_h"].iloc[0] == 100.0 and s["interval_h"].iloc[1] == 100.0
     assert s["next_fetch"].iloc[0] == pd.Timestamp("2024-01-11T00:00:00Z") + pd.Timedelta(hours=100)
     assert np.isfinite(s["interval_h"]).all() and s.attrs["n_max_interval"] == 2
+    flagged = table.assign(at_revisit_bound=[True, False, True])  # an allocation that flags its own bound
+    assert crawl_schedule(flagged, log.history, max_interval_h=100.0)["interval_source"].tolist() == [
+        "max_interval", "max_interval", "revisit_bound"]
     assert s.attrs["crawls_per_day"] == pytest.approx(24 / 100 + 24 / 100 + 24 / s["interval_h"].iloc[2])
     # the command says so
     out = tmp_path / "s.csv"

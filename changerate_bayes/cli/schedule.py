@@ -10,6 +10,8 @@ from pathlib import Path
 
 __all__ = ["register", "run"]
 
+from ._outputs import refuse_inputs_as_outputs, resolve_output
+
 _BY_SUFFIX = {".csv": "csv", ".parquet": "parquet"}
 
 
@@ -52,13 +54,6 @@ def _err(msg: str) -> int:
     return 2
 
 
-def _same_file(a, b) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
-
-
 def _check_args(args) -> tuple[Path, str]:
     """The output path and format; ValueError naming the flag for any bad choice."""
     out = Path(args.out)
@@ -72,9 +67,8 @@ def _check_args(args) -> tuple[Path, str]:
                              "(csv, parquet or nutch-seeds)")
     elif out.suffix in _BY_SUFFIX and _BY_SUFFIX[out.suffix] != fmt:
         raise ValueError(f"--format {fmt} does not match --out {args.out!r} (a {_BY_SUFFIX[out.suffix]} name)")
-    for log in args.logs:  # also through links: never replace a log with its schedule
-        if _same_file(out, log):
-            raise ValueError(f"--out {args.out!r} is the input log {log!r}: choose another file")
+    refuse_inputs_as_outputs(args.logs, [("--out", args.out)])  # also through links
+    out = resolve_output(out)  # a symbolic link at --out is written through
     if args.budget is not None and not (args.budget > 0 and math.isfinite(args.budget)):
         raise ValueError(f"--budget must be > 0 and finite (crawls per day); got {args.budget}")
     limit = args.max_interval_h
@@ -174,6 +168,9 @@ def _run(args) -> int:
         print(f"note: {a['n_max_interval']} page(s) get no crawl (or a longer interval) from the allocation: "
               f"they are scheduled at the revisit limit, --max-interval-h {a['max_interval_h']:g} "
               "(interval_source=max_interval)")
+    if a["n_revisit_bound"]:
+        print(f"note: the allocation holds {a['n_revisit_bound']} page(s) at its revisit bound "
+              "(interval_source=revisit_bound)")
     print(f"budget {a['budget_per_day']:.6g} crawls/day; the schedule spends {a['crawls_per_day']:.6g}")
     try:
         path = write_schedule(schedule, out, format=out_format)
