@@ -315,3 +315,14 @@ def test_library_input_validation(log_csv):
         change_probability(CrawlHistory([1, 0], crawl_rate=1.0), 1.0)
     with pytest.raises(TypeError, match="`log` must be a CrawlLog"):
         schedule_pages(log.history)
+
+
+def test_columns_flag_maps_the_log(tmp_path, capsys):
+    frame = _log_frame().rename(columns={"page": "url", "fetch_time": "ts"})
+    log = tmp_path / "mine.csv"
+    frame.to_csv(log, index=False)
+    out = tmp_path / "s.csv"
+    assert main(["schedule", str(log), "--budget", "3", "--out", str(out), "--columns", "page=url,fetch_time=ts"]) == 0
+    assert pd.read_csv(out)["url"].tolist() == ["https://a.example/", "https://b.example/x?q=1", "https://c.example/"]
+    assert main(["schedule", str(log), "--out", str(out), "--columns", "page"]) == 2
+    assert "--columns takes ROLE=COLUMN" in capsys.readouterr().err

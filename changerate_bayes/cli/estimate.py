@@ -86,59 +86,28 @@ def _methods(args) -> tuple:
 
 
 def _dask_table(args, fmt):
-    import dask.dataframe as dd
+    from ._dask import dask_client, dask_visits
 
-    if fmt not in ("csv", "parquet", "ota"):
-        raise ValueError(f"--engine dask reads CSV, Parquet and OTA logs; got format {fmt!r} (use --engine pandas)")
-    from changerate_bayes.io._compressed import DECOMPRESSION_ERRORS, check_complete, decompression_error
-
-    for path in args.logs:
-        check_complete(path)  # a cut zstd file would read as fewer rows
-    try:  # dask reads the head of the first file here, to learn the columns
-        if fmt == "parquet":
-            ddf = dd.read_parquet(args.logs)
-        else:
-            gz = any(str(p).endswith((".gz", ".bz2", ".xz", ".zst")) for p in args.logs)
-            ddf = dd.read_csv(args.logs, dtype=str, keep_default_na=False, blocksize=None if gz else "64MB")
-    except DECOMPRESSION_ERRORS as exc:
-        raise decompression_error(args.logs[0], exc, args.logs[0]) from None
-    columns, change = (args.column_map, "auto")
-    if fmt == "ota":
-        columns, change = {"changed": f"changed_{args.ota_changed}", **(columns or {})}, "changed"
-    from changerate_bayes._upstream import quiet_dask_logs
-
-    with quiet_dask_logs():
-        return _dask_run(args, ddf, columns, change)
+    ddf, columns, change = dask_visits(args, fmt)
+    with dask_client(args) as client:
+        return _dask_run(args, ddf, columns, change, client)
 
 
-def _dask_run(args, ddf, columns, change):
-    from distributed import Client, LocalCluster
-
+def _dask_run(args, ddf, columns, change, client):
     from changerate_bayes.cluster import estimate_pages_dask
 
-    cluster = None
-    if args.scheduler:
-        client = Client(args.scheduler)
-    else:
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-        client = Client(cluster)
-    try:
-        res = estimate_pages_dask(ddf, columns=columns, change_from=change, methods=_methods(args),
-                                  budget=args.budget, level=args.level, source=", ".join(args.logs),
-                                  npartitions=max(ddf.npartitions, 2), client=client)
-        log = None
-        if args.report:  # the busiest pages' visits, for their diagnostics
-            from changerate_bayes.io import read_frame
+    res = estimate_pages_dask(ddf, columns=columns, change_from=change, methods=_methods(args),
+                              budget=args.budget, level=args.level, source=", ".join(args.logs),
+                              npartitions=max(ddf.npartitions, 2), client=client)
+    log = None
+    if args.report:  # the busiest pages' visits, for their diagnostics
+        from changerate_bayes.io import read_frame
 
-            top = res.table.sort_values(["n_changes", "rate_per_day"], ascending=False).head(6)["page"]
-            page_col = (columns or {}).get("page", "page")
-            sub = ddf[ddf[page_col].isin(list(top))].compute()
-            log = read_frame(sub.reset_index(drop=True), columns=columns, change_from=change)
-        return res.table, res.audit, log
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        top = res.table.sort_values(["n_changes", "rate_per_day"], ascending=False).head(6)["page"]
+        page_col = (columns or {}).get("page", "page")
+        sub = ddf[ddf[page_col].isin(list(top))].compute()
+        log = read_frame(sub.reset_index(drop=True), columns=columns, change_from=change)
+    return res.table, res.audit, log
 
 
 def run(args) -> int:

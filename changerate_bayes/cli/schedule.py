@@ -20,6 +20,8 @@ def register(sub) -> None:
     from changerate_bayes.crawl_schedule import MAX_INTERVAL_H, SCHEDULE_FORMATS
     from changerate_bayes.io import FORMATS
 
+    from ._flags import LOG_ROLES, add_columns_flag
+
     p = sub.add_parser(
         "schedule",
         help="read crawl logs and write every page's next fetch (CSV, Parquet or a Nutch seed list)",
@@ -40,6 +42,7 @@ def register(sub) -> None:
                    help=f"revisit limit in hours (default {MAX_INTERVAL_H:g}: 90 days, Nutch's "
                    "db.fetch.interval.max)")
     p.add_argument("--log-format", default="auto", choices=FORMATS, help="log format (default: from the file names)")
+    add_columns_flag(p, LOG_ROLES, "page=url,fetch_time=timestamp,digest=sha1")
     p.add_argument("--ota-changed", choices=("filtered", "raw"), default="filtered",
                    help="Open Terms Archive logs: which change column is I_k (default: filtered)")
     p.add_argument("--engine", choices=("pandas", "dask"), default="pandas",
@@ -49,8 +52,14 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+#: the Python arguments behind this command's flags, for the library's error messages
+FLAGS = {"budget": "--budget", "max_interval_h": "--max-interval-h", "format": "--format", "paths": "LOG"}
+
+
 def _err(msg: str) -> int:
-    print(f"changerate-bayes: error: {msg}", file=sys.stderr)
+    from ._flags import cli_message
+
+    print(f"changerate-bayes: error: {cli_message(msg, FLAGS)}", file=sys.stderr)
     return 2
 
 
@@ -83,50 +92,26 @@ def _check_args(args) -> tuple[Path, str]:
 
 
 def _dask_schedule(args, fmt):
-    import dask.dataframe as dd
-    from distributed import Client, LocalCluster
-
     from changerate_bayes.crawl_schedule import schedule_pages_dask
 
-    if fmt not in ("csv", "parquet", "ota"):
-        raise ValueError(f"--engine dask reads CSV, Parquet and OTA logs; got --log-format {fmt!r} "
-                         "(use --engine pandas)")
-    if fmt == "parquet":
-        ddf = dd.read_parquet(args.logs)
-    else:
-        gz = any(str(p).endswith((".gz", ".bz2", ".xz", ".zst")) for p in args.logs)
-        ddf = dd.read_csv(args.logs, dtype=str, keep_default_na=False, blocksize=None if gz else "64MB")
-    columns, change = (None, "auto")
-    if fmt == "ota":
-        columns, change = {"changed": f"changed_{args.ota_changed}"}, "changed"
-    cluster = None
-    if args.scheduler:
-        client = Client(args.scheduler)
-    else:
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-        client = Client(cluster)
-    try:
+    from ._dask import dask_client, dask_visits
+
+    ddf, columns, change = dask_visits(args, fmt)
+    with dask_client(args) as client:
         return schedule_pages_dask(ddf, columns=columns, change_from=change, budget=args.budget,
                                    max_interval_h=args.max_interval_h, source=", ".join(args.logs),
                                    npartitions=max(ddf.npartitions, 2), client=client)
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
 
 
 def run(args) -> int:
     """Run ``schedule`` with parsed arguments ``args``; return the exit status.
 
-    A failure removes the folder this run created for ``--out`` if it is still empty.
+    A failure (Ctrl-C and SIGTERM included: :func:`changerate_bayes.cli.main` prints their
+    one line) removes the folder this run created for ``--out`` if it is still empty.
     """
     from changerate_bayes.cli._folders import run_removing_new_folders
 
-    try:
-        return run_removing_new_folders(_run, args, [Path(args.out).parent])
-    except KeyboardInterrupt:
-        print("changerate-bayes: interrupted; nothing written", file=sys.stderr)
-        return 130
+    return run_removing_new_folders(_run, args, [Path(args.out).parent])
 
 
 def _run(args) -> int:
@@ -137,10 +122,15 @@ def _run(args) -> int:
     t0 = time.perf_counter()
     try:
         out, out_format = _check_args(args)
+        from ._flags import LOG_ROLES, parse_columns
+
+        args.column_map = parse_columns(args.columns, LOG_ROLES)
         fmt = args.log_format
         if fmt == "auto":
             kinds = {detect_format(p) for p in args.logs}
             fmt = kinds.pop() if len(kinds) == 1 else "auto"
+        if args.column_map and fmt not in ("csv", "parquet", "auto"):
+            raise ValueError(f"--columns maps the columns of CSV and Parquet logs; these logs are {fmt!r}")
         out.parent.mkdir(parents=True, exist_ok=True)
         if not os.access(out.parent, os.W_OK):
             raise ValueError(f"--out {args.out!r}: folder {str(out.parent)!r} is not writable")
@@ -154,7 +144,7 @@ def _run(args) -> int:
             if args.engine == "dask":
                 schedule, audit = _dask_schedule(args, fmt)
             else:
-                log = read_log(args.logs, format=fmt, ota_changed=args.ota_changed)
+                log = read_log(args.logs, format=fmt, ota_changed=args.ota_changed, columns=args.column_map)
                 audit = log.audit
                 schedule = schedule_pages(log, budget=args.budget, max_interval_h=args.max_interval_h)
         except (CrawlLogError, ValueError) as exc:
