@@ -117,8 +117,8 @@ def test_dask_engine_equals_pandas(tmp_path, case):
         return
     assert not isinstance(got, Exception), (case, got)
     assert got["page"].tolist() == expect["page"].tolist()
-    for c in ("n_crawls", "n_changes", "first_visit", "last_visit"):
+    for c in ("n_crawls", "n_changes", "first_visit", "last_visit", "rate_method"):
         assert got[c].tolist() == expect[c].tolist(), c
-    num = [c for c in expect.columns if c not in ("page", "first_visit", "last_visit")]
+    num = [c for c in expect.columns if c not in ("page", "first_visit", "last_visit", "rate_method")]
     np.testing.assert_allclose(got[num].to_numpy(float), expect[num].to_numpy(float), rtol=1e-12, atol=0)
 
