@@ -12,7 +12,7 @@ from .io._compressed import DECOMPRESSION_ERRORS, decompression_error
 from .io._frame import read_frame
 from .io._times import check_kinds, merge_kinds
 from .io._tabular import _plan, check_columns
-from .pages import allocate_crawls, merge_notes, page_table
+from .pages import allocate_crawls, merge_notes, one_note_per_check, page_table
 
 __all__ = ["ClusterEstimates", "estimate_pages_dask", "per_page_partitions"]
 
@@ -62,19 +62,6 @@ def _partition(pdf: pd.DataFrame, columns, change_from, methods, prior, level, p
 
         compact = posterior_history(log.history)
     return table, log.audit, first_row.reindex(table["page"]).to_numpy(), kinds, compact
-
-
-def _one_note_per_check(notes: list[str]) -> list[str]:
-    """One note per model check: each partition runs the checks on its own pages, so the same
-    check can come back with different numbers; the first is kept, saying so."""
-    import re
-
-    kinds: dict[str, list[str]] = {}
-    for note in notes:  # the same check: the same words, whatever its numbers
-        kinds.setdefault(re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", note), []).append(note)
-    return [same[0] if len(same) == 1 else
-            f"{same[0]} (this check ran on each of the partitions' pages; {len(same)} partitions failed it, "
-            "this is the first)" for same in kinds.values()]
 
 
 def per_page_partitions(visits, *, columns=None, change_from="auto", methods=(), prior=None, level=0.9,
@@ -128,7 +115,7 @@ def per_page_partitions(visits, *, columns=None, change_from="auto", methods=(),
     first = np.concatenate([r for _, r in tables])
     table = table.iloc[np.argsort(first, kind="stable")].reset_index(drop=True)
     table.attrs.update(tables[0][0].attrs)
-    table.attrs["warnings"] = _one_note_per_check(merge_notes(w for t, _ in tables for w in t.attrs["warnings"]))
+    table.attrs["warnings"] = one_note_per_check(merge_notes(w for t, _ in tables for w in t.attrs["warnings"]))
     histories = [h for t, _, _, _, h in results if t is not None] if with_posterior else None
     return table, audit, len(parts), histories
 

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .estimators import METHODS
 from .io._audit import Audit
-from .pages import _check_budget, _check_methods, allocate_crawls, page_table
+from .pages import _check_budget, _check_methods, allocate_crawls, merge_notes, one_note_per_check, page_table
 
 __all__ = ["LogEstimates", "estimate_log", "DEFAULT_MEMORY_BYTES"]
 
@@ -49,7 +48,7 @@ def _check_rows(value, name) -> int:
     return value
 
 
-def estimate_log(paths, *, format="auto", columns=None, change_from="auto", methods=METHODS, prior=None,
+def estimate_log(paths, *, format="auto", columns=None, change_from="auto", methods=(), prior=None,
                  budget=None, level=0.9, posterior_method="grid", memory_bytes=DEFAULT_MEMORY_BYTES,
                  bucket_rows=None, chunk_rows=None, folder=None) -> LogEstimates:
     """:func:`changerate_bayes.estimate_pages` of CSV or Parquet crawl logs, bucket by bucket.
@@ -90,9 +89,9 @@ def estimate_log(paths, *, format="auto", columns=None, change_from="auto", meth
     -------
     LogEstimates
         The table, the audit, the number of buckets and the bytes spilled to disk.
-        ``table.attrs["warnings"]`` holds the estimators' warnings, each once (the
+        ``table.attrs["warnings"]`` holds the estimators' warnings, each check once (the
         crawling-model checks run per bucket, so their pooled statistics describe the
-        pages of one bucket).
+        pages of the first bucket that failed it, and the note says how many did).
 
     Raises
     ------
@@ -184,7 +183,7 @@ def estimate_log(paths, *, format="auto", columns=None, change_from="auto", meth
     table = pd.concat(tables, ignore_index=True).iloc[order].reset_index(drop=True)
     table["page"] = labels[codes[order]]
     table.attrs.update(tables[0].attrs)
-    table.attrs["warnings"] = list(dict.fromkeys(w for t in tables for w in t.attrs["warnings"]))
+    table.attrs["warnings"] = one_note_per_check(merge_notes(w for t in tables for w in t.attrs["warnings"]))
     table = allocate_crawls(table, budget)
     from ._validation import StatisticalWarning
 

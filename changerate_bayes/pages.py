@@ -20,8 +20,8 @@ from .estimators import METHODS, final_estimates
 from .history import CrawlHistory
 from .scheduling import optimal_crawl_rates
 
-__all__ = ["estimate_pages", "allocate_crawls", "recommend_rate", "merge_notes", "PAGE_COLUMNS", "RATE_COLUMNS",
-           "IDENTIFIED_MIN"]
+__all__ = ["estimate_pages", "allocate_crawls", "recommend_rate", "merge_notes", "one_note_per_check",
+           "PAGE_COLUMNS", "RATE_COLUMNS", "IDENTIFIED_MIN"]
 
 #: Columns always present, in order (then the rate columns, one per requested method, the allocation).
 PAGE_COLUMNS = ("page", "n_crawls", "n_changes", "first_visit", "last_visit", "mean_interval_h")
@@ -108,6 +108,18 @@ def merge_notes(messages) -> list[str]:
         else:
             out.append(f"methods {', '.join(repr(n) for n in names)} assume {key}")
     return out
+
+
+def one_note_per_check(notes: list[str]) -> list[str]:
+    """One note per model check, for engines that run the checks part by part (Dask
+    partitions, buckets of pages): the same check can come back with each part's numbers;
+    the first is kept, saying how many parts failed it."""
+    kinds: dict[str, list[str]] = {}
+    for note in notes:  # the same check: the same words, whatever its numbers
+        kinds.setdefault(re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", note), []).append(note)
+    return [same[0] if len(same) == 1 else
+            f"{same[0]} (this check ran on each of the parts' pages; {len(same)} parts failed it, "
+            "this is the first)" for same in kinds.values()]
 
 
 def _check_methods(methods) -> tuple:

@@ -148,11 +148,11 @@ def test_merge_notes_keeps_distinct_notes():
 
 
 def test_dask_partitions_state_each_check_once():
-    from changerate_bayes.cluster import _one_note_per_check
+    from changerate_bayes.pages import one_note_per_check as _one_note_per_check
 
     notes = ["methods 'lln', 'sa' assume Poisson crawling: D = 0.4", "methods 'lln', 'sa' assume Poisson crawling: D = 0.5",
              "method 'regular' assumes crawls on a fixed schedule: on 2 of 9 page(s), worst 0.03",
              "method 'regular' assumes crawls on a fixed schedule: on 1 of 7 page(s), worst 1.5e-02"]
     out = _one_note_per_check(notes)
     assert len(out) == 2 and out[0].startswith("methods 'lln', 'sa' assume Poisson crawling: D = 0.4 (")
-    assert "2 partitions failed it" in out[0] and out[1].startswith(notes[2] + " (")
+    assert "2 parts failed it" in out[0] and out[1].startswith(notes[2] + " (")

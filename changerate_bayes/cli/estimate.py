@@ -160,7 +160,7 @@ def _run(args) -> int:
             elif fmt in ("csv", "parquet") and not args.report:  # bucket by bucket: memory bounded by the pages
                 from changerate_bayes import estimate_log
 
-                res = estimate_log(args.logs, format=fmt, columns=args.column_map, methods=args.methods,
+                res = estimate_log(args.logs, format=fmt, columns=args.column_map, methods=_methods(args),
                                    budget=args.budget, level=args.level)
                 table, audit, log = res.table, res.audit, None
             else:  # the report's diagnostics of the busiest pages need their visits
