@@ -24,7 +24,8 @@ def register(sub) -> None:
         "audit of the rows read, and write one row per page: counts, first/last visit, every estimator's final "
         "value, the posterior mean and credible interval (changes per day) and the optimal crawl interval.",
     )
-    p.add_argument("logs", nargs="+", metavar="LOG", help="log files (read as one log)")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="log files or folders of log files (read as one log; "
+                   "a folder stands for every file under it, e.g. hive-style page_bucket=K/ folders)")
     p.add_argument("--format", default="auto", choices=FORMATS, help="log format (default: from the file names)")
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS, metavar="METHOD",
                    help=f"estimators to report (default: all of {', '.join(METHODS)})")
@@ -36,8 +37,10 @@ def register(sub) -> None:
     p.add_argument("--level", type=float, default=0.9, help="credible interval probability (default 0.9)")
     p.add_argument("--ota-changed", choices=("filtered", "raw"), default="filtered",
                    help="Open Terms Archive logs: which change column is I_k (default: filtered)")
+    p.add_argument("--page-key", choices=("url", "surt"), default="url",
+                   help="CDX logs: name pages by their URL (default; as WARC logs do) or by the SURT key")
     p.add_argument("--engine", choices=("pandas", "dask"), default="pandas",
-                   help="pandas (in process, default) or dask (CSV/Parquet/OTA only)")
+                   help="pandas (in process, default) or dask (one task per file; a single CSV is read in blocks)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: a local cluster of 2 workers)")
     p.add_argument("--seed", type=int, default=0, help="seed of the report's Monte Carlo p-values")
@@ -65,26 +68,31 @@ def _check_out(path: str) -> Path:
     return out
 
 
-def _dask_table(args, fmt):
+def _dask_table(args, fmt, files):
     import dask.dataframe as dd
     from distributed import Client, LocalCluster
 
-    from changerate_bayes.cluster import estimate_pages_dask
+    from changerate_bayes.cluster import estimate_files_dask, estimate_pages_dask
 
-    if fmt not in ("csv", "parquet", "ota"):
-        raise ValueError(f"--engine dask reads CSV, Parquet and OTA logs; got format {fmt!r} (use --engine pandas)")
+    by_file = fmt in ("cdx", "warc") or (fmt in ("csv", "parquet") and len(files) > 1)
+    if fmt not in ("csv", "parquet", "ota", "cdx", "warc"):
+        raise ValueError(f"--engine dask reads CSV, Parquet, OTA, CDX and WARC logs; got format {fmt!r}")
     from changerate_bayes.io._compressed import DECOMPRESSION_ERRORS, check_complete, decompression_error
 
-    for path in args.logs:
+    for path in files:
         check_complete(path)  # a cut zstd file would read as fewer rows
+    ddf = None
     try:  # dask reads the head of the first file here, to learn the columns
-        if fmt == "parquet":
-            ddf = dd.read_parquet(args.logs)
+        if by_file:
+            pass
+        elif fmt == "parquet":
+            ddf = dd.read_parquet([str(f) for f in files])
         else:
-            gz = any(str(p).endswith((".gz", ".bz2", ".xz", ".zst")) for p in args.logs)
-            ddf = dd.read_csv(args.logs, dtype=str, keep_default_na=False, blocksize=None if gz else "64MB")
+            gz = any(str(p).endswith((".gz", ".bz2", ".xz", ".zst")) for p in files)
+            ddf = dd.read_csv([str(f) for f in files], dtype=str, keep_default_na=False,
+                              blocksize=None if gz else "64MB")
     except DECOMPRESSION_ERRORS as exc:
-        raise decompression_error(args.logs[0], exc, args.logs[0]) from None
+        raise decompression_error(files[0], exc, files[0]) from None
     columns, change = (None, "auto")
     if fmt == "ota":
         columns, change = {"changed": f"changed_{args.ota_changed}"}, "changed"
@@ -95,11 +103,15 @@ def _dask_table(args, fmt):
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
     try:
-        res = estimate_pages_dask(ddf, columns=columns, change_from=change, methods=args.methods,
-                                  budget=args.budget, level=args.level, source=", ".join(args.logs),
-                                  npartitions=max(ddf.npartitions, 2), client=client)
-        log = None
-        if args.report:  # the busiest pages' visits, for their diagnostics
+        if by_file:  # one task per file; no shuffle when the files partition the pages
+            res = estimate_files_dask(files, format=fmt, methods=args.methods, budget=args.budget, level=args.level,
+                                      page_key=args.page_key, client=client)
+        else:
+            res = estimate_pages_dask(ddf, columns=columns, change_from=change, methods=args.methods,
+                                      budget=args.budget, level=args.level, source=", ".join(args.logs),
+                                      npartitions=max(ddf.npartitions, 2), client=client)
+        log = None  # read file by file, the busiest pages' visits are not gathered: no diagnostics
+        if args.report and not by_file:  # the busiest pages' visits, for their diagnostics
             from changerate_bayes.io import read_frame
 
             top = res.table.sort_values(["n_changes", "posterior_mean"], ascending=False).head(6)["page"]
@@ -127,11 +139,12 @@ def run(args) -> int:
 def _run(args) -> int:
     import warnings
 
-    from changerate_bayes.io import CrawlLogError, detect_format, read_log
+    from changerate_bayes.io import CrawlLogError, detect_format, log_files, read_log
 
     t0 = time.perf_counter()
     try:
-        refuse_inputs_as_outputs(args.logs, [("--out", args.out)]
+        files, _ = log_files(args.logs)
+        refuse_inputs_as_outputs(files, [("--out", args.out)]
                                  + [("--report", f) for f in (report_files(args.report) if args.report else [])])
         out = _check_out(args.out)
         if args.report:
@@ -142,7 +155,7 @@ def _run(args) -> int:
             raise ValueError(f"--budget must be > 0 crawls per day; got {args.budget}")
         fmt = args.format
         if fmt == "auto":
-            kinds = {detect_format(p) for p in args.logs}
+            kinds = {detect_format(p) for p in files}
             fmt = kinds.pop() if len(kinds) == 1 else "auto"
     except (ValueError, OSError) as exc:
         return _err(str(exc))
@@ -152,9 +165,9 @@ def _run(args) -> int:
         warnings.simplefilter("always")
         try:
             if args.engine == "dask":
-                table, audit, log = _dask_table(args, fmt)
+                table, audit, log = _dask_table(args, fmt, files)
             else:
-                log = read_log(args.logs, format=fmt, ota_changed=args.ota_changed)
+                log = read_log(files, format=fmt, ota_changed=args.ota_changed, page_key=args.page_key)
                 audit = log.audit
                 table = estimate_pages(log, methods=args.methods, budget=args.budget, level=args.level)
         except CrawlLogError as exc:
