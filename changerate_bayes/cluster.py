@@ -224,7 +224,8 @@ def estimate_files_dask(paths, *, format="auto", columns=None, change_from="auto
     paths : path or list of paths
         Log files or folders (see :func:`changerate_bayes.io.log_files`); files are in log order.
     format : {"auto", "csv", "parquet", "cdx", "warc"}, default "auto"
-        As :func:`changerate_bayes.io.read_log` (all files of one format).
+        As :func:`changerate_bayes.io.read_log` (all files of one format, or CDX and
+        WARC files mixed).
     columns, change_from
         For CSV and Parquet, as :func:`changerate_bayes.io.read_csv`.
     partitioned : {"auto", True, False}, default "auto"
@@ -263,19 +264,21 @@ def estimate_files_dask(paths, *, format="auto", columns=None, change_from="auto
     _check_page_key(page_key)
     mapping = check_columns(columns)
     files, buckets = log_files(paths)
-    kinds = {detect_format(f) for f in files} if format == "auto" else {format}
-    if len(kinds) > 1:
-        raise CrawlLogError(f"{files[0]}: the files have different formats {sorted(kinds)}; pass `format`")
-    fmt = kinds.pop()
-    if fmt not in ("csv", "parquet", "cdx", "warc"):
-        raise ValueError(f"`format` must be one of ['auto', 'csv', 'parquet', 'cdx', 'warc']; got {fmt!r}")
+    if format not in ("auto", "csv", "parquet", "cdx", "warc"):
+        raise ValueError(f"`format` must be one of ['auto', 'csv', 'parquet', 'cdx', 'warc']; got {format!r}")
+    fmts = [detect_format(f) for f in files] if format == "auto" else [format] * len(files)
+    if len(set(fmts)) > 1 and set(fmts) != {"cdx", "warc"}:
+        raise CrawlLogError(f"{files[0]}: the files have different formats {sorted(set(fmts))} (only CDX and WARC "
+                            "mix); pass `format`")
+    if "ota" in fmts:
+        raise CrawlLogError(f"{files[fmts.index('ota')]}: an Open Terms Archive log: use estimate_pages_dask")
     if client is None:
         from distributed import get_client
 
         client = get_client()
     sources = tuple(str(f) for f in files)
     pieces = [client.submit(_read_piece, str(f), fmt, i, mapping, change_from, chunk_rows, page_key)
-              for i, f in enumerate(files)]
+              for i, (f, fmt) in enumerate(zip(files, fmts))]
     meta = client.gather(client.map(_piece_meta, pieces))
     change_kinds = {k for k, *_ in meta}
     if len(change_kinds) > 1:

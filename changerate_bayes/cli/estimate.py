@@ -74,8 +74,8 @@ def _dask_table(args, fmt, files):
 
     from changerate_bayes.cluster import estimate_files_dask, estimate_pages_dask
 
-    by_file = fmt in ("cdx", "warc") or (fmt in ("csv", "parquet") and len(files) > 1)
-    if fmt not in ("csv", "parquet", "ota", "cdx", "warc"):
+    by_file = fmt in ("cdx", "warc", "auto") or (fmt in ("csv", "parquet") and len(files) > 1)
+    if fmt not in ("csv", "parquet", "ota", "cdx", "warc", "auto"):
         raise ValueError(f"--engine dask reads CSV, Parquet, OTA, CDX and WARC logs; got format {fmt!r}")
     from changerate_bayes.io._compressed import DECOMPRESSION_ERRORS, check_complete, decompression_error
 

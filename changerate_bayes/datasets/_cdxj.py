@@ -80,7 +80,7 @@ def write_cdxj_shards(path, n_urls: int, n_crawls: int, rng=None, *, n_shards: i
     --------
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:
-    ...     shards = write_cdxj_shards(d, n_urls=5, n_crawls=2, rng=0, n_shards=1)
+    ...     shards = write_cdxj_shards(d, n_urls=5, n_crawls=2, rng=0, n_shards=1, capture_probability=1.0)
     ...     line = gzip.open(shards[0], "rt").readline()
     >>> [s.name for s in shards]
     ['cdx-00000.gz', 'cdx-00000.gz']

@@ -22,10 +22,16 @@ _TIME_FORMAT = "%Y%m%d%H%M%S"
 PAGE_KEYS = ("url", "surt")
 
 
+def strip_digest_algorithm(digests: pd.Series) -> pd.Series:
+    """Digests without a leading ``sha1:`` (WARC headers have it, CDX indexes mostly not)."""
+    return digests.str.replace(r"^(?i:sha1):", "", regex=True)
+
+
 def _frame(rows: list[list[str]], page_key: str = "url") -> pd.DataFrame:
     arr = np.array(rows, dtype=object).reshape(len(rows), 6) if rows else np.empty((0, 6), dtype=object)
     df = pd.DataFrame(arr, columns=["surt", "fetch_time", "url", "mime", "status", "digest"])
     df["not_modified"] = (df["mime"] == _REVISIT).to_numpy(dtype=bool)
+    df["digest"] = strip_digest_algorithm(df["digest"])
     df["page"] = df[page_key].mask(df[page_key] == "-", "")  # "-": no URL, a missing page named by its line
     return df.drop(columns=["surt", "url", "mime"])
 
@@ -37,7 +43,7 @@ def _parse_line(text: str, *, src: str, line: int) -> list[str] | None:
     if line == 1 and text.lstrip().startswith("CDX"):
         return None  # the legend line " CDX N b a m s k r M S V g"
     parts = text.split(" ")
-    if len(parts) >= 3 and parts[2].startswith("{"):  # CDXJ: urlkey timestamp {json}
+    if len(parts) >= 3 and parts[2][:1] in ("{", "["):  # CDXJ: urlkey timestamp {json}
         try:
             meta = json.loads(text.split(" ", 2)[2])
         except json.JSONDecodeError as exc:

@@ -136,7 +136,8 @@ def read_log(paths, *, format="auto", columns=None, change_from="auto", ota_chan
     Parameters
     ----------
     paths : path or list of paths
-        Several files are read as one log (they must share a format).
+        Several files are read as one log (they must share a format, except that CDX
+        and WARC files may be mixed: their pages are both keyed by URL).
     format : {"csv", "parquet", "cdx", "warc", "ota", "auto"}, default "auto"
         "auto" decides from the file names, or the first bytes (see :func:`detect_format`).
     columns, change_from
@@ -169,6 +170,11 @@ def read_log(paths, *, format="auto", columns=None, change_from="auto", ota_chan
         raise CrawlLogError(f"{files[0]}: unknown format {format!r}; choose one of {list(FORMATS)}")
     if format == "auto":
         kinds = {detect_format(p) for p in files}
+        if kinds == {"cdx", "warc"}:  # one log of the same pages in both, keyed by URL
+            from ._pieces import read_pieces
+
+            return read_pieces(files, [detect_format(p) for p in files], chunk_rows=chunk_rows,
+                               page_key=page_key)
         if len(kinds) > 1:
             raise CrawlLogError(f"{', '.join(map(str, files))}: the files have different formats {sorted(kinds)}; "
                                 "read them separately or pass `format`")

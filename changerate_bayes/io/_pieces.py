@@ -16,7 +16,7 @@ import pandas as pd
 from ._errors import CrawlLogError
 from ._semantics import VisitColumns, compact_frame
 
-__all__ = ["Piece", "compact_file", "merge_pieces", "split_piece"]
+__all__ = ["Piece", "compact_file", "merge_pieces", "read_pieces", "split_piece"]
 
 #: Row key of the table's page order: file index * _FILE_STRIDE + row position in the file.
 _FILE_STRIDE = 1 << 40
@@ -97,9 +97,9 @@ def compact_file(path, fmt: str, *, file_index: int = 0, columns=None, change_fr
     CrawlLogError (a ValueError)
         As the format's reader, naming the file, the line (row, record) and the field.
     """
-    from ._tabular import DEFAULT_CHUNK_ROWS
+    from ._tabular import DEFAULT_CHUNK_ROWS, _check_chunk
 
-    chunk_rows = DEFAULT_CHUNK_ROWS if chunk_rows is None else chunk_rows
+    chunk_rows = DEFAULT_CHUNK_ROWS if chunk_rows is None else _check_chunk(chunk_rows)
     if fmt in ("csv", "parquet"):
         parts, labels, kind, digest_column = _tabular(path, fmt, columns or {}, change_from, chunk_rows)
     elif fmt == "cdx":
@@ -187,3 +187,30 @@ def sum_extras(extras) -> dict | None:
             out[k] += e[k]
     out["truncated_files"] = tuple(dict.fromkeys(f for e in extras for f in e["truncated_files"]))
     return out
+
+
+def read_pieces(files, formats, *, columns=None, change_from="auto", chunk_rows=None, page_key="url"):
+    """Files of possibly different formats (e.g. CDX and WARC) read as one log: a ``CrawlLog``.
+
+    Raises
+    ------
+    CrawlLogError (a ValueError)
+        As the readers; files whose changes would be decided differently; a digest
+        empty in every file; no page with two usable visits.
+    """
+    from ._semantics import build_log
+
+    pieces = [compact_file(f, fmt, file_index=i, columns=columns, change_from=change_from, chunk_rows=chunk_rows,
+                           page_key=page_key) for i, (f, fmt) in enumerate(zip(files, formats))]
+    kinds = sorted({p.kind for p in pieces})
+    names = ", ".join(map(str, files))
+    if len(kinds) > 1:
+        raise CrawlLogError(f"{names}: changes would be decided by {kinds} in different files; "
+                            "give the files the same columns")
+    if all(p.v is None for p in pieces):
+        raise CrawlLogError(f"{names}: no visits in the files")
+    if kinds[0] == "digest" and not any(p.v.has_digest.any() for p in pieces if p.v is not None):
+        raise CrawlLogError(f"{names}: line 1, column {pieces[0].digest_column!r}: the digest column is entirely "
+                            "empty; map another column with `columns=` or choose `change_from`")
+    v, labels, _, extra = merge_pieces(pieces)
+    return build_log(v, labels, change_from=kinds[0], sources=files, audit_extra=extra)
