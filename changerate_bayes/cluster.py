@@ -11,8 +11,8 @@ from .estimators import METHODS
 from .io import Audit
 from .io._compressed import DECOMPRESSION_ERRORS, decompression_error
 from .io._frame import read_frame
-from .io._times import check_kinds, merge_kinds
 from .io._tabular import _plan, check_columns
+from .io._times import check_kinds, merge_kinds
 from .pages import allocate_crawls, page_table
 
 __all__ = ["ClusterEstimates", "estimate_files_dask", "estimate_pages_dask"]
@@ -163,10 +163,10 @@ def _piece_meta(piece):
     from .io._pieces import page_hashes
 
     if piece.v is None:
-        return piece.kind, piece.digest_column, False, page_hashes(piece.labels), 0
+        return piece.kind, piece.digest_column, False, page_hashes(piece.labels), 0, (piece.source, "", {})
     has = piece.v.has_digest
-    return piece.kind, piece.digest_column, bool(has is None or has.any()), page_hashes(piece.labels), \
-        piece.v.page.size
+    return (piece.kind, piece.digest_column, bool(has is None or has.any()), page_hashes(piece.labels),
+            piece.v.page.size, (piece.source, piece.line_word, piece.time_kinds))
 
 
 def _split(piece, n):
@@ -258,6 +258,7 @@ def estimate_files_dask(paths, *, format="auto", columns=None, change_from="auto
     """
     from .io import CrawlLogError, detect_format, log_files
     from .io._cdx import _check_page_key
+    from .io._pieces import check_time_kinds
 
     if partitioned not in ("auto", True, False):
         raise ValueError(f"`partitioned` must be 'auto', True or False; got {partitioned!r}")
@@ -280,14 +281,15 @@ def estimate_files_dask(paths, *, format="auto", columns=None, change_from="auto
     pieces = [client.submit(_read_piece, str(f), fmt, i, mapping, change_from, chunk_rows, page_key)
               for i, (f, fmt) in enumerate(zip(files, fmts))]
     meta = client.gather(client.map(_piece_meta, pieces))
-    change_kinds = {k for k, *_ in meta}
+    change_kinds = {m[0] for m in meta}
     if len(change_kinds) > 1:
         raise CrawlLogError(f"{', '.join(sources)}: changes would be decided by {sorted(change_kinds)} in different "
                             "files; give the files the same columns")
     kind = change_kinds.pop()
-    if not any(n for *_, n in meta):
+    if not any(m[4] for m in meta):
         raise CrawlLogError(f"{', '.join(sources)}: no visits in the files")
-    if kind == "digest" and not any(has for _, _, has, _, _ in meta):
+    check_time_kinds([m[5] for m in meta])
+    if kind == "digest" and not any(m[2] for m in meta):
         raise CrawlLogError(f"{', '.join(sources)}: line 1, column {meta[0][1]!r}: the digest column is entirely "
                             "empty; map another column with `columns=` or choose `change_from`")
     group_of = buckets if all(b is not None for b in buckets) else list(range(len(files)))

@@ -5,6 +5,7 @@ the pandas engine's table (to 1e-12) and audit, also when a worker is killed mid
 logs already partitioned by page are estimated without moving rows between workers.
 """
 
+import gzip
 import os
 import signal
 import subprocess
@@ -113,8 +114,6 @@ def test_command_on_cluster_processes_equals_pandas(tmp_path, cluster, capsys):
 
 
 def gzip_lines(path):
-    import gzip
-
     with gzip.open(path, "rt") as fh:
         return fh.readlines()
 
@@ -170,8 +169,9 @@ def test_partitioned_files_are_not_shuffled(tmp_path, cluster):
 
 
 def test_warc_files_on_dask_equal_pandas(tmp_path, cluster):
-    from changerate_bayes.cluster import estimate_files_dask
     from test_io_archives import IPD, _write_warc
+
+    from changerate_bayes.cluster import estimate_files_dask
 
     _, client, _ = cluster
     rng = np.random.default_rng(2)
@@ -220,3 +220,27 @@ def test_no_visit_lost_when_a_worker_is_killed(tmp_path, request):
     _same_tables(pd.read_parquet(b), pd.read_parquet(a))
     read = int(out.split("read ", 1)[1].split(" rows", 1)[0])
     assert read == sum(len(gzip_lines(s)) for s in sorted((tmp_path / "cc").rglob("cdx-*.gz")))
+
+
+def test_bad_records_are_named_from_the_workers(tmp_path, cluster):
+    from changerate_bayes.cluster import estimate_files_dask
+    from changerate_bayes.io import CrawlLogError
+
+    _, client, _ = cluster
+    shards = write_cdxj_shards(tmp_path / "cc", n_urls=30, n_crawls=2, rng=4, n_shards=1)
+    lines = gzip_lines(shards[1])
+    lines[2] = lines[2].replace('"status": "200"', '"status": "2o0"').replace('"status": "404"', '"status": "4o4"')
+    with gzip.open(shards[1], "wt") as fh:
+        fh.writelines(lines)
+    with pytest.raises(CrawlLogError, match=r"CC-MAIN-SYNTH-01/indexes/cdx-00000\.gz: line 3, column 'statuscode': "
+                                            r"expected a number; got '[24]o[04]'"):
+        estimate_files_dask(tmp_path / "cc", client=client)
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("page,fetch_time,digest\nx,2024-01-01T00:00Z,1\nx,2024-01-02T00:00Z,2\n")
+    b.write_text("page,fetch_time,digest\ny,2024-01-01T00:00,1\ny,2024-01-02T00:00,2\n")
+    with pytest.raises(CrawlLogError) as pandas_error:
+        read_log([a, b])
+    with pytest.raises(CrawlLogError) as dask_error:
+        estimate_files_dask([a, b], client=client)
+    assert str(dask_error.value) == str(pandas_error.value)
+    assert "b.csv: line 2, column 'fetch_time': naive times" in str(dask_error.value)

@@ -6,10 +6,10 @@ import re
 
 import numpy as np
 import pytest
+from test_io_archives import _write_warc
 
 from changerate_bayes.datasets import surt, write_cdxj_shards
 from changerate_bayes.io import CrawlLogError, detect_format, read_cdx, read_log, read_warc
-from test_io_archives import IPD, _write_warc
 
 
 def _shards(tmp_path, **kw):

@@ -118,7 +118,7 @@ def log_files(paths) -> tuple[list, list]:
             if not found:
                 raise CrawlLogError(f"{p}: the folder holds no log file")
             files.extend(found)
-        elif p.is_file():
+        elif p.exists():  # a device or pipe is named by the reader
             files.append(p)
         else:
             raise CrawlLogError(f"{p}: no such file or folder")

@@ -39,14 +39,15 @@ class Piece:
     kind: str
     digest_column: str | None
     extra: dict | None = None  # the reader's own audit counts (WARC: truncated records, ...)
+    time_kinds: dict | None = None  # column -> "naive"/"aware" -> (line, value) of its first time
+    line_word: str = "line"
 
 
-def _tabular(path, fmt, mapping, change_from, chunk_rows):
+def _tabular(path, fmt, mapping, change_from, chunk_rows, state):
     from ._tabular import _plan
 
     src = str(path)
     labels = pd.Index([], dtype=object)
-    state: dict = {}
     parts = []
     if fmt == "parquet":
         import pyarrow as pa
@@ -100,18 +101,19 @@ def compact_file(path, fmt: str, *, file_index: int = 0, columns=None, change_fr
     from ._tabular import DEFAULT_CHUNK_ROWS, _check_chunk
 
     chunk_rows = DEFAULT_CHUNK_ROWS if chunk_rows is None else _check_chunk(chunk_rows)
+    state = {"defer": True, "kinds": {}}  # naive/aware times recorded, checked over all files by the caller
     if fmt in ("csv", "parquet"):
-        parts, labels, kind, digest_column = _tabular(path, fmt, columns or {}, change_from, chunk_rows)
+        parts, labels, kind, digest_column = _tabular(path, fmt, columns or {}, change_from, chunk_rows, state)
     elif fmt == "cdx":
         from ._cdx import _compact_cdx_file
 
-        parts, labels = _compact_cdx_file(path, chunk_rows=chunk_rows, page_key=page_key)
+        parts, labels = _compact_cdx_file(path, chunk_rows=chunk_rows, page_key=page_key, state=state)
         kind, digest_column = "digest", "digest"
     elif fmt == "warc":
         from ._warc import _compact_warc_file, new_extra
 
         extra = new_extra()
-        parts, labels = _compact_warc_file(path, chunk_rows=chunk_rows, extra=extra)
+        parts, labels = _compact_warc_file(path, chunk_rows=chunk_rows, extra=extra, state=state)
         kind, digest_column = "digest", "WARC-Payload-Digest"
     else:
         raise ValueError(f"`fmt` must be one of ['csv', 'parquet', 'cdx', 'warc']; got {fmt!r}")
@@ -119,7 +121,21 @@ def compact_file(path, fmt: str, *, file_index: int = 0, columns=None, change_fr
     return Piece(v=v, labels=np.asarray(labels, dtype=object),
                  pos=np.arange(0 if v is None else v.page.size, dtype=np.int64),
                  file_index=file_index, source=str(path), kind=kind, digest_column=digest_column,
-                 extra=extra if fmt == "warc" else None)
+                 extra=extra if fmt == "warc" else None, time_kinds=state["kinds"],
+                 line_word={"parquet": "row", "warc": "record"}.get(fmt, "line"))
+
+
+def check_time_kinds(found) -> None:
+    """Refuse naive and time-zone-aware times mixed anywhere in the files, as the readers do.
+
+    ``found`` holds, file by file in log order, (source, line word, time kinds).
+    """
+    from ._times import check_kinds
+
+    state: dict = {}
+    for source, line_word, kinds in found:
+        for column, firsts in (kinds or {}).items():
+            check_kinds(state, firsts, source=source, column=column, line_word=line_word)
 
 
 def _take(piece: Piece, mask: np.ndarray) -> Piece:
@@ -209,6 +225,7 @@ def read_pieces(files, formats, *, columns=None, change_from="auto", chunk_rows=
                             "give the files the same columns")
     if all(p.v is None for p in pieces):
         raise CrawlLogError(f"{names}: no visits in the files")
+    check_time_kinds([(p.source, p.line_word, p.time_kinds) for p in pieces])
     if kinds[0] == "digest" and not any(p.v.has_digest.any() for p in pieces if p.v is not None):
         raise CrawlLogError(f"{names}: line 1, column {pieces[0].digest_column!r}: the digest column is entirely "
                             "empty; map another column with `columns=` or choose `change_from`")

@@ -9,8 +9,8 @@ import os
 import numpy as np
 import pandas as pd
 
-from ._compressed import DECOMPRESSION_ERRORS, decompression_error
 from ._cdx import strip_digest_algorithm
+from ._compressed import DECOMPRESSION_ERRORS, decompression_error
 from ._errors import CrawlLogError
 from ._semantics import CrawlLog, VisitColumns, build_log, compact_frame
 from ._tabular import DEFAULT_CHUNK_ROWS, _as_paths, _check_chunk
