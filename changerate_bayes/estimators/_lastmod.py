@@ -82,12 +82,12 @@ def last_modified_rate(changed, intervals, ages, *, lengths=None, method="cgm"):
     c = c.astype(bool)
     if not (np.isfinite(tau) & (tau > 0)).all():
         i = int(np.flatnonzero(~(np.isfinite(tau) & (tau > 0)))[0])
-        raise ValueError(f"`intervals` must be finite and > 0; got {tau[i]!r} at index {i}")
+        raise ValueError(f"`intervals` must be finite and > 0; got {float(tau[i])} at index {i}")
     bad = c & ~(np.isfinite(age) & (age >= 0) & (age <= tau))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"`ages` of changed crawls must lie in [0, interval]; got {age[i]!r} (interval "
-                         f"{tau[i]!r}) at index {i}")
+        raise ValueError(f"`ages` of changed crawls must lie in [0, interval]; got {float(age[i])} (interval "
+                         f"{float(tau[i])}) at index {i}")
     n_visits = c.size
     lengths = np.array([n_visits]) if lengths is None else np.asarray(lengths, dtype=np.int64)
     if lengths.ndim != 1 or (lengths < 1).any() or lengths.sum() != n_visits:
