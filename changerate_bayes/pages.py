@@ -80,6 +80,9 @@ def page_table(history_or_log, *, methods=METHODS, prior=None, level=0.9, poster
             warnings.simplefilter("always")
             out[method] = np.atleast_1d(final_estimates(history, method)) * per_day
         caught += [str(x.message) for x in w]
+    age = getattr(history_or_log, "last_modified_age", None)
+    if age is not None:  # Cho & Garcia-Molina's estimator with the last-modification date
+        out["lm_rate"] = _last_modified_rates(history, age) * per_day
     post = posterior_summary(history, prior=prior, method=posterior_method, level=level)
     out["posterior_mean"] = post.mean * per_day
     out["posterior_lower"] = post.lower * per_day
@@ -88,6 +91,21 @@ def page_table(history_or_log, *, methods=METHODS, prior=None, level=0.9, poster
     table.attrs.update(level=float(level), prior=post.prior, rates="changes per day",
                        warnings=list(dict.fromkeys(caught)))
     return table
+
+
+def _last_modified_rates(history, age) -> np.ndarray:
+    """Each page's :func:`~changerate_bayes.estimators.last_modified_rate` (NaN where a change is undated)."""
+    from .estimators import last_modified_rate
+
+    lengths = history.lengths
+    page = np.repeat(np.arange(lengths.size), lengths)
+    dated = np.bincount(page, weights=np.isnan(age), minlength=lengths.size) == 0
+    out = np.full(lengths.size, np.nan)
+    if dated.any():
+        keep = dated[page]
+        out[dated] = last_modified_rate(history.flat_changed[keep], history.flat_intervals[keep], age[keep],
+                                        lengths=lengths[dated])
+    return out
 
 
 def allocate_crawls(table: pd.DataFrame, budget=None, *, objective="binary_freshness") -> pd.DataFrame:
@@ -148,7 +166,10 @@ def estimate_pages(history_or_log, *, methods=METHODS, prior=None, budget=None, 
     pandas.DataFrame
         Columns ``page``, ``n_crawls`` (observations: visits after the reference
         copy), ``n_changes`` (Σ I_k), ``first_visit``, ``last_visit`` (UTC; NaT for a
-        bare history), ``mean_interval_h``, one column per method, ``posterior_mean``,
+        bare history), ``mean_interval_h``, one column per method, ``lm_rate`` for a log
+        with Last-Modified dates (Cho & Garcia-Molina's estimator with the date,
+        :func:`~changerate_bayes.estimators.last_modified_rate`; NaN for a page whose
+        dates are unreliable or do not date every change seen), ``posterior_mean``,
         ``posterior_lower``, ``posterior_upper`` (all rates in **changes per day**),
         ``crawls_per_day`` and ``crawl_interval_h``. ``attrs`` holds the level,
         prior, budget, objective and the warnings.

@@ -90,3 +90,98 @@ def test_quick_study_reports_every_scenario_with_standard_errors():
     assert ratios[(5.0, 50)] < 0.9  # where change/no-change saturates, the date saves error
     html = L.render(result)
     assert "lm_cgm" in html and "RMSE of Cho" in html
+
+
+def _lm_log():
+    import pandas as pd
+
+    rows = [
+        # a: dates inside the intervals of the changes the digests show
+        ("a", "2024-01-01T00:00Z", "x", "2023-12-01T00:00Z"),
+        ("a", "2024-01-02T00:00Z", "y", "2024-01-01T18:00Z"),   # changed, 6 h old
+        ("a", "2024-01-03T00:00Z", "y", "2024-01-01T18:00Z"),   # unchanged
+        ("a", "2024-01-04T00:00Z", "z", "2024-01-03T12:00Z"),   # changed, 12 h old
+        # b: a server that always says "now" (seconds before the fetch)
+        ("b", "2024-01-01T00:00Z", "x", "2023-12-31T23:59:30Z"),
+        ("b", "2024-01-02T00:00Z", "x", "2024-01-01T23:59:40Z"),
+        ("b", "2024-01-03T00:00Z", "y", "2024-01-02T23:59:50Z"),
+        # c: a date that moves on every visit while the content stays the same
+        ("c", "2024-01-01T00:00Z", "x", "2023-12-31T10:00Z"),
+        ("c", "2024-01-02T00:00Z", "x", "2024-01-01T10:00Z"),
+        ("c", "2024-01-03T00:00Z", "x", "2024-01-02T10:00Z"),
+        ("c", "2024-01-04T00:00Z", "w", "2024-01-03T10:00Z"),
+        # d: a change whose date lies before the previous visit (not dated): no lm_rate
+        ("d", "2024-01-01T00:00Z", "x", "2023-12-01T00:00Z"),
+        ("d", "2024-01-02T00:00Z", "y", "2023-12-01T00:00Z"),
+        # e: a date at the fetch time is ignored (counted), as before
+        ("e", "2024-01-01T00:00Z", "x", "2024-01-01T00:00Z"),
+        ("e", "2024-01-02T00:00Z", "x", "2023-12-01T00:00Z"),
+    ]
+    return pd.DataFrame(rows, columns=["page", "fetch_time", "digest", "last_modified"])
+
+
+def test_the_table_gets_the_estimator_with_the_date_and_liars_are_counted():
+    import warnings
+
+    from changerate_bayes import estimate_pages
+    from changerate_bayes.io import read_frame
+
+    log = read_frame(_lm_log())
+    assert log.audit.last_modified_unreliable_pages == 2 and log.audit.last_modified_ignored == 1
+    assert "Last-Modified ignored on 2 page(s)" in log.audit.format()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = estimate_pages(log).set_index("page")
+    # a: X = 2 changes in N = 3 crawls, exposure T = 6 + 24 + 12 = 42 h; per day
+    expect = (2 - 1 - 2 / (3 * math.log(1 - 2 / 3))) / 42 * 24
+    assert t.loc["a", "lm_rate"] == pytest.approx(expect, rel=1e-13)
+    assert np.isnan(t.loc[["b", "c", "d"], "lm_rate"]).all()
+    assert t.loc["e", "lm_rate"] == 0.0  # no change seen: nothing to date
+
+
+def test_warc_last_modified_headers_and_etag_columns(tmp_path):
+    import base64
+    import hashlib
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from changerate_bayes import estimate_pages
+    from changerate_bayes.io import read_csv, read_warc
+
+    frame = _lm_log()
+    path = tmp_path / "crawl.warc.gz"
+    with open(path, "wb") as fh:
+        writer = WARCWriter(fh, gzip=True)
+        for page, fetch, digest, modified in frame.itertuples(index=False):
+            stamp = pd_time(modified).strftime("%a, %d %b %Y %H:%M:%S GMT")
+            http = StatusAndHeaders("200 OK", [("Last-Modified", stamp), ("ETag", f'"{digest}"')],
+                                    protocol="HTTP/1.1")
+            body = digest.encode()
+            rec = writer.create_warc_record(f"http://{page}/", "response", payload=BytesIO(body), http_headers=http,
+                                            warc_headers_dict={"WARC-Date": pd_time(fetch).strftime(
+                                                "%Y-%m-%dT%H:%M:%SZ"),
+                                                "WARC-Payload-Digest": "sha1:" + base64.b32encode(
+                                                    hashlib.sha1(body).digest()).decode()})
+            writer.write_record(rec)
+    w = read_warc(path)
+    csv = tmp_path / "log.csv"
+    frame.rename(columns={"digest": "etag"}).to_csv(csv, index=False)  # ETags decide where there is no digest
+    c = read_csv(csv)
+    assert c.audit.change_source == "digest"
+    assert w.audit.last_modified_unreliable_pages == c.audit.last_modified_unreliable_pages == 2
+    np.testing.assert_array_equal(w.history.flat_changed, c.history.flat_changed)
+    np.testing.assert_array_equal(w.last_modified_age, c.last_modified_age)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a, b = estimate_pages(w), estimate_pages(c)
+    np.testing.assert_allclose(a["lm_rate"].to_numpy(), b["lm_rate"].to_numpy(), rtol=1e-14)
+
+
+def pd_time(text):
+    import pandas as pd
+
+    return pd.Timestamp(text)

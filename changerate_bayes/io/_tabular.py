@@ -10,7 +10,12 @@ import pandas as pd
 from ._compressed import DECOMPRESSION_ERRORS, check_complete, decompression_error, open_text
 from ._errors import CrawlLogError
 from ._semantics import (
-    STANDARD_COLUMNS, CrawlLog, VisitColumns, build_log, check_digest_not_empty, compact_frame,
+    STANDARD_COLUMNS,
+    CrawlLog,
+    VisitColumns,
+    build_log,
+    check_digest_not_empty,
+    compact_frame,
     resolve_change_source,
 )
 
@@ -74,6 +79,8 @@ def _plan(header: list[str], mapping: dict, *, source: str, change_from: str):
         name = mapping.get(std, std)
         if name in file_cols:
             plan[std] = name
+    if "digest" not in plan and "digest" not in mapping and "etag" in file_cols:
+        plan["digest"] = "etag"  # an ETag names a version of the content as a digest does
     for std in ("page", "fetch_time"):
         if std not in plan:
             raise CrawlLogError(f"{source}: line 1: missing required column {mapping.get(std, std)!r}; "

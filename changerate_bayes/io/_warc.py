@@ -145,6 +145,15 @@ def read_warc(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
     return build_log(v, labels, change_from="digest", sources=files, audit_extra=extra)
 
 
+def http_dates(values: pd.Series) -> pd.Series:
+    """HTTP dates (RFC 9110: ``Sun, 06 Nov 1994 08:49:37 GMT``) as ISO-8601 UTC; "" where missing or malformed.
+
+    A malformed Last-Modified header is the server's error, not the log's: it is not used.
+    """
+    t = pd.to_datetime(values, format="%a, %d %b %Y %H:%M:%S GMT", utc=True, errors="coerce")
+    return pd.Series(np.where(t.isna(), "", t.dt.strftime("%Y-%m-%dT%H:%M:%SZ")), index=values.index)
+
+
 def new_extra() -> dict:
     """The WARC reader's own audit counts, zero."""
     return {"truncated_records": 0, "truncated_files": (), "records_without_page": 0}
@@ -171,8 +180,10 @@ def _compact_warc_file(path, *, chunk_rows, labels=None, state=None, extra=None)
         nonlocal labels
         if not rows:
             return
-        df = pd.DataFrame(rows, columns=["page", "fetch_time", "status", "digest", "not_modified", "not_capture"])
+        df = pd.DataFrame(rows, columns=["page", "fetch_time", "status", "digest", "not_modified", "not_capture",
+                                         "last_modified"])
         df["digest"] = strip_digest_algorithm(df["digest"])  # as in a CDX index of the same captures
+        df["last_modified"] = http_dates(df["last_modified"])
         part, labels = compact_frame(df, source=src, first_line=0, line_word="record", labels=labels,
                                      state=state, names=names, lines=np.asarray(nums, dtype=np.int64))
         parts.append(part)
@@ -203,12 +214,14 @@ def _compact_warc_file(path, *, chunk_rows, labels=None, state=None, extra=None)
                 if not (page or "").strip():
                     extra["records_without_page"] += 1
                     continue
+                modified = (record.http_headers.get_header("Last-Modified") or "") if record.http_headers else ""
                 if kind == "response":
-                    rows.append((page, head.get_header("WARC-Date"), status or "", digest, False, False))
+                    rows.append((page, head.get_header("WARC-Date"), status or "", digest, False, False, modified))
                 else:
                     profile = head.get_header("WARC-Profile") or ""
                     known = any(profile.rstrip("/").endswith(p) for p in NOT_MODIFIED_PROFILES)
-                    rows.append((page, head.get_header("WARC-Date"), status or "", digest, known, not known))
+                    rows.append((page, head.get_header("WARC-Date"), status or "", digest, known, not known,
+                                 modified))
                 nums.append(number)
                 if len(rows) >= chunk_rows:
                     flush()
