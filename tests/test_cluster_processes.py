@@ -93,7 +93,8 @@ def _csv_log(path, n=4000, pages=80, seed=5):
     t = pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(rng.integers(0, 60 * 24 * 60, n), "min")
     modified = t - pd.to_timedelta(rng.integers(0, 40 * 60, n) * (rng.random(n) < 0.9), "min")  # 10% = "now"
     pd.DataFrame({"page": "https://h" + pd.Series(page % 7).astype(str) + ".example/p" + pd.Series(page).astype(str),
-                  "fetch_time": t.strftime("%Y-%m-%dT%H:%M:%SZ"), "last_modified": modified.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                  "fetch_time": t.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                  "last_modified": modified.strftime("%Y-%m-%dT%H:%M:%SZ"),
                   "status": rng.choice([200, 200, 200, 304, 404], n),
                   "digest": ((rng.random(n) < 0.3).cumsum() % 5).astype(str)}).to_csv(path, index=False)
     return path
