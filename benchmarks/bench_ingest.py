@@ -138,6 +138,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--visits", type=int, default=10_000_000)
     ap.add_argument("--pages", type=int, default=100_000)
+    ap.add_argument("--no-dask-goals", action="store_true",
+                    help="skip bench_dask.py (Dask 1 -> 2 workers, Dask against pandas, Common Crawl shards)")
     args = ap.parse_args(argv)
     import numpy as np
     import pandas as pd
@@ -172,6 +174,11 @@ def main(argv=None) -> int:
     _result(f"dask peak memory per worker, {size} (information)", f"{wpk / gb:.2f} GiB", None,
             value=wpk / gb, unit="GiB", note=f"client {dsk['peak'] / gb:.2f} GiB; {note}")
     _result("dask and pandas per-page tables agree to 1e-12", "agree" if same else "differ", bool(same))
+    if not args.no_dask_goals:  # the Dask engine's goals, file by file, in their own script
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import bench_dask
+
+        bench_dask.main(["--visits", str(args.visits), "--pages", str(args.pages)])
     return 0
 
 
