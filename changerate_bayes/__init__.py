@@ -45,6 +45,12 @@ _LAZY = {
     # dynamic (drifting rates)
     "DynamicRateFilter": ".dynamic",
     "dynamic_posterior": ".dynamic",
+    # bursts (a two-state Markov-modulated Poisson process)
+    "BurstFilter": ".bursts",
+    "BurstParameters": ".bursts",
+    "burst_predictive": ".bursts",
+    "fit_bursts": ".bursts",
+    "simulate_burst_pages": ".bursts",
 }
 _SUBPACKAGES = ("diagnostics", "scheduling", "traces")
 

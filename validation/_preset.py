@@ -16,8 +16,9 @@ PRESETS = ("quick", "default", "full")
 class Preset:
     """How big the studies are.
 
-    ``"quick"``: CI and newcomer sized, the whole validation in under 5 minutes on 2 cores.
-    ``"default"``: larger, a few more minutes. ``"full"``: the papers' scale, under 20 minutes.
+    ``"quick"``: CI and newcomer sized, the whole validation in about 2 minutes of wall time
+    on 2 cores with numba's cache built, about 5 in a fresh clone (numba compiling cold).
+    ``"default"``: larger. ``"full"``: the papers' scale (see the README's timings).
     Each study keeps its own table of sizes per preset.
     """
 

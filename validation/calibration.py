@@ -62,7 +62,13 @@ UNIFORMITY_ALPHA = 0.01  # rank-histogram chi-square test level
 Z_AGREE = 3.0  # NUTS vs grid: |difference of means| within 3 combined Monte Carlo SEs
 PPC_BINS = 5
 PPC_BAND = 0.90
-PPP_ALPHA = 0.01  # posterior predictive p-value below this: the model misfits
+PPP_ALPHA = 0.01  # posterior predictive p-value at or below this: the model misfits
+
+
+def ppc_fits(ppp: float, alpha: float = PPP_ALPHA) -> bool:
+    """Whether a posterior predictive check passes: a test at level ``alpha`` rejects
+    when p ≤ ``alpha`` (so p = 0.010 at level 0.01 is a misfit, not a pass)."""
+    return bool(ppp > alpha)
 LLN_ALPHAS = (0.5, 1.0, 2.0)
 
 
@@ -555,12 +561,13 @@ def render(result: dict) -> str:
                             caption="Posterior predictive check of P(I = 1 | τ) by τ-quintile"))
     for p in res["ppc"]:
         for method, chk in p["checks"].items():
-            fit = chk["ppp"] >= PPP_ALPHA
+            fit = ppc_fits(chk["ppp"])
             miss = [b for b in chk["bins"] if not b["inside"]]
             detail = "; ".join(f"τ {b['tau_low']:.3g}–{b['tau_high']:.3g} h: observed {b['observed']:.3f} vs "
                                f"predicted {b['predicted']:.3f}" for b in miss)
             parts.append(verdict_html(
-                f"{p['source']} ({method}): posterior predictive p = {chk['ppp']:.3f}; "
+                f"{p['source']} ({method}): posterior predictive p = {chk['ppp']:.3f} (the model misfits when "
+                f"p ≤ {PPP_ALPHA:g}); "
                 + (f"{len(miss)} of {len(chk['bins'])} τ bins outside the 90% band ({detail}). " if miss else
                    "every τ bin inside the 90% band. ")
                 + ("The model P(I = 1 | τ) = 1 − e^{−Δτ} describes these crawls." if fit else

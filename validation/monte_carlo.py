@@ -324,11 +324,12 @@ def summarize(result: dict) -> dict:
     held = sum(1 for r in recs if r["holds"] is True)
     failed = [r for r in recs if r["holds"] is False]
     unmeasured = sum(1 for r in recs if r["holds"] is None)
-    verdict = f"{held} of {len(recs)} practical recommendations of the paper hold as measured RMSE ratios"
+    verdict = f"{held} of {len(recs)} measured statements of the paper's practical recommendations hold as RMSE ratios"
     if failed:
         claims = list(dict.fromkeys(r["claim"].split(":")[0] for r in failed))  # each recommendation once
-        verdict += f"; {len(failed)} not supported here ({'; '.join(claims)})"
+        verdict += (f"; {len(failed)} statement{'s' if len(failed) > 1 else ''} not supported here, from "
+                    f"{len(claims)} recommendation{'s' if len(claims) > 1 else ''} ({'; '.join(claims)})")
     if unmeasured:
         verdict += f"; {unmeasured} not measurable"
     kind = "holds" if not failed and not unmeasured else ("mixed" if held else "fails")
-    return summary_row(verdict=verdict + ".", key_number=f"{held} / {len(recs)} hold", kind=kind)
+    return summary_row(verdict=verdict + ".", key_number=f"{held} / {len(recs)} statements hold", kind=kind)

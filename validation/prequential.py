@@ -13,7 +13,8 @@ how well it predicts the next crawl (prequential scores) on real data.
    model); the posteriors give their posterior predictive. Probabilities are clipped to
    [:data:`CLIP`, 1 − :data:`CLIP`] before scoring (an MLE of 0 before the first change
    seen would otherwise score −∞). Time is measured in each page's mean crawl interval
-   (σ per √(mean crawl interval); the scores do not depend on the unit).
+   (the dynamic posterior's default σ is unit-free, c per √(median crawl interval); the
+   scores do not depend on the unit).
 
 Data: every shipped trace crawled by simulated Poisson crawls at p = rate/3 and rate/15
 (R replications), and the Open Terms Archive crawl observations as they are
@@ -233,11 +234,11 @@ def _score_block(label, changed, tau, mask, n_boot, gen):
     use = mask.copy()
     use[:, :BURN_IN] = False
     rel = {m: reliability(pred[m], changed, use) for m in ("dynamic", "static", "sa_0.5", "discounted", "mle")}
-    from changerate_bayes.dynamic import DEFAULT_SIGMAS
+    from changerate_bayes.dynamic import UNIT_FREE_SIGMAS
 
     return {"label": label, "n_rows": int(changed.shape[0]), "n_scored": int(use.sum()),
             "fraction_changed": float(changed[use].mean()), "best_online": best_online, "winner": winner,
-            "rows": rows, "reliability": rel, "sigmas": list(DEFAULT_SIGMAS),
+            "rows": rows, "reliability": rel, "sigmas": list(UNIT_FREE_SIGMAS),
             "sigma_weights_mean": np.mean(weights, axis=0).tolist()}
 
 
@@ -415,7 +416,8 @@ def render(result: dict) -> str:
     parts = [
         "<p>The dynamic posterior lets log Δ follow a Gaussian random walk with volatility σ per √(time unit) and "
         "sees crawl k change with probability 1 − e^{−Δτ_k}; it is filtered exactly on a lattice of log Δ, with σ "
-        "averaged over (0, 0.01, 0.03, 0.1, 0.3) by Bayesian model averaging (no tuning per trace). σ = 0 is the "
+        "c/√m averaged over c in (0, 0.01, 0.03, 0.1, 0.3, 1), m each page's median crawl interval, by Bayesian "
+        "model averaging (unit-free defaults, no tuning per trace). σ = 0 is the "
         "static grid posterior.</p>",
         "<h3>Calibration on simulated pages</h3>",
         f"<p>{cal['n_pages']} pages × {cal['n_crawls']} Poisson crawls (one per hour), log Δ at the start ~ N(0, 1); "
@@ -493,8 +495,8 @@ def render(result: dict) -> str:
         ("Open Terms Archive", pq["ota"]["reliability"])]),
         alt="Reliability diagrams of the one-step predictive probabilities on the real data"))
     sw = pq["ota"]["sigma_weights_mean"]
-    parts.append(f"<p>Mean posterior weight of each σ (per √(mean crawl interval)) on the OTA pages: "
-                 + ", ".join(f"σ = {s:g}: {w:.2f}" for s, w in zip(pq["ota"]["sigmas"], sw)) + ".</p>")
+    parts.append(f"<p>Mean posterior weight of each c (σ per √(median crawl interval)) on the OTA pages: "
+                 + ", ".join(f"c = {s:g}: {w:.2f}" for s, w in zip(pq["ota"]["sigmas"], sw)) + ".</p>")
     parts.append("<p><small>Open Terms Archive data: ODC-BY 1.0, \"Open Terms Archive contributors\"; dating "
                  "collection \"Open Terms Archive with contributions from the Dating Privacy collective\" (see "
                  "changerate_bayes/datasets/data/README.md).</small></p>")

@@ -30,6 +30,7 @@ STUDIES: tuple[str, ...] = (
     "calibration",
     "pooling",
     "prequential",
+    "bursts",
 )
 
 
@@ -121,7 +122,11 @@ def _worker_init(queue, processes: int) -> None:
     depend on the number of threads.
     """
     global _WORKER_QUEUE
+    from changerate_bayes._upstream import silence_harmless_upstream_output
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent handles SIGTERM as Ctrl-C and stops the workers
+    silence_harmless_upstream_output()
     _WORKER_QUEUE = queue
     import numba
 
@@ -189,6 +194,7 @@ _COST_HINT: dict[str, float] = {
     "pooling": 86.0,
     "traces_study": 56.0,
     "prequential": 41.5,
+    "bursts": 83.0,
     "scheduling_replay": 40.3,
     "gof_size": 37.1,
     "calibration": 15.2,

@@ -164,7 +164,7 @@ def _verdict(rows, budgets) -> dict:
         for b in budgets:
             t, m = _row(rows, s, budget=b), _row(rows, best, budget=b)
             if t is not None and m is not None:
-                tuned.setdefault(s, []).append({"budget": b, "reachable": bool(t["within_budget"]),
+                tuned.setdefault(s, []).append({"budget": b, "reachable": tuned_reached(t),
                                                 "spent": t["crawls_per_day"],
                                                 "inc_rate": t["inc_rate"], "tuned": t["freshness_weighted"],
                                                 "best": m["freshness_weighted"],
@@ -232,6 +232,24 @@ def _ratio_table(rows, budgets):
     return table
 
 
+def tuned_reached(row) -> bool:
+    """Whether a tuned schedule's row met its budget inside the bisection's range: within
+    budget, with an increase rate off the search's bounds (a rate at a bound means the
+    search ran out of range, whatever the crawls it happened to spend)."""
+    from changerate_bayes.replay._replay import at_search_bound
+
+    return bool(row["within_budget"]) and not at_search_bound(row["inc_rate"])
+
+
+def tuned_outcome(row) -> str:
+    """The "within budget" cell of a tuned schedule: yes, no, or at the search's bound."""
+    from changerate_bayes.replay._replay import at_search_bound
+
+    if at_search_bound(row["inc_rate"]):
+        return f"no: increase rate at the search's bound ({row['inc_rate']:.3g})"
+    return "yes" if row["within_budget"] else "no"
+
+
 def _matched_table(rows):
     out = []
     for s in SCHEDULES:
@@ -266,7 +284,7 @@ def _section(rows, budgets, multiples, label):
             r = _row(rows, s, budget=b)
             if r:
                 tuned.append({"schedule": s, "budget": f"{m:g}× ({b:.3g}/day)", "inc_rate": r["inc_rate"],
-                              "spent": r["crawls_per_day"], "reachable": r["within_budget"],
+                              "spent": r["crawls_per_day"], "reachable": tuned_outcome(r),
                               "freshness": r["freshness_weighted"]})
     parts.append(html_table(tuned, [("schedule", "schedule"), ("budget", "budget"), ("inc_rate", "increase rate"),
                                     ("spent", "crawls/day spent"), ("reachable", "within budget"),

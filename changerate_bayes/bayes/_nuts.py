@@ -96,7 +96,10 @@ class ReusableModel:
         if sampler == "nutpie":
             import nutpie
 
-            self._compiled = nutpie.compile_pymc_model(self.model)
+            from .._upstream import quiet_nutpie_compile
+
+            with quiet_nutpie_compile():
+                self._compiled = nutpie.compile_pymc_model(self.model)
 
     def sample(self, data: dict, *, draws: int, tune: int, chains: int, seed: int, init=None, target_accept=0.8):
         """Sample with ``data`` (name -> array); returns (posterior dict, sample_stats)."""
@@ -106,19 +109,22 @@ class ReusableModel:
         if self.sampler == "nutpie":
             import nutpie
 
-            compiled = self._compiled.with_data(**data)
-            idata = nutpie.sample(
-                compiled,
-                draws=draws,
-                tune=tune,
-                chains=chains,
-                cores=cores,
-                seed=seed,
-                progress_bar=False,
-                save_warmup=False,
-                init_mean=None if init is None else np.asarray(init, dtype=np.float64).ravel(),
-                target_accept=target_accept,
-            )
+            from .._upstream import quiet_nutpie_compile
+
+            with quiet_nutpie_compile():
+                compiled = self._compiled.with_data(**data)
+                idata = nutpie.sample(
+                    compiled,
+                    draws=draws,
+                    tune=tune,
+                    chains=chains,
+                    cores=cores,
+                    seed=seed,
+                    progress_bar=False,
+                    save_warmup=False,
+                    init_mean=None if init is None else np.asarray(init, dtype=np.float64).ravel(),
+                    target_accept=target_accept,
+                )
         else:
             import pymc as pm
 

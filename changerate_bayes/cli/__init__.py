@@ -37,9 +37,22 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Entry point of the ``changerate-bayes`` command; returns the exit status."""
-    args = _parser().parse_args(argv)
-    return int(args.func(args))
+    """Entry point of the ``changerate-bayes`` command; returns the exit status.
+
+    Ctrl-C or SIGTERM stops any command with one line on stderr and status 130; the
+    commands write their files atomically and remove the empty folders they created, so
+    nothing partial is left.
+    """
+    from .._upstream import silence_harmless_upstream_output
+    from ._flags import interrupted, stop_on_signals
+
+    silence_harmless_upstream_output()
+    with stop_on_signals():
+        try:
+            args = _parser().parse_args(argv)
+            return int(args.func(args))
+        except KeyboardInterrupt:
+            return interrupted("no partial output is left")
 
 
 if __name__ == "__main__":  # pragma: no cover

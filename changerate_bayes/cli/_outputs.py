@@ -127,16 +127,11 @@ def output_lock(folder):
 
     Two runs that write the same table and report each put their pair into place while
     holding the lock on the table's folder, so the table and the report left on disk come
-    from one run. Without ``fcntl`` (not POSIX) this does nothing.
+    from one run. The lock is :func:`changerate_bayes.report._html.folder_lock`, the one
+    the report writer takes: re-entrant within a thread, so a report written into the
+    table's own folder does not wait for itself.
     """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
+    from changerate_bayes.report._html import folder_lock
+
+    with folder_lock(folder):
         yield
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock

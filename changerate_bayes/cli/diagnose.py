@@ -1,4 +1,4 @@
-"""``changerate-bayes diagnose``: Poisson diagnostics of exact change times."""
+"""``changerate-bayes diagnose``: Poisson diagnostics of exact change times or of a crawl log."""
 
 from __future__ import annotations
 
@@ -7,27 +7,45 @@ import sys
 __all__ = ["register", "run"]
 
 
+#: columns whose presence makes the file a crawl log (visits), not a list of change times
+CRAWL_COLUMNS = ("changed", "digest", "status")
+
+#: the Python arguments behind this command's flags, for its error messages
+FLAGS = {"n_resamples": "--n-resamples", "out_dir": "--report", "event_times": "EVENTS.csv"}
+
+
 def register(sub) -> None:
     """Add the ``diagnose`` parser to the sub-parsers ``sub``."""
+    from ._flags import LOG_ROLES, add_columns_flag
+
     p = sub.add_parser(
         "diagnose",
-        help="test whether change times are a homogeneous Poisson process",
-        description="Run changerate_bayes.diagnostics.poisson_gof on exact change times: a CSV with a time "
-        "column (ISO-8601 or numbers) and, for many pages, a 'page' column. Writes DIR/index.html and "
-        "DIR/results.json.",
+        help="test whether changes are a homogeneous Poisson process",
+        description="Test the Poisson model on EVENTS.csv. Exact change times (a time column, ISO-8601 or "
+        "numbers, and for many pages a 'page' column) get every test of changerate_bayes.diagnostics.poisson_gof. "
+        "A crawl log (visits with a 'changed', 'digest' or 'status' column) is read as visits: the crawls that saw "
+        "a change are tested on their crawl grid, and the crawl interval calibration P(I = 1 | τ) = 1 − e^(−Δτ) is "
+        "tested per page; tests for exact times never run on crawl detections. Writes DIR/index.html and "
+        "DIR/results.json (DIR from --report).",
     )
     p.add_argument("events", metavar="EVENTS.csv")
     p.add_argument("--time-column", default=None, help="column of the times (default: time, timestamp or fetch_time)")
     p.add_argument("--page-column", default="page", help="column of the pages, if any (default: page)")
-    p.add_argument("--report", default="reports/diagnose", metavar="DIR", help="report folder")
-    p.add_argument("--max-pages", type=int, default=20, help="pages tested, those with most events (default 20)")
+    add_columns_flag(p, ("time", *LOG_ROLES), "page=url,time=ts (a crawl log: page=url,fetch_time=ts,"
+                                                     "digest=sha1)")
+    p.add_argument("--report", default="reports/diagnose", metavar="DIR",
+                   help="report folder (default: reports/diagnose)")
+    p.add_argument("--max-pages", type=int, default=20,
+                   help="pages tested, those with most events or changes seen (default 20)")
     p.add_argument("--n-resamples", type=int, default=199, help="Monte Carlo samples per p-value (default 199)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=run)
 
 
 def _err(msg: str) -> int:
-    print(f"changerate-bayes: error: {msg}", file=sys.stderr)
+    from ._flags import cli_message
+
+    print(f"changerate-bayes: error: {cli_message(msg, FLAGS)}", file=sys.stderr)
     return 2
 
 
@@ -41,31 +59,108 @@ def run(args) -> int:
     return run_removing_new_folders(_run, args, [args.report])
 
 
+def _columns(args, header: list) -> tuple[dict, bool]:
+    """The role -> file column map (``--columns``, ``--time-column``, ``--page-column``)
+    and whether the file is a crawl log."""
+    from changerate_bayes.io import STANDARD_COLUMNS
+
+    from ._flags import parse_columns
+
+    mapping = parse_columns(args.columns, ("time", *STANDARD_COLUMNS)) or {}
+    if args.time_column is not None:
+        mapping.setdefault("time", args.time_column)
+    mapping.setdefault("page", args.page_column)
+    crawl = any(mapping.get(c, c) in header for c in CRAWL_COLUMNS)
+    return mapping, crawl
+
+
 def _run(args) -> int:
+    import time
+
+    import pandas as pd
+
+    from changerate_bayes.cli._outputs import refuse_inputs_as_outputs, report_files
+    from changerate_bayes.report import check_output_dir
+
+    t0 = time.perf_counter()
+    try:
+        refuse_inputs_as_outputs([args.events], [("--report", f) for f in report_files(args.report)])
+        check_output_dir(args.report)
+        if args.max_pages < 1 or args.n_resamples < 1:
+            raise ValueError("--max-pages and --n-resamples must be >= 1")
+        header = list(pd.read_csv(args.events, dtype=str, nrows=0).columns)
+        mapping, crawl = _columns(args, header)
+        # a crawl log is read by read_log (its own errors); change times here, as text
+        frame = None if crawl else pd.read_csv(args.events, dtype=str, keep_default_na=False)
+    except (ValueError, OSError) as exc:
+        return _err(str(exc))
+    print(f"the report goes to {args.report}/index.html (choose the folder with --report)")
+    if crawl:
+        return _run_crawl(args, mapping, header, t0)
+    return _run_events(args, frame, mapping, t0)
+
+
+def _tested_line(n_tested: int, n_pages: int, what: str) -> str:
+    if n_tested < n_pages:
+        return (f"tested the {n_tested} pages with most {what} of {n_pages} (--max-pages {n_tested}); the other "
+                f"{n_pages - n_tested} pages are not detailed")
+    return f"tested all {n_pages} page(s)"
+
+
+def _run_crawl(args, mapping: dict, header: list, t0: float) -> int:
+    """A crawl log: crawl-grid tests of the detections and the interval calibration."""
+    from changerate_bayes.io import CrawlLogError, read_log
+    from changerate_bayes.log_report import crawl_diagnostics, diagnose_report
+    from changerate_bayes.report import write_report
+
+    columns = {role: col for role, col in mapping.items() if role != "time"}
+    if "time" in mapping:
+        columns.setdefault("fetch_time", mapping["time"])
+    elif "fetch_time" not in columns and "fetch_time" not in header:  # the time column as for change times
+        found = next((c for c in ("time", "timestamp") if c in header), None)
+        if found is not None:
+            columns["fetch_time"] = found
+    columns = {role: col for role, col in columns.items() if col != role} or None
+    try:
+        log = read_log(args.events, format="csv", columns=columns)
+    except (CrawlLogError, ValueError) as exc:
+        return _err(str(exc))
+    print(log.audit.format())
+    print("a crawl log (it has a 'changed', 'digest' or 'status' column): each row is a visit, not a change. "
+          "The visits that saw a change are tested on their crawl grid, and P(I = 1 | τ) = 1 − e^(−Δτ) is tested "
+          "per page; tests for exact change times are not run on crawl detections.")
+    rows = crawl_diagnostics(log, max_pages=args.max_pages, seed=args.seed, n_resamples=args.n_resamples)
+    print(_tested_line(len(rows), len(log.page_ids), "changes seen"))
+    for r in rows:
+        print(f"{r['page']}: {r['visits']} visits, {r['detections']} changes seen, crawl step {r['step']:.3g} h; "
+              f"rejected at 5% (Holm): {r['rejected']}; interval calibration p = {_p(r['calibration_p'])}")
+    html, payload = diagnose_report(rows, sources=[args.events], seed=args.seed, kind="crawl",
+                                    n_pages=len(log.page_ids), started=t0)
+    path = write_report(args.report, html=html, results=payload)
+    print(f"wrote the report {path}")
+    return 0
+
+
+def _p(p) -> str:
+    return f"{p:.3g}" if isinstance(p, float) else str(p)
+
+
+def _run_events(args, frame, mapping: dict, t0: float) -> int:
+    """Exact change times: every test of ``poisson_gof``."""
     import warnings
 
     import pandas as pd
 
     from changerate_bayes.diagnostics import poisson_gof
     from changerate_bayes.log_report import diagnose_report
-    from changerate_bayes.report import check_output_dir, write_report
+    from changerate_bayes.report import write_report
 
-    from changerate_bayes.cli._outputs import refuse_inputs_as_outputs, report_files
-
-    try:
-        refuse_inputs_as_outputs([args.events], [("--report", f) for f in report_files(args.report)])
-        check_output_dir(args.report)
-        if args.max_pages < 1 or args.n_resamples < 1:
-            raise ValueError("--max-pages and --n-resamples must be >= 1")
-        frame = pd.read_csv(args.events, dtype=str, keep_default_na=False)
-    except (ValueError, OSError) as exc:
-        return _err(str(exc))
-    col = args.time_column
+    col = mapping.get("time")
     if col is None:
         col = next((c for c in ("time", "timestamp", "fetch_time") if c in frame.columns), None)
     if col is None or col not in frame.columns:
-        return _err(f"{args.events}: line 1: missing time column {args.time_column or 'time'!r}; "
-                    f"the file has {list(frame.columns)} (choose one with --time-column)")
+        return _err(f"{args.events}: line 1: missing time column {mapping.get('time') or 'time'!r}; "
+                    f"the file has {list(frame.columns)} (choose one with --time-column or --columns time=COLUMN)")
     if frame.empty:
         return _err(f"{args.events}: no rows")
     times = frame[col]
@@ -80,9 +175,12 @@ def _run(args) -> int:
                     f"non-numbers (line {j + 2}: {times.iloc[j]!r}): give every time as a number or every "
                     "time as an ISO-8601 datetime")
     values = numeric if is_num.all() else times
-    has_pages = args.page_column in frame.columns
-    pages = frame[args.page_column] if has_pages else pd.Series(["(all)"] * len(frame))
-    order = pages.value_counts(sort=True).index[: args.max_pages]
+    page_col = mapping["page"]
+    has_pages = page_col in frame.columns
+    pages = frame[page_col] if has_pages else pd.Series(["(all)"] * len(frame))
+    counts = pages.value_counts(sort=True)
+    order = counts.index[: args.max_pages]
+    print(_tested_line(len(order), len(counts), "events"))
     results = []
     for page in order:  # each page is its own trace for poisson_gof
         sel = (pages == page).to_numpy()
@@ -99,7 +197,7 @@ def _run(args) -> int:
         results.append((page, res))
         rej = res.rejected(0.05)
         print(f"{page}: {res.n_events} events; rejected at 5% (Holm): {', '.join(rej) if rej else 'none'}")
-    html, payload = diagnose_report(results, sources=[args.events], seed=args.seed)
+    html, payload = diagnose_report(results, sources=[args.events], seed=args.seed, n_pages=len(counts), started=t0)
     path = write_report(args.report, html=html, results=payload)
     print(f"wrote the report {path}")
     return 0

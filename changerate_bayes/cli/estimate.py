@@ -17,6 +17,8 @@ def register(sub) -> None:
     from changerate_bayes.estimators import METHODS
     from changerate_bayes.io import FORMATS
 
+    from ._flags import LOG_ROLES, add_columns_flag
+
     p = sub.add_parser(
         "estimate",
         help="read crawl logs and estimate every page's change rate",
@@ -27,6 +29,7 @@ def register(sub) -> None:
     p.add_argument("logs", nargs="+", metavar="LOG", help="log files or folders of log files (read as one log; "
                    "a folder stands for every file under it, e.g. hive-style page_bucket=K/ folders)")
     p.add_argument("--format", default="auto", choices=FORMATS, help="log format (default: from the file names)")
+    add_columns_flag(p, LOG_ROLES, "page=url,fetch_time=timestamp,digest=sha1")
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS, metavar="METHOD",
                    help=f"estimators to report (default: all of {', '.join(METHODS)})")
     p.add_argument("--out", default="estimates.parquet", help="the per-page table, .parquet or .csv "
@@ -47,8 +50,15 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+#: the Python arguments behind this command's flags, for its error messages
+FLAGS = {"budget": "--budget", "level": "--level", "methods": "--methods", "out_dir": "--report",
+         "format": "--format", "ota_changed": "--ota-changed", "paths": "LOG"}
+
+
 def _err(msg: str) -> int:
-    print(f"changerate-bayes: error: {msg}", file=sys.stderr)
+    from ._flags import cli_message
+
+    print(f"changerate-bayes: error: {cli_message(msg, FLAGS)}", file=sys.stderr)
     return 2
 
 
@@ -70,10 +80,8 @@ def _check_out(path: str) -> Path:
 
 def _dask_table(args, fmt, files):
     import dask.dataframe as dd
-    from distributed import Client, LocalCluster
 
-    from changerate_bayes.cluster import estimate_files_dask, estimate_pages_dask
-
+    # one task per file (no shuffle when the files partition the pages); one CSV or Parquet file in blocks
     by_file = fmt in ("cdx", "warc", "auto") or (fmt in ("csv", "parquet") and len(files) > 1)
     if fmt not in ("csv", "parquet", "ota", "cdx", "warc", "auto"):
         raise ValueError(f"--engine dask reads CSV, Parquet, OTA, CDX and WARC logs; got format {fmt!r}")
@@ -93,9 +101,20 @@ def _dask_table(args, fmt, files):
                               blocksize=None if gz else "64MB")
     except DECOMPRESSION_ERRORS as exc:
         raise decompression_error(files[0], exc, files[0]) from None
-    columns, change = (None, "auto")
+    columns, change = (args.column_map, "auto")
     if fmt == "ota":
-        columns, change = {"changed": f"changed_{args.ota_changed}"}, "changed"
+        columns, change = {"changed": f"changed_{args.ota_changed}", **(columns or {})}, "changed"
+    from changerate_bayes._upstream import quiet_dask_logs
+
+    with quiet_dask_logs():
+        return _dask_run(args, ddf, columns, change, files if by_file else None, fmt)
+
+
+def _dask_run(args, ddf, columns, change, files, fmt):
+    from distributed import Client, LocalCluster
+
+    from changerate_bayes.cluster import estimate_files_dask, estimate_pages_dask
+
     cluster = None
     if args.scheduler:
         client = Client(args.scheduler)
@@ -103,15 +122,15 @@ def _dask_table(args, fmt, files):
         cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
     try:
-        if by_file:  # one task per file; no shuffle when the files partition the pages
-            res = estimate_files_dask(files, format=fmt, methods=args.methods, budget=args.budget, level=args.level,
-                                      page_key=args.page_key, client=client)
+        if files is not None:
+            res = estimate_files_dask(files, format=fmt, columns=columns, methods=args.methods, budget=args.budget,
+                                      level=args.level, page_key=args.page_key, client=client)
         else:
             res = estimate_pages_dask(ddf, columns=columns, change_from=change, methods=args.methods,
                                       budget=args.budget, level=args.level, source=", ".join(args.logs),
                                       npartitions=max(ddf.npartitions, 2), client=client)
         log = None  # read file by file, the busiest pages' visits are not gathered: no diagnostics
-        if args.report and not by_file:  # the busiest pages' visits, for their diagnostics
+        if args.report and files is None:  # the busiest pages' visits, for their diagnostics
             from changerate_bayes.io import read_frame
 
             top = res.table.sort_values(["n_changes", "posterior_mean"], ascending=False).head(6)["page"]
@@ -153,10 +172,17 @@ def _run(args) -> int:
             check_output_dir(args.report)
         if args.budget is not None and not (args.budget > 0 and args.budget < float("inf")):
             raise ValueError(f"--budget must be > 0 crawls per day; got {args.budget}")
+        from changerate_bayes.io import STANDARD_COLUMNS
+
+        from ._flags import parse_columns
+
+        args.column_map = parse_columns(args.columns, STANDARD_COLUMNS)
         fmt = args.format
         if fmt == "auto":
             kinds = {detect_format(p) for p in files}
             fmt = kinds.pop() if len(kinds) == 1 else "auto"
+        if args.column_map and fmt not in ("csv", "parquet", "auto"):
+            raise ValueError(f"--columns maps the columns of CSV and Parquet logs; these logs are {fmt!r}")
     except (ValueError, OSError) as exc:
         return _err(str(exc))
     from changerate_bayes import estimate_pages
@@ -167,7 +193,8 @@ def _run(args) -> int:
             if args.engine == "dask":
                 table, audit, log = _dask_table(args, fmt, files)
             else:
-                log = read_log(files, format=fmt, ota_changed=args.ota_changed, page_key=args.page_key)
+                log = read_log(files, format=fmt, ota_changed=args.ota_changed, columns=args.column_map,
+                               page_key=args.page_key)
                 audit = log.audit
                 table = estimate_pages(log, methods=args.methods, budget=args.budget, level=args.level)
         except CrawlLogError as exc:
@@ -179,10 +206,10 @@ def _run(args) -> int:
         print(f"note: {msg}")
     html = None
     if args.report:  # built before anything is written: a failure leaves no file behind
-        from changerate_bayes.log_report import OTA_ATTRIBUTION, estimate_report
+        from changerate_bayes.log_report import estimate_report, log_attribution
 
         html, results = estimate_report(table, audit, log=log, seed=args.seed,
-                                        attribution=OTA_ATTRIBUTION if fmt == "ota" else None)
+                                        attribution=log_attribution(files, fmt), started=t0)
     with output_lock(resolve_output(out).parent):  # another run's table and report are never mixed with ours
         write_table(table, out)
         print(f"wrote {len(table)} pages to {out}")

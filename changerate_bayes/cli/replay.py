@@ -8,8 +8,18 @@ import time
 __all__ = ["register", "run"]
 
 
+#: the columns replay reads, in CHANGES.csv and WINDOWS.csv
+_ROLES = ("page", "timestamp", "start", "end")
+
+#: the Python arguments behind this command's flags, for its error messages
+FLAGS = {"budget": "--budget", "policies": "--policies", "window": "--windows/--window", "step": "--step",
+         "epoch": "--epoch", "n_boot": "--n-boot", "changes": "CHANGES.csv", "out_dir": "--report"}
+
+
 def register(sub) -> None:
     """Add the ``replay`` parser to the sub-parsers ``sub``."""
+    from ._flags import add_columns_flag
+
     p = sub.add_parser(
         "replay",
         help="replay real change times under crawl policies and a crawl budget",
@@ -23,6 +33,7 @@ def register(sub) -> None:
     win = p.add_mutually_exclusive_group()
     win.add_argument("--windows", metavar="WINDOWS.csv", help="observation windows: columns page,start,end")
     win.add_argument("--window", nargs=2, metavar=("START", "END"), help="one window for every page")
+    add_columns_flag(p, _ROLES, "page=url,timestamp=changed_at")
     p.add_argument("--step", default="1h", help="time step (default 1h)")
     p.add_argument("--epoch", default="1D", help="reallocation period of the budgeted policies (default 1D)")
     p.add_argument("--n-boot", type=int, default=200, help="bootstrap resamples of the pages (default 200)")
@@ -30,6 +41,28 @@ def register(sub) -> None:
     p.add_argument("--csv", metavar="OUT.csv", help="also write the table as CSV")
     p.add_argument("--report", metavar="DIR", help="write DIR/index.html and DIR/results.json")
     p.set_defaults(func=run)
+
+
+def _mapped(frame, column_map: dict):
+    """``frame`` with the columns ``--columns`` names renamed to their roles (a role whose
+    column this file lacks is left for the library's "lacks column" error)."""
+    present = {role: col for role, col in column_map.items() if col in frame.columns}
+    shadowed = [role for role, col in present.items() if role in frame.columns and role != col]
+    return frame.drop(columns=shadowed).rename(columns={col: role for role, col in present.items()})
+
+
+def _bound_notes(df) -> list[str]:
+    """A note for each tuned schedule whose increase rate stopped at an end of the
+    bisection's range: its budget was not matched inside the search, whatever
+    within_budget says."""
+    from changerate_bayes.replay._replay import at_search_bound
+
+    if "inc_rate" not in df.columns:
+        return []
+    return [f"{r.policy} at {r.budget:g} crawls/day: the increase rate stopped at the search's bound "
+            f"({r.inc_rate:.3g}), so the budget is not matched (it spends {r.crawls_per_day:.3g} crawls/day, "
+            f"freshness {r.freshness:.3g}): read within_budget as not tuned" for r in df.itertuples()
+            if at_search_bound(r.inc_rate)]
 
 
 def _window_value(x: str):
@@ -94,8 +127,12 @@ def _run(args) -> int:
     from changerate_bayes.replay import DEFAULT_POLICIES, replay_policies
     from changerate_bayes.report import check_output_dir, write_report
 
+    from ._flags import cli_message, parse_columns
+
     def fail(msg):
-        print(f"changerate-bayes replay: error: {msg}", file=sys.stderr)
+        if "lacks column" in msg and not args.columns:
+            msg += " (map yours with --columns, e.g. --columns page=url,timestamp=changed_at)"
+        print(f"changerate-bayes replay: error: {cli_message(msg, FLAGS)}", file=sys.stderr)
         return 2
 
     try:
@@ -103,11 +140,16 @@ def _run(args) -> int:
                                  + [("--report", f) for f in (report_files(args.report) if args.report else [])])
     except ValueError as exc:
         return fail(str(exc))
+    try:
+        column_map = parse_columns(args.columns, _ROLES) or {}
+    except ValueError as exc:
+        return fail(str(exc))
+
     if args.report:
         try:
             check_output_dir(args.report)
         except (TypeError, ValueError) as exc:
-            return fail(f"--report: {exc}")
+            return fail(str(exc))
     csv_out = None
     if args.csv:
         csv_out = Path(args.csv)
@@ -118,10 +160,10 @@ def _run(args) -> int:
         except OSError as exc:
             return fail(f"--csv {args.csv!r}: folder {str(csv_out.parent)!r} cannot be created ({exc.strerror})")
     try:
-        changes = pd.read_csv(args.changes)
+        changes = _mapped(pd.read_csv(args.changes), column_map)
         windows = None
         if args.windows:
-            windows = pd.read_csv(args.windows)
+            windows = _mapped(pd.read_csv(args.windows), column_map)
         elif args.window:
             windows = tuple(_window_value(x) for x in args.window)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
@@ -129,6 +171,8 @@ def _run(args) -> int:
     except UnicodeDecodeError as exc:
         return fail(f"cannot read the input: not UTF-8 text ({exc.reason}: byte {exc.object[exc.start]:#04x}); "
                     "re-encode the CSV files as UTF-8")
+    except ValueError as exc:
+        return fail(str(exc))
     t0 = time.perf_counter()
     try:
         df = replay_policies(changes, window=windows, budget=args.budget,
@@ -139,6 +183,8 @@ def _run(args) -> int:
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(df[["policy", "budget", "budget_source", "freshness", "freshness_weighted", "mean_age_days",
                   "crawls_per_day", "within_budget", "detected_per_crawl"]].to_string(index=False))
+    for note in _bound_notes(df):
+        print(f"note: {note}")
     html = None
     if args.report:  # built before anything is written: a failure leaves no file behind
         html = _report_html(df, source=args.changes, args=args, seconds=time.perf_counter() - t0)

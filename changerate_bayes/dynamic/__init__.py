@@ -1,6 +1,7 @@
 """Change rates that move: a dynamic posterior over Δ_t.
 
-log Δ follows a Gaussian random walk in time (volatility σ per √(time unit)), and a
+log Δ follows a Gaussian random walk in time (volatility σ per √(time unit); by default
+unit-free, c per √(each page's typical crawl interval)), and a
 crawl after an interval τ sees a change with probability 1 − e^{−Δτ}. The posterior is
 computed exactly on a lattice of log Δ (a point-mass filter), vectorised over pages:
 
@@ -14,8 +15,9 @@ computed exactly on a lattice of log Δ (a point-mass filter), vectorised over p
 """
 
 from ._filter import DynamicRateFilter
-from ._model import DEFAULT_GRID_SIZE, DEFAULT_PRIOR, DEFAULT_SIGMAS
+from ._model import DEFAULT_GRID_SIZE, DEFAULT_PRIOR, DEFAULT_SIGMAS, UNIT_FREE_SIGMAS
 from ._posterior import DEFAULT_LEVELS, dynamic_posterior
 
-__all__ = ["DEFAULT_GRID_SIZE", "DEFAULT_LEVELS", "DEFAULT_PRIOR", "DEFAULT_SIGMAS", "DynamicRateFilter",
+__all__ = ["DEFAULT_GRID_SIZE", "DEFAULT_LEVELS", "DEFAULT_PRIOR", "DEFAULT_SIGMAS", "UNIT_FREE_SIGMAS",
+           "DynamicRateFilter",
            "dynamic_posterior"]

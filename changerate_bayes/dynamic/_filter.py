@@ -8,7 +8,7 @@ import numpy as np
 
 from .._rng import as_generator
 from .._validation import as_float_array, check_positive_int
-from ._model import DEFAULT_SIGMAS, check_prior, check_sigmas, make_lattice
+from ._model import UNIT_FREE_SIGMAS, check_prior, check_sigmas, make_lattice, rounded_intervals
 
 __all__ = ["DynamicRateFilter"]
 
@@ -60,7 +60,7 @@ class DynamicRateFilter:
     n_pages : int, optional
         Number of pages tracked at once; None (default) for one page, whose
         properties are then scalars.
-    sigma : float or sequence of float, default (0, 0.01, 0.03, 0.1, 0.3)
+    sigma : float or sequence of float, optional
         Volatility σ >= 0 of log Δ, per √(time unit of the intervals): over an interval
         τ, log Δ moves by a normal step of standard deviation σ√τ (so drift grows with
         elapsed time, not with the number of crawls). With intervals in hours,
@@ -68,7 +68,15 @@ class DynamicRateFilter:
         over by Bayesian model averaging: each σ keeps its own filter and its marginal
         likelihood, the weights are updated after every crawl (uniform prior over the
         values given); see :attr:`sigma_weights`. σ = 0 is the static model of
-        :func:`changerate_bayes.posterior` on the lattice.
+        :func:`changerate_bayes.posterior` on the lattice. Default (None): unit-free,
+        σ = c/√m_i averaged over c in (0, 0.01, 0.03, 0.1, 0.3, 1), m_i page i's typical
+        crawl interval (``typical_interval``, rounded to 1/8 of an octave), so the
+        largest lets log Δ move by about 1 per typical interval.
+    typical_interval : float or array_like of shape (n_pages,), optional
+        m_i for the default ``sigma``, in the time unit of the intervals (e.g. the
+        crawler's planned interval). Default: each page's first crawl interval (a
+        streaming filter has not seen the later ones; :func:`dynamic_posterior` uses
+        the median of all of them). Only with ``sigma=None``.
     prior : GammaPrior, LogNormalPrior or BetaPrimePrior, optional
         Prior on Δ at the first crawl. Default ``LogNormalPrior(0, 3)`` (log Δ ~
         Normal(0, 3), Δ per time unit). A BetaPrimePrior needs ``crawl_rate``.
@@ -119,12 +127,22 @@ class DynamicRateFilter:
     0.5
     """
 
-    def __init__(self, n_pages=None, *, sigma=DEFAULT_SIGMAS, prior=None, grid=None, crawl_rate=None):
+    def __init__(self, n_pages=None, *, sigma=None, prior=None, grid=None, crawl_rate=None, typical_interval=None):
         self._single = n_pages is None
         n = 1 if n_pages is None else check_positive_int(n_pages, name="n_pages")
         self.n_pages = None if self._single else n
         self._n = n
-        self._sigmas = check_sigmas(sigma)
+        self._unit_free = sigma is None
+        self._sigmas = check_sigmas(UNIT_FREE_SIGMAS if self._unit_free else sigma)
+        # the rounded typical interval of each page (NaN until known), unit-free σ only
+        self._typical = np.full(n, np.nan)
+        if typical_interval is not None:
+            if not self._unit_free:
+                raise TypeError("`typical_interval` is only for the default (unit-free) `sigma=None`")
+            m = as_float_array(typical_interval, name="typical_interval", positive=True, ndim=(0, 1))
+            if m.ndim == 1 and m.shape != (n,):
+                raise ValueError(f"`typical_interval` must be a scalar or have shape ({n},); got {m.shape}")
+            self._typical = rounded_intervals(np.broadcast_to(m, (n,)).astype(np.float64))
         p = None if crawl_rate is None else as_float_array(crawl_rate, name="crawl_rate", positive=True, ndim=(0, 1))
         if p is not None and p.ndim == 1 and p.shape != (n,):
             raise ValueError(f"`crawl_rate` must be a scalar or have shape ({n},); got {p.shape}")
@@ -195,8 +213,12 @@ class DynamicRateFilter:
         lat = self._lattice
         from . import _kernels  # numba is imported on first use
 
-        _kernels.stream_update(self._w, self._log_ev, changed, tau, mask, lat.rates, 2.0 * np.log(lat.h),
-                               self._sigmas, status)
+        if self._unit_free:
+            first = mask & np.isnan(self._typical)
+            self._typical[first] = rounded_intervals(tau[first])
+        for sel, sig in self._groups(mask, tau):
+            _kernels.stream_update(self._w, self._log_ev, changed, tau, sel, lat.rates, 2.0 * np.log(lat.h), sig,
+                                   status)
         if status.any():
             i = int(np.flatnonzero(status)[0])
             raise ValueError(
@@ -205,11 +227,27 @@ class DynamicRateFilter:
                 "page is no longer valid")
         self.n_updates += mask
 
+    def _groups(self, mask, tau):
+        """(pages, σ) pairs covering ``mask``: one for an absolute σ; with the unit-free
+        default, one per rounded typical interval (a page without one yet uses ``tau``)."""
+        if not self._unit_free:
+            return [(mask, self._sigmas)]
+        m = np.where(np.isnan(self._typical), rounded_intervals(tau), self._typical)
+        values = np.unique(m[mask])
+        return [(mask & (m == v), self._sigmas / np.sqrt(v)) for v in values]
+
     # ------------------------------------------------------------ reading
     @property
     def sigmas(self) -> np.ndarray:
-        """The volatilities averaged over, shape (S,) (per √time unit)."""
+        """The volatilities averaged over, shape (S,): per √time unit, or with the default
+        ``sigma=None`` the unit-free c, per √(typical interval)."""
         return self._sigmas.copy()
+
+    @property
+    def typical_interval(self):
+        """The rounded typical interval m_i of the unit-free default (NaN before a page's
+        first crawl; all NaN for an absolute ``sigma``): float or (n_pages,)."""
+        return self._out(self._typical.copy())
 
     @property
     def grid(self) -> np.ndarray:
@@ -277,7 +315,10 @@ class DynamicRateFilter:
         lat = self._lattice
         from . import _kernels
 
-        _kernels.stream_predict(self._w, tau, lat.rates, 2.0 * np.log(lat.h), self._sigmas, out)
+        for sel, sig in self._groups(np.ones(self._n, dtype=bool), tau):
+            part = np.empty_like(out)
+            _kernels.stream_predict(self._w, tau, lat.rates, 2.0 * np.log(lat.h), sig, part)
+            out[:, sel] = part[:, sel]
         pi = mixture_weights(self._log_ev)
         return self._out(np.sum(pi * out, axis=0))
 

@@ -9,14 +9,23 @@ import numpy as np
 from .._validation import as_float_array, check_positive_int
 from ..bayes._priors import LogNormalPrior, Prior, log_prior_u
 
-__all__ = ["DEFAULT_PRIOR", "DEFAULT_SIGMAS", "DEFAULT_GRID_SIZE", "Lattice", "make_lattice", "check_sigmas"]
+__all__ = ["DEFAULT_PRIOR", "DEFAULT_SIGMAS", "DEFAULT_GRID_SIZE", "UNIT_FREE_SIGMAS", "Lattice", "make_lattice",
+           "check_sigmas", "typical_intervals", "rounded_intervals"]
 
 #: default prior on Δ: log Δ ~ Normal(0, 3), Δ per unit of the intervals (with hours,
 #: 95% prior mass between one change in 17 days and 400 per hour)
 DEFAULT_PRIOR = LogNormalPrior(0.0, 3.0)
-#: default volatilities averaged over, per √(time unit of the intervals): with hours,
+#: volatilities of the absolute grid, per √(time unit of the intervals): with hours,
 #: 0.1 per √hour lets log Δ drift by 0.1·√24 ≈ 0.5 (a factor 1.6) in a day
 DEFAULT_SIGMAS = (0.0, 0.01, 0.03, 0.1, 0.3)
+#: default (unit-free) volatilities averaged over, per √(each page's typical crawl
+#: interval m): page i uses σ = c/√m_i, so the largest lets log Δ move by about 1 per
+#: typical interval whatever the unit of time and however often the page is crawled
+UNIT_FREE_SIGMAS = (0.0, 0.01, 0.03, 0.1, 0.3, 1.0)
+#: typical intervals are rounded to this fraction of an octave (to within 2^{1/16}, so σ is
+#: within 2^{1/32}, 2.2%, of c/√m), so that pages with nearly the same interval share one
+#: compiled call
+TYPICAL_STEP = 0.125
 DEFAULT_GRID_SIZE = 200
 #: a default lattice spans the prior's quantiles from GRID_TAIL to 1 − GRID_TAIL in log Δ
 GRID_TAIL = 1e-6
@@ -129,3 +138,27 @@ def check_sigmas(sigma) -> np.ndarray:
     if np.unique(arr).size != arr.size:
         raise ValueError(f"`sigma` values must be distinct; got {arr.tolist()}")
     return arr
+
+
+def typical_intervals(tau: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Each page's median crawl interval over its crawls in ``mask`` (1.0 for a page without any).
+
+    ``tau`` and ``mask`` of shape (n_pages, k); returns shape (n_pages,).
+    """
+    med = np.ones(tau.shape[0])
+    some = mask.any(axis=1)
+    if some.any():
+        med[some] = np.nanmedian(np.where(mask[some], tau[some], np.nan), axis=1)
+    return med
+
+
+def rounded_intervals(m: np.ndarray) -> np.ndarray:
+    """Typical intervals rounded to :data:`TYPICAL_STEP` of an octave in log2 (nearest)."""
+    return np.exp2(np.round(np.log2(m) / TYPICAL_STEP) * TYPICAL_STEP)
+
+
+def unit_free_groups(m: np.ndarray, sigmas: np.ndarray):
+    """Pages grouped by rounded typical interval: a list of (page indices, σ of the group)."""
+    r = rounded_intervals(m)
+    values, inverse = np.unique(r, return_inverse=True)
+    return [(np.flatnonzero(inverse == j), sigmas / np.sqrt(v)) for j, v in enumerate(values)]

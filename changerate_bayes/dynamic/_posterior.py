@@ -9,7 +9,8 @@ import numpy as np
 from .._validation import as_float_array
 from ..bayes import _arviz
 from ..history import CrawlHistory
-from ._model import DEFAULT_SIGMAS, check_prior, check_sigmas, make_lattice
+from ._model import (UNIT_FREE_SIGMAS, check_prior, check_sigmas, make_lattice, rounded_intervals,
+                     typical_intervals, unit_free_groups)
 
 __all__ = ["dynamic_posterior", "DEFAULT_LEVELS"]
 
@@ -66,7 +67,7 @@ def _inputs(history, mask):
                     f"got {type(history).__name__}")
 
 
-def dynamic_posterior(history, *, sigma=DEFAULT_SIGMAS, prior=None, grid=None, smooth: bool = True,
+def dynamic_posterior(history, *, sigma=None, prior=None, grid=None, smooth: bool = True,
                       levels=DEFAULT_LEVELS, mask=None, crawl_rate=None):
     """Filtered and smoothed posteriors of a drifting change rate Δ_t at every crawl.
 
@@ -83,9 +84,12 @@ def dynamic_posterior(history, *, sigma=DEFAULT_SIGMAS, prior=None, grid=None, s
         of shape (n_pages, k): ``changed`` (0/1), ``intervals`` (τ > 0, in the time unit
         of σ and Δ) and ``mask`` (True where a crawl exists), so that pages with any
         number of crawls fit one array; entries where ``mask`` is False are ignored.
-    sigma : float or sequence of float, default (0, 0.01, 0.03, 0.1, 0.3)
+    sigma : float or sequence of float, optional
         Volatility of log Δ per √(time unit of the intervals); a sequence is averaged
-        by Bayesian model averaging (see :class:`DynamicRateFilter`).
+        by Bayesian model averaging (see :class:`DynamicRateFilter`). Default (None):
+        unit-free, c/√m_i averaged over c in (0, 0.01, 0.03, 0.1, 0.3, 1), m_i page
+        i's median crawl interval (rounded to 1/8 of an octave), so that the same
+        default serves pages crawled hourly or monthly, in any unit of time.
     prior : GammaPrior, LogNormalPrior or BetaPrimePrior, optional
         Prior on Δ at the first crawl; default ``LogNormalPrior(0, 3)``. A
         BetaPrimePrior needs the crawl rate (the history's, or ``crawl_rate``).
@@ -106,6 +110,10 @@ def dynamic_posterior(history, *, sigma=DEFAULT_SIGMAS, prior=None, grid=None, s
     arviz.InferenceData
         Dims ``page`` and ``crawl`` (``crawl`` only for a one-page history),
         ``quantile`` and ``sigma``:
+
+        With the default ``sigma``, the ``sigma`` coordinate holds the unit-free c
+        (σ per √(typical interval)) and ``constant_data`` holds ``typical_interval``
+        (page), the m_i used (rounded).
 
         - ``posterior``: ``filtered_mean``, ``filtered_quantiles`` (page, crawl,
           quantile) and, with ``smooth``, ``smoothed_mean``, ``smoothed_quantiles``:
@@ -157,7 +165,8 @@ def dynamic_posterior(history, *, sigma=DEFAULT_SIGMAS, prior=None, grid=None, s
     changed, tau, m, n_pages, p_hist = _inputs(history, mask)
     if not isinstance(smooth, (bool, np.bool_)):
         raise TypeError(f"`smooth` must be a bool; got {type(smooth).__name__}")
-    sigmas = check_sigmas(sigma)
+    unit_free = sigma is None
+    sigmas = check_sigmas(UNIT_FREE_SIGMAS if unit_free else sigma)
     lv = _check_levels(levels)
     probs = np.array(sorted({round((1 - v) / 2, 12) for v in lv} | {0.5} | {round((1 + v) / 2, 12) for v in lv}))
     p = p_hist if crawl_rate is None else as_float_array(crawl_rate, name="crawl_rate", positive=True, ndim=(0, 1))
@@ -180,28 +189,38 @@ def dynamic_posterior(history, *, sigma=DEFAULT_SIGMAS, prior=None, grid=None, s
 
     from . import _kernels
 
-    for a in range(0, n, BLOCK_PAGES):
-        b = min(n, a + BLOCK_PAGES)
-        w0 = lat.prior_weights(1) if np.ndim(lat.log_prior) == 1 else _block_prior(lat, a, b)  # (1, G): shared
-        with numba.parallel_chunksize(1):  # blocks of pages handed out one at a time (load balance)
-            _kernels.batch_filter(w0, changed_c[a:b], tau_c[a:b], m_c[a:b], lat.rates, float(lat.u[0]), lat.h,
-                                  sigmas, probs, bool(smooth), *(out[key][a:b] for key in
-                                                                 ("pred", "f_mean", "f_q", "s_mean", "s_q", "wpath",
-                                                                  "log_ev", "status")))
+    keys = ("pred", "f_mean", "f_q", "s_mean", "s_q", "wpath", "log_ev", "status")
+    typical = rounded_intervals(typical_intervals(tau_c, m_c)) if unit_free else None
+    # pages that share their volatilities: all of them, or (unit-free) those whose typical
+    # intervals round to the same value, each group run on its own rows
+    groups = unit_free_groups(typical, sigmas) if unit_free else [(None, sigmas)]
+    for rows, sig in groups:
+        n_rows = n if rows is None else rows.size
+        for a in range(0, n_rows, BLOCK_PAGES):
+            b = min(n_rows, a + BLOCK_PAGES)
+            sel = slice(a, b) if rows is None else rows[a:b]
+            w0 = lat.prior_weights(1) if np.ndim(lat.log_prior) == 1 else _block_prior(lat, sel)  # (1, G): shared
+            bufs = [out[key][sel] for key in keys]  # views for a slice, copies for an index array
+            with numba.parallel_chunksize(1):  # blocks of pages handed out one at a time (load balance)
+                _kernels.batch_filter(w0, changed_c[sel], tau_c[sel], m_c[sel], lat.rates, float(lat.u[0]), lat.h,
+                                      np.ascontiguousarray(sig), probs, bool(smooth), *bufs)
+            if rows is not None:
+                for key, buf in zip(keys, bufs):
+                    out[key][sel] = buf
     if out["status"].any():
         i = int(np.flatnonzero(out["status"])[0])
         raise ValueError(f"page {i}: a crawl has probability 0 at every lattice node "
                          f"[{lat.rates[0]:.3g}, {lat.rates[-1]:.3g}]: widen `grid`")
-    return _to_idata(out, changed, tau, m, n_pages, probs, lv, sigmas, prior, lat, smooth)
+    return _to_idata(out, changed, tau, m, n_pages, probs, lv, sigmas, prior, lat, smooth, typical)
 
 
-def _block_prior(lat, a, b):
-    lp = lat.log_prior[a:b]
+def _block_prior(lat, sel):
+    lp = lat.log_prior[sel]
     w = np.exp(lp - lp.max(axis=1, keepdims=True))
     return np.ascontiguousarray(w / w.sum(axis=1, keepdims=True))
 
 
-def _to_idata(out, changed, tau, m, n_pages, probs, levels, sigmas, prior, lat, smooth):
+def _to_idata(out, changed, tau, m, n_pages, probs, levels, sigmas, prior, lat, smooth, typical):
     single = n_pages is None
 
     def pc(a):  # drop the page axis of a one-page history
@@ -224,15 +243,18 @@ def _to_idata(out, changed, tau, m, n_pages, probs, levels, sigmas, prior, lat, 
     attrs = {
         "method": "dynamic", "prior": repr(prior), "levels": list(levels), "quantile_levels": probs.tolist(),
         "sigmas": sigmas.tolist(), "grid_size": int(lat.u.size), "grid_low": float(lat.rates[0]),
-        "grid_high": float(lat.rates[-1]), "smoothed": bool(smooth),
+        "grid_high": float(lat.rates[-1]), "smoothed": bool(smooth), "unit_free_sigma": typical is not None,
     }
     dd = pdims + ("crawl",)
+    const = {"intervals": (pc(np.where(m, tau, np.nan)), dd), "mask": (pc(m), dd)}
+    if typical is not None:
+        const["typical_interval"] = (pc(typical), pdims)
     return _arviz.make_summary_data(
         {
             "posterior": post,
             "predictions": {"change_probability": (pc(out["pred"]), dd)},
             "observed_data": {"changed": (pc(changed.astype(np.int8)), dd)},
-            "constant_data": {"intervals": (pc(np.where(m, tau, np.nan)), dd), "mask": (pc(m), dd)},
+            "constant_data": const,
         },
         coords=coords, attrs=attrs)
 

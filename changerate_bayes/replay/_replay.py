@@ -24,6 +24,21 @@ DEFAULT_POLICIES = ("uniform", "nutch", "nutch_tuned", "stormcrawler", "stormcra
 _INC_BOUNDS = (1e-3, 100.0)
 
 
+def at_search_bound(inc_rate, bounds=_INC_BOUNDS) -> bool:
+    """Whether an increase rate from :func:`tune_increase_rate` stopped at an end of its
+    bisection's range ``bounds`` (within 1%, more than the last step): the budget was then
+    not matched inside the search, whatever the crawls spent say.
+
+    Examples
+    --------
+    >>> at_search_bound(0.001002814), at_search_bound(0.37), at_search_bound(100.0), at_search_bound(None)
+    (True, False, True, False)
+    """
+    if inc_rate is None or inc_rate != inc_rate:  # not a tuned schedule
+        return False
+    return bool(inc_rate <= bounds[0] * 1.01 or inc_rate >= bounds[1] / 1.01)
+
+
 def _check_budgets(budget) -> tuple:
     vals = list(budget) if isinstance(budget, (list, tuple, np.ndarray, pd.Series)) else [budget]
     if not vals:

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -18,8 +19,9 @@ import jinja2
 import numpy as np
 from markupsafe import Markup, escape
 
-__all__ = ["VERDICT_KINDS", "check_output_dir", "figure_context", "figure_to_html", "format_pvalue", "format_value",
-           "html_table", "render_page", "summary_row", "verdict_html", "write_report"]
+__all__ = ["VERDICT_KINDS", "VERDICT_SEVERITY", "check_output_dir", "figure_context", "figure_to_html",
+           "format_duration", "format_pvalue", "format_value", "html_table", "render_page", "section_outcome",
+           "summary_row", "verdict_boxes", "verdict_html", "write_report"]
 
 _ENV = None
 
@@ -35,6 +37,7 @@ def _env() -> jinja2.Environment:
         )
         _ENV.filters["fmt"] = format_value
         _ENV.filters["fmt_p"] = format_pvalue
+        _ENV.filters["duration"] = format_duration
         _ENV.tests["number"] = lambda x: isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(
             x, (bool, np.bool_))
     return _ENV
@@ -55,6 +58,22 @@ def format_value(x, digits: int = 4) -> str:
             return f"{x:.{digits - 1}e}"
         return f"{x:.{digits}g}"
     return str(x)
+
+
+def format_duration(seconds) -> str:
+    """A run time for the report's header: milliseconds below 1 s, one decimal below 10 s.
+
+    Examples
+    --------
+    >>> format_duration(0.0123), format_duration(3.21), format_duration(492.4)
+    ('12 ms', '3.2 s', '492 s')
+    """
+    seconds = float(seconds)
+    if seconds < 1.0:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 10.0:
+        return f"{seconds:.1f} s"
+    return f"{seconds:.0f} s"
 
 
 #: matplotlib settings of the report's figures (see :func:`figure_context`)
@@ -275,6 +294,55 @@ def summary_row(*, verdict: str, key_number: str, kind: str) -> dict:
     return {"verdict": str(verdict), "key_number": str(key_number), "kind": kind}
 
 
+#: how bad each verdict kind is, for :func:`section_outcome` ("finding" is neutral, like "holds")
+VERDICT_SEVERITY = {"holds": 0, "finding": 0, "mixed": 1, "fails": 2}
+_BOX = re.compile(r'<p class="verdict (ok|fail|mixed|finding)">')
+_BOX_KIND = {cls: kind for kind, (cls, _) in VERDICT_KINDS.items()}
+
+
+def verdict_boxes(html: str) -> list[str]:
+    """The kinds of the verdict boxes (:func:`verdict_html`) in an HTML fragment, in order."""
+    return [_BOX_KIND[m.group(1)] for m in _BOX.finditer(str(html))]
+
+
+def section_outcome(summary: dict, html: str) -> dict:
+    """A section's summary row, never kinder than the worst verdict box of the section.
+
+    The row's ``kind`` becomes the worst kind among its own and the section's boxes
+    (by :data:`VERDICT_SEVERITY`: "fails" > "mixed" > "holds" = "finding"); when a box
+    makes it worse, the verdict says how many boxes of that kind the section has.
+
+    Parameters
+    ----------
+    summary : dict
+        From :func:`summary_row`.
+    html : str
+        The section's HTML, with its verdict boxes.
+
+    Returns
+    -------
+    dict
+        A new summary row (``summary`` itself is not changed).
+
+    Examples
+    --------
+    >>> row = summary_row(verdict="LLN beats uniform.", key_number="0.9", kind="holds")
+    >>> out = section_outcome(row, str(verdict_html("plug-in worse than uniform", False)))
+    >>> out["kind"], out["verdict"]
+    ('fails', 'LLN beats uniform. But 1 check in this section does not hold.')
+    """
+    boxes = verdict_boxes(html)
+    worst = max(boxes, key=VERDICT_SEVERITY.__getitem__, default=summary["kind"])
+    if VERDICT_SEVERITY[worst] <= VERDICT_SEVERITY[summary["kind"]]:
+        return dict(summary)
+    n = boxes.count(worst)
+    what = {"fails": "does not hold" if n == 1 else "do not hold", "mixed": "is mixed" if n == 1 else "are mixed"}
+    verdict = summary["verdict"].rstrip()
+    verdict += ("" if verdict.endswith(".") else ".") + f" But {n} check{'s' if n > 1 else ''} in this section " \
+        f"{what[worst]}."
+    return {**summary, "verdict": verdict, "kind": worst}
+
+
 def render_page(*, title: str, sections: list[dict], meta: dict) -> str:
     """Render the whole report page.
 
@@ -282,11 +350,16 @@ def render_page(*, title: str, sections: list[dict], meta: dict) -> str:
     ----------
     title : str
     sections : list of dict
-        Each with ``id``, ``title``, ``html`` (an HTML fragment) and ``seconds``.
+        Each with ``id``, ``title``, ``html`` (an HTML fragment) and ``seconds`` (the
+        time it took to compute, or None when it was not timed apart), and
+        optionally ``summary`` (:func:`summary_row`), its row of the summary table,
+        shown no kinder than the section's worst verdict box (:func:`section_outcome`).
     meta : dict
         Shown in the header (preset, seed, versions, date).
     """
-    sections = [dict(s, html=Markup(s["html"])) for s in sections]
+    sections = [dict(s, html=Markup(s["html"]),
+                     summary=section_outcome(s["summary"], s["html"]) if s.get("summary") else None)
+                for s in sections]
     return _env().get_template("report.html.j2").render(title=title, sections=sections, meta=meta)
 
 
@@ -337,7 +410,7 @@ def write_report(out_dir, *, html: str, results: dict) -> Path:
     """Write ``index.html`` and ``results.json`` into ``out_dir`` atomically.
 
     Both files are first written to a temporary folder inside ``out_dir`` and then
-    moved into place under an exclusive lock on ``out_dir/.report.lock``, so two
+    moved into place under an exclusive lock on the folder ``out_dir``, so two
     processes writing to the same folder at once leave one complete pair, never
     ``index.html`` of one run beside ``results.json`` of the other; if moving the
     second file fails, the first is put back, so a failure never leaves a partial or
@@ -355,7 +428,7 @@ def write_report(out_dir, *, html: str, results: dict) -> Path:
     try:
         (tmp / "index.html").write_text(html, encoding="utf-8")
         (tmp / "results.json").write_text(payload, encoding="utf-8")
-        with _report_lock(out):  # another process swapping its pair in waits for this swap to end
+        with folder_lock(out):  # another process swapping its pair in waits for this swap to end
             backups = []
             try:
                 for name in _REPORT_FILES:
@@ -372,34 +445,53 @@ def write_report(out_dir, *, html: str, results: dict) -> Path:
     return out / "index.html"
 
 
-_LOCK_FILE = ".report.lock"
+_LOCK_FILE = ".report.lock"  # only where the folder itself cannot be locked (not POSIX)
+_HELD = threading.local()  # (device, inode) of the folders this thread holds locked
 
 
 @contextlib.contextmanager
-def _report_lock(out: Path):
-    """Hold an exclusive lock on ``out/.report.lock`` (``fcntl.flock``; on systems
-    without it, an ``O_EXCL`` lock file polled every 50 ms)."""
-    path = out / _LOCK_FILE
+def folder_lock(folder):
+    """Hold an exclusive lock on ``folder`` itself (``fcntl.flock`` of the folder's
+    descriptor), which leaves no file behind.
+
+    Another process or thread waits until the lock is released. The lock is re-entrant
+    within a thread: a thread that already holds it on the same folder (also under
+    another path) goes on, so a command may lock its table's folder and then write a
+    report into the same folder. On systems without ``flock``, an ``O_EXCL`` lock file
+    ``.report.lock`` is polled every 50 ms and removed on release.
+    """
+    st = os.stat(folder)
+    key = (st.st_dev, st.st_ino)
+    held = _HELD.__dict__.setdefault("keys", set())
+    if key in held:
+        yield
+        return
     try:
         import fcntl
     except ImportError:  # pragma: no cover - not POSIX
         fcntl = None
-    if fcntl is not None:
-        with open(path, "a+b") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+    held.add(key)
+    try:
+        if fcntl is not None:
+            fd = os.open(folder, os.O_RDONLY)
             try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
                 yield
             finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
-        return
-    while True:  # pragma: no cover - not POSIX
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            break
-        except FileExistsError:
-            time.sleep(0.05)
-    try:  # pragma: no cover
-        yield
-    finally:  # pragma: no cover
-        os.close(fd)
-        os.unlink(path)
+                os.close(fd)  # closing the descriptor releases the lock
+            return
+        path = Path(folder) / _LOCK_FILE  # pragma: no cover - not POSIX
+        while True:  # pragma: no cover
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                break
+            except FileExistsError:
+                time.sleep(0.05)
+        try:  # pragma: no cover
+            yield
+        finally:  # pragma: no cover
+            os.close(fd)
+            os.unlink(path)
+    finally:
+        held.discard(key)
+
