@@ -1,4 +1,4 @@
-"""The per-page table on a Dask cluster: visits shuffled by page, the same vectorised code per partition."""
+"""The per-page table on a Dask cluster: log files read one per task, or a Dask DataFrame; each page's visits in one task (shuffled only when the input is not already partitioned by page), the pandas engine's code per task."""
 
 from __future__ import annotations
 
