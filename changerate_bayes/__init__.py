@@ -42,6 +42,8 @@ _LAZY = {
     "sampler_diagnostics": ".bayes",
     # the per-page table
     "estimate_pages": ".pages",
+    "estimate_log": ".log_estimates",
+    "LogEstimates": ".log_estimates",
     # dynamic (drifting rates)
     "DynamicRateFilter": ".dynamic",
     "dynamic_posterior": ".dynamic",

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .bayes import posterior_summary
+from .bayes._summary import posterior_mean_interval
 from .estimators import METHODS, final_estimates
 from .history import CrawlHistory
 from .scheduling import optimal_crawl_rates
@@ -83,7 +83,8 @@ def page_table(history_or_log, *, methods=METHODS, prior=None, level=0.9, poster
     age = getattr(history_or_log, "last_modified_age", None)
     if age is not None:  # Cho & Garcia-Molina's estimator with the last-modification date
         out["lm_rate"] = _last_modified_rates(history, age) * per_day
-    post = posterior_summary(history, prior=prior, method=posterior_method, level=level)
+    # the table shows the mean and interval only: the sd's grid is not computed
+    post = posterior_mean_interval(history, prior=prior, method=posterior_method, level=level)
     out["posterior_mean"] = post.mean * per_day
     out["posterior_lower"] = post.lower * per_day
     out["posterior_upper"] = post.upper * per_day

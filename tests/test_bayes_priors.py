@@ -121,3 +121,24 @@ def test_lognormal_extremes_that_are_accepted_work():
     assert LogNormalPrior(0.0, 1e-6).coefficients().C == pytest.approx(5e11)
     assert LogNormalPrior(700.0, 1e150).mean == math.inf  # beyond float64, not OverflowError
     assert LogNormalPrior(-700.0, 1.0).median == pytest.approx(math.exp(-700.0))
+
+
+@pytest.mark.parametrize(("shape", "rate", "match"), [
+    (1e300, 1e-300, r"`shape` and `rate` must give a prior scale .* got e\^1381.55"),  # a/b = 1e600
+    (1.0, 1e-310, r"`shape` and `rate` must give a prior scale"),  # 1/b = 1e310
+    (0.5, 1e305, r"`shape` and `rate` must give a prior scale"),  # mass ends near 1e-305
+    (1e300, 1.0, r"`shape` must be at most 2.1e\+18 for rate = 1"),  # sd of log Δ ≈ 1e-150 at log Δ ≈ 690.8
+    (1e25, 1.0, r"`shape` must be at most"),
+])
+def test_gamma_prior_outside_float64_is_refused(shape, rate, match):
+    """The prior of log Δ must sit where float64 holds its rates and resolves its width:
+    GammaPrior(1e300, 1e-300) (mean 1e600) used to give NaN posteriors on the grid."""
+    with pytest.raises(ValueError, match=match):
+        GammaPrior(shape, rate)
+
+
+def test_gamma_prior_at_the_edges_of_float64_is_kept():
+    """Shapes far below 1 (nearly log-uniform priors) and large but resolvable shapes stay."""
+    for shape, rate in ((5e-324, 1.0), (1e-300, 1.0), (1e20, 1e20), (1e18, 1e-250), (2.0, 1e-300)):
+        prior = GammaPrior(shape, rate)
+        assert (prior.shape, prior.rate) == (shape, rate)

@@ -1,6 +1,7 @@
 """posterior_summary: exact moments and credible intervals, rectangular and ragged."""
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -189,3 +190,16 @@ def test_grid_summary_refuses_a_mean_below_its_own_interval():
         posterior_summary(h)
     ok = posterior_summary(CrawlHistory(changed=np.array([1]), intervals=np.array([1e-30]), crawl_rate=1.0))
     assert ok.mean[0] >= 0.95 * ok.lower[0]
+
+
+def test_grid_summary_at_the_smallest_intervals():
+    """Intervals of 5e-324 (the smallest float64). Under GammaPrior(1, 1) the likelihood
+    of [1, 1, 0] tends to (Δτ)² (e^{−Δτ} → 1), so the posterior is Gamma(3, 1): mean 3,
+    sd √3. Under the heavy-tailed BetaPrimePrior(1, 2) the posterior ∝ Δ²(1 + Δ)^{−3}
+    runs up to Δ ≈ 1/τ ≈ 2e323, beyond float64: a ValueError, not a NaN sd."""
+    h = CrawlHistory([1, 1, 0], intervals=[5e-324] * 3, crawl_rate=1.0)
+    s = posterior_summary(h, prior=GammaPrior(1.0, 1.0))
+    assert s.mean[0] == pytest.approx(3.0, rel=1e-8)
+    assert s.sd[0] == pytest.approx(math.sqrt(3.0), rel=1e-6)
+    with pytest.raises(ValueError, match=r"page 0: the posterior reaches rates beyond the float64 range .* 4.94e-324"):
+        posterior_summary(h, prior=BetaPrimePrior(1.0, 2.0))

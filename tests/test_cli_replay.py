@@ -42,3 +42,20 @@ def test_replay_command_bad_input_leaves_nothing(tmp_path, capsys):
     assert "start and end" in capsys.readouterr().err
     assert main(["replay", str(tmp_path / "missing.csv"), "--budget", "1"]) == 2
     assert not (out / "index.html").exists() and not (out / "results.json").exists()
+
+
+def test_replay_command_refuses_a_budget_beyond_what_it_counts(tmp_path, capsys):
+    """Budgets are counted in int64 crawls: above 1e12 crawls per day an error names
+    --budget (no traceback), and nothing is written."""
+    ch, win = _files(tmp_path)
+    out = tmp_path / "rep"
+    for budget in ("1e300", "1e20", "inf", "nan"):
+        assert main(["replay", ch, "--windows", win, "--budget", "1", budget, "--report", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert "--budget must" in err and "Traceback" not in err
+    assert not out.exists()
+    code = main(["replay", ch, "--windows", win, "--budget", "1e12", "--policies", "uniform", "oracle",
+                 "--n-boot", "20"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "1.000000e+12" in printed

@@ -503,7 +503,8 @@ def test_streaming_kernels_equal_previous_kernels(scale):
     for _ in range(2):
         w = np.repeat(lat.prior_weights(n)[None], sigmas.size, axis=0)
         states.append((w, np.zeros((sigmas.size, n))))
-    kernels = ((stream_update, stream_predict), (_kernels.stream_update, _kernels.stream_predict))
+    kernels = ((stream_update, stream_predict),
+               (lambda *a: _kernels.stream_update(*a, 0, n), lambda *a: _kernels.stream_predict(*a, 0, n)))
     for c in range(k):
         preds, statuses = [], []
         for (update, predict), (w, lev) in zip(kernels, states):

@@ -206,6 +206,31 @@ def test_streaming_with_masks_equals_each_pages_path_after_every_update(method, 
         _same(est.rate, want, 1e-12)
 
 
+@pytest.mark.parametrize("warm", [0, 1, 3])
+@pytest.mark.parametrize("method", METHODS)
+def test_mask_of_no_page_is_a_no_op(method, warm):
+    """Every estimator class: an update whose mask is all False leaves every page's rate
+    and crawl count as they were (before any crawl, after some, with pages already
+    differing), and the next updates go on as if it had not happened."""
+    rng = np.random.default_rng(5)
+    n = 3
+    params = PARAMS.get(method, {})
+    est, ref = (ESTIMATORS[method](crawl_rate=1.5, n_pages=n, **params) for _ in range(2))
+    steps = [(np.array([1, 0, 1]), np.array([0.5, 1.0, 2.0]), None),
+             (np.array([0, 1, 1]), np.array([1.0, 0.3, 0.7]), None),
+             (np.array([1, 1, 0]), np.array([0.2, 0.4, 1.1]), np.array([True, False, True]))]
+    for changed, tau, mask in steps[:warm]:
+        for e in (est, ref):
+            _quiet(e.update, changed, interval=tau, mask=mask)
+    before = np.array(est.rate, dtype=float).copy()
+    _quiet(est.update, rng.integers(0, 2, n), interval=rng.exponential(1.0, n), mask=np.zeros(n, dtype=bool))
+    _same(est.rate, before, 0.0)
+    assert_array_equal(est.page_crawls, ref.page_crawls)
+    for e in (est, ref):
+        _quiet(e.update, np.array([0, 1, 0]), interval=np.array([0.9, 0.8, 0.6]), mask=np.array([True, True, False]))
+    _same(est.rate, ref.rate, 0.0)
+
+
 def test_mask_leaves_unmasked_pages_untouched_and_is_checked():
     est = ESTIMATORS["sam"](crawl_rate=2.0, n_pages=3)
     est.update([1, 1, 1])

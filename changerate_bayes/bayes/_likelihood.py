@@ -226,7 +226,8 @@ class ExactLikelihood:
         self._segments()
         # crude starting value: each changed interval counts half its length as exposure
         half = self._sum(self._tau) / 2.0
-        self.start = np.log((self.n_changed + 0.5) / (self.t0 + half))
+        with np.errstate(over="ignore", divide="ignore"):  # inf for intervals near 1e-323: the grid then starts at 0
+            self.start = np.log((self.n_changed + 0.5) / (self.t0 + half))
 
     def block(self, start: int, stop: int) -> "ExactLikelihood":
         """The likelihood of pages ``start:stop`` (a view on contiguous storage)."""

@@ -156,7 +156,10 @@ class GammaPrior(Prior):
     Raises
     ------
     ValueError
-        If ``shape`` or ``rate`` is <= 0, NaN or infinite (the message names it).
+        If ``shape`` or ``rate`` is <= 0, NaN or infinite (the message names it); if
+        the prior's scale max(shape, 1)/rate is outside [e^-700, e^700] (not a normal
+        float64 rate); if ``shape`` > (1e12·max(1, |log(shape/rate)|))^2 (the prior's
+        sd in log Δ, about 1/√shape, below what float64 resolves there).
     TypeError
         If a parameter is not a real number.
 
@@ -178,8 +181,24 @@ class GammaPrior(Prior):
     family = "gamma"
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", check_positive_scalar(self.shape, name="shape"))
-        object.__setattr__(self, "rate", check_positive_scalar(self.rate, name="rate"))
+        a = check_positive_scalar(self.shape, name="shape")
+        b = check_positive_scalar(self.rate, name="rate")
+        # in u = log Δ the density is ∝ e^{a u − b e^u}: its mode is at log(a/b), and for a >= 1
+        # its sd is about 1/√a; for a < 1 the mass ends above at about u = log(1/b)
+        log_scale = math.log(max(a, 1.0)) - math.log(b)
+        if abs(log_scale) > MAX_ABS_LOG_RATE:
+            raise ValueError(
+                f"`shape` and `rate` must give a prior scale max(shape, 1)/rate in [e^-{MAX_ABS_LOG_RATE:g}, "
+                f"e^{MAX_ABS_LOG_RATE:g}] (a normal float64 rate); got e^{log_scale:.6g} (shape={a:g}, rate={b:g})"
+            )
+        a_max = (1.0 / (SIGMA_RESOLUTION * max(1.0, abs(log_scale)))) ** 2
+        if a > a_max:
+            raise ValueError(
+                f"`shape` must be at most {a_max:.3g} for rate = {b:g} (above, the prior's sd in log Δ, about "
+                f"1/√shape, is below what float64 resolves around log(shape/rate)); got {a:g}"
+            )
+        object.__setattr__(self, "shape", a)
+        object.__setattr__(self, "rate", b)
 
     @property
     def mean(self) -> float:

@@ -441,15 +441,16 @@ def posterior_mean_path(history, *, prior=None, likelihood="conjugate", rate_gri
     Parameters
     ----------
     history : CrawlHistory
-        Shape (k,) or (n_pages, k); ``"conjugate"`` needs its crawl rate,
-        ``"exact"`` its intervals.
+        Shape (k,) or (n_pages, k), or ragged (pages with different numbers of
+        crawls); ``"conjugate"`` needs its crawl rate, ``"exact"`` its intervals.
     prior, likelihood, rate_grid
         As for :class:`BayesianEstimator` (the crawl rate comes from ``history``).
 
     Returns
     -------
     ndarray, shape of ``history.changed``
-        Element j is the posterior mean after the first j + 1 crawls.
+        Element j is the posterior mean after the first j + 1 crawls. For a ragged
+        history, shape (n_pages, n_crawls), NaN after each page's last crawl.
 
     Raises
     ------
@@ -473,18 +474,25 @@ def posterior_mean_path(history, *, prior=None, likelihood="conjugate", rate_gri
     if not isinstance(history, CrawlHistory):
         raise TypeError(f"`history` must be a CrawlHistory; got {type(history).__name__}")
     cfg = _Config(prior, history.crawl_rate, likelihood, rate_grid)
-    n = history.n_pages or 1
-    changed = history.changed.reshape(n, -1).astype(np.float64)
-    k = changed.shape[1]
+    if cfg.likelihood == "exact":
+        history.require_intervals(method="exact")
+    # (n_pages, k) arrays; a ragged history is padded after each page's last crawl (with
+    # τ = 1, so that the padding passes the checks): the padding only follows the crawls
+    # whose means are kept, and its entries become NaN
+    changed, tau, mask = history.padded(fill_interval=1.0)
+    changed = changed.astype(np.float64)
+    n, k = changed.shape
+
+    def shaped(out):
+        return np.where(mask, out, np.nan) if history.is_ragged else out.reshape(history.shape)
+
     if cfg.likelihood == "conjugate":
         p = np.broadcast_to(np.asarray(cfg.p, dtype=np.float64).reshape(-1, 1), (n, 1))
-        out = conjugate_mean(cfg.prior.a, cfg.prior.b, np.cumsum(changed, axis=1), np.arange(1, k + 1), p)
-        return out.reshape(history.shape)
-    tau = history.require_intervals(method="exact").reshape(n, -1)
+        return shaped(conjugate_mean(cfg.prior.a, cfg.prior.b, np.cumsum(changed, axis=1), np.arange(1, k + 1), p))
     est = BayesianEstimator(prior=cfg.prior, crawl_rate=history.crawl_rate, likelihood="exact",
                             rate_grid=rate_grid, n_pages=n)
     out = np.empty((n, k))
     for j in range(k):  # the recursion over crawls; vectorised over pages
         est.update(changed[:, j], tau[:, j])
         out[:, j] = est.rate
-    return out.reshape(history.shape)
+    return shaped(out)

@@ -143,7 +143,8 @@ def likelihood_from_parts(t0: np.ndarray, page: np.ndarray, tau: np.ndarray) -> 
     lik._tau = np.ascontiguousarray(tau, dtype=np.float64)
     lik._segments()
     half = lik._sum(lik._tau) / 2.0
-    lik.start = np.log((lik.n_changed + 0.5) / (lik.t0 + half))
+    with np.errstate(over="ignore", divide="ignore"):  # inf for intervals near 1e-323: the grid then starts at 0
+        lik.start = np.log((lik.n_changed + 0.5) / (lik.t0 + half))
     return lik
 
 

@@ -43,7 +43,9 @@ def register(sub) -> None:
     p.add_argument("--page-key", choices=("url", "surt"), default="url",
                    help="CDX logs: name pages by their URL (default; as WARC logs do) or by the SURT key")
     p.add_argument("--engine", choices=("pandas", "dask"), default="pandas",
-                   help="pandas (in process, default) or dask (one task per file; a single CSV is read in blocks)")
+                   help="pandas (in process, default; CSV and Parquet logs without --report are reduced one "
+                   "bucket of pages at a time, in memory bounded by the pages) or dask (one task per file; a "
+                   "single CSV or Parquet file is read in blocks)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: a local cluster of 2 workers)")
     p.add_argument("--seed", type=int, default=0, help="seed of the report's Monte Carlo p-values")
@@ -192,7 +194,13 @@ def _run(args) -> int:
         try:
             if args.engine == "dask":
                 table, audit, log = _dask_table(args, fmt, files)
-            else:
+            elif fmt in ("csv", "parquet") and not args.report:  # bucket by bucket: memory bounded by the pages
+                from changerate_bayes import estimate_log
+
+                res = estimate_log(files, format=fmt, columns=args.column_map, methods=args.methods,
+                                   budget=args.budget, level=args.level)
+                table, audit, log = res.table, res.audit, None
+            else:  # the report's diagnostics of the busiest pages need their visits
                 log = read_log(files, format=fmt, ota_changed=args.ota_changed, columns=args.column_map,
                                page_key=args.page_key)
                 audit = log.audit

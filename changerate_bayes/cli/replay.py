@@ -144,7 +144,12 @@ def _run(args) -> int:
         column_map = parse_columns(args.columns, _ROLES) or {}
     except ValueError as exc:
         return fail(str(exc))
+    from changerate_bayes.replay._replay import _check_budgets
 
+    try:  # before any input is read or output made
+        _check_budgets(args.budget)
+    except ValueError as exc:
+        return fail(str(exc))
     if args.report:
         try:
             check_output_dir(args.report)

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._rng import as_generator
 from .._validation import as_float_array, check_positive_int
-from ._model import UNIT_FREE_SIGMAS, check_prior, check_sigmas, make_lattice, rounded_intervals
+from ._model import UNIT_FREE_SIGMAS, check_prior, check_sigmas, make_lattice, page_chunks, rounded_intervals
 
 __all__ = ["DynamicRateFilter"]
 
@@ -94,13 +94,17 @@ class DynamicRateFilter:
     TypeError
         For arguments of the wrong type.
     ValueError
-        For a bad ``n_pages``, a negative or repeated σ, an improper prior, a bad grid.
+        For a bad ``n_pages``, a negative or repeated σ, an improper prior, a bad grid,
+        or, with the default grid, a prior whose median rate is outside 1e-300..1e300
+        per time unit or whose 30 units of log Δ around the median hold less than half
+        its mass (e.g. ``GammaPrior(1e-3, 1)``): pass ``grid`` then.
 
     Notes
     -----
     One crawl with interval τ costs O(G · (2B + 1)) per page and volatility, B ≈ 6σ√τ/h
-    the half-width of the random-walk kernel in nodes (h the lattice spacing), and
-    O(G) for σ = 0. The random walk on the lattice is the continuous-time
+    the half-width of the random-walk kernel in nodes (h the lattice spacing) but at
+    most G − 1, and O(G) for σ = 0: bounded whatever σ and τ are. As σ√τ grows past the
+    lattice's width the transition tends to the uniform distribution on the lattice. The random walk on the lattice is the continuous-time
     nearest-neighbour walk whose transition over τ is the discrete Gaussian kernel
     e^{−t} I_n(t), t = σ²τ/h² (Lindeberg 1990): its variance is σ²τ exactly and two
     steps τ₁, τ₂ equal one step τ₁ + τ₂; it tends to the Gaussian walk as h → 0. Mass
@@ -217,8 +221,10 @@ class DynamicRateFilter:
             first = mask & np.isnan(self._typical)
             self._typical[first] = rounded_intervals(tau[first])
         for sel, sig in self._groups(mask, tau):
-            _kernels.stream_update(self._w, self._log_ev, changed, tau, sel, lat.rates, 2.0 * np.log(lat.h), sig,
-                                   status)
+            # Ctrl-C is acted on between chunks of pages
+            for a, b in page_chunks(self._n, sig.size * lat.u.size, max_pages=None):
+                _kernels.stream_update(self._w, self._log_ev, changed, tau, sel, lat.rates, 2.0 * np.log(lat.h), sig,
+                                       status, a, b)
         if status.any():
             i = int(np.flatnonzero(status)[0])
             raise ValueError(
@@ -317,7 +323,9 @@ class DynamicRateFilter:
 
         for sel, sig in self._groups(np.ones(self._n, dtype=bool), tau):
             part = np.empty_like(out)
-            _kernels.stream_predict(self._w, tau, lat.rates, 2.0 * np.log(lat.h), sig, part)
+            # Ctrl-C is acted on between chunks of pages
+            for a, b in page_chunks(self._n, sig.size * lat.u.size, max_pages=None):
+                _kernels.stream_predict(self._w, tau, lat.rates, 2.0 * np.log(lat.h), sig, part, a, b)
             out[:, sel] = part[:, sel]
         pi = mixture_weights(self._log_ev)
         return self._out(np.sum(pi * out, axis=0))

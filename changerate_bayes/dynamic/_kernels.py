@@ -15,7 +15,11 @@ support). One crawl with interval τ:
    half-width B on each side. The taps come from Miller's downward recurrence started at
    the order :func:`miller_start` chooses from t and B (a few orders past B for small t,
    where the recurrence's truncation error is bounded by MILLER_EPS = 1e-18 relative),
-   or for t <= SERIES_T = 1e-30 from the series' leading terms (t/2)^n/n!;
+   or for t <= SERIES_T = 1e-30 from the series' leading terms (t/2)^n/n!, or, when the
+   kernel is wider than the lattice (√t > G), by the upward recurrence from Hankel's
+   expansion of I_1/I_0 (stable there; as t → ∞ the transition tends to the uniform
+   distribution on the lattice). The work per crawl is thus O(G²) at most, whatever σ
+   and τ are;
 3. predictive: P(I = 1) = Σ_i w_i (1 − e^{−Δ_i τ}), P(I = 0) = Σ_i w_i e^{−Δ_i τ};
 4. update: w_i ← w_i P(I | Δ_i, τ) / P(I).
 
@@ -51,6 +55,9 @@ MILLER_EPS = 1e-18
 #: at or below this t = σ²τ/h², the kernel's taps are the leading terms of the series of
 #: I_n(t) (relative error below t²/4 <= 2.5e-61) instead of Miller's recurrence
 SERIES_T = 1e-30
+#: the upward recurrence of a kernel wider than the lattice needs t at least this large
+#: (Hankel's expansion of I_1/I_0 then converges to 1e-20 in about 25 terms)
+WIDE_T_MIN = 64.0
 #: above this x = Δτ, e^{−x} (< 2^-1021) is taken as 0 and 1 − e^{−x} as 1
 UNDERFLOW_X = 708.0
 #: status codes returned by the kernels
@@ -94,29 +101,43 @@ def lattice_kernel(t, bmax, out):
     """Fill ``out[0..B]`` with the normalised discrete Gaussian kernel; return B.
 
     k(n) = e^{−t} I_n(t) for |n| <= B, B = min(bmax, ⌈6√t⌉ + 3), renormalised so that
-    k(0) + 2 Σ_{n=1..B} k(n) = 1. I_n by Miller's downward recurrence
-    I_{n−1} = (2n/t) I_n + I_{n+1} from the order :func:`miller_start` (y_{N+1} = 0),
-    with rescaling; orders above B are not stored. For t <= :data:`SERIES_T` the taps are
-    the series' leading terms (t/2)^n/n! (relative error below t²/4), where a step of the
-    recurrence could overflow.
+    k(0) + 2 Σ_{n=1..B} k(n) = 1. Three regimes, each with work O(bmax) at most:
+
+    - t <= :data:`SERIES_T`: the series' leading terms (t/2)^n/n! (relative error below
+      t²/4), where a step of the recurrence could overflow;
+    - √t <= bmax + 1 (the kernel no wider than the lattice): Miller's downward recurrence
+      I_{n−1} = (2n/t) I_n + I_{n+1} from the order :func:`miller_start` (y_{N+1} = 0),
+      with rescaling; orders above B are not stored;
+    - √t > bmax + 1 (wider than the lattice; t = ∞ included): the upward recurrence
+      I_{n+1} = I_{n−1} − (2n/t) I_n from I_0 and I_1/I_0 (:func:`_wide_taps`).
+      As t → ∞ the taps tend to 1 (k(n)/k(0) = 1 − n²/(2t) + O(t^{−2})), so every column
+      of the renormalised transition tends to 1/G: the walk forgets the node it started
+      from, and the transition is the uniform distribution on the lattice.
+
+    B is compared with bmax in floating point, so that no t (however large) overflows the
+    integer conversion.
     """
-    if t <= 0.0:
+    if not (t > 0.0):
         out[0] = 1.0
         return 0
     sd = math.sqrt(t)
-    b_full = int(math.ceil(KERNEL_SDS * sd)) + 3
-    b = min(bmax, b_full)
-    if t <= SERIES_T:
-        # I_n(t)/I_0(t) = (t/2)^n/n! · (1 + ε), |ε| < t²/4 <= 2.5e-61: the leading terms of
-        # the series, whose products of factors below 1 cannot overflow (the recurrence's
-        # factors 2n/t would, past 1e58, before its rescaling)
-        a = 1.0
-        out[0] = 1.0
-        for n in range(1, b + 1):
-            a *= t / (2.0 * n)
-            out[n] = a
+    if sd > bmax + 1.0 and t >= WIDE_T_MIN:
+        b = bmax
+        _wide_taps(t, b, out)
     else:
-        _miller_taps(t, b, miller_start(t, b, b_full), out)
+        b_full = int(math.ceil(KERNEL_SDS * sd)) + 3
+        b = min(bmax, b_full)
+        if t <= SERIES_T:
+            # I_n(t)/I_0(t) = (t/2)^n/n! · (1 + ε), |ε| < t²/4 <= 2.5e-61: the leading terms of
+            # the series, whose products of factors below 1 cannot overflow (the recurrence's
+            # factors 2n/t would, past 1e58, before its rescaling)
+            a = 1.0
+            out[0] = 1.0
+            for n in range(1, b + 1):
+                a *= t / (2.0 * n)
+                out[n] = a
+        else:
+            _miller_taps(t, b, miller_start(t, b, b_full), out)
     s = out[0]
     for n in range(1, b + 1):
         s += 2.0 * out[n]
@@ -124,6 +145,49 @@ def lattice_kernel(t, bmax, out):
     for n in range(b + 1):
         out[n] *= inv
     return b
+
+
+@njit(cache=True)
+def bessel_ratio_large(t):
+    """I_1(t)/I_0(t) for t >= :data:`WIDE_T_MIN` (t = ∞ gives 1), from Hankel's expansion.
+
+    I_ν(t) e^{−t} √(2πt) = Σ_k (−1)^k a_k(ν) t^{−k} + O(e^{−2t}),
+    a_k(ν) = Π_{j<=k} (4ν² − (2j − 1)²)/(8j) (Abramowitz & Stegun 9.7.1; DLMF 10.40.1).
+    Successive terms shrink by |(2j − 1)² − 4ν²|/(8jt) < j/(2t) <= j/128, so the sums
+    stop when a term is below 1e-20 of the first (at most about 25 terms).
+    """
+    s0 = 1.0
+    s1 = 1.0
+    a0 = 1.0
+    a1 = 1.0
+    j = 1
+    while j <= 60:
+        odd2 = (2.0 * j - 1.0) ** 2
+        a0 *= odd2 / (8.0 * j * t)
+        a1 *= (odd2 - 4.0) / (8.0 * j * t)
+        s0 += a0
+        s1 += a1
+        if abs(a0) < 1e-20 and abs(a1) < 1e-20:
+            break
+        j += 1
+    return s1 / s0
+
+
+@njit(cache=True)
+def _wide_taps(t, b, out):
+    """out[n] = I_n(t)/I_0(t) for n <= b, when √t > b + 1 (a kernel wider than the lattice).
+
+    The upward recurrence I_{n+1} = I_{n−1} − (2n/t) I_n from 1 and
+    :func:`bessel_ratio_large`. The other solution of the recurrence is (−1)^n K_n(t), so
+    an error in a start value or a rounding stays an error of the same relative size
+    times (I_0 K_n)/(K_0 I_n) <= e^{n²/t} < e for n <= b < √t: the recurrence is stable
+    here, and its work is O(b), whatever t is.
+    """
+    out[0] = 1.0
+    if b >= 1:
+        out[1] = bessel_ratio_large(t)
+    for n in range(1, b):
+        out[n + 1] = out[n - 1] - (2.0 * n / t) * out[n]
 
 
 @njit(cache=True)
@@ -359,8 +423,8 @@ BLOCK = 64
 
 
 @njit(cache=True, parallel=True)
-def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, status):
-    """One crawl of every masked-in page, for every volatility (in place).
+def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, status, p_lo, p_hi):
+    """One crawl of every masked-in page i in [p_lo, p_hi), for every volatility (in place).
 
     weights : (S, n, G); log_ev : (S, n) log marginal likelihood so far;
     changed : (n,) bool; tau : (n,); mask : (n,) bool; status : (n,) int8 out.
@@ -368,11 +432,11 @@ def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, st
     n_s, n, g = weights.shape
     h2 = math.exp(log_h2)
     shared = n_s > 1  # the likelihood computed once per page for all volatilities
-    n_blocks = (n + BLOCK - 1) // BLOCK
+    n_blocks = (p_hi - p_lo + BLOCK - 1) // BLOCK
     for blk in prange(n_blocks):
         bufs = _buffers(g)
         rng = np.empty(2, dtype=np.int64)
-        for i in range(blk * BLOCK, min(n, (blk + 1) * BLOCK)):
+        for i in range(p_lo + blk * BLOCK, min(p_hi, p_lo + (blk + 1) * BLOCK)):
             status[i] = OK
             if not mask[i]:
                 continue
@@ -390,16 +454,17 @@ def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, st
 
 
 @njit(cache=True, parallel=True)
-def stream_predict(weights, tau, rates, log_h2, sigmas, out):
-    """P(I = 1) of the next crawl at interval tau[i] of page i under each volatility: out (S, n)."""
+def stream_predict(weights, tau, rates, log_h2, sigmas, out, p_lo, p_hi):
+    """P(I = 1) of the next crawl at interval tau[i] of page i in [p_lo, p_hi) under each
+    volatility: out (S, n)."""
     n_s, n, g = weights.shape
     h2 = math.exp(log_h2)
     shared = n_s > 1  # the likelihood computed once per page for all volatilities
-    n_blocks = (n + BLOCK - 1) // BLOCK
+    n_blocks = (p_hi - p_lo + BLOCK - 1) // BLOCK
     for blk in prange(n_blocks):
         bufs = _buffers(g)
         rng = np.empty(2, dtype=np.int64)
-        for i in range(blk * BLOCK, min(n, (blk + 1) * BLOCK)):
+        for i in range(p_lo + blk * BLOCK, min(p_hi, p_lo + (blk + 1) * BLOCK)):
             if shared:
                 _lik_run(rates, tau[i], 0, g, bufs[4], bufs[5], bufs[6], bufs[7])
             for s in range(n_s):

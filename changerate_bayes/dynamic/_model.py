@@ -10,7 +10,7 @@ from .._validation import as_float_array, check_positive_int
 from ..bayes._priors import LogNormalPrior, Prior, log_prior_u
 
 __all__ = ["DEFAULT_PRIOR", "DEFAULT_SIGMAS", "DEFAULT_GRID_SIZE", "UNIT_FREE_SIGMAS", "Lattice", "make_lattice",
-           "check_sigmas", "typical_intervals", "rounded_intervals"]
+           "check_sigmas", "typical_intervals", "rounded_intervals", "page_chunks"]
 
 #: default prior on Δ: log Δ ~ Normal(0, 3), Δ per unit of the intervals (with hours,
 #: 95% prior mass between one change in 17 days and 400 per hour)
@@ -32,6 +32,18 @@ GRID_TAIL = 1e-6
 #: ... but at most this many units of log Δ, centred on the prior median
 MAX_GRID_SPAN = 30.0
 MIN_GRID_SIZE = 8
+#: node-updates (pages × volatilities × crawls × nodes) per call of a compiled kernel
+#: (about half a second of CPU on 200 nodes)
+CALL_WORK = 100_000_000
+#: ... but at least this many pages per thread in a call (4 blocks of 64) ...
+PAGES_PER_THREAD_CALL = 256
+#: ... and at most this many pages in a call
+MAX_CALL_PAGES = 8192
+#: a default lattice must hold at least this much of the prior's mass (on every page)
+MIN_GRID_MASS = 0.5
+#: the rates (per time unit) a default lattice may span: float64 holds them, their
+#: products with the intervals and the likelihood's e^{−Δτ} with room to spare
+RATE_RANGE = (1e-300, 1e300)
 
 
 class Lattice:
@@ -75,12 +87,34 @@ def check_prior(prior, crawl_rate) -> Prior:
 
 
 def _default_span(prior, crawl_rate):
+    """(lo, hi) in log Δ of the default lattice: the prior's quantiles GRID_TAIL and
+    1 − GRID_TAIL (over all pages), cut to MAX_GRID_SPAN units centred on the median and
+    to the rates float64 represents with room (RATE_RANGE).
+
+    Raises ValueError when that window holds less than MIN_GRID_MASS of some page's prior
+    mass: the prior spreads over more of log Δ than a default lattice can hold (e.g.
+    a GammaPrior of shape 1e-3, whose log Δ has a left tail of about 1/shape units).
+    """
     dist = prior.distribution(crawl_rate)
-    lo = np.log(np.min(dist.ppf(GRID_TAIL)))
-    hi = np.log(np.max(dist.ppf(1.0 - GRID_TAIL)))
-    if hi - lo > MAX_GRID_SPAN:
+    u_min, u_max = np.log(RATE_RANGE)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        lo = float(np.log(np.min(dist.ppf(GRID_TAIL))))
+        hi = float(np.log(np.max(dist.ppf(1.0 - GRID_TAIL))))
         mid = float(np.log(np.median(dist.median())))
+    if not (np.isfinite(mid) and u_min <= mid <= u_max):
+        raise ValueError(f"`prior` {prior!r} has its median rate {np.exp(mid):.3g} outside the rates a default "
+                         f"lattice can hold [{RATE_RANGE[0]:g}, {RATE_RANGE[1]:g}] per time unit: rescale the "
+                         "time unit or the prior, or pass `grid`")
+    lo, hi = max(lo, u_min), min(hi, u_max)
+    if hi - lo > MAX_GRID_SPAN:
         lo, hi = max(lo, mid - MAX_GRID_SPAN / 2), min(hi, mid + MAX_GRID_SPAN / 2)
+    mass = np.atleast_1d(dist.cdf(np.exp(hi)) - dist.cdf(np.exp(lo)))
+    if not np.all(mass >= MIN_GRID_MASS):
+        raise ValueError(
+            f"`prior` {prior!r} spreads over more of log Δ than a default lattice holds: the {hi - lo:.3g} units of "
+            f"log Δ around its median, rates [{np.exp(lo):.3g}, {np.exp(hi):.3g}], hold only "
+            f"{float(np.nanmin(mass)):.2g} of its mass (at least {MIN_GRID_MASS:g} needed); pass `grid` with the "
+            "rates your pages can have, e.g. numpy.geomspace(1e-6, 1e2, 200), or a prior with less spread")
     return float(lo), float(hi)
 
 
@@ -119,6 +153,26 @@ def make_lattice(grid, prior: Prior, crawl_rate, n_pages: int) -> Lattice:
     else:
         lp = log_prior_u(np.broadcast_to(u, (n_pages, u.size)), coef)
     return Lattice(u, lp)
+
+
+def page_chunks(n_pages: int, work_per_page: int, *, max_pages: int | None = MAX_CALL_PAGES):
+    """Ranges (a, b) of pages for one call of a compiled kernel each.
+
+    Between calls control returns to Python, which then acts on pending signals (Ctrl-C),
+    so a call is kept to about CALL_WORK node-updates (``work_per_page`` per page, e.g.
+    volatilities × crawls × nodes; the kernel's width adds a factor bounded by the
+    lattice), but at least PAGES_PER_THREAD_CALL pages per thread (to keep the threads busy)
+    and at most ``max_pages`` pages (None: no cap; the default bounds the working set of
+    per-crawl outputs).
+    """
+    import numba
+
+    least = PAGES_PER_THREAD_CALL * numba.get_num_threads()
+    size = max(least, CALL_WORK // max(1, work_per_page))
+    if max_pages is not None:
+        size = min(max_pages, size)
+    size = int(size)
+    return [(a, min(n_pages, a + size)) for a in range(0, n_pages, size)]
 
 
 def check_sigmas(sigma) -> np.ndarray:

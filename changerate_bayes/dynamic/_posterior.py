@@ -9,15 +9,13 @@ import numpy as np
 from .._validation import as_float_array
 from ..bayes import _arviz
 from ..history import CrawlHistory
-from ._model import (UNIT_FREE_SIGMAS, check_prior, check_sigmas, make_lattice, rounded_intervals,
+from ._model import (UNIT_FREE_SIGMAS, check_prior, check_sigmas, make_lattice, page_chunks, rounded_intervals,
                      typical_intervals, unit_free_groups)
 
 __all__ = ["dynamic_posterior", "DEFAULT_LEVELS"]
 
 #: credible bands reported by default (equal-tailed)
 DEFAULT_LEVELS = (0.5, 0.9)
-#: pages per call of the compiled kernel (bounds the output buffers' working set)
-BLOCK_PAGES = 8192
 
 
 def _check_levels(levels) -> tuple[float, ...]:
@@ -34,11 +32,11 @@ def _inputs(history, mask):
     if isinstance(history, CrawlHistory):
         if mask is not None:
             raise TypeError("`mask` is only for padded arrays: a CrawlHistory is complete")
-        tau = history.require_intervals(method="dynamic")
-        n = history.n_pages
-        changed = history.changed.reshape(n or 1, -1).astype(bool)
-        tau = tau.reshape(n or 1, -1)
-        return changed, tau, np.ones_like(changed), n, history.crawl_rate
+        history.require_intervals(method="dynamic")
+        # (n_pages, k) arrays; a ragged history is padded after each page's last crawl
+        # (masked out; τ = 1 there only to pass the checks)
+        changed, tau, m = history.padded(fill_interval=1.0)
+        return changed.astype(bool) & m, tau, m, history.n_pages, history.crawl_rate
     if isinstance(history, tuple) and len(history) in (2, 3):
         if len(history) == 3:
             if mask is not None:
@@ -80,7 +78,8 @@ def dynamic_posterior(history, *, sigma=None, prior=None, grid=None, smooth: boo
     Parameters
     ----------
     history : CrawlHistory or tuple (changed, intervals[, mask])
-        A CrawlHistory with intervals (shape (k,) or (n_pages, k)), or padded arrays
+        A CrawlHistory with intervals (shape (k,) or (n_pages, k), or ragged: its
+        pages are then padded after their last crawl and masked), or padded arrays
         of shape (n_pages, k): ``changed`` (0/1), ``intervals`` (τ > 0, in the time unit
         of σ and Δ) and ``mask`` (True where a crawl exists), so that pages with any
         number of crawls fit one array; entries where ``mask`` is False are ignored.
@@ -135,8 +134,9 @@ def dynamic_posterior(history, *, sigma=None, prior=None, grid=None, smooth: boo
         For a history of the wrong type, a mask that is not boolean, bad option types.
     ValueError
         For shapes that differ, indicators other than 0/1, intervals not > 0, bad σ,
-        levels outside (0, 1), a bad grid, or a crawl impossible at every lattice node
-        (the message names the page: widen ``grid``).
+        levels outside (0, 1), a bad grid, a prior the default grid cannot hold (see
+        :class:`DynamicRateFilter`), or a crawl impossible at every lattice node (the
+        message names the page: widen ``grid``).
 
     Notes
     -----
@@ -196,8 +196,8 @@ def dynamic_posterior(history, *, sigma=None, prior=None, grid=None, smooth: boo
     groups = unit_free_groups(typical, sigmas) if unit_free else [(None, sigmas)]
     for rows, sig in groups:
         n_rows = n if rows is None else rows.size
-        for a in range(0, n_rows, BLOCK_PAGES):
-            b = min(n_rows, a + BLOCK_PAGES)
+        # pages in chunks of bounded work: Ctrl-C is acted on between chunks
+        for a, b in page_chunks(n_rows, sig.size * k * lat.u.size * (2 if smooth else 1)):
             sel = slice(a, b) if rows is None else rows[a:b]
             w0 = lat.prior_weights(1) if np.ndim(lat.log_prior) == 1 else _block_prior(lat, sel)  # (1, G): shared
             bufs = [out[key][sel] for key in keys]  # views for a slice, copies for an index array

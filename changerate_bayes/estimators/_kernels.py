@@ -1110,3 +1110,95 @@ def mle_final_segments(changed, tau, offsets, pages, final):
             final[r] = np.inf
         else:
             final[r] = mle_exact(changed, tau, lo, hi, target, n1, np.nan)
+
+
+@nb.njit(**_JIT)
+def _mm_balance(tau, lo, hi, n0, d):
+    """H(Δ) = Σ_j e^{−Δτ_j} − n0 at Δ = d and its derivative −Σ τ_j e^{−Δτ_j}.
+
+    Summed in the split form of ``_MMKind.log_balance``: Σ_{x >= ln 2} e^{−x} +
+    Σ_{x < ln 2} (e^{−x} − 1) + (#{x < ln 2} − n0), every term at most 1/2 and the integer
+    part exact, so H keeps its accuracy relative to |H'| whatever the magnitudes.
+    """
+    big = 0.0
+    small = 0.0
+    count = 0.0
+    slope = 0.0
+    for j in range(lo, hi):
+        x = d * tau[j]
+        e = np.exp(-x)
+        if x < 0.6931471805599453:
+            small += np.expm1(-x)
+            count += 1.0
+        else:
+            big += e
+        slope -= tau[j] * e
+    return (big + small) + (count - n0), slope
+
+
+@nb.njit(parallel=True, **_JIT)
+def mm_final_segments(changed, tau, offsets, pages, final):
+    """The moment-matching root over all crawls of each page ``pages[r]`` (one solve per page).
+
+    Δ solves H(Δ) = Σ_j e^{−Δτ_j} − n0 = 0 (H decreases from n1 at 0 to −n0). Safeguarded
+    Newton in Δ inside the bracket of ``_MMKind.log_bracket`` (at Δ <= min(ln 2/A,
+    n1/(2 n0 B)) H >= 0, at Δ >= max(ln 2/b, ln(2 n1/n0)/a) H <= 0; a, A (b, B) the
+    shortest and longest interval of the crawls that saw a change (no change)); a step
+    that leaves the bracket is replaced by its geometric midpoint. Starts from the root
+    for equal intervals, ln(k/n0)/τ̄. Stops once a Newton step is below 1e-9 relative
+    (taken: by quadratic convergence the error left is ~1e-18), or the bracket is a few
+    ulp wide. Pages with n1 = 0 (n0 = 0) give 0.0 (``inf``).
+    """
+    for r in nb.prange(pages.size):
+        i = pages[r]
+        lo, hi = offsets[i], offsets[i + 1]
+        n1 = 0.0
+        n0 = 0.0
+        total = 0.0
+        a1, b1 = np.inf, 0.0
+        a0, b0 = np.inf, 0.0
+        for j in range(lo, hi):
+            t = tau[j]
+            total += t
+            if changed[j] != 0:
+                n1 += 1.0
+                a1 = min(a1, t)
+                b1 = max(b1, t)
+            else:
+                n0 += 1.0
+                a0 = min(a0, t)
+                b0 = max(b0, t)
+        if n1 == 0.0:
+            final[r] = 0.0
+            continue
+        if n0 == 0.0:
+            final[r] = np.inf
+            continue
+        a = min(0.6931471805599453 / b1, n1 / (2.0 * n0 * b0))
+        b = 0.6931471805599453 / a0
+        ratio = 2.0 * n1 / n0
+        if ratio > 1.0:
+            b = max(b, np.log(ratio) / a1)
+        k = n0 + n1
+        d = np.log(k / n0) / (total / k)
+        if not (d > a and d < b):
+            d = np.sqrt(a * b)
+        for _ in range(400):
+            h, dh = _mm_balance(tau, lo, hi, n0, d)
+            if h == 0.0:
+                break
+            if h > 0.0:
+                a = d
+            else:
+                b = d
+            new = d - h / dh
+            if abs(new - d) <= _NEWTON_TOL * d and new > a and new < b:
+                d = new
+                break
+            if not (new > a and new < b):
+                new = np.sqrt(a * b)
+            if b - a <= 4.0 * _EPS * b:
+                d = new
+                break
+            d = new
+        final[r] = d

@@ -83,6 +83,18 @@ def _mle_compiled(history, tau, pages, *, path: bool):
     return out, final
 
 
+def _mm_compiled(history, tau, pages):
+    """The moment-matching root over all crawls of ``pages`` (compiled, in parallel over pages)."""
+    import numba
+
+    from . import _kernels
+
+    final = np.empty(pages.size)
+    with numba.parallel_chunksize(256):
+        _kernels.mm_final_segments(history.flat_changed, tau, history.offsets, pages, final)
+    return final
+
+
 def root_path(history, kind) -> np.ndarray:
     """The root for every prefix of every page, shape ``history.shape``.
 
@@ -126,20 +138,24 @@ def root_final(history, kind) -> np.ndarray:
     """The root after each page's last crawl, shape (n_pages,): one exact solve per page.
 
     Pages where no crawl (every crawl) saw a change give 0.0 (``inf``) from the counts
-    alone; the others are solved by the bracketed log-space Newton solver over their
-    crawls, in groups of similar length.
+    alone. The others are solved compiled, in parallel over pages, where their intervals
+    lie in [2^-600, 2^600] within a factor 2^200 of each other (``_kernels.mle_final_segments``,
+    ``_kernels.mm_final_segments``), else by the bracketed log-space Newton solver over
+    their crawls, in groups of similar length.
     """
     tau = _flat_intervals(history, kind)
     n1 = segment_totals(history.flat_changed, history)
     n0 = history.lengths - n1
     out = np.where(n0 == 0, np.inf, 0.0)
     regular = (n1 > 0) & (n0 > 0)
-    if kind is MLE_KIND:  # compiled: one safeguarded Newton solve per page, in parallel
-        safe = _safe_pages(history, tau)
-        fast = np.flatnonzero(regular & safe)
-        if fast.size:
-            out[fast] = _mle_compiled(history, tau, fast, path=False)[1]
-        regular &= ~safe
+    # compiled: one safeguarded Newton solve per page, in parallel, where the intervals lie
+    # in the fast range; the log-space solver below handles any magnitudes
+    safe = _safe_pages(history, tau)
+    fast = np.flatnonzero(regular & safe)
+    if fast.size:
+        out[fast] = _mle_compiled(history, tau, fast, path=False)[1] if kind is MLE_KIND else _mm_compiled(
+            history, tau, fast)
+    regular &= ~safe
     regular = np.flatnonzero(regular)
     if regular.size == 0:
         return out
@@ -186,6 +202,8 @@ class RootEstimator(StreamingEstimator):
         """Add a crawl to the masked pages and solve each of their prefixes exactly (O(k) each)."""
         st = self._pages
         rows = np.flatnonzero(mask)
+        if rows.size == 0:  # no page crawled in this step: nothing changes
+            return
         pos = self.counts_[rows]  # crawls before this one
         need = int(pos.max()) + 1
         cap = st["changed"].shape[1]

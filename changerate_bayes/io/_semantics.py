@@ -139,6 +139,11 @@ def resolve_change_source(change_from: str, available: set, *, source: str) -> s
 
 
 def _hash_strings(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(values.dtype, pd.CategoricalDtype):  # each distinct value hashed once
+        codes = values.cat.codes.to_numpy()
+        h, ok = _hash_strings(pd.Series(values.cat.categories))
+        present = codes >= 0
+        return np.where(present, h[codes], np.uint64(0)), present & ok[codes]
     s = values.astype("string").str.strip()
     ok = ~(s.isna() | (s == "") | (s == "-")).to_numpy(dtype=bool)
     out = np.zeros(len(s), dtype=np.uint64)
@@ -216,17 +221,29 @@ def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_wor
     col = lambda c: names.get(c, c)  # noqa: E731
     pages = frame["page"]
     missing = pages.isna().to_numpy(dtype=bool).copy()
-    if pages.dtype == object or isinstance(pages.dtype, pd.StringDtype):  # pandas 3 reads dtype=str as "str"
+    if isinstance(pages.dtype, pd.CategoricalDtype):  # a dictionary column: its distinct values checked once
+        cats = pd.Series(pages.cat.categories)
+        if cats.dtype == object or isinstance(cats.dtype, pd.StringDtype):
+            blank = (cats.astype("string").str.strip() == "").fillna(True).to_numpy(dtype=bool)
+            if blank.any():
+                missing |= np.isin(pages.cat.codes.to_numpy(), np.flatnonzero(blank))
+        codes, uniques = pd.factorize(pages, sort=False)
+        uniques = pd.Index(np.asarray(uniques, dtype=object))
+    elif pages.dtype == object or isinstance(pages.dtype, pd.StringDtype):  # pandas 3 reads dtype=str as "str"
         missing |= (pages.astype("string").str.strip() == "").fillna(True).to_numpy(dtype=bool)
     if missing.any():
         i = int(np.flatnonzero(missing)[0])
         raise CrawlLogError(f"{where(source, line_word, lines[i], col('page'))}: missing page")
-    codes, uniques = pd.factorize(pages, sort=False)
-    uniques = pd.Index(uniques)
-    new = uniques[~uniques.isin(labels)]
-    if len(new):
-        labels = labels.append(new)
-    codes = labels.get_indexer(uniques)[codes].astype(np.int64)
+    if not isinstance(pages.dtype, pd.CategoricalDtype):
+        codes, uniques = pd.factorize(pages, sort=False)
+        uniques = pd.Index(uniques)
+    known = _label_codes(uniques, labels, state)
+    new = known < 0
+    if new.any():
+        known[new] = np.arange(len(labels), len(labels) + int(new.sum()))
+        state["label_codes"].update(zip(uniques[new].tolist(), known[new].tolist()))
+        labels = labels.append(uniques[new])
+    codes = known[codes]
     time = parse_time_column(frame["fetch_time"], source=source, column=col("fetch_time"), lines=lines,
                              line_word=line_word, required=True, state=state, fmt=time_format)
     status = None
@@ -257,6 +274,19 @@ def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_wor
     return VisitColumns(codes, time, status, nm, digest, has_digest, changed, last_modified, not_capture), labels
 
 
+def _label_codes(uniques: pd.Index, labels: pd.Index, state: dict) -> np.ndarray:
+    """Code of each of ``uniques`` among ``labels`` (int64, −1 for a new one).
+
+    A dict label -> code kept in ``state`` across chunks answers in O(len(uniques)),
+    where an Index of strings would be hashed anew for every chunk.
+    """
+    lookup = state.get("label_codes")
+    if lookup is None or len(lookup) != len(labels):
+        lookup = state["label_codes"] = dict(zip(labels.tolist(), range(len(labels))))
+    get = lookup.get
+    return np.fromiter((get(x, -1) for x in uniques.tolist()), dtype=np.int64, count=len(uniques))
+
+
 def check_digest_not_empty(v: VisitColumns, *, source: str, column: str) -> None:
     """A digest column that is entirely empty is an error (it cannot decide anything)."""
     if v.has_digest is not None and v.has_digest.size and not v.has_digest.any():
@@ -277,7 +307,6 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
     """
     n = v.page.size
     labels = np.asarray(labels, dtype=object)
-    pos = np.arange(n, dtype=np.int64)
     # out-of-order rows: earlier than the previous row of the same page in file order
     by_page = np.argsort(v.page, kind="stable")
     pp, tt = v.page[by_page], v.time[by_page]
@@ -310,8 +339,17 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
     else:
         drop(~lm_ok & ~nm, "missing_last_modified")
 
-    idx = np.flatnonzero(reason == 0)
-    order = idx[np.lexsort((pos[idx], v.time[idx], v.page[idx]))]
+    # by page, then time, then file order (a lexsort on (page, time, position)): the rows
+    # kept, by page in file order, are already in that order except on the pages where a
+    # row is earlier than the one before it; only those pages' rows are sorted by time
+    order = by_page[reason[by_page] == 0]
+    pg, tm = v.page[order], v.time[order]
+    descent = (pg[1:] == pg[:-1]) & (tm[1:] < tm[:-1])
+    if descent.any():
+        rows = np.isin(pg, np.unique(pg[1:][descent]))
+        sub = order[rows]
+        sub = sub[np.argsort(v.time[sub], kind="stable")]
+        order[rows] = sub[np.argsort(v.page[sub], kind="stable")]
     pg, tm = v.page[order], v.time[order]
     dup = np.zeros(order.size, dtype=bool)
     dup[1:] = (pg[1:] == pg[:-1]) & (tm[1:] == tm[:-1])

@@ -22,6 +22,9 @@ POLICY_NAMES = tuple(POLICIES) + tuple(TUNED)
 DEFAULT_POLICIES = ("uniform", "nutch", "nutch_tuned", "stormcrawler", "stormcrawler_tuned", "lln", "mle",
                     "posterior_mean", "thompson", "oracle", "oracle_proportional")
 _INC_BOUNDS = (1e-3, 100.0)
+#: the largest budget, in crawls per day (over ten million a second): the engine counts
+#: the crawls a budget allows, floor(B·t), in int64, which holds B·t for t up to 25,000 years
+MAX_BUDGET = 1e12
 
 
 def at_search_bound(inc_rate, bounds=_INC_BOUNDS) -> bool:
@@ -51,6 +54,8 @@ def _check_budgets(budget) -> tuple:
             raise TypeError(f"`budget` must be a real number of crawls per day; got {type(b).__name__}")
         if not (np.isfinite(b) and b > 0):
             raise ValueError(f"`budget` must be a finite number of crawls per day > 0; got {b}")
+        if b > MAX_BUDGET:
+            raise ValueError(f"`budget` must be at most {MAX_BUDGET:g} crawls per day; got {b:g}")
         out.append(float(b))
     return tuple(out)
 
@@ -162,7 +167,7 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
         days), sorted in time within each page; and ``start``, ``end`` when ``window``
         is None. See :func:`pages_from_table`.
     budget : float or sequence of float
-        B > 0, crawls per day over all pages.
+        0 < B <= 1e12 (:data:`MAX_BUDGET`), crawls per day over all pages.
     policies : sequence of str or policy objects, default :data:`DEFAULT_POLICIES`
         Names from :data:`POLICY_NAMES`: ``"uniform"`` (round robin), ``"nutch"``
         (Nutch 1.22's AdaptiveFetchSchedule, nutch-default.xml: :class:`NutchPolicy`),
@@ -210,7 +215,7 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
     Raises
     ------
     ValueError
-        For a budget <= 0 or non-finite, an unknown policy (the message lists the valid
+        For a budget <= 0, above 1e12 or non-finite, an unknown policy (the message lists the valid
         ones), bad ``step``/``epoch``, and the table errors of :func:`pages_from_table`
         (unparsable or unsorted change times naming the row, a page with no window).
     TypeError

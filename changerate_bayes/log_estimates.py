@@ -1,0 +1,193 @@
+"""The per-page table straight from crawl-log files, in memory bounded by the pages, not the visits."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+import numpy as np
+import pandas as pd
+
+from .estimators import METHODS
+from .io._audit import Audit
+from .pages import _check_budget, _check_methods, allocate_crawls, page_table
+
+__all__ = ["LogEstimates", "estimate_log", "DEFAULT_MEMORY_BYTES"]
+
+#: Bytes of compact rows held in memory before the buckets are appended to files.
+DEFAULT_MEMORY_BYTES = 256 * 2**20
+
+
+@dataclass(frozen=True)
+class LogEstimates:
+    """What :func:`estimate_log` returns.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        The per-page table of :func:`changerate_bayes.estimate_pages`, pages in order of
+        first appearance in the log.
+    audit : Audit
+        The audit of the whole log (the buckets' audits summed).
+    n_buckets : int
+        Buckets of pages the log was reduced in.
+    spilled_bytes : int
+        Bytes of compact rows written to temporary files (0 when the log fitted in
+        ``memory_bytes``).
+    """
+
+    table: pd.DataFrame
+    audit: Audit
+    n_buckets: int
+    spilled_bytes: int
+
+
+def _check_rows(value, name) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"`{name}` must be an int; got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"`{name}` must be >= 1; got {value}")
+    return value
+
+
+def estimate_log(paths, *, format="auto", columns=None, change_from="auto", methods=METHODS, prior=None,
+                 budget=None, level=0.9, posterior_method="grid", memory_bytes=DEFAULT_MEMORY_BYTES,
+                 bucket_rows=None, chunk_rows=None, folder=None) -> LogEstimates:
+    """:func:`changerate_bayes.estimate_pages` of CSV or Parquet crawl logs, bucket by bucket.
+
+    The files are read in chunks; each chunk is reduced to compact columns (about 35
+    bytes a row) and its rows scattered into buckets by page (every row of a page in the
+    same bucket, in file order), held in memory up to ``memory_bytes`` and appended to
+    temporary files beyond it. Each bucket in turn then gets the readers' change rules
+    (:mod:`changerate_bayes.io`) and the per-page estimates; only its rows of the table
+    are kept. The crawl allocation, which couples the pages through the budget, runs on
+    the whole table at the end. Every page's row equals the one of
+    ``estimate_pages(read_log(paths))`` (the rules and the estimates of a page depend on
+    its own visits only), and so does the audit.
+
+    Parameters
+    ----------
+    paths : path or list of paths
+        One log or several read as one.
+    format : {"auto", "csv", "parquet"}, default "auto"
+        Other formats (CDX, WARC, OTA) go through :func:`changerate_bayes.io.read_log`
+        and :func:`changerate_bayes.estimate_pages` (memory then grows with the visits).
+    columns, change_from
+        As :func:`changerate_bayes.io.read_csv`.
+    methods, prior, budget, level, posterior_method
+        As :func:`changerate_bayes.estimate_pages` (``budget`` in crawls per day).
+    memory_bytes : float, default 256 MiB
+        Compact rows held in memory before they go to temporary files.
+    bucket_rows : int, optional
+        Rows per bucket aimed at (default 2·10^6; the number of buckets comes from the
+        Parquet footers' row counts, or from the CSV files' sizes).
+    chunk_rows : int, optional
+        Rows read at a time (default :data:`changerate_bayes.io.DEFAULT_CHUNK_ROWS`).
+    folder : path, optional
+        Where the temporary files go (default: the system's temporary folder); they
+        are removed before the function returns, also on error.
+
+    Returns
+    -------
+    LogEstimates
+        The table, the audit, the number of buckets and the bytes spilled to disk.
+        ``table.attrs["warnings"]`` holds the estimators' warnings, each once (the
+        crawling-model checks run per bucket, so their pooled statistics describe the
+        pages of one bucket).
+
+    Raises
+    ------
+    CrawlLogError (a ValueError)
+        As the readers: naming the file, line (row) and column of a bad value; or no
+        page with two usable visits.
+    TypeError, ValueError
+        As :func:`changerate_bayes.estimate_pages` for the estimation arguments, or a
+        ``memory_bytes`` < 0 or ``bucket_rows`` < 1.
+
+    Notes
+    -----
+    Peak memory: the page labels and the table (O(pages)), ``memory_bytes`` of held
+    rows, one chunk being read, and the work arrays of one bucket (about 200 bytes per
+    row of the bucket, so ~0.4 GB at the default ``bucket_rows``).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from changerate_bayes import estimate_log
+    >>> text = "page,fetch_time,digest\\n" + "".join(
+    ...     f"{p},2024-01-{d:02d}T00:00Z,{p}{d // 3}\\n" for p in "ab" for d in range(1, 10))
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = os.path.join(d, "log.csv")
+    ...     _ = open(path, "w").write(text)
+    ...     res = estimate_log(path, methods=["naive"], budget=2.0)
+    >>> res.table[["page", "n_crawls", "n_changes"]].values.tolist()
+    [['a', 8, 3], ['b', 8, 3]]
+    >>> res.audit.rows_read
+    18
+    """
+    from .io._buckets import BUCKET_ROWS, PageBuckets, bucket_count, reduce_buckets
+    from .io._errors import CrawlLogError
+    from .io._formats import FORMATS, detect_format, read_log
+    from .io._tabular import (
+        DEFAULT_CHUNK_ROWS, _as_paths, _check_chunk, _Scan, check_columns, check_scan_rows, csv_rows_estimate,
+        parquet_rows, scan_csv, scan_parquet,
+    )
+    from .pages import estimate_pages
+
+    files = _as_paths(paths)
+    methods = _check_methods(methods)
+    budget = _check_budget(budget)
+    if not isinstance(format, str) or format not in FORMATS:
+        raise CrawlLogError(f"{files[0]}: unknown format {format!r}; choose one of {list(FORMATS)}")
+    if format == "auto":
+        kinds = {detect_format(p) for p in files}
+        if len(kinds) > 1:
+            raise CrawlLogError(f"{', '.join(map(str, files))}: the files have different formats {sorted(kinds)}; "
+                                "read them separately or pass `format`")
+        format = kinds.pop()
+    chunk_rows = _check_chunk(DEFAULT_CHUNK_ROWS if chunk_rows is None else chunk_rows)
+    bucket_rows = _check_rows(BUCKET_ROWS if bucket_rows is None else bucket_rows, "bucket_rows")
+    if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, (int, float)) or not memory_bytes >= 0:
+        raise ValueError(f"`memory_bytes` must be a number >= 0; got {memory_bytes!r}")
+    if format not in ("csv", "parquet"):
+        log = read_log(files, format=format, columns=columns, change_from=change_from, chunk_rows=chunk_rows)
+        table = estimate_pages(log, methods=methods, prior=prior, budget=budget, level=level,
+                               posterior_method=posterior_method)
+        return LogEstimates(table=table, audit=log.audit, n_buckets=1, spilled_bytes=0)
+    mapping = check_columns(columns)
+    rows = parquet_rows(files) if format == "parquet" else csv_rows_estimate(files)
+    with PageBuckets(bucket_count(rows, bucket_rows), memory_bytes=memory_bytes, folder=folder) as store:
+        scan = _Scan(files, store)
+        if format == "parquet":
+            scan_parquet(scan, mapping=mapping, change_from=change_from, chunk_rows=chunk_rows)
+        else:
+            scan_csv(scan, mapping=mapping, change_from=change_from, chunk_rows=chunk_rows)
+        check_scan_rows(scan)
+        labels = np.asarray(scan.labels, dtype=object)
+        audits, tables, codes = [], [], []
+        with warnings.catch_warnings(record=True):  # page_table gathers them in attrs
+            warnings.simplefilter("always")
+            for c, part in reduce_buckets(store, change_from=scan.kind, sources=files):
+                audits.append(part.audit)
+                if part.history is None:
+                    continue
+                tables.append(page_table(part, methods=methods, prior=prior, level=level,
+                                         posterior_method=posterior_method))
+                codes.append(c)
+        n_buckets, spilled = store.n_buckets, store.spilled_bytes
+    audit = Audit.combine(audits, sources=tuple(str(s) for s in files))
+    if not tables:
+        from .io._buckets import no_pages_error
+
+        raise no_pages_error(audit)
+    codes = np.concatenate(codes)
+    order = np.argsort(codes, kind="stable")
+    table = pd.concat(tables, ignore_index=True).iloc[order].reset_index(drop=True)
+    table["page"] = labels[codes[order]]
+    table.attrs.update(tables[0].attrs)
+    table.attrs["warnings"] = list(dict.fromkeys(w for t in tables for w in t.attrs["warnings"]))
+    table = allocate_crawls(table, budget)
+    from ._validation import StatisticalWarning
+
+    for msg in table.attrs["warnings"]:
+        warnings.warn(msg, StatisticalWarning, stacklevel=2)
+    return LogEstimates(table=table, audit=audit, n_buckets=n_buckets, spilled_bytes=spilled)
