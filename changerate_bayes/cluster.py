@@ -1,4 +1,8 @@
-"""The per-page table on a Dask cluster: log files read one per task, or a Dask DataFrame; each page's visits in one task (shuffled only when the input is not already partitioned by page), the pandas engine's code per task."""
+"""The per-page table on a Dask cluster: each page's visits in one task, the pandas engine's code per task.
+
+Log files are read one per task (and moved between workers only when they do not
+already partition the pages); a Dask DataFrame is shuffled by page.
+"""
 
 from __future__ import annotations
 
