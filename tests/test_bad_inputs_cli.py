@@ -90,7 +90,7 @@ def test_replay_csv_into_new_folder(tmp_path, capsys):
 def test_diagnose_bad_times(tmp_path, capsys, text, message):
     path = tmp_path / "ev.csv"
     path.write_text(text)
-    rc = main(["diagnose", str(path), "--report", str(tmp_path / "rep" / "sub"), "--n-resamples", "9"])
+    rc = main(["diagnose", str(path), "--report", str(tmp_path / "rep" / "sub"), "--n-resamples", "19"])
     err = capsys.readouterr().err
     assert rc == 2
     import re
@@ -105,3 +105,97 @@ def test_csv_row_without_page_is_refused(tmp_path, page):
     log.write_text(GOOD.replace("\na,2024-01-02", f"\n{page},2024-01-02"))
     with pytest.raises(CrawlLogError, match=r"log\.csv: line 3, column 'page': missing page"):
         read_csv(log)
+
+
+@pytest.mark.parametrize("text, message", [
+    # page a's times are on lines 2, 4 and 5; line 5 goes back in time
+    ("page,time\na,2024-01-01T00:00Z\nb,2024-01-01T01:00Z\na,2024-01-03T00:00Z\na,2024-01-02T00:00Z\n",
+     r"page 'a' \(lines 2\.\.5 of the file\), column 'time': line 5: is earlier than line 4; event times"),
+    ("page,time\nb,2024-01-01T01:00Z\na,2024-01-01T00:00Z\na,banana\n", r"line 4: cannot parse 'banana'"),
+    ("time\n1.0\n2.0\ninf\n", r"line 4: is inf; times must be finite"),
+])
+def test_diagnose_errors_name_file_lines(tmp_path, capsys, text, message):
+    import re
+
+    path = tmp_path / "ev.csv"
+    path.write_text(text)
+    rc = main(["diagnose", str(path), "--report", str(tmp_path / "rep"), "--n-resamples", "19"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert re.search(message, err), err
+    assert "row" not in err, err
+
+
+def test_diagnose_says_when_no_test_can_run(tmp_path, capsys):
+    path = tmp_path / "ev.csv"
+    path.write_text("page,time\nx,2024-01-01T00:00Z\n")
+    assert main(["diagnose", str(path), "--report", str(tmp_path / "rep"), "--n-resamples", "19"]) == 0
+    out = capsys.readouterr().out
+    assert "x: 1 events: too few for any test." in out
+    assert "rejected" not in out
+
+
+def test_diagnose_refuses_too_few_resamples_before_reading(tmp_path, capsys):
+    path = tmp_path / "ev.csv"
+    path.write_text("page,time\nx,2024-01-01T00:00Z\nx,2024-01-02T00:00Z\n")
+    assert main(["diagnose", str(path), "--report", str(tmp_path / "rep"), "--n-resamples", "9"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --n-resamples must be >= 19; got 9" in err and "page" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ev.csv"]
+
+
+@pytest.mark.parametrize("changes, message", [
+    ("page,timestamp\na,2024-01-02T00:00Z\nb,2024-01-03T00:00Z\na,2024-01-12T00:00Z\n",
+     r"line 4 of \S+ch\.csv: timestamp '2024-01-12T00:00Z' of page 'a' lies outside its window"),
+    ("page,timestamp\na,2024-01-05T00:00Z\nb,2024-01-03T00:00Z\na,2024-01-02T00:00Z\n",
+     r"line 4 of \S+ch\.csv: timestamp '2024-01-02T00:00Z' of page 'a' is earlier than"),
+    ("page,timestamp\na,2024-01-02T00:00Z\na,soon\n", r"timestamp of line 3 of \S+ch\.csv is not a parsable time"),
+])
+def test_replay_errors_name_file_lines(tmp_path, capsys, changes, message):
+    import re
+
+    path = tmp_path / "ch.csv"
+    path.write_text(changes)
+    windows = tmp_path / "w.csv"
+    windows.write_text("page,start,end\na,2024-01-01T00:00Z,2024-01-10T00:00Z\nb,2024-01-01T00:00Z,2024-01-10T00:00Z\n")
+    rc = main(["replay", str(path), "--windows", str(windows), "--budget", "2", "--policies", "uniform",
+               "--n-boot", "0"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert re.search(message, err), err
+
+
+def _read_only_folders(monkeypatch):
+    """Make every folder refuse new files, as a read-only mount does (even for root)."""
+    import errno
+
+    from changerate_bayes.cli import _outputs
+
+    def refuse(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(_outputs.tempfile, "NamedTemporaryFile", refuse)
+
+
+def test_estimate_refuses_an_unwritable_out_folder_before_work(tmp_path, capsys, monkeypatch):
+    log = tmp_path / "log.csv"
+    log.write_text(GOOD)
+    _read_only_folders(monkeypatch)
+    assert main(["estimate", str(log), "--methods", "lln", "--out", str(tmp_path / "e.parquet")]) == 2
+    captured = capsys.readouterr()
+    assert "error: --out" in captured.err and "is not writable (Read-only file system)" in captured.err
+    assert "read " not in captured.out  # refused before the log was read
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.csv"]
+
+
+def test_replay_refuses_an_unwritable_csv_folder_before_work(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "ch.csv"
+    path.write_text(CHANGES)
+    _read_only_folders(monkeypatch)
+    rc = main(["replay", str(path), "--window", "2024-01-01T00:00Z", "2024-01-10T00:00Z", "--budget", "2",
+               "--policies", "uniform", "--n-boot", "0", "--csv", str(tmp_path / "t.csv")])
+    captured = capsys.readouterr()
+    assert rc == 2
+    assert "error: --csv" in captured.err and "is not writable (Read-only file system)" in captured.err
+    assert "policy" not in captured.out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ch.csv"]

@@ -13,7 +13,8 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["output_lock", "refuse_inputs_as_outputs", "report_files", "resolve_output", "write_table"]
+__all__ = ["check_writable_folder", "output_lock", "refuse_inputs_as_outputs", "report_files", "resolve_output",
+           "write_table"]
 
 
 def report_files(folder) -> list[Path]:
@@ -90,6 +91,26 @@ def _umask() -> int:
     mask = os.umask(0o022)  # elsewhere: set and restore at once
     os.umask(mask)
     return mask
+
+
+def check_writable_folder(flag: str, path, folder) -> None:
+    """Check, before any work, that a file can be created in ``folder`` (the folder of the
+    output ``path`` given by ``flag``), by creating and removing a temporary file there.
+
+    ``os.access`` alone is not enough: it is always true for root and does not see
+    read-only mounts or pseudo file systems such as ``/proc``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``flag``, ``path`` and the reason when the folder cannot be written.
+    """
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"{flag} {str(path)!r}: folder {str(folder)!r} is not writable "
+                         f"({exc.strerror or exc})") from None
 
 
 def write_table(table, out) -> Path:

@@ -86,8 +86,10 @@ def _run(args) -> int:
     try:
         refuse_inputs_as_outputs([args.events], [("--report", f) for f in report_files(args.report)])
         check_output_dir(args.report)
-        if args.max_pages < 1 or args.n_resamples < 1:
-            raise ValueError("--max-pages and --n-resamples must be >= 1")
+        if args.max_pages < 1:
+            raise ValueError(f"--max-pages must be >= 1; got {args.max_pages}")
+        if args.n_resamples < 19:  # poisson_gof's minimum: fewer cannot give a p-value below 0.05
+            raise ValueError(f"--n-resamples must be >= 19; got {args.n_resamples}")
         header = list(pd.read_csv(args.events, dtype=str, nrows=0).columns)
         mapping, crawl = _columns(args, header)
         # a crawl log is read by read_log (its own errors); change times here, as text
@@ -145,6 +147,14 @@ def _p(p) -> str:
     return f"{p:.3g}" if isinstance(p, float) else str(p)
 
 
+def _file_lines(text: str, lines) -> str:
+    """``text`` with each "row i" of one page's times (0-based, as ``poisson_gof`` counts
+    them) replaced by that time's line in the file, ``lines[i]``."""
+    import re
+
+    return re.sub(r"(?:`event_times` )?\brow (\d+)\b", lambda m: f"line {lines[int(m.group(1))]}", text)
+
+
 def _run_events(args, frame, mapping: dict, t0: float) -> int:
     """Exact change times: every test of ``poisson_gof``."""
     import warnings
@@ -191,10 +201,13 @@ def _run_events(args, frame, mapping: dict, t0: float) -> int:
                 warnings.simplefilter("ignore")
                 res = poisson_gof(vals, n_resamples=args.n_resamples, rng=args.seed)
         except (ValueError, TypeError) as exc:
-            text = str(exc)
-            return _err(f"{args.events}: page {page!r} (rows {rows[0] + 2}..{rows[-1] + 2} of the file), column "
+            text = _file_lines(str(exc), rows + 2)
+            return _err(f"{args.events}: page {page!r} (lines {rows[0] + 2}..{rows[-1] + 2} of the file), column "
                         f"{col!r}: {text}")
         results.append((page, res))
+        if not any(r.ran for r in res.tests.values()):  # too few or degenerate: say so, not "rejected: none"
+            print(f"{page}: {res.summary()}")
+            continue
         rej = res.rejected(0.05)
         print(f"{page}: {res.n_events} events; rejected at 5% (Holm): {', '.join(rej) if rej else 'none'}")
     html, payload = diagnose_report(results, sources=[args.events], seed=args.seed, n_pages=len(counts), started=t0)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
 
-from ._outputs import output_lock, refuse_inputs_as_outputs, report_files, resolve_output, write_table
+from ._outputs import (check_writable_folder, output_lock, refuse_inputs_as_outputs, report_files, resolve_output,
+                       write_table)
 
 __all__ = ["register", "run"]
 
@@ -75,8 +75,7 @@ def _check_out(path: str) -> Path:
     except ValueError as exc:
         raise ValueError(f"--out {exc}") from None
     target.parent.mkdir(parents=True, exist_ok=True)
-    if not os.access(target.parent, os.W_OK):
-        raise ValueError(f"--out {path!r}: folder {str(target.parent)!r} is not writable")
+    check_writable_folder("--out", path, target.parent)
     return out
 
 

@@ -51,6 +51,13 @@ def _mapped(frame, column_map: dict):
     return frame.drop(columns=shadowed).rename(columns={col: role for role, col in present.items()})
 
 
+def _file_lines(text: str, path: str) -> str:
+    """``text`` with each "row N" of the changes table (labelled by file line) as "line N of PATH"."""
+    import re
+
+    return re.sub(r"\brow (\d+)\b", lambda m: f"line {m.group(1)} of {path}", text)
+
+
 def _bound_notes(df) -> list[str]:
     """A note for each tuned schedule whose increase rate stopped at an end of the
     bisection's range: its budget was not matched inside the search, whatever
@@ -122,7 +129,8 @@ def _run(args) -> int:
 
     import pandas as pd
 
-    from changerate_bayes.cli._outputs import output_lock, refuse_inputs_as_outputs, report_files, write_table
+    from changerate_bayes.cli._outputs import (check_writable_folder, output_lock, refuse_inputs_as_outputs,
+                                               report_files, resolve_output, write_table)
 
     from changerate_bayes.replay import DEFAULT_POLICIES, replay_policies
     from changerate_bayes.report import check_output_dir, write_report
@@ -164,8 +172,13 @@ def _run(args) -> int:
             csv_out.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             return fail(f"--csv {args.csv!r}: folder {str(csv_out.parent)!r} cannot be created ({exc.strerror})")
+        try:
+            check_writable_folder("--csv", args.csv, resolve_output(csv_out).parent)
+        except ValueError as exc:
+            return fail(str(exc))
     try:
         changes = _mapped(pd.read_csv(args.changes), column_map)
+        changes.index = pd.RangeIndex(2, len(changes) + 2)  # row labels = lines of the file, for the errors
         windows = None
         if args.windows:
             windows = _mapped(pd.read_csv(args.windows), column_map)
@@ -184,7 +197,7 @@ def _run(args) -> int:
                              policies=args.policies or list(DEFAULT_POLICIES), step=args.step, epoch=args.epoch,
                              n_boot=args.n_boot, rng=args.seed)
     except (TypeError, ValueError) as exc:
-        return fail(str(exc))
+        return fail(_file_lines(str(exc), args.changes))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(df[["policy", "budget", "budget_source", "freshness", "freshness_weighted", "mean_age_days",
                   "crawls_per_day", "within_budget", "detected_per_crawl"]].to_string(index=False))
