@@ -192,6 +192,8 @@ def main(argv=None) -> int:
     ap.add_argument("--memory-pages", type=int, default=100_000)
     ap.add_argument("--no-check", action="store_true", help="skip the whole-log path and the table comparison")
     ap.add_argument("--folder", default=None, help="where the logs are written (default: a temporary folder)")
+    ap.add_argument("--no-dask-goals", action="store_true",
+                    help="skip bench_dask.py (Dask 1 -> 2 workers, Dask against pandas, Common Crawl shards)")
     args = ap.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="bench-ingest-", dir=args.folder) as d:
@@ -260,7 +262,11 @@ def main(argv=None) -> int:
                value=rows / whole["seconds"], unit="visits/s", note=note)
         result("estimate_log's table and audit equal those of estimate_pages(read_log(...))",
                "equal" if same[0] else "differ", same[0], note=same[1])
-    # --- Dask lines go here: 1 -> 2 workers at 1e7 visits, Dask against estimate_log ---
+    if not args.no_dask_goals:  # Dask 1 -> 2 workers and Dask against pandas at 1e7 visits: bench_dask.py
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import bench_dask
+
+        bench_dask.main(["--visits", str(args.visits), "--pages", str(args.pages)])
     return 0
 
 

@@ -28,6 +28,7 @@ _LAZY = {
     "check_sam_stepsizes": ".estimators",
     "estimate_path": ".estimators",
     "final_estimates": ".estimators",
+    "last_modified_rate": ".estimators",
     # bayes
     "BayesianEstimator": ".bayes",
     "BetaPrimePrior": ".bayes",

@@ -1,4 +1,8 @@
-"""The per-page table on a Dask cluster: visits shuffled by page, the same vectorised code per partition."""
+"""The per-page table on a Dask cluster: each page's visits in one task, the pandas engine's code per task.
+
+Log files are read one per task (and moved between workers only when they do not
+already partition the pages); a Dask DataFrame is shuffled by page.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +14,11 @@ import pandas as pd
 from .io import Audit
 from .io._compressed import DECOMPRESSION_ERRORS, decompression_error
 from .io._frame import read_frame
-from .io._times import check_kinds, merge_kinds
 from .io._tabular import _plan, check_columns
+from .io._times import check_kinds, merge_kinds
 from .pages import allocate_crawls, merge_notes, one_note_per_check, page_table
 
-__all__ = ["ClusterEstimates", "estimate_pages_dask", "per_page_partitions"]
+__all__ = ["ClusterEstimates", "estimate_files_dask", "estimate_pages_dask", "per_page_partitions"]
 
 
 @dataclass(frozen=True)
@@ -29,12 +33,16 @@ class ClusterEstimates:
     audit : Audit
         The audit of the whole log (the partitions' audits summed).
     n_partitions : int
-        Partitions the visits were shuffled into.
+        Partitions the visits were shuffled into (or, unshuffled, the groups of files).
+    shuffled : bool
+        Whether the visits were moved between workers to bring each page's visits
+        together (False when the input was already partitioned by page).
     """
 
     table: pd.DataFrame
     audit: Audit
     n_partitions: int
+    shuffled: bool = True
 
 
 def _partition(pdf: pd.DataFrame, columns, change_from, methods, prior, level, posterior_method, source,
@@ -170,3 +178,187 @@ def estimate_pages_dask(visits, *, columns=None, change_from="auto", methods=(),
         visits, columns=columns, change_from=change_from, methods=methods, prior=prior, level=level,
         posterior_method=posterior_method, npartitions=npartitions, source=source, client=client)
     return ClusterEstimates(table=allocate_crawls(table, budget), audit=audit, n_partitions=n_parts)
+
+
+def _read_piece(path, fmt, file_index, mapping, change_from, chunk_rows, page_key):
+    from .io._pieces import compact_file
+
+    return compact_file(path, fmt, file_index=file_index, columns=mapping, change_from=change_from,
+                        chunk_rows=chunk_rows, page_key=page_key)
+
+
+def _piece_meta(piece):
+    from .io._pieces import page_hashes
+
+    if piece.v is None:
+        return piece.kind, piece.digest_column, False, page_hashes(piece.labels), 0, (piece.source, "", {})
+    has = piece.v.has_digest
+    return (piece.kind, piece.digest_column, bool(has is None or has.any()), page_hashes(piece.labels),
+            piece.v.page.size, (piece.source, piece.line_word, piece.time_kinds))
+
+
+def _split(piece, n):
+    from .io._pieces import split_piece
+
+    return split_piece(piece, n)
+
+
+def _pick(parts, b):
+    return parts[b]
+
+
+def _pages_of(pieces, kind, sources, methods, prior, level, posterior_method):
+    """The table, audit and pages' first log positions of the pieces' pages (all their rows)."""
+    from .io._pieces import merge_pieces
+    from .io._semantics import build_log
+
+    v, labels, first_key, extra = merge_pieces(pieces)
+    if v is None:
+        return None, None, None
+    log = build_log(v, labels, change_from=kind, sources=sources, empty_ok=True, audit_extra=extra)
+    if log.history is None:
+        return None, log.audit, None
+    table = page_table(log, methods=methods, prior=prior, level=level, posterior_method=posterior_method)
+    where = pd.Index(labels).get_indexer(table["page"])
+    return table, log.audit, first_key[where]
+
+
+def estimate_files_dask(paths, *, format="auto", columns=None, change_from="auto", partitioned="auto",
+                        page_key="url", methods=(), prior=None, budget=None, level=0.9,
+                        posterior_method="grid", npartitions=None, chunk_rows=None, client=None) -> ClusterEstimates:
+    """:func:`changerate_bayes.estimate_pages` of log files read on a Dask cluster, one file per task.
+
+    Each file (CSV, Parquet, CDX/CDXJ or WARC) is read by one task into compact
+    columns, its values checked where it is read (errors name the file, line or
+    record, and field). Then each page's rows must meet in one task:
+
+    - if the files are already partitioned by page, no row moves: hive-style folders
+      ``page_bucket=K/`` are one group per ``K``, otherwise each file is a group (e.g.
+      one file per host), and the groups are used as they are when no page occurs in
+      two groups (checked from 64-bit hashes of the page labels, which are all that
+      travels to the client);
+    - otherwise (or with ``partitioned=False``) each file's rows are split by a hash
+      of the page into ``npartitions`` parts, and part ``b`` of every file goes to
+      task ``b`` (a shuffle).
+
+    Each task then runs the pandas engine's change rules and estimates on its pages;
+    only the small per-page tables and audits come back, and the crawl allocation runs
+    on them at the end. Table (pages in order of first appearance in the files, in the
+    order given) and audit equal those of the pandas engine on the same files.
+    Tasks are recomputed from the files if a worker dies.
+
+    Parameters
+    ----------
+    paths : path or list of paths
+        Log files or folders (see :func:`changerate_bayes.io.log_files`); files are in log order.
+    format : {"auto", "csv", "parquet", "cdx", "warc"}, default "auto"
+        As :func:`changerate_bayes.io.read_log` (all files of one format, or CDX and
+        WARC files mixed).
+    columns, change_from
+        For CSV and Parquet, as :func:`changerate_bayes.io.read_csv`.
+    partitioned : {"auto", True, False}, default "auto"
+        "auto" uses the files' grouping when it partitions the pages, else shuffles;
+        True requires it (an error otherwise); False always shuffles.
+    page_key : {"url", "surt"}, default "url"
+        For CDX, as :func:`changerate_bayes.io.read_cdx`.
+    methods, prior, budget, level, posterior_method
+        As :func:`changerate_bayes.estimate_pages` (``budget`` in crawls per day).
+    npartitions : int, optional
+        Parts of a shuffle (default: the number of files, at least 2).
+    chunk_rows : int, optional
+        Rows parsed at a time in each task (default the readers' default).
+    client : distributed.Client, optional
+        Where to compute (default: the current client).
+
+    Returns
+    -------
+    ClusterEstimates
+
+    Raises
+    ------
+    ValueError
+        For a client that cannot be found, or a bad ``format``, ``partitioned`` or
+        ``page_key``.
+    CrawlLogError (a ValueError)
+        Any reader's error (naming the file, line or record, and field); files whose
+        changes would be decided differently; a digest column empty in every file;
+        ``partitioned=True`` with a page in two groups; no page with two usable visits.
+    """
+    from .io import CrawlLogError, detect_format, log_files
+    from .io._cdx import _check_page_key
+    from .io._pieces import check_time_kinds
+
+    if partitioned not in ("auto", True, False):
+        raise ValueError(f"`partitioned` must be 'auto', True or False; got {partitioned!r}")
+    _check_page_key(page_key)
+    mapping = check_columns(columns)
+    files, buckets = log_files(paths)
+    if format not in ("auto", "csv", "parquet", "cdx", "warc"):
+        raise ValueError(f"`format` must be one of ['auto', 'csv', 'parquet', 'cdx', 'warc']; got {format!r}")
+    fmts = [detect_format(f) for f in files] if format == "auto" else [format] * len(files)
+    if len(set(fmts)) > 1 and set(fmts) != {"cdx", "warc"}:
+        raise CrawlLogError(f"{files[0]}: the files have different formats {sorted(set(fmts))} (only CDX and WARC "
+                            "mix); pass `format`")
+    if "ota" in fmts:
+        raise CrawlLogError(f"{files[fmts.index('ota')]}: an Open Terms Archive log: use estimate_pages_dask")
+    if client is None:
+        from distributed import get_client
+
+        client = get_client()
+    sources = tuple(str(f) for f in files)
+    pieces = [client.submit(_read_piece, str(f), fmt, i, mapping, change_from, chunk_rows, page_key)
+              for i, (f, fmt) in enumerate(zip(files, fmts))]
+    meta = client.gather(client.map(_piece_meta, pieces))
+    change_kinds = {m[0] for m in meta}
+    if len(change_kinds) > 1:
+        raise CrawlLogError(f"{', '.join(sources)}: changes would be decided by {sorted(change_kinds)} in different "
+                            "files; give the files the same columns")
+    kind = change_kinds.pop()
+    if not any(m[4] for m in meta):
+        raise CrawlLogError(f"{', '.join(sources)}: no visits in the files")
+    check_time_kinds([m[5] for m in meta])
+    if kind == "digest" and not any(m[2] for m in meta):
+        raise CrawlLogError(f"{', '.join(sources)}: line 1, column {meta[0][1]!r}: the digest column is entirely "
+                            "empty; map another column with `columns=` or choose `change_from`")
+    group_of = buckets if all(b is not None for b in buckets) else list(range(len(files)))
+    groups = list(dict.fromkeys(group_of))
+    disjoint = False
+    if partitioned is not False:
+        hashes = [np.concatenate([meta[i][3] for i in range(len(files)) if group_of[i] == g] or [np.zeros(0, "u8")])
+                  for g in groups]
+        per_group = [np.unique(h) for h in hashes]
+        everything = np.concatenate(per_group)
+        disjoint = np.unique(everything).size == everything.size
+        if partitioned is True and not disjoint:
+            raise CrawlLogError(f"{', '.join(sources)}: `partitioned=True` but some page occurs in two groups of files "
+                                f"({'page_bucket folders' if group_of is buckets else 'files'}); "
+                                "pass partitioned='auto' or False to shuffle")
+    args = (kind, sources, tuple(methods), prior, level, posterior_method)
+    if disjoint:
+        jobs = [client.submit(_pages_of, [p for p, g in zip(pieces, group_of) if g == grp], *args) for grp in groups]
+    else:
+        n = npartitions or max(len(files), 2)
+        splits = [client.submit(_split, p, n) for p in pieces]
+        jobs = [client.submit(_pages_of, [client.submit(_pick, s, b) for s in splits], *args) for b in range(n)]
+    results = client.gather(jobs)
+    del pieces
+    parts = [(t, a, r) for t, a, r in results if a is not None]
+    audit = Audit.combine([a for _, a, _ in parts], sources=sources)
+    tables = [(t, r) for t, _, r in parts if t is not None]
+    if not tables:
+        raise CrawlLogError(f"{', '.join(sources)}: no page has two usable visits, so there is nothing to estimate\n"
+                            + audit.format())
+    table = pd.concat([t for t, _ in tables], ignore_index=True)
+    first = np.concatenate([r for _, r in tables])
+    table = table.iloc[np.argsort(first, kind="stable")].reset_index(drop=True)
+    table.attrs.update(tables[0][0].attrs)
+    table.attrs["warnings"] = one_note_per_check(merge_notes(w for t, _ in tables for w in t.attrs["warnings"]))
+    import warnings
+
+    from ._validation import StatisticalWarning
+
+    for msg in table.attrs["warnings"]:  # as estimate_pages does; pooled statistics are per task here
+        warnings.warn(msg, StatisticalWarning, stacklevel=2)
+    return ClusterEstimates(table=allocate_crawls(table, budget), audit=audit, n_partitions=len(jobs),
+                            shuffled=not disjoint)
+

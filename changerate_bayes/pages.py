@@ -181,6 +181,9 @@ def page_table(history_or_log, *, methods=(), prior=None, level=0.9, posterior_m
             warnings.simplefilter("always")
             values[method] = np.atleast_1d(final_estimates(history, method)) * per_day
         caught += [str(x.message) for x in w]
+    age = getattr(history_or_log, "last_modified_age", None)
+    if age is not None:  # Cho & Garcia-Molina's estimator with the last-modification date
+        out["lm_rate"] = _last_modified_rates(history, age) * per_day
     # the table shows the mean and interval only: the sd's grid is not computed
     post = posterior_mean_interval(history, prior=prior, method=posterior_method, level=level)
     mean = post.mean * per_day
@@ -196,6 +199,21 @@ def page_table(history_or_log, *, methods=(), prior=None, level=0.9, posterior_m
     table.attrs.update(level=float(level), prior=post.prior, rates="changes per day", rate_rule=RATE_RULE,
                        warnings=merge_notes(caught))
     return table
+
+
+def _last_modified_rates(history, age) -> np.ndarray:
+    """Each page's :func:`~changerate_bayes.estimators.last_modified_rate` (NaN where a change is undated)."""
+    from .estimators import last_modified_rate
+
+    lengths = history.lengths
+    page = np.repeat(np.arange(lengths.size), lengths)
+    dated = np.bincount(page, weights=np.isnan(age), minlength=lengths.size) == 0
+    out = np.full(lengths.size, np.nan)
+    if dated.any():
+        keep = dated[page]
+        out[dated] = last_modified_rate(history.flat_changed[keep], history.flat_intervals[keep], age[keep],
+                                        lengths=lengths[dated])
+    return out
 
 
 def allocate_crawls(table: pd.DataFrame, budget=None, *, objective="binary_freshness") -> pd.DataFrame:
@@ -266,7 +284,10 @@ def estimate_pages(history_or_log, *, methods=(), prior=None, budget=None, level
         ``rate_upper_per_day`` (the posterior's equal-tailed ``level`` credible interval),
         ``rate_method`` (``"mle"`` or ``"posterior_mean"``); ``posterior_mean``,
         ``posterior_lower`` and ``posterior_upper``, the posterior's summary that the
-        allocation uses (the interval is the rate's); one column per requested method; ``crawls_per_day`` and
+        allocation uses (the interval is the rate's); one column per requested method; ``lm_rate`` for a log with Last-Modified
+        dates (Cho & Garcia-Molina's estimator with the date,
+        :func:`~changerate_bayes.estimators.last_modified_rate`; NaN for a page whose
+        dates are unreliable or do not date every change seen); ``crawls_per_day`` and
         ``crawl_interval_h``. Every rate is in **changes per day**. ``attrs`` holds the
         level, prior, budget, objective, the rule of the recommended rate
         (``rate_rule``) and the estimators' warnings, each once.

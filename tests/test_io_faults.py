@@ -172,7 +172,7 @@ def test_cdx_with_a_byte_order_mark(tmp_path, compress):
             "com,a)/ 20240102000000 http://a/ text/html 200 Y 1\n")
     path = tmp_path / ("index.cdx.gz" if compress else "index.cdx")
     path.write_bytes(gzip.compress(text.encode()) if compress else text.encode())
-    log = read_log(path)
+    log = read_log(path, page_key="surt")
     assert log.history.page_ids.tolist() == ["com,a)/"] and log.history.flat_changed.tolist() == [1]
 
 

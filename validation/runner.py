@@ -21,6 +21,7 @@ STUDIES: tuple[str, ...] = (
     "convergence",
     "traces_study",
     "gof_size",
+    "last_modified",
     "scheduling_rates",
     "scheduling_closed_loop",
     "scheduling_whittle",
@@ -203,6 +204,7 @@ _COST_HINT: dict[str, float] = {
     "scheduling_rates": 5.0,
     "scheduling_closed_loop": 2.5,
     "scheduling_sampling": 0.9,
+    "last_modified": 0.5,
 }
 
 

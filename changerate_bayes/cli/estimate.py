@@ -26,7 +26,8 @@ def register(sub) -> None:
         "audit of the rows read, and write one row per page: counts, first/last visit, the recommended change rate "
         "with its credible interval and how it was chosen (changes per day), and the optimal crawl interval.",
     )
-    p.add_argument("logs", nargs="+", metavar="LOG", help="log files (read as one log)")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="log files or folders of log files (read as one log; "
+                   "a folder stands for every file under it, e.g. hive-style page_bucket=K/ folders)")
     p.add_argument("--format", default="auto", choices=FORMATS, help="log format (default: from the file names)")
     add_columns_flag(p, LOG_ROLES, "page=url,fetch_time=timestamp,digest=sha1")
     p.add_argument("--methods", nargs="+", default=[], choices=METHODS, metavar="METHOD",
@@ -42,9 +43,12 @@ def register(sub) -> None:
     p.add_argument("--level", type=float, default=0.9, help="credible interval probability (default 0.9)")
     p.add_argument("--ota-changed", choices=("filtered", "raw"), default="filtered",
                    help="Open Terms Archive logs: which change column is I_k (default: filtered)")
+    p.add_argument("--page-key", choices=("url", "surt"), default="url",
+                   help="CDX logs: name pages by their URL (default; as WARC logs do) or by the SURT key")
     p.add_argument("--engine", choices=("pandas", "dask"), default="pandas",
                    help="pandas (in process, default; CSV and Parquet logs without --report are reduced one "
-                   "bucket of pages at a time, in memory bounded by the pages) or dask (CSV/Parquet/OTA only)")
+                   "bucket of pages at a time, in memory bounded by the pages) or dask (one task per file; a "
+                   "single CSV or Parquet file is read in blocks)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: a local cluster of 2 workers)")
     p.add_argument("--seed", type=int, default=0, help="seed of the report's Monte Carlo p-values")
@@ -85,29 +89,70 @@ def _methods(args) -> tuple:
     return tuple(METHODS) if args.all_estimators else tuple(dict.fromkeys(args.methods))
 
 
-def _dask_table(args, fmt):
-    from ._dask import dask_client, dask_visits
+def _dask_table(args, fmt, files):
+    import dask.dataframe as dd
 
-    ddf, columns, change = dask_visits(args, fmt)
-    with dask_client(args) as client:
-        return _dask_run(args, ddf, columns, change, client)
+    # one task per file (no shuffle when the files partition the pages); one CSV or Parquet file in blocks
+    by_file = fmt in ("cdx", "warc", "auto") or (fmt in ("csv", "parquet") and len(files) > 1)
+    if fmt not in ("csv", "parquet", "ota", "cdx", "warc", "auto"):
+        raise ValueError(f"--engine dask reads CSV, Parquet, OTA, CDX and WARC logs; got format {fmt!r}")
+    from changerate_bayes.io._compressed import DECOMPRESSION_ERRORS, check_complete, decompression_error
+
+    for path in files:
+        check_complete(path)  # a cut zstd file would read as fewer rows
+    ddf = None
+    try:  # dask reads the head of the first file here, to learn the columns
+        if by_file:
+            pass
+        elif fmt == "parquet":
+            ddf = dd.read_parquet([str(f) for f in files])
+        else:
+            gz = any(str(p).endswith((".gz", ".bz2", ".xz", ".zst")) for p in files)
+            ddf = dd.read_csv([str(f) for f in files], dtype=str, keep_default_na=False,
+                              blocksize=None if gz else "64MB")
+    except DECOMPRESSION_ERRORS as exc:
+        raise decompression_error(files[0], exc, files[0]) from None
+    columns, change = (args.column_map, "auto")
+    if fmt == "ota":
+        columns, change = {"changed": f"changed_{args.ota_changed}", **(columns or {})}, "changed"
+    from changerate_bayes._upstream import quiet_dask_logs
+
+    with quiet_dask_logs():
+        return _dask_run(args, ddf, columns, change, files if by_file else None, fmt)
 
 
-def _dask_run(args, ddf, columns, change, client):
-    from changerate_bayes.cluster import estimate_pages_dask
+def _dask_run(args, ddf, columns, change, files, fmt):
+    from distributed import Client, LocalCluster
 
-    res = estimate_pages_dask(ddf, columns=columns, change_from=change, methods=_methods(args),
-                              budget=args.budget, level=args.level, source=", ".join(args.logs),
-                              npartitions=max(ddf.npartitions, 2), client=client)
-    log = None
-    if args.report:  # the busiest pages' visits, for their diagnostics
-        from changerate_bayes.io import read_frame
+    from changerate_bayes.cluster import estimate_files_dask, estimate_pages_dask
 
-        top = res.table.sort_values(["n_changes", "rate_per_day"], ascending=False).head(6)["page"]
-        page_col = (columns or {}).get("page", "page")
-        sub = ddf[ddf[page_col].isin(list(top))].compute()
-        log = read_frame(sub.reset_index(drop=True), columns=columns, change_from=change)
-    return res.table, res.audit, log
+    cluster = None
+    if args.scheduler:
+        client = Client(args.scheduler)
+    else:
+        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+        client = Client(cluster)
+    try:
+        if files is not None:
+            res = estimate_files_dask(files, format=fmt, columns=columns, methods=_methods(args), budget=args.budget,
+                                      level=args.level, page_key=args.page_key, client=client)
+        else:
+            res = estimate_pages_dask(ddf, columns=columns, change_from=change, methods=_methods(args),
+                                      budget=args.budget, level=args.level, source=", ".join(args.logs),
+                                      npartitions=max(ddf.npartitions, 2), client=client)
+        log = None  # read file by file, the busiest pages' visits are not gathered: no diagnostics
+        if args.report and files is None:  # the busiest pages' visits, for their diagnostics
+            from changerate_bayes.io import read_frame
+
+            top = res.table.sort_values(["n_changes", "rate_per_day"], ascending=False).head(6)["page"]
+            page_col = (columns or {}).get("page", "page")
+            sub = ddf[ddf[page_col].isin(list(top))].compute()
+            log = read_frame(sub.reset_index(drop=True), columns=columns, change_from=change)
+        return res.table, res.audit, log
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 def run(args) -> int:
@@ -124,11 +169,12 @@ def run(args) -> int:
 def _run(args) -> int:
     import warnings
 
-    from changerate_bayes.io import CrawlLogError, detect_format, read_log
+    from changerate_bayes.io import CrawlLogError, detect_format, log_files, read_log
 
     t0 = time.perf_counter()
     try:
-        refuse_inputs_as_outputs(args.logs, [("--out", args.out)]
+        files, _ = log_files(args.logs)
+        refuse_inputs_as_outputs(files, [("--out", args.out)]
                                  + [("--report", f) for f in (report_files(args.report) if args.report else [])])
         out = _check_out(args.out)
         if args.report:
@@ -144,7 +190,7 @@ def _run(args) -> int:
         args.column_map = parse_columns(args.columns, STANDARD_COLUMNS)
         fmt = args.format
         if fmt == "auto":
-            kinds = {detect_format(p) for p in args.logs}
+            kinds = {detect_format(p) for p in files}
             fmt = kinds.pop() if len(kinds) == 1 else "auto"
         if args.column_map and fmt not in ("csv", "parquet", "auto"):
             raise ValueError(f"--columns maps the columns of CSV and Parquet logs; these logs are {fmt!r}")
@@ -156,15 +202,16 @@ def _run(args) -> int:
         warnings.simplefilter("always")
         try:
             if args.engine == "dask":
-                table, audit, log = _dask_table(args, fmt)
+                table, audit, log = _dask_table(args, fmt, files)
             elif fmt in ("csv", "parquet") and not args.report:  # bucket by bucket: memory bounded by the pages
                 from changerate_bayes import estimate_log
 
-                res = estimate_log(args.logs, format=fmt, columns=args.column_map, methods=_methods(args),
+                res = estimate_log(files, format=fmt, columns=args.column_map, methods=_methods(args),
                                    budget=args.budget, level=args.level)
                 table, audit, log = res.table, res.audit, None
             else:  # the report's diagnostics of the busiest pages need their visits
-                log = read_log(args.logs, format=fmt, ota_changed=args.ota_changed, columns=args.column_map)
+                log = read_log(files, format=fmt, ota_changed=args.ota_changed, columns=args.column_map,
+                               page_key=args.page_key)
                 audit = log.audit
                 table = estimate_pages(log, methods=_methods(args), budget=args.budget, level=args.level)
         except CrawlLogError as exc:
@@ -180,7 +227,7 @@ def _run(args) -> int:
         from changerate_bayes.log_report import estimate_report, log_attribution
 
         html, results = estimate_report(table, audit, log=log, seed=args.seed,
-                                        attribution=log_attribution(args.logs, fmt), started=t0)
+                                        attribution=log_attribution(files, fmt), started=t0)
     with output_lock(resolve_output(out).parent):  # another run's table and report are never mixed with ours
         write_table(table, out)
         print(f"wrote {len(table)} pages to {out}")

@@ -9,13 +9,18 @@ from the Dating Privacy collective"; see ``data/README.md`` for provenance):
 - ``crawls_dating.csv.gz``: 309,582 crawl visits of 69 URLs, one row per visit
   (``page,fetch_time,changed_raw,changed_filtered``);
 - ``crawls_dating_pages.csv``: the 69 URLs and their fetchers.
+
+:func:`write_cdxj_shards` writes a synthetic Common Crawl URL index (CDXJ shards in
+the real format) for tests and benchmarks.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["DATASETS", "dataset_path"]
+from ._cdxj import surt, write_cdxj_shards
+
+__all__ = ["DATASETS", "dataset_path", "surt", "write_cdxj_shards"]
 
 _DATA = Path(__file__).resolve().parent / "data"
 

@@ -1,5 +1,6 @@
 """Change-rate estimators: Naive, LLN, SA, SAM (Avrachenkov et al.), MLE, moment matching
-and Cho & Garcia-Molina's estimator for regular crawls.
+and Cho & Garcia-Molina's estimators for regular crawls and with the last-modification date
+(:func:`last_modified_rate`).
 
 Each is available as a batch trajectory, :func:`estimate_path`, as each page's final
 estimate, :func:`final_estimates`, and as a streaming object with
@@ -8,6 +9,7 @@ trajectory after every update. Histories may hold pages of any length (ragged).
 """
 
 from ._base import StreamingEstimator
+from ._lastmod import last_modified_rate
 from ._lln import LLNEstimator
 from ._mle import MLEEstimator
 from ._mm import MomentMatchingEstimator
@@ -47,4 +49,5 @@ __all__ = [
     "check_sam_stepsizes",
     "estimate_path",
     "final_estimates",
+    "last_modified_rate",
 ]

@@ -66,6 +66,11 @@ class Audit:
     records_without_page : int, default 0
         WARC response/revisit records without a ``WARC-Target-URI``: they belong to no
         page and are skipped, not counted in ``rows_read``.
+    last_modified_unreliable_pages : int, default 0
+        Pages whose ``last_modified`` is not used for the estimator with the date
+        (``lm_rate``): on every visit with one it is within a minute of the fetch time
+        (a server that reports "now"), or, where digests decide, it says "changed" while
+        the content is the same on more than half of the visits where it says so.
     """
 
     sources: tuple
@@ -83,6 +88,7 @@ class Audit:
     truncated_records: int = 0
     truncated_files: tuple = ()
     records_without_page: int = 0
+    last_modified_unreliable_pages: int = 0
 
     @property
     def dropped_total(self) -> int:
@@ -123,6 +129,9 @@ class Audit:
                          f"(truncated: {', '.join(self.truncated_files)})")
         if self.records_without_page:
             lines.append(f"skipped {self.records_without_page} WARC record(s) without WARC-Target-URI")
+        if self.last_modified_unreliable_pages:
+            lines.append(f"Last-Modified ignored on {self.last_modified_unreliable_pages} page(s) whose server "
+                         "reports the fetch time, or a change the content does not show, on most visits")
         return "\n".join(lines)
 
     @staticmethod
@@ -143,7 +152,7 @@ class Audit:
         counts = {}
         for name in ("rows_read", "pages", "pages_kept", "visits_kept", "reference_visits", "out_of_order",
                      "single_visit_pages", "pages_without_usable_visit", "last_modified_ignored",
-                     "truncated_records", "records_without_page"):
+                     "truncated_records", "records_without_page", "last_modified_unreliable_pages"):
             counts[name] = int(sum(getattr(a, name) for a in parts))
         dropped = tuple((r, int(sum(dict(a.dropped)[r] for a in parts))) for r in DROP_REASONS)
         src = tuple(sources) if sources is not None else parts[0].sources

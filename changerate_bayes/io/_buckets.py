@@ -238,7 +238,7 @@ def build_log_bucketed(store: PageBuckets, labels, *, change_from: str, sources)
     from ..history import CrawlHistory
 
     labels = np.asarray(labels, dtype=object)
-    audits, codes, lengths, changed, tau, rate, first, last = [], [], [], [], [], [], [], []
+    audits, codes, lengths, changed, tau, rate, first, last, ages = [], [], [], [], [], [], [], [], []
     for c, part in reduce_buckets(store, change_from=change_from, sources=sources):
         audits.append(part.audit)
         if part.history is None:
@@ -251,6 +251,7 @@ def build_log_bucketed(store: PageBuckets, labels, *, change_from: str, sources)
         rate.append(np.broadcast_to(np.asarray(h.crawl_rate, dtype=np.float64), c.shape))
         first.append(part.first_visit)
         last.append(part.last_visit)
+        ages.append(part.last_modified_age)
     audit = Audit.combine(audits, sources=tuple(str(s) for s in sources))
     if not codes:
         raise no_pages_error(audit)
@@ -265,5 +266,6 @@ def build_log_bucketed(store: PageBuckets, labels, *, change_from: str, sources)
         np.concatenate(changed)[gather], np.concatenate(tau)[gather], lengths=new_lengths,
         crawl_rate=np.concatenate(rate)[order], page_ids=labels[codes[order]],
     )
+    age = None if any(a is None for a in ages) else np.concatenate(ages)[gather]
     return CrawlLog(history=history, first_visit=np.concatenate(first)[order],
-                    last_visit=np.concatenate(last)[order], audit=audit)
+                    last_visit=np.concatenate(last)[order], audit=audit, last_modified_age=age)

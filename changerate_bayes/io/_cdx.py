@@ -18,11 +18,22 @@ _REVISIT = "warc/revisit"
 _TIME_FORMAT = "%Y%m%d%H%M%S"
 
 
-def _frame(rows: list[list[str]]) -> pd.DataFrame:
+#: What names a page in a CDX log: the capture's URL, or the SURT key of the index.
+PAGE_KEYS = ("url", "surt")
+
+
+def strip_digest_algorithm(digests: pd.Series) -> pd.Series:
+    """Digests without a leading ``sha1:`` (WARC headers have it, CDX indexes mostly not)."""
+    return digests.str.replace(r"^(?i:sha1):", "", regex=True)
+
+
+def _frame(rows: list[list[str]], page_key: str = "url") -> pd.DataFrame:
     arr = np.array(rows, dtype=object).reshape(len(rows), 6) if rows else np.empty((0, 6), dtype=object)
-    df = pd.DataFrame(arr, columns=["page", "fetch_time", "original", "mime", "status", "digest"])
+    df = pd.DataFrame(arr, columns=["surt", "fetch_time", "url", "mime", "status", "digest"])
     df["not_modified"] = (df["mime"] == _REVISIT).to_numpy(dtype=bool)
-    return df.drop(columns=["original", "mime"])
+    df["digest"] = strip_digest_algorithm(df["digest"])
+    df["page"] = df[page_key].mask(df[page_key] == "-", "")  # "-": no URL, a missing page named by its line
+    return df.drop(columns=["surt", "url", "mime"])
 
 
 def _parse_line(text: str, *, src: str, line: int) -> list[str] | None:
@@ -32,11 +43,14 @@ def _parse_line(text: str, *, src: str, line: int) -> list[str] | None:
     if line == 1 and text.lstrip().startswith("CDX"):
         return None  # the legend line " CDX N b a m s k r M S V g"
     parts = text.split(" ")
-    if len(parts) >= 3 and parts[2].startswith("{"):  # CDXJ: urlkey timestamp {json}
+    if len(parts) >= 3 and parts[2][:1] in ("{", "["):  # CDXJ: urlkey timestamp {json}
         try:
             meta = json.loads(text.split(" ", 2)[2])
         except json.JSONDecodeError as exc:
             raise CrawlLogError(f"{src}: line {line}: the CDXJ JSON block is not valid JSON ({exc.msg})") from None
+        if not isinstance(meta, dict):
+            raise CrawlLogError(f"{src}: line {line}: the CDXJ JSON block must be an object "
+                                f"({{\"url\": ..., \"digest\": ...}}); got {type(meta).__name__}")
         return [parts[0], parts[1], meta.get("url", "-"), meta.get("mime", "-"),
                 str(meta.get("status", "-")), meta.get("digest", "-")]
     if len(parts) < 7:
@@ -47,7 +61,7 @@ def _parse_line(text: str, *, src: str, line: int) -> list[str] | None:
     return parts[:6]
 
 
-def read_cdx(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
+def read_cdx(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS, page_key="url") -> CrawlLog:
     """Read Internet Archive / pywb CDX files (plain, or gzip/bz2/xz/zstd) into a ragged history.
 
     Each line is one capture: ``urlkey timestamp original mimetype statuscode digest
@@ -55,8 +69,10 @@ def read_cdx(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
     with offsets is accepted, a leading `` CDX ...`` legend line is skipped), or a
     CDXJ line ``urlkey timestamp {"url": ..., "status": ..., "digest": ...}``.
 
-    The page is the ``urlkey`` (the canonical SURT form, so http/https and
-    ``www.`` variants of one URL are one page); the time is the 14-digit UTC
+    The page is the capture's URL (``original``, or the JSON ``url``), as in a WARC
+    log of the same captures, so that the two can be read as one log; with
+    ``page_key="surt"`` it is the ``urlkey`` (the canonical SURT form, so http/https
+    and ``www.`` variants of one URL are one page). The time is the 14-digit UTC
     ``timestamp``; changes are decided by the payload ``digest`` (see
     :mod:`changerate_bayes.io`), a ``warc/revisit`` capture is a visit that saw no
     change, status ``-`` (missing) or >= 400 is a failed visit, and a redirect (3xx other
@@ -69,6 +85,8 @@ def read_cdx(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
     paths : path or list of paths
     chunk_rows : int, default 500_000
         Lines parsed at a time.
+    page_key : {"url", "surt"}, default "url"
+        What names a page: the captured URL or the index's SURT key.
 
     Returns
     -------
@@ -76,52 +94,69 @@ def read_cdx(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
 
     Raises
     ------
+    ValueError
+        For a ``page_key`` not in {"url", "surt"}.
     CrawlLogError (a ValueError)
-        Naming the file, line and field: a line with fewer than 7 fields, a timestamp
+        Naming the file, line and field: a CDXJ JSON block that is not a JSON object,
+        a missing URL (with ``page_key="url"``), a line with fewer than 7 fields, a timestamp
         that is not ``YYYYMMDDhhmmss``, a non-numeric status, a digest field that is
         ``-`` on every line, no page with two usable captures, or a compressed file that
         is truncated or corrupt.
     """
     chunk_rows = _check_chunk(chunk_rows)
+    _check_page_key(page_key)
     files = _as_paths(paths)
     labels = pd.Index([], dtype=object)
     state: dict = {}
     parts = []
-    names = {"page": "urlkey", "fetch_time": "timestamp", "status": "statuscode", "digest": "digest"}
     for path in files:
-        src = str(path)
-        with open_text(path) as fh:  # gzip, bz2, xz or zstd by the magic bytes; a UTF-8 BOM dropped
-            rows: list = []
-            first = None
-            try:
-                for line, text in enumerate(fh, start=1):
-                    row = _parse_line(text, src=src, line=line)
-                    if row is None:
-                        continue
-                    if first is None:
-                        first = line
-                    rows.append((line, row))
-                    if len(rows) >= chunk_rows:
-                        parts.append(_chunk(rows, src, labels, state, names))
-                        labels = parts[-1][1]
-                        rows = []
-            except UnicodeDecodeError:
-                raise CrawlLogError(f"{src}: not a text CDX file (not UTF-8)") from None
-            except DECOMPRESSION_ERRORS as exc:
-                raise decompression_error(src, exc, path) from None
-            if rows:
-                parts.append(_chunk(rows, src, labels, state, names))
-                labels = parts[-1][1]
+        more, labels = _compact_cdx_file(path, chunk_rows=chunk_rows, page_key=page_key, labels=labels, state=state)
+        parts.extend(more)
     if not parts:
         raise CrawlLogError(f"{', '.join(map(str, files))}: no CDX lines")
-    v = VisitColumns.concat([p[0] for p in parts])
+    v = VisitColumns.concat(parts)
     check_digest_not_empty(v, source=", ".join(map(str, files)), column="digest")
     return build_log(v, labels, change_from="digest", sources=files)
 
 
-def _chunk(rows, src, labels, state, names):
+def _check_page_key(page_key) -> None:
+    if page_key not in PAGE_KEYS:
+        raise ValueError(f"`page_key` must be one of {list(PAGE_KEYS)}; got {page_key!r}")
+
+
+def _compact_cdx_file(path, *, chunk_rows, page_key="url", labels=None, state=None):
+    """Compact columns of one CDX file: (list of VisitColumns, labels)."""
+    labels = pd.Index([], dtype=object) if labels is None else labels
+    state = {} if state is None else state
+    names = {"page": "url" if page_key == "url" else "urlkey", "fetch_time": "timestamp", "status": "statuscode",
+             "digest": "digest"}
+    src = str(path)
+    parts = []
+    with open_text(path) as fh:  # gzip, bz2, xz or zstd by the magic bytes; a UTF-8 BOM dropped
+        rows: list = []
+        try:
+            for line, text in enumerate(fh, start=1):
+                row = _parse_line(text, src=src, line=line)
+                if row is None:
+                    continue
+                rows.append((line, row))
+                if len(rows) >= chunk_rows:
+                    part, labels = _chunk(rows, src, labels, state, names, page_key)
+                    parts.append(part)
+                    rows = []
+        except UnicodeDecodeError:
+            raise CrawlLogError(f"{src}: not a text CDX file (not UTF-8)") from None
+        except DECOMPRESSION_ERRORS as exc:
+            raise decompression_error(src, exc, path) from None
+        if rows:
+            part, labels = _chunk(rows, src, labels, state, names, page_key)
+            parts.append(part)
+    return parts, labels
+
+
+def _chunk(rows, src, labels, state, names, page_key):
     lines = np.array([ln for ln, _ in rows], dtype=np.int64)
-    df = _frame([r for _, r in rows])
+    df = _frame([r for _, r in rows], page_key)
     bad = ~df["fetch_time"].str.fullmatch(r"\d{14}")
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,7 +11,7 @@ from ._errors import CrawlLogError
 if TYPE_CHECKING:  # only for the annotations: the readers import pandas on first use
     from ._semantics import CrawlLog
 
-__all__ = ["FORMATS", "detect_format", "read_log"]
+__all__ = ["BUCKET_FOLDER", "FORMATS", "detect_format", "log_files", "read_log"]
 
 #: Format names accepted by :func:`read_log` (and ``estimate --format``).
 FORMATS = ("csv", "parquet", "cdx", "warc", "ota", "auto")
@@ -22,10 +23,37 @@ _SUFFIXES = {
 _COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
 
 
+_CDXJ_LINE = re.compile(r"^\S+ \d{14} \{")
+_CDX_LINE = re.compile(r"^\S+ \d{14} \S+ \S+ \S+ \S+ \S+")
+
+
+def _sniff(path: Path) -> str | None:
+    """The format told by a file's first bytes (decompressed if gzip, bz2, xz or zstd), or None."""
+    from ._compressed import DECOMPRESSION_ERRORS, open_text
+
+    with open(path, "rb") as fh:
+        if fh.read(4) == b"PAR1":
+            return "parquet"
+    try:
+        with open_text(path, encoding="utf-8-sig") as fh:
+            head = fh.read(4096)
+    except (UnicodeDecodeError, CrawlLogError, *DECOMPRESSION_ERRORS):
+        head = ""
+    if head.startswith(("WARC/", "filedesc://")):
+        return "warc"
+    first = head.split("\n", 1)[0].rstrip("\r")
+    if first.lstrip().startswith("CDX ") or _CDXJ_LINE.match(first) or _CDX_LINE.match(first):
+        return "cdx"
+    return None
+
+
 def detect_format(path) -> str:
     """The format of a log from its name (``.csv[.gz]``, ``.parquet``, ``.cdx[j][.gz]``, ``.warc[.gz]``).
 
     A CSV whose header holds ``changed_filtered`` is the Open Terms Archive format ("ota").
+    A name that does not tell (e.g. Common Crawl's index shards ``cdx-00123.gz``) is
+    decided by the file's first bytes: Parquet's magic, a WARC record header, or a CDX
+    or CDXJ line (``key 14-digit-timestamp ...``), read through gzip, bz2 or xz.
 
     Raises
     ------
@@ -39,10 +67,13 @@ def detect_format(path) -> str:
     while suffixes and suffixes[-1] in _COMPRESSED:
         suffixes.pop()
     fmt = _SUFFIXES.get(suffixes[-1]) if suffixes else None
+    if fmt is None and p.is_file():
+        fmt = _sniff(p)
     if fmt is None:
         raise CrawlLogError(
             f"{p}: unknown format: the file name does not end in one of {sorted(_SUFFIXES)} "
-            f"(optionally compressed {list(_COMPRESSED)}); pass the format (one of {list(FORMATS[:-1])})"
+            f"(optionally compressed {list(_COMPRESSED)}) and its first line is not that of a known format; "
+            f"pass the format (one of {list(FORMATS[:-1])})"
         )
     if fmt == "csv" and p.is_file():
         from ._compressed import DECOMPRESSION_ERRORS, open_text
@@ -57,22 +88,67 @@ def detect_format(path) -> str:
     return fmt
 
 
+#: The folder name of a hive-style partition of the log by page: ``page_bucket=K/``.
+BUCKET_FOLDER = "page_bucket"
+
+
+def log_files(paths) -> tuple[list, list]:
+    """The files of a log given as files and folders, and each file's page bucket.
+
+    A folder stands for every file under it (hidden files and names starting with
+    ``_`` skipped; sorted by path). A file under a folder named ``page_bucket=K``
+    (hive-style partitioning) is in bucket ``K``; other files have bucket None.
+
+    Returns
+    -------
+    (list of pathlib.Path, list of str or None)
+
+    Raises
+    ------
+    CrawlLogError (a ValueError)
+        For a path that does not exist, or a folder with no files.
+    """
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    files = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("*") if f.is_file()
+                           and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts))
+            if not found:
+                raise CrawlLogError(f"{p}: the folder holds no log file")
+            files.extend(found)
+        elif p.exists():  # a device or pipe is named by the reader
+            files.append(p)
+        else:
+            raise CrawlLogError(f"{p}: no such file or folder")
+    buckets = []
+    for f in files:
+        tags = [part.split("=", 1)[1] for part in f.parts[:-1] if part.startswith(BUCKET_FOLDER + "=")]
+        buckets.append(tags[-1] if tags else None)
+    return files, buckets
+
+
 def read_log(paths, *, format="auto", columns=None, change_from="auto", ota_changed="filtered",
-             chunk_rows=None) -> CrawlLog:
+             chunk_rows=None, page_key="url") -> CrawlLog:
     """Read crawl logs of any supported format into a ragged history.
 
     Parameters
     ----------
     paths : path or list of paths
-        Several files are read as one log (they must share a format).
+        Several files are read as one log (they must share a format, except that CDX
+        and WARC files may be mixed: their pages are both keyed by URL).
     format : {"csv", "parquet", "cdx", "warc", "ota", "auto"}, default "auto"
-        "auto" decides from the file names (see :func:`detect_format`).
+        "auto" decides from the file names, or the first bytes (see :func:`detect_format`).
     columns, change_from
         For "csv" and "parquet" (see :func:`read_csv`).
     ota_changed : {"filtered", "raw"}, default "filtered"
         For "ota" (see :func:`read_ota`).
     chunk_rows : int, optional
         Rows (lines, records) per chunk; default the readers' default.
+    page_key : {"url", "surt"}, default "url"
+        For "cdx": what names a page (see :func:`read_cdx`); WARC logs name pages by
+        URL, so a CDX and a WARC log of the same captures give the same pages.
 
     Returns
     -------
@@ -94,6 +170,11 @@ def read_log(paths, *, format="auto", columns=None, change_from="auto", ota_chan
         raise CrawlLogError(f"{files[0]}: unknown format {format!r}; choose one of {list(FORMATS)}")
     if format == "auto":
         kinds = {detect_format(p) for p in files}
+        if kinds == {"cdx", "warc"}:  # one log of the same pages in both, keyed by URL
+            from ._pieces import read_pieces
+
+            return read_pieces(files, [detect_format(p) for p in files], chunk_rows=chunk_rows,
+                               page_key=page_key)
         if len(kinds) > 1:
             raise CrawlLogError(f"{', '.join(map(str, files))}: the files have different formats {sorted(kinds)}; "
                                 "read them separately or pass `format`")
@@ -104,7 +185,7 @@ def read_log(paths, *, format="auto", columns=None, change_from="auto", ota_chan
     if format == "parquet":
         return read_parquet(files, columns=columns, change_from=change_from, chunk_rows=chunk)
     if format == "cdx":
-        return read_cdx(files, chunk_rows=chunk)
+        return read_cdx(files, chunk_rows=chunk, page_key=page_key)
     if format == "warc":
         return read_warc(files, chunk_rows=chunk)
     return read_ota(files, changed=ota_changed, chunk_rows=chunk)

@@ -74,12 +74,18 @@ class CrawlLog:
         UTC time of each page's reference copy and of its last usable visit.
     audit : Audit
         Rows read, kept and dropped by reason.
+    last_modified_age : ndarray of float64, shape (n_visits,), optional
+        With a ``last_modified`` column: per observation of the history (flat order),
+        hours from the page's last modification to the visit where a change was seen
+        (0 where none was), NaN on every visit of a page whose dates are unreliable or
+        do not date each change seen (see :attr:`Audit.last_modified_unreliable_pages`).
     """
 
     history: CrawlHistory
     first_visit: np.ndarray
     last_visit: np.ndarray
     audit: Audit
+    last_modified_age: np.ndarray | None = None
 
     @property
     def page_ids(self) -> np.ndarray:
@@ -381,6 +387,10 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
 
     counts_all = np.bincount(v.page, minlength=labels.size) if n else np.zeros(labels.size, np.int64)
     kept_per_page = np.bincount(pg, minlength=labels.size)
+    lm_age, lm_liars = None, 0
+    if v.last_modified is not None:
+        lm_age, liar = _last_modified_ages(v, lm_ok, order, pg, tm, first, chg, nm, change_from, labels.size)
+        lm_liars = int(np.count_nonzero(liar & (kept_per_page > 0)))
     n_pages = int(np.count_nonzero(counts_all))
     single = int(np.count_nonzero(kept_per_page == 1))
     none_usable = int(np.count_nonzero((counts_all > 0) & (kept_per_page == 0)))
@@ -391,7 +401,7 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
         pages_kept=int(obs_pages.size), visits_kept=int(np.count_nonzero(obs & (kept_per_page[pg] >= 2))),
         reference_visits=int(np.count_nonzero(first)), dropped=dropped, out_of_order=out_of_order,
         single_visit_pages=single, pages_without_usable_visit=none_usable, last_modified_ignored=lm_ignored,
-        **(audit_extra or {}),
+        last_modified_unreliable_pages=lm_liars, **(audit_extra or {}),
     )
     if obs_pages.size == 0:
         if empty_ok:  # a partition of a cluster run may hold no usable page
@@ -418,4 +428,37 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
     last[:-1] = pg[1:] != pg[:-1]
     last_t = tm[last][kept_per_page[pg[last]] >= 2]
     return CrawlLog(history=history, first_visit=first_t.astype("datetime64[ns]"),
-                    last_visit=last_t.astype("datetime64[ns]"), audit=audit)
+                    last_visit=last_t.astype("datetime64[ns]"), audit=audit,
+                    last_modified_age=None if lm_age is None else lm_age[obs])
+
+
+#: A Last-Modified within this of its fetch time, on every visit, is a server that says "now".
+LM_NOW_NS = 60 * 10**9
+
+
+def _last_modified_ages(v, lm_ok, order, pg, tm, first, chg, nm, change_from, n_labels):
+    """Each kept visit's age (hours since the Last-Modified time) where it dates the change seen, and the liars.
+
+    Returns (age, liar): ``age`` per kept visit, NaN where unknown and 0 where no change
+    was seen; a page whose Last-Modified is unreliable (``liar``, per label) gets NaN on
+    every visit, as does a page with a change its Last-Modified does not date.
+    """
+    lm = v.last_modified[order]
+    valid = lm_ok[order]
+    prev = np.empty_like(tm)
+    prev[0] = tm[0] if tm.size else 0
+    prev[1:] = tm[:-1]
+    inside = valid & ~first & (lm > prev)  # the date falls in the interval since the previous visit
+    n_valid = np.bincount(pg, weights=valid, minlength=n_labels)
+    n_now = np.bincount(pg, weights=valid & (tm - lm <= LM_NOW_NS), minlength=n_labels)
+    liar = (n_valid >= 2) & (n_now == n_valid)
+    if change_from == "digest":
+        says = inside & ~nm[order]
+        n_says = np.bincount(pg, weights=says, minlength=n_labels)
+        n_wrong = np.bincount(pg, weights=says & (chg == 0), minlength=n_labels)
+        liar |= (n_says >= 2) & (2 * n_wrong > n_says)
+    changed = (chg == 1) & ~first
+    age = np.where(changed, np.where(inside, (tm - lm) / _NS_PER_HOUR, np.nan), 0.0)
+    undated = np.bincount(pg, weights=np.isnan(age), minlength=n_labels) > 0
+    age[(liar | undated)[pg]] = np.nan
+    return age, liar

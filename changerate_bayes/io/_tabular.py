@@ -76,6 +76,8 @@ def _plan(header: list[str], mapping: dict, *, source: str, change_from: str):
         name = mapping.get(std, std)
         if name in file_cols:
             plan[std] = name
+    if "digest" not in plan and "digest" not in mapping and "etag" in file_cols:
+        plan["digest"] = "etag"  # an ETag names a version of the content as a digest does
     for std in ("page", "fetch_time"):
         if std not in plan:
             raise CrawlLogError(f"{source}: line 1: missing required column {mapping.get(std, std)!r}; "

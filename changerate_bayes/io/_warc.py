@@ -9,6 +9,7 @@ import os
 import numpy as np
 import pandas as pd
 
+from ._cdx import strip_digest_algorithm
 from ._compressed import DECOMPRESSION_ERRORS, decompression_error
 from ._errors import CrawlLogError
 from ._semantics import CrawlLog, VisitColumns, build_log, compact_frame
@@ -125,82 +126,15 @@ def read_warc(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
     UserWarning
         For each file with records cut short.
     """
-    import warnings
-
-    from warcio.exceptions import ArchiveLoadFailed
-
     chunk_rows = _check_chunk(chunk_rows)
     files = _as_paths(paths)
     labels = pd.Index([], dtype=object)
     state: dict = {}
     parts = []
-    names = {"page": "WARC-Target-URI", "fetch_time": "WARC-Date", "status": "HTTP status",
-             "digest": "WARC-Payload-Digest"}
-    extra = {"truncated_records": 0, "truncated_files": (), "records_without_page": 0}
+    extra = new_extra()
     for path in files:
-        src = str(path)
-        rows, nums = [], []
-        number = 0
-
-        def flush():
-            nonlocal labels
-            if not rows:
-                return
-            df = pd.DataFrame(rows, columns=["page", "fetch_time", "status", "digest", "not_modified", "not_capture"])
-            part, labels = compact_frame(df, source=src, first_line=0, line_word="record", labels=labels,
-                                         state=state, names=names, lines=np.asarray(nums, dtype=np.int64))
-            parts.append(part)
-            rows.clear()
-            nums.clear()
-
-        cuts, last_cut = 0, False
-        with open(path, "rb") as fh:
-            it = _iterator(fh)
-            try:
-                for record in it:
-                    number += 1
-                    kind = record.rec_type
-                    head = record.rec_headers
-                    status = digest = None
-                    if kind in ("response", "revisit"):
-                        status = record.http_headers.get_statuscode() if record.http_headers else None
-                        digest = head.get_header("WARC-Payload-Digest") or ""
-                        if kind == "response" and not digest:
-                            digest = _sha1_b32(record.content_stream())
-                    last_cut = not _complete(record, it)  # a cut header may look like a record of no type
-                    if last_cut:  # a partial record is never a row (nor is its partial payload hashed)
-                        cuts += 1
-                        continue
-                    if kind not in ("response", "revisit"):
-                        continue
-                    page = head.get_header("WARC-Target-URI")
-                    if not (page or "").strip():
-                        extra["records_without_page"] += 1
-                        continue
-                    if kind == "response":
-                        rows.append((page, head.get_header("WARC-Date"), status or "", digest, False, False))
-                    else:
-                        profile = head.get_header("WARC-Profile") or ""
-                        known = any(profile.rstrip("/").endswith(p) for p in NOT_MODIFIED_PROFILES)
-                        rows.append((page, head.get_header("WARC-Date"), status or "", digest, known, not known))
-                    nums.append(number)
-                    if len(rows) >= chunk_rows:
-                        flush()
-            except ArchiveLoadFailed as exc:
-                if not it.at_end():
-                    raise CrawlLogError(f"{src}: record {number + 1}: not a readable WARC record ({exc})") from None
-                cuts, last_cut = cuts + 1, True  # the file ends inside the first line of a record
-            except DECOMPRESSION_ERRORS as exc:
-                raise decompression_error(src, exc, path) from None
-            if it.ended_inside_member and not last_cut:  # cut inside headers warcio took for the end
-                cuts += 1
-        if cuts:
-            extra["truncated_records"] += cuts
-            extra["truncated_files"] += (src,)
-            warnings.warn(f"{src}: {cuts} record(s) cut short (fewer bytes than their Content-Length, or a gzip "
-                          "member that ends early: a download or copy that stopped early?); dropped, see the "
-                          "audit's truncated_records", UserWarning, stacklevel=2)
-        flush()
+        more, labels = _compact_warc_file(path, chunk_rows=chunk_rows, labels=labels, state=state, extra=extra)
+        parts.extend(more)
     if not parts:
         skipped = "".join(f"; {n} {what}" for n, what in ((extra["truncated_records"], "record(s) cut short by the "
                                                           "end of the file"),
@@ -209,3 +143,101 @@ def read_warc(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
         raise CrawlLogError(f"{', '.join(map(str, files))}: no response or revisit records{skipped}")
     v = VisitColumns.concat(parts)
     return build_log(v, labels, change_from="digest", sources=files, audit_extra=extra)
+
+
+def http_dates(values: pd.Series) -> pd.Series:
+    """HTTP dates (RFC 9110: ``Sun, 06 Nov 1994 08:49:37 GMT``) as ISO-8601 UTC; "" where missing or malformed.
+
+    A malformed Last-Modified header is the server's error, not the log's: it is not used.
+    """
+    t = pd.to_datetime(values, format="%a, %d %b %Y %H:%M:%S GMT", utc=True, errors="coerce")
+    return pd.Series(np.where(t.isna(), "", t.dt.strftime("%Y-%m-%dT%H:%M:%SZ")), index=values.index)
+
+
+def new_extra() -> dict:
+    """The WARC reader's own audit counts, zero."""
+    return {"truncated_records": 0, "truncated_files": (), "records_without_page": 0}
+
+
+def _compact_warc_file(path, *, chunk_rows, labels=None, state=None, extra=None):
+    """Compact columns of one WARC file: (list of VisitColumns, labels); ``extra`` (the audit's
+    truncated_records, truncated_files, records_without_page) is updated in place."""
+    import warnings
+
+    from warcio.exceptions import ArchiveLoadFailed
+
+    labels = pd.Index([], dtype=object) if labels is None else labels
+    state = {} if state is None else state
+    extra = new_extra() if extra is None else extra
+    parts = []
+    names = {"page": "WARC-Target-URI", "fetch_time": "WARC-Date", "status": "HTTP status",
+             "digest": "WARC-Payload-Digest"}
+    src = str(path)
+    rows, nums = [], []
+    number = 0
+
+    def flush():
+        nonlocal labels
+        if not rows:
+            return
+        df = pd.DataFrame(rows, columns=["page", "fetch_time", "status", "digest", "not_modified", "not_capture",
+                                         "last_modified"])
+        df["digest"] = strip_digest_algorithm(df["digest"])  # as in a CDX index of the same captures
+        df["last_modified"] = http_dates(df["last_modified"])
+        part, labels = compact_frame(df, source=src, first_line=0, line_word="record", labels=labels,
+                                     state=state, names=names, lines=np.asarray(nums, dtype=np.int64))
+        parts.append(part)
+        rows.clear()
+        nums.clear()
+
+    cuts, last_cut = 0, False
+    with open(path, "rb") as fh:
+        it = _iterator(fh)
+        try:
+            for record in it:
+                number += 1
+                kind = record.rec_type
+                head = record.rec_headers
+                status = digest = None
+                if kind in ("response", "revisit"):
+                    status = record.http_headers.get_statuscode() if record.http_headers else None
+                    digest = head.get_header("WARC-Payload-Digest") or ""
+                    if kind == "response" and not digest:
+                        digest = _sha1_b32(record.content_stream())
+                last_cut = not _complete(record, it)  # a cut header may look like a record of no type
+                if last_cut:  # a partial record is never a row (nor is its partial payload hashed)
+                    cuts += 1
+                    continue
+                if kind not in ("response", "revisit"):
+                    continue
+                page = head.get_header("WARC-Target-URI")
+                if not (page or "").strip():
+                    extra["records_without_page"] += 1
+                    continue
+                modified = (record.http_headers.get_header("Last-Modified") or "") if record.http_headers else ""
+                if kind == "response":
+                    rows.append((page, head.get_header("WARC-Date"), status or "", digest, False, False, modified))
+                else:
+                    profile = head.get_header("WARC-Profile") or ""
+                    known = any(profile.rstrip("/").endswith(p) for p in NOT_MODIFIED_PROFILES)
+                    rows.append((page, head.get_header("WARC-Date"), status or "", digest, known, not known,
+                                 modified))
+                nums.append(number)
+                if len(rows) >= chunk_rows:
+                    flush()
+        except ArchiveLoadFailed as exc:
+            if not it.at_end():
+                raise CrawlLogError(f"{src}: record {number + 1}: not a readable WARC record ({exc})") from None
+            cuts, last_cut = cuts + 1, True  # the file ends inside the first line of a record
+        except DECOMPRESSION_ERRORS as exc:
+            raise decompression_error(src, exc, path) from None
+        if it.ended_inside_member and not last_cut:  # cut inside headers warcio took for the end
+            cuts += 1
+    if cuts:
+        extra["truncated_records"] += cuts
+        extra["truncated_files"] += (src,)
+        warnings.warn(f"{src}: {cuts} record(s) cut short (fewer bytes than their Content-Length, or a gzip "
+                      "member that ends early: a download or copy that stopped early?); dropped, see the "
+                      "audit's truncated_records", UserWarning, stacklevel=2)
+    flush()
+    return parts, labels

@@ -1,0 +1,179 @@
+"""The Dask engine against itself and the pandas engine; Common Crawl's URL index per 10^8 captures.
+
+1. The synthetic log of ``bench_ingest.make_log`` (Parquet, 10 files whose pages are
+   disjoint, as a crawler that writes one file per host range does) is turned into the
+   per-page table by ``estimate_files_dask`` on a ``LocalCluster`` of 1 and of 2 worker
+   processes (one thread each), with the files used as they are (no shuffle) and, for
+   information, with a shuffle forced (``partitioned=False``); and by the pandas engine
+   (``read_log`` + ``estimate_pages``). Goals: 2 workers >= 1.7x the throughput of 1
+   worker, and never slower than pandas, at 10^7 visits.
+2. Synthetic Common Crawl index shards (``changerate_bayes.datasets.write_cdxj_shards``:
+   gzipped CDXJ, the URLs of each shard captured again in every monthly crawl, so every
+   page's captures are spread over several files and the rows are shuffled) are
+   estimated on 2 workers; the time is extrapolated linearly to 10^8 captures.
+
+Every configuration runs in its own process, one after the other, in one run, so that
+the ratios compare runs under the same load; the load is printed. Each process (and
+each worker) first estimates a tiny log, so that loading the compiled kernels (numba's
+cache, a few seconds per process) is not timed: the numbers are those of a warm
+cluster. The tables of every
+configuration are checked against the pandas engine's to 1e-12.
+
+Run: ``uv run --locked python benchmarks/bench_dask.py [--visits 10000000] [--captures 1000000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+
+
+def _load() -> str:
+    try:
+        return f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    except OSError:
+        return f"{os.cpu_count()} cores"
+
+
+def _result(goal, measured, meets, **extra):
+    print("RESULT " + json.dumps({"goal": goal, "measured": measured, "meets": meets, **extra}, ensure_ascii=False),
+          flush=True)
+
+
+def _warm():
+    """Load the compiled kernels (numba's cache) in this process: a tiny log, every method."""
+    import warnings
+
+    import pandas as pd
+
+    from changerate_bayes import estimate_pages
+    from changerate_bayes.io import read_frame
+
+    warnings.simplefilter("ignore")
+    t = pd.date_range("2024-01-01", periods=12, freq="7h", tz="UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
+    frame = pd.DataFrame({"page": ["a", "b"] * 6, "fetch_time": list(t), "digest": list("xxyyyzzzwwvv")})
+    estimate_pages(read_frame(frame))
+
+
+def _pandas(paths, out):
+    import warnings
+
+    from changerate_bayes import estimate_pages
+    from changerate_bayes.io import read_log
+
+    _warm()
+    warnings.simplefilter("ignore")
+    t0 = time.perf_counter()
+    log = read_log(paths)
+    table = estimate_pages(log, budget=1e5)
+    seconds = time.perf_counter() - t0
+    table.to_parquet(out)
+    print(json.dumps({"seconds": seconds, "rows": log.audit.rows_read}))
+
+
+def _dask(paths, out, n_workers, partitioned):
+    import warnings
+
+    from distributed import Client, LocalCluster
+
+    from changerate_bayes.cluster import estimate_files_dask
+
+    warnings.simplefilter("ignore")
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                      memory_limit="6GiB") as cluster, Client(cluster) as client:
+        client.run(_warm)  # as a cluster that has served a job before
+        t0 = time.perf_counter()
+        res = estimate_files_dask(paths, budget=1e5, partitioned=partitioned, client=client)
+        seconds = time.perf_counter() - t0
+        res.table.to_parquet(out)
+    print(json.dumps({"seconds": seconds, "rows": res.audit.rows_read, "shuffled": res.shuffled}))
+
+
+def _run(call: str, paths, out, *args):
+    code = (f"import sys; sys.path.insert(0, {str(_HERE)!r}); import bench_dask as b; "
+            f"b.{call}({[str(p) for p in paths]!r}, {str(out)!r}{''.join(', ' + repr(a) for a in args)})")
+    proc = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{call}{args} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _same(a_path, b_path) -> bool:
+    import numpy as np
+    import pandas as pd
+
+    a, b = pd.read_parquet(a_path), pd.read_parquet(b_path)
+    num = [c for c in a.columns if c not in ("page", "first_visit", "last_visit")]
+    return a["page"].tolist() == b["page"].tolist() and np.allclose(
+        a[num].to_numpy(float), b[num].to_numpy(float), rtol=1e-12, atol=0, equal_nan=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--visits", type=int, default=10_000_000)
+    ap.add_argument("--pages", type=int, default=100_000)
+    ap.add_argument("--captures", type=int, default=1_000_000, help="Common Crawl captures (approximately)")
+    ap.add_argument("--crawls", type=int, default=4, help="monthly crawls of the Common Crawl index")
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(_HERE))
+    from bench_ingest import make_log
+
+    from changerate_bayes.datasets import write_cdxj_shards
+
+    with tempfile.TemporaryDirectory(prefix="bench-dask-") as d:
+        folder = Path(d)
+        paths = make_log(folder, args.visits, args.pages)
+        size = f"{args.visits:.0e} visits of {args.pages:.0e} pages in {len(paths)} Parquet files"
+        print(f"synthetic log: {size}; {_load()}", flush=True)
+        runs = {}
+        for name, call, extra in [("pandas", "_pandas", ()), ("dask-1", "_dask", (1, "auto")),
+                                  ("dask-2", "_dask", (2, "auto")), ("dask-2-shuffled", "_dask", (2, False))]:
+            runs[name] = _run(call, paths, folder / f"{name}.parquet", *extra)
+            runs[name]["load"] = _load()
+            r = runs[name]
+            print(f"{name}: {r['seconds']:.1f} s, {r['rows'] / r['seconds']:.3g} visits/s ({r['load']})", flush=True)
+        same = all(_same(folder / "pandas.parquet", folder / f"{n}.parquet") for n in runs if n != "pandas")
+        rate = {n: r["rows"] / r["seconds"] for n, r in runs.items()}
+        note = "; ".join(f"{n} at {r['load']}" for n, r in runs.items())
+        speedup = rate["dask-2"] / rate["dask-1"]
+        _result(f"dask 2 workers >= 1.7x 1 worker, {size}", f"{speedup:.2f}x "
+                f"({rate['dask-2']:.3g} against {rate['dask-1']:.3g} visits/s)", bool(speedup >= 1.7), note=note)
+        vs = rate["dask-2"] / rate["pandas"]
+        _result(f"dask 2 workers never slower than pandas, {size}", f"{vs:.2f}x pandas "
+                f"({rate['dask-2']:.3g} against {rate['pandas']:.3g} visits/s)", bool(vs >= 1.0), note=note)
+        _result(f"dask 2 workers, rows shuffled between workers (information), {size}",
+                f"{rate['dask-2-shuffled']:.3g} visits/s ({rate['dask-2-shuffled'] / rate['pandas']:.2f}x pandas)",
+                None, note=note)
+        _result("dask tables equal the pandas engine's to 1e-12", "agree" if same else "differ", bool(same))
+
+        cc = folder / "cc"
+        n_urls = max(1, round(args.captures / (0.9 * args.crawls)))
+        t = time.perf_counter()
+        shards = write_cdxj_shards(cc, n_urls=n_urls, n_crawls=args.crawls, rng=0, n_shards=4)
+        print(f"Common Crawl index: {n_urls} URLs x {args.crawls} crawls in {len(shards)} shards "
+              f"({sum(s.stat().st_size for s in shards) / 2**20:.0f} MiB gzip), written in "
+              f"{time.perf_counter() - t:.0f} s", flush=True)
+        cc_pandas = _run("_pandas", shards, folder / "cc-pandas.parquet")
+        cc_dask = _run("_dask", shards, folder / "cc-dask.parquet", 2, "auto")
+        load = _load()
+        same_cc = _same(folder / "cc-pandas.parquet", folder / "cc-dask.parquet")
+        n = cc_dask["rows"]
+        per = cc_dask["seconds"] * 1e8 / n
+        _result(f"Common Crawl CDXJ shards on dask, 2 local workers, {n:.3g} captures",
+                f"{n / cc_dask['seconds']:.3g} captures/s; extrapolated to 10^8 captures: {per / 3600:.2f} h wall, "
+                f"{2 * per / 3600:.2f} core-hours", None, value=per, unit="s per 1e8 captures (extrapolated)",
+                note=f"{load}; pandas {n / cc_pandas['seconds']:.3g} captures/s; tables agree: {same_cc}")
+        _result("Common Crawl tables: dask equals pandas to 1e-12", "agree" if same_cc else "differ", bool(same_cc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
