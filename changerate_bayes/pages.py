@@ -195,7 +195,8 @@ def page_table(history_or_log, *, methods=(), prior=None, level=0.9, posterior_m
     for method in methods:
         out[method] = values[method]
     table = pd.DataFrame(out)
-    table = table[[*PAGE_COLUMNS, *RATE_COLUMNS, *methods]]
+    first = [*PAGE_COLUMNS, *RATE_COLUMNS]
+    table = table[first + [c for c in table.columns if c not in first]]  # then the methods (and lm_rate)
     table.attrs.update(level=float(level), prior=post.prior, rates="changes per day", rate_rule=RATE_RULE,
                        warnings=merge_notes(caught))
     return table
