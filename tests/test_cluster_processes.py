@@ -83,7 +83,8 @@ def _same_tables(got: pd.DataFrame, expect: pd.DataFrame):
     assert got["page"].tolist() == expect["page"].tolist()
     for c in ("n_crawls", "n_changes", "first_visit", "last_visit"):
         assert got[c].tolist() == expect[c].tolist(), c
-    num = [c for c in expect.columns if c not in ("page", "first_visit", "last_visit")]
+    assert got["rate_method"].tolist() == expect["rate_method"].tolist()
+    num = [c for c in expect.columns if c not in ("page", "first_visit", "last_visit", "rate_method")]
     np.testing.assert_allclose(got[num].to_numpy(float), expect[num].to_numpy(float), rtol=1e-12, atol=0)
 
 
