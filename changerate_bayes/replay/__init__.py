@@ -14,14 +14,18 @@ local copies were fresh, their age, and the crawls spent.
 * Policies: :class:`UniformPolicy`, :class:`OraclePolicy`, :class:`PlugInPolicy`,
   :class:`ThompsonPolicy` (budgeted); :class:`NutchPolicy`, :class:`StormCrawlerPolicy`
   (the crawlers' adaptive schedules, :func:`nutch_update`, :func:`stormcrawler_update`),
-  :func:`tune_increase_rate`.
+  :func:`tune_increase_rate`; :class:`IndexPolicy` (crawl the largest freshness index,
+  :func:`freshness_index`, :func:`predictive_freshness_index`, any learner's predictive);
+  :class:`ClairvoyantPolicy` (knows the change times: the reference above every policy).
 * Learners (``update(changed, interval, mask)``, ``rate``, ``sample(rng)``):
-  :class:`LLNLearner`, :class:`GridLearner`; any object with that interface plugs into
+  :class:`LLNLearner`, :class:`GridLearner`, :class:`DynamicLearner`
+  (``prob_change_within(elapsed_hours)`` for the index policies); any object with that interface plugs into
   :class:`PlugInPolicy` / :class:`ThompsonPolicy`.
 """
 
 from ._engine import ReplayContext, ReplayResult, run_replay
-from ._learners import GridLearner, LLNLearner
+from ._index import ClairvoyantPolicy, IndexPolicy, freshness_index, predictive_freshness_index
+from ._learners import DynamicLearner, GridLearner, LLNLearner
 from ._metrics import bootstrap_counts, bootstrap_ratio, replay_metrics
 from ._pages import ReplayPages, pages_from_table
 from ._plots import plot_freshness_budget
@@ -46,8 +50,11 @@ from ._policies import (
 from ._replay import DEFAULT_POLICIES, POLICY_NAMES, TUNED, replay_policies, tune_increase_rate
 
 __all__ = [
+    "ClairvoyantPolicy",
     "DEFAULT_POLICIES",
+    "DynamicLearner",
     "GridLearner",
+    "IndexPolicy",
     "LLNLearner",
     "NUTCH_DEFAULTS",
     "NUTCH_MODIFIED",
@@ -70,9 +77,11 @@ __all__ = [
     "UniformPolicy",
     "bootstrap_counts",
     "bootstrap_ratio",
+    "freshness_index",
     "nutch_update",
     "pages_from_table",
     "plot_freshness_budget",
+    "predictive_freshness_index",
     "replay_metrics",
     "replay_policies",
     "run_replay",

@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..scheduling import optimal_crawl_rates
-from ._learners import GridLearner, LLNLearner
+from ._index import ClairvoyantPolicy, IndexPolicy
+from ._learners import DynamicLearner, GridLearner, LLNLearner
 
 __all__ = [
     "RatePolicy",
@@ -676,6 +677,11 @@ def _dynamic_learner(n_pages: int):
     return DynamicRateFilter(n_pages=n_pages, sigma=DYNAMIC_SIGMAS, grid=DYNAMIC_GRID)
 
 
+def _dynamic_index_learner(n_pages: int):
+    """The dynamic posterior as a learner with the index policy's reads."""
+    return DynamicLearner(n_pages, sigma=DYNAMIC_SIGMAS, grid=DYNAMIC_GRID)
+
+
 #: Exploration share of the plug-in policies.
 PLUG_IN_EXPLORATION = 0.05
 
@@ -692,6 +698,12 @@ POLICIES = {
     "thompson": lambda: ThompsonPolicy(GridLearner, name="thompson"),
     "dynamic_mean": lambda: PlugInPolicy(_dynamic_learner, name="dynamic_mean", exploration=PLUG_IN_EXPLORATION),
     "dynamic_thompson": lambda: ThompsonPolicy(_dynamic_learner, name="dynamic_thompson"),
+    "index_mean": lambda: IndexPolicy(GridLearner, name="index_mean", form="mean"),
+    "index_thompson": lambda: IndexPolicy(GridLearner, name="index_thompson", form="thompson"),
+    "dynamic_index_mean": lambda: IndexPolicy(_dynamic_index_learner, name="dynamic_index_mean", form="mean"),
+    "dynamic_index_thompson": lambda: IndexPolicy(_dynamic_index_learner, name="dynamic_index_thompson",
+                                                  form="thompson"),
+    "clairvoyant": lambda: ClairvoyantPolicy(),
     "oracle": lambda: OraclePolicy("optimal"),
     "oracle_proportional": lambda: OraclePolicy("proportional"),
 }
