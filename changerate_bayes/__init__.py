@@ -44,6 +44,7 @@ _LAZY = {
     "estimate_pages": ".pages",
     "estimate_log": ".log_estimates",
     "LogEstimates": ".log_estimates",
+    "allocate_crawls": ".pages",
     # dynamic (drifting rates)
     "DynamicRateFilter": ".dynamic",
     "dynamic_posterior": ".dynamic",

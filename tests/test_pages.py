@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from changerate_bayes import CrawlHistory, estimate_pages, final_estimates, posterior_summary
+from changerate_bayes import CrawlHistory, allocate_crawls, estimate_pages, final_estimates, posterior_summary
 from changerate_bayes.io import read_frame
 from changerate_bayes.scheduling import optimal_crawl_rates
 
@@ -39,10 +39,15 @@ def test_table_from_a_log_matches_hand_derivation():
     np.testing.assert_allclose(t["posterior_mean"], post.mean * 24, rtol=1e-15)
     np.testing.assert_allclose(t["posterior_lower"], post.lower * 24, rtol=1e-15)
     assert (t["posterior_lower"] < t["posterior_mean"]).all() and (t["posterior_mean"] < t["posterior_upper"]).all()
-    expect = optimal_crawl_rates(post.mean * 24, 1.0, 3.0)
-    np.testing.assert_allclose(t["crawls_per_day"], expect, rtol=1e-15)
+    assert t.attrs["policy"] == "index_mean" and (t["policy"] == "index_mean").all()
     assert t["crawls_per_day"].sum() == pytest.approx(3.0, rel=1e-12)
-    np.testing.assert_allclose(t["crawl_interval_h"], np.where(expect > 0, 24 / np.maximum(expect, 1e-300), np.inf))
+    np.testing.assert_allclose(t["crawl_interval_h"], 24 / t["crawls_per_day"], rtol=1e-15)
+    # the plug-in allocation (no page below the revisit bound here: both rates > 1/M = 3/(4·2))
+    expect = optimal_crawl_rates(post.mean * 24, 1.0, 3.0)
+    plug = allocate_crawls(t, 3.0, policy="plug_in")
+    np.testing.assert_allclose(plug["crawls_per_day"], expect, rtol=1e-15)
+    np.testing.assert_allclose(plug["crawl_interval_h"], 24 / expect, rtol=1e-15)
+    assert not plug["at_revisit_bound"].any()
 
 
 def test_default_budget_is_the_crawls_the_log_shows():

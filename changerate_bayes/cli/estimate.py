@@ -145,6 +145,19 @@ def _dask_run(args, ddf, columns, change, files, fmt):
             cluster.close()
 
 
+def _plan_line(attrs) -> str:
+    """The printed line naming the crawl plan's policy and the pages held at the revisit bound."""
+    policy = attrs.get("policy", "?")
+    why = (" (the policy that won the replay of real pages; column `policy`)" if policy == "index_mean"
+           else " (column `policy`)")
+    line = f"crawl plan: {policy}{why}, {attrs.get('budget_per_day', float('nan')):.4g} crawls/day"
+    n = int(attrs.get("n_at_revisit_bound", 0))
+    if n:
+        line += (f"; {n} page(s) would be crawled less often or never and get the revisit bound "
+                 f"{attrs['max_interval_h']:.4g} h instead (column `at_revisit_bound`)")
+    return line
+
+
 def run(args) -> int:
     """Run ``estimate`` with parsed arguments ``args``; return the exit status.
 
@@ -209,6 +222,7 @@ def _run(args) -> int:
         except ValueError as exc:
             return _err(str(exc))
     print(audit.format())
+    print(_plan_line(table.attrs))
     for msg in dict.fromkeys(str(w.message) for w in caught):
         print(f"note: {msg}")
     html = None

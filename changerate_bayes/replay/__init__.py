@@ -9,8 +9,8 @@ local copies were fresh, their age, and the crawls spent.
 * :func:`pages_from_table`, :class:`ReplayPages`: the checked input.
 * :func:`run_replay`, :class:`ReplayResult`, :class:`ReplayContext`: the engine.
 * :func:`plot_freshness_budget`: freshness against crawls per day.
-* :func:`replay_metrics`, :func:`bootstrap_counts`, :func:`bootstrap_ratio`: metrics and
-  intervals over resampled pages.
+* :func:`replay_metrics`, :func:`bootstrap_counts`, :func:`bootstrap_ratio`, :func:`gap_share`,
+  :func:`bootstrap_gap_share`: metrics and intervals over resampled pages.
 * Policies: :class:`UniformPolicy`, :class:`OraclePolicy`, :class:`PlugInPolicy`,
   :class:`ThompsonPolicy` (budgeted); :class:`NutchPolicy`, :class:`StormCrawlerPolicy`
   (the crawlers' adaptive schedules, :func:`nutch_update`, :func:`stormcrawler_update`),
@@ -26,7 +26,7 @@ local copies were fresh, their age, and the crawls spent.
 from ._engine import ReplayContext, ReplayResult, run_replay
 from ._index import ClairvoyantPolicy, IndexPolicy, freshness_index, predictive_freshness_index
 from ._learners import DynamicLearner, GridLearner, LLNLearner
-from ._metrics import bootstrap_counts, bootstrap_ratio, replay_metrics
+from ._metrics import bootstrap_counts, bootstrap_gap_share, bootstrap_ratio, gap_share, replay_metrics
 from ._pages import ReplayPages, pages_from_table
 from ._plots import plot_freshness_budget
 from ._policies import (
@@ -76,8 +76,10 @@ __all__ = [
     "ThompsonPolicy",
     "UniformPolicy",
     "bootstrap_counts",
+    "bootstrap_gap_share",
     "bootstrap_ratio",
     "freshness_index",
+    "gap_share",
     "nutch_update",
     "pages_from_table",
     "plot_freshness_budget",

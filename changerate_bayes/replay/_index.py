@@ -57,8 +57,8 @@ def freshness_index(rate, elapsed, *, weight=1.0):
 
     A page whose copy is t old and which changes as a Poisson process of rate Δ should be
     crawled when this index reaches the price λ of a crawl (see the module notes); the
-    index is 0 at t = 0, increases with t, and tends to w/Δ (w t for Δ = 0: w Δ t²/2 + O(Δ²)
-    as Δ → 0).
+    index is 0 at t = 0, increases with t, and tends to w/Δ; it is w Δ t²/2 + O(Δ²) as
+    Δ → 0, and 0 for Δ = 0 (a page that never changes gains nothing from a crawl).
 
     Parameters
     ----------
@@ -149,7 +149,7 @@ class IndexPolicy:
 
     At every step at which the budget allows crawls (the engine's token rule: at most
     ⌊B t⌋ crawls by time t), the ``allowed`` pages with the largest index
-    w_i ν_i(t − last crawl_i) are crawled (ties: the page crawled longest ago first), so
+    w_i ν_i(t − last crawl_i) are crawled (a top-k selection; ties in any order), so
     the price λ that spends the budget is the index of the last page taken (see the
     module notes for ν). The forms:
 
@@ -226,7 +226,11 @@ class IndexPolicy:
             nu = np.asarray(self.learner.freshness_index(elapsed), dtype=np.float64)
         else:
             nu = predictive_freshness_index(self.learner.prob_change_within, elapsed)
-        return self.ctx.weights * np.nan_to_num(nu, nan=0.0, posinf=0.0, neginf=0.0)
+        nu = self.ctx.weights * nu
+        bad = ~np.isfinite(nu)
+        if bad.any():
+            nu[bad] = 0.0
+        return nu
 
     def next_step(self, k: int) -> int:
         ctx = self.ctx
@@ -246,9 +250,15 @@ class IndexPolicy:
         nu = self._index(k, elapsed)[a]
         el = elapsed[a]
         overdue = el >= self.max_interval * (1.0 - 1e-12)
-        # primary key overdue, then (overdue: the age; else the index), then the age
-        order = np.lexsort((el, np.where(overdue, el, nu), overdue))
-        chosen = a[order[a.size - take:]]
+        n_over = int(overdue.sum())
+        if n_over >= take:  # overdue pages only, the oldest first
+            od = np.flatnonzero(overdue)
+            chosen = a[od[np.argsort(-el[od], kind="stable")[:take]]]
+        else:  # every overdue page, then the largest indices
+            rest = np.flatnonzero(~overdue)
+            m = take - n_over
+            top = rest[np.argpartition(-nu[rest], m - 1)[:m]] if m < rest.size else rest
+            chosen = np.concatenate([a[overdue], a[top]])
         mask[chosen] = True
         self.last[chosen] = t
         self.spent += take

@@ -48,12 +48,13 @@ class _IndexTable:
 
     Rows are recomputed only for the pages whose belief changed (a crawl), O(T·G) each;
     a read is O(1) per page (cubic Hermite in (log t, log ν), nodes 8 a decade from
-    1e-3 to 1e5 days: within 1e-4 relative of the sum over the nodes).
+    1e-2 to 1e4 days: within 1e-4 relative of the sum over the nodes; below 1e-2 days
+    (15 min) log ν continues with its slope, ν ∝ t², beyond 1e4 days it is flat).
     """
 
-    LOG_T0 = float(np.log(1e-3))
+    LOG_T0 = float(np.log(1e-2))
     H = float(np.log(10.0) / 8.0)
-    N_T = 65
+    N_T = 49
 
     def __init__(self, n_pages: int):
         self.ylog = np.zeros((n_pages, self.N_T))
