@@ -148,8 +148,10 @@ def _dask_run(args, ddf, columns, change, files, fmt):
 def _plan_line(attrs) -> str:
     """The printed line naming the crawl plan's policy and the pages held at the revisit bound."""
     policy = attrs.get("policy", "?")
-    why = (" (the policy that won the replay of real pages; column `policy`)" if policy == "index_mean"
-           else " (column `policy`)")
+    why = {"index_mean": " (the freshness index: it beat round robin in the replay of real pages at budgets from "
+                         "the total change rate up)",
+           "uniform": " (round robin: below the total change rate the index lost to it in the replay of real pages)",
+           }.get(policy, "")
     line = f"crawl plan: {policy}{why}, {attrs.get('budget_per_day', float('nan')):.4g} crawls/day"
     n = int(attrs.get("n_at_revisit_bound", 0))
     if n:
