@@ -40,7 +40,8 @@ def test_auto_is_the_index_from_the_total_change_rate_up_and_round_robin_below()
 
 def test_intervals_equalise_the_index_at_the_price():
     # Known rates (point-mass posteriors): each page's interval I_i solves ν_{Δ_i}(I_i) = λ, the
-    # Lagrangian condition, with Σ 1/I_i = B (the index is tabulated 40 nodes a decade and interpolated linearly in log-log: error <= h²/8 = 4.2e-4 times the curvature of log ν, at most 1)
+    # Lagrangian condition, with Σ 1/I_i = B (the index is tabulated 40 nodes a decade and
+    # interpolated linearly in log-log: error <= h²/8 = 4.2e-4 times the curvature of log ν, at most 1)
     rates = np.array([0.05, 0.2, 1.0, 3.0])
     out = allocate_crawls(_table(rates), 6.0, policy="index_mean")
     days = out["crawl_interval_h"].to_numpy() / 24

@@ -87,9 +87,9 @@ def test_grid_learner_index_is_the_posterior_mean_of_the_poisson_index():
     post = g._post  # the posterior on the grid nodes, brought up to date by the read
     exact = np.array([np.sum(post[i] * freshness_index(g.grid, t[i])) for i in range(6)])
     np.testing.assert_allclose(got, exact, rtol=1e-4)
-    # the predictive: 1 − E[e^{−Δt}], elapsed in hours
+    # the predictive: 1 − E[e^{−Δt}], elapsed in days (the replay's unit)
     expected = [np.sum(post[i] * -np.expm1(-g.grid * t[i])) for i in range(6)]
-    np.testing.assert_allclose(g.prob_change_within(24.0 * t), expected, rtol=1e-12)
+    np.testing.assert_allclose(g.prob_change_within(t), expected, rtol=1e-12)
 
 
 def test_quadrature_index_of_a_predictive_matches_the_closed_form():
@@ -111,7 +111,8 @@ def _pages(n_pages, days, seed, rate=0.3):
     return pages_from_table(changes, window=win)
 
 
-@pytest.mark.parametrize("name", ["index_mean", "index_thompson", "dynamic_index_mean", "dynamic_index_thompson"])
+@pytest.mark.parametrize("name", ["index_mean", "index_thompson", "dynamic_index_mean", "dynamic_index_thompson",
+                                  "burst_index_mean", "burst_index_thompson"])
 def test_index_policy_spends_the_budget(name):
     pages = _pages(8, 60, seed=1)
     budget = 2.5
@@ -171,7 +172,8 @@ def test_clairvoyant_on_a_hand_made_replay():
     changes = pd.DataFrame({"page": ["a", "a", "b", "b"], "timestamp": [1.5, 6.5, 2.5, 8.2]})
     window = pd.DataFrame({"page": ["a", "b"], "start": [0.0, 0.0], "end": [10.0, 10.0]})
     names = ["uniform", "index_mean", "index_thompson", "dynamic_index_mean", "dynamic_index_thompson",
-             "posterior_mean", "thompson", "oracle", "oracle_proportional", "clairvoyant"]
+             "burst_index_mean", "burst_index_thompson", "posterior_mean", "thompson", "oracle",
+             "oracle_proportional", "clairvoyant"]
     df = replay_policies(changes, window=window, budget=0.5, policies=names, step="1D", epoch="1D",
                          match_schedules=False, rng=0)
     f = df.set_index("policy")["freshness"]

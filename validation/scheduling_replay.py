@@ -381,7 +381,8 @@ def render(result: dict) -> str:
         "crawls for later; greedy, so near (not provably at) the best any schedule can do.</p>",
         "<p>Index policies (<em>index_mean</em>, <em>index_thompson</em>; <em>dynamic_index_*</em> with the "
         "random-walk posterior): at every step the crawls the budget allows go to the pages with the largest "
-        "freshness index w·(t·F(t) − ∫₀ᵗF), F the learner's predictive P(changed within t of the last crawl), "
+        "freshness index w·(t·F(t) − ∫₀ᵗF), F the learner's predictive P(changed within t of the last "
+        "crawl), "
         "the Whittle index of the freshness problem (for a Poisson page of rate Δ: (1 − e^{−Δt}(1 + Δt))/Δ); "
         "_mean uses the posterior predictive, _thompson one posterior draw of Δ per page per reallocation period. "
         "No page starves: a page unvisited for 4× the round-robin interval N/B is crawled before any other, "
@@ -408,8 +409,8 @@ def render(result: dict) -> str:
         bg = v["best_gap"]
         cells = ", ".join(f"{c['share']:.3f}" + (f" [{c['lo']:.3f}, {c['hi']:.3f}]" if c.get("lo") is not None else "")
                           for c in v["gap_share"][bg])
-        gap_txt = (f" Of the gap from uniform to the clairvoyant reference, the learning policy that closes the most on "
-                   f"average over the budgets is {bg} ({v['mean_gap_share'][bg]:.3f}; by budget {cells}).")
+        gap_txt = (f" Of the gap from uniform to the clairvoyant reference, the learning policy that closes the "
+                   f"most on average over the budgets is {bg} ({v['mean_gap_share'][bg]:.3f}; by budget {cells}).")
     parts.append(verdict_html(
         f"Freshest policy that kept within each budget (oracles and the clairvoyant excluded): {overall}.{gap_txt} "
         f"Among the budget allocations, a crawler engineer should use {best}: on average over the four budgets it reaches "

@@ -16,11 +16,12 @@ local copies were fresh, their age, and the crawls spent.
   (the crawlers' adaptive schedules, :func:`nutch_update`, :func:`stormcrawler_update`),
   :func:`tune_increase_rate`; :class:`IndexPolicy` (crawl the largest freshness index,
   :func:`freshness_index`, :func:`predictive_freshness_index`, any learner's predictive);
-  :class:`ClairvoyantPolicy` (knows the change times: the reference above every policy).
-* Learners (``update(changed, interval, mask)``, ``rate``, ``sample(rng)``):
-  :class:`LLNLearner`, :class:`GridLearner`, :class:`DynamicLearner`
-  (``prob_change_within(elapsed_hours)`` for the index policies); any object with that interface plugs into
-  :class:`PlugInPolicy` / :class:`ThompsonPolicy`.
+  :class:`ClairvoyantPolicy` (knows the change times: near the best any schedule can do).
+* Learners (``update(changed, interval, mask)``, ``rate``, ``sample(rng)``, and
+  ``prob_change_within(elapsed)``, elapsed in days, for the index policies):
+  :class:`LLNLearner`, :class:`GridLearner`, :class:`DynamicLearner`,
+  :class:`~changerate_bayes.bursts.BurstFilter`; any object with that interface plugs
+  into :class:`PlugInPolicy` / :class:`ThompsonPolicy` / :class:`IndexPolicy`.
 """
 
 from ._engine import ReplayContext, ReplayResult, run_replay

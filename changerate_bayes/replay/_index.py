@@ -39,7 +39,6 @@ from .._validation import as_float_array
 
 __all__ = ["freshness_index", "predictive_freshness_index", "IndexPolicy", "ClairvoyantPolicy"]
 
-_HOURS_PER_DAY = 24.0
 _NEVER = np.iinfo(np.int64).max // 4
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(8)
 _GL_NODES = 0.5 * (_GL_NODES + 1.0)  # on [0, 1]
@@ -121,10 +120,10 @@ def predictive_freshness_index(prob_change_within, elapsed) -> np.ndarray:
     Parameters
     ----------
     prob_change_within : callable
-        ``prob_change_within(hours)`` with an array of shape (N,) of hours since each
-        page's last crawl returns F, shape (N,) (the learner protocol).
+        ``prob_change_within(t)`` with an array of shape (N,) of times since each page's
+        last crawl (days in the replay) returns F, shape (N,) (the learner protocol).
     elapsed : ndarray, shape (N,)
-        Days since each page's last crawl, >= 0.
+        Time since each page's last crawl, >= 0 (days in the replay).
 
     Returns
     -------
@@ -137,11 +136,10 @@ def predictive_freshness_index(prob_change_within, elapsed) -> np.ndarray:
     closed form for the Poisson predictive up to Δt ≈ 10.
     """
     t = np.asarray(elapsed, dtype=np.float64)
-    hours = t * _HOURS_PER_DAY
     integral = np.zeros_like(t)
     for x, a in zip(_GL_NODES, _GL_WEIGHTS):  # a loop over quadrature nodes; the pages are vectorised
-        integral += a * np.asarray(prob_change_within(x * hours), dtype=np.float64)
-    return t * (np.asarray(prob_change_within(hours), dtype=np.float64) - integral)
+        integral += a * np.asarray(prob_change_within(x * t), dtype=np.float64)
+    return t * (np.asarray(prob_change_within(t), dtype=np.float64) - integral)
 
 
 class IndexPolicy:
@@ -294,7 +292,8 @@ class ClairvoyantPolicy:
         self.ctx = ctx
         n = ctx.n_pages
         ch = ctx.changes
-        self.change_ms, self.offsets, self.end_ms, self.dt_ms = ch["change_ms"], ch["offsets"], ch["end_ms"], ch["dt_ms"]
+        self.change_ms, self.offsets = ch["change_ms"], ch["offsets"]
+        self.end_ms, self.dt_ms = ch["end_ms"], ch["dt_ms"]
         counts = np.diff(self.offsets)
         shift = np.int64(1) << np.int64(40)
         self.shift = shift

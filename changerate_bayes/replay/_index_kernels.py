@@ -51,8 +51,8 @@ def mixture_index(probs, rates, elapsed, out):
 
 @nb.njit(**_JIT)
 def mixture_table(probs, rates, rows, log_t0, h, ylog, slope):
-    """Tabulate, for the pages ``rows`` (beliefs ``probs[r]`` of page ``rows[r]``), y = log ν(t) and its slope d y / d log t at
-    t_j = exp(log_t0 + j h), j = 0 .. ylog.shape[1] − 1, for the mixture index of
+    """Tabulate, for the pages ``rows`` (beliefs ``probs[r]`` of page ``rows[r]``), y = log ν(t)
+    and its slope d y / d log t at t_j = exp(log_t0 + j h), j = 0 .. ylog.shape[1] − 1, for the mixture index of
     ``mixture_index``: ν = t Σ p φ(Δt), d log ν / d log t = Σ p x e^{−x} / Σ p φ(x), x = Δt."""
     n_t = ylog.shape[1]
     g = rates.size

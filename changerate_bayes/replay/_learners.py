@@ -10,8 +10,9 @@ A learner is any object with
 and, for the index policies (:class:`~changerate_bayes.replay.IndexPolicy`),
 
 * ``prob_change_within(elapsed)``: ndarray (N,), the predictive probability
-  F_i(t) = P(page i changed within ``elapsed[i]`` hours of its last crawl | its crawls),
-  ``elapsed`` of shape (N,) in hours;
+  F_i(t) = P(page i changed within ``elapsed[i]`` of its last crawl | its crawls),
+  ``elapsed`` of shape (N,) in the time unit of the intervals it is given (days in the
+  replay), the method of :class:`~changerate_bayes.bursts.BurstFilter`;
 * optionally ``freshness_index(elapsed)``: ndarray (N,), the mean-form index
   t F(t) − ∫_0^t F(s) ds in days for ``elapsed`` in days, when the learner has it in
   closed form (else the policy integrates ``prob_change_within`` numerically).
@@ -27,8 +28,6 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["LLNLearner", "GridLearner", "DynamicLearner"]
-
-_HOURS_PER_DAY = 24.0
 
 _KERNELS = []
 _INDEX_KERNELS = []
@@ -281,12 +280,12 @@ class GridLearner:
         return np.exp(self.log_grid[idx] + (jitter - 0.5) * self.step)
 
     def prob_change_within(self, elapsed) -> np.ndarray:
-        """Posterior predictive P(change within ``elapsed`` hours of the last crawl), shape (N,).
+        """Posterior predictive P(change within ``elapsed`` days of the last crawl), shape (N,).
 
-        1 − Σ_g π_g e^{−Δ_g t} over the grid nodes (π the posterior), t = elapsed / 24 days.
+        1 − Σ_g π_g e^{−Δ_g t} over the grid nodes (π the posterior), t = ``elapsed``.
         """
         self._refresh_posterior()
-        t = np.asarray(elapsed, dtype=np.float64) / _HOURS_PER_DAY
+        t = np.asarray(elapsed, dtype=np.float64)
         return -np.einsum("ng,ng->n", self._post, np.expm1(-t[:, None] * self.grid[None, :]))
 
     def freshness_index(self, elapsed) -> np.ndarray:
@@ -306,8 +305,8 @@ class DynamicLearner:
     Intervals and rates are in days (σ per √day). ``prob_change_within`` is the filter's
     one-step predictive (the rate diffuses over the elapsed time);
     ``freshness_index`` is the Poisson index averaged over the posterior of the rate
-    *now*, held over the elapsed time (tabulated as :meth:`GridLearner.freshness_index`) (the diffusion over that time is left out: the
-    predictive costs a lattice convolution per page, ~8 ms for 263 pages, too slow to
+    *now*, held over the elapsed time, tabulated as :meth:`GridLearner.freshness_index` (the
+    diffusion over that time is left out: the predictive costs a lattice convolution per page, ~8 ms for 263 pages, too slow to
     integrate at every step of a replay).
 
     Parameters
@@ -348,8 +347,8 @@ class DynamicLearner:
         return np.atleast_1d(self.filter.sample(rng))
 
     def prob_change_within(self, elapsed) -> np.ndarray:
-        """The filter's predictive P(change within ``elapsed`` hours), shape (N,); 0 where elapsed <= 0."""
-        t = np.asarray(elapsed, dtype=np.float64) / _HOURS_PER_DAY
+        """The filter's predictive P(change within ``elapsed`` days), shape (N,); 0 where elapsed <= 0."""
+        t = np.asarray(elapsed, dtype=np.float64)
         pos = t > 0
         out = np.atleast_1d(self.filter.predict_change_probability(np.where(pos, t, 1.0)))
         return np.where(pos, out, 0.0)

@@ -178,8 +178,9 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
         :func:`tune_increase_rate`), plug-in optimal rates fed by ``"lln"``, ``"mle"``,
         ``"posterior_mean"``, ``"thompson"`` sampling from the posterior, the index
         policies :class:`IndexPolicy` ``"index_mean"`` / ``"index_thompson"`` (static
-        posterior) and ``"dynamic_index_mean"`` / ``"dynamic_index_thompson"`` (random-walk
-        posterior), the hindsight references ``"oracle"`` (optimal static rates of the
+        posterior), ``"dynamic_index_mean"`` / ``"dynamic_index_thompson"`` (random-walk
+        posterior) and ``"burst_index_mean"`` / ``"burst_index_thompson"`` (burst
+        model), the hindsight references ``"oracle"`` (optimal static rates of the
         true n_i/T_i) and ``"oracle_proportional"`` (rates ∝ true n_i/T_i), and
         ``"clairvoyant"`` (:class:`ClairvoyantPolicy`, knows the change times). A policy object (e.g.
         ``PlugInPolicy(factory, name=...)`` with any learner) is used as given.
