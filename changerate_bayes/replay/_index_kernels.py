@@ -107,3 +107,37 @@ def table_index(ylog, slope, log_t0, h, elapsed, out):
             y = ((2.0 * s3 - 3.0 * s2 + 1.0) * ylog[i, j] + (s3 - 2.0 * s2 + s) * h * slope[i, j]
                  + (-2.0 * s3 + 3.0 * s2) * ylog[i, j + 1] + (s3 - s2) * h * slope[i, j + 1])
             out[i] = np.exp(y)
+
+
+@nb.njit(**_JIT)
+def signed_table(coef, rates, rows, log_t0, h, ylog, slope):
+    """``mixture_table`` with per-row nodes and signed coefficients: for page ``rows[r]``,
+    ν(t) = t Σ_c coef[r, c] φ(rates[r, c] t) (a phase-type first-change time, whose
+    survival Σ_c coef e^{−rate t} may have negative terms; ν itself is >= 0)."""
+    n_t = ylog.shape[1]
+    g = rates.shape[1]
+    for r in range(rows.size):
+        i = rows[r]
+        for j in range(n_t):
+            t = np.exp(log_t0 + j * h)
+            s = 0.0
+            d = 0.0
+            for c in range(g):
+                p = coef[r, c]
+                if p != 0.0:
+                    x = rates[r, c] * t
+                    if x < 1e-2:
+                        s += p * x * (0.5 - x * (1.0 / 3.0 - x * (0.125 - x / 30.0)))
+                        d += p * x * (1.0 - x * (1.0 - 0.5 * x))
+                    elif x > 745.0:
+                        s += p / x
+                    else:
+                        e = np.exp(-x)
+                        s += p * (1.0 - e * (1.0 + x)) / x
+                        d += p * x * e
+            if s > 0.0:
+                ylog[i, j] = np.log(t) + np.log(s)
+                slope[i, j] = d / s
+            else:  # rounding at tiny t: ν ∝ t² there
+                ylog[i, j] = np.log(t) + np.log(1e-300)
+                slope[i, j] = 2.0

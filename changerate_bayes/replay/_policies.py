@@ -24,7 +24,7 @@ import numpy as np
 
 from ..scheduling import optimal_crawl_rates
 from ._index import ClairvoyantPolicy, IndexPolicy
-from ._learners import DynamicLearner, GridLearner, LLNLearner
+from ._learners import DynamicLearner, GridLearner, LLNLearner, burst_learner
 
 __all__ = [
     "RatePolicy",
@@ -691,9 +691,9 @@ BURST_SCALES = tuple(float(x) for x in np.round(10.0 ** np.linspace(-2.0, 1.0, 7
 
 def _burst_learner(n_pages: int):
     """The burst model's exact filter (quiet/busy MMPP, rates per day) averaged over per-page scales."""
-    from ..bursts import BurstFilter, BurstParameters
+    from ..bursts import BurstParameters
 
-    return BurstFilter(n_pages, params=BurstParameters(**BURST_SHAPE), scales=BURST_SCALES)
+    return burst_learner(n_pages, params=BurstParameters(**BURST_SHAPE), scales=BURST_SCALES)
 
 
 #: Exploration share of the plug-in policies.
