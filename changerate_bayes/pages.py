@@ -189,7 +189,7 @@ def allocate_crawls(table: pd.DataFrame, budget=None, *, policy: str = RECOMMEND
     vs 0.413, 0.590 vs 0.610). So "auto" is "index_mean" when the budget is at least the
     total estimated change rate Σ posterior means, and "uniform" below it. (The Thompson
     form of the index, best on average over the budgets, redraws its rates every period
-    and is not a fixed table.) The column ``policy`` names the choice.
+    and is not a fixed table.) ``attrs["policy"]`` names the choice (and ``estimate`` prints it).
 
     No page is left out: every interval is at most M = ``max_interval_factor`` × N/B days
     (N pages, B the budget; N/B the round-robin interval). A page the allocation would
@@ -220,8 +220,8 @@ def allocate_crawls(table: pd.DataFrame, budget=None, *, policy: str = RECOMMEND
     -------
     pandas.DataFrame
         The table with ``crawls_per_day`` (1/I_i, summing to the budget), ``crawl_interval_h``
-        (24 I_i, finite, <= 24 M), ``at_revisit_bound`` (bool) and ``policy`` (the policy's
-        name); ``attrs`` gains ``budget_per_day``, ``objective``, ``policy``,
+        (24 I_i, finite, <= 24 M) and ``at_revisit_bound`` (bool); ``attrs`` gains
+        ``budget_per_day``, ``objective``, ``policy`` (the policy's name),
         ``max_interval_h`` and ``n_at_revisit_bound`` (and ``price`` for the index).
 
     Raises
@@ -265,7 +265,6 @@ def allocate_crawls(table: pd.DataFrame, budget=None, *, policy: str = RECOMMEND
         out["crawls_per_day"] = np.zeros(0)
         out["crawl_interval_h"] = np.zeros(0)
         out["at_revisit_bound"] = np.zeros(0, dtype=bool)
-        out["policy"] = np.array([], dtype=object)
         out.attrs.update(attrs, budget_per_day=budget, objective=objective, policy=policy, max_interval_h=np.inf,
                          n_at_revisit_bound=0)
         return out
@@ -319,7 +318,6 @@ def allocate_crawls(table: pd.DataFrame, budget=None, *, policy: str = RECOMMEND
     out["crawls_per_day"] = rates
     out["crawl_interval_h"] = _HOURS_PER_DAY / rates
     out["at_revisit_bound"] = bound
-    out["policy"] = policy
     out.attrs.update(attrs, budget_per_day=budget, objective=objective, policy=policy,
                      max_interval_h=cap * _HOURS_PER_DAY, n_at_revisit_bound=int(bound.sum()), **extra)
     return out
@@ -362,8 +360,9 @@ def estimate_pages(history_or_log, *, methods=METHODS, prior=None, budget=None, 
         :func:`~changerate_bayes.estimators.last_modified_rate`; NaN for a page whose
         dates are unreliable or do not date every change seen), ``posterior_mean``,
         ``posterior_lower``, ``posterior_upper`` (all rates in **changes per day**),
-        ``crawls_per_day``, ``crawl_interval_h`` (finite), ``at_revisit_bound`` and
-        ``policy`` of :func:`allocate_crawls` (the recommended :data:`RECOMMENDED_POLICY`).
+        ``crawls_per_day``, ``crawl_interval_h`` (finite) and ``at_revisit_bound`` of
+        :func:`allocate_crawls` (the recommended :data:`RECOMMENDED_POLICY`, named in
+        ``attrs["policy"]``).
         ``attrs`` holds the level, prior, budget, objective, policy, the revisit bound and
         the warnings.
 
