@@ -47,6 +47,7 @@ _LAZY = {
     # the crawl schedule of a log
     "schedule_pages": ".crawl_schedule",
     "write_schedule": ".crawl_schedule",
+    "allocate_crawls": ".pages",
     # dynamic (drifting rates)
     "DynamicRateFilter": ".dynamic",
     "dynamic_posterior": ".dynamic",

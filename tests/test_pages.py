@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from changerate_bayes import CrawlHistory, StatisticalWarning, estimate_pages, final_estimates, posterior_summary
+from changerate_bayes import CrawlHistory, StatisticalWarning, allocate_crawls, estimate_pages, final_estimates
+from changerate_bayes import posterior_summary
 from changerate_bayes.estimators import METHODS
 from changerate_bayes.io import read_frame
 from changerate_bayes.pages import IDENTIFIED_MIN, PAGE_COLUMNS, RATE_COLUMNS, merge_notes, recommend_rate
@@ -47,10 +48,17 @@ def test_table_from_a_log_matches_hand_derivation():
     assert t["rate_method"].tolist() == ["posterior_mean", "posterior_mean"]
     np.testing.assert_array_equal(t["rate_per_day"], t["posterior_mean"])
     assert (t["rate_lower_per_day"] < t["rate_per_day"]).all() and (t["rate_per_day"] < t["rate_upper_per_day"]).all()
-    expect = optimal_crawl_rates(post.mean * 24, 1.0, 3.0)
-    np.testing.assert_allclose(t["crawls_per_day"], expect, rtol=1e-15)
+    # the recommended plan: the index's mean form from the total change rate up, round robin below
+    chosen = "index_mean" if 3.0 >= t["posterior_mean"].sum() else "uniform"
+    assert t.attrs["policy"] == chosen
     assert t["crawls_per_day"].sum() == pytest.approx(3.0, rel=1e-12)
-    np.testing.assert_allclose(t["crawl_interval_h"], np.where(expect > 0, 24 / np.maximum(expect, 1e-300), np.inf))
+    np.testing.assert_allclose(t["crawl_interval_h"], 24 / t["crawls_per_day"], rtol=1e-15)
+    # the plug-in allocation (no page below the revisit bound here: both rates > 1/M = 3/(4·2))
+    expect = optimal_crawl_rates(post.mean * 24, 1.0, 3.0)
+    plug = allocate_crawls(t, 3.0, policy="plug_in")
+    np.testing.assert_allclose(plug["crawls_per_day"], expect, rtol=1e-15)
+    np.testing.assert_allclose(plug["crawl_interval_h"], 24 / expect, rtol=1e-15)
+    assert not plug["at_revisit_bound"].any()
 
 
 def test_default_budget_is_the_crawls_the_log_shows():

@@ -155,6 +155,21 @@ def _dask_run(args, ddf, columns, change, files, fmt):
             cluster.close()
 
 
+def _plan_line(attrs) -> str:
+    """The printed line naming the crawl plan's policy and the pages held at the revisit bound."""
+    policy = attrs.get("policy", "?")
+    why = {"index_mean": " (the freshness index: it beat round robin in the replay of real pages at budgets from "
+                         "the total change rate up)",
+           "uniform": " (round robin: below the total change rate the index lost to it in the replay of real pages)",
+           }.get(policy, "")
+    line = f"crawl plan: {policy}{why}, {attrs.get('budget_per_day', float('nan')):.4g} crawls/day"
+    n = int(attrs.get("n_at_revisit_bound", 0))
+    if n:
+        line += (f"; {n} page(s) would be crawled less often or never and get the revisit bound "
+                 f"{attrs['max_interval_h']:.4g} h instead (column `at_revisit_bound`)")
+    return line
+
+
 def run(args) -> int:
     """Run ``estimate`` with parsed arguments ``args``; return the exit status.
 
@@ -219,6 +234,7 @@ def _run(args) -> int:
         except ValueError as exc:
             return _err(str(exc))
     print(audit.format())
+    print(_plan_line(table.attrs))
     print(f"note: {table.attrs['rate_rule']}")
     for msg in dict.fromkeys([*table.attrs.get("warnings", ()), *(str(w.message) for w in caught)]):
         print(f"note: {msg}")

@@ -9,20 +9,25 @@ local copies were fresh, their age, and the crawls spent.
 * :func:`pages_from_table`, :class:`ReplayPages`: the checked input.
 * :func:`run_replay`, :class:`ReplayResult`, :class:`ReplayContext`: the engine.
 * :func:`plot_freshness_budget`: freshness against crawls per day.
-* :func:`replay_metrics`, :func:`bootstrap_counts`, :func:`bootstrap_ratio`: metrics and
-  intervals over resampled pages.
+* :func:`replay_metrics`, :func:`bootstrap_counts`, :func:`bootstrap_ratio`, :func:`gap_share`,
+  :func:`bootstrap_gap_share`: metrics and intervals over resampled pages.
 * Policies: :class:`UniformPolicy`, :class:`OraclePolicy`, :class:`PlugInPolicy`,
   :class:`ThompsonPolicy` (budgeted); :class:`NutchPolicy`, :class:`StormCrawlerPolicy`
   (the crawlers' adaptive schedules, :func:`nutch_update`, :func:`stormcrawler_update`),
-  :func:`tune_increase_rate`.
-* Learners (``update(changed, interval, mask)``, ``rate``, ``sample(rng)``):
-  :class:`LLNLearner`, :class:`GridLearner`; any object with that interface plugs into
-  :class:`PlugInPolicy` / :class:`ThompsonPolicy`.
+  :func:`tune_increase_rate`; :class:`IndexPolicy` (crawl the largest freshness index,
+  :func:`freshness_index`, :func:`predictive_freshness_index`, any learner's predictive);
+  :class:`ClairvoyantPolicy` (knows the change times: near the best any schedule can do).
+* Learners (``update(changed, interval, mask)``, ``rate``, ``sample(rng)``, and
+  ``prob_change_within(elapsed)``, elapsed in days, for the index policies):
+  :class:`LLNLearner`, :class:`GridLearner`, :class:`DynamicLearner`,
+  :class:`~changerate_bayes.bursts.BurstFilter`; any object with that interface plugs
+  into :class:`PlugInPolicy` / :class:`ThompsonPolicy` / :class:`IndexPolicy`.
 """
 
 from ._engine import ReplayContext, ReplayResult, run_replay
-from ._learners import GridLearner, LLNLearner
-from ._metrics import bootstrap_counts, bootstrap_ratio, replay_metrics
+from ._index import ClairvoyantPolicy, IndexPolicy, freshness_index, predictive_freshness_index
+from ._learners import DynamicLearner, GridLearner, LLNLearner
+from ._metrics import bootstrap_counts, bootstrap_gap_share, bootstrap_ratio, gap_share, replay_metrics
 from ._pages import ReplayPages, pages_from_table
 from ._plots import plot_freshness_budget
 from ._policies import (
@@ -46,8 +51,11 @@ from ._policies import (
 from ._replay import DEFAULT_POLICIES, POLICY_NAMES, TUNED, replay_policies, tune_increase_rate
 
 __all__ = [
+    "ClairvoyantPolicy",
     "DEFAULT_POLICIES",
+    "DynamicLearner",
     "GridLearner",
+    "IndexPolicy",
     "LLNLearner",
     "NUTCH_DEFAULTS",
     "NUTCH_MODIFIED",
@@ -69,10 +77,14 @@ __all__ = [
     "ThompsonPolicy",
     "UniformPolicy",
     "bootstrap_counts",
+    "bootstrap_gap_share",
     "bootstrap_ratio",
+    "freshness_index",
+    "gap_share",
     "nutch_update",
     "pages_from_table",
     "plot_freshness_budget",
+    "predictive_freshness_index",
     "replay_metrics",
     "replay_policies",
     "run_replay",

@@ -61,6 +61,10 @@ class ReplayContext:
     rng : numpy.random.Generator
     true_rates : ndarray or None
         Hindsight change rates n_i/T_i per day, given only to oracle policies.
+    changes : dict or None
+        The change times themselves, given only to a policy with ``clairvoyant = True``:
+        ``change_ms`` (int64 ms since t0, sorted by page then time), ``offsets`` (N + 1),
+        ``start_ms`` and ``end_ms`` (windows, ms since t0) and ``dt_ms`` (the step).
     """
 
     n_pages: int
@@ -74,6 +78,7 @@ class ReplayContext:
     epoch_steps: int
     rng: np.random.Generator
     true_rates: np.ndarray | None = None
+    changes: dict | None = None
 
     def active(self, k: int) -> np.ndarray:
         """Pages that can be crawled at step k, bool (N,)."""
@@ -162,6 +167,9 @@ def run_replay(pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_00
         start=(pages.start_ms - t0) / MS_PER_DAY, weights=pages.weights,
         budget=None if not policy.budgeted else float(budget), epoch_steps=int(epoch_steps), rng=rng,
         true_rates=pages.true_rates if getattr(policy, "oracle", False) else None,
+        changes=(dict(change_ms=pages.change_ms - t0, offsets=pages.offsets, start_ms=pages.start_ms - t0,
+                      end_ms=pages.end_ms - t0, dt_ms=int(dt_ms))
+                 if getattr(policy, "clairvoyant", False) else None),
     )
     policy.reset(ctx)
 

@@ -5,7 +5,17 @@ A learner is any object with
 * ``update(changed, interval, mask)``: arrays of shape (N,); page i saw crawl
   (I_i, τ_i) this step iff ``mask[i]`` (the other entries are to be ignored);
 * ``rate``: ndarray (N,), the current estimate of Δ per day (finite, >= 0);
-* ``sample(rng)``: ndarray (N,), one draw of every Δ_i from the learner's belief.
+* ``sample(rng)``: ndarray (N,), one draw of every Δ_i from the learner's belief;
+
+and, for the index policies (:class:`~changerate_bayes.replay.IndexPolicy`),
+
+* ``prob_change_within(elapsed)``: ndarray (N,), the predictive probability
+  F_i(t) = P(page i changed within ``elapsed[i]`` of its last crawl | its crawls),
+  ``elapsed`` of shape (N,) in the time unit of the intervals it is given (days in the
+  replay), the method of :class:`~changerate_bayes.bursts.BurstFilter`;
+* optionally ``freshness_index(elapsed)``: ndarray (N,), the mean-form index
+  t F(t) − ∫_0^t F(s) ds in days for ``elapsed`` in days, when the learner has it in
+  closed form (else the policy integrates ``prob_change_within`` numerically).
 
 The learned policies (:class:`~changerate_bayes.replay.PlugInPolicy`,
 :class:`~changerate_bayes.replay.ThompsonPolicy`) take a factory ``n_pages -> learner``,
@@ -17,9 +27,65 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["LLNLearner", "GridLearner"]
+__all__ = ["LLNLearner", "GridLearner", "DynamicLearner", "burst_learner"]
 
 _KERNELS = []
+_INDEX_KERNELS = []
+
+
+def _index_kernels():
+    """The compiled freshness indices (numba, on first use)."""
+    if not _INDEX_KERNELS:
+        from . import _index_kernels as k
+
+        _INDEX_KERNELS.append(k)
+    return _INDEX_KERNELS[0]
+
+
+class _IndexTable:
+    """The mean-form index of a belief on rate nodes, tabulated per page in log t.
+
+    Rows are recomputed only for the pages whose belief changed (a crawl), O(T·G) each;
+    a read is O(1) per page (cubic Hermite in (log t, log ν), nodes 8 a decade from
+    1e-2 to 1e4 days: within 1e-4 relative of the sum over the nodes; below 1e-2 days
+    (15 min) log ν continues with its slope, ν ∝ t², beyond 1e4 days it is flat).
+    """
+
+    LOG_T0 = float(np.log(1e-2))
+    H = float(np.log(10.0) / 8.0)
+    N_T = 49
+
+    def __init__(self, n_pages: int):
+        self.ylog = np.zeros((n_pages, self.N_T))
+        self.slope = np.zeros((n_pages, self.N_T))
+        self.dirty = np.ones(n_pages, dtype=bool)
+
+    def read_signed(self, terms_of, elapsed) -> np.ndarray:
+        """ν at ``elapsed`` days; ``terms_of(rows)`` gives (coefficients, rates), each (len(rows), C)."""
+        k = _index_kernels()
+        rows = np.flatnonzero(self.dirty)
+        if rows.size:
+            coef, rates = terms_of(rows)
+            k.signed_table(np.ascontiguousarray(coef, dtype=np.float64), np.ascontiguousarray(rates, dtype=np.float64),
+                           rows, self.LOG_T0, self.H, self.ylog, self.slope)
+            self.dirty[rows] = False
+        out = np.empty(self.ylog.shape[0])
+        k.table_index(self.ylog, self.slope, self.LOG_T0, self.H, np.ascontiguousarray(elapsed, dtype=np.float64),
+                      out)
+        return out
+
+    def read(self, probs_of, rates, elapsed) -> np.ndarray:
+        """ν at ``elapsed`` days; ``probs_of(rows)`` gives the beliefs (len(rows), G) of the rows to recompute."""
+        k = _index_kernels()
+        rows = np.flatnonzero(self.dirty)
+        if rows.size:
+            probs = np.ascontiguousarray(probs_of(rows), dtype=np.float64)
+            k.mixture_table(probs, rates, rows, self.LOG_T0, self.H, self.ylog, self.slope)
+            self.dirty[rows] = False
+        out = np.empty(self.ylog.shape[0])
+        k.table_index(self.ylog, self.slope, self.LOG_T0, self.H, np.ascontiguousarray(elapsed, dtype=np.float64),
+                      out)
+        return out
 
 
 def _kernels():
@@ -101,7 +167,9 @@ class GridLearner:
     Notes
     -----
     ``sample`` draws Δ from the posterior (inverse CDF on the grid, uniform within a
-    cell in log Δ), whatever ``estimate`` is.
+    cell in log Δ), whatever ``estimate`` is. ``prob_change_within(t)`` is the posterior
+    predictive 1 − E[e^{−Δt}] and ``freshness_index(t)`` the posterior mean of the Poisson
+    index E[(1 − e^{−Δt}(1 + Δt))/Δ] (sums over the grid nodes).
     """
 
     def __init__(self, n_pages: int, *, estimate: str = "mean", prior_median: float = 1.0 / 30.0,
@@ -123,6 +191,8 @@ class GridLearner:
         self._mean = np.zeros(n_pages)
         self._mle = np.zeros(n_pages)
         self._cdf = np.zeros((n_pages, grid_size))
+        self._post = np.zeros((n_pages, grid_size))  # posterior probabilities of the nodes
+        self._table = _IndexTable(n_pages)  # the mean-form index, tabulated in log t
 
     def update(self, changed, interval, mask) -> None:
         m = np.asarray(mask, dtype=bool)
@@ -179,6 +249,8 @@ class GridLearner:
         w = np.exp(logp)
         w /= w.sum(axis=1, keepdims=True)
         self._mean[idx] = w @ self.grid
+        self._post[idx] = w
+        self._table.dirty[idx] = True
         self._cdf[idx] = np.cumsum(w, axis=1)
         self._dirty[idx] = False
 
@@ -220,3 +292,139 @@ class GridLearner:
         jitter = rng.random(n)
         idx = np.minimum(_kernels().count_below(self._cdf, u), self.grid.size - 1)
         return np.exp(self.log_grid[idx] + (jitter - 0.5) * self.step)
+
+    def prob_change_within(self, elapsed) -> np.ndarray:
+        """Posterior predictive P(change within ``elapsed`` days of the last crawl), shape (N,).
+
+        1 − Σ_g π_g e^{−Δ_g t} over the grid nodes (π the posterior), t = ``elapsed``.
+        """
+        self._refresh_posterior()
+        t = np.asarray(elapsed, dtype=np.float64)
+        return -np.einsum("ng,ng->n", self._post, np.expm1(-t[:, None] * self.grid[None, :]))
+
+    def freshness_index(self, elapsed) -> np.ndarray:
+        """Posterior mean of the Poisson freshness index at ``elapsed`` days, shape (N,), in days.
+
+        Σ_g π_g (1 − e^{−Δ_g t}(1 + Δ_g t))/Δ_g = t F(t) − ∫_0^t F(s) ds for the posterior
+        predictive F (see :func:`~changerate_bayes.replay.freshness_index`), tabulated in
+        log t per page when its posterior changes and interpolated (relative error < 1e-4).
+        """
+        self._refresh_posterior()
+        return self._table.read(lambda rows: self._post[rows], self.grid, elapsed)
+
+
+class DynamicLearner:
+    """The dynamic posterior (log-rate random walk, :class:`~changerate_bayes.dynamic.DynamicRateFilter`) as a learner.
+
+    Intervals and rates are in days (σ per √day). ``prob_change_within`` is the filter's
+    one-step predictive (the rate diffuses over the elapsed time);
+    ``freshness_index`` is the Poisson index averaged over the posterior of the rate
+    *now*, held over the elapsed time, tabulated as :meth:`GridLearner.freshness_index` (the
+    diffusion over that time is left out: the predictive costs a lattice convolution per page, ~8 ms for 263 pages, too slow to
+    integrate at every step of a replay).
+
+    Parameters
+    ----------
+    n_pages : int
+    sigma : sequence of float
+        Volatilities per √day, averaged by Bayesian model averaging.
+    grid : int
+        Lattice nodes.
+    """
+
+    def __init__(self, n_pages: int, *, sigma=(0.0, 0.03, 0.1, 0.3), grid: int = 96):
+        from ..dynamic import DynamicRateFilter
+
+        self.sigma = sigma
+        self.grid = grid
+        self.filter = DynamicRateFilter(n_pages=n_pages, sigma=sigma, grid=grid)
+        self._n = int(n_pages)
+        self._table = _IndexTable(self._n)
+
+    def update(self, changed, interval, mask) -> None:
+        self.filter.update(changed, interval, mask)
+        self._table.dirty |= np.asarray(mask, dtype=bool)
+
+    def _node_probabilities(self, rows) -> np.ndarray:
+        """Posterior probabilities of the lattice nodes now, averaged over σ, for pages ``rows``."""
+        from ..dynamic._filter import mixture_weights
+
+        f = self.filter
+        m = np.einsum("sn,sng->ng", mixture_weights(f._log_ev[:, rows]), f._w[:, rows])
+        return m / m.sum(axis=1, keepdims=True)
+
+    @property
+    def rate(self) -> np.ndarray:
+        return np.atleast_1d(self.filter.rate)
+
+    def sample(self, rng) -> np.ndarray:
+        return np.atleast_1d(self.filter.sample(rng))
+
+    def prob_change_within(self, elapsed) -> np.ndarray:
+        """The filter's predictive P(change within ``elapsed`` days), shape (N,); 0 where elapsed <= 0."""
+        t = np.asarray(elapsed, dtype=np.float64)
+        pos = t > 0
+        out = np.atleast_1d(self.filter.predict_change_probability(np.where(pos, t, 1.0)))
+        return np.where(pos, out, 0.0)
+
+    def freshness_index(self, elapsed) -> np.ndarray:
+        """Poisson index averaged over the posterior of the rate now, at ``elapsed`` days (N,), in days."""
+        return self._table.read(self._node_probabilities, np.ascontiguousarray(self.filter.grid), elapsed)
+
+
+def burst_learner(n_pages: int, *, params, scales):
+    """The burst model's exact filter (:class:`~changerate_bayes.bursts.BurstFilter`) with the
+    index policy's closed-form mean index.
+
+    Under the model the time to the first change after a crawl is phase-type: with
+    M = s(Q − Λ) for scale s, its survival is α e^{Mt} 1 = a₁ e^{−μ₁t} + a₂ e^{−μ₂t}
+    (μ_j = −eigenvalues of M, a₁ = (u − d₂)/(d₁ − d₂), a₂ = (d₁ − u)/(d₁ − d₂), u = αM1,
+    d_j the eigenvalues), so ν(t) = t F(t) − ∫_0^t F = Σ_k P(k) Σ_j a_kj (1 − e^{−μ_kj t}(1 +
+    μ_kj t))/μ_kj: a signed mixture of Poisson indices, tabulated per page in log t when the
+    page is crawled (as :meth:`GridLearner.freshness_index`). Tested against the numerical
+    integral of ``prob_change_within``.
+
+    Parameters
+    ----------
+    n_pages : int
+    params : BurstParameters
+        Rates per day.
+    scales : sequence of float
+        Per-page rate scales averaged over.
+    """
+    from ..bursts import BurstFilter
+
+    class _BurstLearner(BurstFilter):
+        def __init__(self):
+            super().__init__(n_pages, params=params, scales=scales)
+            self._table = _IndexTable(n_pages)
+
+        def update(self, changed, interval, mask=None) -> None:
+            super().update(changed, interval, mask)
+            self._table.dirty |= np.ones(n_pages, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+
+        def _terms(self, rows):
+            w = self._weights()[rows]  # (R, K)
+            a = self.alpha_[rows]  # (R, K, 2)
+            s = self._scales[None, :]
+            l0, l1 = self._l0[rows, None] * s, self._l1[rows, None] * s
+            q01, q10 = self._q01[rows, None] * s, self._q10[rows, None] * s
+            m00, m11 = -(q01 + l0), -(q10 + l1)  # M = [[m00, q01], [q10, m11]]
+            tr, det = m00 + m11, m00 * m11 - q01 * q10
+            root = np.sqrt(np.maximum(tr * tr - 4.0 * det, 0.0))
+            d1, d2 = 0.5 * (tr + root), 0.5 * (tr - root)  # d2 < d1 < 0
+            u = -(a[:, :, 0] * l0 + a[:, :, 1] * l1)  # α M 1 (the rows of M sum to −λ)
+            gap = d1 - d2
+            with np.errstate(divide="ignore", invalid="ignore"):
+                a1 = np.where(gap > 0, (u - d2) / gap, 1.0)
+                a2 = np.where(gap > 0, (d1 - u) / gap, 0.0)
+            mu1 = np.where(gap > 0, -d1, -u)  # equal eigenvalues: one exponential of rate −u
+            coef = np.concatenate([w * a1, w * a2], axis=1)
+            rates = np.concatenate([mu1, -d2], axis=1)
+            return coef, rates
+
+        def freshness_index(self, elapsed) -> np.ndarray:
+            """The mean-form index t F(t) − ∫_0^t F at ``elapsed`` days, shape (N,), in days."""
+            return self._table.read_signed(self._terms, elapsed)
+
+    return _BurstLearner()

@@ -6,7 +6,7 @@ import numpy as np
 
 from ._engine import ReplayResult
 
-__all__ = ["replay_metrics", "bootstrap_counts", "bootstrap_ratio"]
+__all__ = ["replay_metrics", "bootstrap_counts", "bootstrap_ratio", "gap_share", "bootstrap_gap_share"]
 
 
 def replay_metrics(result: ReplayResult) -> dict:
@@ -85,4 +85,36 @@ def bootstrap_ratio(result: ReplayResult, counts: np.ndarray, *, reference: Repl
         f = f / _resampled(reference, counts, weighted)
     a = (1.0 - level) / 2.0
     lo, hi = np.quantile(f, [a, 1.0 - a])
+    return float(lo), float(hi)
+
+
+def gap_share(result: ReplayResult, low: ReplayResult, high: ReplayResult, *, weighted: bool = True) -> float:
+    """Share of the freshness gap from ``low`` to ``high`` that ``result`` closes.
+
+    (F − F_low) / (F_high − F_low) with F the (weighted) freshness of :func:`replay_metrics`:
+    0 at the level of ``low`` (e.g. round robin), 1 at ``high`` (e.g. the clairvoyant
+    reference), negative below ``low``; NaN when F_high = F_low.
+    """
+    key = "freshness_weighted" if weighted else "freshness"
+    f, lo, hi = (replay_metrics(r)[key] for r in (result, low, high))
+    return (f - lo) / (hi - lo) if hi != lo else float("nan")
+
+
+def bootstrap_gap_share(result: ReplayResult, low: ReplayResult, high: ReplayResult, counts: np.ndarray, *,
+                        weighted: bool = True, level: float = 0.95):
+    """Percentile interval of :func:`gap_share` over resampled pages (the same ``counts`` for the three
+    replays, so the interval is paired).
+
+    Returns
+    -------
+    (low, high) : floats (NaN if the gap is 0 in every resample)
+    """
+    f, a, b = (_resampled(r, counts, weighted) for r in (result, low, high))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = (f - a) / (b - a)
+    share = share[np.isfinite(share)]
+    if not share.size:
+        return float("nan"), float("nan")
+    q = (1.0 - level) / 2.0
+    lo, hi = np.quantile(share, [q, 1.0 - q])
     return float(lo), float(hi)

@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..scheduling import optimal_crawl_rates
-from ._learners import GridLearner, LLNLearner
+from ._index import ClairvoyantPolicy, IndexPolicy
+from ._learners import DynamicLearner, GridLearner, LLNLearner, burst_learner
 
 __all__ = [
     "RatePolicy",
@@ -676,6 +677,25 @@ def _dynamic_learner(n_pages: int):
     return DynamicRateFilter(n_pages=n_pages, sigma=DYNAMIC_SIGMAS, grid=DYNAMIC_GRID)
 
 
+def _dynamic_index_learner(n_pages: int):
+    """The dynamic posterior as a learner with the index policy's reads."""
+    return DynamicLearner(n_pages, sigma=DYNAMIC_SIGMAS, grid=DYNAMIC_GRID)
+
+
+#: The burst learner's rates per day (quiet 1/30, busy 2, a burst a month lasting about a day): the
+#: shape of the Open Terms Archive documents' changes (half the gaps between changes under a day, a
+#: mean gap of 11 days); each page's speed is learned from its crawls over BURST_SCALES.
+BURST_SHAPE = dict(quiet_rate=1.0 / 30.0, busy_rate=2.0, to_busy=1.0 / 30.0, to_quiet=1.0)
+BURST_SCALES = tuple(float(x) for x in np.round(10.0 ** np.linspace(-2.0, 1.0, 7), 6))
+
+
+def _burst_learner(n_pages: int):
+    """The burst model's exact filter (quiet/busy MMPP, rates per day) averaged over per-page scales."""
+    from ..bursts import BurstParameters
+
+    return burst_learner(n_pages, params=BurstParameters(**BURST_SHAPE), scales=BURST_SCALES)
+
+
 #: Exploration share of the plug-in policies.
 PLUG_IN_EXPLORATION = 0.05
 
@@ -692,6 +712,14 @@ POLICIES = {
     "thompson": lambda: ThompsonPolicy(GridLearner, name="thompson"),
     "dynamic_mean": lambda: PlugInPolicy(_dynamic_learner, name="dynamic_mean", exploration=PLUG_IN_EXPLORATION),
     "dynamic_thompson": lambda: ThompsonPolicy(_dynamic_learner, name="dynamic_thompson"),
+    "index_mean": lambda: IndexPolicy(GridLearner, name="index_mean", form="mean"),
+    "index_thompson": lambda: IndexPolicy(GridLearner, name="index_thompson", form="thompson"),
+    "dynamic_index_mean": lambda: IndexPolicy(_dynamic_index_learner, name="dynamic_index_mean", form="mean"),
+    "dynamic_index_thompson": lambda: IndexPolicy(_dynamic_index_learner, name="dynamic_index_thompson",
+                                                  form="thompson"),
+    "burst_index_mean": lambda: IndexPolicy(_burst_learner, name="burst_index_mean", form="mean"),
+    "burst_index_thompson": lambda: IndexPolicy(_burst_learner, name="burst_index_thompson", form="thompson"),
+    "clairvoyant": lambda: ClairvoyantPolicy(),
     "oracle": lambda: OraclePolicy("optimal"),
     "oracle_proportional": lambda: OraclePolicy("proportional"),
 }

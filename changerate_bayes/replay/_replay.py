@@ -9,7 +9,7 @@ import pandas as pd
 
 from .._rng import as_generator
 from ._engine import run_replay
-from ._metrics import bootstrap_counts, bootstrap_ratio, replay_metrics
+from ._metrics import bootstrap_counts, bootstrap_gap_share, bootstrap_ratio, gap_share, replay_metrics
 from ._pages import MS_PER_DAY, ReplayPages, pages_from_table
 from ._policies import POLICIES
 
@@ -20,7 +20,8 @@ TUNED = {"nutch_tuned": "nutch", "nutch_nosync_tuned": "nutch_nosync", "stormcra
 #: Every policy name :func:`replay_policies` knows.
 POLICY_NAMES = tuple(POLICIES) + tuple(TUNED)
 DEFAULT_POLICIES = ("uniform", "nutch", "nutch_tuned", "stormcrawler", "stormcrawler_tuned", "lln", "mle",
-                    "posterior_mean", "thompson", "oracle", "oracle_proportional")
+                    "posterior_mean", "thompson", "index_mean", "index_thompson", "oracle", "oracle_proportional",
+                    "clairvoyant")
 _INC_BOUNDS = (1e-3, 100.0)
 #: the largest budget, in crawls per day (over ten million a second): the engine counts
 #: the crawls a budget allows, floor(B·t), in int64, which holds B·t for t up to 25,000 years
@@ -175,9 +176,13 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
         (StormCrawler 3.x's AdaptiveScheduler defaults: :class:`StormCrawlerPolicy`), their
         ``"*_tuned"`` versions (increase rate bisected to each budget by
         :func:`tune_increase_rate`), plug-in optimal rates fed by ``"lln"``, ``"mle"``,
-        ``"posterior_mean"``, ``"thompson"`` sampling from the posterior, and the
-        hindsight references ``"oracle"`` (optimal static rates of the true n_i/T_i)
-        and ``"oracle_proportional"`` (rates ∝ true n_i/T_i). A policy object (e.g.
+        ``"posterior_mean"``, ``"thompson"`` sampling from the posterior, the index
+        policies :class:`IndexPolicy` ``"index_mean"`` / ``"index_thompson"`` (static
+        posterior), ``"dynamic_index_mean"`` / ``"dynamic_index_thompson"`` (random-walk
+        posterior) and ``"burst_index_mean"`` / ``"burst_index_thompson"`` (burst
+        model), the hindsight references ``"oracle"`` (optimal static rates of the
+        true n_i/T_i) and ``"oracle_proportional"`` (rates ∝ true n_i/T_i), and
+        ``"clairvoyant"`` (:class:`ClairvoyantPolicy`, knows the change times). A policy object (e.g.
         ``PlugInPolicy(factory, name=...)`` with any learner) is used as given.
     window : DataFrame (page, start, end), (start, end) or None
         Observation windows (see :func:`pages_from_table`).
@@ -210,7 +215,10 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
         :func:`replay_metrics`, ``within_budget``, and with ``n_boot`` > 0
         ``freshness_lo``/``_hi`` and ``freshness_weighted_lo``/``_hi``; when ``"oracle"`` ran
         at that budget, ``vs_oracle`` (freshness ÷ the oracle's, weighted) and its
-        interval.
+        interval; when ``"uniform"`` and ``"clairvoyant"`` ran at that budget,
+        ``gap_share`` (the share of the weighted-freshness gap from uniform to clairvoyant
+        the policy closes, :func:`gap_share`) and with ``n_boot`` > 0 its paired interval
+        ``gap_share_lo``/``_hi``.
 
     Raises
     ------
@@ -287,6 +295,8 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
                 runs.append((p, b, "given", float(rates[j]), part))
 
     oracle = {(b, s): r for name, b, s, _, r in runs if name == "oracle"}
+    uniform = {(b, s): r for name, b, s, _, r in runs if name == "uniform"}
+    clairvoyant = {(b, s): r for name, b, s, _, r in runs if name == "clairvoyant"}
     rows = []
     for name, b, source, rate, res in runs:
         m = replay_metrics(res)
@@ -296,7 +306,13 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
             row["freshness_lo"], row["freshness_hi"] = bootstrap_ratio(res, counts, level=level)
             row["freshness_weighted_lo"], row["freshness_weighted_hi"] = bootstrap_ratio(
                 res, counts, weighted=True, level=level)
-        ref = oracle.get((b, source if source != "own schedule" else f"spent by {name}"))
+        at = (b, source if source != "own schedule" else f"spent by {name}")
+        low, high = uniform.get(at), clairvoyant.get(at)
+        if low is not None and high is not None:
+            row["gap_share"] = gap_share(res, low, high)
+            if counts is not None:
+                row["gap_share_lo"], row["gap_share_hi"] = bootstrap_gap_share(res, low, high, counts, level=level)
+        ref = oracle.get(at)
         if ref is not None:
             row["vs_oracle"] = m["freshness_weighted"] / replay_metrics(ref)["freshness_weighted"]
             if counts is not None:
