@@ -16,7 +16,7 @@ from .io._compressed import DECOMPRESSION_ERRORS, decompression_error
 from .io._frame import read_frame
 from .io._tabular import _plan, check_columns
 from .io._times import check_kinds, merge_kinds
-from .pages import allocate_crawls, merge_notes, one_note_per_check, page_table
+from .pages import allocate_crawls, concat_part_tables, page_table
 
 __all__ = ["ClusterEstimates", "estimate_files_dask", "estimate_pages_dask", "per_page_partitions"]
 
@@ -119,11 +119,7 @@ def per_page_partitions(visits, *, columns=None, change_from="auto", methods=(),
     if not tables:
         raise CrawlLogError(f"{source}: no page has two usable visits, so there is nothing to estimate\n"
                             + audit.format())
-    table = pd.concat([t for t, _ in tables], ignore_index=True)
-    first = np.concatenate([r for _, r in tables])
-    table = table.iloc[np.argsort(first, kind="stable")].reset_index(drop=True)
-    table.attrs.update(tables[0][0].attrs)
-    table.attrs["warnings"] = one_note_per_check(merge_notes(w for t, _ in tables for w in t.attrs["warnings"]))
+    table = concat_part_tables([t for t, _ in tables], [r for _, r in tables])
     histories = [h for t, _, _, _, h in results if t is not None] if with_posterior else None
     return table, audit, len(parts), histories
 
@@ -348,11 +344,7 @@ def estimate_files_dask(paths, *, format="auto", columns=None, change_from="auto
     if not tables:
         raise CrawlLogError(f"{', '.join(sources)}: no page has two usable visits, so there is nothing to estimate\n"
                             + audit.format())
-    table = pd.concat([t for t, _ in tables], ignore_index=True)
-    first = np.concatenate([r for _, r in tables])
-    table = table.iloc[np.argsort(first, kind="stable")].reset_index(drop=True)
-    table.attrs.update(tables[0][0].attrs)
-    table.attrs["warnings"] = one_note_per_check(merge_notes(w for t, _ in tables for w in t.attrs["warnings"]))
+    table = concat_part_tables([t for t, _ in tables], [r for _, r in tables])
     import warnings
 
     from ._validation import StatisticalWarning

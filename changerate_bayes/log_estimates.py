@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .io._audit import Audit
-from .pages import _check_budget, _check_methods, allocate_crawls, merge_notes, one_note_per_check, page_table
+from .pages import _check_budget, _check_methods, allocate_crawls, concat_part_tables, page_table
 
 __all__ = ["LogEstimates", "estimate_log", "DEFAULT_MEMORY_BYTES"]
 
@@ -178,12 +178,8 @@ def estimate_log(paths, *, format="auto", columns=None, change_from="auto", meth
         from .io._buckets import no_pages_error
 
         raise no_pages_error(audit)
-    codes = np.concatenate(codes)
-    order = np.argsort(codes, kind="stable")
-    table = pd.concat(tables, ignore_index=True).iloc[order].reset_index(drop=True)
-    table["page"] = labels[codes[order]]
-    table.attrs.update(tables[0].attrs)
-    table.attrs["warnings"] = one_note_per_check(merge_notes(w for t in tables for w in t.attrs["warnings"]))
+    table = concat_part_tables(tables, codes)
+    table["page"] = labels[np.sort(np.concatenate(codes), kind="stable")]
     table = allocate_crawls(table, budget)
     from ._validation import StatisticalWarning
 

@@ -132,6 +132,21 @@ def one_note_per_check(notes: list[str]) -> list[str]:
             "this is the first)" for same in kinds.values()]
 
 
+def concat_part_tables(tables, keys) -> pd.DataFrame:
+    """The page tables of the parts (Dask partitions, buckets of pages) as one table.
+
+    ``keys[i]`` (one integer per row of ``tables[i]``) orders the pages, e.g. by the row
+    where each was first seen; equal keys keep the parts' order. ``attrs`` come from the
+    first table, and ``attrs["warnings"]`` is every part's warnings merged, one note per
+    check (:func:`merge_notes`, :func:`one_note_per_check`).
+    """
+    table = pd.concat(tables, ignore_index=True)
+    table = table.iloc[np.argsort(np.concatenate(keys), kind="stable")].reset_index(drop=True)
+    table.attrs.update(tables[0].attrs)
+    table.attrs["warnings"] = one_note_per_check(merge_notes(w for t in tables for w in t.attrs["warnings"]))
+    return table
+
+
 def _check_methods(methods) -> tuple:
     if isinstance(methods, str):
         methods = (methods,)
