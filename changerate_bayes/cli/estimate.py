@@ -122,17 +122,11 @@ def _dask_table(args, fmt, files):
 
 
 def _dask_run(args, ddf, columns, change, files, fmt):
-    from distributed import Client, LocalCluster
-
     from changerate_bayes.cluster import estimate_files_dask, estimate_pages_dask
 
-    cluster = None
-    if args.scheduler:
-        client = Client(args.scheduler)
-    else:
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-        client = Client(cluster)
-    try:
+    from ._dask import dask_client
+
+    with dask_client(args) as client:
         if files is not None:
             res = estimate_files_dask(files, format=fmt, columns=columns, methods=_methods(args), budget=args.budget,
                                       level=args.level, page_key=args.page_key, client=client)
@@ -149,10 +143,6 @@ def _dask_run(args, ddf, columns, change, files, fmt):
             sub = ddf[ddf[page_col].isin(list(top))].compute()
             log = read_frame(sub.reset_index(drop=True), columns=columns, change_from=change)
         return res.table, res.audit, log
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
 
 
 def _plan_line(attrs) -> str:
