@@ -18,6 +18,7 @@ __all__ = [
     "check_positive_scalar",
     "check_positive_int",
     "first_bad_index",
+    "page_vector",
 ]
 
 
@@ -79,6 +80,38 @@ def as_float_array(
         if bad.any():
             raise ValueError(f"`{name}` must be >= 0; got {arr[bad].flat[0]} at index {first_bad_index(bad)}")
     return arr
+
+
+def page_vector(x, n: int, *, name: str, binary: bool = False, positive: bool = False,
+                nonnegative: bool = False) -> np.ndarray:
+    """``x`` as one contiguous value per page, shape ``(n,)``; a scalar is repeated.
+
+    With ``binary``, the values must be 0/1 numbers or booleans and a bool array is
+    returned; otherwise a finite float64 array, checked as :func:`as_float_array` does.
+
+    Raises
+    ------
+    TypeError
+        If ``binary`` values are not numbers or booleans, or other values are not numeric.
+    ValueError
+        If a ``binary`` value is not 0 or 1, a value breaks :func:`as_float_array`'s checks,
+        or the shape is neither a scalar nor ``(n,)``.
+    """
+    if binary:
+        arr = np.asarray(x)
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"`{name}` must hold 0/1 numbers or booleans; got dtype {arr.dtype}")
+        bad = (arr != 0) & (arr != 1)
+        if np.any(bad):
+            raise ValueError(f"`{name}` must be 0 or 1; got {arr[bad].flat[0]!r}")
+        arr = arr.astype(bool)
+    else:
+        arr = as_float_array(x, name=name, positive=positive, nonnegative=nonnegative, ndim=(0, 1))
+    if arr.ndim == 0:
+        arr = np.full(n, arr.item(), dtype=arr.dtype)
+    if arr.shape != (n,):
+        raise ValueError(f"`{name}` must have shape ({n},) (one value per page); got {arr.shape}")
+    return np.ascontiguousarray(arr)
 
 
 def check_positive_scalar(x, *, name: str, allow_inf: bool = False) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._rng import as_generator
-from .._validation import as_float_array, check_positive_int
+from .._validation import as_float_array, check_positive_int, page_vector
 from ._model import DEFAULT_SCALES, check_params, check_scales
 
 __all__ = ["BurstFilter"]
@@ -109,23 +109,8 @@ class BurstFilter:
 
     # ------------------------------------------------------------ inputs
     def _vector(self, x, *, name, kind):
-        n = self.n_pages
-        if kind == "bool":
-            arr = np.asarray(x)
-            if arr.dtype.kind not in "biuf":
-                raise TypeError(f"`{name}` must hold 0/1 numbers or booleans; got dtype {arr.dtype}")
-            bad = (arr != 0) & (arr != 1)
-            if np.any(bad):
-                raise ValueError(f"`{name}` must be 0 or 1; got {arr[bad].flat[0]!r}")
-            arr = arr.astype(bool)
-        else:
-            arr = as_float_array(x, name=name, nonnegative=kind == "nonneg", positive=kind == "pos",
-                                 ndim=(0, 1))
-        if arr.ndim == 0:
-            arr = np.full(n, arr.item(), dtype=arr.dtype)
-        if arr.shape != (n,):
-            raise ValueError(f"`{name}` must have shape ({n},) (one value per page); got {arr.shape}")
-        return np.ascontiguousarray(arr)
+        return page_vector(x, self.n_pages, name=name, binary=kind == "bool", nonnegative=kind == "nonneg",
+                           positive=kind == "pos")
 
     # ------------------------------------------------------------ updates
     def update(self, changed, interval, mask=None) -> None:

@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from .._rng import as_generator
-from .._validation import as_float_array, check_positive_int
+from .._validation import as_float_array, check_positive_int, page_vector
 from ._model import UNIT_FREE_SIGMAS, check_prior, check_sigmas, make_lattice, page_chunks, rounded_intervals
 
 __all__ = ["DynamicRateFilter"]
@@ -161,21 +161,7 @@ class DynamicRateFilter:
     def _vector(self, x, *, name, dtype=np.float64, positive=False):
         if x is None:
             raise TypeError(f"`{name}` is required")
-        if dtype is bool:
-            arr = np.asarray(x)
-            if arr.dtype.kind not in "biuf":
-                raise TypeError(f"`{name}` must hold 0/1 numbers or booleans; got dtype {arr.dtype}")
-            bad = (arr != 0) & (arr != 1)
-            if np.any(bad):
-                raise ValueError(f"`{name}` must be 0 or 1; got {arr[bad].flat[0]!r}")
-            arr = arr.astype(bool)
-        else:
-            arr = as_float_array(x, name=name, positive=positive, ndim=(0, 1))
-        if arr.ndim == 0:
-            arr = np.full(self._n, arr.item(), dtype=arr.dtype)
-        if arr.shape != (self._n,):
-            raise ValueError(f"`{name}` must have shape ({self._n},) (one value per page); got {arr.shape}")
-        return np.ascontiguousarray(arr)
+        return page_vector(x, self._n, name=name, binary=dtype is bool, positive=positive)
 
     def _out(self, a):
         return a[0] if self._single else a
