@@ -49,6 +49,18 @@ def mixture_index(probs, rates, elapsed, out):
         out[i] = s
 
 
+@nb.njit(inline="always", **_JIT)
+def _table_terms(p, x):
+    """One node's terms of the tables' sums, weight ``p`` at x = Δt >= 0:
+    (p φ(x), p x e^{−x}), φ as in ``_phi``."""
+    if x < 1e-2:  # series: truncation below 1e-9 relative
+        return p * x * (0.5 - x * (1.0 / 3.0 - x * (0.125 - x / 30.0))), p * x * (1.0 - x * (1.0 - 0.5 * x))
+    if x > 745.0:  # e^{−x} underflows
+        return p / x, 0.0
+    e = np.exp(-x)  # one exp (1 − e(1 + x) loses at most ~1e-12 relative for x >= 1e-2)
+    return p * (1.0 - e * (1.0 + x)) / x, p * x * e
+
+
 @nb.njit(**_JIT)
 def mixture_table(probs, rates, rows, log_t0, h, ylog, slope):
     """Tabulate, for the pages ``rows`` (beliefs ``probs[r]`` of page ``rows[r]``), y = log ν(t)
@@ -65,16 +77,9 @@ def mixture_table(probs, rates, rows, log_t0, h, ylog, slope):
             for c in range(g):
                 p = probs[r, c]
                 if p > 1e-14:
-                    x = rates[c] * t
-                    if x < 1e-2:  # series: truncation below 1e-9 relative
-                        s += p * x * (0.5 - x * (1.0 / 3.0 - x * (0.125 - x / 30.0)))
-                        d += p * x * (1.0 - x * (1.0 - 0.5 * x))
-                    elif x > 745.0:  # e^{−x} underflows
-                        s += p / x
-                    else:  # one exp (1 − e(1 + x) loses at most ~1e-12 relative for x >= 1e-2)
-                        e = np.exp(-x)
-                        s += p * (1.0 - e * (1.0 + x)) / x
-                        d += p * x * e
+                    ds, dd = _table_terms(p, rates[c] * t)
+                    s += ds
+                    d += dd
             if s > 0.0:
                 ylog[i, j] = np.log(t) + np.log(s)
                 slope[i, j] = d / s
@@ -125,16 +130,9 @@ def signed_table(coef, rates, rows, log_t0, h, ylog, slope):
             for c in range(g):
                 p = coef[r, c]
                 if p != 0.0:
-                    x = rates[r, c] * t
-                    if x < 1e-2:
-                        s += p * x * (0.5 - x * (1.0 / 3.0 - x * (0.125 - x / 30.0)))
-                        d += p * x * (1.0 - x * (1.0 - 0.5 * x))
-                    elif x > 745.0:
-                        s += p / x
-                    else:
-                        e = np.exp(-x)
-                        s += p * (1.0 - e * (1.0 + x)) / x
-                        d += p * x * e
+                    ds, dd = _table_terms(p, rates[r, c] * t)
+                    s += ds
+                    d += dd
             if s > 0.0:
                 ylog[i, j] = np.log(t) + np.log(s)
                 slope[i, j] = d / s
