@@ -51,11 +51,15 @@ def _mapped(frame, column_map: dict):
     return frame.drop(columns=shadowed).rename(columns={col: role for role, col in present.items()})
 
 
-def _file_lines(text: str, path: str) -> str:
-    """``text`` with each "row N" of the changes table (labelled by file line) as "line N of PATH"."""
+def _file_lines(text: str, path: str, windows: str | None = None) -> str:
+    """``text`` with each "row N" of the changes table (labelled by file line) as "line N of PATH",
+    and each "row N of `window`" as "line N of WINDOWS"."""
     import re
 
-    return re.sub(r"\brow (\d+)\b", lambda m: f"line {m.group(1)} of {path}", text)
+    if windows is not None:
+        text = re.sub(r"\brow (\d+) of `window`", lambda m: f"line {m.group(1)} of {windows}", text)
+    text = text.replace("`window` start", "--window START").replace("`window` end", "--window END")
+    return re.sub(r"\brow (\d+)\b(?! of `window`)", lambda m: f"line {m.group(1)} of {path}", text)
 
 
 def _bound_notes(df) -> list[str]:
@@ -182,6 +186,7 @@ def _run(args) -> int:
         windows = None
         if args.windows:
             windows = _mapped(pd.read_csv(args.windows), column_map)
+            windows.index = pd.RangeIndex(2, len(windows) + 2)
         elif args.window:
             windows = tuple(_window_value(x) for x in args.window)
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
@@ -197,7 +202,7 @@ def _run(args) -> int:
                              policies=args.policies or list(DEFAULT_POLICIES), step=args.step, epoch=args.epoch,
                              n_boot=args.n_boot, rng=args.seed)
     except (TypeError, ValueError) as exc:
-        return fail(_file_lines(str(exc), args.changes))
+        return fail(_file_lines(str(exc), args.changes, args.windows))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(df[["policy", "budget", "budget_source", "freshness", "freshness_weighted", "mean_age_days",
                   "crawls_per_day", "within_budget", "detected_per_crawl"]].to_string(index=False))

@@ -7,7 +7,7 @@ import pandas as pd
 
 from ._errors import CrawlLogError, where
 
-__all__ = ["parse_time_column", "check_kinds", "merge_kinds"]
+__all__ = ["parse_time_column", "check_kinds", "merge_kinds", "time_kinds"]
 
 # A UTC offset ("Z", "+01:00", "-0500") after the time of day: a date alone ("2024-01-01",
 # whose "-01" is the day, not an offset) is naive.
@@ -80,11 +80,7 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
                             f"(expected {want})")
     idx = np.flatnonzero(present)
     if fmt is None:
-        last = sp.str[-1]
-        aware = (last == "Z") | (last == "z")
-        if not aware.all():
-            aware = sp.str.contains(_AWARE, regex=True)
-        aware = aware.to_numpy(dtype=bool)
+        aware = _aware_strings(sp)
         firsts = {}
         for kind, mask in (("aware", aware), ("naive", ~aware)):
             if mask.any():
@@ -96,6 +92,56 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
     arr = parsed.dt.tz_localize(None).to_numpy()
     out[present] = _to_ns(arr, np.zeros(arr.size, bool), source=source, column=column, lines=lines[idx],
                           line_word=line_word, shown=lambda j: sp.iloc[j])
+    return out
+
+
+def _aware_strings(s: pd.Series) -> np.ndarray:
+    """Whether each stripped time string (pandas "string" dtype, none missing) carries a UTC offset."""
+    last = s.str[-1]
+    aware = (last == "Z") | (last == "z")
+    if not aware.all():  # the regex only when some time does not end in Z
+        aware = s.str.contains(_AWARE, regex=True)
+    return aware.to_numpy(dtype=bool, na_value=False)
+
+
+def time_kinds(values) -> np.ndarray:
+    """The awareness of each time: 1 time-zone-aware, 0 naive, -1 a date alone (naive).
+
+    Parameters
+    ----------
+    values : pandas.Series or array-like, shape (n,)
+        ISO-8601 strings, datetimes / Timestamps (aware when they carry a ``tzinfo``),
+        dates, or a datetime64 column (aware when its dtype has a time zone).
+
+    Returns
+    -------
+    ndarray of int8, shape (n,)
+        The same rule as the crawl-log readers: a string is aware when a UTC offset
+        ("Z", "+01:00", "-0500") follows its time of day; a date alone has no time of
+        day (readers that take it as naive treat -1 as 0).
+    """
+    import datetime as _dt
+
+    values = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
+    n = len(values)
+    if pd.api.types.is_datetime64_any_dtype(values.dtype):
+        return np.full(n, 1 if getattr(values.dtype, "tz", None) is not None else 0, dtype=np.int8)
+    obj = values.to_numpy(dtype=object)
+    is_str = np.fromiter((isinstance(v, str) for v in obj), dtype=bool, count=n)
+    out = np.zeros(n, dtype=np.int8)
+    if is_str.any():
+        s = pd.Series(obj[is_str], dtype="string").str.strip()
+        kinds = np.where(_aware_strings(s), 1, 0).astype(np.int8)
+        dated = ~s.str.contains(r"[Tt ]\d", regex=True).to_numpy(dtype=bool, na_value=False)
+        kinds[(kinds == 0) & dated] = -1
+        out[is_str] = kinds
+    others = np.flatnonzero(~is_str)
+    for i in others:
+        v = obj[i]
+        if isinstance(v, _dt.datetime):
+            out[i] = 1 if v.tzinfo is not None else 0
+        elif isinstance(v, _dt.date):
+            out[i] = -1
     return out
 
 

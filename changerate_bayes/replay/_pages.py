@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from changerate_bayes.io._times import time_kinds
+
 __all__ = ["ReplayPages", "pages_from_table", "MS_PER_DAY"]
 
 #: Milliseconds per day: the engine keeps every time as int64 milliseconds.
@@ -115,6 +117,31 @@ def _parse_times(values, *, what: str, labels, datetimes: bool):
     return np.rint(arr * MS_PER_DAY).astype(np.int64)
 
 
+def _check_awareness(columns) -> None:
+    """Refuse naive and time-zone-aware times together across the change times and the windows.
+
+    ``columns`` is a list of (values, places): the place of each value for the message.
+    A date alone names a day whatever the zone and goes with either kind.
+    """
+    first = None  # (kind, place, value) of the first time with a time of day
+    for values, places in columns:
+        kinds = time_kinds(values)
+        timed = np.flatnonzero(kinds >= 0)
+        if timed.size == 0:
+            continue
+        if first is None:
+            i = int(timed[0])
+            first = (int(kinds[i]), places[i], values[i])
+        other = np.flatnonzero(kinds == 1 - first[0])
+        if other.size:
+            i = int(other[0])
+            name = {1: "time-zone-aware", 0: "naive"}
+            raise ValueError(
+                f"{places[i]}: naive and time-zone-aware times are mixed ({first[1]} is {name[first[0]]}: "
+                f"{str(first[2])!r}, this one {name[int(kinds[i])]}: {str(values[i])!r}); their order and gaps "
+                "are ambiguous: give every time a UTC offset, or none")
+
+
 def _is_datetime_like(values) -> bool:
     s = pd.Series(values)
     if pd.api.types.is_datetime64_any_dtype(s):
@@ -134,6 +161,8 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
         ``window`` is None, ``start`` and ``end`` (each page's window, the same on all
         of its rows). Timestamps are datetimes or ISO-8601 strings (UTC assumed when
         naive) or plain numbers in days; within a page they must be in time order.
+        Naive and time-zone-aware times (with a time of day) are not mixed across the
+        change times and the windows; a date alone goes with either.
     window : pandas.DataFrame, tuple (start, end) or None
         A table with columns ``page``, ``start``, ``end`` (one row per page; pages
         without a change row are valid: they never change), a single ``(start, end)``
@@ -151,7 +180,8 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
     TypeError
         If ``changes`` or ``window`` is not a table of the stated kind.
     ValueError
-        For a missing column, an unparsable or non-finite time (naming the row), change
+        For a missing column, an unparsable or non-finite time (naming the row), naive
+        and time-zone-aware times mixed (naming the row and column, or ``window``), change
         times out of order within a page (naming the row), a page with no window, a
         window with end <= start, a change outside its page's window (per-page
         windows), a repeated page in the window table, or bad weights.
@@ -179,6 +209,7 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
         if differs.any():
             i = int(np.flatnonzero(differs.to_numpy())[0])
             raise ValueError(f"row {labels[i]!r}: page {page[i]!r} has a window different from its first row's")
+        wrows = [f"row {x!r}, column {{col!r}}" for x in first.index]
         win, per_page, clip = first.reset_index(drop=True), True, False
     elif isinstance(window, pd.DataFrame):
         miss = [c for c in ("page", "start", "end") if c not in window.columns]
@@ -189,12 +220,14 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
         dup = win["page"].duplicated().to_numpy()
         if dup.any():
             raise ValueError(f"`window` lists page {win['page'].iloc[int(np.flatnonzero(dup)[0])]!r} more than once")
+        wrows = [f"row {x!r} of `window`, column {{col!r}}" for x in win.index]
         win, per_page, clip = win.reset_index(drop=True), True, False
     elif isinstance(window, tuple) and len(window) == 2:
         names = list(dict.fromkeys(page))
         if not names:
             raise ValueError("`changes` is empty: with a (start, end) window it must name the pages")
         win = pd.DataFrame({"page": names, "start": [window[0]] * len(names), "end": [window[1]] * len(names)})
+        wrows = ["`window` {col}"] * len(names)
         per_page, clip = False, True
     else:
         raise TypeError(f"`window` must be a DataFrame (page, start, end), a (start, end) tuple or None; got {window!r}")
@@ -206,6 +239,11 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
         datetimes = _is_datetime_like(win["start"])
     start = _parse_times(win["start"].to_numpy(), what="start", labels=wlabels, datetimes=datetimes)
     end = _parse_times(win["end"].to_numpy(), what="end", labels=wlabels, datetimes=datetimes)
+    change = _parse_times(ts, what="timestamp", labels=[f"row {x!r}" for x in labels], datetimes=datetimes) if len(changes) else np.zeros(0, np.int64)
+    if datetimes:
+        _check_awareness([(ts, [f"row {x!r}, column 'timestamp'" for x in labels]),
+                          (win["start"].to_numpy(), [w.format(col="start") for w in wrows]),
+                          (win["end"].to_numpy(), [w.format(col="end") for w in wrows])])
     bad = end <= start
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -214,7 +252,6 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
     names = tuple(win["page"])
     pos = {n: i for i, n in enumerate(names)}
 
-    change = _parse_times(ts, what="timestamp", labels=[f"row {x!r}" for x in labels], datetimes=datetimes) if len(changes) else np.zeros(0, np.int64)
     pidx = np.array([pos.get(p, -1) for p in page], dtype=np.int64)
     if (pidx < 0).any():
         i = int(np.flatnonzero(pidx < 0)[0])
