@@ -98,8 +98,12 @@ def _dask_table(args, fmt, files):
         raise ValueError(f"--engine dask reads CSV, Parquet, OTA, CDX and WARC logs; got format {fmt!r}")
     from changerate_bayes.io._compressed import DECOMPRESSION_ERRORS, check_complete, decompression_error
 
+    from changerate_bayes.io._fields import check_field_counts
+
     for path in files:
         check_complete(path)  # a cut zstd file would read as fewer rows
+        if fmt in ("csv", "ota") and not by_file:  # as the pandas reader (which reads each file of by_file)
+            check_field_counts(path, src=str(path))
     ddf = None
     try:  # dask reads the head of the first file here, to learn the columns
         if by_file:

@@ -10,7 +10,7 @@ import zlib
 
 from ._errors import CrawlLogError
 
-__all__ = ["DECOMPRESSION_ERRORS", "check_complete", "compression_of", "decompression_error", "open_text"]
+__all__ = ["DECOMPRESSION_ERRORS", "check_complete", "compression_of", "decompression_error", "open_bytes", "open_text"]
 
 _MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"))
 _SUFFIX = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}
@@ -76,9 +76,16 @@ def open_text(path, *, encoding: str = "utf-8-sig"):
         For a truncated zstd file (:func:`check_complete`).
     """
     check_complete(path)
+    if compression_of(path) is None:
+        return open(path, encoding=encoding, newline="")
+    return io.TextIOWrapper(open_bytes(path), encoding=encoding, newline="")
+
+
+def open_bytes(path):
+    """``path`` opened for reading bytes, decompressed by its magic bytes (no check of a cut zstd file)."""
     kind = compression_of(path)
     if kind is None:
-        return open(path, encoding=encoding, newline="")
+        return open(path, "rb")
     if kind == "gzip":
         raw = gzip.open(path, "rb")
     elif kind == "bz2":
@@ -89,7 +96,7 @@ def open_text(path, *, encoding: str = "utf-8-sig"):
         import zstandard
 
         raw = zstandard.open(path, "rb")
-    return io.TextIOWrapper(raw, encoding=encoding, newline="")
+    return raw
 
 
 def decompression_error(src: str, exc: BaseException, path=None) -> CrawlLogError:

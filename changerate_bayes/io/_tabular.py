@@ -11,6 +11,7 @@ import pandas as pd
 from ._buckets import PageBuckets, bucket_count
 from ._compressed import DECOMPRESSION_ERRORS, check_complete, decompression_error, open_text
 from ._errors import CrawlLogError
+from ._fields import check_field_counts
 from ._semantics import (
     STANDARD_COLUMNS, CrawlLog, VisitColumns, check_digest_not_empty, compact_frame,
     resolve_change_source,
@@ -173,7 +174,8 @@ def read_csv(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUN
     CrawlLogError (a ValueError)
         Naming the file, line and column (the file's physical line, also after quoted
         fields holding newlines): a missing required column, an unparsable or missing
-        time, a time outside the years 1678-2261, naive and aware times mixed (in
+        time, a time outside the years 1678-2261, a row with more or fewer fields than
+        the header, naive and aware times mixed (in
         ``fetch_time`` and ``last_modified`` together), an entirely empty digest
         column, a non-numeric status, a ``changed`` value other than 0/1, a
         ``not_modified`` value that is not a boolean, no data rows, no page with two
@@ -238,6 +240,7 @@ def scan_csv(scan: _Scan, *, mapping: dict, change_from: str, chunk_rows: int, s
             raise decompression_error(src, exc, path) from None
         plan, scan.kind = _plan_next_file(header, mapping, source=src, change_from=change_from, kind=scan.kind)
         scan.plans.append(plan)
+        check_field_counts(path, src=src, sep=sep)  # pandas would drop extra fields and pad missing ones
         inv = {v: s for s, v in plan.items()}
         line = 2
         try:
