@@ -125,7 +125,7 @@ def estimate_log(paths, *, format="auto", columns=None, change_from="auto", meth
     """
     from .io._buckets import BUCKET_ROWS, PageBuckets, bucket_count, reduce_buckets
     from .io._errors import CrawlLogError
-    from .io._formats import FORMATS, detect_format, read_log
+    from .io._formats import FORMATS, common_format, read_log
     from .io._tabular import (
         DEFAULT_CHUNK_ROWS, _as_paths, _check_chunk, _Scan, check_columns, check_scan_rows, csv_rows_estimate,
         parquet_rows, scan_csv, scan_parquet,
@@ -138,11 +138,7 @@ def estimate_log(paths, *, format="auto", columns=None, change_from="auto", meth
     if not isinstance(format, str) or format not in FORMATS:
         raise CrawlLogError(f"{files[0]}: unknown format {format!r}; choose one of {list(FORMATS)}")
     if format == "auto":
-        kinds = {detect_format(p) for p in files}
-        if len(kinds) > 1:
-            raise CrawlLogError(f"{', '.join(map(str, files))}: the files have different formats {sorted(kinds)}; "
-                                "read them separately or pass `format`")
-        format = kinds.pop()
+        format = common_format(files)
     chunk_rows = _check_chunk(DEFAULT_CHUNK_ROWS if chunk_rows is None else chunk_rows)
     bucket_rows = _check_rows(BUCKET_ROWS if bucket_rows is None else bucket_rows, "bucket_rows")
     if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, (int, float)) or not memory_bytes >= 0:

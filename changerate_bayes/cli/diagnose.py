@@ -96,10 +96,14 @@ def _run(args) -> int:
         frame = None if crawl else pd.read_csv(args.events, dtype=str, keep_default_na=False)
     except (ValueError, OSError) as exc:
         return _err(str(exc))
-    print(f"the report goes to {args.report}/index.html (choose the folder with --report)")
     if crawl:
         return _run_crawl(args, mapping, header, t0)
     return _run_events(args, frame, mapping, t0)
+
+
+def _report_goes_to(args) -> None:
+    """Say where the report goes, once the input was read (an input error comes without it)."""
+    print(f"the report goes to {args.report}/index.html (choose the folder with --report)")
 
 
 def _tested_line(n_tested: int, n_pages: int, what: str) -> str:
@@ -127,6 +131,7 @@ def _run_crawl(args, mapping: dict, header: list, t0: float) -> int:
         log = read_log(args.events, format="csv", columns=columns)
     except (CrawlLogError, ValueError) as exc:
         return _err(str(exc))
+    _report_goes_to(args)
     print(log.audit.format())
     print("a crawl log (it has a 'changed', 'digest' or 'status' column): each row is a visit, not a change. "
           "The visits that saw a change are tested on their crawl grid, and P(I = 1 | τ) = 1 − e^(−Δτ) is tested "
@@ -185,6 +190,7 @@ def _run_events(args, frame, mapping: dict, t0: float) -> int:
                     f"non-numbers (line {j + 2}: {times.iloc[j]!r}): give every time as a number or every "
                     "time as an ISO-8601 datetime")
     values = numeric if is_num.all() else times
+    _report_goes_to(args)
     page_col = mapping["page"]
     has_pages = page_col in frame.columns
     pages = frame[page_col] if has_pages else pd.Series(["(all)"] * len(frame))

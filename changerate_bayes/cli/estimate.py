@@ -41,7 +41,7 @@ def register(sub) -> None:
     p.add_argument("--budget", type=float, metavar="CRAWLS_PER_DAY",
                    help="crawls per day to allocate (default: the crawls per day the log shows)")
     p.add_argument("--level", type=float, default=0.9, help="credible interval probability (default 0.9)")
-    p.add_argument("--ota-changed", choices=("filtered", "raw"), default="filtered",
+    p.add_argument("--ota-changed", choices=("filtered", "raw"), default=None,
                    help="Open Terms Archive logs: which change column is I_k (default: filtered)")
     p.add_argument("--page-key", choices=("url", "surt"), default="url",
                    help="CDX logs: name pages by their URL (default; as WARC logs do) or by the SURT key")
@@ -118,7 +118,7 @@ def _dask_table(args, fmt, files):
         raise decompression_error(files[0], exc, files[0]) from None
     columns, change = (args.column_map, "auto")
     if fmt == "ota":
-        columns, change = {"changed": f"changed_{args.ota_changed}", **(columns or {})}, "changed"
+        columns, change = {"changed": f"changed_{args.ota_changed or 'filtered'}", **(columns or {})}, "changed"
     from changerate_bayes._upstream import quiet_dask_logs
 
     with quiet_dask_logs():
@@ -178,7 +178,9 @@ def run(args) -> int:
 def _run(args) -> int:
     import warnings
 
-    from changerate_bayes.io import CrawlLogError, detect_format, log_files, read_log
+    from changerate_bayes.io import CrawlLogError, log_files, read_log
+    from changerate_bayes.io._formats import common_format
+    from changerate_bayes.io._tabular import _as_paths
 
     t0 = time.perf_counter()
     try:
@@ -197,10 +199,13 @@ def _run(args) -> int:
         from ._flags import parse_columns
 
         args.column_map = parse_columns(args.columns, STANDARD_COLUMNS)
+        _as_paths(files)  # each an existing file, none given twice
         fmt = args.format
         if fmt == "auto":
-            kinds = {detect_format(p) for p in files}
-            fmt = kinds.pop() if len(kinds) == 1 else "auto"
+            fmt = common_format(files)
+        if args.ota_changed is not None and fmt != "ota":
+            raise ValueError(f"--ota-changed applies to Open Terms Archive logs (a CSV whose header holds "
+                             f"changed_filtered and changed_raw); these logs are {fmt!r}")
         if args.column_map and fmt not in ("csv", "parquet", "auto"):
             raise ValueError(f"--columns maps the columns of CSV and Parquet logs; these logs are {fmt!r}")
     except (ValueError, OSError) as exc:
@@ -219,8 +224,8 @@ def _run(args) -> int:
                                    budget=args.budget, level=args.level)
                 table, audit, log = res.table, res.audit, None
             else:  # the report's diagnostics of the busiest pages need their visits
-                log = read_log(files, format=fmt, ota_changed=args.ota_changed, columns=args.column_map,
-                               page_key=args.page_key)
+                log = read_log(files, format=fmt, ota_changed=args.ota_changed or "filtered",
+                               columns=args.column_map, page_key=args.page_key)
                 audit = log.audit
                 table = estimate_pages(log, methods=_methods(args), budget=args.budget, level=args.level)
         except CrawlLogError as exc:

@@ -11,7 +11,7 @@ from ._errors import CrawlLogError
 if TYPE_CHECKING:  # only for the annotations: the readers import pandas on first use
     from ._semantics import CrawlLog
 
-__all__ = ["BUCKET_FOLDER", "FORMATS", "detect_format", "log_files", "read_log"]
+__all__ = ["BUCKET_FOLDER", "FORMATS", "common_format", "detect_format", "log_files", "read_log"]
 
 #: Format names accepted by :func:`read_log` (and ``estimate --format``).
 FORMATS = ("csv", "parquet", "cdx", "warc", "ota", "auto")
@@ -88,6 +88,29 @@ def detect_format(path) -> str:
     return fmt
 
 
+def common_format(paths) -> str:
+    """The format the names of ``paths`` tell (:func:`detect_format`), which they must share.
+
+    CDX and WARC files together (one log of the same pages, read together by
+    :func:`read_log`) give "auto".
+
+    Raises
+    ------
+    CrawlLogError (a ValueError)
+        Naming two files of different formats (one ``format`` cannot read both), or as
+        :func:`detect_format`.
+    """
+    paths = list(paths)
+    kinds = [detect_format(p) for p in paths]
+    if set(kinds) == {"cdx", "warc"}:
+        return "auto"
+    for p, k in zip(paths, kinds):
+        if k != kinds[0]:
+            raise CrawlLogError(f"{paths[0]}, {p}: the files must share one format, but {paths[0]} is {kinds[0]!r} "
+                                f"and {p} is {k!r}; read each format separately")
+    return kinds[0]
+
+
 #: The folder name of a hive-style partition of the log by page: ``page_bucket=K/``.
 BUCKET_FOLDER = "page_bucket"
 
@@ -158,7 +181,7 @@ def read_log(paths, *, format="auto", columns=None, change_from="auto", ota_chan
     ------
     CrawlLogError (a ValueError)
         For an unknown format (naming the file), files of different formats with
-        "auto", or any reader's error.
+        "auto" (naming two; CDX with WARC is one log), or any reader's error.
     """
     from ._cdx import read_cdx
     from ._ota import read_ota
@@ -175,10 +198,7 @@ def read_log(paths, *, format="auto", columns=None, change_from="auto", ota_chan
 
             return read_pieces(files, [detect_format(p) for p in files], chunk_rows=chunk_rows,
                                page_key=page_key)
-        if len(kinds) > 1:
-            raise CrawlLogError(f"{', '.join(map(str, files))}: the files have different formats {sorted(kinds)}; "
-                                "read them separately or pass `format`")
-        format = kinds.pop()
+        format = common_format(files)
     chunk = DEFAULT_CHUNK_ROWS if chunk_rows is None else chunk_rows
     if format == "csv":
         return read_csv(files, columns=columns, change_from=change_from, chunk_rows=chunk)

@@ -46,7 +46,7 @@ import pandas as pd
 
 from ..history import CrawlHistory
 from ._audit import DROP_REASONS, Audit
-from ._errors import CrawlLogError, where
+from ._errors import CrawlLogError, plain, where
 from ._times import _NAT, parse_time_column
 
 __all__ = ["CHANGE_SOURCES", "STANDARD_COLUMNS", "CrawlLog", "VisitColumns", "build_log", "compact_frame",
@@ -161,7 +161,7 @@ def _numbers(values: pd.Series, *, source, column, lines, line_word) -> np.ndarr
     bad = np.isnan(num) & ~missing
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: expected a number; got {s.iloc[i]!r}")
+        raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: expected a number; got {plain(s.iloc[i])!r}")
     return num
 
 
@@ -189,7 +189,7 @@ def _booleans(values: pd.Series, *, source, column, lines, line_word) -> np.ndar
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: expected 0/1 or true/false; "
-                            f"got {values.iloc[i]!r}")
+                            f"got {plain(values.iloc[i])!r}")
     return yes
 
 

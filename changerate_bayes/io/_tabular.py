@@ -39,6 +39,13 @@ def _as_paths(paths) -> list[Path]:
             raise CrawlLogError(f"{p}: no such file")
         if not p.is_file():
             raise CrawlLogError(f"{p}: not a regular file (a device, pipe or socket); give a log file")
+    seen: dict = {}
+    for p in out:
+        first = seen.setdefault(p.resolve(), p)
+        if first is not p:
+            same = "twice" if str(first) == str(p) else f"twice (as {str(first)!r} and {str(p)!r})"
+            raise CrawlLogError(f"{p}: the same file is given {same}; give each log once (its visits would "
+                                "be read twice)")
     return out
 
 

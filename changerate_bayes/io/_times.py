@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._errors import CrawlLogError, where
+from ._errors import CrawlLogError, plain, where
 
 __all__ = ["parse_time_column", "check_kinds", "merge_kinds", "time_kinds"]
 
@@ -55,7 +55,7 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
         i = int(np.flatnonzero(~values.isna().to_numpy())[0]) if values.notna().any() else 0
         raise CrawlLogError(
             f"{where(source, line_word, lines[i], column)}: times must be ISO-8601 datetimes "
-            f"(e.g. 2024-01-31T12:00:00Z); got the number {values.iloc[i]!r}"
+            f"(e.g. 2024-01-31T12:00:00Z); got the number {plain(values.iloc[i])!r}"
         )
     s = values.astype("string").str.strip()
     missing = (s.isna() | (s == "") | (s == "-")).to_numpy(dtype=bool)

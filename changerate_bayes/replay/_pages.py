@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from changerate_bayes.io._errors import plain
 from changerate_bayes.io._times import time_kinds
 
 __all__ = ["ReplayPages", "pages_from_table", "MS_PER_DAY"]
@@ -100,20 +101,20 @@ def _parse_times(values, *, what: str, labels, datetimes: bool):
                    if isinstance(v, (numbers.Real, np.number)) and not isinstance(v, (bool, np.bool_)) and v == v]
         if numeric:  # pandas would read a number as nanoseconds after 1970 and carry on
             i = numeric[0]
-            raise ValueError(f"{what} of {labels[i]} is a number ({values[i]!r}), but the times are datetimes: "
+            raise ValueError(f"{what} of {labels[i]} is a number ({plain(values[i])!r}), but the times are datetimes: "
                              "give a datetime or an ISO-8601 string, or give every time as days (numbers)")
         parsed = pd.to_datetime(pd.Series(values), utc=True, errors="coerce", format="mixed")
         bad = parsed.isna().to_numpy()
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{what} of {labels[i]} is not a parsable time: {values[i]!r}")
+            raise ValueError(f"{what} of {labels[i]} is not a parsable time: {plain(values[i])!r}")
         epoch = pd.Timestamp(0, tz="UTC")
         return ((parsed - epoch) // pd.Timedelta(milliseconds=1)).to_numpy(dtype=np.int64)
     arr = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(arr)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{what} of {labels[i]} is not a finite number (days): {values[i]!r}")
+        raise ValueError(f"{what} of {labels[i]} is not a finite number (days): {plain(values[i])!r}")
     return np.rint(arr * MS_PER_DAY).astype(np.int64)
 
 
@@ -247,8 +248,8 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
     bad = end <= start
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"page {win['page'].iloc[i]!r} has an empty window: end {win['end'].iloc[i]!r} "
-                         f"is not after start {win['start'].iloc[i]!r}")
+        raise ValueError(f"page {win['page'].iloc[i]!r} has an empty window: end {plain(win['end'].iloc[i])!r} "
+                         f"is not after start {plain(win['start'].iloc[i])!r}")
     names = tuple(win["page"])
     pos = {n: i for i, n in enumerate(names)}
 
@@ -263,14 +264,14 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
     if back.any():
         j = int(np.flatnonzero(back)[0]) + 1
         i = int(order[j])
-        raise ValueError(f"row {labels[i]!r}: timestamp {ts[i]!r} of page {page[i]!r} is earlier than the page's "
+        raise ValueError(f"row {labels[i]!r}: timestamp {plain(ts[i])!r} of page {page[i]!r} is earlier than the page's "
                          "previous change: change times must be sorted within each page")
     lo, hi = start[ps], end[ps]
     outside = (cs < lo) | (cs > hi)
     if per_page and outside.any():
         i = int(order[int(np.flatnonzero(outside)[0])])
-        raise ValueError(f"row {labels[i]!r}: timestamp {ts[i]!r} of page {page[i]!r} lies outside its window "
-                         f"[{win['start'].iloc[pidx[i]]!r}, {win['end'].iloc[pidx[i]]!r}]")
+        raise ValueError(f"row {labels[i]!r}: timestamp {plain(ts[i])!r} of page {page[i]!r} lies outside its window "
+                         f"[{plain(win['start'].iloc[pidx[i]])!r}, {plain(win['end'].iloc[pidx[i]])!r}]")
     keep = (cs > lo) & (cs <= hi)  # a change at the start is in the initial copy
     ps, cs = ps[keep], cs[keep]
     counts = np.bincount(ps, minlength=len(names))
