@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import csv
 
-from ._compressed import DECOMPRESSION_ERRORS, decompression_error, open_bytes, open_text
+from ._compressed import DECOMPRESSION_ERRORS, compression_of, decompression_error, open_bytes, open_text
 from ._errors import CrawlLogError
 
 __all__ = ["check_field_counts"]
 
 _BLOCK = 1 << 24  # bytes parsed at a time
+_ARROW_CODECS = {None: None, "gzip": "gzip", "bz2": "bz2", "zstd": "zstd"}  # xz: the python module
 
 
 def check_field_counts(path, *, src: str, sep: str = ",") -> None:
@@ -63,11 +64,12 @@ def _fast(path, *, src: str, sep: int) -> bool:
     read = pacsv.ReadOptions(block_size=_BLOCK, autogenerate_column_names=True)  # the header counts as a row
     parse = pacsv.ParseOptions(delimiter=chr(sep), invalid_row_handler=handler)
     convert = pacsv.ConvertOptions(include_columns=["f0"], column_types={"f0": pa.binary()})
-    try:
-        with open_bytes(path) as fh:
+    codec = _ARROW_CODECS.get(compression_of(path), "")
+    try:  # pyarrow's own decompression where it has the codec (the python modules' is slower)
+        with (open_bytes(path) if codec == "" else pa.input_stream(str(path), compression=codec)) as fh:
             for _ in pacsv.open_csv(fh, read_options=read, parse_options=parse, convert_options=convert):
                 pass
-    except (pa.ArrowInvalid, pa.ArrowException):
+    except (pa.ArrowException, OSError, EOFError):
         return False
     return not flagged
 
