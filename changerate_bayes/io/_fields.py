@@ -29,8 +29,10 @@ def check_field_counts(path, *, src: str, sep: str = ",") -> None:
     ------
     CrawlLogError
         ``"{src}: line N: 5 fields, but the header (line 1) has 4"``: the physical line.
+        (A record the :mod:`csv` module cannot read, e.g. a field over its size limit,
+        is left to pandas' reader.)
     """
-    if len(sep) != 1:  # a regular-expression separator: pandas' python engine checks its rows
+    if len(sep) != 1:  # only single-character separators are counted; others are left to pandas
         return
     try:
         if not _fast(path, src=src, sep=ord(sep)):
