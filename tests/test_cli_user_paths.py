@@ -201,7 +201,7 @@ def test_claims_about_run_times_and_sizes_are_the_measured_ones(capsys):
         main(["validate", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
     assert "under 5 minutes" not in help_text and "under 20 minutes" not in help_text
-    assert "about 5 in a fresh clone" in help_text  # the README's 273-294 s
+    assert "about 3 in a fresh clone" in help_text  # the README's 167 s in a fresh clone
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
     sizes = set(re.findall(r"report (?:is about )?(\d+(?:\.\d+)?) MB", readme))
     assert len(sizes) == 1, sizes  # one size of the quick report

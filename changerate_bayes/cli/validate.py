@@ -24,8 +24,8 @@ def register(sub) -> None:
     )
     size = val.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_const", const="quick", dest="preset",
-                      help="small studies: about 2 minutes of wall time on 2 cores with numba's cache built, "
-                           "about 5 in a fresh clone (numba compiling cold; 8 minutes of CPU)")
+                      help="small studies: about 2 minutes of wall time on 2 idle cores with numba's cache built "
+                           "(about 4 minutes of CPU), about 3 in a fresh clone (numba compiling cold)")
     size.add_argument("--full", action="store_const", const="full", dest="preset",
                       help="the papers' scale: much longer (see the README's timings)")
     val.set_defaults(preset="default", func=run)
