@@ -89,13 +89,7 @@ class BurstFilter:
         self.scales = scales
         self._scales, self._log_prior = check_scales(scales)
         n = self.n_pages
-        if time_scale is None:
-            ts = np.ones(n)
-        else:
-            ts = as_float_array(time_scale, name="time_scale", positive=True, ndim=(0, 1))
-            if ts.ndim == 1 and ts.shape != (n,):
-                raise ValueError(f"`time_scale` must be a scalar or have shape ({n},); got {ts.shape}")
-            ts = np.broadcast_to(ts, (n,))
+        ts = np.ones(n) if time_scale is None else page_vector(time_scale, n, name="time_scale", positive=True)
         self.time_scale = time_scale
         inv = 1.0 / ts
         self._l0, self._l1, self._q01, self._q10 = (np.ascontiguousarray(x * inv) for x in params.as_tuple())

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import as_float_array
+from .._validation import as_float_array, page_vector
 from ._model import DEFAULT_SCALES, BurstParameters, check_params, check_scales
 
 __all__ = ["BurstFit", "BurstPredictive", "burst_predictive", "fit_bursts"]
@@ -91,13 +91,7 @@ def _histories(changed, intervals, mask):
 
 
 def _page_rates(params: BurstParameters, time_scale, n: int):
-    if time_scale is None:
-        inv = np.ones(n)
-    else:
-        ts = as_float_array(time_scale, name="time_scale", positive=True, ndim=(0, 1))
-        if ts.ndim == 1 and ts.shape != (n,):
-            raise ValueError(f"`time_scale` must be a scalar or have shape ({n},); got {ts.shape}")
-        inv = 1.0 / np.broadcast_to(ts, (n,))
+    inv = np.ones(n) if time_scale is None else 1.0 / page_vector(time_scale, n, name="time_scale", positive=True)
     return [np.ascontiguousarray(x * inv) for x in params.as_tuple()]
 
 

@@ -143,10 +143,7 @@ class DynamicRateFilter:
         if typical_interval is not None:
             if not self._unit_free:
                 raise TypeError("`typical_interval` is only for the default (unit-free) `sigma=None`")
-            m = as_float_array(typical_interval, name="typical_interval", positive=True, ndim=(0, 1))
-            if m.ndim == 1 and m.shape != (n,):
-                raise ValueError(f"`typical_interval` must be a scalar or have shape ({n},); got {m.shape}")
-            self._typical = rounded_intervals(np.broadcast_to(m, (n,)).astype(np.float64))
+            self._typical = rounded_intervals(page_vector(typical_interval, n, name="typical_interval", positive=True))
         p = None if crawl_rate is None else as_float_array(crawl_rate, name="crawl_rate", positive=True, ndim=(0, 1))
         if p is not None and p.ndim == 1 and p.shape != (n,):
             raise ValueError(f"`crawl_rate` must be a scalar or have shape ({n},); got {p.shape}")
