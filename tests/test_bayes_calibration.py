@@ -55,6 +55,15 @@ def test_verdict_takes_the_nuts_convergence_checks_into_account():
     assert cal.sbc_verdict(pvalues, 0.01, [])[0].endswith("the posteriors are calibrated")
 
 
+def test_verdict_fails_a_check_whose_p_equals_the_level():
+    # a check is failed at p <= alpha (as the posterior predictive check is); p == alpha is not a pass
+    text, ok = cal.sbc_verdict([0.01, 0.5, 0.5, 0.5], 0.01, [])
+    assert ok is None and text.startswith("1 of 4 checks fall at or below 0.01")
+    text, ok = cal.sbc_verdict([0.0025, 0.5, 0.5, 0.5], 0.01, [])  # = alpha / 4, the Bonferroni level
+    assert ok is False and "fails at or beyond the Bonferroni level" in text
+    assert cal.sbc_verdict([0.0101, 0.5, 0.5, 0.5], 0.01, [])[1] is True
+
+
 def test_render_says_when_nuts_fits_failed_their_diagnostics():
     rec = cal.sbc_vectorised("grid", "gamma", 200, seed=1)
     nuts = dict(rec, method="nuts", label="nuts (50 pages per model), GammaPrior",

@@ -475,15 +475,15 @@ def sbc_verdict(pvalues: list[float], alpha: float, nuts_summaries: list[dict]) 
     own convergence thresholds, so any failed fit makes the verdict "does not hold".
     """
     n_checks, smallest = len(pvalues), min(pvalues)
-    if smallest >= alpha:
+    if smallest > alpha:  # a check fails at p <= alpha, as the predictive check does
         text, ok = (f"all {n_checks} checks (rank uniformity and 50/90/95% coverage of every method) pass at "
                     f"the {alpha:g} level"), True
-    elif smallest >= alpha / n_checks:
-        text, ok = (f"{sum(p < alpha for p in pvalues)} of {n_checks} checks fall below {alpha:g} (smallest p = "
-                    f"{smallest:.3g}) but none below the Bonferroni level {alpha / n_checks:.1e} of the whole family: "
+    elif smallest > alpha / n_checks:
+        text, ok = (f"{sum(p <= alpha for p in pvalues)} of {n_checks} checks fall at or below {alpha:g} (smallest p = "
+                    f"{smallest:.3g}) but none at or below the Bonferroni level {alpha / n_checks:.1e} of the whole family: "
                     "consistent with chance among many checks, not evidence of miscalibration"), None
     else:
-        text, ok = (f"a check fails beyond the Bonferroni level {alpha / n_checks:.1e} (smallest p = {smallest:.3g}): "
+        text, ok = (f"a check fails at or beyond the Bonferroni level {alpha / n_checks:.1e} (smallest p = {smallest:.3g}): "
                     "a method's posterior is miscalibrated (see the table)"), False
     n_fits = sum(s["fits"] for s in nuts_summaries)
     n_bad = n_fits - sum(s["fits_ok"] for s in nuts_summaries)
