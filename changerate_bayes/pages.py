@@ -209,6 +209,9 @@ def page_table(history_or_log, *, methods=(), prior=None, level=0.9, posterior_m
     age = getattr(history_or_log, "last_modified_age", None)
     if age is not None:  # Cho & Garcia-Molina's estimator with the last-modification date
         out["lm_rate"] = _last_modified_rates(history, age) * per_day
+        liar = getattr(history_or_log, "last_modified_unreliable", None)
+        if liar is not None:  # the server reports the fetch time: its dates are not used
+            out["lm_unreliable"] = np.asarray(liar, dtype=bool)
     # the table shows the mean and interval only: the sd's grid is not computed
     post = posterior_mean_interval(history, prior=prior, method=posterior_method, level=level)
     mean = post.mean * per_day
@@ -491,7 +494,10 @@ def estimate_pages(history_or_log, *, methods=(), prior=None, budget=None, level
         allocation uses (the interval is the rate's); one column per requested method; ``lm_rate`` for a log with Last-Modified
         dates (Cho & Garcia-Molina's estimator with the date,
         :func:`~changerate_bayes.estimators.last_modified_rate`; NaN for a page whose
-        dates are unreliable or do not date every change seen); ``crawls_per_day``,
+        dates are unreliable or do not date every change seen) and, for a log read
+        from files, ``lm_unreliable`` (True where the page's server reports the fetch
+        time as Last-Modified, or a change its content does not show: its dates are
+        not used; :attr:`changerate_bayes.io.Audit.last_modified_unreliable_pages`); ``crawls_per_day``,
         ``crawl_interval_h`` (finite) and ``at_revisit_bound`` of :func:`allocate_crawls`
         (the recommended :data:`RECOMMENDED_POLICY`, named in ``attrs["policy"]``). Every
         rate is in **changes per day**. ``attrs`` holds the level, prior, budget,

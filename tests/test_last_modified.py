@@ -185,3 +185,101 @@ def pd_time(text):
     import pandas as pd
 
     return pd.Timestamp(text)
+
+
+def _liars(rows, usable=None):
+    """last_modified_liars of one page per entry of ``rows``: lists of (fetch, last_modified) in seconds."""
+    from changerate_bayes.io._semantics import _NAT, last_modified_liars
+
+    page = np.concatenate([np.full(len(r), i) for i, r in enumerate(rows)]).astype(np.int64)
+    t = np.concatenate([[f for f, _ in r] for r in rows]).astype(np.int64) * 10**9
+    lm = np.array([_NAT if m is None else m * 10**9 for r in rows for _, m in r], dtype=np.int64)
+    ok = np.ones(page.size, bool) if usable is None else np.asarray(usable, bool)
+    return last_modified_liars(page, t, lm, ok, len(rows)).tolist()
+
+
+DAY = 86_400
+
+
+@pytest.mark.parametrize("visits, liar", [
+    ([(k * DAY, k * DAY) for k in range(1, 3)], False),          # two "now" visits: thin evidence
+    ([(k * DAY, k * DAY) for k in range(1, 4)], True),           # three: condemned
+    ([(k * DAY, k * DAY + 5) for k in range(1, 4)], True),       # server clock 5 s ahead
+    ([(k * DAY, k * DAY - 5) for k in range(1, 4)], True),       # 5 s behind
+    ([(k * DAY, k * DAY - 60) for k in range(1, 4)], True),      # the tolerance is inclusive
+    ([(k * DAY, k * DAY - 61) for k in range(1, 4)], False),     # a minute and a second: a date
+    ([(k * DAY, k * DAY + 7 * DAY) for k in range(1, 4)], True),  # in the future on every visit
+    ([(k * DAY, k * DAY) for k in range(1, 5)] + [(9 * DAY, DAY // 2)], True),  # 4 "now" + 1 honest
+    ([(k * DAY, k * DAY) for k in range(1, 4)] + [(9 * DAY, DAY // 2)], False),  # 3 "now" + 1 honest: 3/4 < 4/5
+    ([(k * DAY, k * DAY) for k in range(1, 3)] + [(9 * DAY, DAY // 2)], False),  # 2 "now" + 1 honest
+    ([(k * DAY, k * DAY) for k in range(1, 4)] + [(9 * DAY, None)] * 3, True),   # visits without one don't count
+])
+def test_liar_rule_edge_cases(visits, liar):
+    assert _liars([visits]) == [liar]
+
+
+def test_liar_rule_counts_only_successful_visits():
+    visits = [(k * DAY, k * DAY) for k in range(1, 5)]
+    assert _liars([visits], usable=[True, True, False, False]) == [False]
+    assert _liars([visits], usable=[True, True, True, False]) == [True]
+
+
+def _lm_decides_log():
+    rows = []
+    for d in range(1, 6):
+        t = f"2024-01-0{d}T00:00:00Z"
+        rows.append(("liar", t, t))                                  # Last-Modified = fetch time
+        rows.append(("skewed", t, f"2024-01-0{d}T00:00:07Z"))        # = fetch time, server clock 7 s ahead
+        rows.append(("honest", t, "2023-12-01T00:00:00Z" if d < 3 else "2024-01-02T12:00:00Z"))
+    rows.append(("pair", "2024-01-01T00:00:00Z", "2023-12-31T23:59:58Z"))  # 2 visits "now": kept
+    rows.append(("pair", "2024-01-02T00:00:00Z", "2024-01-01T23:59:58Z"))
+    return pd_frame(rows, ["page", "fetch_time", "last_modified"])
+
+
+def pd_frame(rows, columns):
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=columns)
+
+
+def test_where_last_modified_alone_decides_liars_are_dropped_with_their_reason():
+    from changerate_bayes.io import read_frame
+
+    frame = _lm_decides_log()
+    log = read_frame(frame)
+    a = log.audit
+    assert a.change_source == "last_modified"
+    assert a.last_modified_unreliable_pages == 2
+    assert a.dropped_by("last_modified_unreliable") == 10        # every row of the two liars
+    assert a.dropped_total == 10 and a.pages_without_usable_visit == 2
+    assert a.rows_read == a.visits_kept + a.reference_visits + a.dropped_total
+    assert "their 10 row(s) are dropped (last_modified_unreliable)" in a.format()
+    assert log.history.page_ids.tolist() == ["honest", "pair"]
+    assert log.last_modified_unreliable.tolist() == [False, False]
+    # the kept pages are read exactly as without the liars: honest changed once (visit 3), pair once
+    alone = read_frame(frame[~frame["page"].isin(["liar", "skewed"])])
+    np.testing.assert_array_equal(log.history.flat_changed, alone.history.flat_changed)
+    np.testing.assert_array_equal(log.history.flat_changed, [0, 1, 0, 0, 1])
+
+
+def test_where_digests_decide_liars_are_kept_flagged_and_get_no_lm_rate(tmp_path):
+    import warnings
+
+    from changerate_bayes import estimate_pages
+    from changerate_bayes.io import read_csv
+
+    frame = _lm_decides_log()
+    frame["digest"] = ["x" if i < 9 else "y" for i in range(len(frame))]  # every page changes once at most
+    path = tmp_path / "log.csv"
+    frame.to_csv(path, index=False)
+    log = read_csv(path)
+    assert log.audit.change_source == "digest"
+    assert log.audit.dropped_by("last_modified_unreliable") == 0 and log.audit.dropped_total == 0
+    assert log.audit.last_modified_unreliable_pages == 2
+    assert log.history.page_ids.tolist() == ["liar", "skewed", "honest", "pair"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = estimate_pages(log).set_index("page")
+    assert t["lm_unreliable"].tolist() == [True, True, False, False]
+    assert np.isnan(t.loc[["liar", "skewed"], "lm_rate"]).all()
+    assert t.loc[["liar", "skewed"], "n_changes"].tolist() == [1, 1]   # the digests decide, as for any page

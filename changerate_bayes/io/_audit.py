@@ -14,6 +14,7 @@ DROP_REASONS: tuple[str, ...] = (
     "redirect",                        # 3xx other than 304: the redirect's body, not the page's content
     "missing_digest",                  # digests decide changes and this visit has none
     "missing_changed",                 # the 0/1 ``changed`` column decides and is empty here
+    "last_modified_unreliable",        # last_modified decides and the page's server reports the fetch time
     "missing_last_modified",           # last_modified decides and is missing or not before the fetch
     "duplicate",                       # same page, same time as a visit kept before it
     "not_modified_before_reference",   # a 304/revisit before the page's first copy with a digest
@@ -67,10 +68,15 @@ class Audit:
         WARC response/revisit records without a ``WARC-Target-URI``: they belong to no
         page and are skipped, not counted in ``rows_read``.
     last_modified_unreliable_pages : int, default 0
-        Pages whose ``last_modified`` is not used for the estimator with the date
-        (``lm_rate``): on every visit with one it is within a minute of the fetch time
-        (a server that reports "now"), or, where digests decide, it says "changed" while
-        the content is the same on more than half of the visits where it says so.
+        Pages whose ``last_modified`` is not used: on at least 3 of the successful
+        visits that carry one, and at least 4 in 5 of them, it is no earlier than a
+        minute before the fetch time (a server that reports "now"; rule 7 of
+        :mod:`changerate_bayes.io._semantics`), or, where digests decide, it says
+        "changed" while the content is the same on more than half of the visits where
+        it says so. Where ``last_modified`` decides changes, the "now" pages' rows are
+        dropped (``dropped`` reason ``last_modified_unreliable``: the rows affected);
+        elsewhere the pages are kept and only their dates are set aside (no
+        ``lm_rate``).
     """
 
     sources: tuple
@@ -130,8 +136,11 @@ class Audit:
         if self.records_without_page:
             lines.append(f"skipped {self.records_without_page} WARC record(s) without WARC-Target-URI")
         if self.last_modified_unreliable_pages:
+            dropped = dict(self.dropped).get("last_modified_unreliable", 0)
             lines.append(f"Last-Modified ignored on {self.last_modified_unreliable_pages} page(s) whose server "
-                         "reports the fetch time, or a change the content does not show, on most visits")
+                         "reports the fetch time, or a change the content does not show, on most visits"
+                         + (f"; Last-Modified alone decided their changes, so their {dropped} row(s) are dropped "
+                            "(last_modified_unreliable)" if dropped else ""))
         return "\n".join(lines)
 
     @staticmethod

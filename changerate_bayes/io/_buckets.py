@@ -238,7 +238,7 @@ def build_log_bucketed(store: PageBuckets, labels, *, change_from: str, sources)
     from ..history import CrawlHistory
 
     labels = np.asarray(labels, dtype=object)
-    audits, codes, lengths, changed, tau, rate, first, last, ages = [], [], [], [], [], [], [], [], []
+    audits, codes, lengths, changed, tau, rate, first, last, ages, liars = [], [], [], [], [], [], [], [], [], []
     for c, part in reduce_buckets(store, change_from=change_from, sources=sources):
         audits.append(part.audit)
         if part.history is None:
@@ -252,6 +252,7 @@ def build_log_bucketed(store: PageBuckets, labels, *, change_from: str, sources)
         first.append(part.first_visit)
         last.append(part.last_visit)
         ages.append(part.last_modified_age)
+        liars.append(part.last_modified_unreliable)
     audit = Audit.combine(audits, sources=tuple(str(s) for s in sources))
     if not codes:
         raise no_pages_error(audit)
@@ -267,5 +268,7 @@ def build_log_bucketed(store: PageBuckets, labels, *, change_from: str, sources)
         crawl_rate=np.concatenate(rate)[order], page_ids=labels[codes[order]],
     )
     age = None if any(a is None for a in ages) else np.concatenate(ages)[gather]
+    liar = None if any(a is None for a in liars) else np.concatenate(liars)[order]
     return CrawlLog(history=history, first_visit=np.concatenate(first)[order],
-                    last_visit=np.concatenate(last)[order], audit=audit, last_modified_age=age)
+                    last_visit=np.concatenate(last)[order], audit=audit, last_modified_age=age,
+                    last_modified_unreliable=liar)

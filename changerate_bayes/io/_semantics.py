@@ -34,7 +34,19 @@ the rules below to all pages at once with sorts and shifts (no loop over pages):
 6. ``last_modified`` at or after its own fetch time is ignored and counted
    (``last_modified_ignored``), whatever decides changes. It must be naive if the fetch
    times are, and aware if they are (a naive one beside aware fetch times is refused).
-7. Pages left with a single visit are counted (``single_visit_pages``), not kept.
+7. A server that reports the fetch time as Last-Modified is detected page by page
+   (:func:`last_modified_liars`): among the page's successful visits that carry a
+   Last-Modified, at least :data:`LIAR_MIN_VISITS` give one no earlier than
+   :data:`LM_NOW_NS` (60 s) before the fetch (or later: in the future), and such visits
+   are at least :data:`LIAR_SHARE` (4 in 5) of them. Where ``last_modified`` decides
+   changes, every visit of such a page would look "changed" whatever the content did, and
+   the log holds no other evidence for it ("auto" chooses ``last_modified`` only when
+   there is no digest, ETag or ``changed`` column): all the page's rows are dropped
+   (``last_modified_unreliable``) and the page is counted in
+   ``Audit.last_modified_unreliable_pages``. Where something else decides, the page is
+   kept, counted, and its dates are not used (``last_modified_age`` NaN,
+   ``last_modified_unreliable`` true).
+8. Pages left with a single visit are counted (``single_visit_pages``), not kept.
 """
 
 from __future__ import annotations
@@ -49,8 +61,8 @@ from ._audit import DROP_REASONS, Audit
 from ._errors import CrawlLogError, plain, where
 from ._times import _NAT, parse_time_column
 
-__all__ = ["CHANGE_SOURCES", "STANDARD_COLUMNS", "CrawlLog", "VisitColumns", "build_log", "compact_frame",
-           "resolve_change_source"]
+__all__ = ["CHANGE_SOURCES", "LIAR_MIN_VISITS", "LIAR_SHARE", "LM_NOW_NS", "STANDARD_COLUMNS", "CrawlLog",
+           "VisitColumns", "build_log", "compact_frame", "last_modified_liars", "resolve_change_source"]
 
 #: The columns a log may have (``page`` and ``fetch_time`` are required).
 STANDARD_COLUMNS = ("page", "fetch_time", "status", "digest", "changed", "last_modified")
@@ -79,6 +91,9 @@ class CrawlLog:
         hours from the page's last modification to the visit where a change was seen
         (0 where none was), NaN on every visit of a page whose dates are unreliable or
         do not date each change seen (see :attr:`Audit.last_modified_unreliable_pages`).
+    last_modified_unreliable : ndarray of bool, shape (n_pages,), optional
+        With a ``last_modified`` column: per page of the history, whether its server's
+        Last-Modified was found unreliable (module docstring, rule 7) and is not used.
     """
 
     history: CrawlHistory
@@ -86,6 +101,7 @@ class CrawlLog:
     last_visit: np.ndarray
     audit: Audit
     last_modified_age: np.ndarray | None = None
+    last_modified_unreliable: np.ndarray | None = None
 
     @property
     def page_ids(self) -> np.ndarray:
@@ -332,6 +348,11 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
         http = (st >= 100) & (st < 400) & (st == np.floor(st))  # -1, 0, -inf, 200.5: not an HTTP success
         drop(~http & ~nm, "failed_status")
         drop((st >= 300) & ~nm, "redirect")
+    says_now = None
+    if v.last_modified is not None:  # on the successful visits: what a server says of itself
+        says_now = last_modified_liars(v.page, v.time, v.last_modified, reason == 0, labels.size)
+        if change_from == "last_modified":  # no other evidence of change for these pages
+            drop(says_now[v.page], "last_modified_unreliable")
     if change_from == "digest":
         drop(~v.has_digest & ~nm, "missing_digest")
     elif change_from == "changed":
@@ -387,10 +408,11 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
 
     counts_all = np.bincount(v.page, minlength=labels.size) if n else np.zeros(labels.size, np.int64)
     kept_per_page = np.bincount(pg, minlength=labels.size)
-    lm_age, lm_liars = None, 0
+    lm_age, lm_liars, liar = None, 0, None
     if v.last_modified is not None:
-        lm_age, liar = _last_modified_ages(v, lm_ok, order, pg, tm, first, chg, nm, change_from, labels.size)
-        lm_liars = int(np.count_nonzero(liar & (kept_per_page > 0)))
+        lm_age, liar = _last_modified_ages(v, lm_ok, order, pg, tm, first, chg, nm, change_from, labels.size,
+                                           says_now)
+        lm_liars = int(np.count_nonzero(liar & ((kept_per_page > 0) | says_now)))
     n_pages = int(np.count_nonzero(counts_all))
     single = int(np.count_nonzero(kept_per_page == 1))
     none_usable = int(np.count_nonzero((counts_all > 0) & (kept_per_page == 0)))
@@ -429,18 +451,61 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
     last_t = tm[last][kept_per_page[pg[last]] >= 2]
     return CrawlLog(history=history, first_visit=first_t.astype("datetime64[ns]"),
                     last_visit=last_t.astype("datetime64[ns]"), audit=audit,
-                    last_modified_age=None if lm_age is None else lm_age[obs])
+                    last_modified_age=None if lm_age is None else lm_age[obs],
+                    last_modified_unreliable=None if liar is None else liar[obs_pages])
 
 
-#: A Last-Modified within this of its fetch time, on every visit, is a server that says "now".
+#: A Last-Modified no earlier than this before its fetch time (60 s, in ns) says "now": clock skew
+#: of a few seconds either way, and a page rendered at the request, still count.
 LM_NOW_NS = 60 * 10**9
+#: At least this many successful visits of a page must say "now" before its server is found unreliable.
+LIAR_MIN_VISITS = 3
+#: ... and they must be at least this share of the page's visits that carry a Last-Modified.
+LIAR_SHARE = 0.8
 
 
-def _last_modified_ages(v, lm_ok, order, pg, tm, first, chg, nm, change_from, n_labels):
+def last_modified_liars(page, time, last_modified, usable, n_labels) -> np.ndarray:
+    """Which pages' servers report the fetch time as Last-Modified, per page label (bool).
+
+    A visit "says now" when its Last-Modified is no earlier than :data:`LM_NOW_NS` (60 s)
+    before its fetch time: at the fetch, a few seconds either side of it (clock skew, a
+    page generated for the request), or in the future. A page is unreliable when at least
+    :data:`LIAR_MIN_VISITS` (3) of its usable visits with a Last-Modified say now, and
+    they are at least :data:`LIAR_SHARE` (4 in 5) of those visits. So two visits never
+    condemn a page (an honest page that changed seconds before two fetches is possible;
+    three in a row of an hourly-changing page has probability about 4·10^-6), one
+    honest date among four or more "now" does not clear it (a cache or a CDN may serve
+    the true date now and then), while one among two or three "now" does.
+
+    A page that really changes every minute is indistinguishable from such a server by
+    its dates alone; it is treated as one (its digests, where the log has them, still
+    decide its changes).
+
+    Parameters
+    ----------
+    page : ndarray of int64, shape (n_rows,)
+        Page codes in ``range(n_labels)``.
+    time, last_modified : ndarray of int64, shape (n_rows,)
+        Fetch times and Last-Modified (UTC ns; ``_NAT`` where missing).
+    usable : ndarray of bool, shape (n_rows,)
+        The rows that are successful visits.
+    """
+    present = usable & (last_modified != _NAT)
+    # time - lm <= 60 s, in unsigned arithmetic: the difference may exceed what int64 holds
+    behind = time.view(np.uint64) - last_modified.view(np.uint64)
+    now = present & ((last_modified >= time) | (behind <= np.uint64(LM_NOW_NS)))
+    n_present = np.bincount(page, weights=present, minlength=n_labels)
+    n_now = np.bincount(page, weights=now, minlength=n_labels)
+    return (n_now >= LIAR_MIN_VISITS) & (n_now >= LIAR_SHARE * n_present - 1e-9)
+
+
+def _last_modified_ages(v, lm_ok, order, pg, tm, first, chg, nm, change_from, n_labels, says_now):
     """Each kept visit's age (hours since the Last-Modified time) where it dates the change seen, and the liars.
 
     Returns (age, liar): ``age`` per kept visit, NaN where unknown and 0 where no change
-    was seen; a page whose Last-Modified is unreliable (``liar``, per label) gets NaN on
+    was seen; a page whose Last-Modified is unreliable (``liar``, per label: it says
+    "now", :func:`last_modified_liars`, or, where digests decide, it says "changed" while
+    the content is the same on more than half of the visits where it says so) gets NaN on
     every visit, as does a page with a change its Last-Modified does not date.
     """
     lm = v.last_modified[order]
@@ -449,9 +514,7 @@ def _last_modified_ages(v, lm_ok, order, pg, tm, first, chg, nm, change_from, n_
     prev[0] = tm[0] if tm.size else 0
     prev[1:] = tm[:-1]
     inside = valid & ~first & (lm > prev)  # the date falls in the interval since the previous visit
-    n_valid = np.bincount(pg, weights=valid, minlength=n_labels)
-    n_now = np.bincount(pg, weights=valid & (tm - lm <= LM_NOW_NS), minlength=n_labels)
-    liar = (n_valid >= 2) & (n_now == n_valid)
+    liar = says_now.copy()
     if change_from == "digest":
         says = inside & ~nm[order]
         n_says = np.bincount(pg, weights=says, minlength=n_labels)
