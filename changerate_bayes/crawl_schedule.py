@@ -7,7 +7,8 @@ plus that interval); the page's recommended change rate; and the posterior predi
 probability that the page will have changed by then (:func:`change_probability`).
 :func:`write_schedule` writes it as CSV, Parquet or a Nutch seed list
 (:func:`nutch_seed_lines`); :func:`schedule_pages_dask` does the same from a Dask
-DataFrame.
+DataFrame, and :func:`schedule_files_dask` from log files of any format read on a Dask
+cluster, one file per task.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ if TYPE_CHECKING:  # pandas is imported where it is used: the command line build
 
 __all__ = [
     "MAX_INTERVAL_H", "SCHEDULE_COLUMNS", "SCHEDULE_FORMATS", "change_probability", "crawl_schedule",
-    "nutch_seed_lines", "posterior_history", "schedule_pages", "schedule_pages_dask", "write_schedule",
+    "nutch_seed_lines", "posterior_history", "schedule_files_dask", "schedule_pages", "schedule_pages_dask",
+    "write_schedule",
 ]
 
 #: Default revisit limit, hours: Nutch's ``db.fetch.interval.max`` default (7,776,000 s = 90 days,
@@ -405,6 +407,88 @@ def schedule_pages_dask(visits, *, columns=None, change_from="auto", budget=None
     where = {p: i for i, p in enumerate(history.page_ids)}
     history = _reorder(history, np.array([where[p] for p in table["page"]], dtype=np.int64))
     return crawl_schedule(table, history, max_interval_h=max_interval_h, prior=prior), audit
+
+
+def _file_parts(path, fmt, file_index, columns, change_from, chunk_rows, page_key, n):
+    """One log file's rows in ``n`` parts by a hash of the page (every page's rows in one part)."""
+    from .io._pieces import compact_file, split_piece
+
+    return split_piece(compact_file(path, fmt, file_index=file_index, columns=columns, change_from=change_from,
+                                    chunk_rows=chunk_rows, page_key=page_key), n)
+
+
+def _part(parts, b):
+    return parts[b]
+
+
+def _part_history(pieces, kind, sources):
+    """The :func:`posterior_history` of the pages of ``pieces`` (all their rows), or None."""
+    from .io._pieces import merge_pieces
+    from .io._semantics import build_log
+
+    v, labels, _, extra = merge_pieces(pieces)
+    if v is None:
+        return None
+    log = build_log(v, labels, change_from=kind, sources=sources, empty_ok=True, audit_extra=extra)
+    return None if log.history is None else posterior_history(log.history)
+
+
+def schedule_files_dask(paths, *, format="auto", columns=None, change_from="auto", page_key="url", budget=None,
+                        prior=None, level=0.9, max_interval_h=MAX_INTERVAL_H, chunk_rows=None, client=None):
+    """:func:`schedule_pages` of log files (CSV, Parquet, CDX/CDXJ, WARC) read on a Dask cluster.
+
+    The per-page table, its allocation and the audit are those of
+    :func:`changerate_bayes.cluster.estimate_files_dask` (one file per task; every
+    reader's checks and errors). The predictive probabilities need each page's
+    :func:`posterior_history` (its changed crawls and unchanged time), which that table
+    does not hold: a second pass reads each file again in one task, splits its rows by a
+    hash of the page, and each of ``max(n_files, 2)`` tasks applies the change rules to
+    its pages and sends back their compact histories (about one entry per change). The
+    schedule is therefore the pandas engine's, at the cost of reading every file twice.
+
+    Parameters
+    ----------
+    paths : path or list of paths
+        Log files or folders, as :func:`changerate_bayes.cluster.estimate_files_dask`.
+    format, columns, change_from, page_key, chunk_rows, client
+        As :func:`changerate_bayes.cluster.estimate_files_dask`.
+    budget, prior, level, max_interval_h
+        As :func:`schedule_pages`.
+
+    Returns
+    -------
+    (pandas.DataFrame, Audit)
+        The schedule (as :func:`crawl_schedule`) and the audit of the whole log.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`changerate_bayes.cluster.estimate_files_dask` and :func:`crawl_schedule`.
+    """
+    from .cluster import estimate_files_dask
+    from .io import detect_format, log_files
+
+    _check_max_interval(max_interval_h)
+    if client is None:
+        from distributed import get_client
+
+        client = get_client()
+    res = estimate_files_dask(paths, format=format, columns=columns, change_from=change_from, page_key=page_key,
+                              prior=prior, budget=budget, level=level, chunk_rows=chunk_rows, client=client)
+    files, _ = log_files(paths)
+    fmts = [detect_format(f) for f in files] if format == "auto" else [format] * len(files)
+    sources = tuple(str(f) for f in files)
+    n = max(len(files), 2)
+    splits = [client.submit(_file_parts, str(f), fmt, i, columns, change_from, chunk_rows, page_key, n)
+              for i, (f, fmt) in enumerate(zip(files, fmts))]
+    jobs = [client.submit(_part_history, [client.submit(_part, s, b) for s in splits], res.audit.change_source,
+                          sources) for b in range(n)]
+    histories = [h for h in client.gather(jobs) if h is not None]
+    del splits
+    history = _concat_histories(histories)
+    where = {p: i for i, p in enumerate(history.page_ids)}
+    history = _reorder(history, np.array([where[p] for p in res.table["page"]], dtype=np.int64))
+    return crawl_schedule(res.table, history, max_interval_h=max_interval_h, prior=prior), res.audit
 
 
 def nutch_seed_lines(schedule: pd.DataFrame) -> str:

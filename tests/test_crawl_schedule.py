@@ -265,20 +265,106 @@ def test_bad_log_names_the_file(tmp_path, capsys):
     assert "log.csv" in err and "line 3" in err and not (tmp_path / "s.csv").exists()
 
 
+def _with_digests(frame):
+    """The log with a digest per visit (a new one after each change) instead of ``changed``."""
+    version = frame.groupby("page", sort=False)["changed"].cumsum()
+    return frame.assign(digest=[f"D{v}{p[8]}" for v, p in zip(version, frame["page"])]).drop(columns="changed")
+
+
+def _stamp(text, fmt):
+    return pd.Timestamp(text).strftime(fmt)
+
+
+def _write_logs(folder):
+    """The same visits as one log in each format the Dask engine reads file by file (and one CSV, OTA-free)."""
+    import base64
+    import hashlib
+    import json
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    frame = _with_digests(_log_frame())
+    logs = {"csv": [folder / "log.csv"], "parquet": [folder / "log.parquet"]}
+    frame.to_csv(logs["csv"][0], index=False)
+    frame.to_parquet(logs["parquet"][0])
+    halves = [frame[frame["page"] == frame["page"].iloc[0]], frame[frame["page"] != frame["page"].iloc[0]]]
+    logs["csv x2"] = [folder / "part-a.csv", folder / "part-b.csv"]
+    for part, path in zip(halves, logs["csv x2"]):
+        part.to_csv(path, index=False)
+    logs["parquet x2"] = [folder / "part-a.parquet", folder / "part-b.parquet"]
+    for part, path in zip(halves, logs["parquet x2"]):
+        part.to_parquet(path)
+    cdx = "".join(f"{u} {_stamp(t, '%Y%m%d%H%M%S')} {u} text/html 200 {d} 100\n"
+                  for u, t, d in frame[["page", "fetch_time", "digest"]].itertuples(index=False))
+    logs["cdx"] = [folder / "log.cdx"]
+    logs["cdx"][0].write_text(cdx)
+    cdxj = "".join(f"{u} {_stamp(t, '%Y%m%d%H%M%S')} " + json.dumps({"url": u, "status": "200", "digest": d}) + "\n"
+                   for u, t, d in frame[["page", "fetch_time", "digest"]].itertuples(index=False))
+    logs["cdxj"] = [folder / "log.cdxj"]
+    logs["cdxj"][0].write_text(cdxj)
+    logs["warc"] = [folder / "log.warc.gz"]
+    with open(logs["warc"][0], "wb") as fh:
+        writer = WARCWriter(fh, gzip=True)
+        for u, t, d in frame[["page", "fetch_time", "digest"]].itertuples(index=False):
+            body = d.encode()
+            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(
+                u, "response", payload=BytesIO(body), http_headers=http,
+                warc_headers_dict={"WARC-Date": _stamp(t, "%Y-%m-%dT%H:%M:%SZ"), "WARC-Payload-Digest":
+                                   "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()}))
+    # CDX and WARC of the same pages together: one log (the first page's captures in WARC, the rest in CDX)
+    logs["cdx + warc"] = [folder / "rest.cdx", folder / "first.warc.gz"]
+    first = frame["page"].iloc[0]
+    logs["cdx + warc"][0].write_text("".join(line + "\n" for line in cdx.splitlines() if not line.startswith(first)))
+    with open(logs["cdx + warc"][1], "wb") as fh:
+        writer = WARCWriter(fh, gzip=True)
+        for u, t, d in frame[frame["page"] == first][["page", "fetch_time", "digest"]].itertuples(index=False):
+            body = d.encode()
+            writer.write_record(writer.create_warc_record(
+                u, "response", payload=BytesIO(body),
+                http_headers=StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1"),
+                warc_headers_dict={"WARC-Date": _stamp(t, "%Y-%m-%dT%H:%M:%SZ")}))
+    # Last-Modified alone decides, in two files, with a server that reports the fetch time
+    lm = _log_frame()
+    lm["last_modified"] = np.where(lm["changed"] == 1,
+                                   (pd.to_datetime(lm["fetch_time"]) - pd.Timedelta(hours=1)).dt.strftime(
+                                       "%Y-%m-%dT%H:%M:%SZ"), "2023-06-01T00:00:00Z")
+    lm = lm.drop(columns="changed")
+    liar = _visits("https://liar.example/", 6, 12, [0] * 5).drop(columns="changed")
+    liar["last_modified"] = liar["fetch_time"]
+    logs["last_modified x2 with a liar"] = [folder / "lm-a.csv", folder / "lm-b.csv"]
+    pd.concat([lm.iloc[:20], liar]).to_csv(logs["last_modified x2 with a liar"][0], index=False)
+    lm.iloc[20:].to_csv(logs["last_modified x2 with a liar"][1], index=False)
+    return logs
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("dask_cluster")
-def test_dask_engine_writes_the_same_files(tmp_path, log_csv):
+def test_dask_engine_writes_the_same_files(tmp_path, log_csv, capsys):
     import distributed
 
+    logs = {"changed csv": [log_csv], **_write_logs(tmp_path)}
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
     client = distributed.Client(cluster)
     try:
-        for name, fmt in (("s.csv", []), ("seeds.txt", ["--format", "nutch-seeds"])):
-            a, b = tmp_path / f"pandas-{name}", tmp_path / f"dask-{name}"
-            assert main(["schedule", str(log_csv), "--budget", "3", "--out", str(a), *fmt]) == 0
-            assert main(["schedule", str(log_csv), "--budget", "3", "--out", str(b), *fmt, "--engine", "dask",
-                         "--scheduler", client.scheduler.address]) == 0
-            assert a.read_bytes() == b.read_bytes(), name
+        for kind, paths in logs.items():
+            outputs = (("s.csv", []), ("s.parquet", []), ("seeds.txt", ["--format", "nutch-seeds"]))
+            for name, fmt in outputs if kind == "changed csv" else outputs[:1]:  # every column, exactly, in CSV
+                a, b = tmp_path / f"pandas-{name}", tmp_path / f"dask-{name}"
+                capsys.readouterr()
+                assert main(["schedule", *map(str, paths), "--budget", "3", "--out", str(a), *fmt]) == 0, kind
+                said = capsys.readouterr().out.splitlines()[:-2]  # all but the file written and the time
+                assert main(["schedule", *map(str, paths), "--budget", "3", "--out", str(b), *fmt, "--engine",
+                             "dask", "--scheduler", client.scheduler.address]) == 0, kind
+                assert capsys.readouterr().out.splitlines()[:-2] == said, kind
+                assert a.read_bytes() == b.read_bytes(), (kind, name)
+            got = pd.read_csv(tmp_path / "dask-s.csv")
+            assert sorted(got["url"]) == ["https://a.example/", "https://b.example/x?q=1", "https://c.example/"]
+            if "liar" in kind:
+                assert "Last-Modified ignored on 1 page(s)" in "\n".join(said)
+                assert "last_modified_unreliable 6" in "\n".join(said)
     finally:
         client.close()
         cluster.close()

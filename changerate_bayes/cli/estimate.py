@@ -90,39 +90,13 @@ def _methods(args) -> tuple:
 
 
 def _dask_table(args, fmt, files):
-    import dask.dataframe as dd
-
-    # one task per file (no shuffle when the files partition the pages); one CSV or Parquet file in blocks
-    by_file = fmt in ("cdx", "warc", "auto") or (fmt in ("csv", "parquet") and len(files) > 1)
-    if fmt not in ("csv", "parquet", "ota", "cdx", "warc", "auto"):
-        raise ValueError(f"--engine dask reads CSV, Parquet, OTA, CDX and WARC logs; got format {fmt!r}")
-    from changerate_bayes.io._compressed import DECOMPRESSION_ERRORS, check_complete, decompression_error
-
-    from changerate_bayes.io._fields import check_field_counts
-
-    for path in files:
-        check_complete(path)  # a cut zstd file would read as fewer rows
-        if fmt in ("csv", "ota") and not by_file:  # as the pandas reader (which reads each file of by_file)
-            check_field_counts(path, src=str(path))
-    ddf = None
-    try:  # dask reads the head of the first file here, to learn the columns
-        if by_file:
-            pass
-        elif fmt == "parquet":
-            ddf = dd.read_parquet([str(f) for f in files])
-        else:
-            gz = any(str(p).endswith((".gz", ".bz2", ".xz", ".zst")) for p in files)
-            ddf = dd.read_csv([str(f) for f in files], dtype=str, keep_default_na=False,
-                              blocksize=None if gz else "64MB")
-    except DECOMPRESSION_ERRORS as exc:
-        raise decompression_error(files[0], exc, files[0]) from None
-    columns, change = (args.column_map, "auto")
-    if fmt == "ota":
-        columns, change = {"changed": f"changed_{args.ota_changed or 'filtered'}", **(columns or {})}, "changed"
     from changerate_bayes._upstream import quiet_dask_logs
 
+    from ._dask import dask_visits
+
+    read = dask_visits(args, fmt, files)
     with quiet_dask_logs():
-        return _dask_run(args, ddf, columns, change, files if by_file else None, fmt)
+        return _dask_run(args, read.ddf, read.columns, read.change_from, read.files, fmt)
 
 
 def _dask_run(args, ddf, columns, change, files, fmt):

@@ -46,7 +46,8 @@ def register(sub) -> None:
     p.add_argument("--ota-changed", choices=("filtered", "raw"), default="filtered",
                    help="Open Terms Archive logs: which change column is I_k (default: filtered)")
     p.add_argument("--engine", choices=("pandas", "dask"), default="pandas",
-                   help="pandas (in process, default) or dask (CSV/Parquet/OTA only)")
+                   help="pandas (in process, default) or dask (one task per file for CDX, CDXJ, WARC and several "
+                   "CSV or Parquet files; a single CSV or Parquet file, or OTA logs, read in blocks)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="dask scheduler address (default with --engine dask: a local cluster of 2 workers)")
     p.set_defaults(func=run)
@@ -92,15 +93,20 @@ def _check_args(args) -> tuple[Path, str]:
 
 
 def _dask_schedule(args, fmt):
-    from changerate_bayes.crawl_schedule import schedule_pages_dask
+    from changerate_bayes.crawl_schedule import schedule_files_dask, schedule_pages_dask
+    from changerate_bayes.io import log_files
 
     from ._dask import dask_client, dask_visits
 
-    ddf, columns, change = dask_visits(args, fmt)
+    files, _ = log_files(args.logs)
+    read = dask_visits(args, fmt, files)
     with dask_client(args) as client:
-        return schedule_pages_dask(ddf, columns=columns, change_from=change, budget=args.budget,
+        if read.files is not None:  # one task per file
+            return schedule_files_dask(read.files, format=fmt, columns=read.columns, change_from=read.change_from,
+                                       budget=args.budget, max_interval_h=args.max_interval_h, client=client)
+        return schedule_pages_dask(read.ddf, columns=read.columns, change_from=read.change_from, budget=args.budget,
                                    max_interval_h=args.max_interval_h, source=", ".join(args.logs),
-                                   npartitions=max(ddf.npartitions, 2), client=client)
+                                   npartitions=max(read.ddf.npartitions, 2), client=client)
 
 
 def run(args) -> int:
