@@ -465,6 +465,8 @@ def schedule_files_dask(paths, *, format="auto", columns=None, change_from="auto
     TypeError, ValueError
         As :func:`changerate_bayes.cluster.estimate_files_dask` and :func:`crawl_schedule`.
     """
+    import warnings
+
     from .cluster import estimate_files_dask
     from .io import detect_format, log_files
 
@@ -473,8 +475,15 @@ def schedule_files_dask(paths, *, format="auto", columns=None, change_from="auto
         from distributed import get_client
 
         client = get_client()
-    res = estimate_files_dask(paths, format=format, columns=columns, change_from=change_from, page_key=page_key,
-                              prior=prior, budget=budget, level=level, chunk_rows=chunk_rows, client=client)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = estimate_files_dask(paths, format=format, columns=columns, change_from=change_from,
+                                  page_key=page_key, prior=prior, budget=budget, level=level, chunk_rows=chunk_rows,
+                                  client=client)
+    notes = set(res.table.attrs.get("warnings", ()))
+    for w in caught:  # the table's notes are in its attrs, as schedule_pages leaves them; the rest go on
+        if str(w.message) not in notes:
+            warnings.warn(w.message, w.category, stacklevel=2)
     files, _ = log_files(paths)
     fmts = [detect_format(f) for f in files] if format == "auto" else [format] * len(files)
     sources = tuple(str(f) for f in files)

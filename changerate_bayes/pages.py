@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numbers
 import re
+import threading
 import warnings
 
 import numpy as np
@@ -202,7 +203,7 @@ def page_table(history_or_log, *, methods=(), prior=None, level=0.9, posterior_m
     caught, values = [], {"mle": np.full(n, np.nan)}  # no intervals: no MLE, the posterior mean is chosen
     candidates = ("mle",) if tau is not None else ()  # the MLE is a candidate for the recommended rate
     for method in dict.fromkeys((*candidates, *methods)):
-        with warnings.catch_warnings(record=True) as w:
+        with _CAPTURE, warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             values[method] = np.atleast_1d(final_estimates(history, method)) * per_day
         caught += [str(x.message) for x in w]
@@ -228,6 +229,12 @@ def page_table(history_or_log, *, methods=(), prior=None, level=0.9, posterior_m
     table.attrs.update(level=float(level), prior=post.prior, rates="changes per day", rate_rule=RATE_RULE,
                        warnings=merge_notes(caught))
     return table
+
+
+#: ``warnings.catch_warnings`` swaps the process's warning state: two threads capturing at once (the
+#: tasks of a Dask worker with several threads) would lose or split each other's notes, so the
+#: estimators whose warnings :func:`page_table` gathers run one thread at a time.
+_CAPTURE = threading.Lock()
 
 
 def _last_modified_rates(history, age) -> np.ndarray:

@@ -102,3 +102,52 @@ def test_estimate_command_dask_engine_equals_pandas(tmp_path, client, capsys):
     assert tb["rate_method"].tolist() == ta["rate_method"].tolist()
     num = [c for c in ta.columns if c not in ("page", "first_visit", "last_visit", "rate_method")]
     np.testing.assert_allclose(tb[num].to_numpy(float), ta[num].to_numpy(float), rtol=1e-12, atol=0)
+
+
+def _two_point_logs(folder, n_files=6, pages=5, visits=30, seed=11):
+    """Logs whose crawl intervals alternate 1 h and 47 h: every file's pages fail the Poisson-crawl and
+    the regular-crawl checks."""
+    rng = np.random.default_rng(seed)
+    paths = []
+    for f in range(n_files):
+        rows = []
+        for p in range(pages):
+            t = pd.Timestamp("2024-01-01", tz="UTC") + pd.Timedelta(hours=int(rng.integers(0, 24)))
+            for k in range(visits):
+                t += pd.Timedelta(hours=1 if k % 2 else 47)
+                rows.append((f"f{f}p{p}", t.strftime("%Y-%m-%dT%H:%M:%SZ"), int(rng.random() < 0.4)))
+        path = folder / f"log{f}.csv"
+        pd.DataFrame(rows, columns=["page", "fetch_time", "changed"]).to_csv(path, index=False)
+        paths.append(path)
+    return paths
+
+
+def _kinds(messages):
+    """Each note with its numbers (and the Dask engine's count of parts) blanked: which check said what."""
+    import re
+
+    return sorted(re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", m.split(" (this check ran on each")[0]) for m in messages)
+
+
+@pytest.mark.slow
+def test_notes_come_once_each_from_workers_with_several_threads(tmp_path):
+    import warnings
+
+    import distributed
+
+    from changerate_bayes.cluster import estimate_files_dask
+    from changerate_bayes.io import read_log
+
+    paths = _two_point_logs(tmp_path)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        expect = estimate_pages(read_log(paths), methods=METHODS)
+    pandas_notes = [str(x.message) for x in w if x.category is StatisticalWarning]
+    assert len(pandas_notes) == 2 and _kinds(pandas_notes) == _kinds(expect.attrs["warnings"])
+    # threads of one process: the tasks' estimators warn at the same time
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=4, dashboard_address=None) as c:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            got = estimate_files_dask(paths, methods=METHODS, client=c)
+    dask_notes = [str(x.message) for x in w if x.category is StatisticalWarning]
+    assert _kinds(dask_notes) == _kinds(got.table.attrs["warnings"]) == _kinds(pandas_notes)
