@@ -145,7 +145,8 @@ def test_notes_come_once_each_from_workers_with_several_threads(tmp_path):
     pandas_notes = [str(x.message) for x in w if x.category is StatisticalWarning]
     assert len(pandas_notes) == 2 and _kinds(pandas_notes) == _kinds(expect.attrs["warnings"])
     # threads of one process: the tasks' estimators warn at the same time
-    with distributed.Client(processes=False, n_workers=1, threads_per_worker=4, dashboard_address=None) as c:
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=4, processes=False, dashboard_address=None) as cl, \
+            distributed.Client(cl) as c:
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             got = estimate_files_dask(paths, methods=METHODS, client=c)
