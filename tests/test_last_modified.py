@@ -283,3 +283,32 @@ def test_where_digests_decide_liars_are_kept_flagged_and_get_no_lm_rate(tmp_path
     assert t["lm_unreliable"].tolist() == [True, True, False, False]
     assert np.isnan(t.loc[["liar", "skewed"], "lm_rate"]).all()
     assert t.loc[["liar", "skewed"], "n_changes"].tolist() == [1, 1]   # the digests decide, as for any page
+
+
+@pytest.mark.parametrize("spare", ["digest", "etag", "changed"])
+def test_asked_for_last_modified_the_liars_changes_come_from_the_other_column(spare):
+    from changerate_bayes.io import read_frame
+
+    frame = _lm_decides_log()
+    # liar and skewed: content changes at visit 4 (a 304 at visit 3 carries the digest forward);
+    # honest: its digests say "changed" every time, but its dates decide (changed once, visit 3)
+    digest = {"liar": "aaXbb", "skewed": "ccXdd", "honest": "pqrst", "pair": "uv"}
+    changed = {"liar": "00010", "skewed": "00010", "honest": "01111", "pair": "01"}  # the crawler's decisions
+    k = frame.groupby("page").cumcount()
+    letter = [digest[p][i] for p, i in zip(frame["page"], k)]
+    not_modified = [x == "X" for x in letter]
+    if spare == "changed":
+        frame["changed"] = [int(changed[p][i]) for p, i in zip(frame["page"], k)]
+    else:
+        frame[spare] = ["" if x == "X" else x for x in letter]
+    frame["not_modified"] = not_modified
+    log = read_frame(frame, change_from="last_modified")
+    a = log.audit
+    assert a.change_source == "last_modified"
+    assert a.last_modified_fallback == ("changed" if spare == "changed" else "digest")
+    assert a.last_modified_unreliable_pages == 2 and a.dropped_total == 0
+    assert f"decided by the {a.last_modified_fallback} column instead" in a.format()
+    assert log.history.page_ids.tolist() == ["liar", "skewed", "honest", "pair"]
+    assert log.last_modified_unreliable.tolist() == [True, True, False, False]
+    # liar, skewed: visits 2..5 = unchanged, 304, changed, unchanged; honest: dates (visit 3); pair: dates
+    np.testing.assert_array_equal(log.history.flat_changed, [0, 0, 1, 0] * 2 + [0, 1, 0, 0] + [1])

@@ -18,8 +18,9 @@ The change semantics (the same for every format; :mod:`changerate_bayes.io._sema
 - ``last_modified`` at or after its fetch time is ignored and counted;
 - a page whose server reports the fetch time as Last-Modified (3+ visits, 4 in 5 of
   those with a date, within a minute of the fetch or later) has its dates set aside and
-  is counted; where ``last_modified`` alone decides changes, its rows are dropped
-  (``last_modified_unreliable``);
+  is counted; where ``last_modified`` decides changes, the log's digest (or ETag) or
+  ``changed`` column decides them for that page if there is one (only with an explicit
+  ``change_from="last_modified"``), else its rows are dropped (``last_modified_unreliable``);
 - unsorted visits are sorted and counted; single-visit pages are counted, not kept.
 
 Malformed input raises :class:`CrawlLogError` (a ValueError) naming the file, the line

@@ -74,9 +74,13 @@ class Audit:
         :mod:`changerate_bayes.io._semantics`), or, where digests decide, it says
         "changed" while the content is the same on more than half of the visits where
         it says so. Where ``last_modified`` decides changes, the "now" pages' rows are
-        dropped (``dropped`` reason ``last_modified_unreliable``: the rows affected);
-        elsewhere the pages are kept and only their dates are set aside (no
-        ``lm_rate``).
+        dropped (``dropped`` reason ``last_modified_unreliable``: the rows affected),
+        unless the log has a digest (or ETag) or ``changed`` column, which then decides
+        their changes (``last_modified_fallback``); elsewhere the pages are kept and only
+        their dates are set aside (no ``lm_rate``).
+    last_modified_fallback : {"", "digest", "changed"}, default ""
+        Where ``last_modified`` decides changes: the column that decides them instead on
+        the pages of ``last_modified_unreliable_pages`` ("" if none, their rows dropped).
     """
 
     sources: tuple
@@ -95,6 +99,7 @@ class Audit:
     truncated_files: tuple = ()
     records_without_page: int = 0
     last_modified_unreliable_pages: int = 0
+    last_modified_fallback: str = ""
 
     @property
     def dropped_total(self) -> int:
@@ -140,7 +145,9 @@ class Audit:
             lines.append(f"Last-Modified ignored on {self.last_modified_unreliable_pages} page(s) whose server "
                          "reports the fetch time, or a change the content does not show, on most visits"
                          + (f"; Last-Modified alone decided their changes, so their {dropped} row(s) are dropped "
-                            "(last_modified_unreliable)" if dropped else ""))
+                            "(last_modified_unreliable)" if dropped else "")
+                         + (f"; their changes are decided by the {self.last_modified_fallback} column instead"
+                            if self.last_modified_fallback else ""))
         return "\n".join(lines)
 
     @staticmethod
@@ -166,5 +173,6 @@ class Audit:
         dropped = tuple((r, int(sum(dict(a.dropped)[r] for a in parts))) for r in DROP_REASONS)
         src = tuple(sources) if sources is not None else parts[0].sources
         truncated = tuple(dict.fromkeys(f for a in parts for f in a.truncated_files))
+        fallback = next((a.last_modified_fallback for a in parts if a.last_modified_fallback), "")
         return Audit(sources=src, change_source=parts[0].change_source, dropped=dropped,
-                     truncated_files=truncated, **counts)
+                     truncated_files=truncated, last_modified_fallback=fallback, **counts)

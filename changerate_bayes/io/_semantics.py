@@ -39,10 +39,12 @@ the rules below to all pages at once with sorts and shifts (no loop over pages):
    Last-Modified, at least :data:`LIAR_MIN_VISITS` give one no earlier than
    :data:`LM_NOW_NS` (60 s) before the fetch (or later: in the future), and such visits
    are at least :data:`LIAR_SHARE` (4 in 5) of them. Where ``last_modified`` decides
-   changes, every visit of such a page would look "changed" whatever the content did, and
-   the log holds no other evidence for it ("auto" chooses ``last_modified`` only when
-   there is no digest, ETag or ``changed`` column): all the page's rows are dropped
-   (``last_modified_unreliable``) and the page is counted in
+   changes, every visit of such a page would look "changed" whatever the content did:
+   its changes are decided by the log's digest (or ETag) column if it has one, else by its
+   ``changed`` column, with their rules (``Audit.last_modified_fallback`` names it; only
+   an explicit ``change_from="last_modified"`` leaves such a column beside the dates,
+   since "auto" prefers it); without either, all the page's rows are dropped
+   (``last_modified_unreliable``). The page is counted in
    ``Audit.last_modified_unreliable_pages``. Where something else decides, the page is
    kept, counted, and its dates are not used (``last_modified_age`` NaN,
    ``last_modified_unreliable`` true).
@@ -351,14 +353,23 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
     says_now = None
     if v.last_modified is not None:  # on the successful visits: what a server says of itself
         says_now = last_modified_liars(v.page, v.time, v.last_modified, reason == 0, labels.size)
-        if change_from == "last_modified":  # no other evidence of change for these pages
-            drop(says_now[v.page], "last_modified_unreliable")
-    if change_from == "digest":
-        drop(~v.has_digest & ~nm, "missing_digest")
-    elif change_from == "changed":
-        drop((v.changed < 0) & ~nm, "missing_changed")
-    else:
-        drop(~lm_ok & ~nm, "missing_last_modified")
+    # which rows each rule decides: where last_modified decides, the pages whose server reports the
+    # fetch time are decided by the digest, else by ``changed``, else by nothing (dropped)
+    fallback = None
+    by_digest = by_changed = np.ones(n, dtype=bool)
+    if change_from == "last_modified":
+        fallback = "digest" if v.digest is not None else "changed" if v.changed is not None else None
+        liar_rows = says_now[v.page]
+        by_lm = ~liar_rows
+        by_digest, by_changed = liar_rows & (fallback == "digest"), liar_rows & (fallback == "changed")
+        if fallback is None:
+            drop(liar_rows, "last_modified_unreliable")
+    if change_from in ("digest", "last_modified") and v.digest is not None:
+        drop(by_digest & ~v.has_digest & ~nm, "missing_digest")
+    if change_from in ("changed", "last_modified") and v.changed is not None:
+        drop(by_changed & (v.changed < 0) & ~nm, "missing_changed")
+    if change_from == "last_modified":
+        drop(by_lm & ~lm_ok & ~nm, "missing_last_modified")
 
     # by page, then time, then file order (a lexsort on (page, time, position)): the rows
     # kept, by page in file order, are already in that order except on the pages where a
@@ -377,7 +388,8 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
     reason[order[dup]] = _R["duplicate"]
     order = order[~dup]
 
-    if change_from == "digest":
+    digest_decides = change_from == "digest" or fallback == "digest"
+    if digest_decides:  # a 304/revisit carries the digest of the page's last copy forward
         pg = v.page[order]
         m = order.size
         k = np.arange(m)
@@ -386,23 +398,26 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
         start = np.maximum.accumulate(np.where(first, k, 0))
         content = ~nm[order]
         last_content = np.maximum.accumulate(np.where(content, k, -1))
-        no_ref = last_content < start
+        no_ref = (last_content < start) & by_digest[order]
         reason[order[no_ref]] = _R["not_modified_before_reference"]
-        eff = v.digest[order][last_content][~no_ref]
+        eff = v.digest[order][np.maximum(last_content, 0)][~no_ref]
         order = order[~no_ref]
     pg, tm = v.page[order], v.time[order]
     m = order.size
     first = np.ones(m, dtype=bool)
     first[1:] = pg[1:] != pg[:-1]
     obs = ~first
-    if change_from == "digest":
-        chg = np.zeros(m, dtype=np.int8)
-        chg[1:] = eff[1:] != eff[:-1]
-    elif change_from == "changed":
+    chg = np.zeros(m, dtype=np.int8)
+    if change_from == "changed":
         chg = v.changed[order].copy()
-    else:
-        chg = np.zeros(m, dtype=np.int8)
+    elif change_from == "last_modified":
         chg[1:] = v.last_modified[order][1:] > tm[:-1]
+        if fallback == "changed":
+            alt = by_changed[order]
+            chg[alt] = v.changed[order][alt]
+    if digest_decides:
+        alt = by_digest[order]
+        chg[1:][alt[1:]] = eff[1:][alt[1:]] != eff[:-1][alt[1:]]
     chg[nm[order]] = 0
     chg[first] = 0
 
@@ -423,7 +438,7 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
         pages_kept=int(obs_pages.size), visits_kept=int(np.count_nonzero(obs & (kept_per_page[pg] >= 2))),
         reference_visits=int(np.count_nonzero(first)), dropped=dropped, out_of_order=out_of_order,
         single_visit_pages=single, pages_without_usable_visit=none_usable, last_modified_ignored=lm_ignored,
-        last_modified_unreliable_pages=lm_liars, **(audit_extra or {}),
+        last_modified_unreliable_pages=lm_liars, last_modified_fallback=fallback or "", **(audit_extra or {}),
     )
     if obs_pages.size == 0:
         if empty_ok:  # a partition of a cluster run may hold no usable page

@@ -91,8 +91,12 @@ def _plan(header: list[str], mapping: dict, *, source: str, change_from: str):
             raise CrawlLogError(f"{source}: line 1: missing required column {mapping.get(std, std)!r}; "
                                 f"the file has {header} (map yours with `columns=`)")
     kind = resolve_change_source(change_from, set(plan), source=source)
-    # read only what decides changes, plus status and last_modified (audit)
-    for other in {"digest", "changed", "last_modified"} - {kind, "last_modified"}:
+    # read only what decides changes, plus status and last_modified (audit); where last_modified
+    # decides, also the digest (else ``changed``): it decides for pages whose server reports the fetch time
+    spare = ()
+    if kind == "last_modified":
+        spare = ("digest",) if "digest" in plan else ("changed",)
+    for other in {"digest", "changed", "last_modified"} - {kind, "last_modified", *spare}:
         plan.pop(other, None)
     roles: dict = {}
     for std, name in plan.items():
@@ -166,7 +170,10 @@ def read_csv(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUN
         ``{"page": "url", "fetch_time": "ts", "digest": "sha1"}``.
     change_from : {"auto", "digest", "changed", "last_modified"}, default "auto"
         What decides I_k (see :mod:`changerate_bayes.io`): "auto" takes the digest if
-        there is one, else ``changed``, else ``last_modified``.
+        there is one, else ``changed``, else ``last_modified``. With ``last_modified``
+        the digest (else ``changed``) column is read too, if present: it decides the
+        changes of pages whose server reports the fetch time as Last-Modified
+        (:mod:`changerate_bayes.io._semantics`, rule 7).
     chunk_rows : int, default 500_000
         Rows parsed at a time (the text of one chunk is held at a time).
     sep : str, default ","
