@@ -312,3 +312,46 @@ def test_asked_for_last_modified_the_liars_changes_come_from_the_other_column(sp
     assert log.last_modified_unreliable.tolist() == [True, True, False, False]
     # liar, skewed: visits 2..5 = unchanged, 304, changed, unchanged; honest: dates (visit 3); pair: dates
     np.testing.assert_array_equal(log.history.flat_changed, [0, 0, 1, 0] * 2 + [0, 1, 0, 0] + [1])
+
+
+def test_warc_liars_are_judged_against_the_servers_own_date(tmp_path):
+    """A server whose clock is 10 minutes behind and says Last-Modified = its own Date header is
+    found through that header (by the crawler's clock its dates are 10 minutes old); an honest
+    server with the same clock keeps its dates. A CDX index read with the WARC file (no headers
+    there) does not change the verdicts."""
+    from io import BytesIO
+
+    import pandas as pd
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from changerate_bayes.io import read_log, read_warc
+
+    http_date = "%a, %d %b %Y %H:%M:%S GMT"
+    path = tmp_path / "crawl.warc.gz"
+    with open(path, "wb") as fh:
+        writer = WARCWriter(fh, gzip=True)
+        for day in range(1, 6):
+            fetch = pd.Timestamp(f"2024-01-0{day}T00:00:00Z")
+            served = fetch - pd.Timedelta(minutes=10)  # the server's clock
+            pages = (("liar", served, b"same"),  # honest: changed 2 h before visit 4, by its own clock
+                     ("honest", served - pd.Timedelta(hours=2) if day > 3 else pd.Timestamp("2023-06-01T00:00Z"),
+                      b"new" if day > 3 else b"old"))
+            for page, modified, body in pages:
+                http = StatusAndHeaders("200 OK", [("Date", served.strftime(http_date)),
+                                                   ("Last-Modified", modified.strftime(http_date))],
+                                        protocol="HTTP/1.1")
+                writer.write_record(writer.create_warc_record(
+                    f"http://{page}/", "response", payload=BytesIO(body), http_headers=http,
+                    warc_headers_dict={"WARC-Date": fetch.strftime("%Y-%m-%dT%H:%M:%SZ")}))
+    log = read_warc(path)
+    assert log.audit.last_modified_unreliable_pages == 1
+    assert log.history.page_ids.tolist() == ["http://liar/", "http://honest/"]
+    assert log.last_modified_unreliable.tolist() == [True, False]
+    assert np.isnan(log.last_modified_age[:4]).all()
+    np.testing.assert_allclose(log.last_modified_age[4:], [0, 0, 2 + 10 / 60, 0])  # by the crawler's clock
+    cdx = tmp_path / "more.cdx"
+    cdx.write_text("".join(f"other 2024010{d}000000 http://other/ text/html 200 D{d // 3} 10\n" for d in range(1, 6)))
+    both = read_log([path, cdx])
+    assert both.history.page_ids.tolist() == ["http://liar/", "http://honest/", "http://other/"]
+    assert both.last_modified_unreliable.tolist() == [True, False, False]

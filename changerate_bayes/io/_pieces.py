@@ -181,11 +181,12 @@ def merge_pieces(pieces: list[Piece]) -> tuple[VisitColumns, np.ndarray, np.ndar
     all_labels = np.concatenate([p.labels for p in pieces])
     codes, uniques = pd.factorize(all_labels, sort=False)
     offsets = np.cumsum([0] + [p.labels.size for p in pieces])
-    if any(p.v.last_modified is None for p in pieces) and not all(p.v.last_modified is None for p in pieces):
-        from ._semantics import _NAT  # e.g. CDX (no dates) and WARC (Last-Modified headers) together
+    for name in ("last_modified", "server_date"):
+        if any(getattr(p.v, name) is None for p in pieces) and not all(getattr(p.v, name) is None for p in pieces):
+            from ._semantics import _NAT  # e.g. CDX (no dates) and WARC (Last-Modified and Date headers) together
 
-        pieces = [p if p.v.last_modified is not None else replace(
-            p, v=replace(p.v, last_modified=np.full(p.v.page.size, _NAT, dtype=np.int64))) for p in pieces]
+            pieces = [p if getattr(p.v, name) is not None else replace(
+                p, v=replace(p.v, **{name: np.full(p.v.page.size, _NAT, dtype=np.int64)})) for p in pieces]
     parts = []
     first_key = np.full(uniques.size, np.iinfo(np.int64).max, dtype=np.int64)
     for p, off in zip(pieces, offsets[:-1]):

@@ -37,7 +37,9 @@ the rules below to all pages at once with sorts and shifts (no loop over pages):
 7. A server that reports the fetch time as Last-Modified is detected page by page
    (:func:`last_modified_liars`): among the page's successful visits that carry a
    Last-Modified, at least :data:`LIAR_MIN_VISITS` give one no earlier than
-   :data:`LM_NOW_NS` (60 s) before the fetch (or later: in the future), and such visits
+   :data:`LM_NOW_NS` (60 s) before the fetch (or later: in the future; "the fetch" is the
+   server's own ``Date`` header where the log has it, WARC responses, so that a server
+   clock off by minutes is still found, else the fetch time), and such visits
    are at least :data:`LIAR_SHARE` (4 in 5) of them. Where ``last_modified`` decides
    changes, every visit of such a page would look "changed" whatever the content did:
    its changes are decided by the log's digest (or ETag) column if it has one, else by its
@@ -124,6 +126,7 @@ class VisitColumns:
     changed: np.ndarray | None  # int8 0/1, -1 = missing (None: no changed column)
     last_modified: np.ndarray | None  # int64 UTC ns, _NAT = missing
     not_capture: np.ndarray     # bool: dropped as "not_a_capture"
+    server_date: np.ndarray | None = None  # int64 UTC ns of the server's Date header, _NAT = missing (WARC)
 
     @staticmethod
     def concat(parts: list["VisitColumns"]) -> "VisitColumns":
@@ -289,7 +292,12 @@ def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_wor
         last_modified = parse_time_column(frame["last_modified"], source=source, column=col("last_modified"),
                                           lines=lines, line_word=line_word, required=False, state=state)
     not_capture = frame["not_capture"].to_numpy(dtype=bool) if "not_capture" in frame else np.zeros(n, bool)
-    return VisitColumns(codes, time, status, nm, digest, has_digest, changed, last_modified, not_capture), labels
+    server_date = None
+    if "server_date" in frame:
+        server_date = parse_time_column(frame["server_date"], source=source, column=col("server_date"),
+                                        lines=lines, line_word=line_word, required=False, state=state)
+    return VisitColumns(codes, time, status, nm, digest, has_digest, changed, last_modified, not_capture,
+                        server_date), labels
 
 
 def _label_codes(uniques: pd.Index, labels: pd.Index, state: dict) -> np.ndarray:
@@ -352,7 +360,8 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
         drop((st >= 300) & ~nm, "redirect")
     says_now = None
     if v.last_modified is not None:  # on the successful visits: what a server says of itself
-        says_now = last_modified_liars(v.page, v.time, v.last_modified, reason == 0, labels.size)
+        now = v.time if v.server_date is None else np.where(v.server_date != _NAT, v.server_date, v.time)
+        says_now = last_modified_liars(v.page, now, v.last_modified, reason == 0, labels.size)
     # which rows each rule decides: where last_modified decides, the pages whose server reports the
     # fetch time are decided by the digest, else by ``changed``, else by nothing (dropped)
     fallback = None
@@ -501,7 +510,8 @@ def last_modified_liars(page, time, last_modified, usable, n_labels) -> np.ndarr
     page : ndarray of int64, shape (n_rows,)
         Page codes in ``range(n_labels)``.
     time, last_modified : ndarray of int64, shape (n_rows,)
-        Fetch times and Last-Modified (UTC ns; ``_NAT`` where missing).
+        The time of each response (the server's ``Date`` header where known, else the
+        fetch time) and its Last-Modified (UTC ns; ``_NAT`` where missing).
     usable : ndarray of bool, shape (n_rows,)
         The rows that are successful visits.
     """

@@ -171,7 +171,7 @@ def _compact_warc_file(path, *, chunk_rows, labels=None, state=None, extra=None)
     extra = new_extra() if extra is None else extra
     parts = []
     names = {"page": "WARC-Target-URI", "fetch_time": "WARC-Date", "status": "HTTP status",
-             "digest": "WARC-Payload-Digest"}
+             "digest": "WARC-Payload-Digest", "server_date": "Date"}
     src = str(path)
     rows, nums = [], []
     number = 0
@@ -181,9 +181,10 @@ def _compact_warc_file(path, *, chunk_rows, labels=None, state=None, extra=None)
         if not rows:
             return
         df = pd.DataFrame(rows, columns=["page", "fetch_time", "status", "digest", "not_modified", "not_capture",
-                                         "last_modified"])
+                                         "last_modified", "server_date"])
         df["digest"] = strip_digest_algorithm(df["digest"])  # as in a CDX index of the same captures
         df["last_modified"] = http_dates(df["last_modified"])
+        df["server_date"] = http_dates(df["server_date"])
         part, labels = compact_frame(df, source=src, first_line=0, line_word="record", labels=labels,
                                      state=state, names=names, lines=np.asarray(nums, dtype=np.int64))
         parts.append(part)
@@ -214,14 +215,17 @@ def _compact_warc_file(path, *, chunk_rows, labels=None, state=None, extra=None)
                 if not (page or "").strip():
                     extra["records_without_page"] += 1
                     continue
-                modified = (record.http_headers.get_header("Last-Modified") or "") if record.http_headers else ""
+                http = record.http_headers
+                modified = (http.get_header("Last-Modified") or "") if http else ""
+                served = (http.get_header("Date") or "") if http else ""
                 if kind == "response":
-                    rows.append((page, head.get_header("WARC-Date"), status or "", digest, False, False, modified))
+                    rows.append((page, head.get_header("WARC-Date"), status or "", digest, False, False, modified,
+                                 served))
                 else:
                     profile = head.get_header("WARC-Profile") or ""
                     known = any(profile.rstrip("/").endswith(p) for p in NOT_MODIFIED_PROFILES)
                     rows.append((page, head.get_header("WARC-Date"), status or "", digest, known, not known,
-                                 modified))
+                                 modified, served))
                 nums.append(number)
                 if len(rows) >= chunk_rows:
                     flush()
