@@ -497,7 +497,7 @@ def last_modified_liars(page, time, last_modified, usable, n_labels) -> np.ndarr
     :data:`LIAR_MIN_VISITS` (3) of its usable visits with a Last-Modified say now, and
     they are at least :data:`LIAR_SHARE` (4 in 5) of those visits. So two visits never
     condemn a page (an honest page that changed seconds before two fetches is possible;
-    three in a row of an hourly-changing page has probability about 4·10^-6), one
+    three in a row of a page that changes once an hour on average has probability about 4.5·10^-6), one
     honest date among four or more "now" does not clear it (a cache or a CDN may serve
     the true date now and then), while one among two or three "now" does.
 
