@@ -111,8 +111,9 @@ def _pages(n_pages, days, seed, rate=0.3):
     return pages_from_table(changes, window=win)
 
 
-@pytest.mark.parametrize("name", ["index_mean", "index_thompson", "dynamic_index_mean", "dynamic_index_thompson",
-                                  "burst_index_mean", "burst_index_thompson"])
+@pytest.mark.parametrize("name", ["index_mean", "index_thompson", "paced_index_mean", "paced_index_thompson",
+                                  "dynamic_index_mean", "dynamic_index_thompson", "burst_index_mean",
+                                  "burst_index_thompson"])
 def test_index_policy_spends_the_budget(name):
     pages = _pages(8, 60, seed=1)
     budget = 2.5
@@ -203,3 +204,92 @@ def test_burst_index_closed_form_matches_the_integral_of_its_predictive():
         f.update(rng.random(8) < 0.5, rng.uniform(0.05, 3.0, 8), rng.random(8) < 0.8)
     t = rng.uniform(0.02, 3.0, 8)
     np.testing.assert_allclose(f.freshness_index(t), predictive_freshness_index(f.prob_change_within, t), rtol=2e-4)
+
+
+# ------------------------------------------------------------------ the pace of the crawls
+def _allowance_by_definition(first, last, n_steps, budget, dt):
+    """Crawls allowed by each step k = 0 .. n_steps with pace="pages", from the definition: at most
+    ⌊b Σ_{j<=k} n_j dt⌋ and at most ⌊B k dt⌋, b = B K dt / (Σ_j n_j dt), n_j the pages crawlable at step j."""
+    n = [sum(1 for f, l in zip(first, last) if f <= j <= l) for j in range(n_steps + 1)]
+    b = budget * n_steps * dt / (sum(n) * dt)
+    out, acc = [], 0.0
+    for k in range(n_steps + 1):
+        acc += b * n[k] * dt
+        out.append(min(math.floor(acc + 1e-9), math.floor(budget * k * dt + 1e-9)))
+    return out
+
+
+class _Counting(IndexPolicy):
+    def reset(self, ctx):
+        super().reset(ctx)
+        self.by_step = {}
+
+    def select(self, k, t, active, allowed):
+        mask = super().select(k, t, active, allowed)
+        self.by_step[k] = int(mask.sum())
+        return mask
+
+
+def test_paced_crawls_follow_the_pages_in_the_crawl():
+    # Page a is in the crawl on days (0, 10], page b on (5, 10]; 1-day steps, B = 0.75/day: 7.5
+    # crawls over 15 page-days, b = 0.5 per page-day. Allowed by step k (hand-computed): ⌊0.5 k⌋ up
+    # to day 5 (one page), then ⌊2.5 + (k − 5)⌋, and never more than ⌊0.75 k⌋:
+    # 0, 1, 1, 2, 2, 3, 4, 5, 6, 7 for k = 1 .. 10. Unpaced, the same budget gives ⌊0.75 k⌋ capped
+    # by one crawl a step while only page a is crawlable: 0, 1, 2, 3, 3, 4, 5, 6, 6, 7.
+    changes = pd.DataFrame({"page": ["a", "b"], "timestamp": [3.5, 7.5]})
+    win = pd.DataFrame({"page": ["a", "b"], "start": [0.0, 5.0], "end": [10.0, 10.0]})
+    pages = pages_from_table(changes, window=win)
+    hand = [0, 1, 1, 2, 2, 3, 4, 5, 6, 7]
+    assert _allowance_by_definition([1, 6], [10, 10], 10, 0.75, 1.0)[1:] == hand
+    bounds = {}
+    for pace, want in (("pages", hand), ("collection", [0, 1, 2, 3, 3, 4, 5, 6, 6, 7])):
+        pol = _Counting(GridLearner, name="c", pace=pace)
+        res = run_replay(pages, pol, budget=0.75, dt_ms=86_400_000, epoch_steps=1, rng=0)
+        cum = np.cumsum([pol.by_step.get(k, 0) for k in range(1, 11)])
+        assert cum.tolist() == want, pace
+        assert int(res.crawls.sum()) == 7
+        bounds[pace] = pol.max_revisit_days
+    # M + (N + 1)/B + 2 dt with M = 4 N/B; paced: M = 4/b and the slowest allowance min(B, b n_min) = 0.5
+    assert bounds["collection"] == pytest.approx(4.0 * 2 / 0.75 + 3 / 0.75 + 2.0)
+    assert bounds["pages"] == pytest.approx(4.0 / 0.5 + 3 / 0.5 + 2.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n_pages=st.integers(1, 7), days=st.integers(5, 40), budget=st.floats(0.2, 6.0),
+       form=st.sampled_from(["mean", "thompson"]), seed=st.integers(0, 1000),
+       late=st.lists(st.floats(0.0, 0.8), min_size=7, max_size=7),
+       early=st.lists(st.floats(0.3, 1.0), min_size=7, max_size=7))
+def test_paced_spend_matches_its_definition_and_keeps_the_revisit_bound(n_pages, days, budget, form, seed, late,
+                                                                        early):
+    rng = np.random.default_rng(seed)
+    starts = [late[i] * days * 0.5 for i in range(n_pages)]
+    ends = [max(starts[i] + 1.0, early[i] * days) for i in range(n_pages)]
+    rows = []
+    for i in range(n_pages):
+        rate = 20.0 if i % 2 == 0 else 0.05
+        t = np.sort(rng.uniform(starts[i], ends[i], rng.poisson(rate * (ends[i] - starts[i]))))
+        rows += [(f"p{i}", x) for x in t if x > starts[i]]
+    changes = pd.DataFrame(rows, columns=["page", "timestamp"]) if rows else pd.DataFrame(
+        {"page": pd.Series([], dtype=object), "timestamp": pd.Series([], dtype=float)})
+    win = pd.DataFrame({"page": [f"p{i}" for i in range(n_pages)], "start": starts, "end": ends})
+    pages = pages_from_table(changes, window=win)
+
+    class _Both(_Recording, _Counting):
+        pass
+
+    pol = _Both(GridLearner, name="rec", form=form, pace="pages")
+    run_replay(pages, pol, budget=budget, dt_ms=3_600_000, epoch_steps=24, rng=seed)
+    ctx = pol.ctx
+    allowed = _allowance_by_definition(ctx.first_step.tolist(), ctx.last_step.tolist(), ctx.n_steps, budget, ctx.dt)
+    cum = np.cumsum([pol.by_step.get(k, 0) for k in range(ctx.n_steps + 1)])
+    assert (cum <= np.asarray(allowed)).all()
+    bound = pol.max_revisit_days
+    end = (pages.end_ms - pages.start_ms.min()) / 86_400_000
+    for i in range(n_pages):
+        gaps = np.diff(np.append(pol.times[i], end[i]))
+        assert gaps.max() <= bound + 1e-9, (i, gaps.max(), bound)
+
+
+def test_bad_pace():
+    with pytest.raises(ValueError, match="`pace` must be 'collection' or 'pages'; got 'days'"):
+        IndexPolicy(GridLearner, name="x", pace="days")

@@ -26,6 +26,16 @@ The price. A budget of B crawls per day is spent by the replay engine's token ru
 most ⌊B t⌋ crawls by time t): at every step the policy crawls the ``allowed`` pages of
 largest index, so λ is the index of the last page crawled: a price that spends the
 budget exactly, found by a top-k selection instead of a bisection.
+
+The pace. Spending B crawls every day spends as much while the collection holds a handful
+of pages as while it holds hundreds. With ``pace="pages"`` the policy spends its crawls in
+proportion to the pages in the crawl instead, b crawls per page-day, b = B·(t_K − t_0) /
+Σ_i T_i (the same total, B per day over the replay, spread over the page-days that use it;
+T_i are the windows, the pages' entries into and exits from the crawl, never their change
+times): at most ⌊b Σ_{j<=k} n_j dt⌋ crawls by step k, n_j the pages crawlable at step j,
+and never more than the budget's own ⌊B t⌋. It is how a crawler whose interval is set per
+page (Nutch, StormCrawler) spends: each page in the crawl costs its own fetches, so the
+spend follows the collection's size.
 """
 
 from __future__ import annotations
@@ -173,20 +183,30 @@ class IndexPolicy:
     name : str
     form : {"mean", "thompson"}, default "mean"
     max_interval_factor : float, default 4.0
-        M in multiples of the round-robin interval N/B; >= 1.
+        M in multiples of the round-robin interval N/B (1/b with ``pace="pages"``); >= 1.
+    pace : {"collection", "pages"}, default "collection"
+        ``"collection"``: every crawl the budget allows is spent at once (at most ⌊B t⌋
+        by time t). ``"pages"``: at most ⌊b Σ_{j<=k} n_j dt⌋ by step k as well, b crawls per
+        page-day and n_j the pages crawlable at step j (see the module notes); unused crawls
+        are kept. The starvation bound then reads M + (N + 1)/min(B, b n_min) + 2·dt, n_min
+        the fewest pages crawlable at a step at which any page is (the crawls allowed grow by
+        at least min(B, b n_min) a day, and the argument above is unchanged).
 
     Raises
     ------
     ValueError
-        For an unknown ``form`` or ``max_interval_factor`` < 1 or non-finite.
+        For an unknown ``form`` or ``pace``, or ``max_interval_factor`` < 1 or non-finite.
     """
 
     budgeted = True
     oracle = False
 
-    def __init__(self, learner, *, name: str, form: str = "mean", max_interval_factor: float = 4.0):
+    def __init__(self, learner, *, name: str, form: str = "mean", max_interval_factor: float = 4.0,
+                 pace: str = "collection"):
         if form not in ("mean", "thompson"):
             raise ValueError(f"`form` must be 'mean' or 'thompson'; got {form!r}")
+        if pace not in ("collection", "pages"):
+            raise ValueError(f"`pace` must be 'collection' or 'pages'; got {pace!r}")
         if (isinstance(max_interval_factor, bool) or not isinstance(max_interval_factor, numbers.Real)
                 or not (math.isfinite(max_interval_factor) and max_interval_factor >= 1)):
             raise ValueError(f"`max_interval_factor` must be a finite number >= 1; got {max_interval_factor!r}")
@@ -194,6 +214,7 @@ class IndexPolicy:
         self.name = name
         self.form = form
         self.max_interval_factor = float(max_interval_factor)
+        self.pace = pace
 
     def reset(self, ctx) -> None:
         self.ctx = ctx
@@ -201,15 +222,33 @@ class IndexPolicy:
         self.learner = self.make_learner(n)
         self.last = np.asarray(ctx.start, dtype=np.float64).copy()  # days: the copy of the window start
         self.spent = 0
-        self.max_interval = self.max_interval_factor * n / ctx.budget
         self.theta = None
         self.next_draw = 1
+        self.paced = None
+        if self.pace == "pages":
+            # n_j, the pages crawlable at each step j = 0 .. K, from the windows' first and last steps
+            ns = ctx.n_steps
+            delta = np.zeros(ns + 2)
+            ok = ctx.last_step >= ctx.first_step
+            np.add.at(delta, np.clip(ctx.first_step[ok], 0, ns + 1), 1.0)
+            np.add.at(delta, np.clip(ctx.last_step[ok] + 1, 0, ns + 1), -1.0)
+            counts = np.cumsum(delta)[:ns + 1]
+            page_steps = np.cumsum(counts)
+            self.page_rate = ctx.budget * ns / page_steps[-1] if page_steps[-1] > 0 else 0.0  # b, per page-day
+            self.paced = self.page_rate * ctx.dt * page_steps  # crawls allowed by step k
+            busy = counts[counts > 0]
+            self.min_active = int(busy.min()) if busy.size else 1
+            self.max_interval = self.max_interval_factor / self.page_rate if self.page_rate > 0 else math.inf
+        else:
+            self.max_interval = self.max_interval_factor * n / ctx.budget
 
     @property
     def max_revisit_days(self) -> float:
-        """The stated bound on any page's time between two crawls, M + (N + 1)/B + 2·dt days."""
+        """The stated bound on any page's time between two crawls, days: M + (N + 1)/B + 2·dt,
+        or M + (N + 1)/min(B, b n_min) + 2·dt with ``pace="pages"``."""
         ctx = self.ctx
-        return self.max_interval + (ctx.n_pages + 1) / ctx.budget + 2.0 * ctx.dt
+        rate = ctx.budget if self.paced is None else min(ctx.budget, self.page_rate * self.min_active)
+        return self.max_interval + (ctx.n_pages + 1) / rate + 2.0 * ctx.dt
 
     def _index(self, k, elapsed) -> np.ndarray:
         if self.form == "thompson":
@@ -234,6 +273,8 @@ class IndexPolicy:
         ctx = self.ctx
         token = int(np.ceil((self.spent + 1) / (ctx.budget * ctx.dt) - 1e-9))  # the step of the next crawl left
         k = max(k, token)
+        if self.paced is not None:  # and the first step whose paced allowance covers one more crawl
+            k = max(k, int(np.searchsorted(self.paced, self.spent + 1 - 1e-9, side="left")))
         if k <= ctx.n_steps and not ctx.active(k).any():
             k = max(k, ctx.next_activity_change(k))
         return k
@@ -241,6 +282,8 @@ class IndexPolicy:
     def select(self, k, t, active, allowed) -> np.ndarray:
         mask = np.zeros(self.ctx.n_pages, dtype=bool)
         a = np.flatnonzero(active)
+        if self.paced is not None:
+            allowed = min(int(allowed), math.floor(self.paced[min(k, self.paced.size - 1)] + 1e-9) - self.spent)
         take = min(int(allowed), a.size)
         if take <= 0:
             return mask
