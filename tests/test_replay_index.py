@@ -14,6 +14,7 @@ from changerate_bayes.replay import (
     ClairvoyantPolicy,
     GridLearner,
     IndexPolicy,
+    OldestFirst,
     freshness_index,
     pages_from_table,
     predictive_freshness_index,
@@ -293,3 +294,17 @@ def test_paced_spend_matches_its_definition_and_keeps_the_revisit_bound(n_pages,
 def test_bad_pace():
     with pytest.raises(ValueError, match="`pace` must be 'collection' or 'pages'; got 'days'"):
         IndexPolicy(GridLearner, name="x", pace="days")
+
+
+def test_paced_uniform_is_round_robin():
+    # 3 pages always in the crawl, B = 1/day, 1-day steps: oldest copy first gives each page a
+    # crawl every N/B = 3 days once every page has been crawled once (pacing changes nothing here)
+    changes = pd.DataFrame({"page": ["a", "b", "c"], "timestamp": [1.5, 4.5, 7.5]})
+    win = pd.DataFrame({"page": ["a", "b", "c"], "start": 0.0, "end": 30.0})
+    pages = pages_from_table(changes, window=win)
+    pol = _Recording(OldestFirst, name="paced_uniform", pace="pages")
+    res = run_replay(pages, pol, budget=1.0, dt_ms=86_400_000, epoch_steps=1, rng=0)
+    for times in pol.times:
+        assert np.diff(times[1:]).tolist() == [3.0] * (len(times) - 2)
+    assert res.crawls.tolist() == [10, 10, 10]
+    assert POLICIES["paced_uniform"]().pace == "pages"

@@ -41,7 +41,8 @@ TITLE = "Scheduling on real pages: replaying real change histories under a crawl
 KEYS = ("scheduling_replay",)
 
 MULTIPLES = (0.1, 0.3, 1.0, 3.0)
-LEARNED = ("uniform", "lln", "mle", "posterior_mean", "thompson", "index_mean", "index_thompson")
+LEARNED = ("uniform", "lln", "mle", "posterior_mean", "thompson", "index_mean", "index_thompson", "paced_uniform",
+           "paced_index_mean", "paced_index_thompson")
 SCHEDULES = ("nutch", "nutch_nosync", "stormcrawler")
 #: Not replayed by the study (see ``study_policies``).
 SLOW = ("dynamic_index_mean", "dynamic_index_thompson", "burst_index_mean", "burst_index_thompson")
@@ -387,6 +388,13 @@ def render(result: dict) -> str:
         "_mean uses the posterior predictive, _thompson one posterior draw of Δ per page per reallocation period. "
         "No page starves: a page unvisited for 4× the round-robin interval N/B is crawled before any other, "
         "so no page waits more than 4·N/B + (N + 1)/B + 2 steps between crawls.</p>",
+        "<p>Paced policies (<em>paced_uniform</em>, <em>paced_index_mean</em>, <em>paced_index_thompson</em>): "
+        "the same total crawls, spent in proportion to the pages in the crawl (b crawls per page-day, b = the "
+        "budget's crawls over the replay ÷ the page-days of the windows; at most ⌊b Σ n_j dt⌋ by step k, n_j the "
+        "pages crawlable at step j, and never more than ⌊B t⌋), as a crawler whose interval is set per page spends "
+        "(Nutch's and StormCrawler's spend grows with the collection). The pace uses the windows (when pages enter "
+        "and leave the crawl), never the change times. <em>paced_uniform</em> is round robin (oldest copy first) "
+        "at that pace: the reference for what the learner adds to the pace.</p>",
     ]
     gains = "; ".join(
         f"at {s}'s own spend ({c['spent']:.3g} crawls/day) {best} reaches {c['best']:.3f} vs {c['schedule']:.3f}"

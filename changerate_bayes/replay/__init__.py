@@ -26,7 +26,7 @@ local copies were fresh, their age, and the crawls spent.
 
 from ._engine import ReplayContext, ReplayResult, run_replay
 from ._index import ClairvoyantPolicy, IndexPolicy, freshness_index, predictive_freshness_index
-from ._learners import DynamicLearner, GridLearner, LLNLearner
+from ._learners import DynamicLearner, GridLearner, LLNLearner, OldestFirst
 from ._metrics import bootstrap_counts, bootstrap_gap_share, bootstrap_ratio, gap_share, replay_metrics
 from ._pages import ReplayPages, pages_from_table
 from ._plots import plot_freshness_budget
@@ -55,6 +55,7 @@ __all__ = [
     "DEFAULT_POLICIES",
     "DynamicLearner",
     "GridLearner",
+    "OldestFirst",
     "IndexPolicy",
     "LLNLearner",
     "NUTCH_DEFAULTS",

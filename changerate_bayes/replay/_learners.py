@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["LLNLearner", "GridLearner", "DynamicLearner", "burst_learner"]
+__all__ = ["LLNLearner", "GridLearner", "DynamicLearner", "OldestFirst", "burst_learner"]
 
 _KERNELS = []
 _INDEX_KERNELS = []
@@ -311,6 +311,37 @@ class GridLearner:
         """
         self._refresh_posterior()
         return self._table.read(lambda rows: self._post[rows], self.grid, elapsed)
+
+
+class OldestFirst:
+    """No learning: the index of a page is the age of its copy, so an index policy crawls the
+    oldest copies first, i.e. round robin (``IndexPolicy(OldestFirst, name=..., pace="pages")``
+    is round robin paced to the pages in the crawl, the reference for what a learner adds
+    to the pace).
+
+    ``rate`` and ``sample`` are 0 (no belief); ``freshness_index(elapsed)`` returns
+    ``elapsed``.
+
+    Parameters
+    ----------
+    n_pages : int
+    """
+
+    def __init__(self, n_pages: int):
+        self.n_pages = int(n_pages)
+
+    def update(self, changed, interval, mask) -> None:
+        pass
+
+    @property
+    def rate(self) -> np.ndarray:
+        return np.zeros(self.n_pages)
+
+    def sample(self, rng) -> np.ndarray:
+        return np.zeros(self.n_pages)
+
+    def freshness_index(self, elapsed) -> np.ndarray:
+        return np.array(elapsed, dtype=np.float64)
 
 
 class DynamicLearner:

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..scheduling import optimal_crawl_rates
 from ._index import ClairvoyantPolicy, IndexPolicy
-from ._learners import DynamicLearner, GridLearner, LLNLearner, burst_learner
+from ._learners import DynamicLearner, GridLearner, LLNLearner, OldestFirst, burst_learner
 
 __all__ = [
     "RatePolicy",
@@ -714,6 +714,7 @@ POLICIES = {
     "dynamic_thompson": lambda: ThompsonPolicy(_dynamic_learner, name="dynamic_thompson"),
     "index_mean": lambda: IndexPolicy(GridLearner, name="index_mean", form="mean"),
     "index_thompson": lambda: IndexPolicy(GridLearner, name="index_thompson", form="thompson"),
+    "paced_uniform": lambda: IndexPolicy(OldestFirst, name="paced_uniform", pace="pages"),
     "paced_index_mean": lambda: IndexPolicy(GridLearner, name="paced_index_mean", form="mean", pace="pages"),
     "paced_index_thompson": lambda: IndexPolicy(GridLearner, name="paced_index_thompson", form="thompson",
                                                 pace="pages"),
