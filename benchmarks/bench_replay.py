@@ -30,7 +30,8 @@ from _result import result  # noqa: E402  (the RESULT line read by run_all.py)
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--step", default="6h")
-    parser.add_argument("--policies", nargs="+", default=["uniform", "oracle", "thompson", "nutch", "stormcrawler"])
+    parser.add_argument("--policies", nargs="+",
+                        default=["uniform", "oracle", "thompson", "nutch", "stormcrawler", "paced_index_thompson"])
     parser.add_argument("--no-readme", action="store_true", help="skip the README replay_policies example")
     parser.add_argument("--multiples", action="store_true",
                         help="each policy at 0.1, 0.3, 1 and 3 times the total change rate, and the sum")
