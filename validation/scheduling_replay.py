@@ -425,8 +425,8 @@ def render(result: dict) -> str:
         f"{v['mean_vs_oracle'][best]:.1%} of the hindsight-optimal static rates' freshness. Against the adaptive "
         f"schedules: {gains}. Against the schedules tuned to each budget ({best} minus tuned): "
         + "; ".join(tuned_txt) + "." + ("" if beats else
-                                         " It does not beat every default schedule at that schedule's own spend: "
-                                         "on these bursty pages reacting to a detected change pays."), None))
+                                         " It does not beat every default schedule at that schedule's own spend."),
+        None))
     parts += _section(res["ota"], st["budgets"], st["multiples"], "Open Terms Archive documents")
     parts.append(f"<p>Shipped event traces: {st['n_traces']} pages, each shifted to start at 0 and cut to its first "
                  f"{st['trace_days']} days; {st['trace_step']} steps, reallocation every {st['trace_epoch']}; total "

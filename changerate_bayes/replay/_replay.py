@@ -180,7 +180,9 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
         policies :class:`IndexPolicy` ``"index_mean"`` / ``"index_thompson"`` (static
         posterior), ``"dynamic_index_mean"`` / ``"dynamic_index_thompson"`` (random-walk
         posterior) and ``"burst_index_mean"`` / ``"burst_index_thompson"`` (burst
-        model), the hindsight references ``"oracle"`` (optimal static rates of the
+        model), ``"paced_index_mean"`` / ``"paced_index_thompson"`` (static posterior,
+        crawls spent in proportion to the pages in the crawl: ``IndexPolicy(pace="pages")``)
+        and ``"paced_uniform"`` (round robin at that pace), the hindsight references ``"oracle"`` (optimal static rates of the
         true n_i/T_i) and ``"oracle_proportional"`` (rates ∝ true n_i/T_i), and
         ``"clairvoyant"`` (:class:`ClairvoyantPolicy`, knows the change times). A policy object (e.g.
         ``PlugInPolicy(factory, name=...)`` with any learner) is used as given.
