@@ -11,8 +11,8 @@ from scipy import special
 from .._validation import check_choice, check_positive_int
 from ..history import CrawlHistory
 from ._conjugate import conjugate_parameters
-from ._grid import BLOCK_PAGES, DEFAULT_GRID_SIZE, fit_grid, improper_pages
-from ._sufficient import change_counts, crawl_rates, exact_likelihood, time_rescaling
+from ._grid import DEFAULT_GRID_SIZE, improper_pages
+from ._sufficient import change_counts, crawl_rates, time_rescaling
 
 __all__ = ["PosteriorSummary", "posterior_summary", "SUMMARY_METHODS"]
 
@@ -193,9 +193,12 @@ def _summary(history, *, prior, method, level, grid_size, with_sd) -> PosteriorS
             raise ValueError("method 'grid' needs the crawl intervals τ: pass `intervals` to CrawlHistory")
         coef = prior.coefficients(crawl_rates(history)).as_arrays(history.lengths.size)
         tau, coef, shift = time_rescaling(history, coef)
-        lik = exact_likelihood(history, tau)
-        refuse_improper(improper_pages(lik, coef), prior, history)
-        mean, sd, lower, upper = grid_summary(lik, coef, probs, size=grid_size, with_sd=with_sd)
+        n_changed, _ = change_counts(history)
+        t0 = np.bincount(history.page_index(), weights=np.where(history.flat_changed > 0, 0.0, tau),
+                         minlength=history.lengths.size)
+        refuse_improper(improper_pages(_PageCounts(n_changed, t0), coef), prior, history)
+        mean, sd, lower, upper = grid_summary(history.flat_changed, tau, history.offsets, coef, probs,
+                                              size=grid_size, with_sd=with_sd)
         _check_mean_against_interval(mean, lower, probs[0])
         _check_defined(history, mean, sd, lower, upper)
         if shift is not None:  # back from the rescaled time of overflowing pages (exact: powers of 2)
@@ -271,48 +274,118 @@ def conjugate_summary(a, b, n_changed, n_crawls, crawl_rate, probs):
     return mean, sd, q[:, 0], q[:, 1]
 
 
-def grid_summary(lik, coef: dict, probs: np.ndarray, *, size: int = DEFAULT_GRID_SIZE, with_sd: bool = True):
-    """Mean, sd and quantiles of Δ per page by quadrature, in blocks of pages.
+class _PageCounts:
+    """What :func:`improper_pages` needs of a page's likelihood: its changes and S0."""
 
-    ``with_sd=False`` skips the grid of E[Δ²] (sd returned as None; the rest unchanged).
+    def __init__(self, n_changed, t0):
+        self.n_changed, self.t0 = n_changed, t0
+
+    def right_tail_finite(self):
+        return self.t0 > 0  # as ExactLikelihood: some crawl saw no change (in time > 0)
+
+
+def distinct_pages(changed, tau, offsets, coefficients):
+    """One representative of each group of pages whose grid summaries are equal bit for bit.
+
+    A page's summary is a function of its prior coefficients, its sorted changed
+    intervals and S0 (:mod:`._summary_kernels`), so pages equal in all of them (e.g. the
+    pages of a regular crawl that saw the same changes) share one computation. Pages are
+    grouped by a key of those numbers (a hash of the sorted changed intervals, the count
+    of changes, the bits of S0 and of every coefficient), and each page's sorted changed
+    intervals are then compared with its representative's bit for bit (a page whose hash
+    collided is its own representative).
+
+    Returns
+    -------
+    reps : ndarray of int64, shape (n_groups,)
+        The representative pages, increasing.
+    inverse : ndarray of int64, shape (n_pages,)
+        The row of ``reps`` whose summary is each page's.
+    n_changed, t0 : ndarray, shape (n_pages,)
+        Changed crawls (int64) and S0 (float64) per page.
     """
-    n = lik.n_pages
-    mean, sd = np.empty(n), np.empty(n)
-    q = np.empty((n, probs.size))
-    for start in range(0, n, BLOCK_PAGES):
-        stop = min(start + BLOCK_PAGES, n)
-        block = lik.block(start, stop)
-        c = {k: v[start:stop] for k, v in coef.items()}
-        mean[start:stop], sd[start:stop], q[start:stop] = _grid_block(block, c, probs, size, with_sd)
-    return mean, (sd if with_sd else None), q[:, 0], q[:, 1]
+    from ._summary_kernels import page_keys, same_changed
+
+    n = offsets.size - 1
+    n_changed = np.empty(n, dtype=np.int64)
+    t0 = np.empty(n)
+    key = np.empty(n, dtype=np.uint64)
+    page_keys(changed, tau, offsets, n_changed, t0, key)
+    cols = [key, n_changed.view(np.uint64), t0.view(np.uint64)]
+    cols += [np.ascontiguousarray(c, dtype=np.float64).view(np.uint64) for c in coefficients]
+    rows = np.ascontiguousarray(np.stack(cols, axis=1))
+    _, first, inverse = np.unique(rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel(),
+                                  return_index=True, return_inverse=True)
+    inverse = inverse.ravel().astype(np.int64)
+    rep_of_page = first[inverse].astype(np.int64)
+    shared = np.flatnonzero(rep_of_page != np.arange(n))
+    if shared.size:
+        ok = same_changed(changed, tau, offsets, shared, rep_of_page[shared])
+        rep_of_page[shared[~ok]] = shared[~ok]  # a hash collision: computed on its own
+    reps, inverse = np.unique(rep_of_page, return_inverse=True)
+    return reps.astype(np.int64), inverse.ravel().astype(np.int64), n_changed, t0
 
 
-def _grid_block(lik, coef, probs, size, with_sd=True):
-    grid = fit_grid(lik, coef, size=size)
-    log_z = [grid.log_norm]
-    finite = [np.ones(lik.n_pages, dtype=bool)]
-    if not with_sd:
-        shifted = dict(coef)
-        shifted["A"] = coef["A"] + 1
-        inf = improper_pages(lik, shifted)
-        shifted["A"] = np.where(inf, coef["A"], shifted["A"])
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            mean = np.where(~inf, np.exp(fit_grid(lik, shifted, size=size).log_norm - log_z[0]), np.inf)
-        return mean, np.nan, grid.quantile(probs)
+def grid_summary(changed, tau, offsets, coef: dict, probs: np.ndarray, *, size: int = DEFAULT_GRID_SIZE,
+                 with_sd: bool = True):
+    """Mean, sd and quantiles of Δ per page by adapted quadrature (compiled, both cores).
+
+    Exactly what :func:`._grid.fit_grid` gives (to a few ulps): the mean is Z_1/Z_0 and
+    E[Δ²]/E[Δ]² = Z_2 Z_0/Z_1² with each Z_j = ∫ e^{ju + f(u)} du on its own adapted grid,
+    the quantiles invert the density grid's CDF. Pages with equal prior coefficients,
+    S0 and sorted changed intervals are computed once (:func:`distinct_pages`): the
+    numbers are the same bit for bit as computing every page. ``with_sd=False`` skips
+    the grid of E[Δ²] (sd returned as None; the rest unchanged).
+
+    Returns
+    -------
+    mean, sd, lower, upper : ndarray, shape (n_pages,)
+
+    Raises
+    ------
+    FloatingPointError, ValueError
+        As :func:`._grid.fit_grid`, naming the page.
+    """
+    import numba
+
+    from ._grid_fast import _raise_for_status
+    from ._summary_kernels import summary_pages
+
+    changed = np.ascontiguousarray(changed, dtype=np.int8)
+    tau = np.ascontiguousarray(tau, dtype=np.float64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    a = {k: np.ascontiguousarray(coef[k], dtype=np.float64) for k in "ABCMEL"}
+    reps, inverse, n_changed, t0 = distinct_pages(changed, tau, offsets, [a[k] for k in "ABCMEL"])
+    counts = _PageCounts(n_changed.astype(np.float64), t0)
+    shapes, finite = [a["A"]], [np.ones(t0.size, dtype=bool)]
     for j in (1, 2):
-        shifted = dict(coef)
-        shifted["A"] = coef["A"] + j
-        inf = improper_pages(lik, shifted)
-        shifted["A"] = np.where(inf, coef["A"], shifted["A"])
-        log_z.append(fit_grid(lik, shifted, size=size).log_norm)
+        shifted = dict(a)
+        shifted["A"] = a["A"] + j
+        inf = improper_pages(counts, shifted)  # the moment E[Δ^j] diverges: its grid is not used
+        shapes.append(np.where(inf, a["A"], shifted["A"]))
         finite.append(~inf)
+    k = reps.size
+    log_z = [np.empty(k), np.empty(k), np.full(k, np.nan)]
+    central, quant = np.full(k, np.nan), np.empty((k, probs.size))
+    status, bad_mode = np.zeros(k, dtype=np.int32), np.zeros(k)
+    with numba.parallel_chunksize(4):
+        summary_pages(changed, tau, offsets, reps, *shapes, a["B"], a["C"], a["M"], a["E"], a["L"],
+                      np.linspace(0.0, 1.0, size), np.ascontiguousarray(probs, dtype=np.float64), with_sd,
+                      *log_z, central, quant, status, bad_mode)
+    if status.any():  # name the first page (in page order) whose grid failed
+        bad = np.flatnonzero(status[inverse])
+        page = int(bad[0])
+        _raise_for_status(status[inverse][page:page + 1], bad_mode[inverse][page:page + 1], page)
+    log_z0, log_z1, log_z2 = (z[inverse] for z in log_z)
+    quant = quant[inverse]
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        log_mean = log_z[1] - log_z[0]
+        log_mean = log_z1 - log_z0
         mean = np.where(finite[1], np.exp(log_mean), np.inf)
-        # E[Δ²]/E[Δ]² − 1 from the log normalising constants: free of the scale of Δ
-        cv2 = np.expm1(log_z[2] + log_z[0] - 2.0 * log_z[1])
-        central = grid._trapezoid(np.expm1(grid.u - log_mean[:, None]) ** 2)  # E[(Δ/E[Δ] − 1)²]
-        use_grid = finite[2] & finite[1] & ~(cv2 > _CANCEL_CV2)
-        cv2 = np.where(use_grid, central, cv2)
-        sd = np.where(finite[2] & finite[1], mean * np.sqrt(np.maximum(cv2, 0.0)), np.inf)
-    return mean, sd, grid.quantile(probs)
+        sd = None
+        if with_sd:
+            # E[Δ²]/E[Δ]² − 1 from the log normalising constants: free of the scale of Δ
+            cv2 = np.expm1(log_z2 + log_z0 - 2.0 * log_z1)
+            use_grid = finite[2] & finite[1] & ~(cv2 > _CANCEL_CV2)
+            cv2 = np.where(use_grid, central[inverse], cv2)
+            sd = np.where(finite[2] & finite[1], mean * np.sqrt(np.maximum(cv2, 0.0)), np.inf)
+    return mean, sd, quant[:, 0], quant[:, 1]

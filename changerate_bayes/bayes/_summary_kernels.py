@@ -1,0 +1,260 @@
+"""Compiled per-page kernels of the exact grid summary (numba, both cores).
+
+:func:`summary_pages` computes, for the pages it is given, what
+:func:`changerate_bayes.posterior_summary` needs of each page's adapted grids (the
+algorithm of :func:`._grid.fit_grid`, with the per-page building blocks of
+:mod:`._grid_kernels`): the log normalising constants Z_0, Z_1 (and Z_2) of
+e^{ju} × posterior, the quantiles of the density's grid (cumulative Simpson CDF,
+log-linear inverse CDF, as :func:`._grid.inverse_cdf`) and the grid's central moment
+E[(Δ/E[Δ] − 1)²]. Each page is computed alone, so the numbers do not depend on the
+threads, and they are within a few ulps of the NumPy reference (``._grid``), which the
+tests check.
+
+:func:`page_keys` gives what a page's summary depends on (besides its prior
+coefficients): its number of changed crawls, S0 = Σ(1 − I)τ summed as the kernel sums
+it, and a hash of its sorted changed intervals; :func:`same_changed` confirms that two
+pages have the same sorted changed intervals bit for bit. Pages equal in all of these
+get bit-identical summaries, so one computation serves them all.
+
+Compiled on first use (``cache=True``); importing this module compiles nothing.
+Status codes per page as :mod:`._grid_kernels`: 0 ok, 1 no bracket for the mode, 2
+mode did not converge, 3 tails not within the float64 range.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+from ._grid_kernels import (
+    DROP, SIDE_NODES_SCALES, _fast_nodes, _log_prior_exp, _mode, _node_log_lik, _normalised_density, _post,
+    _post_derivs, _sort_ascending, _tail_end,
+)
+
+__all__ = ["summary_pages", "page_keys", "same_changed", "TILE"]
+
+#: pages per parallel work item
+TILE = 16
+
+_OPTS = dict(cache=True, nogil=True, error_model="numpy")
+
+
+@nb.njit(**_OPTS)
+def _gather(changed, tau, lo, hi, buf):
+    """The changed intervals of crawls lo:hi into buf (sorted ascending) and S0; returns (m, S0)."""
+    m = 0
+    t0 = 0.0
+    for k in range(lo, hi):
+        if changed[k] != 0:
+            buf[m] = tau[k]
+            m += 1
+        else:
+            t0 += tau[k]
+    _sort_ascending(buf, m)
+    return m, t0
+
+
+@nb.njit(**_OPTS)
+def _fit(tau, m, t0, start, A, B, C, M, E, L, lin, s, ub, eub, logd, work, fbuf, ibuf, qb, hb):
+    """One adapted grid (as ._grid.fit_grid for one page): (status, mode, scale, log Z).
+
+    On success ``s`` holds the nodes, ``ub`` the nodes in log Δ, ``logd`` the normalised
+    log density of s and ``work`` the density over its peak.
+    """
+    mode, status = _mode(start, tau, m, t0, A, B, C, M, E, L, qb, hb)
+    if status != 0:
+        return status, mode, 0.0, 0.0
+    f_m = _post(mode, tau, m, t0, A, B, C, M, E, L, qb)
+    h = _post_derivs(mode, tau, m, t0, A, B, C, M, E, L, qb, hb)[1]
+    scale = 1.0 / math.sqrt(max(-h, 1e-300))
+    level = f_m - DROP
+    lo_end = _tail_end(mode, scale, level, -1.0, tau, m, t0, A, B, C, M, E, L, qb, hb)
+    hi_end = _tail_end(mode, scale, level, 1.0, tau, m, t0, A, B, C, M, E, L, qb, hb)
+    if not (math.isfinite(lo_end) and math.isfinite(hi_end) and math.isfinite(scale) and scale > 0.0):
+        return 3, mode, 0.0, 0.0
+    scale = min(scale, min(mode - lo_end, hi_end - mode) / SIDE_NODES_SCALES)
+    s_lo = -math.asinh((mode - lo_end) / scale)
+    s_hi = math.asinh((hi_end - mode) / scale)
+    size = lin.size
+    log_scale = math.log(scale)
+    for g in range(size):
+        s[g] = s_lo + (s_hi - s_lo) * lin[g]
+    fast = _fast_nodes(s_lo, s_hi, lo_end, hi_end, tau, m)
+    # ub, eub, work: u, e^u and the likelihood's terms at the nodes; logd: log cosh s
+    _node_log_lik(mode, scale, s, tau, m, ub, eub, work, logd, fbuf, ibuf, fast)
+    peak = -np.inf
+    for g in range(size):
+        u = ub[g]
+        eu = eub[g]
+        v = (work[g] - (t0 * eu if t0 > 0.0 else 0.0)) + _log_prior_exp(u, eu, A, B, C, M, E, L)
+        v += log_scale + logd[g]
+        logd[g] = v
+        if v > peak:
+            peak = v
+    _normalised_density(logd, peak, work)
+    total = 0.0
+    for g in range(size):
+        total += work[g] * (0.5 if (g == 0 or g == size - 1) else 1.0)
+    log_mass = math.log(total * (s[1] - s[0]))
+    for g in range(size):
+        logd[g] -= log_mass
+    return 0, mode, scale, peak + log_mass
+
+
+@nb.njit(**_OPTS)
+def _quantiles(mode, scale, s, logd, work, cdf, probs, out, row):
+    """The quantiles ``probs`` of the fitted grid into out[row] (as GridPosterior.quantile)."""
+    size = s.size
+    # cumulative Simpson with unit spacing (scipy.integrate.cumulative_simpson), monotone, normalised
+    cdf[0] = 0.0
+    acc = 0.0
+    third = 1.0 / 3.0
+    for c in range(size - 1):
+        if c == size - 2 or c % 2 == 1:
+            f1 = work[c + 1]
+            f2 = work[c]
+            f3 = work[c - 1]
+        else:
+            f1 = work[c]
+            f2 = work[c + 1]
+            f3 = work[c + 2]
+        acc += third * (5.0 * f1 / 4.0 + 2.0 * f2 - f3 / 4.0)
+        cdf[c + 1] = acc
+    for g in range(1, size):
+        if cdf[g] < cdf[g - 1]:
+            cdf[g] = cdf[g - 1]
+    last = cdf[size - 1]
+    for g in range(size):
+        cdf[g] /= last
+    step = s[1] - s[0]
+    for k in range(probs.size):
+        p = probs[k]
+        j = 0  # the largest j <= size − 2 with cdf[j] <= p
+        while j < size - 2 and cdf[j + 1] <= p:
+            j += 1
+        low = cdf[j]
+        mass = cdf[j + 1] - low
+        phi = 0.0
+        if mass > 0.0:
+            phi = min(max((p - low) / mass, 0.0), 1.0)
+        b = logd[j + 1] - logd[j]
+        b = 0.0 if b != b else b
+        rising = b > 0.0
+        psi = 1.0 - phi if rising else phi
+        nb_ = min(max(-abs(b), -700.0), -1e-300)
+        t = math.log1p(psi * math.expm1(nb_)) / nb_
+        t = 1.0 if t != t else t
+        t = min(max(t, 0.0), 1.0)
+        t = 1.0 - t if rising else t
+        out[row, k] = math.exp(mode + scale * math.sinh(s[0] + (j + t) * step))
+
+
+@nb.njit(parallel=True, **_OPTS)
+def summary_pages(changed, tau, offsets, pages, A0, A1, A2, B, C, M, E, L, lin, probs, with_sd,
+                  log_z0, log_z1, log_z2, central, quant, status, bad_mode):
+    """The grid summary's parts of pages ``pages`` into row r of the outputs (r = 0..len(pages)−1).
+
+    Page i = pages[r] gets the grids with shape A0[i] (the posterior: log_z0, the
+    quantiles ``probs`` into quant[r], and with ``with_sd`` the central moment
+    E[(Δ/E[Δ] − 1)²] on it, E[Δ] = e^{log_z1 − log_z0}), A1[i] (log_z1) and with
+    ``with_sd`` A2[i] (log_z2). ``changed``, ``tau`` and ``offsets`` are the flat (CSR)
+    history.
+    """
+    n = pages.size
+    size = lin.size
+    n_tiles = (n + TILE - 1) // TILE
+    max_len = 1
+    for r in range(n):
+        i = pages[r]
+        max_len = max(max_len, offsets[i + 1] - offsets[i])
+    for tile in nb.prange(n_tiles):
+        buf = np.empty(max_len)
+        qb = np.empty(max_len)
+        hb = np.empty(max_len)
+        s = np.empty(size)
+        ub = np.empty(size)
+        eub = np.empty(size)
+        logd = np.empty(size)
+        work = np.empty(size)
+        cdf = np.empty(size)
+        fbuf = np.empty(size)
+        ibuf = np.empty(size, dtype=np.int64)
+        for r in range(tile * TILE, min(tile * TILE + TILE, n)):
+            i = pages[r]
+            m, t0 = _gather(changed, tau, offsets[i], offsets[i + 1], buf)
+            half = 0.0
+            for j in range(m):
+                half += buf[j]
+            half /= 2.0
+            start = math.log((m + 0.5) / (t0 + half))
+            st, mode, _, lz = _fit(buf, m, t0, start, A1[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub, eub, logd,
+                                   work, fbuf, ibuf, qb, hb)
+            log_z1[r] = lz
+            if st == 0 and with_sd:
+                st, mode, _, lz = _fit(buf, m, t0, start, A2[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub, eub,
+                                       logd, work, fbuf, ibuf, qb, hb)
+                log_z2[r] = lz
+            if st == 0:
+                st, mode, scale, lz = _fit(buf, m, t0, start, A0[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub,
+                                           eub, logd, work, fbuf, ibuf, qb, hb)
+                log_z0[r] = lz
+            status[r] = st
+            if st != 0:
+                bad_mode[r] = mode
+                continue
+            if with_sd:  # E[(Δ/E[Δ] − 1)²] on the density's grid (GridPosterior._trapezoid)
+                log_mean = log_z1[r] - lz
+                acc = 0.0
+                for g in range(size):
+                    d = math.expm1(ub[g] - log_mean)
+                    acc += d * d * math.exp(logd[g]) * (0.5 if (g == 0 or g == size - 1) else 1.0)
+                central[r] = acc * (s[1] - s[0])
+            _quantiles(mode, scale, s, logd, work, cdf, probs, quant, r)
+
+
+@nb.njit(parallel=True, **_OPTS)
+def page_keys(changed, tau, offsets, n_changed, t0, key):
+    """Per page: the number of changed crawls, S0 (summed as :func:`summary_pages` sums it)
+    and a 64-bit FNV-1a hash of the bits of its sorted changed intervals."""
+    n = offsets.size - 1
+    max_len = 1
+    for i in range(n):
+        max_len = max(max_len, offsets[i + 1] - offsets[i])
+    n_tiles = (n + 255) // 256
+    for tile in nb.prange(n_tiles):
+        buf = np.empty(max_len)
+        bits = buf.view(np.uint64)
+        for i in range(tile * 256, min(tile * 256 + 256, n)):
+            m, s0 = _gather(changed, tau, offsets[i], offsets[i + 1], buf)
+            h = np.uint64(14695981039346656037)
+            for j in range(m):
+                h = (h ^ bits[j]) * np.uint64(1099511628211)
+            n_changed[i] = m
+            t0[i] = s0
+            key[i] = h
+
+
+@nb.njit(**_OPTS)
+def same_changed(changed, tau, offsets, pages, reps):
+    """Whether page pages[r] has bit for bit the sorted changed intervals of page reps[r], for each r."""
+    max_len = 1
+    for i in range(offsets.size - 1):
+        max_len = max(max_len, offsets[i + 1] - offsets[i])
+    a = np.empty(max_len)
+    b = np.empty(max_len)
+    ab = a.view(np.uint64)
+    bb = b.view(np.uint64)
+    out = np.ones(pages.size, dtype=np.bool_)
+    for r in range(pages.size):
+        ma, _ = _gather(changed, tau, offsets[pages[r]], offsets[pages[r] + 1], a)
+        mb, _ = _gather(changed, tau, offsets[reps[r]], offsets[reps[r] + 1], b)
+        if ma != mb:
+            out[r] = False
+            continue
+        for j in range(ma):
+            if ab[j] != bb[j]:
+                out[r] = False
+                break
+    return out
