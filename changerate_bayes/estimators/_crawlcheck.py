@@ -95,6 +95,9 @@ def poisson_distance_segments(history):
     """
     from . import _kernels
 
+    cached = history.__dict__.get("_poisson_distances")
+    if cached is not None:  # the history is immutable: the check of several methods runs once
+        return cached[0].copy(), cached[1]
     edges, table = _cell_edges()
     p = np.ascontiguousarray(np.atleast_1d(np.asarray(history.crawl_rate, dtype=np.float64)))
     n = history.lengths.size
@@ -105,6 +108,7 @@ def poisson_distance_segments(history):
     # as the per-page distances: exact integers, one rounding
     gaps = np.abs(N_EDGES * np.cumsum(counts)[:-1] - np.arange(1, N_EDGES) * history.n_visits)
     pooled = float(gaps.max() / (N_EDGES * history.n_visits))
+    history.__dict__["_poisson_distances"] = (per_page.copy(), pooled)
     return per_page, pooled
 
 

@@ -63,10 +63,11 @@ import pandas as pd
 from ..history import CrawlHistory
 from ._audit import DROP_REASONS, Audit
 from ._errors import CrawlLogError, plain, where
-from ._times import _NAT, parse_time_column
+from ._times import _HI, _LO, _NAT, _kinds, parse_time_column
 
 __all__ = ["CHANGE_SOURCES", "LIAR_MIN_VISITS", "LIAR_SHARE", "LM_NOW_NS", "STANDARD_COLUMNS", "CrawlLog",
-           "VisitColumns", "build_log", "compact_frame", "last_modified_liars", "resolve_change_source"]
+           "VisitColumns", "build_log", "compact_batch", "compact_frame", "last_modified_liars",
+           "resolve_change_source"]
 
 #: The columns a log may have (``page`` and ``fetch_time`` are required).
 STANDARD_COLUMNS = ("page", "fetch_time", "status", "digest", "changed", "last_modified")
@@ -163,13 +164,16 @@ def _hash_strings(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(values.dtype, pd.CategoricalDtype):  # each distinct value hashed once
         codes = values.cat.codes.to_numpy()
         h, ok = _hash_strings(pd.Series(values.cat.categories))
+        if h.size == 0:  # every value missing (a batch of nulls has no categories)
+            return np.zeros(codes.size, dtype=np.uint64), np.zeros(codes.size, dtype=bool)
         present = codes >= 0
         return np.where(present, h[codes], np.uint64(0)), present & ok[codes]
     s = values.astype("string").str.strip()
     ok = ~(s.isna() | (s == "") | (s == "-")).to_numpy(dtype=bool)
     out = np.zeros(len(s), dtype=np.uint64)
     if ok.any():
-        out[ok] = pd.util.hash_array(s[ok].to_numpy(dtype=object))
+        # categorize=False: the same hashes, without factorizing first (mostly distinct digests)
+        out[ok] = pd.util.hash_array(s[ok].to_numpy(dtype=object), categorize=False)
     return out, ok
 
 
@@ -298,6 +302,111 @@ def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_wor
                                         lines=lines, line_word=line_word, required=False, state=state)
     return VisitColumns(codes, time, status, nm, digest, has_digest, changed, last_modified, not_capture,
                         server_date), labels
+
+
+def compact_batch(batch, *, source: str, first_line: int, labels: pd.Index, state: dict, inv: dict,
+                  names: dict | None = None):
+    """:func:`compact_frame` of one Parquet record batch, read from its Arrow buffers where it can.
+
+    The common columns (``page`` as a dictionary of strings without nulls, ``fetch_time``
+    a timestamp without nulls, ``status`` a number, ``digest`` a dictionary of strings)
+    go to compact columns without a pandas frame: the page codes from the dictionary's
+    entries in order of first use, the digests hashed once per dictionary entry (as
+    :func:`_hash_strings` hashes a categorical). Anything else (other columns or types,
+    nulls or blank pages, duplicate dictionary entries, times the reader cannot hold)
+    goes through ``compact_frame(batch.to_pandas())``, which gives the same columns and
+    names the row of a bad value. ``inv`` maps the file's column names to the standard
+    ones; rows are numbered from ``first_line``.
+
+    Returns
+    -------
+    (VisitColumns, pandas.Index)
+        The batch and the updated labels.
+    """
+    part = _compact_arrow(batch, source=source, first_line=first_line, labels=labels, state=state, inv=inv,
+                          names=names or {})
+    if part is not None:
+        return part
+    chunk = batch.to_pandas().rename(columns=inv)
+    return compact_frame(chunk, source=source, first_line=first_line, line_word="row", labels=labels, state=state,
+                         names=names)
+
+
+def _string_dictionary(column, pa):
+    """(indices, dictionary) of a dictionary-of-strings Arrow array, or None."""
+    t = column.type
+    if not (pa.types.is_dictionary(t) and (pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type))):
+        return None
+    return column.indices, column.dictionary
+
+
+def _compact_arrow(batch, *, source, first_line, labels, state, inv, names):
+    """The fast path of :func:`compact_batch`; None where it does not apply (nothing changed then)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    cols = {inv.get(name, name): batch.column(i) for i, name in enumerate(batch.schema.names)}
+    if not set(cols) <= {"page", "fetch_time", "status", "digest"} or "page" not in cols or "fetch_time" not in cols:
+        return None
+    n = batch.num_rows
+    page = _string_dictionary(cols["page"], pa)
+    ft = cols["fetch_time"]
+    if page is None or cols["page"].null_count or not pa.types.is_timestamp(ft.type) or ft.null_count or n == 0:
+        return None
+    status = cols.get("status")
+    if status is not None and not (pa.types.is_integer(status.type) or pa.types.is_floating(status.type)):
+        return None
+    digest = cols.get("digest")
+    if digest is not None:
+        digest = _string_dictionary(digest, pa)
+        if digest is None:
+            return None
+    # the pages: dictionary entries in order of first use (what pandas.factorize gives)
+    idx = page[0].to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    used, first_row = np.unique(idx, return_index=True)
+    used = used[np.argsort(first_row, kind="stable")]
+    values = page[1].take(pa.array(used)).to_pylist()
+    if len(set(values)) != len(values) or any(not v.strip() for v in values):
+        return None  # duplicate entries, or a blank page (compact_frame names its row)
+    arr = ft.to_numpy(zero_copy_only=False)  # datetime64 of the column's unit, UTC (naive: taken as UTC)
+    lo, hi = _LO.astype(arr.dtype), _HI.astype(arr.dtype)
+    if ((arr < lo) | (arr >= hi)).any():
+        return None  # compact_frame names the row and the time
+    kind = "aware" if ft.type.tz is not None else "naive"
+    _kinds(state, {kind: (first_line, None)}, source=source, column=names.get("fetch_time", "fetch_time"),
+           line_word="row")
+    time = arr.astype("datetime64[ns]").astype(np.int64)
+    uniques = pd.Index(values, dtype=object)
+    known = _label_codes(uniques, labels, state)
+    new = known < 0
+    if new.any():
+        known[new] = np.arange(len(labels), len(labels) + int(new.sum()))
+        state["label_codes"].update(zip(uniques[new].tolist(), known[new].tolist()))
+        labels = labels.append(uniques[new])
+    code_of_entry = np.full(len(page[1]), -1, dtype=np.int64)
+    code_of_entry[used] = known
+    codes = code_of_entry[idx]
+    st = None
+    nm = np.zeros(n, bool)
+    if status is not None:
+        st = pc.cast(status, pa.float64()).to_numpy(zero_copy_only=False)
+        nm = st == 304
+    h = has = None
+    if digest is not None:
+        d_idx, d_dict = digest
+        try:  # the dictionary as a pandas string column without a copy (as compact_frame's categories)
+            entries = pd.Series(pd.arrays.ArrowStringArray(d_dict))
+        except (TypeError, ValueError):
+            entries = pd.Series(d_dict.to_pylist(), dtype=object)
+        h_entry, ok_entry = _hash_strings(entries)
+        present = ~d_idx.is_null().to_numpy(zero_copy_only=False)
+        di = d_idx.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        if len(d_dict) == 0:
+            h, has = np.zeros(n, np.uint64), np.zeros(n, bool)
+        else:
+            h = np.where(present, h_entry[di], np.uint64(0))
+            has = present & ok_entry[di]
+    return VisitColumns(codes, time, st, nm, h, has, None, None, np.zeros(n, bool)), labels
 
 
 def _label_codes(uniques: pd.Index, labels: pd.Index, state: dict) -> np.ndarray:

@@ -13,7 +13,7 @@ from ._compressed import DECOMPRESSION_ERRORS, check_complete, decompression_err
 from ._errors import CrawlLogError
 from ._fields import check_field_counts
 from ._semantics import (
-    STANDARD_COLUMNS, CrawlLog, VisitColumns, check_digest_not_empty, compact_frame,
+    STANDARD_COLUMNS, CrawlLog, VisitColumns, check_digest_not_empty, compact_batch, compact_frame,
     resolve_change_source,
 )
 
@@ -323,9 +323,10 @@ def parquet_rows(files) -> float:
 def scan_parquet(scan: _Scan, *, mapping: dict, change_from: str, chunk_rows: int) -> None:
     """Read Parquet files batch by batch into ``scan`` (compact columns, page labels, plans).
 
-    String page and digest columns are read as dictionaries (pandas categoricals), so
-    that each batch's distinct values, not its rows, are compared with the labels seen and
-    hashed.
+    String page and digest columns are read as dictionaries, so that each batch's
+    distinct values, not its rows, are compared with the labels seen and hashed; the
+    common column types go from the Arrow buffers to compact columns without a pandas
+    frame (:func:`compact_batch`).
     """
     import pyarrow as pa
 
@@ -344,11 +345,10 @@ def scan_parquet(scan: _Scan, *, mapping: dict, change_from: str, chunk_rows: in
         inv = {v: s for s, v in plan.items()}
         row = 1
         for batch in pf.iter_batches(batch_size=chunk_rows, columns=_with_not_modified(plan, header)):
-            chunk = batch.to_pandas().rename(columns=inv)
-            part, scan.labels = compact_frame(chunk, source=src, first_line=row, line_word="row",
-                                              labels=scan.labels, state=scan.state, names=plan)
+            part, scan.labels = compact_batch(batch, source=src, first_line=row, labels=scan.labels,
+                                              state=scan.state, inv=inv, names=plan)
             scan.add(part)
-            row += len(chunk)
+            row += batch.num_rows
 
 
 def _at_physical_lines(exc: CrawlLogError, path, *, src: str, sep: str) -> CrawlLogError:
