@@ -267,7 +267,7 @@ def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_wor
     if new.any():
         known[new] = np.arange(len(labels), len(labels) + int(new.sum()))
         state["label_codes"].update(zip(uniques[new].tolist(), known[new].tolist()))
-        labels = labels.append(uniques[new])
+        labels = _append_labels(labels, uniques[new])
     codes = known[codes]
     time = parse_time_column(frame["fetch_time"], source=source, column=col("fetch_time"), lines=lines,
                              line_word=line_word, required=True, state=state, fmt=time_format)
@@ -362,9 +362,8 @@ def _compact_arrow(batch, *, source, first_line, labels, state, inv, names):
         if digest is None:
             return None
     # the pages: dictionary entries in order of first use (what pandas.factorize gives)
-    idx = page[0].to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    used, first_row = np.unique(idx, return_index=True)
-    used = used[np.argsort(first_row, kind="stable")]
+    idx = page[0].to_numpy(zero_copy_only=False)
+    local, used = pd.factorize(idx)  # the entries used, in order of first use
     values = page[1].take(pa.array(used)).to_pylist()
     if len(set(values)) != len(values) or any(not v.strip() for v in values):
         return None  # duplicate entries, or a blank page (compact_frame names its row)
@@ -382,10 +381,8 @@ def _compact_arrow(batch, *, source, first_line, labels, state, inv, names):
     if new.any():
         known[new] = np.arange(len(labels), len(labels) + int(new.sum()))
         state["label_codes"].update(zip(uniques[new].tolist(), known[new].tolist()))
-        labels = labels.append(uniques[new])
-    code_of_entry = np.full(len(page[1]), -1, dtype=np.int64)
-    code_of_entry[used] = known
-    codes = code_of_entry[idx]
+        labels = _append_labels(labels, uniques[new])
+    codes = known[local]
     st = None
     nm = np.zeros(n, bool)
     if status is not None:
@@ -407,6 +404,13 @@ def _compact_arrow(batch, *, source, first_line, labels, state, inv, names):
             h = np.where(present, h_entry[di], np.uint64(0))
             has = present & ok_entry[di]
     return VisitColumns(codes, time, st, nm, h, has, None, None, np.zeros(n, bool)), labels
+
+
+def _append_labels(labels: pd.Index, new) -> pd.Index:
+    """``labels`` followed by ``new``, an object Index (``Index.append`` would infer a string dtype,
+    a pass over every label, at each chunk)."""
+    return pd.Index(np.concatenate((labels.to_numpy(dtype=object), np.asarray(new, dtype=object))), dtype=object,
+                    copy=False)
 
 
 def _label_codes(uniques: pd.Index, labels: pd.Index, state: dict) -> np.ndarray:

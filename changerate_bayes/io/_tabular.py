@@ -344,11 +344,34 @@ def scan_parquet(scan: _Scan, *, mapping: dict, change_from: str, chunk_rows: in
             pf = _open_parquet(path, read_dictionary=as_dict)
         inv = {v: s for s, v in plan.items()}
         row = 1
-        for batch in pf.iter_batches(batch_size=chunk_rows, columns=_with_not_modified(plan, header)):
+        for batch in read_ahead(pf.iter_batches(batch_size=chunk_rows, columns=_with_not_modified(plan, header))):
             part, scan.labels = compact_batch(batch, source=src, first_line=row, labels=scan.labels,
                                               state=scan.state, inv=inv, names=plan)
             scan.add(part)
             row += batch.num_rows
+
+
+_END = object()
+
+
+def read_ahead(items):
+    """The items of an iterator, the next one produced on a second thread while the caller uses this one.
+
+    For readers that release the GIL (pyarrow decodes a Parquet batch while the caller
+    compacts the one before): the items and their order are those of ``items``; an
+    exception of ``items`` is raised where its item would have been.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    it = iter(items)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        ahead = pool.submit(next, it, _END)
+        while True:
+            item = ahead.result()
+            if item is _END:
+                return
+            ahead = pool.submit(next, it, _END)
+            yield item
 
 
 def _at_physical_lines(exc: CrawlLogError, path, *, src: str, sep: str) -> CrawlLogError:
