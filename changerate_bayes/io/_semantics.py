@@ -446,8 +446,10 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
     """
     n = v.page.size
     labels = np.asarray(labels, dtype=object)
+    # the rows by page in file order (a stable sort of int32 keys where the codes fit: ~3x faster)
+    page_key = v.page.astype(np.int32) if labels.size <= np.iinfo(np.int32).max else v.page
+    by_page = np.argsort(page_key, kind="stable")
     # out-of-order rows: earlier than the previous row of the same page in file order
-    by_page = np.argsort(v.page, kind="stable")
     pp, tt = v.page[by_page], v.time[by_page]
     out_of_order = int(np.count_nonzero((pp[1:] == pp[:-1]) & (tt[1:] < tt[:-1])))
 
@@ -503,7 +505,7 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
         rows = np.isin(pg, np.unique(pg[1:][descent]))
         sub = order[rows]
         sub = sub[np.argsort(v.time[sub], kind="stable")]
-        order[rows] = sub[np.argsort(v.page[sub], kind="stable")]
+        order[rows] = sub[np.argsort(page_key[sub], kind="stable")]
     pg, tm = v.page[order], v.time[order]
     dup = np.zeros(order.size, dtype=bool)
     dup[1:] = (pg[1:] == pg[:-1]) & (tm[1:] == tm[:-1])
