@@ -16,17 +16,18 @@ local copies were fresh, their age, and the crawls spent.
   (the crawlers' adaptive schedules, :func:`nutch_update`, :func:`stormcrawler_update`),
   :func:`tune_increase_rate`; :class:`IndexPolicy` (crawl the largest freshness index,
   :func:`freshness_index`, :func:`predictive_freshness_index`, any learner's predictive);
-  :class:`ClairvoyantPolicy` (knows the change times: near the best any schedule can do).
+  :class:`ClairvoyantPolicy` (knows the change times: near the best any schedule can do);
+  :class:`HindsightIndexPolicy` (the index of each page's true rate n_i/T_i: a hindsight reference).
 * Learners (``update(changed, interval, mask)``, ``rate``, ``sample(rng)``, and
   ``prob_change_within(elapsed)``, elapsed in days, for the index policies):
-  :class:`LLNLearner`, :class:`GridLearner`, :class:`DynamicLearner`,
+  :class:`LLNLearner`, :class:`GridLearner`, :class:`DynamicLearner`, :class:`KnownRates` (given rates),
   :class:`~changerate_bayes.bursts.BurstFilter`; any object with that interface plugs
   into :class:`PlugInPolicy` / :class:`ThompsonPolicy` / :class:`IndexPolicy`.
 """
 
 from ._engine import ReplayContext, ReplayResult, run_replay
-from ._index import ClairvoyantPolicy, IndexPolicy, freshness_index, predictive_freshness_index
-from ._learners import DynamicLearner, GridLearner, LLNLearner, OldestFirst
+from ._index import ClairvoyantPolicy, HindsightIndexPolicy, IndexPolicy, freshness_index, predictive_freshness_index
+from ._learners import DynamicLearner, GridLearner, KnownRates, LLNLearner, OldestFirst
 from ._metrics import bootstrap_counts, bootstrap_gap_share, bootstrap_ratio, gap_share, replay_metrics
 from ._pages import ReplayPages, pages_from_table
 from ._plots import plot_freshness_budget
@@ -56,6 +57,8 @@ __all__ = [
     "DynamicLearner",
     "GridLearner",
     "OldestFirst",
+    "KnownRates",
+    "HindsightIndexPolicy",
     "IndexPolicy",
     "LLNLearner",
     "NUTCH_DEFAULTS",

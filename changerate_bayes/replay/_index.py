@@ -47,7 +47,7 @@ import numpy as np
 
 from .._validation import as_float_array
 
-__all__ = ["freshness_index", "predictive_freshness_index", "IndexPolicy", "ClairvoyantPolicy"]
+__all__ = ["freshness_index", "predictive_freshness_index", "IndexPolicy", "HindsightIndexPolicy", "ClairvoyantPolicy"]
 
 _NEVER = np.iinfo(np.int64).max // 4
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(8)
@@ -307,6 +307,53 @@ class IndexPolicy:
 
     def observe(self, k, t, changed, interval, mask) -> None:
         self.learner.update(changed, interval, mask)
+
+
+class HindsightIndexPolicy(IndexPolicy):
+    r"""A hindsight reference: :class:`IndexPolicy` over each page's true rate Δ_i = n_i/T_i.
+
+    The index is the Poisson freshness index w_i (1 − e^{−Δ_i t}(1 + Δ_i t))/Δ_i
+    (:func:`freshness_index`) of the page's change count n_i over its window T_i, known in
+    advance and never revised (:class:`~changerate_bayes.replay.KnownRates`); the budget,
+    the pace and the starvation rule are those of :class:`IndexPolicy`. It is what the
+    static-posterior index policies would do if their posteriors had converged to the
+    hindsight rates, at the same pace: the reference for them (the rate-allocating
+    ``OraclePolicy`` spends its budget every day, unpaced). It is given the true rates by the
+    engine (``oracle = True``), never a learner.
+
+    Parameters
+    ----------
+    name : str
+    pace : {"collection", "pages"}, default "collection"
+        As in :class:`IndexPolicy`.
+    max_interval_factor : float, default 4.0
+        As in :class:`IndexPolicy`.
+
+    Raises
+    ------
+    ValueError
+        From the constructor as :class:`IndexPolicy`; from ``reset`` when the context has no
+        true rates (``ctx.true_rates`` None) or not one per page.
+    """
+
+    oracle = True
+
+    def __init__(self, *, name: str, pace: str = "collection", max_interval_factor: float = 4.0):
+        super().__init__(None, name=name, form="mean", max_interval_factor=max_interval_factor, pace=pace)
+
+    def reset(self, ctx) -> None:
+        from ._learners import KnownRates
+
+        rates = ctx.true_rates
+        if rates is None:
+            raise ValueError(f"policy {self.name!r} is a hindsight reference and needs each page's true rate "
+                             "(`ctx.true_rates`, n_i/T_i per day, given by the replay engine to policies with "
+                             "`oracle = True`); got None")
+        if np.shape(rates) != (ctx.n_pages,):
+            raise ValueError(f"`ctx.true_rates` must have one rate per page, shape ({ctx.n_pages},); "
+                             f"got shape {np.shape(rates)}")
+        self.make_learner = lambda n: KnownRates(rates)
+        super().reset(ctx)
 
 
 class ClairvoyantPolicy:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["LLNLearner", "GridLearner", "DynamicLearner", "OldestFirst", "burst_learner"]
+__all__ = ["LLNLearner", "GridLearner", "DynamicLearner", "OldestFirst", "KnownRates", "burst_learner"]
 
 _KERNELS = []
 _INDEX_KERNELS = []
@@ -342,6 +342,60 @@ class OldestFirst:
 
     def freshness_index(self, elapsed) -> np.ndarray:
         return np.array(elapsed, dtype=np.float64)
+
+
+class KnownRates:
+    """No learning: each page's Poisson rate is given and kept, whatever the crawls show.
+
+    The learner of a hindsight reference: fed each page's true change count over its window,
+    Δ_i = n_i/T_i (``ReplayContext.true_rates``), an :class:`IndexPolicy` over it crawls by
+    the Whittle index of the known rates, as the index policies would if their posteriors had
+    converged to those rates.
+
+    Parameters
+    ----------
+    rates : array_like, shape (N,)
+        Δ_i >= 0, changes per day, finite.
+
+    Raises
+    ------
+    TypeError
+        For non-numeric ``rates``.
+    ValueError
+        For ``rates`` that are not one-dimensional, negative or non-finite.
+
+    Notes
+    -----
+    ``rate`` and ``sample(rng)`` return the rates, ``prob_change_within(t)`` is
+    1 − e^{−Δt} and ``freshness_index(t)`` the Poisson index (1 − e^{−Δt}(1 + Δt))/Δ
+    (:func:`~changerate_bayes.replay.freshness_index`); ``update`` does nothing.
+    """
+
+    def __init__(self, rates):
+        from .._validation import as_float_array
+
+        self.rates = np.ascontiguousarray(as_float_array(rates, name="rates", nonnegative=True, ndim=(1,)))
+
+    def update(self, changed, interval, mask) -> None:
+        pass
+
+    @property
+    def rate(self) -> np.ndarray:
+        return self.rates.copy()
+
+    def sample(self, rng) -> np.ndarray:
+        return self.rates.copy()
+
+    def prob_change_within(self, elapsed) -> np.ndarray:
+        return -np.expm1(-self.rates * np.asarray(elapsed, dtype=np.float64))
+
+    def freshness_index(self, elapsed) -> np.ndarray:
+        from ._index import _index_kernels
+
+        t = np.ascontiguousarray(np.broadcast_to(np.asarray(elapsed, dtype=np.float64), self.rates.shape))
+        out = np.empty(self.rates.size)
+        _index_kernels().poisson_index(self.rates, t, out)
+        return out
 
 
 class DynamicLearner:

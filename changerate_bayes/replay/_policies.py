@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..scheduling import optimal_crawl_rates
-from ._index import ClairvoyantPolicy, IndexPolicy
+from ._index import ClairvoyantPolicy, HindsightIndexPolicy, IndexPolicy
 from ._learners import DynamicLearner, GridLearner, LLNLearner, OldestFirst, burst_learner
 
 __all__ = [
@@ -725,5 +725,7 @@ POLICIES = {
     "burst_index_thompson": lambda: IndexPolicy(_burst_learner, name="burst_index_thompson", form="thompson"),
     "clairvoyant": lambda: ClairvoyantPolicy(),
     "oracle": lambda: OraclePolicy("optimal"),
+    "index_oracle": lambda: HindsightIndexPolicy(name="index_oracle"),
+    "paced_oracle": lambda: HindsightIndexPolicy(name="paced_oracle", pace="pages"),
     "oracle_proportional": lambda: OraclePolicy("proportional"),
 }

@@ -183,7 +183,9 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
         model), ``"paced_index_mean"`` / ``"paced_index_thompson"`` (static posterior,
         crawls spent in proportion to the pages in the crawl: ``IndexPolicy(pace="pages")``)
         and ``"paced_uniform"`` (round robin at that pace), the hindsight references ``"oracle"`` (optimal static rates of the
-        true n_i/T_i) and ``"oracle_proportional"`` (rates ∝ true n_i/T_i), and
+        true n_i/T_i), ``"oracle_proportional"`` (rates ∝ true n_i/T_i), ``"index_oracle"`` and
+        ``"paced_oracle"`` (the freshness index of the true n_i/T_i, unpaced and paced:
+        :class:`HindsightIndexPolicy`, the references of the index policies), and
         ``"clairvoyant"`` (:class:`ClairvoyantPolicy`, knows the change times). A policy object (e.g.
         ``PlugInPolicy(factory, name=...)`` with any learner) is used as given.
     window : DataFrame (page, start, end), (start, end) or None
@@ -217,7 +219,8 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
         :func:`replay_metrics`, ``within_budget``, and with ``n_boot`` > 0
         ``freshness_lo``/``_hi`` and ``freshness_weighted_lo``/``_hi``; when ``"oracle"`` ran
         at that budget, ``vs_oracle`` (freshness ÷ the oracle's, weighted) and its
-        interval; when ``"uniform"`` and ``"clairvoyant"`` ran at that budget,
+        interval ``vs_oracle_lo``/``_hi``; likewise ``vs_paced_oracle`` when ``"paced_oracle"``
+        ran; when ``"uniform"`` and ``"clairvoyant"`` ran at that budget,
         ``gap_share`` (the share of the weighted-freshness gap from uniform to clairvoyant
         the policy closes, :func:`gap_share`) and with ``n_boot`` > 0 its paired interval
         ``gap_share_lo``/``_hi``.
@@ -297,6 +300,7 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
                 runs.append((p, b, "given", float(rates[j]), part))
 
     oracle = {(b, s): r for name, b, s, _, r in runs if name == "oracle"}
+    paced_oracle = {(b, s): r for name, b, s, _, r in runs if name == "paced_oracle"}
     uniform = {(b, s): r for name, b, s, _, r in runs if name == "uniform"}
     clairvoyant = {(b, s): r for name, b, s, _, r in runs if name == "clairvoyant"}
     rows = []
@@ -314,11 +318,12 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
             row["gap_share"] = gap_share(res, low, high)
             if counts is not None:
                 row["gap_share_lo"], row["gap_share_hi"] = bootstrap_gap_share(res, low, high, counts, level=level)
-        ref = oracle.get(at)
-        if ref is not None:
-            row["vs_oracle"] = m["freshness_weighted"] / replay_metrics(ref)["freshness_weighted"]
-            if counts is not None:
-                row["vs_oracle_lo"], row["vs_oracle_hi"] = bootstrap_ratio(res, counts, reference=ref,
-                                                                           weighted=True, level=level)
+        for col, refs in (("vs_oracle", oracle), ("vs_paced_oracle", paced_oracle)):
+            ref = refs.get(at)
+            if ref is not None:
+                row[col] = m["freshness_weighted"] / replay_metrics(ref)["freshness_weighted"]
+                if counts is not None:
+                    row[f"{col}_lo"], row[f"{col}_hi"] = bootstrap_ratio(res, counts, reference=ref,
+                                                                         weighted=True, level=level)
         rows.append(row)
     return pd.DataFrame(rows)
