@@ -44,6 +44,10 @@ MULTIPLES = (0.1, 0.3, 1.0, 3.0)
 LEARNED = ("uniform", "lln", "mle", "posterior_mean", "thompson", "index_mean", "index_thompson", "paced_uniform",
            "paced_index_mean", "paced_index_thompson")
 SCHEDULES = ("nutch", "nutch_nosync", "stormcrawler")
+#: Hindsight references (given the true rates or the change times): never the freshest learner.
+REFERENCES = ("oracle", "oracle_proportional", "index_oracle", "paced_oracle", "clairvoyant")
+#: The paced policies, compared with ``paced_oracle`` (the index of the true rates at the same pace).
+PACED = ("paced_uniform", "paced_index_mean", "paced_index_thompson")
 #: Not replayed by the study (see ``study_policies``).
 SLOW = ("dynamic_index_mean", "dynamic_index_thompson", "burst_index_mean", "burst_index_thompson")
 ATTRIBUTION = ("Open Terms Archive data: licence ODC-BY 1.0, \"Open Terms Archive contributors\" (dating "
@@ -181,9 +185,9 @@ def _verdict(rows, budgets) -> dict:
                                                 "best": m["freshness_weighted"],
                                                 "gain": m["freshness_weighted"] - t["freshness_weighted"]})
     by_budget = []
-    for b in budgets:  # the freshest policy that kept within the budget, oracles and the clairvoyant excluded
+    for b in budgets:  # the freshest policy that kept within the budget, the hindsight references excluded
         cands = [r for r in rows if r["budget_source"] == "given" and math.isclose(r["budget"], b)
-                 and r["within_budget"] and not r["policy"].startswith("oracle") and r["policy"] != "clairvoyant"]
+                 and r["within_budget"] and r["policy"] not in REFERENCES]
         top = max(cands, key=lambda r: r["freshness_weighted"])
         by_budget.append({"budget": b, "policy": top["policy"], "freshness": top["freshness_weighted"],
                           "vs_oracle": top.get("vs_oracle")})
@@ -200,8 +204,14 @@ def _verdict(rows, budgets) -> dict:
     mean_gap = {p: float(np.mean([c["share"] for c in cells])) for p, cells in gap.items()
                 if len(cells) == len(budgets)}
     best_gap = max(mean_gap, key=mean_gap.get) if mean_gap else None
+    vs_paced = {}
+    for p in PACED:
+        cells = [_row(rows, p, budget=b) for b in budgets]
+        if all(r is not None and r.get("vs_paced_oracle") is not None for r in cells):
+            vs_paced[p] = float(np.mean([r["vs_paced_oracle"] for r in cells]))
     return {"best": best, "mean_vs_oracle": mean_ratio, "vs_schedules": comps, "vs_tuned": tuned,
-            "best_by_budget": by_budget, "gap_share": gap, "mean_gap_share": mean_gap, "best_gap": best_gap}
+            "best_by_budget": by_budget, "gap_share": gap, "mean_gap_share": mean_gap, "best_gap": best_gap,
+            "mean_vs_paced_oracle": vs_paced}
 
 
 def summarize(result: dict) -> dict:
@@ -236,19 +246,19 @@ def _figure(rows, budgets, title):
     return fig
 
 
-def _ratio_table(rows, budgets):
+def _ratio_table(rows, budgets, col="vs_oracle", names=None):
     table = []
-    names = [p for p in POLICY_NAMES if p not in SCHEDULES]
+    names = [p for p in POLICY_NAMES if p not in SCHEDULES] if names is None else names
     for name in names:
         rec = {"policy": name}
         for j, b in enumerate(budgets):
             r = _row(rows, name, budget=b)
-            if r is None or r.get("vs_oracle") is None:
+            if r is None or r.get(col) is None:
                 rec[f"b{j}"] = None
                 continue
-            cell = f"{r['vs_oracle']:.3f}"
-            if r.get("vs_oracle_lo") is not None:
-                cell += f" [{r['vs_oracle_lo']:.3f}, {r['vs_oracle_hi']:.3f}]"
+            cell = f"{r[col]:.3f}"
+            if r.get(f"{col}_lo") is not None:
+                cell += f" [{r[f'{col}_lo']:.3f}, {r[f'{col}_hi']:.3f}]"
             if not r["within_budget"]:
                 cell += f" (over budget: {r['crawls_per_day']:.3g}/day)"
             rec[f"b{j}"] = cell
@@ -311,7 +321,7 @@ def _matched_table(rows):
         if own is None:
             continue
         rec = {"schedule": s, "spent": own["crawls_per_day"], s: own["freshness_weighted"]}
-        for p in LEARNED + ("oracle",):
+        for p in LEARNED + ("oracle", "paced_oracle"):
             r = _row(rows, p, f"spent by {s}")
             rec[p] = None if r is None else r["freshness_weighted"]
         out.append(rec)
@@ -327,6 +337,10 @@ def _section(rows, budgets, multiples, label):
     parts.append(html_table(_ratio_table(rows, budgets), cols,
                             caption=f"{label}: weighted freshness ÷ hindsight-optimal static rates, by budget "
                                     "(× total change rate), 95% paired bootstrap interval"))
+    parts.append(html_table(_ratio_table(rows, budgets, "vs_paced_oracle", list(PACED)), cols,
+                            caption=f"{label}: weighted freshness of the paced policies ÷ paced_oracle's (the "
+                                    "freshness index of the true rates at the same pace), by budget, 95% paired "
+                                    "bootstrap interval"))
     gap, heads = _gap_table(rows, budgets, multiples)
     parts.append(html_table(gap, [("policy", "policy")] + heads,
                             caption=f"{label}: share of the weighted-freshness gap from uniform (0) to the clairvoyant "
@@ -335,7 +349,8 @@ def _section(rows, budgets, multiples, label):
                                     "bootstrap interval"))
     parts.append(html_table(_matched_table(rows),
                             [("schedule", "schedule (defaults)"), ("spent", "crawls/day it spent")]
-                            + [(s, f"{s}") for s in SCHEDULES] + [(p, p) for p in LEARNED + ("oracle",)],
+                            + [(s, f"{s}") for s in SCHEDULES]
+                            + [(p, p) for p in LEARNED + ("oracle", "paced_oracle")],
                             caption=f"{label}: freshness of each policy given the crawls each default schedule spent "
                                     "(the schedule's own freshness in its column)"))
     tuned = []
@@ -378,7 +393,10 @@ def render(result: dict) -> str:
         "assume Poisson changes: on bursty real pages an adaptive schedule can beat them (ratios above 1). "
         "<em>clairvoyant</em> knows every change time and spends the same budget: at each step with crawls left it "
         "crawls only stale pages, those whose next change (or window end) is furthest away first, and keeps unused "
-        "crawls for later; greedy, so near (not provably at) the best any schedule can do.</p>",
+        "crawls for later; greedy, so near (not provably at) the best any schedule can do. "
+        "<em>index_oracle</em> and <em>paced_oracle</em> = the index policy's own selection (below) over each page's "
+        "true rate, unpaced and paced: the references of the index policies at their own pace (<em>oracle</em> "
+        "spends the budget every day, so a paced policy's ratio to it mixes in the pace).</p>",
         "<p>Index policies (<em>index_mean</em>, <em>index_thompson</em>; the library's "
         "<em>dynamic_index_*</em> and <em>burst_index_*</em>, over the random-walk posterior and the burst model, "
         "are left out here for their cost): at every step the crawls the budget allows go to the pages with the largest "
