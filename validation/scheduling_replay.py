@@ -437,8 +437,13 @@ def render(result: dict) -> str:
                           for c in v["gap_share"][bg])
         gap_txt = (f" Of the gap from uniform to the clairvoyant reference, the learning policy that closes the "
                    f"most on average over the budgets is {bg} ({v['mean_gap_share'][bg]:.3f}; by budget {cells}).")
+    paced_txt = ""
+    if v.get("mean_vs_paced_oracle"):
+        paced_txt = (" Against the hindsight rates' index at the same pace (paced_oracle), on average over the "
+                     "budgets: " + ", ".join(f"{p} {r:.3f}" for p, r in v["mean_vs_paced_oracle"].items()) + ".")
     parts.append(verdict_html(
-        f"Freshest policy that kept within each budget (oracles and the clairvoyant excluded): {overall}.{gap_txt} "
+        f"Freshest policy that kept within each budget (the hindsight references excluded): {overall}.{gap_txt}"
+        f"{paced_txt} "
         f"Among the budget allocations, a crawler engineer should use {best}: on average over the four budgets it reaches "
         f"{v['mean_vs_oracle'][best]:.1%} of the hindsight-optimal static rates' freshness. Against the adaptive "
         f"schedules: {gains}. Against the schedules tuned to each budget ({best} minus tuned): "
