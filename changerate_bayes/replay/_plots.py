@@ -13,7 +13,8 @@ def plot_freshness_budget(table: pd.DataFrame, *, weighted: bool = True, ax=None
 
     Budgeted and tuned policies are lines over the given budgets, each point at the crawls
     per day actually spent (a tuned schedule that cannot spend as little as a budget sits at
-    its floor), with the bootstrap intervals when the table has them; a schedule with its
+    its floor), with the bootstrap intervals when the table has them (the hindsight references,
+    any name containing "oracle", dashed; tuned schedules dotted); a schedule with its
     defaults is one black marker.
 
     Parameters
@@ -49,7 +50,7 @@ def plot_freshness_budget(table: pd.DataFrame, *, weighted: bool = True, ax=None
         err = None
         if f"{col}_lo" in rows:
             err = np.vstack([y - rows[f"{col}_lo"].to_numpy(dtype=float), rows[f"{col}_hi"].to_numpy(dtype=float) - y])
-        ls = "--" if name.startswith("oracle") else (":" if name.endswith("_tuned") else "-")
+        ls = "--" if "oracle" in name else (":" if name.endswith("_tuned") else "-")
         ax.errorbar(rows["crawls_per_day"], y, yerr=err, marker="o", ms=3, capsize=2, ls=ls, label=name)
     own = table[table["budget_source"] == "own schedule"]
     for (_, r), mk in zip(own.iterrows(), "sD^v<>"):
