@@ -41,7 +41,8 @@ def test_study_pieces_on_a_small_slice():
     html = study.render(res)
     assert "hindsight-optimal" in html and "ODC-BY" in html and "clairvoyant" in html
     assert "share of the weighted-freshness gap" in html
-    assert "paced_oracle" in html and set(res["scheduling_replay"]["verdict"]["mean_vs_paced_oracle"]) == set(study.PACED)
-    assert all(r["policy"] not in study.REFERENCES for r in res["scheduling_replay"]["verdict"]["best_by_budget"])
+    verdict = res["scheduling_replay"]["verdict"]
+    assert "paced_oracle" in html and set(verdict["mean_vs_paced_oracle"]) == set(study.PACED)
+    assert all(r["policy"] not in study.REFERENCES for r in verdict["best_by_budget"])
     for m in study.MULTIPLES:
         assert f"{m:g}×" in html
