@@ -412,3 +412,18 @@ def test_columns_flag_maps_the_log(tmp_path, capsys):
     assert pd.read_csv(out)["url"].tolist() == ["https://a.example/", "https://b.example/x?q=1", "https://c.example/"]
     assert main(["schedule", str(log), "--out", str(out), "--columns", "page"]) == 2
     assert "--columns takes ROLE=COLUMN" in capsys.readouterr().err
+
+
+def test_a_folder_of_common_crawl_shards_is_a_log(tmp_path, capsys):
+    # a folder stands for every file under it, and cdx-NNNNN.gz shards are told by their first line
+    from changerate_bayes.datasets import write_cdxj_shards
+
+    shards = write_cdxj_shards(tmp_path / "cc", 20, 3, 1)
+    out, by_file = tmp_path / "folder.csv", tmp_path / "files.csv"
+    assert main(["schedule", str(tmp_path / "cc"), "--budget", "5", "--out", str(out)]) == 0, capsys.readouterr().err
+    assert main(["schedule", *map(str, shards), "--budget", "5", "--out", str(by_file)]) == 0
+    assert out.read_bytes() == by_file.read_bytes() and len(pd.read_csv(out)) > 0
+    # an output inside the input folder would be read as a log by the next run: refused by name
+    assert main(["schedule", str(tmp_path / "cc"), "--out", str(tmp_path / "cc" / "next.csv")]) == 0
+    assert main(["schedule", str(tmp_path / "cc"), "--out", str(tmp_path / "cc" / "next.csv")]) == 2
+    assert "is the input" in capsys.readouterr().err

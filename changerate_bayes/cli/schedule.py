@@ -64,8 +64,8 @@ def _err(msg: str) -> int:
     return 2
 
 
-def _check_args(args) -> tuple[Path, str]:
-    """The output path and format; ValueError naming the flag for any bad choice."""
+def _check_args(args, files) -> tuple[Path, str]:
+    """The output path and format (``files``: the logs' files); ValueError naming the flag for any bad choice."""
     out = Path(args.out)
     if out.is_dir():
         raise ValueError(f"--out {args.out!r} is a folder")
@@ -77,7 +77,7 @@ def _check_args(args) -> tuple[Path, str]:
                              "(csv, parquet or nutch-seeds)")
     elif out.suffix in _BY_SUFFIX and _BY_SUFFIX[out.suffix] != fmt:
         raise ValueError(f"--format {fmt} does not match --out {args.out!r} (a {_BY_SUFFIX[out.suffix]} name)")
-    refuse_inputs_as_outputs(args.logs, [("--out", args.out)])  # also through links
+    refuse_inputs_as_outputs(files, [("--out", args.out)])  # also through links
     out = resolve_output(out)  # a symbolic link at --out is written through
     if args.budget is not None and not (args.budget > 0 and math.isfinite(args.budget)):
         raise ValueError(f"--budget must be > 0 and finite (crawls per day); got {args.budget}")
@@ -123,17 +123,18 @@ def run(args) -> int:
 def _run(args) -> int:
     import warnings
 
-    from changerate_bayes.io import CrawlLogError, detect_format, read_log
+    from changerate_bayes.io import CrawlLogError, detect_format, log_files, read_log
 
     t0 = time.perf_counter()
     try:
-        out, out_format = _check_args(args)
+        files, _ = log_files(args.logs)  # a folder stands for every file under it
+        out, out_format = _check_args(args, files)
         from ._flags import LOG_ROLES, parse_columns
 
         args.column_map = parse_columns(args.columns, LOG_ROLES)
         fmt = args.log_format
         if fmt == "auto":
-            kinds = {detect_format(p) for p in args.logs}
+            kinds = {detect_format(p) for p in files}
             fmt = kinds.pop() if len(kinds) == 1 else "auto"
         if args.column_map and fmt not in ("csv", "parquet", "auto"):
             raise ValueError(f"--columns maps the columns of CSV and Parquet logs; these logs are {fmt!r}")
@@ -150,7 +151,7 @@ def _run(args) -> int:
             if args.engine == "dask":
                 schedule, audit = _dask_schedule(args, fmt)
             else:
-                log = read_log(args.logs, format=fmt, ota_changed=args.ota_changed, columns=args.column_map)
+                log = read_log(files, format=fmt, ota_changed=args.ota_changed, columns=args.column_map)
                 audit = log.audit
                 schedule = schedule_pages(log, budget=args.budget, max_interval_h=args.max_interval_h)
         except (CrawlLogError, ValueError) as exc:
