@@ -427,3 +427,17 @@ def test_a_folder_of_common_crawl_shards_is_a_log(tmp_path, capsys):
     assert main(["schedule", str(tmp_path / "cc"), "--out", str(tmp_path / "cc" / "next.csv")]) == 0
     assert main(["schedule", str(tmp_path / "cc"), "--out", str(tmp_path / "cc" / "next.csv")]) == 2
     assert "is the input" in capsys.readouterr().err
+
+
+def test_a_cut_shard_on_dask_is_one_line(tmp_path, capfd):
+    # a worker's failed read reaches the terminal as the command's one line, not as the worker's traceback
+    from changerate_bayes.datasets import write_cdxj_shards
+
+    shards = write_cdxj_shards(tmp_path / "cc", 400, 2, 1, n_shards=1)
+    data = shards[0].read_bytes()
+    shards[0].write_bytes(data[: len(data) // 2])
+    out = tmp_path / "s.csv"
+    assert main(["schedule", *map(str, shards), "--out", str(out), "--engine", "dask"]) == 2
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cdx-00000.gz" in err[0] and "truncated" in err[0], err
+    assert not out.exists()

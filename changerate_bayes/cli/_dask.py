@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 from typing import NamedTuple
 
 __all__ = ["DaskInput", "dask_client", "dask_visits"]
@@ -82,7 +83,10 @@ def dask_client(args):
         if args.scheduler:
             client = Client(args.scheduler)
         else:
-            cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+            # a task's error reaches the command as its one-line message; the workers' own log of it
+            # ("Compute Failed" with the traceback) would print that error a second time, as a traceback
+            cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   silence_logs=logging.CRITICAL)
             client = Client(cluster)
         try:
             yield client
