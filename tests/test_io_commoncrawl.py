@@ -70,6 +70,19 @@ def test_auto_format_recognises_shards_by_content(tmp_path):
         detect_format(other)
 
 
+def test_a_shard_cut_before_its_first_line_is_named_as_cut(tmp_path):
+    # the name does not tell the format and the content cannot be decompressed far enough to tell it:
+    # the error is the truncated file, not an unknown format
+    shard = _shards(tmp_path, n_urls=3, n_crawls=1, n_shards=1)[0]
+    data = shard.read_bytes()
+    shard.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CrawlLogError, match=r"cdx-00000\.gz: cannot be decompressed .*truncated"):
+        detect_format(shard)
+    shard.write_bytes(data[:5])  # inside gzip's own header
+    with pytest.raises(CrawlLogError, match=r"cdx-00000\.gz: cannot be decompressed .*truncated"):
+        detect_format(shard)
+
+
 def test_cdx_and_warc_of_the_same_captures_give_the_same_pages_and_merge(tmp_path):
     captures = [("http://a.com/x", "20240101000000", b"v1", 200), ("https://a.com/x", "20240101060000", b"v1", 200),
                 ("http://a.com/x", "20240102000000", b"v2", 200), ("http://b.org/", "20240101000000", b"w", 200),

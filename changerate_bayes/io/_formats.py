@@ -29,7 +29,7 @@ _CDX_LINE = re.compile(r"^\S+ \d{14} \S+ \S+ \S+ \S+ \S+")
 
 def _sniff(path: Path) -> str | None:
     """The format told by a file's first bytes (decompressed if gzip, bz2, xz or zstd), or None."""
-    from ._compressed import DECOMPRESSION_ERRORS, open_text
+    from ._compressed import DECOMPRESSION_ERRORS, compression_of, decompression_error, open_text
 
     with open(path, "rb") as fh:
         if fh.read(4) == b"PAR1":
@@ -37,7 +37,11 @@ def _sniff(path: Path) -> str | None:
     try:
         with open_text(path, encoding="utf-8-sig") as fh:
             head = fh.read(4096)
-    except (UnicodeDecodeError, CrawlLogError, *DECOMPRESSION_ERRORS):
+    except DECOMPRESSION_ERRORS as exc:
+        if compression_of(path) is not None:  # cut or corrupt before its first lines: that is the error
+            raise decompression_error(str(path), exc, path) from None
+        head = ""
+    except (UnicodeDecodeError, CrawlLogError):
         head = ""
     if head.startswith(("WARC/", "filedesc://")):
         return "warc"
@@ -58,7 +62,9 @@ def detect_format(path) -> str:
     Raises
     ------
     CrawlLogError (a ValueError)
-        If the name does not tell the format, or the path is a device, pipe or socket.
+        If the name does not tell the format, the path is a device, pipe or socket, or a
+        compressed file that must be read to tell its format cannot be decompressed that far
+        (cut short or corrupt).
     """
     p = Path(path)
     if p.exists() and not p.is_file() and not p.is_dir():
