@@ -441,3 +441,20 @@ def test_a_cut_shard_on_dask_is_one_line(tmp_path, capfd):
     err = capfd.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cdx-00000.gz" in err[0] and "truncated" in err[0], err
     assert not out.exists()
+
+
+def test_pages_left_out_of_the_schedule_are_said(tmp_path, log_csv, capsys):
+    # a page seen once (a new URL) and a page whose every visit failed get no row: the command says so
+    frame = pd.concat([pd.read_csv(log_csv),
+                       pd.DataFrame({"page": ["https://new.example/"], "fetch_time": ["2024-01-05T00:00:00Z"],
+                                     "changed": [0]})], ignore_index=True)
+    log = tmp_path / "with_new.csv"
+    frame.to_csv(log, index=False)
+    out = tmp_path / "s.csv"
+    assert main(["schedule", str(log), "--budget", "3", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "note: 1 page(s) of the log are not in the schedule: 1 with a single usable visit" in said
+    assert "wrote the schedule of 3 pages" in said
+    assert "https://new.example/" not in pd.read_csv(out)["url"].tolist()
+    assert main(["schedule", str(log_csv), "--budget", "3", "--out", str(out)]) == 0
+    assert "not in the schedule" not in capsys.readouterr().out

@@ -168,6 +168,11 @@ def _run(args) -> int:
     if a["n_revisit_bound"]:
         print(f"note: the allocation holds {a['n_revisit_bound']} page(s) at its revisit bound "
               "(interval_source=revisit_bound)")
+    left_out = audit.single_visit_pages + audit.pages_without_usable_visit
+    if left_out:
+        print(f"note: {left_out} page(s) of the log are not in the schedule: {audit.single_visit_pages} with a "
+              f"single usable visit (nothing to compare it with, so no change rate) and "
+              f"{audit.pages_without_usable_visit} with none; give them their crawler's own first interval")
     print(f"budget {a['budget_per_day']:.6g} crawls/day; the schedule spends {a['crawls_per_day']:.6g}")
     try:
         path = write_schedule(schedule, out, format=out_format)
