@@ -59,3 +59,17 @@ def test_replay_command_refuses_a_budget_beyond_what_it_counts(tmp_path, capsys)
     assert code == 0
     printed = capsys.readouterr().out
     assert "1.000000e+12" in printed
+
+
+def test_unreadable_inputs_are_named(tmp_path, capsys):
+    ch, win = _files(tmp_path)
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"")
+    assert main(["replay", str(empty), "--windows", win, "--budget", "1"]) == 2
+    assert "CHANGES.csv 'empty.csv'" in capsys.readouterr().err.replace(str(tmp_path) + "/", "")
+    assert main(["replay", ch, "--windows", str(empty), "--budget", "1"]) == 2
+    assert "--windows 'empty.csv'" in capsys.readouterr().err.replace(str(tmp_path) + "/", "")
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("page,timestamp\ncaf\xe9,2024-01-02T00:00:00Z\n".encode("latin-1"))
+    assert main(["replay", str(latin), "--windows", win, "--budget", "1"]) == 2
+    assert "CHANGES.csv 'latin.csv': not UTF-8" in capsys.readouterr().err.replace(str(tmp_path) + "/", "")

@@ -180,20 +180,24 @@ def _run(args) -> int:
             check_writable_folder("--csv", args.csv, resolve_output(csv_out).parent)
         except ValueError as exc:
             return fail(str(exc))
+    reading = f"CHANGES.csv {args.changes!r}"  # the file an error is about
     try:
         changes = _mapped(pd.read_csv(args.changes), column_map)
         changes.index = pd.RangeIndex(2, len(changes) + 2)  # row labels = lines of the file, for the errors
         windows = None
         if args.windows:
+            reading = f"--windows {args.windows!r}"
             windows = _mapped(pd.read_csv(args.windows), column_map)
             windows.index = pd.RangeIndex(2, len(windows) + 2)
         elif args.window:
             windows = tuple(_window_value(x) for x in args.window)
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        return fail(f"cannot read the input: {exc}")
+    except pd.errors.EmptyDataError:
+        return fail(f"{reading}: the file is empty (expected a CSV header line)")
+    except (OSError, pd.errors.ParserError) as exc:
+        return fail(f"{reading}: cannot be read: {exc}")
     except UnicodeDecodeError as exc:
-        return fail(f"cannot read the input: not UTF-8 text ({exc.reason}: byte {exc.object[exc.start]:#04x}); "
-                    "re-encode the CSV files as UTF-8")
+        return fail(f"{reading}: not UTF-8 text ({exc.reason}: byte {exc.object[exc.start]:#04x}); "
+                    "re-encode it as UTF-8")
     except ValueError as exc:
         return fail(str(exc))
     t0 = time.perf_counter()
