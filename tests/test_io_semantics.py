@@ -117,6 +117,26 @@ a,2024-01-01T02:00Z,y,2023-01-01T00:00Z
     assert log.history.flat_changed.tolist() == [0, 1]
 
 
+def test_last_modified_as_the_server_sent_it(tmp_path):
+    # a Last-Modified header logged verbatim is an HTTP date (RFC 9110 IMF-fixdate, always GMT): the same
+    # instants as the ISO times, and as time-zone-aware as the fetch times' "Z"
+    iso = """page,fetch_time,last_modified
+a,2024-01-01T00:00:00Z,2023-12-31T00:00:00Z
+a,2024-01-01T10:00:00Z,2024-01-01T05:00:00Z
+a,2024-01-02T06:00:00Z,2024-01-01T06:00:00Z
+"""
+    http = iso.replace("2023-12-31T00:00:00Z", '"Sun, 31 Dec 2023 00:00:00 GMT"') \
+        .replace(",2024-01-01T05:00:00Z", ',"Mon, 01 Jan 2024 05:00:00 GMT"') \
+        .replace(",2024-01-01T06:00:00Z", ',"Mon, 01 Jan 2024 06:00:00 GMT"')
+    assert "GMT" in http and http.count("GMT") == 3
+    a, b = read_csv(_csv(tmp_path, iso)), read_csv(_csv(tmp_path, http, name="http.csv"))
+    assert b.audit.change_source == "last_modified"
+    assert b.history.flat_changed.tolist() == a.history.flat_changed.tolist() == [1, 0]
+    assert b.history.flat_intervals.tolist() == a.history.flat_intervals.tolist() == [10.0, 20.0]
+    bad = _csv(tmp_path, http.replace("Mon, 01 Jan 2024 06", "Mon, 41 Jan 2024 06"), name="bad.csv")
+    _raises(bad, r"bad\.csv: line 4, column 'last_modified': unparsable time 'Mon, 41 Jan 2024 06:00:00 GMT'")
+
+
 def test_not_modified_before_first_digest_is_dropped():
     df = pd.DataFrame({"page": ["a"] * 3, "fetch_time": ["2024-01-01T00:00Z", "2024-01-01T01:00Z", "2024-01-01T03:00Z"],
                        "status": [304, 200, 304], "digest": ["", "x", ""]})

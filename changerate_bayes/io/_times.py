@@ -12,6 +12,9 @@ __all__ = ["parse_time_column", "check_kinds", "merge_kinds", "time_kinds"]
 # A UTC offset ("Z", "+01:00", "-0500") after the time of day: a date alone ("2024-01-01",
 # whose "-01" is the day, not an offset) is naive.
 _AWARE = r"[Tt ]\d[^+\-zZ]*(?:[zZ]|[+-]\d\d(?::?\d\d)?)$"
+#: An HTTP date as servers send Last-Modified and Date (RFC 9110 IMF-fixdate, always GMT).
+_HTTP_DATE = r"[A-Za-z]{3}, \d\d [A-Za-z]{3} \d{4} \d\d:\d\d:\d\d GMT"
+_HTTP_FORMAT = "%a, %d %b %Y %H:%M:%S GMT"
 _NAT = np.iinfo(np.int64).min
 # Times are held as int64 nanoseconds, whose range is 1677-09-21 .. 2262-04-11: a time
 # outside whole years inside it is refused rather than wrapped around.
@@ -25,8 +28,10 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
                       required: bool, state: dict, fmt: str | None = None) -> np.ndarray:
     """UTC nanoseconds since the epoch (int64) of one chunk of a time column.
 
-    ISO-8601 strings (or datetime dtypes) are accepted; a time with a UTC offset is an
-    exact instant, a naive time (a date alone included) is taken as UTC. ``state``
+    ISO-8601 strings (or datetime dtypes) are accepted, and HTTP dates (RFC 9110
+    IMF-fixdate, ``Sun, 06 Nov 1994 08:49:37 GMT``: a Last-Modified header logged as sent);
+    a time with a UTC offset (or GMT) is an exact instant, a naive time (a date alone
+    included) is taken as UTC. ``state``
     carries the awareness seen in earlier chunks, files and time columns (naive and
     aware together are refused). Times outside the years 1678-2261 (those int64
     nanoseconds hold) are refused, naming the line. Missing values are an error if
@@ -67,9 +72,13 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
     if not present.any():
         return out
     sp = s[present]
-    want = "an ISO-8601 datetime" if fmt is None else f"a time of the form {fmt}"
+    want = "an ISO-8601 datetime or an HTTP date" if fmt is None else f"a time of the form {fmt}"
+    http = np.zeros(len(sp), dtype=bool)
     if fmt is None:
         parsed = pd.to_datetime(sp, format="ISO8601", utc=True, errors="coerce")
+        http = (parsed.isna() & sp.str.fullmatch(_HTTP_DATE)).to_numpy(dtype=bool, na_value=False)
+        if http.any():  # a header logged as the server sent it
+            parsed[http] = pd.to_datetime(sp[http], format=_HTTP_FORMAT, utc=True, errors="coerce")
     else:
         parsed = pd.to_datetime(sp, format=fmt, utc=True, errors="coerce")
     bad = parsed.isna().to_numpy(dtype=bool)
@@ -80,7 +89,7 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
                             f"(expected {want})")
     idx = np.flatnonzero(present)
     if fmt is None:
-        aware = _aware_strings(sp)
+        aware = _aware_strings(sp) | http
         firsts = {}
         for kind, mask in (("aware", aware), ("naive", ~aware)):
             if mask.any():
