@@ -137,6 +137,24 @@ a,2024-01-02T06:00:00Z,2024-01-01T06:00:00Z
     _raises(bad, r"bad\.csv: line 4, column 'last_modified': unparsable time 'Mon, 41 Jan 2024 06:00:00 GMT'")
 
 
+def test_weak_and_strong_etags_of_one_version_are_equal(tmp_path):
+    # RFC 9110 8.8.3.2, weak comparison: W/"v1" and "v1" name the same content (servers such as
+    # nginx weaken an ETag when they compress the response), so only the change to "v2" counts
+    text = (
+        'page,fetch_time,etag\n'
+        'a,2024-01-01T00:00Z,"""v1"""\n'
+        'a,2024-01-02T00:00Z,"W/""v1"""\n'
+        'a,2024-01-03T00:00Z,"""v1"""\n'
+        'a,2024-01-04T00:00Z,"W/""v2"""\n'
+        'a,2024-01-05T00:00Z,"""v2"""\n'
+    )  # CSV quoting: each quote of an ETag doubled
+    assert pd.read_csv(_csv(tmp_path, text, name="e.csv"))["etag"].tolist() == ['"v1"', 'W/"v1"', '"v1"',
+                                                                              'W/"v2"', '"v2"']
+    log = read_csv(_csv(tmp_path, text))
+    assert log.audit.change_source == "digest"
+    assert log.history.flat_changed.tolist() == [0, 0, 1, 0]
+
+
 def test_not_modified_before_first_digest_is_dropped():
     df = pd.DataFrame({"page": ["a"] * 3, "fetch_time": ["2024-01-01T00:00Z", "2024-01-01T01:00Z", "2024-01-01T03:00Z"],
                        "status": [304, 200, 304], "digest": ["", "x", ""]})

@@ -169,6 +169,9 @@ def _hash_strings(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         present = codes >= 0
         return np.where(present, h[codes], np.uint64(0)), present & ok[codes]
     s = values.astype("string").str.strip()
+    weak = s.str.startswith('W/"').to_numpy(dtype=bool, na_value=False)
+    if weak.any():  # a weak ETag names the same content as the strong one (RFC 9110 8.8.3.2)
+        s = s.where(~weak, s.str[2:])
     ok = ~(s.isna() | (s == "") | (s == "-")).to_numpy(dtype=bool)
     out = np.zeros(len(s), dtype=np.uint64)
     if ok.any():
