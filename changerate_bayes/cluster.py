@@ -282,6 +282,7 @@ def estimate_files_dask(paths, *, format="auto", columns=None, change_from="auto
     """
     from .io import CrawlLogError, detect_format, log_files
     from .io._cdx import _check_page_key
+    from .io._formats import refuse_surt_for_warc
     from .io._pieces import check_time_kinds
 
     if partitioned not in ("auto", True, False):
@@ -292,6 +293,7 @@ def estimate_files_dask(paths, *, format="auto", columns=None, change_from="auto
     if format not in ("auto", "csv", "parquet", "cdx", "warc"):
         raise ValueError(f"`format` must be one of ['auto', 'csv', 'parquet', 'cdx', 'warc']; got {format!r}")
     fmts = [detect_format(f) for f in files] if format == "auto" else [format] * len(files)
+    refuse_surt_for_warc(files, format, page_key)
     if len(set(fmts)) > 1 and set(fmts) != {"cdx", "warc"}:
         raise CrawlLogError(f"{files[0]}: the files have different formats {sorted(set(fmts))} (only CDX and WARC "
                             "mix); pass `format`")

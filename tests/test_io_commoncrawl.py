@@ -83,6 +83,27 @@ def test_a_shard_cut_before_its_first_line_is_named_as_cut(tmp_path):
         detect_format(shard)
 
 
+def test_surt_keys_are_refused_for_warc_files(tmp_path, capsys):
+    # WARC records name their page by URL only: asked for SURT keys, a WARC file (alone, or beside a CDX
+    # index whose keys would then differ from its own) is refused by name rather than keyed by URL in silence
+    from changerate_bayes.cli import main
+
+    warc = tmp_path / "crawl.warc.gz"
+    _write_warc(warc, [("response", "http://www.a.com/", "2024-01-01T00:00:00Z", 200, b"x", None),
+                       ("response", "https://a.com/", "2024-01-02T00:00:00Z", 200, b"y", None),
+                       ("response", "http://www.a.com/", "2024-01-03T00:00:00Z", 200, b"y", None)])
+    cdx = _shards(tmp_path)[0]
+    for paths in ([warc], [cdx, warc]):
+        with pytest.raises(CrawlLogError, match=r"crawl\.warc\.gz: `page_key` surt keys .* CDX"):
+            read_log(paths, page_key="surt")
+        for engine in ("pandas", "dask"):
+            code = main(["estimate", *map(str, paths), "--page-key", "surt", "--engine", engine,
+                         "--out", str(tmp_path / "e.csv")])
+            assert code == 2 and "--page-key surt" in capsys.readouterr().err
+    assert not (tmp_path / "e.csv").exists()
+    assert read_log([warc]).page_ids.tolist() == ["http://www.a.com/"]  # keyed by URL: https://a.com/ is another
+
+
 def test_cdx_and_warc_of_the_same_captures_give_the_same_pages_and_merge(tmp_path):
     captures = [("http://a.com/x", "20240101000000", b"v1", 200), ("https://a.com/x", "20240101060000", b"v1", 200),
                 ("http://a.com/x", "20240102000000", b"v2", 200), ("http://b.org/", "20240101000000", b"w", 200),

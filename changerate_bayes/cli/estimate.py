@@ -57,7 +57,7 @@ def register(sub) -> None:
 
 #: the Python arguments behind this command's flags, for its error messages
 FLAGS = {"budget": "--budget", "level": "--level", "methods": "--methods", "out_dir": "--report",
-         "format": "--format", "ota_changed": "--ota-changed", "paths": "LOG"}
+         "format": "--format", "ota_changed": "--ota-changed", "page_key": "--page-key", "paths": "LOG"}
 
 
 def _err(msg: str) -> int:

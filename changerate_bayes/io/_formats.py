@@ -158,6 +158,23 @@ def log_files(paths) -> tuple[list, list]:
     return files, buckets
 
 
+def refuse_surt_for_warc(files, format: str, page_key) -> None:
+    """SURT keys are a CDX index's: a WARC file among ``files`` (read as ``format``) cannot be keyed by them.
+
+    Raises
+    ------
+    CrawlLogError (a ValueError)
+        Naming the first WARC file when ``page_key`` is "surt".
+    """
+    if page_key != "surt":
+        return
+    for f in files:
+        if (format if format != "auto" else detect_format(f)) == "warc":
+            raise CrawlLogError(f"{f}: `page_key` surt keys the pages of CDX/CDXJ indexes by their SURT urlkey, "
+                                "but WARC records name their page only by URL (WARC-Target-URI); key by URL "
+                                "(`page_key` url, the default) or read the CDX index alone")
+
+
 def read_log(paths, *, format="auto", columns=None, change_from="auto", ota_changed="filtered",
              chunk_rows=None, page_key="url") -> CrawlLog:
     """Read crawl logs of any supported format into a ragged history.
@@ -177,7 +194,8 @@ def read_log(paths, *, format="auto", columns=None, change_from="auto", ota_chan
         Rows (lines, records) per chunk; default the readers' default.
     page_key : {"url", "surt"}, default "url"
         For "cdx": what names a page (see :func:`read_cdx`); WARC logs name pages by
-        URL, so a CDX and a WARC log of the same captures give the same pages.
+        URL, so a CDX and a WARC log of the same captures give the same pages ("surt"
+        with a WARC file is refused).
 
     Returns
     -------
@@ -197,6 +215,7 @@ def read_log(paths, *, format="auto", columns=None, change_from="auto", ota_chan
     files = _as_paths(paths)
     if not isinstance(format, str) or format not in FORMATS:
         raise CrawlLogError(f"{files[0]}: unknown format {format!r}; choose one of {list(FORMATS)}")
+    refuse_surt_for_warc(files, format, page_key)
     if format == "auto":
         kinds = {detect_format(p) for p in files}
         if kinds == {"cdx", "warc"}:  # one log of the same pages in both, keyed by URL
