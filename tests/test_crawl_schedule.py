@@ -458,3 +458,20 @@ def test_pages_left_out_of_the_schedule_are_said(tmp_path, log_csv, capsys):
     assert "https://new.example/" not in pd.read_csv(out)["url"].tolist()
     assert main(["schedule", str(log_csv), "--budget", "3", "--out", str(out)]) == 0
     assert "not in the schedule" not in capsys.readouterr().out
+
+
+def test_errors_name_the_schedule_commands_flags(tmp_path, log_csv, capsys):
+    # the log's format is --log-format here (--format is the output's); a URL Nutch cannot read is the log's page
+    log_pq = tmp_path / "log.parquet"
+    pd.read_csv(log_csv).to_parquet(log_pq)
+    assert main(["schedule", str(log_csv), str(log_pq), "--out", str(tmp_path / "s.csv"), "--engine", "dask"]) == 2
+    err = capsys.readouterr().err
+    assert "--log-format" in err and "pass --format" not in err
+    frame = _log_frame()
+    frame.loc[frame["page"] == "https://c.example/", "page"] = "https://c.example/\tx"
+    tab = tmp_path / "tab.csv"
+    frame.to_csv(tab, index=False)
+    assert main(["schedule", str(tab), "--out", str(tmp_path / "seeds.txt"), "--format", "nutch-seeds"]) == 2
+    err = capsys.readouterr().err
+    assert "--format nutch-seeds: the log's page 'https://c.example/\\tx' cannot be a Nutch seed" in err, err
+    assert "row 2" not in err

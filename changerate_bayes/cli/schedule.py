@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -54,7 +55,7 @@ def register(sub) -> None:
 
 
 #: the Python arguments behind this command's flags, for the library's error messages
-FLAGS = {"budget": "--budget", "max_interval_h": "--max-interval-h", "format": "--format", "paths": "LOG"}
+FLAGS = {"budget": "--budget", "max_interval_h": "--max-interval-h", "format": "--log-format", "paths": "LOG"}
 
 
 def _err(msg: str) -> int:
@@ -176,8 +177,8 @@ def _run(args) -> int:
     print(f"budget {a['budget_per_day']:.6g} crawls/day; the schedule spends {a['crawls_per_day']:.6g}")
     try:
         path = write_schedule(schedule, out, format=out_format)
-    except ValueError as exc:
-        return _err(str(exc).replace("`schedule` ", ""))
+    except ValueError as exc:  # a URL Nutch cannot read back: the log's page, whatever its row in the schedule
+        return _err(re.sub(r"^`schedule` row \d+: url ", "--format nutch-seeds: the log's page ", str(exc)))
     print(f"wrote the schedule of {len(schedule)} pages to {path} ({out_format})")
     print(f"done in {time.perf_counter() - t0:.1f} s")
     return 0
