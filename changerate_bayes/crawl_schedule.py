@@ -244,7 +244,8 @@ def crawl_schedule(table: pd.DataFrame, history: CrawlHistory, *, max_interval_h
     ValueError
         If a column is missing, ``table`` and ``history`` do not hold the same pages in
         the same order, a page has no last visit time (a bare history), an allocated
-        interval is negative, or ``max_interval_h`` is not finite and >= 1 s.
+        interval is negative, ``max_interval_h`` is not finite and >= 1 s, or a next
+        fetch would fall after 2262-04-11 (the end of int64 nanoseconds).
     """
     import pandas as pd
 
@@ -276,6 +277,13 @@ def crawl_schedule(table: pd.DataFrame, history: CrawlHistory, *, max_interval_h
     hours = np.where(bounded, limit, allocated)
     seconds = np.maximum(np.rint(hours * _SECONDS_PER_HOUR), 1.0).astype(np.int64)
     interval_h = seconds / _SECONDS_PER_HOUR
+    room = (pd.Timestamp.max.tz_localize("UTC") - last).dt.total_seconds().to_numpy()
+    late = seconds > np.floor(room)  # the next fetch would overflow int64 nanoseconds
+    if late.any():
+        i = int(np.flatnonzero(late)[0])
+        raise ValueError(f"page {table['page'].iloc[i]!r}: its next fetch, {last.iloc[i]:%Y-%m-%dT%H:%M:%SZ} + "
+                         f"{interval_h[i]:g} h, is after {pd.Timestamp.max:%Y-%m-%d}, the last time a schedule can "
+                         "hold (int64 nanoseconds); lower `max_interval_h`")
     out = pd.DataFrame({
         "url": table["page"].to_numpy(),
         "last_fetch": last.to_numpy(),

@@ -475,3 +475,18 @@ def test_errors_name_the_schedule_commands_flags(tmp_path, log_csv, capsys):
     err = capsys.readouterr().err
     assert "--format nutch-seeds: the log's page 'https://c.example/\\tx' cannot be a Nutch seed" in err, err
     assert "row 2" not in err
+
+
+def test_a_next_fetch_beyond_what_times_hold_is_refused(tmp_path, log_csv, capsys):
+    # int64 nanoseconds end on 2262-04-11: a revisit limit that would put a next fetch past it is named
+    out = tmp_path / "s.csv"
+    assert main(["schedule", str(log_csv), "--budget", "1e-6", "--max-interval-h", "1e7", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--max-interval-h" in err and "2262-04-11" in err, err
+    assert not out.exists()
+    late = tmp_path / "late.csv"
+    late.write_text("page,fetch_time,changed\na,2261-12-01T00:00:00Z,0\na,2261-12-31T00:00:00Z,0\n")
+    assert main(["schedule", str(late), "--budget", "0.001", "--max-interval-h", "5000", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "page 'a'" in err and "2262-04-11" in err and "Traceback" not in err, err
+    assert not out.exists()
