@@ -429,6 +429,8 @@ def test_a_folder_of_common_crawl_shards_is_a_log(tmp_path, capsys):
     assert "is the input" in capsys.readouterr().err
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("dask_cluster")
 def test_a_cut_shard_on_dask_is_one_line(tmp_path, capfd):
     # a worker's failed read reaches the terminal as the command's one line, not as the worker's traceback
     from changerate_bayes.datasets import write_cdxj_shards
@@ -462,11 +464,13 @@ def test_pages_left_out_of_the_schedule_are_said(tmp_path, log_csv, capsys):
 
 def test_errors_name_the_schedule_commands_flags(tmp_path, log_csv, capsys):
     # the log's format is --log-format here (--format is the output's); a URL Nutch cannot read is the log's page
-    log_pq = tmp_path / "log.parquet"
-    pd.read_csv(log_csv).to_parquet(log_pq)
-    assert main(["schedule", str(log_csv), str(log_pq), "--out", str(tmp_path / "s.csv"), "--engine", "dask"]) == 2
-    err = capsys.readouterr().err
-    assert "--log-format" in err and "pass --format" not in err
+    from changerate_bayes.cli import schedule
+    from changerate_bayes.cli._flags import cli_message
+
+    # the Dask engine's message for logs of two formats, as the command prints it
+    said = cli_message("a.csv: the files have different formats ['csv', 'parquet'] (only CDX and WARC mix); "
+                       "pass `format`", schedule.FLAGS)
+    assert said.endswith("pass --log-format")
     frame = _log_frame()
     frame.loc[frame["page"] == "https://c.example/", "page"] = "https://c.example/\tx"
     tab = tmp_path / "tab.csv"
@@ -490,3 +494,21 @@ def test_a_next_fetch_beyond_what_times_hold_is_refused(tmp_path, log_csv, capsy
     err = capsys.readouterr().err
     assert "page 'a'" in err and "2262-04-11" in err and "Traceback" not in err, err
     assert not out.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("dask_cluster")
+def test_page_key_surt_names_common_crawl_pages_by_their_key(tmp_path, capsys):
+    from changerate_bayes.datasets import surt, write_cdxj_shards
+
+    shards = [str(s) for s in write_cdxj_shards(tmp_path / "cc", 20, 3, 1, n_shards=1)]
+    by_url, by_surt, on_dask = tmp_path / "url.csv", tmp_path / "surt.csv", tmp_path / "dask.csv"
+    assert main(["schedule", *shards, "--budget", "5", "--out", str(by_url)]) == 0
+    assert main(["schedule", *shards, "--budget", "5", "--page-key", "surt", "--out", str(by_surt)]) == 0
+    assert main(["schedule", *shards, "--budget", "5", "--page-key", "surt", "--engine", "dask",
+                 "--out", str(on_dask)]) == 0
+    u, s = pd.read_csv(by_url), pd.read_csv(by_surt)
+    assert sorted(s["url"]) == sorted(u["url"].map(surt)) and not set(s["url"]) & set(u["url"])
+    pd.testing.assert_frame_equal(s.assign(url=0).sort_values("p_changed").reset_index(drop=True),
+                                  u.assign(url=0).sort_values("p_changed").reset_index(drop=True))
+    assert on_dask.read_bytes() == by_surt.read_bytes()

@@ -44,6 +44,8 @@ def register(sub) -> None:
                    "db.fetch.interval.max)")
     p.add_argument("--log-format", default="auto", choices=FORMATS, help="log format (default: from the file names)")
     add_columns_flag(p, LOG_ROLES, "page=url,fetch_time=timestamp,digest=sha1")
+    p.add_argument("--page-key", choices=("url", "surt"), default="url",
+                   help="CDX logs: name pages by their URL (default; as WARC logs do) or by the SURT key")
     p.add_argument("--ota-changed", choices=("filtered", "raw"), default="filtered",
                    help="Open Terms Archive logs: which change column is I_k (default: filtered)")
     p.add_argument("--engine", choices=("pandas", "dask"), default="pandas",
@@ -55,7 +57,8 @@ def register(sub) -> None:
 
 
 #: the Python arguments behind this command's flags, for the library's error messages
-FLAGS = {"budget": "--budget", "max_interval_h": "--max-interval-h", "format": "--log-format", "paths": "LOG"}
+FLAGS = {"budget": "--budget", "max_interval_h": "--max-interval-h", "format": "--log-format",
+         "page_key": "--page-key", "paths": "LOG"}
 
 
 def _err(msg: str) -> int:
@@ -104,7 +107,8 @@ def _dask_schedule(args, fmt):
     with dask_client(args) as client:
         if read.files is not None:  # one task per file
             return schedule_files_dask(read.files, format=fmt, columns=read.columns, change_from=read.change_from,
-                                       budget=args.budget, max_interval_h=args.max_interval_h, client=client)
+                                       page_key=args.page_key, budget=args.budget,
+                                       max_interval_h=args.max_interval_h, client=client)
         return schedule_pages_dask(read.ddf, columns=read.columns, change_from=read.change_from, budget=args.budget,
                                    max_interval_h=args.max_interval_h, source=", ".join(args.logs),
                                    npartitions=max(read.ddf.npartitions, 2), client=client)
@@ -152,7 +156,8 @@ def _run(args) -> int:
             if args.engine == "dask":
                 schedule, audit = _dask_schedule(args, fmt)
             else:
-                log = read_log(files, format=fmt, ota_changed=args.ota_changed, columns=args.column_map)
+                log = read_log(files, format=fmt, ota_changed=args.ota_changed, columns=args.column_map,
+                               page_key=args.page_key)
                 audit = log.audit
                 schedule = schedule_pages(log, budget=args.budget, max_interval_h=args.max_interval_h)
         except (CrawlLogError, ValueError) as exc:
