@@ -155,6 +155,14 @@ def test_weak_and_strong_etags_of_one_version_are_equal(tmp_path):
     assert log.history.flat_changed.tolist() == [0, 0, 1, 0]
 
 
+def test_changed_written_as_booleans(tmp_path):
+    # a boolean column written by pandas (True/False) or by hand (true/false) is 1/0; anything else is named
+    text = "page,fetch_time,changed\na,2024-01-01T00:00Z,False\na,2024-01-02T00:00Z,True\na,2024-01-03T00:00Z,false\n"
+    assert read_csv(_csv(tmp_path, text)).history.flat_changed.tolist() == [1, 0]
+    bad = _csv(tmp_path, text.replace("false", "yes"), name="bad.csv")
+    _raises(bad, r"bad\.csv: line 4, column 'changed': expected 0 or 1 \(or true/false\); got 'yes'")
+
+
 def test_not_modified_before_first_digest_is_dropped():
     df = pd.DataFrame({"page": ["a"] * 3, "fetch_time": ["2024-01-01T00:00Z", "2024-01-01T01:00Z", "2024-01-01T03:00Z"],
                        "status": [304, 200, 304], "digest": ["", "x", ""]})

@@ -180,7 +180,19 @@ def _hash_strings(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return out, ok
 
 
-def _numbers(values: pd.Series, *, source, column, lines, line_word) -> np.ndarray:
+def _booleans_as_numbers(values: pd.Series) -> pd.Series:
+    """A text column's true/false (any case: pandas writes a bool column as True/False) as 1/0."""
+    if values.dtype.kind in "biuf":
+        return values
+    low = values.astype("string").str.strip().str.lower()
+    is_bool = low.isin(["true", "false"]).to_numpy(dtype=bool, na_value=False)
+    if not is_bool.any():
+        return values
+    ones = (low == "true").to_numpy(dtype=bool, na_value=False)
+    return values.astype("string").mask(is_bool, np.where(ones, "1", "0"))
+
+
+def _numbers(values: pd.Series, *, source, column, lines, line_word, want: str = "a number") -> np.ndarray:
     if values.dtype.kind in "biuf":
         return values.to_numpy(dtype=np.float64)
     s = values.astype("string").str.strip()
@@ -189,7 +201,7 @@ def _numbers(values: pd.Series, *, source, column, lines, line_word) -> np.ndarr
     bad = np.isnan(num) & ~missing
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: expected a number; got {plain(s.iloc[i])!r}")
+        raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: expected {want}; got {plain(s.iloc[i])!r}")
     return num
 
 
@@ -288,7 +300,8 @@ def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_wor
         digest, has_digest = _hash_strings(frame["digest"])
     changed = None
     if "changed" in frame:
-        num = _numbers(frame["changed"], source=source, column=col("changed"), lines=lines, line_word=line_word)
+        num = _numbers(_booleans_as_numbers(frame["changed"]), source=source, column=col("changed"), lines=lines,
+                       line_word=line_word, want="0 or 1 (or true/false)")
         bad = ~np.isnan(num) & (num != 0) & (num != 1)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
