@@ -85,7 +85,9 @@ def dask_client(args):
         else:
             # a task's error reaches the command as its one-line message; the workers' own log of it
             # ("Compute Failed" with the traceback) would print that error a second time, as a traceback
-            cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+            # the dashboard on a free port: dashboard_address=None still tries Dask's default 8787, and
+            # warns (twice) whenever another cluster on the machine holds it
+            cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                                    silence_logs=logging.CRITICAL)
             client = Client(cluster)
         try:
