@@ -402,10 +402,12 @@ def _unshuffled(client, files, fmts, members, mapping, change_from, chunk_rows, 
     seen: set = set()
     n_seen = 0
     shared = False
+    got = {}
     for job in as_completed(jobs):
-        if job.status == "error":  # raised by the gather below, for the first group in file order
+        if job.status == "error":  # raised below, for the first group in file order
             continue
-        hashes = job.result()["hashes"]
+        got[job.key] = job.result()
+        hashes = got[job.key]["hashes"]
         seen.update(hashes.tolist())
         n_seen += hashes.size
         if len(seen) < n_seen:
@@ -414,7 +416,7 @@ def _unshuffled(client, files, fmts, members, mapping, change_from, chunk_rows, 
     if shared and not required:
         client.cancel(jobs)
         return None, None
-    results = _gather_in_order(client, jobs)
+    results = [got[j.key] for j in jobs] if len(got) == len(jobs) else _gather_in_order(client, jobs)
     meta = sorted((i, f) for m, r in zip(members, results) for i, f in zip(m, r["files"]))
     _check_files(sources, [f for _, f in meta], any(r["any_digest"] is not False for r in results),
                  tabular=fmts[0] in ("csv", "parquet"))

@@ -1,0 +1,53 @@
+"""The settings every Dask task of the cluster engine runs under (``changerate_bayes._cluster_tasks``)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+
+def test_a_task_runs_numba_and_pyarrow_on_one_thread_and_restores_them():
+    import numba
+    import pyarrow as pa
+
+    from changerate_bayes._cluster_tasks import task_settings
+
+    threads, cpus = numba.get_num_threads(), pa.cpu_count()
+    with task_settings():
+        assert (numba.get_num_threads(), pa.cpu_count()) == (1, 1)
+        with task_settings():  # a second task running at the same time
+            assert pa.cpu_count() == 1
+        assert (numba.get_num_threads(), pa.cpu_count()) == (1, 1)  # the first task still runs
+    assert (numba.get_num_threads(), pa.cpu_count()) == (threads, cpus)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc settings")
+def test_large_arrays_are_not_mapped_anew_under_the_nannys_malloc_setting():
+    # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which fixes glibc's mmap
+    # threshold at 128 KiB: each 2 MiB array is then mmapped and its 512 pages faulted in anew.
+    # Inside a task they come from the heap, so allocating the same array again faults no page.
+    code = textwrap.dedent("""
+        import resource
+        import numpy as np
+        from changerate_bayes._cluster_tasks import task_settings
+
+        def faults():
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            for _ in range(100):
+                a = np.ones(2**18)  # 2 MiB, written, so every page is touched
+                del a
+            return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+        outside = faults()
+        with task_settings():
+            faults()  # the heap grows once
+            inside = faults()
+        print(outside, inside)
+    """)
+    env = {**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    outside, inside = map(int, out.split())
+    assert outside >= 100  # each array faulted in anew (512 faults with 4 KiB pages, fewer with huge pages)
+    assert inside <= outside // 20
