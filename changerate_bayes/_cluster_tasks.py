@@ -34,7 +34,6 @@ import ctypes
 import os
 import sys
 import threading
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -184,8 +183,7 @@ def read_reduce_group(files, indexes, fmts, mapping, change_from, chunk_rows, pa
     from .io._semantics import build_log
     from .pages import concat_part_tables, page_table
 
-    with task_settings(), warnings.catch_warnings(record=True):  # page_table gathers them in attrs
-        warnings.simplefilter("always")
+    with task_settings():  # page_table gathers the estimators' warnings in attrs
         out = {"table": None, "audit": None, "first_key": None}
         if fmts[0] in ("csv", "parquet"):  # then all files have that format
             scan, facts = _tabular_group(files, indexes, fmts[0], mapping, change_from, chunk_rows, _FILE_STRIDE)
