@@ -6,8 +6,9 @@ A Dask worker is meant to run one task per core (``dask worker --nworkers N --nt
 
 - numba's parallel kernels (the grid posterior) use one thread in the task's thread
   (``numba.set_num_threads(1)``, local to that thread), and pyarrow's CPU pool one
-  thread (``pyarrow.set_cpu_count(1)``) while a task runs: otherwise a 1-worker run
-  already uses every core and 2 workers oversubscribe them;
+  thread (``pyarrow.set_cpu_count(1)``, which also makes the Parquet reader decode in
+  the task's thread instead of reading ahead on a second one) while a task runs:
+  otherwise a 1-worker run already uses every core and 2 workers oversubscribe them;
 - glibc's malloc keeps arrays of up to 32 MiB in its heap (mallopt ``M_MMAP_THRESHOLD``
   32 MiB, ``M_TRIM_THRESHOLD`` 64 MiB: the values glibc's adaptive threshold reaches in
   any process that has freed such arrays), set by the first task of a worker process

@@ -51,3 +51,29 @@ def test_large_arrays_are_not_mapped_anew_under_the_nannys_malloc_setting():
     outside, inside = map(int, out.split())
     assert outside >= 100  # each array faulted in anew (512 faults with 4 KiB pages, fewer with huge pages)
     assert inside <= outside // 20
+
+
+def test_inside_a_task_parquet_batches_are_read_in_the_tasks_thread():
+    import threading
+
+    import pyarrow as pa
+
+    from changerate_bayes._cluster_tasks import task_settings
+    from changerate_bayes.io._tabular import read_ahead
+
+    def batches(threads):
+        for i in range(3):
+            threads.add(threading.current_thread().name)
+            yield i
+
+    outside, inside = set(), set()
+    cpus = pa.cpu_count()
+    pa.set_cpu_count(2)  # as on a machine of 2 cores or more
+    try:
+        assert list(read_ahead(batches(outside))) == [0, 1, 2]
+        with task_settings():
+            assert list(read_ahead(batches(inside))) == [0, 1, 2]
+    finally:
+        pa.set_cpu_count(cpus)
+    assert inside == {threading.current_thread().name}
+    assert threading.current_thread().name not in outside  # a second thread reads ahead

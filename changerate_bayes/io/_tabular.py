@@ -359,10 +359,17 @@ def read_ahead(items):
 
     For readers that release the GIL (pyarrow decodes a Parquet batch while the caller
     compacts the one before): the items and their order are those of ``items``; an
-    exception of ``items`` is raised where its item would have been.
+    exception of ``items`` is raised where its item would have been. With pyarrow's CPU
+    count set to 1 (as in the Dask engine's tasks, which run on one core each:
+    :mod:`changerate_bayes._cluster_tasks`) the items are produced in the caller's thread.
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    import pyarrow as pa
+
+    if pa.cpu_count() <= 1:
+        yield from items
+        return
     it = iter(items)
     with ThreadPoolExecutor(max_workers=1) as pool:
         ahead = pool.submit(next, it, _END)
