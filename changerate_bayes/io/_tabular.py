@@ -258,14 +258,14 @@ def scan_csv(scan: _Scan, *, mapping: dict, change_from: str, chunk_rows: int, s
         inv = {v: s for s, v in plan.items()}
         line = 2
         try:
-            reader = pd.read_csv(path, sep=sep, usecols=_with_not_modified(plan, header), dtype=str,
-                                 keep_default_na=False, chunksize=chunk_rows)
-            for chunk in reader:
-                chunk = chunk.rename(columns=inv)
-                part, scan.labels = compact_frame(chunk, source=src, first_line=line, line_word="line",
-                                                  labels=scan.labels, state=scan.state, names=plan)
-                scan.add(part)
-                line += len(chunk)
+            with pd.read_csv(path, sep=sep, usecols=_with_not_modified(plan, header), dtype=str,
+                             keep_default_na=False, chunksize=chunk_rows) as reader:  # closed on a bad value too
+                for chunk in reader:
+                    chunk = chunk.rename(columns=inv)
+                    part, scan.labels = compact_frame(chunk, source=src, first_line=line, line_word="line",
+                                                      labels=scan.labels, state=scan.state, names=plan)
+                    scan.add(part)
+                    line += len(chunk)
         except CrawlLogError as exc:
             raise _at_physical_lines(exc, path, src=src, sep=sep) from None
         except pd.errors.ParserError as exc:
