@@ -1,16 +1,18 @@
 """The per-page table on a Dask cluster: each page's visits in one task, the pandas engine's code per task.
 
-Log files are read one per task (and moved between workers only when they do not
-already partition the pages); a Dask DataFrame is shuffled by page.
+Log files that already partition the pages are read and reduced by one task per group
+of files; other log files are read one per task and their rows moved between workers
+by page; a Dask DataFrame is shuffled by page. Every task runs single-threaded
+(:mod:`changerate_bayes._cluster_tasks`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
+from ._cluster_tasks import read_reduce_group, task_settings
 from .io import Audit
 from .io._compressed import DECOMPRESSION_ERRORS, decompression_error
 from .io._frame import read_frame
@@ -54,6 +56,12 @@ def _partition(pdf: pd.DataFrame, columns, change_from, methods, prior, level, p
     each kind per time column), since they may sit in different partitions: the caller
     checks them over the whole log, as the pandas engine does.
     """
+    with task_settings():
+        return _partition_body(pdf, columns, change_from, methods, prior, level, posterior_method, source,
+                               with_posterior)
+
+
+def _partition_body(pdf, columns, change_from, methods, prior, level, posterior_method, source, with_posterior):
     pdf = pdf.sort_values("_row", kind="stable")
     rows = pdf["_row"].to_numpy()
     kinds: dict = {}
@@ -179,8 +187,13 @@ def estimate_pages_dask(visits, *, columns=None, change_from="auto", methods=(),
 def _read_piece(path, fmt, file_index, mapping, change_from, chunk_rows, page_key):
     from .io._pieces import compact_file
 
-    return compact_file(path, fmt, file_index=file_index, columns=mapping, change_from=change_from,
-                        chunk_rows=chunk_rows, page_key=page_key)
+    with task_settings():
+        return compact_file(path, fmt, file_index=file_index, columns=mapping, change_from=change_from,
+                            chunk_rows=chunk_rows, page_key=page_key)
+
+
+def _read_reduce_group(*args):
+    return read_reduce_group(*args)
 
 
 def _piece_meta(piece):
@@ -208,13 +221,14 @@ def _pages_of(pieces, kind, sources, methods, prior, level, posterior_method):
     from .io._pieces import merge_pieces
     from .io._semantics import build_log
 
-    v, labels, first_key, extra = merge_pieces(pieces)
-    if v is None:
-        return None, None, None
-    log = build_log(v, labels, change_from=kind, sources=sources, empty_ok=True, audit_extra=extra)
-    if log.history is None:
-        return None, log.audit, None
-    table = page_table(log, methods=methods, prior=prior, level=level, posterior_method=posterior_method)
+    with task_settings():
+        v, labels, first_key, extra = merge_pieces(pieces)
+        if v is None:
+            return None, None, None
+        log = build_log(v, labels, change_from=kind, sources=sources, empty_ok=True, audit_extra=extra)
+        if log.history is None:
+            return None, log.audit, None
+        table = page_table(log, methods=methods, prior=prior, level=level, posterior_method=posterior_method)
     where = pd.Index(labels).get_indexer(table["page"])
     return table, log.audit, first_key[where]
 
@@ -224,24 +238,31 @@ def estimate_files_dask(paths, *, format="auto", columns=None, change_from="auto
                         posterior_method="grid", npartitions=None, chunk_rows=None, client=None) -> ClusterEstimates:
     """:func:`changerate_bayes.estimate_pages` of log files read on a Dask cluster, one file per task.
 
-    Each file (CSV, Parquet, CDX/CDXJ or WARC) is read by one task into compact
-    columns, its values checked where it is read (errors name the file, line or
-    record, and field). Then each page's rows must meet in one task:
+    Each page's rows must meet in one task:
 
     - if the files are already partitioned by page, no row moves: hive-style folders
       ``page_bucket=K/`` are one group per ``K``, otherwise each file is a group (e.g.
-      one file per host), and the groups are used as they are when no page occurs in
-      two groups (checked from 64-bit hashes of the page labels, which are all that
-      travels to the client);
-    - otherwise (or with ``partitioned=False``) each file's rows are split by a hash
-      of the page into ``npartitions`` parts, and part ``b`` of every file goes to
-      task ``b`` (a shuffle).
+      one file per host). One task per group reads its files and reduces them (for CSV
+      and Parquet with the bucket reducer of :func:`changerate_bayes.estimate_log`), and
+      sends back only its pages' rows of the table, its audit, and what the checks over
+      all the files need (each file's change rule, naive/aware times and rows, whether
+      some digest is set, and a 64-bit hash of each page label). The grouping is kept
+      when no page occurs in two groups;
+    - otherwise (or with ``partitioned=False``) each file is read by one task into
+      compact columns, its rows are split by a hash of the page into ``npartitions``
+      parts, and part ``b`` of every file goes to task ``b`` (a shuffle). With
+      ``partitioned="auto"`` the group tasks run first, and are cancelled as soon as two
+      of them report a common page: files that share pages are then read twice (pass
+      ``partitioned=False`` when they are known to, e.g. Common Crawl's monthly indexes).
 
-    Each task then runs the pandas engine's change rules and estimates on its pages;
-    only the small per-page tables and audits come back, and the crawl allocation runs
-    on them at the end. Table (pages in order of first appearance in the files, in the
-    order given) and audit equal those of the pandas engine on the same files.
-    Tasks are recomputed from the files if a worker dies.
+    Values are checked where they are read (errors name the file, line or record, and
+    field). Each task runs the pandas engine's change rules and estimates on its pages;
+    the crawl allocation runs on the gathered table at the end. Table (pages in order
+    of first appearance in the files, in the order given) and audit equal those of the
+    pandas engine on the same files. Tasks are recomputed from the files if a worker
+    dies. Each task runs single-threaded (numba and pyarrow use one thread), so start
+    workers with one thread per core (``dask worker --nworkers N --nthreads 1``); see
+    :mod:`changerate_bayes._cluster_tasks`.
 
     Parameters
     ----------
@@ -283,7 +304,6 @@ def estimate_files_dask(paths, *, format="auto", columns=None, change_from="auto
     from .io import CrawlLogError, detect_format, log_files
     from .io._cdx import _check_page_key
     from .io._formats import refuse_surt_for_warc
-    from .io._pieces import check_time_kinds
 
     if partitioned not in ("auto", True, False):
         raise ValueError(f"`partitioned` must be 'auto', True or False; got {partitioned!r}")
@@ -304,55 +324,132 @@ def estimate_files_dask(paths, *, format="auto", columns=None, change_from="auto
 
         client = get_client()
     sources = tuple(str(f) for f in files)
-    pieces = [client.submit(_read_piece, str(f), fmt, i, mapping, change_from, chunk_rows, page_key)
-              for i, (f, fmt) in enumerate(zip(files, fmts))]
-    meta = client.gather(client.map(_piece_meta, pieces))
-    change_kinds = {m[0] for m in meta}
-    if len(change_kinds) > 1:
-        raise CrawlLogError(f"{', '.join(sources)}: changes would be decided by {sorted(change_kinds)} in different "
-                            "files; give the files the same columns")
-    kind = change_kinds.pop()
-    if not any(m[4] for m in meta):
-        raise CrawlLogError(f"{', '.join(sources)}: no visits in the files")
-    check_time_kinds([m[5] for m in meta])
-    if kind == "digest" and not any(m[2] for m in meta):
-        raise CrawlLogError(f"{', '.join(sources)}: line 1, column {meta[0][1]!r}: the digest column is entirely "
-                            "empty; map another column with `columns=` or choose `change_from`")
     group_of = buckets if all(b is not None for b in buckets) else list(range(len(files)))
     groups = list(dict.fromkeys(group_of))
-    disjoint = False
+    members = [[i for i, g in enumerate(group_of) if g == grp] for grp in groups]
+    args = (tuple(methods), prior, level, posterior_method)
+    table = audit = None
     if partitioned is not False:
-        hashes = [np.concatenate([meta[i][3] for i in range(len(files)) if group_of[i] == g] or [np.zeros(0, "u8")])
-                  for g in groups]
-        per_group = [np.unique(h) for h in hashes]
-        everything = np.concatenate(per_group)
-        disjoint = np.unique(everything).size == everything.size
-        if partitioned is True and not disjoint:
-            raise CrawlLogError(f"{', '.join(sources)}: `partitioned=True` but some page occurs in two groups of files "
-                                f"({'page_bucket folders' if group_of is buckets else 'files'}); "
-                                "pass partitioned='auto' or False to shuffle")
-    args = (kind, sources, tuple(methods), prior, level, posterior_method)
-    if disjoint:
-        jobs = [client.submit(_pages_of, [p for p, g in zip(pieces, group_of) if g == grp], *args) for grp in groups]
-    else:
-        n = npartitions or max(len(files), 2)
-        splits = [client.submit(_split, p, n) for p in pieces]
-        jobs = [client.submit(_pages_of, [client.submit(_pick, s, b) for s in splits], *args) for b in range(n)]
-    results = client.gather(jobs)
-    del pieces
-    parts = [(t, a, r) for t, a, r in results if a is not None]
-    audit = Audit.combine([a for _, a, _ in parts], sources=sources)
-    tables = [(t, r) for t, _, r in parts if t is not None]
-    if not tables:
-        raise CrawlLogError(f"{', '.join(sources)}: no page has two usable visits, so there is nothing to estimate\n"
-                            + audit.format())
-    table = concat_part_tables([t for t, _ in tables], [r for _, r in tables])
+        table, audit = _unshuffled(client, files, fmts, members, mapping, change_from, chunk_rows, page_key, sources,
+                                   args, required=partitioned is True,
+                                   what="page_bucket folders" if group_of is buckets else "files")
+    disjoint = table is not None
+    if not disjoint:
+        table, audit, n_parts = _shuffled(client, files, fmts, mapping, change_from, chunk_rows, page_key, sources,
+                                          args, npartitions)
     import warnings
 
     from ._validation import StatisticalWarning
 
     for msg in table.attrs["warnings"]:  # as estimate_pages does; pooled statistics are per task here
         warnings.warn(msg, StatisticalWarning, stacklevel=2)
-    return ClusterEstimates(table=allocate_crawls(table, budget), audit=audit, n_partitions=len(jobs),
-                            shuffled=not disjoint)
+    return ClusterEstimates(table=allocate_crawls(table, budget), audit=audit,
+                            n_partitions=len(groups) if disjoint else n_parts, shuffled=not disjoint)
+
+
+def _check_files(sources, files_meta, any_digest, *, tabular) -> str:
+    """The checks over all the files that no single task can make (the readers' errors); the change kind.
+
+    ``files_meta`` holds, file by file in log order, (change kind, digest column, rows,
+    (source, line word, naive/aware times)); ``any_digest`` whether some group or file has
+    a row with a digest; ``tabular`` whether the files are CSV or Parquet (whose reader
+    words the no-visit error differently).
+    """
+    from .io import CrawlLogError
+    from .io._pieces import check_time_kinds
+
+    change_kinds = {m[0] for m in files_meta}
+    if len(change_kinds) > 1:
+        raise CrawlLogError(f"{', '.join(sources)}: changes would be decided by {sorted(change_kinds)} in different "
+                            "files; give the files the same columns")
+    kind = change_kinds.pop()
+    if not any(m[2] for m in files_meta):
+        raise CrawlLogError(f"{', '.join(sources)}: no visits" + (": the file(s) hold no data rows" if tabular
+                                                                  else " in the files"))
+    check_time_kinds([m[3] for m in files_meta])
+    if kind == "digest" and not any_digest:
+        raise CrawlLogError(f"{', '.join(sources)}: line 1, column {files_meta[0][1]!r}: the digest column is entirely "
+                            "empty; map another column with `columns=` or choose `change_from`")
+    return kind
+
+
+def _assemble(sources, parts):
+    """The page table and audit of the parts' (table, audit, first keys); the no-page error."""
+    from .io import CrawlLogError
+
+    parts = [(t, a, r) for t, a, r in parts if a is not None]
+    audit = Audit.combine([a for _, a, _ in parts], sources=sources)
+    tables = [(t, r) for t, _, r in parts if t is not None]
+    if not tables:
+        raise CrawlLogError(f"{', '.join(sources)}: no page has two usable visits, so there is nothing to estimate\n"
+                            + audit.format())
+    return concat_part_tables([t for t, _ in tables], [r for _, r in tables]), audit
+
+
+def _unshuffled(client, files, fmts, members, mapping, change_from, chunk_rows, page_key, sources, args, *, required,
+                what):
+    """Each group of files read and reduced by one task: (table, audit), or (None, None) if two groups share a page.
+
+    The tasks return the hashes of their pages; as soon as one page is seen in two
+    groups the tasks still running are cancelled (``required``: an error instead).
+    """
+    from distributed import as_completed
+
+    from .io import CrawlLogError
+
+    jobs = [client.submit(_read_reduce_group, [str(files[i]) for i in m], m, [fmts[i] for i in m], mapping,
+                          change_from, chunk_rows, page_key, sources, *args) for m in members]
+    seen: set = set()
+    n_seen = 0
+    shared = False
+    got = {}
+    for job in as_completed(jobs):
+        if job.status == "error":  # raised below, for the first group in file order
+            continue
+        got[job.key] = job.result()
+        hashes = got[job.key]["hashes"]
+        seen.update(hashes.tolist())
+        n_seen += hashes.size
+        if len(seen) < n_seen:
+            shared = True
+            break
+    if shared and not required:
+        client.cancel(jobs)
+        return None, None
+    results = [got[j.key] for j in jobs] if len(got) == len(jobs) else _gather_in_order(client, jobs)
+    meta = sorted((i, f) for m, r in zip(members, results) for i, f in zip(m, r["files"]))
+    _check_files(sources, [f for _, f in meta], any(r["any_digest"] is not False for r in results),
+                 tabular=fmts[0] in ("csv", "parquet"))
+    if shared:
+        raise CrawlLogError(f"{', '.join(sources)}: `partitioned=True` but some page occurs in two groups of files "
+                            f"({what}); pass partitioned='auto' or False to shuffle")
+    return _assemble(sources, [(r["table"], r["audit"], r["first_key"]) for r in results])
+
+
+def _gather_in_order(client, jobs):
+    """The jobs' results; if some failed, the error of the first in list order (the files' order)."""
+    from distributed import wait
+
+    wait(jobs)
+    for job in jobs:
+        if job.status == "error":
+            job.result()  # raises the task's exception
+    return client.gather(jobs)
+
+
+def _shuffled(client, files, fmts, mapping, change_from, chunk_rows, page_key, sources, args, npartitions):
+    """Each file read by one task, its rows split by page hash and moved: (table, audit, parts)."""
+    pieces = [client.submit(_read_piece, str(f), fmt, i, mapping, change_from, chunk_rows, page_key)
+              for i, (f, fmt) in enumerate(zip(files, fmts))]
+    meta = _gather_in_order(client, client.map(_piece_meta, pieces))
+    kind = _check_files(sources, [(m[0], m[1], m[4], m[5]) for m in meta], any(m[2] for m in meta),
+                        tabular=fmts[0] in ("csv", "parquet"))
+    n = npartitions or max(len(files), 2)
+    splits = [client.submit(_split, p, n) for p in pieces]
+    jobs = [client.submit(_pages_of, [client.submit(_pick, s, b) for s in splits], kind, sources, *args)
+            for b in range(n)]
+    results = client.gather(jobs)
+    del pieces
+    table, audit = _assemble(sources, results)
+    return table, audit, n
 

@@ -419,10 +419,12 @@ def schedule_pages_dask(visits, *, columns=None, change_from="auto", budget=None
 
 def _file_parts(path, fmt, file_index, columns, change_from, chunk_rows, page_key, n):
     """One log file's rows in ``n`` parts by a hash of the page (every page's rows in one part)."""
+    from ._cluster_tasks import task_settings
     from .io._pieces import compact_file, split_piece
 
-    return split_piece(compact_file(path, fmt, file_index=file_index, columns=columns, change_from=change_from,
-                                    chunk_rows=chunk_rows, page_key=page_key), n)
+    with task_settings():
+        return split_piece(compact_file(path, fmt, file_index=file_index, columns=columns, change_from=change_from,
+                                        chunk_rows=chunk_rows, page_key=page_key), n)
 
 
 def _part(parts, b):
@@ -431,14 +433,16 @@ def _part(parts, b):
 
 def _part_history(pieces, kind, sources):
     """The :func:`posterior_history` of the pages of ``pieces`` (all their rows), or None."""
+    from ._cluster_tasks import task_settings
     from .io._pieces import merge_pieces
     from .io._semantics import build_log
 
-    v, labels, _, extra = merge_pieces(pieces)
-    if v is None:
-        return None
-    log = build_log(v, labels, change_from=kind, sources=sources, empty_ok=True, audit_extra=extra)
-    return None if log.history is None else posterior_history(log.history)
+    with task_settings():
+        v, labels, _, extra = merge_pieces(pieces)
+        if v is None:
+            return None
+        log = build_log(v, labels, change_from=kind, sources=sources, empty_ok=True, audit_extra=extra)
+        return None if log.history is None else posterior_history(log.history)
 
 
 def schedule_files_dask(paths, *, format="auto", columns=None, change_from="auto", page_key="url", budget=None,

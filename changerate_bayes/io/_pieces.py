@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ._errors import CrawlLogError
-from ._semantics import VisitColumns, compact_frame
+from ._semantics import VisitColumns
 
 __all__ = ["Piece", "compact_file", "merge_pieces", "read_pieces", "split_piece"]
 
@@ -44,49 +44,26 @@ class Piece:
 
 
 def _tabular(path, fmt, mapping, change_from, chunk_rows, state):
-    from ._tabular import _plan
+    """One CSV or Parquet file's chunks, read by the pandas engine's scan (same columns, checks and errors)."""
+    from pathlib import Path
 
-    src = str(path)
-    labels = pd.Index([], dtype=object)
-    parts = []
+    from ._tabular import _Scan, scan_csv, scan_parquet
+
+    class Collect(_Scan):
+        def __init__(self):
+            super().__init__([Path(path)], None)
+            self.parts = []
+
+        def add(self, part):
+            self.parts.append(part)
+
+    scan = Collect()
+    scan.state = state
     if fmt == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        try:
-            pf = pq.ParquetFile(path)
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise CrawlLogError(f"{src}: not a readable Parquet file ({exc})") from None
-        plan, kind = _plan(list(pf.schema_arrow.names), mapping, source=src, change_from=change_from)
-        inv = {v: s for s, v in plan.items()}
-        row = 1
-        for batch in pf.iter_batches(batch_size=chunk_rows, columns=list(plan.values())):
-            chunk = batch.to_pandas().rename(columns=inv)
-            part, labels = compact_frame(chunk, source=src, first_line=row, line_word="row", labels=labels,
-                                         state=state, names=plan)
-            parts.append(part)
-            row += len(chunk)
+        scan_parquet(scan, mapping=mapping, change_from=change_from, chunk_rows=chunk_rows)
     else:
-        try:
-            header = list(pd.read_csv(path, nrows=0).columns)
-        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-            raise CrawlLogError(f"{src}: line 1: not a readable CSV file ({exc})") from None
-        plan, kind = _plan(header, mapping, source=src, change_from=change_from)
-        inv = {v: s for s, v in plan.items()}
-        line = 2
-        try:
-            for chunk in pd.read_csv(path, usecols=list(plan.values()), dtype=str, keep_default_na=False,
-                                     chunksize=chunk_rows):
-                chunk = chunk.rename(columns=inv)
-                part, labels = compact_frame(chunk, source=src, first_line=line, line_word="line", labels=labels,
-                                             state=state, names=plan)
-                parts.append(part)
-                line += len(chunk)
-        except pd.errors.ParserError as exc:
-            raise CrawlLogError(f"{src}: near line {line}: malformed CSV ({exc})") from None
-        except UnicodeDecodeError as exc:
-            raise CrawlLogError(f"{src}: at or after line {line}: not UTF-8 text ({exc.reason})") from None
-    return parts, labels, kind, plan.get("digest")
+        scan_csv(scan, mapping=mapping, change_from=change_from, chunk_rows=chunk_rows)
+    return scan.parts, scan.labels, scan.kind, scan.plans[0].get("digest")
 
 
 def compact_file(path, fmt: str, *, file_index: int = 0, columns=None, change_from="auto", chunk_rows=None,

@@ -258,14 +258,14 @@ def scan_csv(scan: _Scan, *, mapping: dict, change_from: str, chunk_rows: int, s
         inv = {v: s for s, v in plan.items()}
         line = 2
         try:
-            reader = pd.read_csv(path, sep=sep, usecols=_with_not_modified(plan, header), dtype=str,
-                                 keep_default_na=False, chunksize=chunk_rows)
-            for chunk in reader:
-                chunk = chunk.rename(columns=inv)
-                part, scan.labels = compact_frame(chunk, source=src, first_line=line, line_word="line",
-                                                  labels=scan.labels, state=scan.state, names=plan)
-                scan.add(part)
-                line += len(chunk)
+            with pd.read_csv(path, sep=sep, usecols=_with_not_modified(plan, header), dtype=str,
+                             keep_default_na=False, chunksize=chunk_rows) as reader:  # closed on a bad value too
+                for chunk in reader:
+                    chunk = chunk.rename(columns=inv)
+                    part, scan.labels = compact_frame(chunk, source=src, first_line=line, line_word="line",
+                                                      labels=scan.labels, state=scan.state, names=plan)
+                    scan.add(part)
+                    line += len(chunk)
         except CrawlLogError as exc:
             raise _at_physical_lines(exc, path, src=src, sep=sep) from None
         except pd.errors.ParserError as exc:
@@ -359,10 +359,17 @@ def read_ahead(items):
 
     For readers that release the GIL (pyarrow decodes a Parquet batch while the caller
     compacts the one before): the items and their order are those of ``items``; an
-    exception of ``items`` is raised where its item would have been.
+    exception of ``items`` is raised where its item would have been. With pyarrow's CPU
+    count set to 1 (as in the Dask engine's tasks, which run on one core each:
+    :mod:`changerate_bayes._cluster_tasks`) the items are produced in the caller's thread.
     """
     from concurrent.futures import ThreadPoolExecutor
 
+    import pyarrow as pa
+
+    if pa.cpu_count() <= 1:
+        yield from items
+        return
     it = iter(items)
     with ThreadPoolExecutor(max_workers=1) as pool:
         ahead = pool.submit(next, it, _END)

@@ -1,0 +1,86 @@
+"""Log files on the Dask engine (``estimate_files_dask``) against the pandas engine, on every reader case.
+
+Each case of ``test_io_dask_parity`` is written as two CSV files, once split by page
+(the files partition the pages: one task reads and reduces each file) and once with
+the rows dealt alternately (every page in both files: the rows are shuffled). The
+pandas engine reads the same files (``read_log`` + ``estimate_pages``); both give the
+same table (to 1e-12) and audit, or the same error class and message.
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_io_dask_parity import BAD, CASES, COLUMNS
+
+from changerate_bayes import StatisticalWarning, estimate_pages
+from changerate_bayes.io import read_log
+
+# one pytest-xdist worker for the Dask tests (see tests/conftest.py)
+pytestmark = pytest.mark.xdist_group("dask_cluster")
+
+
+@pytest.fixture(scope="module")
+def client():
+    import distributed
+
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _split(tmp_path, text, how):
+    """``text`` as two CSV files: rows by page (``how="pages"``) or dealt alternately ("rows")."""
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    header, *rows = text.lstrip("\ufeff").splitlines(keepends=True)
+    if how == "pages":
+        pages = list(dict.fromkeys(r.split(",", 1)[0] for r in rows))
+        first = set(pages[: (len(pages) + 1) // 2])
+        parts = [[r for r in rows if r.split(",", 1)[0] in first], [r for r in rows if r.split(",", 1)[0] not in first]]
+    else:
+        parts = [rows[0::2], rows[1::2]]
+    paths = []
+    for i, part in enumerate(parts):
+        path = tmp_path / f"log-{i}.csv"
+        path.write_text(bom + header + "".join(part), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def _run(fn):
+    try:
+        return fn()
+    except ValueError as exc:
+        return exc
+
+
+@pytest.mark.parametrize("how", ["pages", "rows"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_files_on_dask_equal_pandas(tmp_path, client, case, how):
+    from changerate_bayes.cluster import estimate_files_dask
+
+    files = _split(tmp_path, CASES[case], how)
+    columns = COLUMNS.get(case)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StatisticalWarning)  # lln on schedules that are not Poisson
+        log = _run(lambda: read_log(files, columns=columns))
+        expect = log if isinstance(log, Exception) else _run(lambda: estimate_pages(log, methods=("lln", "mle")))
+        got = _run(lambda: estimate_files_dask(files, columns=columns, methods=("lln", "mle"), client=client))
+    assert isinstance(expect, Exception) == (case in BAD), expect
+    if isinstance(expect, Exception):
+        assert type(got) is type(expect), (case, got)
+        assert str(got) == str(expect)
+        return
+    assert not isinstance(got, Exception), (case, got)
+    pages = [set(pd.read_csv(f, dtype=str, keep_default_na=False, encoding="utf-8-sig")["page"]) for f in files]
+    assert got.shuffled == bool(pages[0] & pages[1])  # rows move only when a page is in both files
+    assert got.audit == log.audit
+    table = got.table
+    assert table["page"].tolist() == expect["page"].tolist()
+    for c in ("n_crawls", "n_changes", "first_visit", "last_visit", "rate_method"):
+        assert table[c].tolist() == expect[c].tolist(), c
+    num = [c for c in expect.columns if c not in ("page", "first_visit", "last_visit", "rate_method")]
+    np.testing.assert_allclose(table[num].to_numpy(float), expect[num].to_numpy(float), rtol=1e-12, atol=0)
