@@ -160,7 +160,8 @@ def _tabular_group(files, indexes, fmt, mapping, change_from, chunk_rows, stride
             return None, facts + [(scan.kind, None, 0, (str(path), "", {}))]
         digest_col = scan.plans[-1].get("digest")
         facts.append((scan.kind, digest_col, store.rows - before,
-                      (str(path), "row" if fmt == "parquet" else "line", scan.state["kinds"])))
+                      (str(path), "row" if fmt == "parquet" else "line", scan.state["kinds"]),
+                      store.present if store.rows > before else None))
     scan.files = list(files)
     return scan, facts
 

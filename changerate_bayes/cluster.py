@@ -201,9 +201,12 @@ def _piece_meta(piece):
 
     if piece.v is None:
         return piece.kind, piece.digest_column, False, page_hashes(piece.labels), 0, (piece.source, "", {})
+    from .io._buckets import _NAMES
+
     has = piece.v.has_digest
+    present = tuple(getattr(piece.v, n) is not None for n in _NAMES) if piece.v.page.size else None
     return (piece.kind, piece.digest_column, bool(has is None or has.any()), page_hashes(piece.labels),
-            piece.v.page.size, (piece.source, piece.line_word, piece.time_kinds))
+            piece.v.page.size, (piece.source, piece.line_word, piece.time_kinds), present)
 
 
 def _split(piece, n):
@@ -351,7 +354,8 @@ def _check_files(sources, files_meta, any_digest, *, tabular) -> str:
     """The checks over all the files that no single task can make (the readers' errors); the change kind.
 
     ``files_meta`` holds, file by file in log order, (change kind, digest column, rows,
-    (source, line word, naive/aware times)); ``any_digest`` whether some group or file has
+    (source, line word, naive/aware times)[, the compact columns present, CSV and Parquet
+    only]); ``any_digest`` whether some group or file has
     a row with a digest; ``tabular`` whether the files are CSV or Parquet (whose reader
     words the no-visit error differently).
     """
@@ -363,6 +367,13 @@ def _check_files(sources, files_meta, any_digest, *, tabular) -> str:
         raise CrawlLogError(f"{', '.join(sources)}: changes would be decided by {sorted(change_kinds)} in different "
                             "files; give the files the same columns")
     kind = change_kinds.pop()
+    if tabular:  # the pandas engine reads all files into one set of columns, so it refuses files that differ
+        from .io._buckets import different_columns_message
+
+        present = [m[4] for m in files_meta if len(m) > 4 and m[4] is not None]
+        for p in present[1:]:
+            if p != present[0]:
+                raise CrawlLogError(different_columns_message(p, present[0]))
     if not any(m[2] for m in files_meta):
         raise CrawlLogError(f"{', '.join(sources)}: no visits" + (": the file(s) hold no data rows" if tabular
                                                                   else " in the files"))
@@ -442,7 +453,7 @@ def _shuffled(client, files, fmts, mapping, change_from, chunk_rows, page_key, s
     pieces = [client.submit(_read_piece, str(f), fmt, i, mapping, change_from, chunk_rows, page_key)
               for i, (f, fmt) in enumerate(zip(files, fmts))]
     meta = _gather_in_order(client, client.map(_piece_meta, pieces))
-    kind = _check_files(sources, [(m[0], m[1], m[4], m[5]) for m in meta], any(m[2] for m in meta),
+    kind = _check_files(sources, [(m[0], m[1], m[4], m[5], m[6] if len(m) > 6 else None) for m in meta], any(m[2] for m in meta),
                         tabular=fmts[0] in ("csv", "parquet"))
     n = npartitions or max(len(files), 2)
     splits = [client.submit(_split, p, n) for p in pieces]

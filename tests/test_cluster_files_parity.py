@@ -84,3 +84,29 @@ def test_files_on_dask_equal_pandas(tmp_path, client, case, how):
         assert table[c].tolist() == expect[c].tolist(), c
     num = [c for c in expect.columns if c not in ("page", "first_visit", "last_visit", "rate_method")]
     np.testing.assert_allclose(table[num].to_numpy(float), expect[num].to_numpy(float), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("how", ["pages", "rows"])
+def test_files_with_different_columns_are_refused_as_pandas_refuses_them(tmp_path, client, how):
+    # the second file has no last_modified column: pandas reads the files into one set of columns and
+    # refuses them; each file read and reduced by its own task must be refused with the same message
+    from changerate_bayes.cluster import estimate_files_dask
+
+    first = ("page,fetch_time,status,digest,last_modified\n"
+             "a,2024-01-01T00:00:00Z,200,x,2023-12-01T00:00:00Z\n"
+             "a,2024-01-02T00:00:00Z,200,y,2024-01-01T12:00:00Z\n"
+             "a,2024-01-03T00:00:00Z,200,y,2024-01-01T12:00:00Z\n")
+    second = ("page,fetch_time,status,digest\n"
+              "b,2024-01-01T00:00:00Z,200,x\nb,2024-01-02T00:00:00Z,200,x\nb,2024-01-03T00:00:00Z,200,z\n")
+    if how == "rows":  # page a in both files
+        second = second.replace("b,", "a,").replace("2024-01-0", "2024-02-0")
+    files = [tmp_path / "log-0.csv", tmp_path / "log-1.csv"]
+    files[0].write_text(first)
+    files[1].write_text(second)
+    with pytest.raises(ValueError) as pandas_error:
+        estimate_pages(read_log(files), methods=("mle",))
+    with pytest.raises(ValueError) as dask_error:
+        estimate_files_dask(files, methods=("mle",), client=client)
+    assert "do not all have a 'last_modified' column" in str(pandas_error.value)
+    assert type(dask_error.value) is type(pandas_error.value)
+    assert str(dask_error.value) == str(pandas_error.value)

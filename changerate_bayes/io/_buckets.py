@@ -35,6 +35,12 @@ BUCKET_ROWS = 2_000_000
 _NAMES = tuple(f.name for f in fields(VisitColumns))
 
 
+def different_columns_message(present, first) -> str:
+    """The error for rows whose compact columns (``present``) differ from the first rows' (``first``)."""
+    missing = [n for n, a, b in zip(_NAMES, present, first) if a != b]
+    return f"the files do not all have a {missing[0]!r} column: give them the same columns"
+
+
 def bucket_count(rows_estimate: float, bucket_rows: int | None = None) -> int:
     """Buckets for a log of about ``rows_estimate`` rows: ceil(rows / bucket_rows), at least 1.
 
@@ -81,6 +87,11 @@ class PageBuckets:
         self._tmp = None
         self._dir = None
 
+    @property
+    def present(self) -> tuple | None:
+        """Which of the compact columns the rows have (one bool per ``VisitColumns`` field), None before any row."""
+        return self._present
+
     # ----------------------------------------------------------------- writing
     def add(self, part: VisitColumns) -> None:
         """Scatter one chunk's rows (in file order) into the buckets."""
@@ -89,8 +100,7 @@ class PageBuckets:
             self._present = present
             self._dtypes = {n: getattr(part, n).dtype for n, p in zip(_NAMES, present) if p}
         elif present != self._present:
-            missing = [n for n, a, b in zip(_NAMES, present, self._present) if a != b]
-            raise CrawlLogError(f"the files do not all have a {missing[0]!r} column: give them the same columns")
+            raise CrawlLogError(different_columns_message(present, self._present))
         n = part.page.size
         if n == 0:
             return
