@@ -649,13 +649,16 @@ def _draw_values(mode, scale, shift, dx, dv):
 
 
 @nb.njit(**_OPTS)
-def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s, logd, cdf, beta, work, table,
-          fbuf, ibuf, dz, dn, dj, dr, qb, hb):
-    """Fit page i's grid and write its draws exp(u) · e^{−shift} to out[:, col]. Returns status."""
+def _fit(tau, m, t0, start, A, B, C, M, E, L, lin, s, ub, eub, logd, work, fbuf, ibuf, qb, hb):
+    """One page's adapted grid (as ._grid.fit_grid for one page).
+
+    Returns (status, mode, scale, log Z, lo_end, hi_end, fast): the tails' ends in u and
+    whether the nodes' likelihood took the fast path (:func:`_fast_nodes`). On success ``s`` holds the nodes, ``ub`` the nodes in log Δ, ``logd`` the normalised
+    log density of s and ``work`` the density over its peak.
+    """
     mode, status = _mode(start, tau, m, t0, A, B, C, M, E, L, qb, hb)
     if status != 0:
-        work[0] = mode
-        return status
+        return status, mode, 0.0, 0.0, 0.0, 0.0, False
     f_m = _post(mode, tau, m, t0, A, B, C, M, E, L, qb)
     h = _post_derivs(mode, tau, m, t0, A, B, C, M, E, L, qb, hb)[1]
     scale = 1.0 / math.sqrt(max(-h, 1e-300))
@@ -663,8 +666,7 @@ def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s
     lo_end = _tail_end(mode, scale, level, -1.0, tau, m, t0, A, B, C, M, E, L, qb, hb)
     hi_end = _tail_end(mode, scale, level, 1.0, tau, m, t0, A, B, C, M, E, L, qb, hb)
     if not (math.isfinite(lo_end) and math.isfinite(hi_end) and math.isfinite(scale) and scale > 0.0):
-        work[0] = mode
-        return 3
+        return 3, mode, 0.0, 0.0, 0.0, 0.0, False
     scale = min(scale, min(mode - lo_end, hi_end - mode) / SIDE_NODES_SCALES)
     s_lo = -math.asinh((mode - lo_end) / scale)
     s_hi = math.asinh((hi_end - mode) / scale)
@@ -672,31 +674,33 @@ def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s
     log_scale = math.log(scale)
     for g in range(size):
         s[g] = s_lo + (s_hi - s_lo) * lin[g]
-    # the log posterior at the nodes (as _post at each node, the crawl loop outside):
-    # cdf, beta and work hold u, e^u and the likelihood terms until the CDF needs them
     fast = _fast_nodes(s_lo, s_hi, lo_end, hi_end, tau, m)
-    _node_log_lik(mode, scale, s, tau, m, cdf, beta, work, logd, fbuf, ibuf, fast)
+    # ub, eub, work: u, e^u and the likelihood's terms at the nodes; logd: log cosh s
+    _node_log_lik(mode, scale, s, tau, m, ub, eub, work, logd, fbuf, ibuf, fast)
     peak = -np.inf
     for g in range(size):
-        u = cdf[g]
-        eu = beta[g]
-        v = (work[g] - (t0 * eu if t0 > 0.0 else 0.0)) + _log_prior_exp(u, eu, A, B, C, M, E, L)  # as _post
+        u = ub[g]
+        eu = eub[g]
+        v = (work[g] - (t0 * eu if t0 > 0.0 else 0.0)) + _log_prior_exp(u, eu, A, B, C, M, E, L)
         v += log_scale + logd[g]
         logd[g] = v
         if v > peak:
             peak = v
-    # normalisation by the trapezoid rule over s (as fit_grid), then the CDF (inverse_cdf)
-    # (work holds the density over its peak, exp(logd − max logd), for the CDF)
     _normalised_density(logd, peak, work)
     total = 0.0
     for g in range(size):
-        w = 0.5 if (g == 0 or g == size - 1) else 1.0
-        total += work[g] * w
-    step = s[1] - s[0]
+        total += work[g] * (0.5 if (g == 0 or g == size - 1) else 1.0)
     log_mass = math.log(total * (s[1] - s[0]))
     for g in range(size):
         logd[g] -= log_mass
-    # cumulative Simpson with unit spacing (scipy.integrate.cumulative_simpson)
+    return 0, mode, scale, peak + log_mass, lo_end, hi_end, fast
+
+
+@nb.njit(**_OPTS)
+def _simpson_cdf(work, cdf):
+    """cdf = the cumulative Simpson integral of ``work`` with unit spacing
+    (scipy.integrate.cumulative_simpson), made monotone and normalised to end at 1."""
+    size = work.size
     cdf[0] = 0.0
     acc = 0.0
     third = 1.0 / 3.0
@@ -718,6 +722,21 @@ def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s
     last = cdf[size - 1]
     for g in range(size):
         cdf[g] /= last
+
+
+@nb.njit(**_OPTS)
+def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s, logd, cdf, beta, work, table,
+          fbuf, ibuf, dz, dn, dj, dr, qb, hb):
+    """Fit page i's grid and write its draws exp(u) · e^{−shift} to out[:, col]. Returns status."""
+    # cdf and beta hold u and e^u at the nodes until the CDF needs them
+    status, mode, scale, _, lo_end, hi_end, fast = _fit(tau, m, t0, start, A, B, C, M, E, L, lin, s, cdf, beta, logd,
+                                                         work, fbuf, ibuf, qb, hb)
+    if status != 0:
+        work[0] = mode
+        return status
+    size = lin.size
+    step = s[1] - s[0]
+    _simpson_cdf(work[:size], cdf)
     _cell_slopes(logd, beta, work)
     # the cell of each draw, j = max{j <= size − 2 : cdf[j] <= p} (the binary search of
     # ._grid.inverse_cdf), from a table of that cell at p = k/BUCKETS and a short walk up

@@ -28,10 +28,7 @@ import math
 import numba as nb
 import numpy as np
 
-from ._grid_kernels import (
-    DROP, SIDE_NODES_SCALES, _fast_nodes, _log_prior_exp, _mode, _node_log_lik, _normalised_density, _post,
-    _post_derivs, _sort_ascending, _tail_end,
-)
+from ._grid_kernels import _fit, _simpson_cdf, _sort_ascending
 
 __all__ = ["summary_pages", "page_keys", "same_changed", "TILE"]
 
@@ -57,77 +54,10 @@ def _gather(changed, tau, lo, hi, buf):
 
 
 @nb.njit(**_OPTS)
-def _fit(tau, m, t0, start, A, B, C, M, E, L, lin, s, ub, eub, logd, work, fbuf, ibuf, qb, hb):
-    """One adapted grid (as ._grid.fit_grid for one page): (status, mode, scale, log Z).
-
-    On success ``s`` holds the nodes, ``ub`` the nodes in log Δ, ``logd`` the normalised
-    log density of s and ``work`` the density over its peak.
-    """
-    mode, status = _mode(start, tau, m, t0, A, B, C, M, E, L, qb, hb)
-    if status != 0:
-        return status, mode, 0.0, 0.0
-    f_m = _post(mode, tau, m, t0, A, B, C, M, E, L, qb)
-    h = _post_derivs(mode, tau, m, t0, A, B, C, M, E, L, qb, hb)[1]
-    scale = 1.0 / math.sqrt(max(-h, 1e-300))
-    level = f_m - DROP
-    lo_end = _tail_end(mode, scale, level, -1.0, tau, m, t0, A, B, C, M, E, L, qb, hb)
-    hi_end = _tail_end(mode, scale, level, 1.0, tau, m, t0, A, B, C, M, E, L, qb, hb)
-    if not (math.isfinite(lo_end) and math.isfinite(hi_end) and math.isfinite(scale) and scale > 0.0):
-        return 3, mode, 0.0, 0.0
-    scale = min(scale, min(mode - lo_end, hi_end - mode) / SIDE_NODES_SCALES)
-    s_lo = -math.asinh((mode - lo_end) / scale)
-    s_hi = math.asinh((hi_end - mode) / scale)
-    size = lin.size
-    log_scale = math.log(scale)
-    for g in range(size):
-        s[g] = s_lo + (s_hi - s_lo) * lin[g]
-    fast = _fast_nodes(s_lo, s_hi, lo_end, hi_end, tau, m)
-    # ub, eub, work: u, e^u and the likelihood's terms at the nodes; logd: log cosh s
-    _node_log_lik(mode, scale, s, tau, m, ub, eub, work, logd, fbuf, ibuf, fast)
-    peak = -np.inf
-    for g in range(size):
-        u = ub[g]
-        eu = eub[g]
-        v = (work[g] - (t0 * eu if t0 > 0.0 else 0.0)) + _log_prior_exp(u, eu, A, B, C, M, E, L)
-        v += log_scale + logd[g]
-        logd[g] = v
-        if v > peak:
-            peak = v
-    _normalised_density(logd, peak, work)
-    total = 0.0
-    for g in range(size):
-        total += work[g] * (0.5 if (g == 0 or g == size - 1) else 1.0)
-    log_mass = math.log(total * (s[1] - s[0]))
-    for g in range(size):
-        logd[g] -= log_mass
-    return 0, mode, scale, peak + log_mass
-
-
-@nb.njit(**_OPTS)
 def _quantiles(mode, scale, s, logd, work, cdf, probs, out, row):
     """The quantiles ``probs`` of the fitted grid into out[row] (as GridPosterior.quantile)."""
     size = s.size
-    # cumulative Simpson with unit spacing (scipy.integrate.cumulative_simpson), monotone, normalised
-    cdf[0] = 0.0
-    acc = 0.0
-    third = 1.0 / 3.0
-    for c in range(size - 1):
-        if c == size - 2 or c % 2 == 1:
-            f1 = work[c + 1]
-            f2 = work[c]
-            f3 = work[c - 1]
-        else:
-            f1 = work[c]
-            f2 = work[c + 1]
-            f3 = work[c + 2]
-        acc += third * (5.0 * f1 / 4.0 + 2.0 * f2 - f3 / 4.0)
-        cdf[c + 1] = acc
-    for g in range(1, size):
-        if cdf[g] < cdf[g - 1]:
-            cdf[g] = cdf[g - 1]
-    last = cdf[size - 1]
-    for g in range(size):
-        cdf[g] /= last
+    _simpson_cdf(work[:size], cdf)
     step = s[1] - s[0]
     for k in range(probs.size):
         p = probs[k]
@@ -175,16 +105,16 @@ def _summary_rows(changed, tau, offsets, pages, lo, hi, max_len, A0, A1, A2, B, 
             half += buf[j]
         half /= 2.0
         start = math.log((m + 0.5) / (t0 + half))
-        st, mode, _, lz = _fit(buf, m, t0, start, A1[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub, eub, logd,
-                               work, fbuf, ibuf, qb, hb)
+        st, mode, _, lz, _, _, _ = _fit(buf, m, t0, start, A1[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub, eub,
+                                        logd, work, fbuf, ibuf, qb, hb)
         log_z1[r] = lz
         if st == 0 and with_sd:
-            st, mode, _, lz = _fit(buf, m, t0, start, A2[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub, eub,
-                                   logd, work, fbuf, ibuf, qb, hb)
+            st, mode, _, lz, _, _, _ = _fit(buf, m, t0, start, A2[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub,
+                                            eub, logd, work, fbuf, ibuf, qb, hb)
             log_z2[r] = lz
         if st == 0:
-            st, mode, scale, lz = _fit(buf, m, t0, start, A0[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub,
-                                       eub, logd, work, fbuf, ibuf, qb, hb)
+            st, mode, scale, lz, _, _, _ = _fit(buf, m, t0, start, A0[i], B[i], C[i], M[i], E[i], L[i], lin, s,
+                                                ub, eub, logd, work, fbuf, ibuf, qb, hb)
             log_z0[r] = lz
         status[r] = st
         if st != 0:
