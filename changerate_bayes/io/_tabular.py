@@ -90,13 +90,18 @@ def _plan(header: list[str], mapping: dict, *, source: str, change_from: str):
         if std not in plan:
             raise CrawlLogError(f"{source}: line 1: missing required column {mapping.get(std, std)!r}; "
                                 f"the file has {header} (map yours with `columns=`)")
-    kind = resolve_change_source(change_from, set(plan), source=source)
+    # under "auto", a digest or ``changed`` column the caller maps in ``columns`` decides ahead of one
+    # found by its standard name (a mapped last_modified is read in any case: its dates and audit)
+    explicit = [c for c in ("digest", "changed") if c in mapping]
+    kind = resolve_change_source(explicit[0] if change_from == "auto" and explicit else change_from, set(plan),
+                                 source=source)
     # read only what decides changes, plus status and last_modified (audit); where last_modified
-    # decides, also the digest (else ``changed``): it decides for pages whose server reports the fetch time
+    # decides, also the digest (else ``changed``): it decides for pages whose server reports the fetch time;
+    # a column mapped in ``columns`` is always read, so that its values are checked
     spare = ()
     if kind == "last_modified":
         spare = ("digest",) if "digest" in plan else ("changed",)
-    for other in {"digest", "changed", "last_modified"} - {kind, "last_modified", *spare}:
+    for other in {"digest", "changed", "last_modified"} - {kind, "last_modified", *spare, *mapping}:
         plan.pop(other, None)
     roles: dict = {}
     for std, name in plan.items():
