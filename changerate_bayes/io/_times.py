@@ -113,16 +113,20 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
         if rest.any():  # other HTTP date forms, and numbers (seconds since 1970), straight to ns
             extra_ns = np.full(len(sp), _NAT, dtype=np.int64)
             rows = np.flatnonzero(present)
-            other = rest & sp.str.fullmatch(_HTTP_OTHER).to_numpy(dtype=bool, na_value=False)
+            rest_s = sp[rest]
+            epoch = np.zeros(len(sp), dtype=bool)
+            epoch[rest] = rest_s.str.fullmatch(_EPOCH).to_numpy(dtype=bool, na_value=False)
+            if epoch.any():
+                extra_ns[epoch] = _epoch_strings(sp[epoch], source=source, column=column, lines=lines[rows[epoch]],
+                                                 line_word=line_word)
+            other = rest & ~epoch  # digits only, or with letters: the two never match the same text
+            if other.any():
+                other[other] = sp[other].str.fullmatch(_HTTP_OTHER).to_numpy(dtype=bool, na_value=False)
             if other.any():
                 extra_ns[other] = _http_dates(sp[other], source=source, column=column, lines=lines[rows[other]],
                                               line_word=line_word)
                 other &= extra_ns != _NAT
                 http = http | other
-            epoch = rest & ~other & sp.str.fullmatch(_EPOCH).to_numpy(dtype=bool, na_value=False)
-            if epoch.any():
-                extra_ns[epoch] = _epoch_strings(sp[epoch], source=source, column=column, lines=lines[rows[epoch]],
-                                                 line_word=line_word)
             extra = other | epoch
     else:
         parsed = pd.to_datetime(sp, format=fmt, utc=True, errors="coerce")
@@ -214,17 +218,28 @@ def _epoch_numbers(values: pd.Series, missing: np.ndarray, *, source, column, li
 
 
 def _epoch_strings(values: pd.Series, *, source, column, lines, line_word) -> np.ndarray:
-    """Numbers written as text (seconds since 1970-01-01 UTC, up to 9 decimals exact) as int64 ns."""
-    parts = values.str.extract(_EPOCH)
-    whole = parts[1].str.lstrip("0").str.len().to_numpy()
-    digits = pd.to_numeric(parts[1], errors="coerce").to_numpy(dtype=np.float64)
-    big = (whole > 11) | ~(digits < EPOCH_LIMIT)
+    """Numbers written as text (seconds since 1970-01-01 UTC, up to 9 decimals exact) as int64 ns.
+
+    The sign, whole seconds and decimals are split by pyarrow's regular expressions (in C++:
+    pandas' ``str.extract`` runs Python per row).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = pa.array(values.to_numpy(dtype=object), type=pa.string())
+    parts = pc.extract_regex(arr, r"(?P<sign>[+-]?)(?P<whole>\d+)(?:\.(?P<frac>\d*))?")
+    sign_t, whole_t, frac_t = (parts.field(k) for k in ("sign", "whole", "frac"))
+    digits = pc.utf8_length(pc.utf8_ltrim(whole_t, "0")).to_numpy(zero_copy_only=False)
+    big = digits > 11
+    if not big.any():
+        sec = pc.cast(whole_t, pa.int64()).to_numpy(zero_copy_only=False)
+        big = ~(sec < EPOCH_LIMIT)
     if big.any():
         i = int(np.flatnonzero(big)[0])
         raise _epoch_refused(values.iloc[i], source=source, column=column, line=lines[i], line_word=line_word)
-    sec = parts[1].astype("int64").to_numpy()
-    frac = parts[2].fillna("").str.slice(0, 9).str.pad(9, side="right", fillchar="0").astype("int64").to_numpy()
-    sign = np.where((parts[0] == "-").to_numpy(dtype=bool), -1, 1)
+    frac = pc.utf8_rpad(pc.utf8_slice_codeunits(frac_t, 0, 9), 9, "0")
+    frac = pc.cast(frac, pa.int64()).to_numpy(zero_copy_only=False)
+    sign = np.where(pc.equal(sign_t, "-").to_numpy(zero_copy_only=False), -1, 1)
     _check_seconds_range(sign * (sec + frac / 1e9), np.ones(sec.size, bool), source=source, column=column,
                          lines=lines, line_word=line_word, shown=lambda i: values.iloc[i])
     return sign * (sec * 10**9 + frac)
