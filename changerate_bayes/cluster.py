@@ -318,8 +318,9 @@ def estimate_files_dask(paths, *, format="auto", columns=None, change_from="auto
     fmts = [detect_format(f) for f in files] if format == "auto" else [format] * len(files)
     refuse_surt_for_warc(files, format, page_key)
     if len(set(fmts)) > 1 and set(fmts) != {"cdx", "warc"}:
-        raise CrawlLogError(f"{files[0]}: the files have different formats {sorted(set(fmts))} (only CDX and WARC "
-                            "mix); pass `format`")
+        from .io._formats import mixed_formats_error
+
+        raise mixed_formats_error(files, fmts)
     if "ota" in fmts:
         raise CrawlLogError(f"{files[fmts.index('ota')]}: an Open Terms Archive log: use estimate_pages_dask")
     if client is None:

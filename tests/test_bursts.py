@@ -176,6 +176,10 @@ def test_learner_interface():
        hist=st.lists(st.tuples(st.booleans(), st.floats(1e-6, 50.0)), min_size=0, max_size=6),
        ts=st.lists(st.floats(0.0, 1e4), min_size=2, max_size=8))
 def test_predictive_is_a_probability_nondecreasing_in_t(l0, extra, q01, q10, hist, ts):
+    if l0 + extra == 0.0 and q01 == 0.0 and q10 == 0.0:  # no change, no switch: refused
+        with pytest.raises(ValueError, match="are all 0"):
+            BurstParameters(l0, l0 + extra, q01, q10)
+        return
     p = BurstParameters(l0, l0 + extra, q01, q10)
     f = BurstFilter(1, params=p, scales=(0.3, 1.0))
     for changed, tau in hist:

@@ -6,7 +6,7 @@ import numpy as np
 
 from .._rng import as_generator
 from .._validation import as_float_array, check_positive_int, page_vector
-from ._model import DEFAULT_SCALES, check_params, check_scales
+from ._model import DEFAULT_SCALES, check_params, check_rates_per_page, check_scales
 
 __all__ = ["BurstFilter"]
 
@@ -92,7 +92,8 @@ class BurstFilter:
         ts = np.ones(n) if time_scale is None else page_vector(time_scale, n, name="time_scale", positive=True)
         self.time_scale = time_scale
         inv = 1.0 / ts
-        self._l0, self._l1, self._q01, self._q10 = (np.ascontiguousarray(x * inv) for x in params.as_tuple())
+        self._l0, self._l1, self._q01, self._q10 = (np.ascontiguousarray(x * inv)
+                                                    for x in check_rates_per_page(params, inv))
         k = self._scales.size
         pb = params.busy_probability
         self.alpha_ = np.empty((n, k, 2))

@@ -10,12 +10,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import as_float_array, page_vector
-from ._model import DEFAULT_SCALES, BurstParameters, check_params, check_scales
+from ._model import DEFAULT_SCALES, BurstParameters, check_params, check_rates_per_page, check_scales
 
 __all__ = ["BurstFit", "BurstPredictive", "burst_predictive", "fit_bursts"]
 
 #: log-parameters are kept within this many units of the starting point's time scale
 _LOG_BOUND = 25.0
+#: The median interval (in the pages' time unit) that :func:`fit_bursts` accepts: the rates it tries,
+#: up to e^25 / median, stay below :data:`~changerate_bayes.bursts._model.MAX_RATE`.
+MEDIAN_INTERVAL_RANGE = (1e-100, 1e100)
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ def _histories(changed, intervals, mask):
 
 def _page_rates(params: BurstParameters, time_scale, n: int):
     inv = np.ones(n) if time_scale is None else 1.0 / page_vector(time_scale, n, name="time_scale", positive=True)
-    return [np.ascontiguousarray(x * inv) for x in params.as_tuple()]
+    return [np.ascontiguousarray(x * inv) for x in check_rates_per_page(params, inv)]
 
 
 #: pages from which the whole-history filter runs on several threads
@@ -209,7 +212,8 @@ def fit_bursts(changed, intervals, mask=None, *, scales=DEFAULT_SCALES, time_sca
     ------
     TypeError, ValueError
         For bad inputs (the message names the argument); ValueError also if no crawl is
-        in ``mask``.
+        in ``mask``, or if the median interval (per ``time_scale``) is outside
+        :data:`MEDIAN_INTERVAL_RANGE` (1e-100 to 1e100), where the rates searched would overflow.
 
     Notes
     -----
@@ -234,6 +238,12 @@ def fit_bursts(changed, intervals, mask=None, *, scales=DEFAULT_SCALES, time_sca
     ones = _page_rates(BurstParameters(1.0, 1.0, 1.0, 1.0), time_scale, n)[0]
     tau_unit = tau * ones[:, None]  # intervals in each page's time unit
     med = float(np.median(tau_unit[m]))
+    if not (MEDIAN_INTERVAL_RANGE[0] <= med <= MEDIAN_INTERVAL_RANGE[1]):
+        raise ValueError(
+            f"`intervals`: their median is {med:g} (per `time_scale` where given); fit_bursts needs it within "
+            f"[{MEDIAN_INTERVAL_RANGE[0]:g}, {MEDIAN_INTERVAL_RANGE[1]:g}], since it searches rates up to e^{_LOG_BOUND:g} "
+            "times 1/median, whose products must stay finite: give the intervals in another time unit"
+        )
     f = float(np.clip(c[m].mean(), 0.01, 0.99))
     r = -math.log1p(-f) / med
     starts = []

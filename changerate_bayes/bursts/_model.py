@@ -10,18 +10,26 @@ import numpy as np
 
 from .._validation import as_float_array
 
-__all__ = ["BurstParameters", "check_scales", "DEFAULT_SCALES"]
+__all__ = ["BurstParameters", "check_scales", "DEFAULT_SCALES", "MAX_RATE"]
 
 #: default per-page rate scales: one shared parameter set
 DEFAULT_SCALES = (1.0,)
 
 
-def _rate(x, name: str, *, positive: bool = False) -> float:
+#: The largest rate accepted, per time unit: the filter multiplies two rates (and a rate by an
+#: interval), which must stay finite.
+MAX_RATE = 1e150
+
+
+def _rate(x, name: str, *, positive: bool = False, limit: float | None = MAX_RATE) -> float:
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"`{name}` must be a real number; got {type(x).__name__}")
     x = float(x)
     if not math.isfinite(x) or x < 0 or (positive and x == 0):
         raise ValueError(f"`{name}` must be {'> 0' if positive else '>= 0'} and finite; got {x!r}")
+    if limit is not None and x > limit:
+        raise ValueError(f"`{name}` must be <= {limit:g} per time unit (the filter multiplies two rates, which "
+                         f"must stay finite); got {x!r}: give the rates in a longer time unit")
     return x
 
 
@@ -46,7 +54,9 @@ class BurstParameters:
     TypeError
         If a rate is not a real number.
     ValueError
-        If a rate is negative, NaN or infinite, or ``busy_rate < quiet_rate``.
+        If a rate is negative, NaN, infinite or above :data:`MAX_RATE` (1e150), if
+        ``busy_rate < quiet_rate``, or if all four rates are 0 (a page that neither
+        changes nor switches state: no crawl history has a likelihood under it).
 
     Notes
     -----
@@ -69,6 +79,9 @@ class BurstParameters:
             object.__setattr__(self, name, _rate(getattr(self, name), name))
         if self.busy_rate < self.quiet_rate:
             raise ValueError(f"`busy_rate` must be >= `quiet_rate`; got {self.busy_rate!r} < {self.quiet_rate!r}")
+        if self.busy_rate == 0 and self.to_busy == 0 and self.to_quiet == 0:
+            raise ValueError("`quiet_rate`, `busy_rate`, `to_busy` and `to_quiet` are all 0: a page that neither "
+                             "changes nor switches state is no burst model; give `busy_rate` or a switching rate > 0")
 
     @property
     def busy_probability(self) -> float:
@@ -90,7 +103,7 @@ class BurstParameters:
         ValueError
             If ``factor`` is not > 0 and finite.
         """
-        f = _rate(factor, "factor", positive=True)
+        f = _rate(factor, "factor", positive=True, limit=None)
         return BurstParameters(self.quiet_rate * f, self.busy_rate * f, self.to_busy * f, self.to_quiet * f)
 
     def as_tuple(self) -> tuple[float, float, float, float]:
@@ -102,6 +115,15 @@ def check_params(params) -> BurstParameters:
     if not isinstance(params, BurstParameters):
         raise TypeError(f"`params` must be a BurstParameters; got {type(params).__name__}")
     return params
+
+
+def check_rates_per_page(params: BurstParameters, inv_time_scale: np.ndarray) -> tuple:
+    """``params.as_tuple()``, once each rate divided by a page's ``time_scale`` is checked to stay <= MAX_RATE."""
+    top = max(params.as_tuple()) * float(np.max(inv_time_scale, initial=0.0))
+    if not top <= MAX_RATE:
+        raise ValueError(f"`time_scale` is so small that a rate per page's time unit reaches {top:g}, above "
+                         f"{MAX_RATE:g} (the filter multiplies two rates); give `time_scale` in a larger unit")
+    return params.as_tuple()
 
 
 def check_scales(scales) -> tuple[np.ndarray, np.ndarray]:

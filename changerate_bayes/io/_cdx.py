@@ -36,6 +36,12 @@ def _frame(rows: list[list[str]], page_key: str = "url") -> pd.DataFrame:
     return df.drop(columns=["surt", "url", "mime"])
 
 
+def _json_field(meta: dict, key: str) -> str:
+    """A CDXJ field as CDX text: missing and JSON ``null`` are both ``-`` (a missing field)."""
+    value = meta.get(key)
+    return "-" if value is None else str(value)
+
+
 def _parse_line(text: str, *, src: str, line: int) -> list[str] | None:
     text = text.rstrip("\r\n")
     if not text.strip():
@@ -51,8 +57,7 @@ def _parse_line(text: str, *, src: str, line: int) -> list[str] | None:
         if not isinstance(meta, dict):
             raise CrawlLogError(f"{src}: line {line}: the CDXJ JSON block must be an object "
                                 f"({{\"url\": ..., \"digest\": ...}}); got {type(meta).__name__}")
-        return [parts[0], parts[1], meta.get("url", "-"), meta.get("mime", "-"),
-                str(meta.get("status", "-")), meta.get("digest", "-")]
+        return [parts[0], parts[1], *(_json_field(meta, key) for key in ("url", "mime", "status", "digest"))]
     if len(parts) < 7:
         raise CrawlLogError(
             f"{src}: line {line}: a CDX line has at least 7 space-separated fields (urlkey timestamp original "
@@ -145,13 +150,30 @@ def _compact_cdx_file(path, *, chunk_rows, page_key="url", labels=None, state=No
                     parts.append(part)
                     rows = []
         except UnicodeDecodeError:
-            raise CrawlLogError(f"{src}: not a text CDX file (not UTF-8)") from None
+            raise _not_utf8(path, src) from None
         except DECOMPRESSION_ERRORS as exc:
             raise decompression_error(src, exc, path) from None
         if rows:
             part, labels = _chunk(rows, src, labels, state, names, page_key)
             parts.append(part)
     return parts, labels
+
+
+def _not_utf8(path, src: str) -> CrawlLogError:
+    """The error for a CDX file that is not UTF-8, naming its first such line (the file is read again as bytes)."""
+    from ._compressed import open_bytes
+
+    try:
+        with open_bytes(path) as fh:
+            for line, raw in enumerate(fh, start=1):
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    return CrawlLogError(f"{src}: line {line}: not UTF-8 text (byte {raw[exc.start]:#04x} at "
+                                         f"column {exc.start + 1}); a CDX index is UTF-8: re-encode the file")
+    except DECOMPRESSION_ERRORS as exc:
+        return decompression_error(src, exc, path)
+    return CrawlLogError(f"{src}: not a text CDX file (not UTF-8)")
 
 
 def _chunk(rows, src, labels, state, names, page_key):

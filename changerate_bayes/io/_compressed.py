@@ -67,8 +67,10 @@ def check_complete(path, src: str | None = None) -> None:
         raise decompression_error(src, EOFError("the last zstd frame ends before its end"), path)
 
 
-def open_text(path, *, encoding: str = "utf-8-sig"):
+def open_text(path, *, encoding: str = "utf-8-sig", errors: str = "strict"):
     """``path`` opened as text, decompressed by its magic bytes; a UTF-8 byte-order mark is dropped.
+
+    ``errors`` is :func:`open`'s (``"replace"`` to peek at a file whose bytes may not all decode).
 
     Raises
     ------
@@ -77,8 +79,8 @@ def open_text(path, *, encoding: str = "utf-8-sig"):
     """
     check_complete(path)
     if compression_of(path) is None:
-        return open(path, encoding=encoding, newline="")
-    return io.TextIOWrapper(open_bytes(path), encoding=encoding, newline="")
+        return open(path, encoding=encoding, errors=errors, newline="")
+    return io.TextIOWrapper(open_bytes(path), encoding=encoding, errors=errors, newline="")
 
 
 def open_bytes(path):

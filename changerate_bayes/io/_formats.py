@@ -11,7 +11,8 @@ from ._errors import CrawlLogError
 if TYPE_CHECKING:  # only for the annotations: the readers import pandas on first use
     from ._semantics import CrawlLog
 
-__all__ = ["BUCKET_FOLDER", "FORMATS", "common_format", "detect_format", "log_files", "read_log"]
+__all__ = ["BUCKET_FOLDER", "FORMATS", "common_format", "detect_format", "log_files", "mixed_formats_error",
+           "read_log"]
 
 #: Format names accepted by :func:`read_log` (and ``estimate --format``).
 FORMATS = ("csv", "parquet", "cdx", "warc", "ota", "auto")
@@ -34,14 +35,14 @@ def _sniff(path: Path) -> str | None:
     with open(path, "rb") as fh:
         if fh.read(4) == b"PAR1":
             return "parquet"
-    try:
-        with open_text(path, encoding="utf-8-sig") as fh:
+    try:  # undecodable bytes replaced: a stray non-UTF-8 byte is the reader's error, with its line
+        with open_text(path, encoding="utf-8-sig", errors="replace") as fh:
             head = fh.read(4096)
     except DECOMPRESSION_ERRORS as exc:
         if compression_of(path) is not None:  # cut or corrupt before its first lines: that is the error
             raise decompression_error(str(path), exc, path) from None
         head = ""
-    except (UnicodeDecodeError, CrawlLogError):
+    except CrawlLogError:
         head = ""
     if head.startswith(("WARC/", "filedesc://")):
         return "warc"
@@ -110,11 +111,37 @@ def common_format(paths) -> str:
     kinds = [detect_format(p) for p in paths]
     if set(kinds) == {"cdx", "warc"}:
         return "auto"
-    for p, k in zip(paths, kinds):
-        if k != kinds[0]:
-            raise CrawlLogError(f"{paths[0]}, {p}: the files must share one format, but {paths[0]} is {kinds[0]!r} "
-                                f"and {p} is {k!r}; read each format separately")
+    if len(set(kinds)) > 1:
+        raise mixed_formats_error(paths, kinds)
     return kinds[0]
+
+
+#: Formats that mix in one log: captures keyed by URL whose changes their payload digests decide.
+_CAPTURES = ("cdx", "warc")
+
+
+def mixed_formats_error(paths, kinds) -> CrawlLogError:
+    """The error for files of formats that cannot be read as one log, saying why.
+
+    CDX/CDXJ and WARC files mix; a CSV, Parquet or Open Terms Archive log does not mix
+    with them, nor with another format: its pages, times and changes come from columns
+    named by the file (or by ``columns``), with its own page names and digest algorithm,
+    which nothing matches to the captures' URLs and payload digests.
+    """
+    paths, kinds = list(paths), list(kinds)
+    captures = [(p, k) for p, k in zip(paths, kinds) if k in _CAPTURES]
+    others = [(p, k) for p, k in zip(paths, kinds) if k not in _CAPTURES]
+    if captures and others:
+        (p0, k0), (p1, k1) = captures[0], others[0]
+        return CrawlLogError(
+            f"{p0}, {p1}: {p0} is {k0!r} and {p1} is {k1!r}: CDX/CDXJ and WARC files mix in one log (captures "
+            f"keyed by URL, changes decided by their payload digests), but a {k1!r} log names its pages and "
+            "digests in its own columns, which cannot be matched to the captures' URLs and payload digests; "
+            f"read the {k1!r} file(s) separately"
+        )
+    p1, k1 = next((p, k) for p, k in zip(paths, kinds) if k != kinds[0])
+    return CrawlLogError(f"{paths[0]}, {p1}: the files must share one format, but {paths[0]} is {kinds[0]!r} "
+                         f"and {p1} is {k1!r}; read each format separately")
 
 
 #: The folder name of a hive-style partition of the log by page: ``page_bucket=K/``.

@@ -14,7 +14,8 @@ the rules below to all pages at once with sorts and shifts (no loop over pages):
    column is true (1/true/yes) is a successful visit that saw no change, whatever its
    status field says.
 3. A successful visit without the evidence that decides "changed" is dropped: no digest
-   (``missing_digest``), an empty ``changed`` (``missing_changed``), or a
+   (``missing_digest``), an empty ``changed`` (``missing_changed``; not on the page's first
+   successful visit, the reference copy, where "changed" has no meaning), or a
    ``last_modified`` that is missing or not before its fetch (``missing_last_modified``).
 4. Visits are sorted by page and time (rows earlier than the previous row of the same
    page in file order are counted as ``out_of_order``). Duplicate captures (same page,
@@ -46,7 +47,10 @@ the rules below to all pages at once with sorts and shifts (no loop over pages):
    ``changed`` column, with their rules (``Audit.last_modified_fallback`` names it; only
    an explicit ``change_from="last_modified"`` leaves such a column beside the dates,
    since "auto" prefers it); without either, all the page's rows are dropped
-   (``last_modified_unreliable``). The page is counted in
+   (``last_modified_unreliable``). So is a page whose Last-Modified says "changed" (a
+   date after the previous visit) on at least two visits where the digest shows the same
+   content on more than half of them, the rule by which such a page is found unreliable
+   where digests decide (:func:`_last_modified_ages`). The page is counted in
    ``Audit.last_modified_unreliable_pages``. Where something else decides, the page is
    kept, counted, and its dates are not used (``last_modified_age`` NaN,
    ``last_modified_unreliable`` true).
@@ -499,6 +503,8 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
     by_digest = by_changed = np.ones(n, dtype=bool)
     if change_from == "last_modified":
         fallback = "digest" if v.digest is not None else "changed" if v.changed is not None else None
+        if fallback == "digest":  # dates that say "changed" where the digest shows the same content, as under "digest"
+            says_now = says_now | _dates_contradict_digest(v, lm_ok, reason == 0, labels.size)
         liar_rows = says_now[v.page]
         by_lm = ~liar_rows
         by_digest, by_changed = liar_rows & (fallback == "digest"), liar_rows & (fallback == "changed")
@@ -507,7 +513,10 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
     if change_from in ("digest", "last_modified") and v.digest is not None:
         drop(by_digest & ~v.has_digest & ~nm, "missing_digest")
     if change_from in ("changed", "last_modified") and v.changed is not None:
-        drop(by_changed & (v.changed < 0) & ~nm, "missing_changed")
+        missing = by_changed & (v.changed < 0) & ~nm
+        if missing.any():  # a page's first successful visit is its reference copy: its `changed` means nothing
+            missing &= ~_first_visits(v.page, v.time, reason == 0)
+        drop(missing, "missing_changed")
     if change_from == "last_modified":
         drop(by_lm & ~lm_ok & ~nm, "missing_last_modified")
 
@@ -610,6 +619,17 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
                     last_modified_unreliable=None if liar is None else liar[obs_pages])
 
 
+def _first_visits(page, time, ok) -> np.ndarray:
+    """Per row: whether it is its page's first among the rows ``ok``, by time, then file order."""
+    rows = np.flatnonzero(ok)
+    order = rows[np.lexsort((time[rows], page[rows]))]  # stable: ties stay in file order
+    out = np.zeros(page.size, dtype=bool)
+    head = np.ones(order.size, dtype=bool)
+    head[1:] = page[order][1:] != page[order][:-1]
+    out[order[head]] = True
+    return out
+
+
 #: A Last-Modified no earlier than this before its fetch time (60 s, in ns) says "now": clock skew
 #: of a few seconds either way, and a page rendered at the request, still count.
 LM_NOW_NS = 60 * 10**9
@@ -655,6 +675,52 @@ def last_modified_liars(page, time, last_modified, usable, n_labels) -> np.ndarr
     return (n_now >= LIAR_MIN_VISITS) & (n_now >= LIAR_SHARE * n_present - 1e-9)
 
 
+def _wrong_dates(pg, says, same, n_labels) -> np.ndarray:
+    """Per label: whether the dates say "changed" (``says``) at least twice, and the content was
+    the same (``same``) on more than half of those visits."""
+    n_says = np.bincount(pg, weights=says, minlength=n_labels)
+    n_wrong = np.bincount(pg, weights=says & same, minlength=n_labels)
+    return (n_says >= 2) & (2 * n_wrong > n_says)
+
+
+def _dates_contradict_digest(v, lm_ok, usable, n_labels) -> np.ndarray:
+    """Per label: whether the page's Last-Modified says "changed" where its digest shows the same content.
+
+    The rule :func:`_last_modified_ages` applies where digests decide, on the visits
+    digests would keep (the ``usable`` rows with a digest or a 304/revisit, sorted by
+    time, duplicates and 304s before the first digest dropped), so that a page is found
+    the same way when ``last_modified`` decides.
+    """
+    nm = v.not_modified
+    rows = np.flatnonzero(usable & (v.has_digest | nm))
+    order = rows[np.lexsort((v.time[rows], v.page[rows]))]  # stable: ties stay in file order
+    pg, tm = v.page[order], v.time[order]
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = pg[1:] != pg[:-1]
+    keep = first.copy()
+    keep[1:] |= tm[1:] != tm[:-1]  # duplicates collapse to the first in file order
+    order, pg, tm = order[keep], pg[keep], tm[keep]
+    k = np.arange(order.size)
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = pg[1:] != pg[:-1]
+    start = np.maximum.accumulate(np.where(first, k, 0))
+    last_content = np.maximum.accumulate(np.where(~nm[order], k, -1))
+    ref = last_content >= start  # a 304 before the page's first digest is no visit
+    eff = v.digest[order][np.maximum(last_content, 0)][ref]  # a 304 carries the last digest forward
+    order, pg, tm = order[ref], pg[ref], tm[ref]
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = pg[1:] != pg[:-1]
+    same = np.ones(order.size, dtype=bool)
+    same[1:] = eff[1:] == eff[:-1]
+    prev = np.empty_like(tm)
+    if tm.size:
+        prev[0] = tm[0]
+        prev[1:] = tm[:-1]
+    lm = v.last_modified[order]
+    says = lm_ok[order] & ~first & (lm > prev) & ~nm[order]
+    return _wrong_dates(pg, says, same, n_labels)
+
+
 def _last_modified_ages(v, lm_ok, order, pg, tm, first, chg, nm, change_from, n_labels, says_now):
     """Each kept visit's age (hours since the Last-Modified time) where it dates the change seen, and the liars.
 
@@ -667,15 +733,13 @@ def _last_modified_ages(v, lm_ok, order, pg, tm, first, chg, nm, change_from, n_
     lm = v.last_modified[order]
     valid = lm_ok[order]
     prev = np.empty_like(tm)
-    prev[0] = tm[0] if tm.size else 0
-    prev[1:] = tm[:-1]
+    if tm.size:  # no row left (e.g. every visit failed): no age, and build_log says there is nothing to estimate
+        prev[0] = tm[0]
+        prev[1:] = tm[:-1]
     inside = valid & ~first & (lm > prev)  # the date falls in the interval since the previous visit
     liar = says_now.copy()
     if change_from == "digest":
-        says = inside & ~nm[order]
-        n_says = np.bincount(pg, weights=says, minlength=n_labels)
-        n_wrong = np.bincount(pg, weights=says & (chg == 0), minlength=n_labels)
-        liar |= (n_says >= 2) & (2 * n_wrong > n_says)
+        liar |= _wrong_dates(pg, inside & ~nm[order], chg == 0, n_labels)
     changed = (chg == 1) & ~first
     age = np.where(changed, np.where(inside, (tm - lm) / _NS_PER_HOUR, np.nan), 0.0)
     undated = np.bincount(pg, weights=np.isnan(age), minlength=n_labels) > 0

@@ -90,13 +90,18 @@ def _plan(header: list[str], mapping: dict, *, source: str, change_from: str):
         if std not in plan:
             raise CrawlLogError(f"{source}: line 1: missing required column {mapping.get(std, std)!r}; "
                                 f"the file has {header} (map yours with `columns=`)")
-    kind = resolve_change_source(change_from, set(plan), source=source)
+    # under "auto", a digest or ``changed`` column the caller maps in ``columns`` decides ahead of one
+    # found by its standard name (a mapped last_modified is read in any case: its dates and audit)
+    explicit = [c for c in ("digest", "changed") if c in mapping]
+    kind = resolve_change_source(explicit[0] if change_from == "auto" and explicit else change_from, set(plan),
+                                 source=source)
     # read only what decides changes, plus status and last_modified (audit); where last_modified
-    # decides, also the digest (else ``changed``): it decides for pages whose server reports the fetch time
+    # decides, also the digest (else ``changed``): it decides for pages whose server reports the fetch time;
+    # a column mapped in ``columns`` is always read, so that its values are checked
     spare = ()
     if kind == "last_modified":
         spare = ("digest",) if "digest" in plan else ("changed",)
-    for other in {"digest", "changed", "last_modified"} - {kind, "last_modified", *spare}:
+    for other in {"digest", "changed", "last_modified"} - {kind, "last_modified", *spare, *mapping}:
         plan.pop(other, None)
     roles: dict = {}
     for std, name in plan.items():
@@ -155,9 +160,12 @@ def read_csv(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUN
 
     A crawl log is a long table of visits, one row per visit, with columns ``page``
     and ``fetch_time`` (ISO-8601; with or without a UTC offset, not mixed; a date alone
-    is naive) and any of ``status`` (HTTP status), ``digest`` (content hash, ETag or
-    payload digest), ``changed`` (0/1 when the crawler already decided),
-    ``last_modified`` (as aware as ``fetch_time``) and ``not_modified`` (0/1 or
+    is naive; or a number: seconds since 1970-01-01 UTC, below 1e11, see
+    :func:`~changerate_bayes.io._times.parse_time_column`) and any of ``status`` (HTTP
+    status), ``digest`` (content hash, ETag or payload digest), ``changed`` (0/1 when
+    the crawler already decided; may be empty on a page's first visit),
+    ``last_modified`` (as aware as ``fetch_time``; also an HTTP date in any form of
+    RFC 9110 section 5.6.7) and ``not_modified`` (0/1 or
     true/false: an HTTP 304 or a revisit, a visit that saw no change). A compressed file
     is recognised by its first bytes; a UTF-8 byte-order mark is ignored.
 
@@ -167,10 +175,14 @@ def read_csv(paths, *, columns=None, change_from="auto", chunk_rows=DEFAULT_CHUN
         One log, or several read as one (same columns).
     columns : dict, optional
         Your column names: standard name -> file column, e.g.
-        ``{"page": "url", "fetch_time": "ts", "digest": "sha1"}``.
+        ``{"page": "url", "fetch_time": "ts", "digest": "sha1"}``. A column named here
+        is always read and its values checked.
     change_from : {"auto", "digest", "changed", "last_modified"}, default "auto"
         What decides I_k (see :mod:`changerate_bayes.io`): "auto" takes the digest if
-        there is one, else ``changed``, else ``last_modified``. With ``last_modified``
+        there is one, else ``changed``, else ``last_modified``; a ``digest`` or
+        ``changed`` named in ``columns`` comes before one found by its standard name
+        (``columns={"changed": "flag"}`` makes the flag decide beside a ``digest``
+        column). With ``last_modified``
         the digest (else ``changed``) column is read too, if present: it decides the
         changes of pages whose server reports the fetch time as Last-Modified
         (:mod:`changerate_bayes.io._semantics`, rule 7).

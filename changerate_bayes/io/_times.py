@@ -15,6 +15,21 @@ _AWARE = r"[Tt ]\d[^+\-zZ]*(?:[zZ]|[+-]\d\d(?::?\d\d)?)$"
 #: An HTTP date as servers send Last-Modified and Date (RFC 9110 IMF-fixdate, always GMT).
 _HTTP_DATE = r"[A-Za-z]{3}, \d\d [A-Za-z]{3} \d{4} \d\d:\d\d:\d\d GMT"
 _HTTP_FORMAT = "%a, %d %b %Y %H:%M:%S GMT"
+# The other forms of an HTTP date that recipients must accept (RFC 9110 section 5.6.7), and
+# RFC 5322 dates with another zone: IMF-fixdate with any case of GMT, or UTC, UT, Z or a
+# numeric offset; RFC 850 (``Sunday, 06-Nov-94 08:49:37 GMT``); C's asctime
+# (``Sun Nov  6 08:49:37 1994``, GMT by definition). Parsed by email.utils.
+_ZONE = r"(?:[Gg][Mm][Tt]|[Uu][Tt][Cc]?|[Zz]|[+-]\d{4})"
+_HTTP_OTHER = (
+    r"(?:[A-Za-z]{3},\s*)?\d{1,2} [A-Za-z]{3} \d{4} \d\d:\d\d(?::\d\d)? " + _ZONE
+    + r"|[A-Za-z]{6,9}, \d\d-[A-Za-z]{3}-\d\d \d\d:\d\d:\d\d " + _ZONE
+    + r"|[A-Za-z]{3} [A-Za-z]{3} [ \d]?\d \d\d:\d\d:\d\d \d{4}"
+)
+#: A time written as a number: seconds since 1970-01-01T00:00:00Z (sign, digits, an optional fraction).
+_EPOCH = r"([+-]?)(\d+)(?:\.(\d*))?"
+#: Numbers of at least this magnitude are refused: as seconds they lie beyond the year 5138; they are
+#: milliseconds (1.7e12 today) or finer, which the reader does not guess.
+EPOCH_LIMIT = 1e11
 _NAT = np.iinfo(np.int64).min
 # Times are held as int64 nanoseconds, whose range is 1677-09-21 .. 2262-04-11: a time
 # outside whole years inside it is refused rather than wrapped around.
@@ -28,10 +43,17 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
                       required: bool, state: dict, fmt: str | None = None) -> np.ndarray:
     """UTC nanoseconds since the epoch (int64) of one chunk of a time column.
 
-    ISO-8601 strings (or datetime dtypes) are accepted, and HTTP dates (RFC 9110
-    IMF-fixdate, ``Sun, 06 Nov 1994 08:49:37 GMT``: a Last-Modified header logged as sent);
-    a time with a UTC offset (or GMT) is an exact instant, a naive time (a date alone
-    included) is taken as UTC. ``state``
+    ISO-8601 strings (or datetime dtypes) are accepted; HTTP dates (a Last-Modified
+    header logged as sent) in each form of RFC 9110 section 5.6.7 (IMF-fixdate
+    ``Sun, 06 Nov 1994 08:49:37 GMT``, the obsolete RFC 850 ``Sunday, 06-Nov-94 08:49:37 GMT``
+    and asctime ``Sun Nov  6 08:49:37 1994``), also with ``gmt``, ``UTC`` or a numeric
+    offset such as ``+0200``; and numbers (a numeric column, or text that is a decimal
+    number and not ISO-8601: ``1700000000``, ``1700000000.25``), which are **seconds**
+    since 1970-01-01T00:00:00Z. A number of magnitude 1e11 or more (past the year 5138
+    as seconds: milliseconds or finer) is refused, not guessed. Text is read as ISO-8601
+    first, so ``20240101`` is 1 January 2024 (as is any text ISO-8601 reads, e.g. a year
+    ``2024``; seconds of crawl times, 9 or 10 digits or with a fraction, are no ISO form). A time with a UTC offset (or GMT, or a
+    number) is an exact instant, a naive time (a date alone included) is taken as UTC. ``state``
     carries the awareness seen in earlier chunks, files and time columns (naive and
     aware together are refused). Times outside the years 1678-2261 (those int64
     nanoseconds hold) are refused, naming the line. Missing values are an error if
@@ -56,12 +78,20 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
         out = _to_ns(arr, missing, source=source, column=column, lines=lines, line_word=line_word,
                      shown=lambda i: str(ts.iloc[i]))
         return out
-    if values.dtype.kind in "biuf":
-        i = int(np.flatnonzero(~values.isna().to_numpy())[0]) if values.notna().any() else 0
-        raise CrawlLogError(
-            f"{where(source, line_word, lines[i], column)}: times must be ISO-8601 datetimes "
-            f"(e.g. 2024-01-31T12:00:00Z); got the number {plain(values.iloc[i])!r}"
-        )
+    if values.dtype.kind in "biuf":  # seconds since 1970-01-01 UTC
+        if values.dtype.kind == "b":
+            i = int(np.flatnonzero(values.notna().to_numpy())[0]) if values.notna().any() else 0
+            raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: times must be ISO-8601 datetimes "
+                                f"or seconds since 1970-01-01 UTC; got the boolean {plain(values.iloc[i])!r}")
+        missing = values.isna().to_numpy()
+        if required and missing.any():
+            i = int(np.flatnonzero(missing)[0])
+            raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: missing time")
+        out = _epoch_numbers(values, missing, source=source, column=column, lines=lines, line_word=line_word)
+        if (~missing).any():
+            _kinds(state, {"aware": (int(lines[int(np.argmax(~missing))]), None)}, source=source, column=column,
+                   line_word=line_word)
+        return out
     s = values.astype("string").str.strip()
     missing = (s.isna() | (s == "") | (s == "-")).to_numpy(dtype=bool)
     if required and missing.any():
@@ -73,15 +103,34 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
         return out
     sp = s[present]
     want = "an ISO-8601 datetime or an HTTP date" if fmt is None else f"a time of the form {fmt}"
-    http = np.zeros(len(sp), dtype=bool)
+    http = extra = np.zeros(len(sp), dtype=bool)
     if fmt is None:
         parsed = pd.to_datetime(sp, format="ISO8601", utc=True, errors="coerce")
         http = (parsed.isna() & sp.str.fullmatch(_HTTP_DATE)).to_numpy(dtype=bool, na_value=False)
         if http.any():  # a header logged as the server sent it
             parsed[http] = pd.to_datetime(sp[http], format=_HTTP_FORMAT, utc=True, errors="coerce")
+        rest = parsed.isna().to_numpy(dtype=bool)
+        if rest.any():  # other HTTP date forms, and numbers (seconds since 1970), straight to ns
+            extra_ns = np.full(len(sp), _NAT, dtype=np.int64)
+            rows = np.flatnonzero(present)
+            rest_s = sp[rest]
+            epoch = np.zeros(len(sp), dtype=bool)
+            epoch[rest] = rest_s.str.fullmatch(_EPOCH).to_numpy(dtype=bool, na_value=False)
+            if epoch.any():
+                extra_ns[epoch] = _epoch_strings(sp[epoch], source=source, column=column, lines=lines[rows[epoch]],
+                                                 line_word=line_word)
+            other = rest & ~epoch  # digits only, or with letters: the two never match the same text
+            if other.any():
+                other[other] = sp[other].str.fullmatch(_HTTP_OTHER).to_numpy(dtype=bool, na_value=False)
+            if other.any():
+                extra_ns[other] = _http_dates(sp[other], source=source, column=column, lines=lines[rows[other]],
+                                              line_word=line_word)
+                other &= extra_ns != _NAT
+                http = http | other
+            extra = other | epoch
     else:
         parsed = pd.to_datetime(sp, format=fmt, utc=True, errors="coerce")
-    bad = parsed.isna().to_numpy(dtype=bool)
+    bad = parsed.isna().to_numpy(dtype=bool) & ~extra
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
         i = int(np.flatnonzero(present)[j])
@@ -89,7 +138,7 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
                             f"(expected {want})")
     idx = np.flatnonzero(present)
     if fmt is None:
-        aware = _aware_strings(sp) | http
+        aware = _aware_strings(sp) | http | extra
         firsts = {}
         for kind, mask in (("aware", aware), ("naive", ~aware)):
             if mask.any():
@@ -99,9 +148,114 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
         firsts = {"aware": (int(lines[idx[0]]), sp.iloc[0])}
     _kinds(state, firsts, source=source, column=column, line_word=line_word)
     arr = parsed.dt.tz_localize(None).to_numpy()
-    out[present] = _to_ns(arr, np.zeros(arr.size, bool), source=source, column=column, lines=lines[idx],
-                          line_word=line_word, shown=lambda j: sp.iloc[j])
+    ns = _to_ns(arr, extra, source=source, column=column, lines=lines[idx], line_word=line_word,
+                shown=lambda j: sp.iloc[j])
+    if extra.any():
+        ns[extra] = extra_ns[extra]
+    out[present] = ns
     return out
+
+
+def _http_dates(values: pd.Series, *, source, column, lines, line_word) -> np.ndarray:
+    """HTTP dates in the obsolete forms (RFC 850, asctime) or with another zone, as int64 UTC ns.
+
+    Each distinct value is parsed once by :func:`email.utils.parsedate_to_datetime` (a
+    log repeats a page's Last-Modified on many visits); a date without a zone (asctime)
+    or with ``-0000`` is GMT (RFC 9110 section 5.6.7). A two-digit year (RFC 850) is read as
+    email.utils reads it: 69-99 as 1969-1999, 00-68 as 2000-2068 (the rule of RFC 9110,
+    the latest past year with those digits, gives the same year for every date of
+    1977-2068 read today). A value that does not parse is ``_NAT``.
+    """
+    import calendar
+    from email.utils import parsedate_to_datetime
+
+    def seconds(text):
+        try:
+            d = parsedate_to_datetime(text)
+        except (TypeError, ValueError, OverflowError):
+            return None
+        return calendar.timegm(d.utctimetuple()) if d.tzinfo is not None else calendar.timegm(d.timetuple())
+
+    codes, uniques = pd.factorize(values)
+    secs = [seconds(u) for u in uniques]
+    ok_u = np.array([v is not None for v in secs], dtype=bool)
+    sec_u = np.array([0 if v is None else v for v in secs], dtype=np.float64)
+    ok, sec = ok_u[codes], sec_u[codes]
+    _check_seconds_range(sec, ok, source=source, column=column, lines=lines, line_word=line_word,
+                         shown=lambda i: values.iloc[i], unit="")
+    return np.where(ok, sec.astype(np.int64) * 10**9, _NAT)
+
+
+def _epoch_refused(text, *, source, column, line, line_word) -> CrawlLogError:
+    return CrawlLogError(
+        f"{where(source, line_word, line, column)}: the number {text} is too large for seconds since "
+        f"1970-01-01 UTC (a time given as a number is seconds; {EPOCH_LIMIT:.0e} or more would be past the year "
+        "5138): milliseconds or microseconds? give seconds (divide by 1000 or 10^6) or ISO-8601 times"
+    )
+
+
+def _epoch_numbers(values: pd.Series, missing: np.ndarray, *, source, column, lines, line_word) -> np.ndarray:
+    """A numeric time column (seconds since 1970-01-01 UTC; integers exact, floats to float precision) as int64 ns."""
+    out = np.full(len(values), _NAT, dtype=np.int64)
+    ok = ~missing
+    if values.dtype.kind in "iu" and not missing.any():
+        x = values.to_numpy()
+    else:
+        x = values.to_numpy(dtype=np.float64, na_value=np.nan)
+    big = ok & ~(np.abs(x.astype(np.float64)) < EPOCH_LIMIT)
+    if big.any():
+        i = int(np.flatnonzero(big)[0])
+        raise _epoch_refused(repr(plain(values.iloc[i])), source=source, column=column, line=lines[i],
+                             line_word=line_word)
+    _check_seconds_range(np.where(ok, x, 0).astype(np.float64), ok, source=source, column=column, lines=lines,
+                         line_word=line_word, shown=lambda i: plain(values.iloc[i]))
+    if x.dtype.kind in "iu":
+        out[:] = x.astype(np.int64) * 10**9
+    else:
+        whole = np.floor(x[ok])
+        out[ok] = whole.astype(np.int64) * 10**9 + np.rint((x[ok] - whole) * 1e9).astype(np.int64)
+    return out
+
+
+def _epoch_strings(values: pd.Series, *, source, column, lines, line_word) -> np.ndarray:
+    """Numbers written as text (seconds since 1970-01-01 UTC, up to 9 decimals exact) as int64 ns.
+
+    The sign, whole seconds and decimals are split by pyarrow's regular expressions (in C++:
+    pandas' ``str.extract`` runs Python per row).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = pa.array(values.to_numpy(dtype=object), type=pa.string())
+    parts = pc.extract_regex(arr, r"(?P<sign>[+-]?)(?P<whole>\d+)(?:\.(?P<frac>\d*))?")
+    sign_t, whole_t, frac_t = (parts.field(k) for k in ("sign", "whole", "frac"))
+    digits = pc.utf8_length(pc.utf8_ltrim(whole_t, "0")).to_numpy(zero_copy_only=False)
+    big = digits > 11
+    if not big.any():
+        sec = pc.cast(whole_t, pa.int64()).to_numpy(zero_copy_only=False)
+        big = ~(sec < EPOCH_LIMIT)
+    if big.any():
+        i = int(np.flatnonzero(big)[0])
+        raise _epoch_refused(values.iloc[i], source=source, column=column, line=lines[i], line_word=line_word)
+    frac = pc.utf8_rpad(pc.utf8_slice_codeunits(frac_t, 0, 9), 9, "0")
+    frac = pc.cast(frac, pa.int64()).to_numpy(zero_copy_only=False)
+    sign = np.where(pc.equal(sign_t, "-").to_numpy(zero_copy_only=False), -1, 1)
+    _check_seconds_range(sign * (sec + frac / 1e9), np.ones(sec.size, bool), source=source, column=column,
+                         lines=lines, line_word=line_word, shown=lambda i: values.iloc[i])
+    return sign * (sec * 10**9 + frac)
+
+
+def _check_seconds_range(sec: np.ndarray, ok: np.ndarray, *, source, column, lines, line_word, shown,
+                         unit: str = " (seconds since 1970-01-01 UTC)") -> None:
+    """Refuse times (seconds since 1970, float64) outside the years int64 nanoseconds hold, naming the line."""
+    lo, hi = float(_LO.astype(np.int64)), float(_HI.astype(np.int64))
+    bad = ok & ~((sec >= lo) & (sec < hi))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise CrawlLogError(
+            f"{where(source, line_word, lines[i], column)}: time {shown(i)!r}{unit} is outside the years "
+            f"{_FIRST_YEAR}-{_LAST_YEAR} that the reader can hold (int64 nanoseconds)"
+        )
 
 
 def _aware_strings(s: pd.Series) -> np.ndarray:
