@@ -70,7 +70,7 @@ def test_the_pages_have_console_sessions():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("page", "command", "expected"), SESSIONS, ids=[f"{p}:{c.split()[3]}" for p, c, _ in SESSIONS])
+@pytest.mark.parametrize(("page", "command", "expected"), SESSIONS, ids=[f"{Path(p).stem}-{i}-{c.split('changerate-bayes ')[1].split()[0]}" for i, (p, c, _) in enumerate(SESSIONS)])
 def test_console_session_prints_what_the_page_shows(page, command, expected, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(_argv(command)) == 0
