@@ -10,9 +10,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-# conftest.py: --doctest-modules would import it a second time, as a module of its own,
-# clashing with tests/conftest.py (both are "conftest" in prepend import mode)
-collect_ignore = ["conf.py", "conftest.py", "_build"]
+collect_ignore = ["conf.py", "_build"]
 collect_ignore_glob = ["_build/*", "api/generated/*"]
 
 #: pages whose examples take more than about 10 s (a NUTS fit, a replay of every document)
