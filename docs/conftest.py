@@ -13,8 +13,9 @@ matplotlib.use("Agg")
 collect_ignore = ["conf.py", "_build"]
 collect_ignore_glob = ["_build/*", "api/generated/*"]
 
-#: pages whose examples take more than about 10 s (a NUTS fit, a replay of every document)
-SLOW_PAGES = {"pooled.rst", "replay.rst", "common_crawl.rst", "diagnostics.rst", "bursts.rst"}
+#: pages whose examples take more than about 10 s on a busy machine (a NUTS fit, a local
+#: Dask cluster, a replay of every document, 10^4 pages of posterior draws)
+SLOW_PAGES = {"pooled.rst", "replay.rst", "common_crawl.rst", "diagnostics.rst", "bursts.rst", "posteriors.rst"}
 
 #: pages that start a local Dask cluster run in the worker of the other Dask tests
 DASK_PAGES = {"common_crawl.rst"}
