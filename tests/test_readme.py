@@ -1,48 +1,125 @@
-"""Every Python example in README.md runs as written."""
+"""README.md is the front door: its commands are the ones CI runs, its quick start and its
+example run as written, and every number it quotes is real."""
 
+import doctest
+import gzip
 import re
+import shlex
 from pathlib import Path
 
-import matplotlib
+import pandas as pd
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+from changerate_bayes.cli import main
 
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+TEXT = README.read_text(encoding="utf-8")
+BLOCKS = re.findall(r"```python\n(.*?)```", TEXT, flags=re.S)
+SHELL = re.findall(r"```bash\n(.*?)```", TEXT, flags=re.S)
 
 MAIN_JOB = "uv run --locked changerate-bayes validate --quick"
 TESTS = "uv run --locked --extra test pytest -q -n auto"
+DOCS_BUILD = "uv run --locked --extra docs sphinx-build -W --keep-going -b html docs docs/_build/html"
 
 
-def test_readme_has_examples_and_the_two_commands():
-    text = README.read_text(encoding="utf-8")
-    assert len(BLOCKS) >= 5
-    shell = "\n".join(re.findall(r"```bash\n(.*?)```", text, flags=re.S)).splitlines()
+def test_readme_has_the_two_commands_and_the_docs_build():
+    shell = "\n".join(SHELL).splitlines()
     assert MAIN_JOB in shell and TESTS in shell
+    assert DOCS_BUILD in shell
 
 
-def test_ci_runs_the_readme_test_command():
-    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+def test_ci_runs_the_readme_test_command_and_builds_the_docs():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert TESTS in ci
+    assert DOCS_BUILD in ci
+    assert ci.index(DOCS_BUILD) > ci.index(TESTS)
 
 
-# an example fitting the pooled model runs in the worker of the pooled NUTS tests, which
-# has compiled that model already, and one sampling a page model by NUTS in the worker of
-# the other NUTS tests (see tests/conftest.py)
-def _param(index, block):
-    if "pooled_posterior(" in block:
-        return pytest.param(index, marks=pytest.mark.xdist_group("nuts_pooled"))
-    if 'method="nuts"' in block:
-        return pytest.param(index, marks=pytest.mark.xdist_group("nuts_posterior"))
-    return index
+def test_readme_is_a_front_door_with_the_quick_start_before_the_validation_suite():
+    assert len(TEXT.splitlines()) <= 300
+    assert TEXT.index("changerate-bayes estimate") < TEXT.index(MAIN_JOB)
+    assert TEXT.index("changerate-bayes schedule") < TEXT.index(MAIN_JOB)
 
 
-_INDICES = [_param(i, b) for i, b in enumerate(BLOCKS)]
+def test_readme_links_point_to_files_of_the_repository():
+    links = re.findall(r"\]\(((?!https?:)[^)#]+)\)", TEXT)
+    assert len(links) >= 10
+    missing = [link for link in links if not (ROOT / link).exists()]
+    assert missing == []
+
+
+def _quick_start():
+    """The quick start's command lines, its shell variables substituted."""
+    block = SHELL[0]
+    variables = dict(re.findall(r"^([A-Z_]+)=(\S+)", block, flags=re.M))
+    commands = []
+    for line in block.splitlines():
+        line = line.split("  #")[0].strip()
+        for name, value in variables.items():
+            line = line.replace(f"${name}", value)
+        if line.startswith("uv run --locked changerate-bayes "):
+            commands.append(shlex.split(line)[4:])
+    return commands
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("index", _INDICES)
-def test_readme_example_runs(index, capsys):
-    matplotlib.use("Agg")
-    exec(compile(BLOCKS[index], f"README.md block {index}", "exec"), {"__name__": "__readme__"})
-    assert capsys.readouterr().out.strip()  # every example prints what it shows
+def test_quick_start_runs_as_written_on_the_shipped_log(tmp_path, monkeypatch, capsys):
+    commands = _quick_start()
+    assert [c[0] for c in commands] == ["estimate", "schedule", "schedule"]
+    assert "bin/nutch inject crawl/crawldb seeds/" in SHELL[0]
+    monkeypatch.chdir(tmp_path)
+    outputs = []
+    for argv in commands:
+        argv = [str(ROOT / a) if a.startswith("changerate_bayes/") else a for a in argv]
+        assert main(argv) == 0
+        outputs.append(capsys.readouterr().out)
+    # the lines the README shows are the estimate command's output
+    shown = re.search(r"it prints an\naudit of every row read, then:\n\n```\n(.*?)```", TEXT, flags=re.S).group(1)
+    checker = doctest.OutputChecker()
+    assert checker.check_output("...\n" + shown + "...\n", outputs[0], doctest.ELLIPSIS), outputs[0]
+    table = pd.read_parquet(tmp_path / "estimates.parquet")
+    assert len(table) == 69 and table["rate_per_day"].notna().all()
+    schedule = pd.read_csv(tmp_path / "next.csv")
+    assert len(schedule) == 69
+    # the seed list is what Nutch's injector reads: URL <TAB> nutch.fetchInterval.fixed=<integer seconds>
+    seeds = (tmp_path / "seeds" / "seeds.txt").read_text(encoding="utf-8").splitlines()
+    assert len(seeds) == 69
+    assert all(re.fullmatch(r"[^\t]+\tnutch\.fetchInterval\.fixed=[1-9]\d*", line) for line in seeds)
+
+
+@pytest.mark.parametrize("index", range(len(BLOCKS)))
+def test_readme_python_example_prints_what_it_shows(index):
+    assert len(BLOCKS) >= 1
+    test = doctest.DocTestParser().get_doctest(BLOCKS[index], {}, f"README.md block {index}", str(README), 0)
+    assert test.examples
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+
+
+def test_readme_numbers_of_the_shipped_data_are_real():
+    data = ROOT / "changerate_bayes" / "datasets" / "data" / "opentermsarchive"
+    crawls = pd.read_csv(data / "crawls_dating.csv.gz")
+    documents = pd.read_csv(data / "versions_pages.csv")
+    with gzip.open(data / "versions_changes.csv.gz", "rt") as f:
+        changes = sum(1 for _ in f) - 1
+    traces = sorted((ROOT / "changerate_bayes" / "traces" / "data").glob("*.csv"))
+    facts = {
+        f"{len(crawls):,} visits of {crawls['page'].nunique()} pages": "quick start",
+        f"{len(crawls):,} crawl visits of {crawls['page'].nunique()} URLs": "data",
+        f"{len(documents):,} documents with {changes:,} detected changes": "data",
+        f"{len(traces)} real change traces": "data",
+    }
+    missing = [fact for fact in facts if fact not in " ".join(TEXT.split())]
+    assert missing == []
+
+
+def test_readme_timings_are_the_measured_ones_of_the_docs():
+    performance = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
+    rows = [line for line in TEXT.splitlines() if line.startswith("| `uv run --locked") or line.startswith("| the first NUTS")]
+    assert len(rows) == 3
+    for row in rows:
+        assert row in performance
+    measured = re.search(r"Measured on this project's 2-core machine \((.*?)\)", TEXT, flags=re.S).group(1)
+    assert " ".join(measured.split()) in " ".join(performance.split())

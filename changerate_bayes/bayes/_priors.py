@@ -158,7 +158,7 @@ class GammaPrior(Prior):
     ValueError
         If ``shape`` or ``rate`` is <= 0, NaN or infinite (the message names it); if
         the prior's scale max(shape, 1)/rate is outside [e^-700, e^700] (not a normal
-        float64 rate); if ``shape`` > (1e12·max(1, |log(shape/rate)|))^2 (the prior's
+        float64 rate); if ``shape`` > (1e12·max(1, abs(log(shape/rate))))^2 (the prior's
         sd in log Δ, about 1/√shape, below what float64 resolves there).
     TypeError
         If a parameter is not a real number.
@@ -230,9 +230,9 @@ class LogNormalPrior(Prior):
     Raises
     ------
     ValueError
-        If a parameter is NaN or infinite; if |``mu``| > 700 (the prior median e^mu
+        If a parameter is NaN or infinite; if abs(``mu``) > 700 (the prior median e^mu
         must be a normal float64); if ``sigma`` is outside
-        [1e-12·max(1, |mu|), 1e150] (narrower than float64 resolves log Δ near mu, or
+        [1e-12·max(1, abs(mu)), 1e150] (narrower than float64 resolves log Δ near mu, or
         so wide that 1/(2 sigma²) underflows). The message names the parameter.
     TypeError
         If a parameter is not a real number.

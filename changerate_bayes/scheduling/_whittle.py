@@ -308,7 +308,7 @@ def check_indexability(
     states : array_like, optional
         States in [u, u*]; default 41 equally spaced.
     margin : float, default 1e-10
-        Ties |Q_passive - Q_active| <= margin count as passive.
+        Ties abs(Q_passive - Q_active) <= margin count as passive.
     method : {"policy_search", "value_iteration"}, default "policy_search"
         How each subsidy problem is solved (see :func:`whittle_index_numerical`).
 
