@@ -44,7 +44,7 @@ import numpy as np
 
 from changerate_bayes.scheduling import crawl_objective, optimal_crawl_rates
 from changerate_bayes.scheduling._optimal_rates import _binary_freshness_rows
-from validation.scheduling_rates import reference_crawl_rates
+from changerate_bayes.validation.scheduling_rates import reference_crawl_rates
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _result import load_note, result  # noqa: E402

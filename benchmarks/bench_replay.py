@@ -23,7 +23,7 @@ import time
 import pandas as pd
 
 from changerate_bayes.replay import POLICIES, pages_from_table, replay_metrics, run_replay
-from validation.scheduling_replay import ota_table
+from changerate_bayes.validation.scheduling_replay import ota_table
 from _result import result  # noqa: E402  (the RESULT line read by run_all.py)
 
 

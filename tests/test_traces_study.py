@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import validation.traces_study as T
+import changerate_bayes.validation.traces_study as T
 from changerate_bayes import estimate_path
 from changerate_bayes._rng import replication_generators
 from changerate_bayes.history import CrawlHistory
-from validation._preset import Preset, Progress
+from changerate_bayes.validation._preset import Preset, Progress
 
 
 def test_observe_by_hand():

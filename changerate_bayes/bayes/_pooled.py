@@ -165,7 +165,7 @@ def pooled_posterior(
     A page with 1-5 crawls says little about its own Δ; the population borrows
     strength from all pages, shrinking each page towards the population on the log
     scale. With heavy-tailed rates across pages this lowers the RMSE of the
-    posterior mean against the per-page LLN and MLE estimates (``validation/pooling.py``).
+    posterior mean against the per-page LLN and MLE estimates (``changerate_bayes/validation/pooling.py``).
 
     With u = log Δ and θ the two hyperparameters, the posterior is
     p(θ, u | data) ∝ p(θ) Π_i L_i(e^{u_i}) π(u_i | θ), where

@@ -1,7 +1,7 @@
 """Changes in bursts: a two-state Markov-modulated Poisson process (quiet and busy) judged
 by how well it predicts the next crawl, beside the random-walk dynamic posterior.
 
-The protocol is that of :mod:`validation.prequential`: before each crawl k a method
+The protocol is that of :mod:`changerate_bayes.validation.prequential`: before each crawl k a method
 states P(I_k = 1 | τ_k) from crawls 1..k−1; the mean log score and Brier score are
 taken after a burn-in of 20 crawls, probabilities clipped to [1e-3, 1 − 1e-3]. Time is
 measured in each page's mean crawl interval. The data are the shipped traces crawled
@@ -72,7 +72,7 @@ def baseline_predictions(changed: np.ndarray, tau: np.ndarray, mask: np.ndarray,
     """
     from changerate_bayes import CrawlHistory, LogNormalPrior, dynamic_posterior, estimate_path
     from changerate_bayes.dynamic import DEFAULT_SIGMAS
-    from validation.prequential import GRID, PRIOR_SD, _plug_in, _prior
+    from changerate_bayes.validation.prequential import GRID, PRIOR_SD, _plug_in, _prior
 
     idata = dynamic_posterior((changed, tau, mask), prior=_prior(), grid=GRID, smooth=False)
     out = {"dynamic": idata.predictions["change_probability"].values,
@@ -113,7 +113,7 @@ def _params_record(fit) -> dict:
 
 
 def _score(label, changed, tau, mask, preds, n_boot, gen) -> dict:
-    from validation.prequential import BURN_IN, block_bootstrap_diff, scores
+    from changerate_bayes.validation.prequential import BURN_IN, block_bootstrap_diff, scores
 
     sc = {m: scores(preds[m], changed, mask) for m in METHODS}
     mean = {m: (float(np.nanmean(sc[m][0])), float(np.nanmean(sc[m][1]))) for m in METHODS}
@@ -131,7 +131,7 @@ def _score(label, changed, tau, mask, preds, n_boot, gen) -> dict:
 
 def _crawl_unit_hours(name: str, ratio: float) -> float:
     """The mean crawl interval, in hours, of a trace crawled at p = ratio × its rate (as
-    :func:`validation.prequential.trace_histories` crawls it)."""
+    :func:`changerate_bayes.validation.prequential.trace_histories` crawls it)."""
     from changerate_bayes._times import as_event_times
     from changerate_bayes.traces import load_trace
 
@@ -159,7 +159,7 @@ def _pad(blocks):
 # ----------------------------------------------------------------------------- study
 def run(preset, *, seed: int, progress) -> dict:
     from changerate_bayes.bursts import burst_predictive
-    from validation.prequential import ota_history, trace_histories
+    from changerate_bayes.validation.prequential import ota_history, trace_histories
 
     cfg = SIZES[preset.name]
     s_tr, s_boot, s_fold = np.random.SeedSequence(seed).spawn(3)

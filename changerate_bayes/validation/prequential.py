@@ -174,7 +174,7 @@ def trace_histories(cfg, seed):
     """Per shipped trace and crawl ratio: (name, ratio, changed (R, k), tau in mean intervals)."""
     from changerate_bayes._times import as_event_times
     from changerate_bayes.traces import list_traces, load_trace
-    from validation.traces_study import crawl_times, observe
+    from changerate_bayes.validation.traces_study import crawl_times, observe
 
     out = []
     names = list_traces()
