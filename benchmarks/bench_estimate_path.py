@@ -24,8 +24,7 @@ import warnings
 import numpy as np
 
 from changerate_bayes import CrawlHistory, StatisticalWarning, estimate_path, final_estimates, simulate_history
-from changerate_bayes.estimators._crawlcheck import N_EDGES, poisson_distance_segments, warn_if_not_poisson
-from changerate_bayes.estimators._lln import lln_path
+from changerate_bayes.estimators import N_EDGES, lln_path, poisson_distance_segments, warn_if_not_poisson
 from _result import load_note, result
 from _timing import best_of
 

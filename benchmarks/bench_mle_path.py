@@ -33,7 +33,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from changerate_bayes import estimate_path, simulate_history
-from changerate_bayes.estimators._rootpath import MLE_KIND, RootPath
+from changerate_bayes.estimators import MLE_KIND, RootPath
 from _result import load_note, result
 from _timing import best_of
 

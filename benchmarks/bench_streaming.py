@@ -18,8 +18,7 @@ import time
 import numpy as np
 
 from changerate_bayes import LLNEstimator, SAEstimator, SAMEstimator
-from changerate_bayes.estimators._sa import stepsize_at
-from changerate_bayes.estimators._sam import momentum_at
+from changerate_bayes.estimators import momentum_at, stepsize_at
 from _result import load_note, result
 
 GOAL = 4.0

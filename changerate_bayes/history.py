@@ -528,7 +528,7 @@ def _is_datetime_like(x) -> bool:
 
 def _times_as_hours(change_times, crawl_times, start):
     """Float times for :meth:`CrawlHistory.from_times`: datetimes become hours."""
-    from ._times import parse_timestamps
+    from ._event_times import parse_timestamps
 
     kinds = {_is_datetime_like(crawl_times), _is_datetime_like(change_times) if np.size(change_times) else None}
     kinds.discard(None)

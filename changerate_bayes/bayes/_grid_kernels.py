@@ -43,8 +43,9 @@ from .._vecmath import LN2_HI as _LN2_HI
 from .._vecmath import LN2_LO as _LN2_LO
 from .._vecmath import ROUND as _ROUND
 from .._vecmath import ROUND_BITS as _ROUND_BITS
+from .._vecmath import bits_f64 as _bits_f64
 from .._vecmath import expm1_reduced
-from ..estimators._kernels import _bits_f64, _f64_bits
+from .._vecmath import f64_bits as _f64_bits
 
 __all__ = ["grid_draws_block", "TILE", "CHUNK_TILES"]
 

@@ -209,7 +209,7 @@ def crawl_calibration(detection_times, crawl_interval: float, *, alpha: float = 
     (True, 0.5)
     """
     from .._rng import as_generator
-    from .._times import as_event_times
+    from .._event_times import as_event_times
     from .._validation import check_positive_scalar
 
     c = check_positive_scalar(crawl_interval, name="crawl_interval")

@@ -367,7 +367,7 @@ def segment_rates(event_times, *, p0: float = 0.05) -> Segments:
     >>> seg.n_segments, np.round(seg.rates, 0).tolist()
     (2, [1.0, 10.0])
     """
-    from .._times import as_event_times
+    from .._event_times import as_event_times
 
     if not (isinstance(p0, (int, float)) and 0 < p0 < 1):
         raise ValueError(f"`p0` must be in (0, 1); got {p0!r}")

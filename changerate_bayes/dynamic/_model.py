@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from .._validation import as_float_array, check_positive_int
-from ..bayes._priors import LogNormalPrior, Prior, log_prior_u
+from ..bayes import LogNormalPrior, Prior, log_prior_u
 
 __all__ = ["DEFAULT_PRIOR", "DEFAULT_SIGMAS", "DEFAULT_GRID_SIZE", "UNIT_FREE_SIGMAS", "Lattice", "make_lattice",
            "check_sigmas", "typical_intervals", "rounded_intervals", "page_chunks"]

@@ -132,7 +132,7 @@ def _score(label, changed, tau, mask, preds, n_boot, gen) -> dict:
 def _crawl_unit_hours(name: str, ratio: float) -> float:
     """The mean crawl interval, in hours, of a trace crawled at p = ratio × its rate (as
     :func:`changerate_bayes.validation.prequential.trace_histories` crawls it)."""
-    from changerate_bayes._times import as_event_times
+    from changerate_bayes._event_times import as_event_times
     from changerate_bayes.traces import load_trace
 
     times = as_event_times(load_trace(name)).values

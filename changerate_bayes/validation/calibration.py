@@ -318,7 +318,7 @@ def ppc_simulated(seed: int) -> dict:
 
 def ppc_trace(name: str, seed: int) -> dict:
     from changerate_bayes import CrawlHistory, posterior
-    from changerate_bayes._times import as_event_times
+    from changerate_bayes._event_times import as_event_times
     from changerate_bayes.traces import load_trace
 
     times = as_event_times(load_trace(name), name=name).values

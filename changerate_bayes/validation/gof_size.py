@@ -70,18 +70,25 @@ import numpy as np
 from scipy import stats
 
 from changerate_bayes._rng import replication_generators
-from changerate_bayes.diagnostics._burstiness import gap_cv
-from changerate_bayes.diagnostics._counts import (
+from changerate_bayes.diagnostics import (
     cochran_ok,
+    crawl_grid,
     default_n_windows,
     dispersion_statistic,
+    edf_statistics,
+    fit_rate_grouped,
+    fit_segments,
+    g_statistic,
+    gap_cv,
+    grid_results,
+    laplace_statistic,
+    lilliefors_pvalues,
+    mil_hdbk_189_statistic,
     seasonality_statistic,
+    segments_dispersion_result,
+    time_rescaling_result,
+    window_multiples,
 )
-from changerate_bayes.diagnostics._crawl import fit_rate_grouped, g_statistic, window_multiples
-from changerate_bayes.diagnostics._exponential import edf_statistics, lilliefors_pvalues
-from changerate_bayes.diagnostics._grid import crawl_grid, grid_results
-from changerate_bayes.diagnostics._segments import fit_segments, segments_dispersion_result, time_rescaling_result
-from changerate_bayes.diagnostics._trend import laplace_statistic, mil_hdbk_189_statistic
 
 TITLE = "Size and power of the Poisson diagnostics"
 KEYS = ("gof_size", "gof_power")

@@ -172,7 +172,7 @@ def reliability(p: np.ndarray, changed: np.ndarray, use: np.ndarray, n_bins: int
 # ----------------------------------------------------------------------------- data sets
 def trace_histories(cfg, seed):
     """Per shipped trace and crawl ratio: (name, ratio, changed (R, k), tau in mean intervals)."""
-    from changerate_bayes._times import as_event_times
+    from changerate_bayes._event_times import as_event_times
     from changerate_bayes.traces import list_traces, load_trace
     from changerate_bayes.validation.traces_study import crawl_times, observe
 

@@ -343,7 +343,7 @@ def _replay(name, times, ratio, cfg, seq, progress) -> dict:
 
 
 def run(preset, *, seed: int, progress) -> dict:
-    from changerate_bayes._times import as_event_times
+    from changerate_bayes._event_times import as_event_times
     from changerate_bayes.diagnostics import poisson_gof
     from changerate_bayes.traces import list_traces, load_trace, trace_info
 
