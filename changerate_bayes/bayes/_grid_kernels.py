@@ -34,6 +34,7 @@ did not converge, 3 tails not within the float64 range.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numba as nb
 import numpy as np
@@ -150,8 +151,6 @@ SERIES_TERMS = 11
 
 def _bernoulli_even(count):
     """B_2, B_4, ..., B_{2 count} as exact fractions (Akiyama–Tanigawa)."""
-    from fractions import Fraction
-
     a, out = [Fraction(0)] * (2 * count + 1), []
     for k in range(2 * count + 1):
         a[k] = Fraction(1, k + 1)

@@ -165,7 +165,7 @@ def page_chunks(n_pages: int, work_per_page: int, *, max_pages: int | None = MAX
     and at most ``max_pages`` pages (None: no cap; the default bounds the working set of
     per-crawl outputs).
     """
-    import numba
+    import numba  # numba: heavy; the package imports without it
 
     least = PAGES_PER_THREAD_CALL * numba.get_num_threads()
     size = max(least, CALL_WORK // max(1, work_per_page))

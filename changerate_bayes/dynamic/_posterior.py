@@ -187,7 +187,7 @@ def dynamic_posterior(history, *, sigma=None, prior=None, grid=None, smooth: boo
     m_c = np.ascontiguousarray(m, dtype=bool)
     import numba  # imported on first use, with the kernels
 
-    from . import _kernels
+    from . import _kernels  # numba kernels: loaded on first use, nothing compiled at import
 
     keys = ("pred", "f_mean", "f_q", "s_mean", "s_q", "wpath", "log_ev", "status")
     typical = rounded_intervals(typical_intervals(tau_c, m_c)) if unit_free else None
