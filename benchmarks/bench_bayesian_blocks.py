@@ -10,8 +10,8 @@ import time
 import numpy as np
 from astropy.stats import bayesian_blocks
 
-from changerate_bayes._times import as_event_times
-from changerate_bayes.diagnostics._segments import fit_segments
+from changerate_bayes._event_times import as_event_times
+from changerate_bayes.diagnostics import fit_segments
 from changerate_bayes.traces import load_trace
 
 from _result import result

@@ -1,6 +1,6 @@
 """The Dask engine against itself and the pandas engine; Common Crawl's URL index per 10^8 captures.
 
-1. The synthetic log of ``bench_ingest.make_log`` (Parquet, 10 files whose pages are
+1. The synthetic log of ``_logs.make_log`` (Parquet, 10 files whose pages are
    disjoint, as a crawler that writes one file per host range does) is turned into the
    per-page table by ``estimate_files_dask`` on a ``LocalCluster`` of 1 and of 2 worker
    processes (one thread each), with the files used as they are (one task per file reads
@@ -35,13 +35,26 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
+from changerate_bayes import estimate_log, estimate_pages
+from changerate_bayes._cluster_tasks import read_reduce_group
+from changerate_bayes.cluster import estimate_files_dask
+from changerate_bayes.datasets import write_cdxj_shards
+from changerate_bayes.io import Audit, read_frame
+from changerate_bayes.pages import allocate_crawls, concat_part_tables
+
 _HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(_HERE))
+from _logs import make_log  # noqa: E402
+from _timing import run_in_process  # noqa: E402
 
 
 def _load() -> str:
@@ -58,13 +71,6 @@ def _result(goal, measured, meets, **extra):
 
 def _warm():
     """Load the compiled kernels (numba's cache) in this process: a tiny log, every method."""
-    import warnings
-
-    import pandas as pd
-
-    from changerate_bayes import estimate_pages
-    from changerate_bayes.io import read_frame
-
     warnings.simplefilter("ignore")
     t = pd.date_range("2024-01-01", periods=12, freq="7h", tz="UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
     frame = pd.DataFrame({"page": ["a", "b"] * 6, "fetch_time": list(t), "digest": list("xxyyyzzzwwvv")})
@@ -73,10 +79,6 @@ def _warm():
 
 def _pandas(paths, out):
     """The pandas engine, as ``estimate`` runs it: ``estimate_log`` (CDX goes through ``read_log``)."""
-    import warnings
-
-    from changerate_bayes import estimate_log
-
     _warm()
     warnings.simplefilter("ignore")
 
@@ -92,13 +94,6 @@ def _pandas(paths, out):
 
 def _tasks(paths, out):
     """The Dask engine's per-file tasks run one after another in this process, without Dask."""
-    import warnings
-
-    import numpy as np
-
-    from changerate_bayes._cluster_tasks import read_reduce_group
-    from changerate_bayes.io import Audit
-    from changerate_bayes.pages import allocate_crawls, concat_part_tables
 
     _warm()
     warnings.simplefilter("ignore")
@@ -133,11 +128,7 @@ def _cpu() -> float:
 
 
 def _dask(paths, out, n_workers, partitioned):
-    import warnings
-
-    from distributed import Client, LocalCluster
-
-    from changerate_bayes.cluster import estimate_files_dask
+    from distributed import Client, LocalCluster  # Dask: heavy, loaded only by the Dask configurations
 
     warnings.simplefilter("ignore")
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
@@ -158,19 +149,11 @@ def _dask(paths, out, n_workers, partitioned):
 
 
 def _run(call: str, paths, out, *args):
-    code = (f"import sys; sys.path.insert(0, {str(_HERE)!r}); import bench_dask as b; "
-            f"b.{call}({[str(p) for p in paths]!r}, {str(out)!r}{''.join(', ' + repr(a) for a in args)})")
-    proc = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"{call}{args} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_in_process("bench_dask", call, [str(p) for p in paths], str(out), *args, what=f"{call}{args}")
 
 
 def _same(a_path, b_path) -> bool:
     """Same pages in the same order, text columns equal, numeric columns equal to rtol 1e-12."""
-    import numpy as np
-    import pandas as pd
-
     a, b = pd.read_parquet(a_path), pd.read_parquet(b_path)
     if list(a.columns) != list(b.columns) or len(a) != len(b):
         return False
@@ -204,11 +187,6 @@ def main(argv=None) -> int:
                     help="runs of each configuration in its warm process or cluster; the fastest is kept")
     args = ap.parse_args(argv)
     os.environ["BENCH_DASK_REPEATS"] = str(args.repeats)
-    sys.path.insert(0, str(_HERE))
-    from bench_ingest import make_log
-
-    from changerate_bayes.datasets import write_cdxj_shards
-
     with tempfile.TemporaryDirectory(prefix="bench-dask-") as d:
         folder = Path(d)
         paths = make_log(folder, args.visits, args.pages)

@@ -19,27 +19,16 @@ Run: ``uv run --locked python benchmarks/bench_estimate_path.py [--pages 1000000
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import time
 import warnings
 
 import numpy as np
 
 from changerate_bayes import CrawlHistory, StatisticalWarning, estimate_path, final_estimates, simulate_history
-from changerate_bayes.estimators._crawlcheck import N_EDGES, poisson_distance_segments, warn_if_not_poisson
-from changerate_bayes.estimators._lln import lln_path
+from changerate_bayes.estimators import N_EDGES, lln_path, poisson_distance_segments, warn_if_not_poisson
+from _result import load_note, result
+from _timing import best_of
 
 GOAL = 0.25
-
-
-def result(goal, measured, meets, **extra):
-    row = {"goal": goal, "measured": measured, "meets": None if meets is None else bool(meets), **extra}
-    print("RESULT " + json.dumps(row, ensure_ascii=False), flush=True)
-
-
-def load_note():
-    return f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
 
 
 def previous_distance(history):
@@ -55,15 +44,6 @@ def previous_distance(history):
     per_page = np.abs(np.cumsum(counts, axis=1)[:, :-1] / k - levels).max(axis=1)
     pooled = float(np.abs(np.cumsum(counts.sum(axis=0))[:-1] / (n_pages * k) - levels).max())
     return per_page, pooled
-
-
-def _best(fn, repeats):
-    best = np.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def main(argv=None):
@@ -89,7 +69,7 @@ def main(argv=None):
     for _ in range(args.repeats):
         for name, fn in (("path", lambda: estimate_path(h, "lln")), ("formula", lambda: lln_path(h)),
                          ("check", check), ("previous check", lambda: previous_distance(h))):
-            times[name].append(_best(fn, 1))
+            times[name].append(best_of(fn, 1)[0])
     t = {name: min(v) for name, v in times.items()}
     print(f"LLN path, {n:.0e} pages x {k} crawls, best of {args.repeats}; {load_note()}")
     for name, v in t.items():
@@ -112,8 +92,8 @@ def main(argv=None):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", StatisticalWarning)
             final_estimates(ragged, method)
-            tf = _best(lambda: final_estimates(ragged, method), 2)
-            tp = _best(lambda: estimate_path(ragged, method), 1)
+            tf = best_of(lambda: final_estimates(ragged, method), 2)[0]
+            tp = best_of(lambda: estimate_path(ragged, method), 1)[0]
         print(f"  {method:8s}: final_estimates {tf:7.3f} s   estimate_path {tp:7.3f} s")
         result(f"final_estimates({method!r}) on {lengths.size:.0e} ragged pages ({m:.1e} crawls)",
                f"{tf:.3f} s (estimate_path {tp:.3f} s)", None, value=tf, unit="s")

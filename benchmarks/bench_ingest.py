@@ -30,15 +30,20 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
+import numpy as np
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _logs import make_log  # noqa: E402
 from _result import load_note, result  # noqa: E402
+from _timing import run_in_process  # noqa: E402
 
 GB = 1e9
 THROUGHPUT_GOAL = 1e6  # visits per second, end to end, at 10^7 visits
@@ -47,58 +52,9 @@ PARQUET_BYTES_PER_ROW = 14  # about, for this log (for the disk check)
 SPILL_BYTES_PER_ROW = 36  # compact rows written by estimate_log beyond its memory budget
 
 
-def make_log(folder: Path, n_visits: int, n_pages: int, n_files: int = 10, seed: int = 0) -> list[Path]:
-    """Write the synthetic log as ``n_files`` Parquet files, one file's rows at a time."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    per_page = n_visits // n_pages
-    rates = rng.lognormal(np.log(0.02), 1.5, n_pages)  # changes per hour
-    labels = pa.array([f"https://example.org/p{i}" for i in range(n_pages)])
-    paths = []
-    pages_per_file = n_pages // n_files
-    t0 = np.datetime64("2024-01-01T00:00:00", "s").astype(np.int64)
-    for f in range(n_files):
-        ids = np.arange(f * pages_per_file, (f + 1) * pages_per_file if f < n_files - 1 else n_pages)
-        m = ids.size * per_page
-        page = np.repeat(ids, per_page)
-        gaps = rng.exponential(6 * 3600.0, m)  # Poisson crawls every 6 h on average
-        t = np.cumsum(gaps).reshape(ids.size, per_page)
-        t = t - t[:, :1] + rng.uniform(0, 86400, (ids.size, 1))
-        t = (t.ravel() * 1e6).astype(np.int64) + t0 * 1_000_000  # µs
-        dt = np.diff(t, prepend=t[:1]).astype(np.float64) / 3.6e9
-        dt[np.arange(0, m, per_page)] = 0.0
-        version = rng.poisson(np.repeat(rates[ids], per_page) * dt).reshape(ids.size, per_page).cumsum(axis=1).ravel()
-        status = np.where(rng.random(m) < 0.01, 503, 200).astype(np.int16)
-        order = np.arange(m)
-        i = np.flatnonzero(rng.random(m - 1) < 0.001)  # a few adjacent rows out of order
-        order[i], order[i + 1] = order[i + 1], order[i].copy()
-        dup = np.flatnonzero(rng.random(m) < 0.01)  # 1% of rows repeated right after themselves
-        order = order[np.sort(np.concatenate([np.arange(m), dup]), kind="stable")]
-        table = pa.table({
-            "page": pc.take(labels, pa.array(page[order])),
-            "fetch_time": pa.array(t[order], type=pa.timestamp("us", tz="UTC")),
-            "status": pa.array(status[order]),
-            "digest": pc.cast(pa.array(version[order] * 7919 + page[order]), pa.string()),
-        })
-        path = folder / f"log-{f:02d}.parquet"
-        pq.write_table(table, path, row_group_size=250_000)
-        paths.append(path)
-        del table
-    return paths
-
-
 # ----------------------------------------------------------------------------- engines
 def _floor(paths, out):
     """pyarrow reads the columns and sorts them by (page, time): the floor."""
-    import resource
-
-    import pyarrow.parquet as pq
-
     t0 = time.perf_counter()
     table = pq.read_table(paths, columns=["page", "fetch_time", "status", "digest"])
     t_read = time.perf_counter() - t0
@@ -110,8 +66,7 @@ def _floor(paths, out):
 
 def _stream(paths, out):
     """estimate_log: bucket by bucket, memory bounded by the pages."""
-    import resource
-
+    # imported here, not at the top: the floor's process must not carry the package (its peak memory is its own)
     from changerate_bayes import estimate_log
     from changerate_bayes.estimators import METHODS
 
@@ -127,8 +82,7 @@ def _stream(paths, out):
 
 def _whole(paths, out):
     """read_log + estimate_pages: the whole history in memory."""
-    import resource
-
+    # imported here, not at the top: the floor's process must not carry the package (its peak memory is its own)
     from changerate_bayes import estimate_pages
     from changerate_bayes.estimators import METHODS
     from changerate_bayes.io import read_log
@@ -145,18 +99,13 @@ def _whole(paths, out):
 
 
 def _run(engine, paths, out=None):
-    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import bench_ingest as b; "
-            f"b._{engine}({[str(p) for p in paths]!r}, {None if out is None else str(out)!r})")
-    proc = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"{engine} failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_in_process("bench_ingest", f"_{engine}", [str(p) for p in paths], None if out is None else str(out),
+                          what=engine)
 
 
 def _same_tables(a_path, b_path) -> tuple[bool, str]:
     """Exactly equal, except MLE/MM roots to 1e-12 relative (their solvers stop at ~1e-15)."""
-    import numpy as np
-    import pandas as pd
+    import pandas as pd  # here, not at the top: the engines' processes import this script; keep pandas out of the floor's
 
     a, b = pd.read_parquet(a_path), pd.read_parquet(b_path)
     if list(a.columns) != list(b.columns) or a["page"].tolist() != b["page"].tolist():
@@ -263,8 +212,7 @@ def main(argv=None) -> int:
         result("estimate_log's table and audit equal those of estimate_pages(read_log(...))",
                "equal" if same[0] else "differ", same[0], note=same[1])
     if not args.no_dask_goals:  # Dask 1 -> 2 workers and Dask against pandas at 1e7 visits: bench_dask.py
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import bench_dask
+        import bench_dask  # here, not at the top: it loads the package, which the floor's process must not carry
 
         bench_dask.main(["--visits", str(args.visits), "--pages", str(args.pages)])
     return 0

@@ -27,24 +27,15 @@ Part 1 prints, for one simulated page (Δ = 5, p = 3, Poisson crawls) and k craw
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import time
 
 import numpy as np
 from scipy.optimize import brentq
 
 from changerate_bayes import estimate_path, simulate_history
-from changerate_bayes.estimators._rootpath import MLE_KIND, RootPath
-
-
-def result(goal, measured, meets, **extra):
-    row = {"goal": goal, "measured": measured, "meets": None if meets is None else bool(meets), **extra}
-    print("RESULT " + json.dumps(row, ensure_ascii=False), flush=True)
-
-
-def load_note():
-    return f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+from changerate_bayes.estimators import MLE_KIND, RootPath
+from _result import load_note, result
+from _timing import best_of
 
 
 def _score(changed, tau):
@@ -98,15 +89,6 @@ def brentq_path(changed, tau, *, warm: bool):
     return out, n_eval
 
 
-def _best_of(fn, repeat):
-    best, result = np.inf, None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--k", type=int, default=10_000)
@@ -126,12 +108,12 @@ def main(argv=None):
     h = simulate_history(args.change_rate, args.crawl_rate, args.k, rng=args.seed)
     changed, tau = h.changed.astype(np.float64), h.intervals
     estimate_path(h.head(200), "mle")  # compiles (or loads) the kernels
-    t_path, path = _best_of(lambda: estimate_path(h, "mle"), 3)
+    t_path, path = best_of(lambda: estimate_path(h, "mle"), 3)
     solver = RootPath(MLE_KIND, 1)
     solver.extend(changed[None], tau[None])
     n_reanchor = solver.n_reanchor
-    t_cold, (cold, n_cold) = _best_of(lambda: brentq_path(changed, tau, warm=False), 1)
-    t_warm, (warm, n_warm) = _best_of(lambda: brentq_path(changed, tau, warm=True), 1)
+    t_cold, (cold, n_cold) = best_of(lambda: brentq_path(changed, tau, warm=False), 1)
+    t_warm, (warm, n_warm) = best_of(lambda: brentq_path(changed, tau, warm=True), 1)
 
     finite = np.isfinite(cold) & (cold > 0)
     same_limits = np.array_equal(path[~finite], cold[~finite])
@@ -183,15 +165,15 @@ def goal_pages(args):
     """10^5 pages x 100 crawls, and the previous implementation at fewer pages for the ratio."""
     k, n = 100, 100_000
     h = simulate_history(args.change_rate, args.crawl_rate, k, n_pages=n, rng=args.seed)
-    wall, _ = _best_of(lambda: estimate_path(h, "mle"), 1)
+    wall, _ = best_of(lambda: estimate_path(h, "mle"), 1)
     m = args.previous_pages
     small = simulate_history(args.change_rate, args.crawl_rate, k, n_pages=m, rng=args.seed)
-    t_new, new = _best_of(lambda: estimate_path(small, "mle"), 1)
+    t_new, new = best_of(lambda: estimate_path(small, "mle"), 1)
 
     def previous():
         return RootPath(MLE_KIND, m).extend(small.changed.astype(np.float64), small.intervals)
 
-    t_old, old = _best_of(previous, 1)
+    t_old, old = best_of(previous, 1)
     ok = np.isfinite(old) & (old > 0)
     rel = float(np.max(np.abs(new[ok] / old[ok] - 1.0)))
     print(f"\nMLE path, {n:.0e} pages x {k} crawls: {wall:.2f} s; at {m:.0e} pages: {t_new:.2f} s, the previous "

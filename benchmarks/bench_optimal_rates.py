@@ -44,10 +44,11 @@ import numpy as np
 
 from changerate_bayes.scheduling import crawl_objective, optimal_crawl_rates
 from changerate_bayes.scheduling._optimal_rates import _binary_freshness_rows
-from validation.scheduling_rates import reference_crawl_rates
+from changerate_bayes.validation.scheduling_rates import reference_crawl_rates
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _result import load_note, result  # noqa: E402
+from _timing import best_of  # noqa: E402
 
 GOAL_RATIO = 50.0
 GOAL_AGREEMENT = 1e-9
@@ -119,24 +120,15 @@ def _load_peer(path):
     return binary, lambda w, delta, budget, eps: mod.LambdaCrawl_IncomplObs(w, delta, budget, eps)
 
 
-def _best(f, repeats):
-    best, out = np.inf, None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = f()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
-
-
 def compare_with_peer(n, objective, *, peer, repeats, gen):
     """Time ours and the peer's on one problem; returns (t_ours, t_peer, max |Δp|/B, objective rel. diff)."""
     delta = gen.pareto(1.2, n) + 1e-3
     w = gen.lognormal(0.0, 2.0, n)
     budget = n / 2
     optimal_crawl_rates(delta[:1000], w[:1000], 500.0, objective=objective)  # compile / load the kernel
-    t_ours, ours = _best(lambda: optimal_crawl_rates(delta, w, budget, objective=objective), repeats)
+    t_ours, ours = best_of(lambda: optimal_crawl_rates(delta, w, budget, objective=objective), repeats)
     if objective == "binary_freshness":  # the sorted log-domain solver (the previous kernel), for comparison
-        t_sorted, _ = _best(lambda: _binary_freshness_rows(delta[None], w[None], np.array([budget])), repeats)
+        t_sorted, _ = best_of(lambda: _binary_freshness_rows(delta[None], w[None], np.array([budget])), repeats)
         print(f"{objective:20s} N = {n:>9,}: sorted solver (previous kernel) {t_sorted * 1e3:8.1f} ms")
     t0 = time.perf_counter()
     if objective == "binary_freshness":

@@ -31,6 +31,7 @@ Prints one ``RESULT {json}`` line per goal (see ``benchmarks/run_all.py``).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -38,15 +39,17 @@ import subprocess
 import sys
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from changerate_bayes import BetaPrimePrior, CrawlHistory, GammaPrior, posterior, simulate_history
+from changerate_bayes.bayes import _conjugate
 
 GOALS = {"grid": (10.0, 1.0), "conjugate": (2.0, 1.0)}  # seconds, GB
 
 
 def _history(pages, crawls, seed=2024):
-    from changerate_bayes import GammaPrior, simulate_history
-
     gen = np.random.default_rng(seed)
     prior = GammaPrior(2.0, 1.0)
     rates = prior.sample(pages, rng=gen)
@@ -54,8 +57,6 @@ def _history(pages, crawls, seed=2024):
 
 
 def _prior_for(method, prior):
-    from changerate_bayes import BetaPrimePrior
-
     return BetaPrimePrior(1.0, 2.0) if method == "conjugate" else prior
 
 
@@ -83,10 +84,6 @@ def _reset_peak():
 
 def _gamma_floor(method, pages, draws):
     """Seconds NumPy takes for the 2 × pages × draws gamma variates alone, on the same threads."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from changerate_bayes.bayes import _conjugate
-
     block, threads = _conjugate.BLOCK_PAGES, _conjugate.THREADS
     shapes = np.random.default_rng(0).uniform(1.0, 22.0, block)
     n_blocks = -(-pages // block)
@@ -111,10 +108,6 @@ def child(method, pages, crawls, draws):
     libraries, the history) and its peak during the call (VmHWM, reset just before the
     call), so the peak is the whole process's and the difference is what the call added.
     """
-    import gc
-
-    from changerate_bayes import posterior
-
     prior, _, history = _history(pages, crawls)
     small = _history(200, crawls, seed=1)[2]
     posterior(small, prior=_prior_for(method, prior), method=method, draws=draws, chains=1, rng=0)  # compile / load
@@ -182,9 +175,7 @@ def speed(args):
 
 
 def agreement(args):
-    import arviz as az
-
-    from changerate_bayes import CrawlHistory, posterior
+    import arviz as az  # ArviZ: heavy, loaded on first use
 
     prior, rates, history = _history(20_000, args.crawls)
     gen = np.random.default_rng(7)

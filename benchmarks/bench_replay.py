@@ -22,8 +22,9 @@ import time
 
 import pandas as pd
 
-from changerate_bayes.replay import POLICIES, pages_from_table, replay_metrics, run_replay
-from validation.scheduling_replay import ota_table
+from changerate_bayes.datasets import dataset_path
+from changerate_bayes.replay import POLICIES, pages_from_table, replay_metrics, replay_policies, run_replay
+from changerate_bayes.validation.scheduling_replay import ota_table
 from _result import result  # noqa: E402  (the RESULT line read by run_all.py)
 
 
@@ -91,9 +92,6 @@ def multiples(args) -> None:
 
 def readme_example() -> float:
     """Wall time (s) of the README's replay_policies call."""
-    from changerate_bayes.datasets import dataset_path
-    from changerate_bayes.replay import replay_policies
-
     pages = pd.read_csv(dataset_path("ota_versions_pages"))
     changes = pd.read_csv(dataset_path("ota_versions_changes"))
     windows = pages.rename(columns={"first_record": "start", "last_event": "end"})[["page", "start", "end"]]

@@ -13,29 +13,27 @@ Run: ``uv run --locked python benchmarks/bench_streaming.py [--pages 10000000] [
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import time
 
 import numpy as np
 
 from changerate_bayes import LLNEstimator, SAEstimator, SAMEstimator
-from changerate_bayes.estimators._sa import stepsize_at
-from changerate_bayes.estimators._sam import momentum_at
+from changerate_bayes.estimators import momentum_at, stepsize_at
+from _result import load_note, result
 
 GOAL = 4.0
 
 
-def result(goal, measured, meets, **extra):
-    row = {"goal": goal, "measured": measured, "meets": None if meets is None else bool(meets), **extra}
-    print("RESULT " + json.dumps(row, ensure_ascii=False), flush=True)
-
-
-def load_note():
-    return f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
-
-
 # ---------------------------------------------------------------- previous implementation
+def _checked(changed):
+    """The previous updates' input check: ``changed`` as an array of 0/1."""
+    arr = np.asarray(changed)
+    bad = (arr != 0) & (arr != 1)
+    if bad.any():
+        raise ValueError("bad")
+    return arr
+
+
 class PreviousLLN:
     """The numpy update before the compiled kernels: checks, then Î + I into a new array."""
 
@@ -43,11 +41,7 @@ class PreviousLLN:
         self.p, self.changes, self.k = p, np.zeros(n), 0
 
     def update(self, changed):
-        arr = np.asarray(changed)
-        bad = (arr != 0) & (arr != 1)
-        if bad.any():
-            raise ValueError("bad")
-        self.changes = self.changes + arr.astype(np.float64)
+        self.changes = self.changes + _checked(changed).astype(np.float64)
         self.k += 1
 
     def rate(self):
@@ -59,11 +53,7 @@ class PreviousSA:
         self.p, self.y, self.k, self.eta = p, np.zeros(n), 0, eta
 
     def update(self, changed):
-        arr = np.asarray(changed)
-        bad = (arr != 0) & (arr != 1)
-        if bad.any():
-            raise ValueError("bad")
-        obs = arr.astype(np.float64)
+        obs = _checked(changed).astype(np.float64)
         e = stepsize_at(self.eta, self.k)
         self.y = self.y + e * (obs * (self.y + self.p) - self.y)
         self.k += 1
@@ -79,11 +69,7 @@ class PreviousSAM:
         self.params = (eta, beta, omega)
 
     def update(self, changed):
-        arr = np.asarray(changed)
-        bad = (arr != 0) & (arr != 1)
-        if bad.any():
-            raise ValueError("bad")
-        obs = arr.astype(np.float64)
+        obs = _checked(changed).astype(np.float64)
         eta, beta, omega = self.params
         e, zeta = stepsize_at(eta, self.k), momentum_at(eta, beta, omega, self.k)
         with np.errstate(over="ignore", invalid="ignore"):

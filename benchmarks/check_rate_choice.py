@@ -19,12 +19,12 @@ import warnings
 
 import numpy as np
 
+from changerate_bayes import final_estimates, posterior_summary, simulate_history
+
 BINS = ((0, 1), (1, 3), (3, 5), (5, 10), (10, 20), (20, None))
 
 
 def main(n_pages: int = 20_000, seed: int = 0) -> None:
-    from changerate_bayes import final_estimates, posterior_summary, simulate_history
-
     rng = np.random.default_rng(seed)
     rates = np.exp(rng.normal(np.log(0.5), 1.5, n_pages))
     print(f"{'k':>4} {'min(changed, unchanged)':>24} {'pages':>6} {'MLE finite':>10} "

@@ -63,7 +63,7 @@ def quiet_dask_logs():
 def quiet_nutpie_compile():
     """Within the block, numba's performance warnings (about the code nutpie generates
     from a PyMC model) are not shown."""
-    from numba.core.errors import NumbaPerformanceWarning
+    from numba.core.errors import NumbaPerformanceWarning  # numba: heavy; the package imports without it
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NumbaPerformanceWarning)

@@ -12,8 +12,11 @@ scratch arrays so that each loop vectorises.
 from __future__ import annotations
 
 import numba as nb
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
-__all__ = ["INV_LN2", "LN2_HI", "LN2_LO", "ROUND", "ROUND_BITS", "expm1_reduced"]
+__all__ = ["INV_LN2", "LN2_HI", "LN2_LO", "ROUND", "ROUND_BITS", "bits_f64", "expm1_reduced", "f64_bits"]
 
 INV_LN2 = 1.4426950408889634
 LN2_HI = 0.6931471803691238  # ln 2 split (fdlibm): n·LN2_HI is exact for |n| < 2^20
@@ -39,3 +42,27 @@ def expm1_reduced(r):
     p = p * r + 1.0 / 6.0
     p = p * r + 0.5
     return r + r * (r * p)
+
+
+@intrinsic
+def bits_f64(typingctx, bits):
+    """The float64 whose bits are the int64 ``bits`` (a bitcast, no conversion)."""
+    if bits != types.int64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
+@intrinsic
+def f64_bits(typingctx, x):
+    """The bits of the float64 ``x`` as an int64 (a bitcast, no conversion)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen

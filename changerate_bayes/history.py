@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 import numbers
 
 import numpy as np
 
 import warnings
 
+from ._event_times import parse_timestamps
 from ._validation import StatisticalWarning, as_float_array, check_positive_scalar, first_bad_index
 
 __all__ = ["CrawlHistory"]
@@ -528,8 +530,6 @@ def _is_datetime_like(x) -> bool:
 
 def _times_as_hours(change_times, crawl_times, start):
     """Float times for :meth:`CrawlHistory.from_times`: datetimes become hours."""
-    from ._times import parse_timestamps
-
     kinds = {_is_datetime_like(crawl_times), _is_datetime_like(change_times) if np.size(change_times) else None}
     kinds.discard(None)
     if len(kinds) > 1:
@@ -577,8 +577,6 @@ def _times_as_hours(change_times, crawl_times, start):
 
 def _awareness(item):
     """'aware' or 'naive' for one timestamp value (ISO string, datetime, datetime64)."""
-    import datetime as _dt
-
     if isinstance(item, np.datetime64):
         return "naive"
     if isinstance(item, str):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from validation import calibration as cal
+from changerate_bayes.validation import calibration as cal
 
 # one pytest-xdist worker for the whole group (see tests/conftest.py)
 pytestmark = pytest.mark.xdist_group("nuts_posterior")

@@ -7,7 +7,7 @@ import pytest
 
 from changerate_bayes import CrawlHistory, estimate_path, pooled_posterior, sampler_diagnostics, simulate_history
 from changerate_bayes._validation import StatisticalWarning
-from validation.pooling import draw_rates, paired_mse
+from changerate_bayes.validation.pooling import draw_rates, paired_mse
 
 # one pytest-xdist worker for the whole group (see tests/conftest.py)
 pytestmark = pytest.mark.xdist_group("nuts_pooled")
@@ -86,7 +86,7 @@ def test_bad_input(history, kwargs, error, match):
 
 
 def test_render_reports_wins_losses_and_diagnostics_in_words():
-    from validation import pooling
+    from changerate_bayes.validation import pooling
 
     rows = []
     for k, (z, ratio) in {1: (5.0, 0.9), 2: (-3.0, 1.1)}.items():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import validation.bursts as B
+import changerate_bayes.validation.bursts as B
 from changerate_bayes import BurstParameters, simulate_burst_pages
 
 

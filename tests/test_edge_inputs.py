@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from changerate_bayes import CrawlHistory, simulate_history
-from changerate_bayes._times import as_event_times
+from changerate_bayes._event_times import as_event_times
 from changerate_bayes.bayes import log_likelihood, posterior
 from changerate_bayes.diagnostics import exponential_qq, poisson_gof, rate_over_time
 from changerate_bayes.traces import read_trace_csv

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import validation.gof_size as G
+import changerate_bayes.validation.gof_size as G
 from changerate_bayes._rng import replication_generators
 from changerate_bayes.diagnostics import crawl_calibration, poisson_gof
 from changerate_bayes.diagnostics._crawl import calibration_from_windows, window_multiples
-from validation._preset import Preset, Progress
+from changerate_bayes.validation._preset import Preset, Progress
 
 
 def _bounds(d, level=0.999):

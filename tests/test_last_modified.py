@@ -59,7 +59,7 @@ def test_bad_input_is_named():
 @pytest.mark.parametrize("lam_c", [0.3, 2.0])
 def test_simulated_crawls_match_the_poisson_model(lam_c):
     from changerate_bayes._rng import replication_generators
-    from validation.last_modified import simulate
+    from changerate_bayes.validation.last_modified import simulate
 
     reps, n = 4000, 20
     changed, age = simulate(lam_c, n, replication_generators(5, reps))
@@ -75,8 +75,8 @@ def test_simulated_crawls_match_the_poisson_model(lam_c):
 
 
 def test_quick_study_reports_every_scenario_with_standard_errors():
-    from validation import last_modified as L
-    from validation._preset import Preset
+    from changerate_bayes.validation import last_modified as L
+    from changerate_bayes.validation._preset import Preset
 
     lines = []
     result = L.run(Preset("quick"), seed=3, progress=lines.append)

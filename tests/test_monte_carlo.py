@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from changerate_bayes import estimate_path, simulate_replications
-from validation import Preset, Progress
-from validation import monte_carlo
-from validation._engine import PowerSequence, Setting, log_grid, run_replications
-from validation._fits import rmse_ratio
+from changerate_bayes.validation import Preset, Progress
+from changerate_bayes.validation import monte_carlo
+from changerate_bayes.validation._engine import PowerSequence, Setting, log_grid, run_replications
+from changerate_bayes.validation._fits import rmse_ratio
 
 SETTINGS = [
     Setting("naive", "naive"),

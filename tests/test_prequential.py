@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-import validation.prequential as P
+import changerate_bayes.validation.prequential as P
 from changerate_bayes import dynamic_posterior
-from validation._preset import Preset, Progress
+from changerate_bayes.validation._preset import Preset, Progress
 
 
 def test_discounted_rate_by_hand():

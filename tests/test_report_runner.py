@@ -7,14 +7,14 @@ import types
 import matplotlib.pyplot as plt
 import pytest
 
-import validation.runner as runner
+import changerate_bayes.validation.runner as runner
 from changerate_bayes.cli import main
 from changerate_bayes.report import figure_to_html, html_table, verdict_html, write_report
 from changerate_bayes.report._html import format_value
 
 
 def _fake_study(keys=("fake",), fail=False, payload=None):
-    mod = types.ModuleType("validation.fake_study")
+    mod = types.ModuleType("changerate_bayes.validation.fake_study")
     mod.TITLE = "A stand-in study"
     mod.KEYS = keys
 
@@ -36,7 +36,7 @@ def _fake_study(keys=("fake",), fail=False, payload=None):
 @pytest.fixture
 def fake(monkeypatch):
     def install(**kw):
-        monkeypatch.setitem(sys.modules, "validation.fake_study", _fake_study(**kw))
+        monkeypatch.setitem(sys.modules, "changerate_bayes.validation.fake_study", _fake_study(**kw))
         monkeypatch.setattr(runner, "STUDIES", ("fake_study",))
 
     return install
@@ -116,7 +116,7 @@ def test_output_dir_is_checked_before_any_study(tmp_path, monkeypatch, capsys):
     ran = []
     mod = _fake_study()
     mod.run = lambda preset, *, seed, progress: ran.append(1) or {"fake": []}
-    monkeypatch.setitem(sys.modules, "validation.fake_study", mod)
+    monkeypatch.setitem(sys.modules, "changerate_bayes.validation.fake_study", mod)
     monkeypatch.setattr(runner, "STUDIES", ("fake_study",))
     a_file = tmp_path / "afile.txt"
     a_file.write_text("x")
@@ -221,7 +221,7 @@ def test_verdict_kinds_and_pvalue_format():
 
 def test_report_opens_with_the_summary_and_marks_partial_runs(tmp_path, fake, monkeypatch):
     fake()
-    mod = sys.modules["validation.fake_study"]
+    mod = sys.modules["changerate_bayes.validation.fake_study"]
     mod.summarize = lambda result: {"verdict": "the stand-in holds", "key_number": "42 / 42", "kind": "holds"}
     path = runner.run_validation(tmp_path, preset="quick", seed=3)
     html = path.read_text()
@@ -239,5 +239,5 @@ def test_every_study_summarizes_its_result():
     import importlib
 
     for name in runner.STUDIES:
-        mod = importlib.import_module(f"validation.{name}")
+        mod = importlib.import_module(f"changerate_bayes.validation.{name}")
         assert callable(getattr(mod, "summarize", None)), name

@@ -52,7 +52,7 @@ def test_the_summary_table_shows_the_capped_outcome():
 
 
 def test_monte_carlo_counts_what_it_lists():
-    from validation import monte_carlo
+    from changerate_bayes.validation import monte_carlo
 
     recs = [{"claim": c, "holds": h} for c, h in [("A: x", False), ("A: y", False), ("B: x", False),
                                                   ("C: x", False), ("D: x", False), ("E: x", True)]]
@@ -62,7 +62,7 @@ def test_monte_carlo_counts_what_it_lists():
 
 
 def test_predictive_check_rejects_at_its_stated_level():
-    from validation.calibration import PPP_ALPHA, ppc_fits
+    from changerate_bayes.validation.calibration import PPP_ALPHA, ppc_fits
 
     assert PPP_ALPHA == 0.01
     assert not ppc_fits(0.010) and not ppc_fits(0.0)  # p <= alpha: misfit
@@ -71,7 +71,7 @@ def test_predictive_check_rejects_at_its_stated_level():
 
 def test_tuned_schedule_at_the_search_bound_did_not_reach_its_budget():
     from changerate_bayes.replay._replay import _INC_BOUNDS
-    from validation.scheduling_replay import tuned_outcome, tuned_reached
+    from changerate_bayes.validation.scheduling_replay import tuned_outcome, tuned_reached
 
     # 12 bisection steps that never left the lower end stop one step above it
     lowest = _INC_BOUNDS[0] * np.exp(np.log(_INC_BOUNDS[1] / _INC_BOUNDS[0]) / 2 ** 12)

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from changerate_bayes.scheduling import crawl_objective, optimal_crawl_rates
 from changerate_bayes.scheduling._optimal_rates import _binary_freshness_rows
-from validation.scheduling_rates import reference_crawl_rates
+from changerate_bayes.validation.scheduling_rates import reference_crawl_rates
 
 OBJECTIVES = ("binary_freshness", "harmonic_staleness")
 

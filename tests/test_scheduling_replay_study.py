@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from validation import scheduling_replay as study
+from changerate_bayes.validation import scheduling_replay as study
 
 
 @pytest.mark.slow

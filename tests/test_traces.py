@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pytest
 
-from changerate_bayes._times import as_event_times, parse_timestamps
+from changerate_bayes._event_times import as_event_times, parse_timestamps
 from changerate_bayes.traces import list_traces, load_trace, read_trace_csv, trace_info
 
 

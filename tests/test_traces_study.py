@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import validation.traces_study as T
+import changerate_bayes.validation.traces_study as T
 from changerate_bayes import estimate_path
 from changerate_bayes._rng import replication_generators
 from changerate_bayes.history import CrawlHistory
-from validation._preset import Preset, Progress
+from changerate_bayes.validation._preset import Preset, Progress
 
 
 def test_observe_by_hand():
@@ -82,9 +82,7 @@ def test_posterior_coverage_on_poisson_surrogates():
 @pytest.fixture(scope="module")
 def tiny_result():
     mp = pytest.MonkeyPatch()
-    import changerate_bayes.traces as traces
-
-    mp.setattr(traces, "list_traces", lambda: ["wikipedia_oblast", "gitscrape_simonwillisonblog-backup_blog_blogmark"])
+    mp.setattr(T, "list_traces", lambda: ["wikipedia_oblast", "gitscrape_simonwillisonblog-backup_blog_blogmark"])
     mp.setitem(T.SIZES, "quick", {"n_resamples": 39, "n_replications": 4, "ratios": (1 / 3,), "max_crawls": 300})
     try:
         res = T.run(Preset("quick"), seed=3, progress=Progress(quiet=True))
@@ -186,7 +184,7 @@ def test_a_failing_estimator_is_reported_not_fatal(monkeypatch):
             raise RuntimeError("MLE/MM root did not converge")
         return real(history, method, **kw)
 
-    monkeypatch.setattr(changerate_bayes, "estimate_path", flaky)
+    monkeypatch.setattr(T, "estimate_path", flaky)
     hist = CrawlHistory(np.array([[1, 0, 1, 1]]), np.ones((1, 4)), 1.0)
     summary, paths = T.estimator_errors(hist, np.array([1.0]))
     assert summary["mle"]["failed"] == "RuntimeError: MLE/MM root did not converge"

@@ -12,17 +12,17 @@ import types
 import matplotlib.pyplot as plt
 import pytest
 
-import validation
-import validation.runner as runner
+import changerate_bayes.validation as validation
+import changerate_bayes.validation.runner as runner
 from changerate_bayes.cli import main
 from changerate_bayes.report import figure_to_html
-from validation import Progress
+from changerate_bayes.validation import Progress
 
 FAST = ["scheduling_sampling", "scheduling_whittle"]  # two quick real studies; the second starts first (longer)
 
 
 def _study(name, title):
-    mod = types.ModuleType(f"validation.{name}")
+    mod = types.ModuleType(f"changerate_bayes.validation.{name}")
     mod.TITLE, mod.KEYS = title, (name,)
 
     def run(preset, *, seed, progress):
@@ -42,7 +42,7 @@ def _study(name, title):
 @pytest.fixture
 def two_studies(monkeypatch):
     for name, title in (("fake_a", "Study A"), ("fake_b", "Study B")):
-        monkeypatch.setitem(sys.modules, f"validation.{name}", _study(name, title))
+        monkeypatch.setitem(sys.modules, f"changerate_bayes.validation.{name}", _study(name, title))
     monkeypatch.setattr(runner, "STUDIES", ("fake_a", "fake_b"))
 
 

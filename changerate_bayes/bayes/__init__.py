@@ -8,13 +8,17 @@
   :func:`posterior_mean_path` is its batch counterpart.
 - :func:`posterior_summary`: exact per-page mean, sd and credible interval (no draws).
 - :func:`log_likelihood`, :func:`sampler_diagnostics`.
+- For the other posteriors of the package (``dynamic``, ``bursts``) and the validation
+  studies: :func:`log_prior_u` (a prior's log density in u = log Δ),
+  :func:`make_summary_data` (an ``InferenceData`` of summaries) and :func:`mcse_mean`.
 """
 
+from ._arviz import make_summary_data, mcse_mean
 from ._diagnostics import ESS_MIN_PER_CHAIN, MAX_DIVERGENCES, R_HAT_MAX, SamplerDiagnostics, sampler_diagnostics
 from ._likelihood import log_likelihood, pt_log_likelihood
 from ._pooled import POPULATIONS, pooled_posterior
 from ._posterior import DEFAULT_PRIOR, METHODS, posterior
-from ._priors import BetaPrimePrior, GammaPrior, LogNormalPrior, Prior
+from ._priors import BetaPrimePrior, GammaPrior, LogNormalPrior, Prior, log_prior_u
 from ._summary import PosteriorSummary, posterior_summary
 from ._streaming import BayesianEstimator, posterior_mean_path
 
@@ -32,6 +36,9 @@ __all__ = [
     "R_HAT_MAX",
     "SamplerDiagnostics",
     "log_likelihood",
+    "log_prior_u",
+    "make_summary_data",
+    "mcse_mean",
     "pooled_posterior",
     "posterior",
     "posterior_mean_path",

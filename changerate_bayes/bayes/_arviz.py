@@ -51,8 +51,8 @@ def make_inference_data(
     observed_data, constant_data : dict of name -> (ndarray, tuple of dim names), optional
         Crawl data with their dims (e.g. ``("page", "crawl")``).
     """
-    import arviz as az
-    import xarray as xr
+    import arviz as az  # ArviZ: heavy, loaded on first use
+    import xarray as xr  # xarray (with ArviZ): heavy, loaded on first use
 
     dims, post = {}, {}
     for name, values in posterior.items():
@@ -90,8 +90,8 @@ def make_summary_data(groups: dict[str, dict], *, coords: dict, attrs: dict):
     attrs : dict
         Stored on every group.
     """
-    import arviz as az
-    import xarray as xr
+    import arviz as az  # ArviZ: heavy, loaded on first use
+    import xarray as xr  # xarray (with ArviZ): heavy, loaded on first use
 
     datasets = {}
     for group, content in groups.items():
@@ -122,7 +122,7 @@ def _quiet():
     ArviZ 0.x logs through a private ``arviz._log``; this package reports what those
     lines say as data (see ``sampler_diagnostics``), so they are not shown to the user.
     """
-    import arviz as az
+    import arviz as az  # ArviZ: heavy, loaded on first use
 
     log = getattr(az, "_log", None) or logging.getLogger("arviz")
     level = log.level
@@ -135,7 +135,7 @@ def _quiet():
 
 def check_inference_data(idata, *, name: str = "idata") -> None:
     """TypeError unless ``idata`` is an InferenceData; ValueError without a (chain, draw) posterior group."""
-    import arviz as az
+    import arviz as az  # ArviZ: heavy, loaded on first use
 
     if not isinstance(idata, az.InferenceData):
         raise TypeError(
@@ -153,7 +153,7 @@ def posterior_names(idata) -> list[str]:
 
 def rhat(idata, var: str = "change_rate") -> np.ndarray:
     """Rank-normalised split R-hat (Vehtari et al. 2021), shape () or (n_pages,); needs >= 2 chains."""
-    import arviz as az
+    import arviz as az  # ArviZ: heavy, loaded on first use
 
     with _quiet():
         return np.asarray(az.rhat(idata, var_names=[var])[var].values)
@@ -161,7 +161,7 @@ def rhat(idata, var: str = "change_rate") -> np.ndarray:
 
 def ess(idata, var: str = "change_rate", method: str = "bulk") -> np.ndarray:
     """Bulk or tail effective sample size, shape () or (n_pages,)."""
-    import arviz as az
+    import arviz as az  # ArviZ: heavy, loaded on first use
 
     with _quiet():
         return np.asarray(az.ess(idata, var_names=[var], method=method)[var].values)
@@ -169,7 +169,7 @@ def ess(idata, var: str = "change_rate", method: str = "bulk") -> np.ndarray:
 
 def mcse_mean(idata, var: str = "change_rate") -> np.ndarray:
     """Monte Carlo standard error of the posterior mean, shape () or (n_pages,)."""
-    import arviz as az
+    import arviz as az  # ArviZ: heavy, loaded on first use
 
     with _quiet():
         return np.asarray(az.mcse(idata, var_names=[var], method="mean")[var].values)
@@ -177,7 +177,7 @@ def mcse_mean(idata, var: str = "change_rate") -> np.ndarray:
 
 def hdi(draws: np.ndarray, prob: float) -> np.ndarray:
     """Highest-density interval of 1-D draws (any shape, flattened): array [low, high]."""
-    import arviz as az
+    import arviz as az  # ArviZ: heavy, loaded on first use
 
     with _quiet():
         return np.asarray(az.hdi(np.ravel(draws), hdi_prob=prob))

@@ -46,8 +46,9 @@ def grid_posterior_draws(changed, tau, offsets, coef: dict, *, n_draws: int, rng
     ValueError
         If a page's posterior is too flat in log Δ for float64 quadrature.
     """
-    import numba
+    import numba  # numba: heavy; the package imports without it
 
+    # numba kernels: loaded on first use, nothing compiled at import
     from ._grid_kernels import CHUNK_TILES, grid_draws_block
 
     changed = np.ascontiguousarray(changed, dtype=np.int8)

@@ -34,6 +34,7 @@ did not converge, 3 tails not within the float64 range.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numba as nb
 import numpy as np
@@ -43,8 +44,9 @@ from .._vecmath import LN2_HI as _LN2_HI
 from .._vecmath import LN2_LO as _LN2_LO
 from .._vecmath import ROUND as _ROUND
 from .._vecmath import ROUND_BITS as _ROUND_BITS
+from .._vecmath import bits_f64 as _bits_f64
 from .._vecmath import expm1_reduced
-from ..estimators._kernels import _bits_f64, _f64_bits
+from .._vecmath import f64_bits as _f64_bits
 
 __all__ = ["grid_draws_block", "TILE", "CHUNK_TILES"]
 
@@ -149,8 +151,6 @@ SERIES_TERMS = 11
 
 def _bernoulli_even(count):
     """B_2, B_4, ..., B_{2 count} as exact fractions (Akiyama–Tanigawa)."""
-    from fractions import Fraction
-
     a, out = [Fraction(0)] * (2 * count + 1), []
     for k in range(2 * count + 1):
         a[k] = Fraction(1, k + 1)

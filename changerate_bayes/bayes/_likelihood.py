@@ -167,8 +167,8 @@ def pt_log_likelihood(log_rate, changed, intervals):
     x/(e^x − 1) with x = e^u τ; ``pm.math.log1mexp(-x)`` switches between
     ``log1p(−e^{−x})`` and ``log(−expm1(−x))``.
     """
-    import pymc as pm
-    import pytensor.tensor as pt
+    import pymc as pm  # PyMC: heavy, loaded on first use
+    import pytensor.tensor as pt  # PyTensor: heavy, loaded on first use
 
     rate = pt.exp(log_rate)
     x = (rate[..., None] if getattr(log_rate, "ndim", 0) else rate) * intervals
@@ -196,8 +196,8 @@ def pt_sparse_log_likelihood(log_rate, t0, tau1, page1):
     Σ_{I_j = 1} log(1 − e^{−Δ_{page(j)} τ_j}) − Σ_i Δ_i T0_i, with ``log_rate`` of
     shape (n_pages,); half the work of the dense form when half the crawls changed.
     """
-    import pymc as pm
-    import pytensor.tensor as pt
+    import pymc as pm  # PyMC: heavy, loaded on first use
+    import pytensor.tensor as pt  # PyTensor: heavy, loaded on first use
 
     rate = pt.exp(log_rate)
     return pt.sum(pm.math.log1mexp(-rate[page1] * tau1)) - pt.sum(rate * t0)

@@ -47,7 +47,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._grid import _mode
 from ._likelihood import ExactLikelihood
+from ._population import SymbolicPopulation
+from ._priors import PriorCoefficients
+from ._sufficient import take_pages
 
 __all__ = [
     "LikelihoodTable",
@@ -198,10 +202,6 @@ def likelihood_table_of(lik: ExactLikelihood, n_crawls: int, *, step: float = GR
 
 def _log_sup(lik: ExactLikelihood) -> np.ndarray:
     """log sup_Δ L_i: 0 for pages that always or never changed, the maximum otherwise."""
-    from ._grid import _mode
-    from ._priors import PriorCoefficients
-    from ._sufficient import take_pages
-
     out = np.zeros(lik.n_pages)
     mixed = np.flatnonzero((lik.n_changed > 0) & (lik.t0 > 0))  # some crawl changed, some did not
     if mixed.size:
@@ -221,7 +221,7 @@ def pt_population_weights(population, start, step, size):
     size : int or scalar int tensor
         G.
     """
-    import pytensor.tensor as pt
+    import pytensor.tensor as pt  # PyTensor: heavy, loaded on first use
 
     u = start + step * pt.arange(size)
     dens = pt.exp(population.logpdf(u))
@@ -255,9 +255,9 @@ def _table_times(table, table_t, weights):
     every call; with Tᵀ given, one evaluation of log p and its gradient costs two
     matrix-vector products (about 8× faster at 5000 pages).
     """
-    import pytensor.tensor as pt
-    from pytensor.compile.builders import OpFromGraph
-    from pytensor.gradient import DisconnectedType
+    import pytensor.tensor as pt  # PyTensor: heavy, loaded on first use
+    from pytensor.compile.builders import OpFromGraph  # PyTensor: heavy, loaded on first use
+    from pytensor.gradient import DisconnectedType  # PyTensor: heavy, loaded on first use
 
     def lop(inputs, outputs, grads):
         return [DisconnectedType()(), DisconnectedType()(), pt.dot(inputs[1], grads[0])]
@@ -274,7 +274,7 @@ def pt_log_marginal(scaled, scaled_t, weights):
     ``scaled_t`` is ``scaled`` transposed (a separate C-contiguous array: see
     ``_table_times``).
     """
-    import pytensor.tensor as pt
+    import pytensor.tensor as pt  # PyTensor: heavy, loaded on first use
 
     return pt.log(pt.maximum(_table_times(scaled, scaled_t, weights), TINY))
 
@@ -303,10 +303,8 @@ def marginal_log_likelihood_of(lik: ExactLikelihood, n_crawls: int, population: 
     ``lik`` holds S0 and the changed intervals of every page
     (``_sufficient.exact_likelihood``); ``n_crawls`` is the largest number of crawls.
     """
-    import pytensor
-    import pytensor.tensor as pt
-
-    from ._population import SymbolicPopulation
+    import pytensor  # PyTensor: heavy, loaded on first use
+    import pytensor.tensor as pt  # PyTensor: heavy, loaded on first use
 
     table = likelihood_table_of(lik, n_crawls)
     th = pt.dvector("theta")

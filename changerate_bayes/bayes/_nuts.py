@@ -17,7 +17,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from . import _arviz
+from .._upstream import quiet_nutpie_compile
 from .._validation import check_positive_int
+from ._likelihood import pt_sparse_log_likelihood
 
 __all__ = ["ReusableModel", "get_model", "resolve_sampler", "page_model", "pt_log_prior", "SAMPLERS", "MIN_TUNE",
            "check_nuts_tune", "check_target_accept"]
@@ -94,22 +97,16 @@ class ReusableModel:
         self.model = build()
         self._compiled = None
         if sampler == "nutpie":
-            import nutpie
-
-            from .._upstream import quiet_nutpie_compile
+            import nutpie  # nutpie: heavy, loaded on first use
 
             with quiet_nutpie_compile():
                 self._compiled = nutpie.compile_pymc_model(self.model)
 
     def sample(self, data: dict, *, draws: int, tune: int, chains: int, seed: int, init=None, target_accept=0.8):
         """Sample with ``data`` (name -> array); returns (posterior dict, sample_stats)."""
-        from . import _arviz
-
         cores = max(1, min(chains, os.cpu_count() or 1))
         if self.sampler == "nutpie":
-            import nutpie
-
-            from .._upstream import quiet_nutpie_compile
+            import nutpie  # nutpie: heavy, loaded on first use
 
             with quiet_nutpie_compile():
                 compiled = self._compiled.with_data(**data)
@@ -126,7 +123,7 @@ class ReusableModel:
                     target_accept=target_accept,
                 )
         else:
-            import pymc as pm
+            import pymc as pm  # PyMC: heavy, loaded on first use
 
             with self.model:
                 pm.set_data(data)
@@ -162,7 +159,7 @@ def get_model(key: tuple, build: Callable, *, sampler: str, var_names) -> Reusab
 
 def likelihood_data(n_pages: int) -> dict:
     """``pm.Data`` containers of the sparse exact likelihood (see ``sparse_data``)."""
-    import pymc as pm
+    import pymc as pm  # PyMC: heavy, loaded on first use
 
     return {
         "t0": pm.Data("t0", np.ones(n_pages)),
@@ -177,7 +174,7 @@ FAMILY_COEFFICIENTS = {"gamma": "AB", "lognormal": "CM", "betaprime": "AEL"}
 
 def pt_log_prior(u, coef: dict, family: str):
     """Log prior density of u = log Δ (up to a constant) from coefficient tensors."""
-    import pytensor.tensor as pt
+    import pytensor.tensor as pt  # PyTensor: heavy, loaded on first use
 
     if family == "gamma":
         return coef["A"] * u - coef["B"] * pt.exp(u)
@@ -196,10 +193,8 @@ def page_model(n_pages: int, family: str):
     data containers are ``t0``, ``tau1``, ``page1`` (any number of crawls per page).
     One compiled model per (family, n_pages) serves every prior of the family.
     """
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    from ._likelihood import pt_sparse_log_likelihood
+    import pymc as pm  # PyMC: heavy, loaded on first use
+    import pytensor.tensor as pt  # PyTensor: heavy, loaded on first use
 
     with pm.Model(coords={"page": np.arange(n_pages)}) as model:
         data = likelihood_data(n_pages)

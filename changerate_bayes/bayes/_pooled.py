@@ -6,14 +6,17 @@ import warnings
 
 import numpy as np
 
+from . import _arviz
 from .._rng import as_generator
 from .._validation import StatisticalWarning, check_choice, check_positive_int, check_positive_scalar
 from ..history import CrawlHistory
-from . import _arviz
+from ._conditional import conditional_draws_of
 from ._diagnostics import sampler_diagnostics
+from ._likelihood import pt_sparse_log_likelihood
+from ._marginal import STENCIL, likelihood_table_of, pt_log_marginal, pt_population_weights
+from ._nuts import SAMPLERS, check_nuts_tune, check_target_accept, get_model, likelihood_data, resolve_sampler
+from ._population import HYPER, POPULATIONS, SymbolicPopulation
 from ._sufficient import data_groups, exact_likelihood
-from ._nuts import SAMPLERS, check_nuts_tune, check_target_accept, get_model, resolve_sampler
-from ._population import HYPER, POPULATIONS
 
 __all__ = ["pooled_posterior", "POPULATIONS", "POOLING_METHODS", "HYPERPRIOR_LOG_SD"]
 
@@ -25,7 +28,7 @@ HYPERPRIOR_LOG_SD = 3.0
 
 def _hyperpriors(population: str):
     """The two hyperparameters with their hyperpriors (inside a model context)."""
-    import pymc as pm
+    import pymc as pm  # PyMC: heavy, loaded on first use
 
     log_scale = pm.Data("log_rate_scale", 0.0)
     loc_name, spread_name = HYPER[population]
@@ -39,11 +42,8 @@ def _hyperpriors(population: str):
 
 def _marginal_model(population: str):
     """NUTS over the two hyperparameters; every page's Δ integrated out (``_marginal``)."""
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    from ._marginal import STENCIL, pt_log_marginal, pt_population_weights
-    from ._population import SymbolicPopulation
+    import pymc as pm  # PyMC: heavy, loaded on first use
+    import pytensor.tensor as pt  # PyTensor: heavy, loaded on first use
 
     with pm.Model() as model:
         scaled = pm.Data("likelihood_table", np.ones((2, STENCIL)))
@@ -58,11 +58,8 @@ def _marginal_model(population: str):
 
 def _joint_model(population: str, n_pages: int):
     """NUTS over the hyperparameters and every page's log Δ (non-centred)."""
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    from ._likelihood import pt_sparse_log_likelihood
-    from ._nuts import likelihood_data
+    import pymc as pm  # PyMC: heavy, loaded on first use
+    import pytensor.tensor as pt  # PyTensor: heavy, loaded on first use
 
     with pm.Model(coords={"page": np.arange(n_pages)}) as model:
         data = likelihood_data(n_pages)
@@ -165,7 +162,7 @@ def pooled_posterior(
     A page with 1-5 crawls says little about its own Δ; the population borrows
     strength from all pages, shrinking each page towards the population on the log
     scale. With heavy-tailed rates across pages this lowers the RMSE of the
-    posterior mean against the per-page LLN and MLE estimates (``validation/pooling.py``).
+    posterior mean against the per-page LLN and MLE estimates (``changerate_bayes/validation/pooling.py``).
 
     With u = log Δ and θ the two hyperparameters, the posterior is
     p(θ, u | data) ∝ p(θ) Π_i L_i(e^{u_i}) π(u_i | θ), where
@@ -283,9 +280,6 @@ def _sample(model, data: dict, opts: dict, gen):
 
 def _fit_marginal(history, opts, gen):
     """Hyperparameters by NUTS on the marginal posterior, then every page's Δ given them."""
-    from ._conditional import conditional_draws_of
-    from ._marginal import likelihood_table_of
-
     population, lik = opts["population"], exact_likelihood(history)
     names = HYPER[population]
     table = likelihood_table_of(lik, history.n_crawls)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._priors import PriorCoefficients
+
 __all__ = ["POPULATIONS", "HYPER", "SymbolicPopulation", "sample_log_rate", "grid_coefficients"]
 
 POPULATIONS = ("lognormal", "gamma")
@@ -44,7 +46,7 @@ class SymbolicPopulation:
     """
 
     def __init__(self, population: str, loc, spread):
-        import pytensor.tensor as pt
+        import pytensor.tensor as pt  # PyTensor: heavy, loaded on first use
 
         self.population, self.loc, self.spread = population, loc, spread
         if population == "lognormal":
@@ -54,7 +56,7 @@ class SymbolicPopulation:
 
     def logpdf(self, u):
         """log π(u)."""
-        import pytensor.tensor as pt
+        import pytensor.tensor as pt  # PyTensor: heavy, loaded on first use
 
         if self.population == "lognormal":
             z = (u - self.loc) / self.spread
@@ -64,7 +66,7 @@ class SymbolicPopulation:
 
     def cdf_and_sf(self, u):
         """P(U <= u) and P(U > u), each computed directly (no 1 − F cancellation)."""
-        import pytensor.tensor as pt
+        import pytensor.tensor as pt  # PyTensor: heavy, loaded on first use
 
         if self.population == "lognormal":
             z = (u - self.loc) / (self.spread * np.sqrt(2.0))
@@ -78,7 +80,7 @@ class SymbolicPopulation:
             s = self.spread
             z = (u - self.loc) / s
             return -z / s, (3.0 * z - z**3) / s**3
-        import pytensor.tensor as pt
+        import pytensor.tensor as pt  # PyTensor: heavy, loaded on first use
 
         a, y = self.spread, pt.exp(u - self.loc)
         d1 = a * (1.0 - y)
@@ -100,8 +102,6 @@ def sample_log_rate(population: str, loc: np.ndarray, spread: np.ndarray, rng: n
 
 def grid_coefficients(population: str, loc: np.ndarray, spread: np.ndarray) -> dict[str, np.ndarray]:
     """The population as a prior in the coefficient form of ``_priors`` (arrays of one shape)."""
-    from ._priors import PriorCoefficients
-
     loc, spread = np.broadcast_arrays(np.asarray(loc, float), np.asarray(spread, float))
     if population == "lognormal":
         coef = PriorCoefficients(C=0.5 / spread**2, M=loc)

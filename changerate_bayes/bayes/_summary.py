@@ -12,6 +12,8 @@ from .._validation import check_choice, check_positive_int
 from ..history import CrawlHistory
 from ._conjugate import conjugate_parameters
 from ._grid import DEFAULT_GRID_SIZE, improper_pages
+from ._grid_fast import _raise_for_status
+from ._posterior import _check_conjugate, _check_prior, refuse_improper
 from ._sufficient import change_counts, crawl_rates, time_rescaling
 
 __all__ = ["PosteriorSummary", "posterior_summary", "SUMMARY_METHODS"]
@@ -64,7 +66,7 @@ class PosteriorSummary:
 
         ``page`` holds the page labels, or 0..n_pages−1 when the history has none.
         """
-        import pandas as pd
+        import pandas as pd  # pandas: only for this table; the posteriors do not need it
 
         page = self.page_ids if self.page_ids is not None else np.arange(self.n_pages)
         return pd.DataFrame(
@@ -184,13 +186,9 @@ def posterior_mean_interval(history, *, prior=None, method: str = "grid", level:
 
 
 def _summary(history, *, prior, method, level, grid_size, with_sd) -> PosteriorSummary:
-    from ._posterior import _check_prior, refuse_improper
-
     prior = _check_prior(prior, history)
     probs = np.array([(1.0 - level) / 2.0, (1.0 + level) / 2.0])
     if method == "conjugate":
-        from ._posterior import _check_conjugate
-
         _check_conjugate(history, prior)
         n_changed, n_crawls = change_counts(history)
         refuse_improper((prior.a + n_changed) <= 0, prior, history)
@@ -311,6 +309,7 @@ def distinct_pages(changed, tau, offsets, coefficients):
     n_changed, t0 : ndarray, shape (n_pages,)
         Changed crawls (int64) and S0 (float64) per page.
     """
+    # numba kernels: loaded on first use, nothing compiled at import
     from ._summary_kernels import page_keys, same_changed
 
     n = offsets.size - 1
@@ -353,10 +352,9 @@ def grid_summary(changed, tau, offsets, coef: dict, probs: np.ndarray, *, size: 
     FloatingPointError, ValueError
         As :func:`._grid.fit_grid`, naming the page.
     """
-    import numba
+    import numba  # numba: heavy; the package imports without it
 
-    from ._grid_fast import _raise_for_status
-    from ._summary_kernels import summary_pages
+    from ._summary_kernels import summary_pages  # numba kernels: loaded on first use, nothing compiled at import
 
     changed = np.ascontiguousarray(changed, dtype=np.int8)
     tau = np.ascontiguousarray(tau, dtype=np.float64)

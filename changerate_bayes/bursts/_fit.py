@@ -8,6 +8,7 @@ import numbers
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import optimize
 
 from .._validation import as_float_array, page_vector
 from ._model import DEFAULT_SCALES, BurstParameters, check_params, check_rates_per_page, check_scales
@@ -103,7 +104,7 @@ PARALLEL_PAGES = 1024
 
 
 def _run(changed, tau, mask, rates, scales, log_prior, *, serial=False):
-    from . import _kernels
+    from . import _kernels  # numba kernels: loaded on first use, nothing compiled at import
 
     n, k = changed.shape
     pred = np.empty((n, k))
@@ -224,8 +225,6 @@ def fit_bursts(changed, intervals, mask=None, *, scales=DEFAULT_SCALES, time_sca
     switching 10 times slower), keeping the better maximum. The filter runs in one
     thread here (many short calls).
     """
-    from scipy import optimize
-
     c, tau, m, _ = _histories(changed, intervals, mask)
     if not m.any():
         raise ValueError("`mask` holds no crawl: nothing to fit")

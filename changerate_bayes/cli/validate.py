@@ -12,7 +12,7 @@ def register(sub) -> None:
     """Add the ``validate`` parser to the sub-parsers ``sub``."""
     import argparse
 
-    from validation import STUDIES
+    from changerate_bayes.validation import STUDIES
 
     val = sub.add_parser(
         "validate",
@@ -44,8 +44,8 @@ def run(args) -> int:
     Ctrl-C stops the studies, prints one line, removes the output folder if this run
     created it and it is empty, and returns 130.
     """
-    from validation import STUDIES, run_validation
-    from validation.runner import default_jobs
+    from changerate_bayes.validation import STUDIES, run_validation
+    from changerate_bayes.validation.runner import default_jobs
 
     if args.seed < 0:
         print("changerate-bayes: error: --seed must be >= 0", file=sys.stderr)

@@ -8,6 +8,8 @@ import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
+
 __all__ = ["surt", "write_cdxj_shards"]
 
 _HOSTS = ("www.example{}.com", "news{}.example.org", "shop{}.example.net")
@@ -87,8 +89,6 @@ def write_cdxj_shards(path, n_urls: int, n_crawls: int, rng=None, *, n_shards: i
     >>> line.split(" ", 2)[0], len(line.split(" ", 2)[1]), sorted(json.loads(line.split(" ", 2)[2]))[:3]
     ('com,example0)/page/0', 14, ['digest', 'encoding', 'filename'])
     """
-    import numpy as np
-
     for name, val in (("n_urls", n_urls), ("n_crawls", n_crawls), ("n_shards", n_shards)):
         if isinstance(val, bool) or not isinstance(val, (int, np.integer)):
             raise TypeError(f"`{name}` must be an int; got {type(val).__name__}")

@@ -20,6 +20,9 @@ import numpy as np
 from scipy import stats
 from scipy.special import xlogy
 
+from .._event_times import as_event_times
+from .._rng import as_generator
+from .._validation import check_positive_scalar
 from ._result import DiagnosticResult, insufficient, verdict_words
 
 __all__ = ["crawl_calibration", "calibration_windows", "calibration_table", "fit_cloglog_rate", "calibration_result"]
@@ -72,7 +75,7 @@ def calibration_table(times: np.ndarray, edges: np.ndarray, m: np.ndarray, multi
 def fit_cloglog_rate(n_windows: np.ndarray, n_detected: np.ndarray, tau: np.ndarray) -> tuple[float, float]:
     """MLE of Δ and its standard error from grouped crawl observations (statsmodels GLM,
     binomial family, cloglog link, offset log τ, intercept only)."""
-    import statsmodels.api as sm
+    import statsmodels.api as sm  # statsmodels: about 1 s to import, needed only here
 
     endog = np.column_stack([n_detected, n_windows - n_detected]).astype(np.float64)
     model = sm.GLM(endog, np.ones((tau.size, 1)), family=sm.families.Binomial(link=sm.families.links.CLogLog()),
@@ -208,10 +211,6 @@ def crawl_calibration(detection_times, crawl_interval: float, *, alpha: float = 
     >>> res.pvalue > 0.05, round(res.details["delta"], 1)
     (True, 0.5)
     """
-    from .._rng import as_generator
-    from .._times import as_event_times
-    from .._validation import check_positive_scalar
-
     c = check_positive_scalar(crawl_interval, name="crawl_interval")
     t = as_event_times(detection_times, name="detection_times").values
     return calibration_result(t, c, rng=as_generator(rng), alpha=alpha)
@@ -234,7 +233,7 @@ def fit_rate_grouped(n_windows: np.ndarray, n_detected: np.ndarray, tau: np.ndar
     -------
     ndarray, shape (...)
     """
-    from scipy.optimize import elementwise
+    from scipy.optimize import elementwise  # scipy >= 1.15 only; the rest of the module works with older scipy
 
     n = np.asarray(n_windows, dtype=np.float64)
     o = np.asarray(n_detected, dtype=np.float64)

@@ -67,7 +67,7 @@ def _too_few(name, gaps):
 
 def lilliefors_test(gaps: np.ndarray, *, alpha: float = 0.05) -> DiagnosticResult:
     """Lilliefors KS test of exponential gaps (statsmodels, table p-value in [0.001, 0.99])."""
-    from statsmodels.stats.diagnostic import lilliefors
+    from statsmodels.stats.diagnostic import lilliefors  # statsmodels: about 1 s to import, needed only here
 
     if gaps.size < MIN_GAPS:
         return _too_few("ks_lilliefors", gaps)
@@ -186,7 +186,7 @@ def lilliefors_pvalues(ks: np.ndarray, n_gaps: int) -> np.ndarray:
     """Lilliefors p-values of KS statistics ``ks`` for ``n_gaps`` exponential gaps,
     vectorised: the table behind ``statsmodels.stats.diagnostic.lilliefors(dist="exp")``
     (p-values clipped to [0.001, 0.99] as there)."""
-    from statsmodels.stats._lilliefors import get_lilliefors_table
+    from statsmodels.stats._lilliefors import get_lilliefors_table  # statsmodels: about 1 s to import, needed only here
 
     ks = np.asarray(ks, dtype=np.float64)
     flat = ks.reshape(-1)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from ..estimators import final_estimates
 from ..history import CrawlHistory
 
 __all__ = ["IntervalCalibration", "interval_calibration"]
@@ -91,8 +92,6 @@ def interval_calibration(history, *, n_bins: int = 5) -> IntervalCalibration:
     >>> res.status.tolist(), res.df
     (['ok', 'ok', 'ok'], 4)
     """
-    from ..estimators import final_estimates
-
     if not isinstance(history, CrawlHistory):
         raise TypeError(f"`history` must be a CrawlHistory; got {type(history).__name__}")
     if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral):

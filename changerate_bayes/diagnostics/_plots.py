@@ -77,7 +77,7 @@ def rate_over_time(times, *, n_bins: int | None = None) -> RateSeries:
 
 def _axes(ax):
     if ax is None:
-        from matplotlib.figure import Figure
+        from matplotlib.figure import Figure  # matplotlib: heavy, loaded only to draw
 
         ax = Figure(figsize=(5, 4)).add_subplot()
     return ax
@@ -197,7 +197,7 @@ def plot_rate(result, ax=None, *, n_bins: int | None = None, log: bool = True, s
     if log and series is not None and np.any(series.rates > 0):
         ax.set_yscale("log")
     if origin is not None:
-        import matplotlib.dates as mdates
+        import matplotlib.dates as mdates  # matplotlib: heavy, loaded only to draw
 
         locator = mdates.AutoDateLocator()
         ax.xaxis.set_major_locator(locator)

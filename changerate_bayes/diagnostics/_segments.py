@@ -25,10 +25,12 @@ in the result). The cost is O(n log n + MAX_CELLS²): about 0.3 s whatever n
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy import stats
 
+from .._event_times import as_event_times
 from ._exponential import NULL_SIZE, subsize_pvalue
 from ._result import DiagnosticResult, insufficient, verdict_words
 
@@ -92,9 +94,7 @@ def _events_fitness(p0: float):
     ``benchmarks/bench_bayesian_blocks.py`` for the time saved). Falls back to plain
     ``Events`` if a future astropy stores the arguments differently.
     """
-    from functools import cached_property
-
-    from astropy.stats import Events
+    from astropy.stats import Events  # astropy: heavy, needed only for Bayesian blocks
 
     prop = getattr(Events, "_fitness_args", None)
     if not isinstance(prop, property):
@@ -132,7 +132,7 @@ def grouped_blocks(times: np.ndarray, *, p0: float = 0.05, group_size: int = 1) 
     ndarray, shape (K + 1,)
         Block edges, from the first to the last time.
     """
-    from astropy.stats import Events
+    from astropy.stats import Events  # astropy: heavy, needed only for Bayesian blocks
 
     u, mult = np.unique(np.asarray(times, dtype=np.float64), return_counts=True)
     n_unique = u.size
@@ -167,7 +167,7 @@ def fit_segments(times: np.ndarray, *, p0: float = 0.05) -> Segments:
     :data:`MAX_CELLS` groups of consecutive distinct times (:func:`grouped_blocks`;
     ``group_size`` in the result), which bounds the quadratic cost.
     """
-    from astropy.stats import bayesian_blocks
+    from astropy.stats import bayesian_blocks  # astropy: heavy, needed only for Bayesian blocks
 
     t = np.asarray(times, dtype=np.float64)
     if t.size < 2 or t[-1] <= t[0]:
@@ -367,8 +367,6 @@ def segment_rates(event_times, *, p0: float = 0.05) -> Segments:
     >>> seg.n_segments, np.round(seg.rates, 0).tolist()
     (2, [1.0, 10.0])
     """
-    from .._times import as_event_times
-
     if not (isinstance(p0, (int, float)) and 0 < p0 < 1):
         raise ValueError(f"`p0` must be in (0, 1); got {p0!r}")
     t = as_event_times(event_times).values

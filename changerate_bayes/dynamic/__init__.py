@@ -11,13 +11,16 @@ computed exactly on a lattice of log Δ (a point-mass filter), vectorised over p
   averaging over volatilities);
 - :func:`dynamic_posterior`: filtered and forward-backward smoothed summaries of Δ_t
   and one-step predictive probabilities of whole histories (rectangular or padded with
-  a mask), as ``arviz.InferenceData``.
+  a mask), as ``arviz.InferenceData``;
+- :func:`simulate_drifting_pages`: pages whose rate drifts (``DRIFT_KINDS``), crawled at
+  Poisson times, for calibration studies (:class:`DriftingPages`).
 """
 
 from ._filter import DynamicRateFilter
 from ._model import DEFAULT_GRID_SIZE, DEFAULT_PRIOR, DEFAULT_SIGMAS, UNIT_FREE_SIGMAS
 from ._posterior import DEFAULT_LEVELS, dynamic_posterior
+from ._simulate import DRIFT_KINDS, DriftingPages, simulate_drifting_pages
 
-__all__ = ["DEFAULT_GRID_SIZE", "DEFAULT_LEVELS", "DEFAULT_PRIOR", "DEFAULT_SIGMAS", "UNIT_FREE_SIGMAS",
-           "DynamicRateFilter",
-           "dynamic_posterior"]
+__all__ = ["DEFAULT_GRID_SIZE", "DEFAULT_LEVELS", "DEFAULT_PRIOR", "DEFAULT_SIGMAS", "DRIFT_KINDS", "UNIT_FREE_SIGMAS",
+           "DriftingPages", "DynamicRateFilter",
+           "dynamic_posterior", "simulate_drifting_pages"]

@@ -302,7 +302,7 @@ class DynamicRateFilter:
         tau = self._vector(interval, name="interval", positive=True)
         out = np.empty((self._sigmas.size, self._n))
         lat = self._lattice
-        from . import _kernels
+        from . import _kernels  # numba kernels: loaded on first use, nothing compiled at import
 
         for sel, sig in self._groups(np.ones(self._n, dtype=bool), tau):
             part = np.empty_like(out)

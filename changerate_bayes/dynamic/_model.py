@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from .._validation import as_float_array, check_positive_int
-from ..bayes._priors import LogNormalPrior, Prior, log_prior_u
+from ..bayes import LogNormalPrior, Prior, log_prior_u
 
 __all__ = ["DEFAULT_PRIOR", "DEFAULT_SIGMAS", "DEFAULT_GRID_SIZE", "UNIT_FREE_SIGMAS", "Lattice", "make_lattice",
            "check_sigmas", "typical_intervals", "rounded_intervals", "page_chunks"]
@@ -165,7 +165,7 @@ def page_chunks(n_pages: int, work_per_page: int, *, max_pages: int | None = MAX
     and at most ``max_pages`` pages (None: no cap; the default bounds the working set of
     per-crawl outputs).
     """
-    import numba
+    import numba  # numba: heavy; the package imports without it
 
     least = PAGES_PER_THREAD_CALL * numba.get_num_threads()
     size = max(least, CALL_WORK // max(1, work_per_page))

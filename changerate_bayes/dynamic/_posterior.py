@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from .._validation import as_float_array
-from ..bayes import _arviz
+from ..bayes import make_summary_data
 from ..history import CrawlHistory
 from ._model import (UNIT_FREE_SIGMAS, check_prior, check_sigmas, make_lattice, page_chunks, rounded_intervals,
                      typical_intervals, unit_free_groups)
@@ -187,7 +187,7 @@ def dynamic_posterior(history, *, sigma=None, prior=None, grid=None, smooth: boo
     m_c = np.ascontiguousarray(m, dtype=bool)
     import numba  # imported on first use, with the kernels
 
-    from . import _kernels
+    from . import _kernels  # numba kernels: loaded on first use, nothing compiled at import
 
     keys = ("pred", "f_mean", "f_q", "s_mean", "s_q", "wpath", "log_ev", "status")
     typical = rounded_intervals(typical_intervals(tau_c, m_c)) if unit_free else None
@@ -249,7 +249,7 @@ def _to_idata(out, changed, tau, m, n_pages, probs, levels, sigmas, prior, lat, 
     const = {"intervals": (pc(np.where(m, tau, np.nan)), dd), "mask": (pc(m), dd)}
     if typical is not None:
         const["typical_interval"] = (pc(typical), pdims)
-    return _arviz.make_summary_data(
+    return make_summary_data(
         {
             "posterior": post,
             "predictions": {"change_probability": (pc(out["pred"]), dd)},

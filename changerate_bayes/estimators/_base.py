@@ -289,7 +289,7 @@ class ChangeCountEstimator(StreamingEstimator):
         self.changes_ = np.zeros(self._shape)
 
     def _update_checked(self, changed, interval, mask):
-        from . import _kernels
+        from . import _kernels  # numba kernels: loaded on first use, nothing compiled at import
 
         arr = self._check_changed_array(changed)
         self._check_interval(interval, mask)

@@ -93,7 +93,7 @@ def poisson_distance_segments(history):
     pooled : float
         The same for all pages pooled.
     """
-    from . import _kernels
+    from . import _kernels  # numba kernels: loaded on first use, nothing compiled at import
 
     cached = history.__dict__.get("_poisson_distances")
     if cached is not None:  # the history is immutable: the check of several methods runs once

@@ -64,9 +64,9 @@ def _mle_compiled(history, tau, pages, *, path: bool):
     exact solve is needed only when that fails. Cost per crawl does not depend on the
     page's length beyond the re-anchors, which become rare.
     """
-    import numba
+    import numba  # numba: heavy; the package imports without it
 
-    from . import _kernels
+    from . import _kernels  # numba kernels: loaded on first use, nothing compiled at import
 
     changed = history.flat_changed
     width = int(history.lengths[pages].max()) if path and pages.size else 0
@@ -85,9 +85,9 @@ def _mle_compiled(history, tau, pages, *, path: bool):
 
 def _mm_compiled(history, tau, pages):
     """The moment-matching root over all crawls of ``pages`` (compiled, in parallel over pages)."""
-    import numba
+    import numba  # numba: heavy; the package imports without it
 
-    from . import _kernels
+    from . import _kernels  # numba kernels: loaded on first use, nothing compiled at import
 
     final = np.empty(pages.size)
     with numba.parallel_chunksize(256):

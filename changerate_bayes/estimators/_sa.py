@@ -106,7 +106,7 @@ def warn_overflow(n_bad, n_total, stacklevel):
 
 
 def _sa_segments(history, eta, initial, *, path: bool):
-    from . import _kernels
+    from . import _kernels  # numba kernels: loaded on first use, nothing compiled at import
 
     p = crawl_rates(history, method="sa")
     up = range_scale(p, initial)
@@ -215,7 +215,7 @@ class SAEstimator(StreamingEstimator):
         return {"eta": self.eta, "initial": self.initial}
 
     def _update_checked(self, changed, interval, mask):
-        from . import _kernels
+        from . import _kernels  # numba kernels: loaded on first use, nothing compiled at import
 
         arr = self._check_changed_array(changed)
         self._check_interval(interval, mask)

@@ -10,6 +10,7 @@ from .._validation import StatisticalWarning, check_positive_scalar
 from ._base import StreamingEstimator, check_finite_scalar
 from ._sa import range_scale, stepsize_at, stepsizes
 from ._segments import crawl_rates
+from ._stepsizes import check_sam_stepsizes
 
 __all__ = ["SAMEstimator"]
 
@@ -113,8 +114,6 @@ def sam_recursion(changed_t, p, eta, beta, omega, initial, keep=None):
 
 
 def warn_divergence(diverged, eta, beta, omega, stacklevel=3, n_total=None):
-    from ._stepsizes import check_sam_stepsizes
-
     n_bad = int(np.count_nonzero(diverged)) if n_total is None else int(diverged)
     n_total = np.size(diverged) if n_total is None else n_total
     check = check_sam_stepsizes(eta, beta, omega)
@@ -128,7 +127,7 @@ def warn_divergence(diverged, eta, beta, omega, stacklevel=3, n_total=None):
 
 
 def _sam_segments(history, eta, beta, omega, initial, *, path: bool):
-    from . import _kernels
+    from . import _kernels  # numba kernels: loaded on first use, nothing compiled at import
 
     p = crawl_rates(history, method="sam")
     up = range_scale(p, initial)
@@ -263,7 +262,7 @@ class SAMEstimator(StreamingEstimator):
         return {"eta": self.eta, "beta": self.beta, "omega": self.omega, "initial": self.initial}
 
     def _update_checked(self, changed, interval, mask):
-        from . import _kernels
+        from . import _kernels  # numba kernels: loaded on first use, nothing compiled at import
 
         arr = self._check_changed_array(changed)
         self._check_interval(interval, mask)

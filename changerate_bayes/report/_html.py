@@ -87,7 +87,7 @@ def figure_context():
     :func:`figure_to_html` saves them as they are, without a tight bounding box that
     would draw each figure twice. The validation runner renders every study in it.
     """
-    import matplotlib
+    import matplotlib  # matplotlib: heavy, loaded only to draw
 
     return matplotlib.rc_context(FIGURE_RC)
 
@@ -144,7 +144,7 @@ def figure_to_html(fig, *, alt: str, dpi: int = 90) -> Markup:
     markupsafe.Markup
         ``<figure><img ...></figure>`` HTML, safe to insert in a template.
     """
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     if fig.get_layout_engine() is None:  # a figure made outside figure_context(): lay it out once, here
         fig.set_layout_engine("constrained")
@@ -179,7 +179,7 @@ def _axis_values(ax, which: str) -> np.ndarray:
 def _integer_ticks(fig) -> None:
     """Integer ticks on every linear axis whose drawn data are all whole numbers (crawl
     counts, cycles, ranks), so that no tick reads 2.5 crawls."""
-    from matplotlib.ticker import AutoLocator, MaxNLocator
+    from matplotlib.ticker import AutoLocator, MaxNLocator  # matplotlib: heavy, loaded only to draw
 
     for ax in fig.get_axes():
         for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
@@ -193,7 +193,7 @@ def _integer_ticks(fig) -> None:
 def _palette_png(png: bytes) -> bytes:
     """The PNG flattened on white and reduced to a 256-colour palette (Pillow's fast
     octree): line plots keep their look at about a third of the bytes."""
-    from PIL import Image
+    from PIL import Image  # Pillow (with matplotlib): loaded only to write PNGs
 
     img = Image.open(io.BytesIO(png))
     flat = Image.new("RGB", img.size, "white")
@@ -467,7 +467,7 @@ def folder_lock(folder):
         yield
         return
     try:
-        import fcntl
+        import fcntl  # fcntl: POSIX only
     except ImportError:  # pragma: no cover - not POSIX
         fcntl = None
     held.add(key)

@@ -13,6 +13,7 @@ measurements into the DOM, which ``chromium --headless --dump-dom`` prints.
 
 from __future__ import annotations
 
+import html as _html
 import json
 import os
 import shutil
@@ -150,7 +151,6 @@ def browser_check(html_path, *, width: int = 1280, height: int = 900, chromium: 
     if start < 0:
         raise RuntimeError(f"chromium printed no measurements (exit {proc.returncode}): {proc.stderr[-2000:]}")
     body = proc.stdout[start:].split(">", 1)[1].split("</pre>", 1)[0]
-    import html as _html
 
     data = json.loads(_html.unescape(body))
     return BrowserCheck(images=int(data["images"]), broken_images=tuple(data["broken"]), tables=int(data["tables"]),

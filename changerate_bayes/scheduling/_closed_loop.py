@@ -16,6 +16,8 @@ import numpy as np
 
 from .._rng import as_generator
 from .._validation import as_float_array, check_choice, check_positive_int, check_positive_scalar
+from ..estimators import estimate_path
+from ..history import CrawlHistory
 from ._optimal_rates import _binary_freshness_rows
 
 __all__ = ["CLOSED_LOOP_POLICIES", "ClosedLoopResult", "simulate_closed_loop"]
@@ -145,9 +147,6 @@ def _epoch_estimates(method, changed, n_valid, crawl_rate):
     ``n_valid`` their number per page; pages are grouped by their number of crawls so that each group
     is a rectangular CrawlHistory: a loop over distinct crawl counts, not pages.
     """
-    from ..estimators import estimate_path
-    from ..history import CrawlHistory
-
     out = np.zeros(n_valid.shape)
     flat_n = n_valid.reshape(-1)
     starts = np.concatenate([[0], np.cumsum(flat_n)[:-1]])

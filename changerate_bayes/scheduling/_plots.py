@@ -20,7 +20,7 @@ __all__ = [
 
 def _axes(ax):
     if ax is None:
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
         _, ax = plt.subplots()
     return ax

@@ -17,7 +17,7 @@ _KERNELS: dict = {}
 def _kernels() -> dict:
     """The numba kernels, compiled (or loaded from numba's cache) on first call."""
     if not _KERNELS:
-        from . import _water_level_kernels as k
+        from . import _water_level_kernels as k  # numba kernels: loaded on first use, nothing compiled at import
 
         _KERNELS.update(select=k.select_kernel, allocate=k.allocate_kernel)
     return _KERNELS

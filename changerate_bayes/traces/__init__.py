@@ -18,7 +18,7 @@ from importlib import resources
 
 import numpy as np
 
-from .._times import parse_timestamps
+from .._event_times import parse_timestamps
 
 __all__ = ["TraceInfo", "list_traces", "load_trace", "trace_info", "read_trace_csv"]
 

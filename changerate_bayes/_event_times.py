@@ -7,6 +7,7 @@ are *per hour*. Floats are kept in the caller's unit.
 from __future__ import annotations
 
 import datetime as _dt
+import numbers
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
@@ -135,8 +136,6 @@ def _resolution_hours(stamps: np.ndarray) -> float | None:
 
 def _numbers_or_missing(arr: np.ndarray) -> bool:
     """True for an object array of real numbers in which some entries are missing."""
-    import numbers
-
     kinds = [
         None if (v is None or (isinstance(v, float) and np.isnan(v)))
         else isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))

@@ -29,9 +29,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from changerate_bayes.report import figure_to_html, html_table, summary_row, verdict_html
 from changerate_bayes.scheduling import (
     EphemeralSources,
     check_indexability,
+    plot_schedule,
+    plot_whittle_index,
     schedule_period,
     simulate_ephemeral_crawling,
     solve_ephemeral_dp,
@@ -126,9 +129,7 @@ def run(preset, *, seed: int, progress) -> dict:
 
 
 def _index_figure(sources):
-    import matplotlib.pyplot as plt
-
-    from changerate_bayes.scheduling import plot_whittle_index
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     fig, ax = plt.subplots(figsize=(6, 3.8))
     for s in sources:
@@ -140,9 +141,7 @@ def _index_figure(sources):
 
 
 def _raster_figure(rasters):
-    import matplotlib.pyplot as plt
-
-    from changerate_bayes.scheduling import plot_schedule
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     fig, axes = plt.subplots(len(rasters), 1, figsize=(8, 1.3 + 1.1 * len(rasters)), sharex=True)
     for ax, r in zip(np.atleast_1d(axes), rasters):
@@ -152,8 +151,6 @@ def _raster_figure(rasters):
 
 
 def render(result: dict) -> str:
-    from changerate_bayes.report import figure_to_html, html_table, verdict_html
-
     res = result["scheduling_whittle"]
     checks, ex, sched, small = res["checks"], res["example"], res["schedules"], res["three_sources"]
     worst = max(r["max_abs_difference"] for r in checks)
@@ -235,8 +232,6 @@ def render(result: dict) -> str:
 def summarize(result: dict) -> dict:
     """The summary-table row: the closed-form index against the numerical one, and the
     index policy against the dynamic-programming optimum."""
-    from changerate_bayes.report import summary_row
-
     res = result["scheduling_whittle"]
     checks, small = res["checks"], res["three_sources"]
     worst = max(r["max_abs_difference"] for r in checks)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from changerate_bayes._rng import replication_generators
+from changerate_bayes.report import figure_to_html, html_table, summary_row, verdict_html
 from changerate_bayes.scheduling import closed_loop_bands, simulate_closed_loop
 
 TITLE = "Closing the loop: learning change rates while crawling"
@@ -112,7 +113,7 @@ def run(preset, *, seed: int, progress) -> dict:
 
 
 def _curve_figure(curves, kind, ylabel, policies):
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     fig, ax = plt.subplots(figsize=(8, 4))
     for name in policies:
@@ -130,8 +131,6 @@ def _curve_figure(curves, kind, ylabel, policies):
 
 
 def render(result: dict) -> str:
-    from changerate_bayes.report import figure_to_html, html_table, verdict_html
-
     res = result["scheduling_closed_loop"]
     st, summary, curves = res["settings"], res["summary"], res["curves"]
     by = {r["policy"]: r for r in summary}
@@ -215,8 +214,6 @@ def render(result: dict) -> str:
 
 def summarize(result: dict) -> dict:
     """The summary-table row: the best learning policy's freshness against the oracle's."""
-    from changerate_bayes.report import summary_row
-
     by = {r["policy"]: r for r in result["scheduling_closed_loop"]["summary"]}
     learners = [p for p in by if p not in ("oracle", "uniform")]
     best = max(learners, key=lambda p: by[p]["freshness"])

@@ -38,8 +38,17 @@ import time
 import warnings
 
 import numpy as np
+import pandas as pd
+from scipy import stats
 
+from changerate_bayes import CrawlHistory, LogNormalPrior, dynamic_posterior, estimate_path
+from changerate_bayes._event_times import as_event_times
 from changerate_bayes._rng import replication_generators
+from changerate_bayes.datasets import dataset_path
+from changerate_bayes.dynamic import UNIT_FREE_SIGMAS, simulate_drifting_pages
+from changerate_bayes.report import figure_to_html, html_table, verdict_html
+from changerate_bayes.traces import list_traces, load_trace
+from changerate_bayes.validation.traces_study import crawl_times, observe
 
 TITLE = "Change rates that move: the dynamic posterior, and one-step prediction of the next crawl"
 KEYS = ("dynamic_calibration", "prequential")
@@ -67,8 +76,6 @@ SIM_CRAWL_RATE = 1.0
 
 
 def _prior():
-    from changerate_bayes import LogNormalPrior
-
     return LogNormalPrior(0.0, PRIOR_SD)
 
 
@@ -98,8 +105,6 @@ def predictions(changed: np.ndarray, tau: np.ndarray) -> dict:
 
     ``tau`` in units of the mean crawl interval (crawl rate 1).
     """
-    from changerate_bayes import CrawlHistory, dynamic_posterior, estimate_path
-
     hist = CrawlHistory(changed, tau, 1.0)
     out = {}
     specs = {"lln": ("lln", {}), "sa_0.5": ("sa", {"eta": 0.5}), "sa_0.75": ("sa", {"eta": 0.75}),
@@ -172,10 +177,6 @@ def reliability(p: np.ndarray, changed: np.ndarray, use: np.ndarray, n_bins: int
 # ----------------------------------------------------------------------------- data sets
 def trace_histories(cfg, seed):
     """Per shipped trace and crawl ratio: (name, ratio, changed (R, k), tau in mean intervals)."""
-    from changerate_bayes._times import as_event_times
-    from changerate_bayes.traces import list_traces, load_trace
-    from validation.traces_study import crawl_times, observe
-
     out = []
     names = list_traces()
     for name, seq in zip(names, seed.spawn(len(names))):
@@ -193,10 +194,6 @@ def trace_histories(cfg, seed):
 
 def ota_history(max_visits):
     """Open Terms Archive crawl observations, padded: changed, tau (mean intervals), mask, pages."""
-    import pandas as pd
-
-    from changerate_bayes.datasets import dataset_path
-
     d = pd.read_csv(dataset_path("ota_crawls_dating"))
     d["t"] = pd.to_datetime(d["fetch_time"], utc=True)
     d = d.sort_values(["page", "t"], kind="stable")
@@ -234,7 +231,6 @@ def _score_block(label, changed, tau, mask, n_boot, gen):
     use = mask.copy()
     use[:, :BURN_IN] = False
     rel = {m: reliability(pred[m], changed, use) for m in ("dynamic", "static", "sa_0.5", "discounted", "mle")}
-    from changerate_bayes.dynamic import UNIT_FREE_SIGMAS
 
     return {"label": label, "n_rows": int(changed.shape[0]), "n_scored": int(use.sum()),
             "fraction_changed": float(changed[use].mean()), "best_online": best_online, "winner": winner,
@@ -243,11 +239,6 @@ def _score_block(label, changed, tau, mask, n_boot, gen):
 
 
 def _calibration(cfg, seed, progress):
-    from changerate_bayes import LogNormalPrior, dynamic_posterior
-    from changerate_bayes.dynamic._simulate import simulate_drifting_pages
-
-    from scipy import stats
-
     n, k = cfg["sim_pages"], cfg["sim_crawls"]
     prior = LogNormalPrior(0.0, 1.0)
     out = {"n_pages": n, "n_crawls": k, "kinds": [], "misspecification": []}
@@ -378,7 +369,7 @@ def _calibration_words(cal) -> tuple[str, bool | None]:
 
 # ----------------------------------------------------------------------------- report
 def _reliability_figure(panels):
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8))
     axes = np.atleast_1d(axes)
@@ -409,8 +400,6 @@ def _pooled_reliability(blocks, m):
 
 
 def render(result: dict) -> str:
-    from changerate_bayes.report import figure_to_html, html_table, verdict_html
-
     cal, pq = result["dynamic_calibration"], result["prequential"]
     st = pq["settings"]
     parts = [

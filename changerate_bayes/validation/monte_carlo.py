@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from changerate_bayes.report import figure_to_html, html_table, summary_row, verdict_html
+
 from ._engine import PowerSequence, Setting, log_grid, run_replications
 from ._fits import bootstrap_weights, finite_or_none, rmse_ratio
 
@@ -204,7 +206,7 @@ def _figure(entry):
     """Panels (a) one run, (b) the 2.5%-97.5% band of each estimator, drawn as its two
     edges in the estimator's colour and line style over a light fill so that
     overlapping bands stay distinguishable, (c) RMSE; one legend under the panels."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     delta = entry["change_rate"]
     fig, axes = plt.subplots(1, 3, figsize=(12.5, 4.8), layout="constrained")
@@ -237,7 +239,7 @@ def _figure(entry):
 
 
 def _fig5_figure(entries):
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     titles = {"5a": "(a) LLN, α_k", "5b": "(b) SA, η", "5c": "(c) SAM, η = 0.8, β", "5d": "(d) SAM, β = 0.4, η"}
     n = len(entries)
@@ -261,11 +263,6 @@ def _fig5_figure(entries):
 
 
 def render(result: dict) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from changerate_bayes.report import figure_to_html, html_table, verdict_html
-
     data = result["monte_carlo"]
     figs = data["figures"]
     parts = ["<p>Synthetic pages changing as a Poisson process with rate Δ, crawled at Poisson times with "
@@ -318,8 +315,6 @@ def render(result: dict) -> str:
 
 def summarize(result: dict) -> dict:
     """The summary-table row: how many of the paper's practical recommendations hold."""
-    from changerate_bayes.report import summary_row
-
     recs = result["monte_carlo"]["recommendations"]
     held = sum(1 for r in recs if r["holds"] is True)
     failed = [r for r in recs if r["holds"] is False]

@@ -42,6 +42,21 @@ import warnings
 import numpy as np
 from scipy import stats
 
+from changerate_bayes import (
+    BetaPrimePrior,
+    CrawlHistory,
+    GammaPrior,
+    LogNormalPrior,
+    estimate_path,
+    posterior,
+    sampler_diagnostics,
+    simulate_history,
+)
+from changerate_bayes._event_times import as_event_times
+from changerate_bayes.bayes import mcse_mean, posterior_mean_path
+from changerate_bayes.report import figure_to_html, html_table, summary_row, verdict_html
+from changerate_bayes.traces import load_trace
+
 TITLE = "Bayesian posteriors: simulation-based calibration, predictive checks, LLN identity"
 KEYS = ("calibration",)
 
@@ -73,8 +88,6 @@ LLN_ALPHAS = (0.5, 1.0, 2.0)
 
 
 def _priors():
-    from changerate_bayes import BetaPrimePrior, GammaPrior, LogNormalPrior
-
     return {
         "gamma": GammaPrior(2.0, 2.0),
         "lognormal": LogNormalPrior(0.0, 1.0),
@@ -195,8 +208,6 @@ def ppc_bins(changed: np.ndarray, intervals: np.ndarray, rate_draws: np.ndarray,
 
 # --------------------------------------------------------------------------- fitting
 def _simulate(prior, n, seed):
-    from changerate_bayes import simulate_history
-
     gen = np.random.default_rng(seed)
     truth = prior.sample(n, rng=gen, crawl_rate=CRAWL_RATE)
     history = simulate_history(truth, CRAWL_RATE, N_CRAWLS, n_pages=n, rng=gen)
@@ -224,8 +235,6 @@ def _summarise(method, label, truth, kept, seconds, extra=None):
 
 def sbc_vectorised(method: str, prior_name: str, n: int, *, seed: int) -> dict:
     """SBC of ``"grid"`` or ``"conjugate"``: all data sets in one call."""
-    from changerate_bayes import posterior
-
     prior = _priors()[prior_name]
     truth, history = _simulate(prior, n, seed)
     t0 = time.perf_counter()
@@ -237,9 +246,6 @@ def sbc_vectorised(method: str, prior_name: str, n: int, *, seed: int) -> dict:
 def sbc_nuts(n: int, *, batch: int, tune: int, seed: int, progress, draws: int = NUTS_DRAWS,
              chains: int = NUTS_CHAINS) -> dict:
     """SBC of ``"nuts"`` in batches of ``batch`` pages, plus NUTS-vs-grid agreement."""
-    from changerate_bayes import posterior, sampler_diagnostics
-    from changerate_bayes.bayes import _arviz
-
     prior = _priors()["gamma"]
     truth, history = _simulate(prior, n, seed)
     t0 = time.perf_counter()
@@ -252,7 +258,7 @@ def sbc_nuts(n: int, *, batch: int, tune: int, seed: int, progress, draws: int =
         kept.append(thin(idata.posterior["change_rate"].values, N_RANK_DRAWS))
         diags.append(sampler_diagnostics(idata).to_record() | {"batch": i, "pages": sub.n_pages})
         nuts_mean.append(idata.posterior["change_rate"].values.mean(axis=(0, 1)))
-        nuts_mcse.append(_arviz.mcse_mean(idata))
+        nuts_mcse.append(mcse_mean(idata))
         progress(f"nuts SBC batch {i + 1}/{-(-n // batch)} ({time.perf_counter() - t0:.1f} s)")
     seconds = time.perf_counter() - t0
     kept = np.concatenate(kept)
@@ -278,8 +284,6 @@ def sbc_nuts(n: int, *, batch: int, tune: int, seed: int, progress, draws: int =
 def sbc_nuts_single(n: int, *, tune: int, seed: int, progress, draws: int = NUTS_DRAWS,
                     chains: int = NUTS_CHAINS) -> dict:
     """SBC of ``"nuts"`` with one page per fit (the one-page model compiled once)."""
-    from changerate_bayes import posterior, sampler_diagnostics
-
     prior = _priors()["gamma"]
     truth, history = _simulate(prior, n, seed)
     t0 = time.perf_counter()
@@ -298,15 +302,11 @@ def sbc_nuts_single(n: int, *, tune: int, seed: int, progress, draws: int = NUTS
 
 
 def _rows(history, start, stop):
-    from changerate_bayes import CrawlHistory
-
     return CrawlHistory(history.changed[start:stop], history.intervals[start:stop], history.crawl_rate)
 
 
 # --------------------------------------------------------------------------- PPC, LLN
 def ppc_simulated(seed: int) -> dict:
-    from changerate_bayes import GammaPrior, posterior, simulate_history
-
     h = simulate_history(1.0, CRAWL_RATE, 400, rng=seed)
     out = {}
     for method, prior in (("grid", GammaPrior(2.0, 2.0)), ("conjugate", None)):
@@ -317,10 +317,6 @@ def ppc_simulated(seed: int) -> dict:
 
 
 def ppc_trace(name: str, seed: int) -> dict:
-    from changerate_bayes import CrawlHistory, posterior
-    from changerate_bayes._times import as_event_times
-    from changerate_bayes.traces import load_trace
-
     times = as_event_times(load_trace(name), name=name).values
     span = float(times[-1] - times[0])
     p = times.size / span  # crawl as often as the page changes on average
@@ -339,9 +335,6 @@ def ppc_trace(name: str, seed: int) -> dict:
 
 def lln_identity(seed: int) -> list[dict]:
     """LLN path vs conjugate posterior-mean path under BetaPrime(0, 1 + α), and vs draws."""
-    from changerate_bayes import BetaPrimePrior, estimate_path, posterior, simulate_history
-    from changerate_bayes.bayes import posterior_mean_path
-
     h = simulate_history(2.0, CRAWL_RATE, 200, rng=seed)
     out = []
     for alpha in LLN_ALPHAS:
@@ -402,9 +395,7 @@ def run(preset, *, seed: int, progress) -> dict:
 
 # --------------------------------------------------------------------------- report
 def _rank_figure(sbc):
-    import matplotlib.pyplot as plt
-
-    from changerate_bayes.report import figure_to_html
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     fig, axes = plt.subplots(1, len(sbc), figsize=(3.2 * len(sbc), 2.6), sharey=False)
     axes = np.atleast_1d(axes)
@@ -422,9 +413,7 @@ def _rank_figure(sbc):
 
 
 def _ppc_figure(ppc):
-    import matplotlib.pyplot as plt
-
-    from changerate_bayes.report import figure_to_html
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     panels = [(p["source"], m, chk["bins"]) for p in ppc for m, chk in p["checks"].items()]
     fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 2.8))
@@ -501,8 +490,6 @@ def sbc_verdict(pvalues: list[float], alpha: float, nuts_summaries: list[dict]) 
 
 
 def render(result: dict) -> str:
-    from changerate_bayes.report import html_table, verdict_html
-
     res = result["calibration"]
     st = res["settings"]
     parts = [
@@ -591,8 +578,6 @@ def render(result: dict) -> str:
 def summarize(result: dict) -> dict:
     """The summary-table row: the SBC verdict over every method's rank-uniformity and
     coverage checks (with the NUTS convergence thresholds)."""
-    from changerate_bayes.report import summary_row
-
     res = result["calibration"]
     st = res["settings"]
     pvalues = []

@@ -35,6 +35,16 @@ import warnings
 
 import numpy as np
 
+from changerate_bayes import (
+    LogNormalPrior,
+    estimate_path,
+    pooled_posterior,
+    posterior,
+    sampler_diagnostics,
+    simulate_history,
+)
+from changerate_bayes.report import figure_to_html, html_table, summary_row, verdict_html
+
 #: the truths in words, for the report (rates per hour)
 _TRUTH_WORDS = {
     "lognormal": "lognormal: log Δ ~ Normal(log 0.5, 1)",
@@ -86,8 +96,6 @@ def paired_mse(estimate: np.ndarray, reference: np.ndarray, truth: np.ndarray) -
 
 def _per_page(history, k, truth_name):
     """Per-page estimates after k crawls: LLN, MLE, default-prior Bayes, oracle."""
-    from changerate_bayes import LogNormalPrior, estimate_path, posterior
-
     hk = history.head(k)
     out = {
         "LLN (α = 1)": estimate_path(history, "lln", alpha=1.0)[:, k - 1],
@@ -117,8 +125,6 @@ def _diagnostics(idata, truth, rep, k, pop, sampler_diagnostics) -> dict:
 
 
 def run(preset, *, seed: int, progress) -> dict:
-    from changerate_bayes import pooled_posterior, sampler_diagnostics, simulate_history
-
     sz = _SIZES[preset.name]
     rows, diags = [], []
     seeds = np.random.SeedSequence(seed).spawn(len(sz["truths"]) * sz["reps"])
@@ -169,9 +175,7 @@ def run(preset, *, seed: int, progress) -> dict:
 
 
 def _figure(rows, truth):
-    import matplotlib.pyplot as plt
-
-    from changerate_bayes.report import figure_to_html
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
     names = sorted({r["estimator"] for r in rows if r["truth"] == truth and r["rmse"] is not None})
@@ -188,8 +192,6 @@ def _figure(rows, truth):
 
 
 def render(result: dict) -> str:
-    from changerate_bayes.report import html_table, verdict_html
-
     res = result["pooling"]
     st, rows = res["settings"], res["rows"]
     parts = [
@@ -258,8 +260,6 @@ def summarize(result: dict) -> dict:
     """The summary-table row: at how many (truth, population, k) the pooled posterior
     beats the per-page LLN by more than ``z_win`` standard errors, and whether the fits
     met the convergence thresholds."""
-    from changerate_bayes.report import summary_row
-
     res = result["pooling"]
     st, rows = res["settings"], res["rows"]
     pooled = [r for r in rows if str(r["estimator"]).startswith("pooled") and r["z"] is not None]

@@ -35,8 +35,23 @@ import warnings
 
 import numpy as np
 
+from changerate_bayes import estimate_path
+from changerate_bayes._event_times import as_event_times
 from changerate_bayes._rng import replication_generators
+from changerate_bayes.bayes import posterior
+from changerate_bayes.diagnostics import (
+    TEST_NAMES,
+    QQData,
+    RateSeries,
+    Segments,
+    plot_qq,
+    plot_rate,
+    poisson_gof,
+    rate_over_time,
+)
 from changerate_bayes.history import CrawlHistory
+from changerate_bayes.report import figure_to_html, html_table, summary_row, verdict_html
+from changerate_bayes.traces import list_traces, load_trace, trace_info
 
 TITLE = "Real traces: is a page's change process Poisson, and what does it cost if not?"
 KEYS = ("traces", "trace_replays")
@@ -184,8 +199,6 @@ def estimator_errors(history: CrawlHistory, target: np.ndarray, visible: np.ndar
     paths : dict
         method -> the whole estimate path of replication 0.
     """
-    from changerate_bayes import estimate_path
-
     summary, paths = {}, {}
     for m in METHODS:
         with warnings.catch_warnings():
@@ -220,9 +233,7 @@ def posterior_coverage(history: CrawlHistory, target: np.ndarray, rng, visible: 
     """Grid posterior per replication: 94% HDI, whether it holds ``target`` (and
     ``visible``, the crawl-visible rate, when given), and the draws of replication 0 as a
     histogram."""
-    import arviz as az
-
-    from changerate_bayes.bayes import posterior
+    import arviz as az  # ArviZ: heavy, loaded on first use
 
     idata = posterior(history, method="grid", draws=1000, chains=2, rng=rng)
     hdi = az.hdi(idata, hdi_prob=HDI_PROB)["change_rate"].values.reshape(-1, 2)
@@ -270,7 +281,6 @@ def _trace_record(name, info, res) -> dict:
     for k, t in res.tests.items():
         rec[k] = {"statistic": _clean(t.statistic) if t.statistic is not None else None, "pvalue": t.pvalue,
                   "status": t.status, "reading": t.reading}
-    from changerate_bayes.diagnostics import rate_over_time
 
     idx = thin_indices(qq.observed.size, _QQ_POINTS, tail=20)
     series = rate_over_time(res.times, n_bins=120)
@@ -343,10 +353,6 @@ def _replay(name, times, ratio, cfg, seq, progress) -> dict:
 
 
 def run(preset, *, seed: int, progress) -> dict:
-    from changerate_bayes._times import as_event_times
-    from changerate_bayes.diagnostics import poisson_gof
-    from changerate_bayes.traces import list_traces, load_trace, trace_info
-
     cfg = SIZES[preset.name]
     names = list_traces()
     seqs = np.random.SeedSequence(seed).spawn(len(names))
@@ -404,9 +410,7 @@ def _of_rate(r: float) -> str:
 
 
 def _diagnostic_figure(tr):
-    import matplotlib.pyplot as plt
-
-    from changerate_bayes.diagnostics import QQData, RateSeries, Segments, plot_qq, plot_rate
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     pl = tr["plot"]
     q = pl["qq"]
@@ -430,9 +434,9 @@ def _diagnostic_figure(tr):
 
 
 def _replay_figure(reps):
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # matplotlib: heavy, loaded only to draw
 
     fig, axes = plt.subplots(1, len(reps) + 1, figsize=(4.2 * (len(reps) + 1), 4.6))
     for ax, rp in zip(axes, reps):
@@ -488,8 +492,6 @@ def replay_xstart(k, *, skip: float = 0.05) -> float:
 
 def tests_by_kind(traces) -> list[dict]:
     """Per kind of trace: how many tests ran, which, and why the others did not (from the records)."""
-    from changerate_bayes.diagnostics import TEST_NAMES
-
     rows = []
     for kind in dict.fromkeys(t["kind"] for t in traces):
         tt = [t for t in traces if t["kind"] == kind]
@@ -576,8 +578,6 @@ def _method_summary(replays):
 
 
 def render(result: dict) -> str:
-    from changerate_bayes.report import figure_to_html, html_table, verdict_html
-
     traces, replays = result["traces"], result["trace_replays"]
     parts = []
     n_rej = sum(1 for t in traces if t["rejected"])
@@ -734,8 +734,6 @@ def render(result: dict) -> str:
 def summarize(result: dict) -> dict:
     """The summary-table row: on how many real traces the Poisson model is rejected (a
     finding about the data), with the replay's median error against Poisson surrogates."""
-    from changerate_bayes.report import summary_row
-
     traces, replays = result["traces"], result["trace_replays"]
     n_rej = sum(1 for t in traces if t["rejected"])
     summ = _method_summary(replays)

@@ -34,7 +34,9 @@ import numpy as np
 import pandas as pd
 
 from changerate_bayes.datasets import dataset_path
-from changerate_bayes.replay import POLICY_NAMES, replay_policies
+from changerate_bayes.replay import POLICY_NAMES, plot_freshness_budget, replay_policies
+from changerate_bayes.replay._replay import at_search_bound
+from changerate_bayes.report import figure_to_html, html_table, verdict_html
 from changerate_bayes.traces import list_traces, load_trace
 
 TITLE = "Scheduling on real pages: replaying real change histories under a crawl budget"
@@ -236,9 +238,7 @@ def summarize(result: dict) -> dict:
 
 # ----------------------------------------------------------------------------- render
 def _figure(rows, budgets, title):
-    import matplotlib.pyplot as plt
-
-    from changerate_bayes.replay import plot_freshness_budget
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
     plot_freshness_budget(pd.DataFrame(rows), ax=ax)
@@ -270,15 +270,11 @@ def tuned_reached(row) -> bool:
     """Whether a tuned schedule's row met its budget inside the bisection's range: within
     budget, with an increase rate off the search's bounds (a rate at a bound means the
     search ran out of range, whatever the crawls it happened to spend)."""
-    from changerate_bayes.replay._replay import at_search_bound
-
     return bool(row["within_budget"]) and not at_search_bound(row["inc_rate"])
 
 
 def tuned_outcome(row) -> str:
     """The "within budget" cell of a tuned schedule: yes, no, or at the search's bound."""
-    from changerate_bayes.replay._replay import at_search_bound
-
     if at_search_bound(row["inc_rate"]):
         return f"no: increase rate at the search's bound ({row['inc_rate']:.3g})"
     return "yes" if row["within_budget"] else "no"
@@ -329,8 +325,6 @@ def _matched_table(rows):
 
 
 def _section(rows, budgets, multiples, label):
-    from changerate_bayes.report import figure_to_html, html_table
-
     parts = [figure_to_html(_figure(rows, budgets, label), alt=f"Freshness against budget, {label}")]
     cols = [("policy", "policy")] + [(f"b{j}", f"{m:g}× ({b:.3g}/day)") for j, (m, b) in
                                      enumerate(zip(multiples, budgets))]
@@ -369,8 +363,6 @@ def _section(rows, budgets, multiples, label):
 
 
 def render(result: dict) -> str:
-    from changerate_bayes.report import verdict_html
-
     res = result["scheduling_replay"]
     st, v = res["settings"], res["verdict"]
     best = v["best"]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from changerate_bayes.report import figure_to_html, html_table, summary_row, verdict_html
 from changerate_bayes.scheduling import (
     expected_change_ratio,
     rule_of_thumb_sample_size,
@@ -89,7 +90,7 @@ def run(preset, *, seed: int, progress) -> dict:
 
 
 def _k_figure(ss):
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     fig, ax = plt.subplots(figsize=(6, 3.6))
     k = [r["sample_size"] for r in ss["curve"]]
@@ -106,7 +107,7 @@ def _k_figure(ss):
 
 
 def _cycle_figure(cycles):
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     fig, ax = plt.subplots(figsize=(7, 3.8))
     for p in POLICIES:
@@ -119,8 +120,6 @@ def _cycle_figure(cycles):
 
 
 def render(result: dict) -> str:
-    from changerate_bayes.report import figure_to_html, html_table, verdict_html
-
     res = result["scheduling_sampling"]
     st, ss, cycles = res["settings"], res["sample_size"], res["cycles"]
     parts = [
@@ -187,8 +186,6 @@ def render(result: dict) -> str:
 def summarize(result: dict) -> dict:
     """The summary-table row: the rule-of-thumb sample size against the optimum, and
     greedy sampling against proportional allocation."""
-    from changerate_bayes.report import summary_row
-
     res = result["scheduling_sampling"]
     ss, cycles = res["sample_size"], res["cycles"]
     ratio = ss["rule_change_ratio"] / ss["optimal_change_ratio"]

@@ -1,7 +1,7 @@
 """Changes in bursts: a two-state Markov-modulated Poisson process (quiet and busy) judged
 by how well it predicts the next crawl, beside the random-walk dynamic posterior.
 
-The protocol is that of :mod:`validation.prequential`: before each crawl k a method
+The protocol is that of :mod:`changerate_bayes.validation.prequential`: before each crawl k a method
 states P(I_k = 1 | τ_k) from crawls 1..k−1; the mean log score and Brier score are
 taken after a burn-in of 20 crawls, probabilities clipped to [1e-3, 1 − 1e-3]. Time is
 measured in each page's mean crawl interval. The data are the shipped traces crawled
@@ -44,6 +44,24 @@ import warnings
 
 import numpy as np
 
+from changerate_bayes import CrawlHistory, LogNormalPrior, dynamic_posterior, estimate_path
+from changerate_bayes._event_times import as_event_times
+from changerate_bayes.bursts import burst_predictive, fit_bursts
+from changerate_bayes.dynamic import DEFAULT_SIGMAS
+from changerate_bayes.report import html_table, verdict_html
+from changerate_bayes.traces import load_trace
+from changerate_bayes.validation.prequential import (
+    BURN_IN,
+    GRID,
+    PRIOR_SD,
+    _plug_in,
+    _prior,
+    block_bootstrap_diff,
+    ota_history,
+    scores,
+    trace_histories,
+)
+
 TITLE = "Changes in bursts: a quiet/busy model of each page, judged by predicting the next crawl"
 KEYS = ("bursts",)
 
@@ -70,10 +88,6 @@ def baseline_predictions(changed: np.ndarray, tau: np.ndarray, mask: np.ndarray,
     (shape (n,)): the absolute grid of volatilities is per √hour, the library's former
     default, with the same prior and lattice moved to per-hour rates.
     """
-    from changerate_bayes import CrawlHistory, LogNormalPrior, dynamic_posterior, estimate_path
-    from changerate_bayes.dynamic import DEFAULT_SIGMAS
-    from validation.prequential import GRID, PRIOR_SD, _plug_in, _prior
-
     idata = dynamic_posterior((changed, tau, mask), prior=_prior(), grid=GRID, smooth=False)
     out = {"dynamic": idata.predictions["change_probability"].values,
            "dynamic_absolute": np.full(changed.shape, np.nan)}
@@ -98,8 +112,6 @@ def fit_held_out(train_changed, train_tau, train_mask, fit_crawls: int, warm: di
     ``warm``: fits to similar data (another fold) whose rates start the optimiser.
     The per-page-scale fit starts from the shared one.
     """
-    from changerate_bayes.bursts import fit_bursts
-
     c, t, m = (a[:, :fit_crawls] for a in (train_changed, train_tau, train_mask))
     shared = fit_bursts(c, t, m, init=warm["burst"].params if warm else None)
     scaled = fit_bursts(c, t, m, scales=SCALES, init=(warm["burst_scaled"] if warm else shared).params)
@@ -113,8 +125,6 @@ def _params_record(fit) -> dict:
 
 
 def _score(label, changed, tau, mask, preds, n_boot, gen) -> dict:
-    from validation.prequential import BURN_IN, block_bootstrap_diff, scores
-
     sc = {m: scores(preds[m], changed, mask) for m in METHODS}
     mean = {m: (float(np.nanmean(sc[m][0])), float(np.nanmean(sc[m][1]))) for m in METHODS}
     winner = max(METHODS, key=lambda m: mean[m][0])
@@ -131,10 +141,7 @@ def _score(label, changed, tau, mask, preds, n_boot, gen) -> dict:
 
 def _crawl_unit_hours(name: str, ratio: float) -> float:
     """The mean crawl interval, in hours, of a trace crawled at p = ratio × its rate (as
-    :func:`validation.prequential.trace_histories` crawls it)."""
-    from changerate_bayes._times import as_event_times
-    from changerate_bayes.traces import load_trace
-
+    :func:`changerate_bayes.validation.prequential.trace_histories` crawls it)."""
     times = as_event_times(load_trace(name)).values
     rate = (times.size - 1) / float(times[-1] - times[0])
     return 1.0 / (ratio * rate)
@@ -158,9 +165,6 @@ def _pad(blocks):
 
 # ----------------------------------------------------------------------------- study
 def run(preset, *, seed: int, progress) -> dict:
-    from changerate_bayes.bursts import burst_predictive
-    from validation.prequential import ota_history, trace_histories
-
     cfg = SIZES[preset.name]
     s_tr, s_boot, s_fold = np.random.SeedSequence(seed).spawn(3)
     gen = np.random.default_rng(s_boot)
@@ -279,8 +283,6 @@ def summarize(result: dict) -> dict:
 
 # ----------------------------------------------------------------------------- report
 def render(result: dict) -> str:
-    from changerate_bayes.report import html_table, verdict_html
-
     res = result["bursts"]
     st = res["settings"]
     parts = [

@@ -32,7 +32,10 @@ import warnings
 
 import numpy as np
 
+from changerate_bayes import CrawlHistory, final_estimates
 from changerate_bayes._rng import replication_generators
+from changerate_bayes.estimators import last_modified_rate
+from changerate_bayes.report import html_table, summary_row, verdict_html
 
 TITLE = "Last-Modified: the error it saves at equal crawls"
 KEYS = ("last_modified",)
@@ -57,9 +60,6 @@ def simulate(lam_c: float, n: int, gens) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _estimates(changed, age) -> dict:
-    from changerate_bayes import CrawlHistory, final_estimates
-    from changerate_bayes.estimators import last_modified_rate
-
     r, n = changed.shape
     tau = np.ones((r, n))
     lengths = np.full(r, n)
@@ -104,8 +104,6 @@ def rmse_ratios(result: dict) -> list[dict]:
 
 def summarize(result: dict) -> dict:
     """The summary-table row: the RMSE ratio of the estimator with the date to change/no-change."""
-    from changerate_bayes.report import summary_row
-
     ratios = rmse_ratios(result)
     wins = sum(r["ratio"] < 1.0 for r in ratios)
     lo, hi = min(r["ratio"] for r in ratios), max(r["ratio"] for r in ratios)
@@ -120,8 +118,6 @@ def _saving(values) -> str:
 
 
 def render(result: dict) -> str:
-    from changerate_bayes.report import html_table, verdict_html
-
     res = result["last_modified"]
     rows = [{"λc": r["rate_per_interval"], "N": r["crawls"], "estimator": r["estimator"],
              "bias": f"{r['bias']:+.3f} ± {r['bias_se']:.3f}", "RMSE": f"{r['rmse']:.3f} ± {r['rmse_se']:.3f}",

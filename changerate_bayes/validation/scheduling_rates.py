@@ -29,7 +29,8 @@ import time
 import numpy as np
 from scipy import optimize
 
-from changerate_bayes.scheduling import crawl_objective, optimal_crawl_rates
+from changerate_bayes.report import figure_to_html, html_table, summary_row, verdict_html
+from changerate_bayes.scheduling import crawl_objective, optimal_crawl_rates, plot_crawl_rates
 
 TITLE = "Optimal crawl rates for known change rates"
 KEYS = ("scheduling_rates",)
@@ -143,9 +144,7 @@ def run(preset, *, seed: int, progress) -> dict:
 
 
 def _scatter_figure(rows):
-    import matplotlib.pyplot as plt
-
-    from changerate_bayes.scheduling import plot_crawl_rates
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     d = np.array([r["change_rate"] for r in rows])
     w = np.array([r["weight"] for r in rows])
@@ -157,7 +156,7 @@ def _scatter_figure(rows):
 
 
 def _timing_figure(rows):
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for objective in OBJECTIVES:
@@ -170,8 +169,6 @@ def _timing_figure(rows):
 
 
 def render(result: dict) -> str:
-    from changerate_bayes.report import figure_to_html, html_table, verdict_html
-
     res = result["scheduling_rates"]
     sl, kkt, timing = res["slsqp"], res["kkt"], res["timing"]
     worst_gain = min(r["objective_gain"] for r in sl)
@@ -224,8 +221,6 @@ def render(result: dict) -> str:
 
 def summarize(result: dict) -> dict:
     """The summary-table row: the exact solver against SLSQP and its KKT certificate."""
-    from changerate_bayes.report import summary_row
-
     res = result["scheduling_rates"]
     sl, kkt = res["slsqp"], res["kkt"]
     worst_gain = min(r["objective_gain"] for r in sl)

@@ -17,10 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from changerate_bayes import estimate_path
-from changerate_bayes.estimators._lln import alpha_sequence
-from changerate_bayes.estimators._path import check_method_params
-from changerate_bayes.estimators._sa import sa_recursion
-from changerate_bayes.estimators._sam import sam_recursion
+from changerate_bayes.estimators import alpha_sequence, check_method_params, sa_recursion, sam_recursion
 from changerate_bayes.simulate import simulate_replications
 
 __all__ = ["Setting", "PowerSequence", "run_replications", "log_grid", "default_chunk"]

@@ -25,6 +25,10 @@ import math
 
 import numpy as np
 
+from changerate_bayes import check_sam_stepsizes
+from changerate_bayes.estimators import alpha_sequence, momenta, stepsizes
+from changerate_bayes.report import figure_to_html, html_table, summary_row, verdict_html
+
 from ._engine import PowerSequence, Setting, log_grid, run_replications
 from ._fits import (
     bootstrap_weights,
@@ -110,8 +114,6 @@ def _verdict(slope, low, high, theory, reason_flatter, predicted=None, name="the
 
 
 def _lln_reason(alpha, k_lo, k_hi):
-    from changerate_bayes.estimators._lln import alpha_sequence
-
     mu = DELTA / (DELTA + P)
     seq = alpha_sequence(alpha, np.array([k_lo, k_hi]))
     r_lo, r_hi = seq[0] / k_lo, seq[1] / k_hi
@@ -167,9 +169,6 @@ def _predicted_slopes(delta, keep, fit_mask, specs):
 
     ``specs``: list of (label, eta, beta, omega), beta None for SA. Returns label -> slope.
     """
-    from changerate_bayes.estimators._sa import stepsizes
-    from changerate_bayes.estimators._sam import momenta
-
     n = int(keep[-1])
     etas = stepsizes(np.array([e for _, e, _, _ in specs]), n)
     zetas = np.zeros_like(etas)
@@ -251,7 +250,6 @@ def run(preset, *, seed: int, progress) -> dict:
         rows.append(_row("sa", {"eta": eta}, DELTA, slope, icpt, low, high, theory, f"{tag}: {verdict}",
                          keep, mae, fit, predicted_slope=predicted[label]))
     # Theorem 3 and Remarks 6-8: SAM
-    from changerate_bayes import check_sam_stepsizes
 
     for eta, beta, omega, case in SAM_SETTINGS:
         label = _sam_label(eta, beta, omega)
@@ -377,12 +375,7 @@ def _loglog_panel(ax, rows, title):
 
 
 def render(result: dict) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from changerate_bayes.report import figure_to_html, html_table, verdict_html
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     rows = result["convergence_rates"]
     regimes = result["sam_regimes"]
@@ -500,8 +493,6 @@ def _regimes_verdict(regimes):
 def summarize(result: dict) -> dict:
     """The summary-table row: measured error slopes consistent with Theorems 1-3, and the
     SAM stepsize regimes."""
-    from changerate_bayes.report import summary_row
-
     rows, regimes = result["convergence_rates"], result["sam_regimes"]
     bad = [r for r in rows if "not consistent" in r["verdict"]]
     regimes_ok = _regimes_ok(regimes)

@@ -95,7 +95,7 @@ class Progress:
         if not self.draws_bar():
             yield _NoBar()
             return
-        from tqdm import tqdm
+        from tqdm import tqdm  # tqdm: only for a bar on a terminal; keeps the command line's start light
 
         with tqdm(total=total, desc=desc, unit=unit, file=self.stream, dynamic_ncols=True, leave=True) as bar:
             self._active[0] = bar

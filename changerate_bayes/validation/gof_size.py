@@ -68,20 +68,29 @@ import textwrap
 
 import numpy as np
 from scipy import stats
+from scipy.special import gamma
 
 from changerate_bayes._rng import replication_generators
-from changerate_bayes.diagnostics._burstiness import gap_cv
-from changerate_bayes.diagnostics._counts import (
+from changerate_bayes.diagnostics import (
     cochran_ok,
+    crawl_grid,
     default_n_windows,
     dispersion_statistic,
+    edf_statistics,
+    fit_rate_grouped,
+    fit_segments,
+    g_statistic,
+    gap_cv,
+    grid_results,
+    laplace_statistic,
+    lilliefors_pvalues,
+    mil_hdbk_189_statistic,
     seasonality_statistic,
+    segments_dispersion_result,
+    time_rescaling_result,
+    window_multiples,
 )
-from changerate_bayes.diagnostics._crawl import fit_rate_grouped, g_statistic, window_multiples
-from changerate_bayes.diagnostics._exponential import edf_statistics, lilliefors_pvalues
-from changerate_bayes.diagnostics._grid import crawl_grid, grid_results
-from changerate_bayes.diagnostics._segments import fit_segments, segments_dispersion_result, time_rescaling_result
-from changerate_bayes.diagnostics._trend import laplace_statistic, mil_hdbk_189_statistic
+from changerate_bayes.report import figure_to_html, html_table, summary_row, verdict_html
 
 TITLE = "Size and power of the Poisson diagnostics"
 KEYS = ("gof_size", "gof_power")
@@ -142,8 +151,6 @@ def simulate_times(scenario: str, n: int, gens) -> np.ndarray:
     if scenario == "poisson":
         return np.cumsum(_gaps_per_stream(gens, n, lambda g, k: g.standard_exponential(k)), axis=1)
     if scenario == "weibull":
-        from scipy.special import gamma
-
         gaps = _gaps_per_stream(gens, n, lambda g, k: g.weibull(WEIBULL_SHAPE, k))
         return np.cumsum(gaps / gamma(1 + 1 / WEIBULL_SHAPE), axis=1)
     if scenario == "drift":
@@ -348,8 +355,6 @@ def pvalues_crawl(detections, gens, *, n_resamples: int, n_seg: int, crawl_inter
     """p-values of the crawl-grid tests (``grid_results``, as ``poisson_gof`` runs them) and of
     the jittered-Lilliefors pitfall, one library call per dataset (see the module docstring);
     NaN where a test could not run. Segments (Bayesian blocks) for the first ``n_seg`` rows."""
-    from changerate_bayes.diagnostics._segments import fit_segments
-
     names = [t for t in CRAWL_TESTS if t != "crawl_calibration"]
     out = {k: np.full(len(detections), np.nan) for k in (*names, CRAWL_PITFALL)}
     c = crawl_interval
@@ -481,7 +486,7 @@ def _interval_plot(ax, rows, tests, groups, key, label):
 
 
 def _size_figure(rows):
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     tests = [t for t in (*TESTS, PITFALL) if any(r["test"] == t for r in rows)]
     fig, ax = plt.subplots(figsize=(9, 4.2))
@@ -494,7 +499,7 @@ def _size_figure(rows):
 
 def _crawl_size_figure(rows):
     """One panel per n; the valid crawl tests by ratio c / mean gap (the pitfall is in the table)."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     ns = [n for n in N_EVENTS if any(r["n_events"] == n for r in rows)]
     tests = [t for t in CRAWL_TESTS if any(r["test"] == t and r["rejection_rate"] is not None for r in rows)]
@@ -512,7 +517,7 @@ def _crawl_size_figure(rows):
 
 
 def _power_figure(rows):
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
 
     alts = [a for a in SCENARIOS[1:] if any(r["alternative"] == a for r in rows)]
     crawl_alt = sorted({r["alternative"] for r in rows if r["data"] == CRAWL})
@@ -542,8 +547,6 @@ def _power_figure(rows):
 
 
 def _size_verdict(rows, what):
-    from changerate_bayes.report import verdict_html
-
     valid = [r for r in rows if r["test"] not in (PITFALL, CRAWL_PITFALL) and r["within"] is not None]
     bad = [r for r in valid if not r["within"]]
     where = (lambda r: f"n = {r['n_events']}" + (f", c / mean gap {r['crawl_ratio']:g}" if r["crawl_ratio"] else ""))
@@ -558,8 +561,6 @@ def _size_verdict(rows, what):
 
 
 def render(result: dict) -> str:
-    from changerate_bayes.report import figure_to_html, html_table, verdict_html
-
     size, power = result["gof_size"], result["gof_power"]
     exact = [r for r in size if r.get("data", EXACT) == EXACT]
     crawl_all = [r for r in size if r.get("data") == CRAWL]
@@ -668,8 +669,6 @@ def render(result: dict) -> str:
 def summarize(result: dict) -> dict:
     """The summary-table row: how many size checks (test × n, and × crawl ratio on crawl
     detections of a regular schedule) lie within their 99% binomial interval."""
-    from changerate_bayes.report import summary_row
-
     rows = [r for r in result["gof_size"] if r.get("schedule", REGULAR) == REGULAR
             and r["test"] not in (PITFALL, CRAWL_PITFALL) and r["within"] is not None]
     bad = [r for r in rows if not r["within"]]
