@@ -74,7 +74,7 @@ def _partition_body(pdf, columns, change_from, methods, prior, level, posterior_
     first_row = pdf.groupby(page_col, sort=False)["_row"].min()
     compact = None
     if with_posterior:
-        from .crawl_schedule import posterior_history
+        from .bayes import posterior_history
 
         compact = posterior_history(log.history)
     return table, log.audit, first_row.reindex(table["page"]).to_numpy(), kinds, compact

@@ -273,7 +273,7 @@ def _posterior_nodes(table: pd.DataFrame, level: float):
 def _index_table(rates, q_weights) -> np.ndarray:
     """E[ν_Δ(t)] on ``_T_GRID`` (days) per page, (N, T): the posterior mean of the Poisson
     freshness index (1 − e^{−Δt}(1 + Δt))/Δ."""
-    from .replay import freshness_index
+    from .scheduling import freshness_index
 
     out = np.zeros((rates.shape[0], _T_GRID.size))
     for q, wq in enumerate(q_weights):  # a loop over quadrature nodes; pages and times are vectorised

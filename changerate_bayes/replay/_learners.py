@@ -27,19 +27,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..scheduling import index_kernels
+
 __all__ = ["LLNLearner", "GridLearner", "DynamicLearner", "OldestFirst", "KnownRates", "burst_learner"]
 
 _KERNELS = []
-_INDEX_KERNELS = []
-
-
-def _index_kernels():
-    """The compiled freshness indices (numba, on first use)."""
-    if not _INDEX_KERNELS:
-        from . import _index_kernels as k
-
-        _INDEX_KERNELS.append(k)
-    return _INDEX_KERNELS[0]
 
 
 class _IndexTable:
@@ -62,7 +54,7 @@ class _IndexTable:
 
     def read_signed(self, terms_of, elapsed) -> np.ndarray:
         """ν at ``elapsed`` days; ``terms_of(rows)`` gives (coefficients, rates), each (len(rows), C)."""
-        k = _index_kernels()
+        k = index_kernels()
         rows = np.flatnonzero(self.dirty)
         if rows.size:
             coef, rates = terms_of(rows)
@@ -76,7 +68,7 @@ class _IndexTable:
 
     def read(self, probs_of, rates, elapsed) -> np.ndarray:
         """ν at ``elapsed`` days; ``probs_of(rows)`` gives the beliefs (len(rows), G) of the rows to recompute."""
-        k = _index_kernels()
+        k = index_kernels()
         rows = np.flatnonzero(self.dirty)
         if rows.size:
             probs = np.ascontiguousarray(probs_of(rows), dtype=np.float64)
@@ -390,11 +382,9 @@ class KnownRates:
         return -np.expm1(-self.rates * np.asarray(elapsed, dtype=np.float64))
 
     def freshness_index(self, elapsed) -> np.ndarray:
-        from ._index import _index_kernels
-
         t = np.ascontiguousarray(np.broadcast_to(np.asarray(elapsed, dtype=np.float64), self.rates.shape))
         out = np.empty(self.rates.size)
-        _index_kernels().poisson_index(self.rates, t, out)
+        index_kernels().poisson_index(self.rates, t, out)
         return out
 
 
