@@ -96,9 +96,10 @@ def _tasks(paths, out):
 
     import numpy as np
 
-    from changerate_bayes._cluster_tasks import read_reduce_group
+    from changerate_bayes.crawllog._dask_tasks import read_reduce_group
     from changerate_bayes.io import Audit
-    from changerate_bayes.pages import allocate_crawls, concat_part_tables
+    from changerate_bayes.crawllog.allocate import allocate_crawls
+    from changerate_bayes.crawllog.table import concat_part_tables
 
     _warm()
     warnings.simplefilter("ignore")
@@ -137,7 +138,7 @@ def _dask(paths, out, n_workers, partitioned):
 
     from distributed import Client, LocalCluster
 
-    from changerate_bayes.cluster import estimate_files_dask
+    from changerate_bayes.crawllog.dask_engine import estimate_files_dask
 
     warnings.simplefilter("ignore")
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,

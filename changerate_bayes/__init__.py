@@ -40,14 +40,13 @@ _LAZY = {
     "posterior_mean_path": ".bayes",
     "posterior_summary": ".bayes",
     "sampler_diagnostics": ".bayes",
-    # the per-page table
-    "estimate_pages": ".pages",
-    "estimate_log": ".log_estimates",
-    "LogEstimates": ".log_estimates",
-    # the crawl schedule of a log
-    "schedule_pages": ".crawl_schedule",
-    "write_schedule": ".crawl_schedule",
-    "allocate_crawls": ".pages",
+    # the crawl-log product (changerate_bayes.crawllog: estimate and schedule on any engine)
+    "estimate_pages": ".crawllog",
+    "estimate_log": ".crawllog",
+    "LogEstimates": ".crawllog",
+    "schedule_pages": ".crawllog",
+    "write_schedule": ".crawllog",
+    "allocate_crawls": ".crawllog",
     # dynamic (drifting rates)
     "DynamicRateFilter": ".dynamic",
     "dynamic_posterior": ".dynamic",
@@ -58,7 +57,7 @@ _LAZY = {
     "fit_bursts": ".bursts",
     "simulate_burst_pages": ".bursts",
 }
-_SUBPACKAGES = ("diagnostics", "scheduling", "traces")
+_SUBPACKAGES = ("crawllog", "diagnostics", "scheduling", "traces")
 
 
 def __getattr__(name):

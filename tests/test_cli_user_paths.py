@@ -119,10 +119,10 @@ def test_diagnose_reads_a_crawl_log_as_visits(tmp_path, capsys):
 
 
 def test_estimate_report_labels_attribution_and_time(tmp_path, monkeypatch):
-    import changerate_bayes.report as report
+    import changerate_bayes.crawllog.report as report
     from changerate_bayes import estimate_pages
+    from changerate_bayes.crawllog.report import OTA_ATTRIBUTION, estimate_report, log_attribution
     from changerate_bayes.io import read_csv
-    from changerate_bayes.log_report import OTA_ATTRIBUTION, estimate_report, log_attribution
 
     pages = ["https://shop.example.com/catalogue/item?price=$5-$10&sort=asc", "https://x.example/$\\foo{$", "c"]
     rows = ["page,fetch_time,digest"]

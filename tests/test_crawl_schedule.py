@@ -9,12 +9,12 @@ from scipy import integrate, special
 
 from changerate_bayes import CrawlHistory, GammaPrior, posterior_summary
 from changerate_bayes.cli import main
-from changerate_bayes.crawl_schedule import (
-    MAX_INTERVAL_H, SCHEDULE_COLUMNS, change_probability, crawl_schedule, nutch_seed_lines, posterior_history,
-    schedule_pages, write_schedule,
+from changerate_bayes.bayes import change_probability, posterior_history
+from changerate_bayes.crawllog import (
+    MAX_INTERVAL_H, SCHEDULE_COLUMNS, allocate_crawls, crawl_schedule, nutch_seed_lines, page_table, schedule_pages,
+    write_schedule,
 )
 from changerate_bayes.io import read_log
-from changerate_bayes.pages import allocate_crawls, page_table
 
 T0 = pd.Timestamp("2024-01-01T00:00:00Z")
 

@@ -13,15 +13,15 @@ import stat
 import tempfile
 from pathlib import Path
 
+from ..report import REPORT_FILES, folder_lock
+
 __all__ = ["check_writable_folder", "output_lock", "refuse_inputs_as_outputs", "report_files", "resolve_output",
            "write_table"]
 
 
 def report_files(folder) -> list[Path]:
     """The files a report folder receives (``index.html`` and ``results.json``)."""
-    from changerate_bayes.report._html import _REPORT_FILES
-
-    return [Path(folder) / name for name in _REPORT_FILES]
+    return [Path(folder) / name for name in REPORT_FILES]
 
 
 def _same_file(a, b) -> bool:
@@ -148,11 +148,9 @@ def output_lock(folder):
 
     Two runs that write the same table and report each put their pair into place while
     holding the lock on the table's folder, so the table and the report left on disk come
-    from one run. The lock is :func:`changerate_bayes.report._html.folder_lock`, the one
+    from one run. The lock is :func:`changerate_bayes.report.folder_lock`, the one
     the report writer takes: re-entrant within a thread, so a report written into the
     table's own folder does not wait for itself.
     """
-    from changerate_bayes.report._html import folder_lock
-
     with folder_lock(folder):
         yield

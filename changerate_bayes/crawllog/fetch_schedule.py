@@ -1,37 +1,36 @@
 """A crawl schedule a crawler can load: per URL the next fetch time, its interval, the rate, P(changed).
 
 :func:`schedule_pages` turns a crawl log into one row per page: the crawl interval of
-the allocation (:func:`changerate_bayes.pages.allocate_crawls`), bounded by a revisit
+the allocation (:func:`changerate_bayes.crawllog.allocate_crawls`), bounded by a revisit
 limit so that no page is left without a next fetch; the next fetch time (the last fetch
 plus that interval); the page's recommended change rate; and the posterior predictive
-probability that the page will have changed by then (:func:`change_probability`).
-:func:`write_schedule` writes it as CSV, Parquet or a Nutch seed list
-(:func:`nutch_seed_lines`); :func:`schedule_pages_dask` does the same from a Dask
-DataFrame, and :func:`schedule_files_dask` from log files of any format read on a Dask
-cluster, one file per task.
+probability that the page will have changed by then
+(:func:`changerate_bayes.bayes.change_probability`). :func:`write_schedule` writes it as
+CSV, Parquet or a Nutch seed list (:func:`nutch_seed_lines`). The Dask engine's schedules
+are in :mod:`changerate_bayes.crawllog.dask_engine`.
 """
 
 from __future__ import annotations
 
 import numbers
 import os
+import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
-from .bayes import change_probability, posterior_history
-from .bayes._predictive import _check_history
-from .history import CrawlHistory
-
-if TYPE_CHECKING:  # pandas is imported where it is used: the command line builds its parser from
-    import pandas as pd  # this module's constants without loading pandas
+from ..bayes import change_probability, posterior_history
+from ..history import CrawlHistory
+from ..io import CrawlLog
+from .allocate import allocate_crawls
+from .table import page_table
 
 __all__ = [
-    "MAX_INTERVAL_H", "SCHEDULE_COLUMNS", "SCHEDULE_FORMATS", "change_probability", "crawl_schedule",
-    "nutch_seed_lines", "posterior_history", "schedule_files_dask", "schedule_pages", "schedule_pages_dask",
-    "write_schedule",
+    "MAX_INTERVAL_H", "SCHEDULE_COLUMNS", "SCHEDULE_FORMATS", "LogSchedule", "crawl_schedule", "nutch_seed_lines",
+    "schedule_pages", "write_schedule",
 ]
 
 #: Default revisit limit, hours: Nutch's ``db.fetch.interval.max`` default (7,776,000 s = 90 days,
@@ -47,6 +46,33 @@ _SECONDS_PER_HOUR = 3600
 #: Nutch parses the interval with ``Integer.parseInt``: at most 2^31 − 1 seconds.
 _NUTCH_MAX_SECONDS = 2**31 - 1
 _NUTCH_KEY = "nutch.fetchInterval.fixed"
+
+
+@dataclass(frozen=True)
+class LogSchedule:
+    """The crawl schedule of a log with its audit: what :func:`changerate_bayes.crawllog.schedule` returns.
+
+    Attributes
+    ----------
+    schedule : pandas.DataFrame
+        One row per page, columns :data:`SCHEDULE_COLUMNS` (:func:`crawl_schedule`).
+    audit : changerate_bayes.io.Audit
+        The audit of the whole log.
+    engine : {"pandas", "dask"}
+        The engine that computed it.
+    """
+
+    schedule: pd.DataFrame
+    audit: object
+    engine: str = "pandas"
+
+
+def _check_history(history) -> CrawlHistory:
+    if not isinstance(history, CrawlHistory):
+        raise TypeError(f"`history` must be a CrawlHistory; got {type(history).__name__}")
+    if history.flat_intervals is None:
+        raise ValueError("`history` needs the crawl intervals τ: the predictive is exact given them")
+    return history
 
 
 def _check_max_interval(max_interval_h) -> float:
@@ -65,13 +91,13 @@ def crawl_schedule(table: pd.DataFrame, history: CrawlHistory, *, max_interval_h
     Parameters
     ----------
     table : pandas.DataFrame
-        From :func:`changerate_bayes.estimate_pages` (or :func:`~changerate_bayes.pages.allocate_crawls`
+        From :func:`changerate_bayes.estimate_pages` (or :func:`~changerate_bayes.crawllog.allocate_crawls`
         of a page table): columns ``page``, ``last_visit`` (UTC), ``rate_per_day``,
         ``rate_method`` and ``crawl_interval_h``.
     history : CrawlHistory
         The same pages in the same order (``page_ids`` equal to ``table["page"]`` when
         it has labels), intervals in hours: the log's history, or its
-        :func:`posterior_history`.
+        :func:`~changerate_bayes.bayes.posterior_history`.
     max_interval_h : float, default :data:`MAX_INTERVAL_H` (2,160 h = 90 days)
         Revisit limit: a page whose allocated interval is longer, infinite or missing
         (the allocation does not crawl it) is scheduled at this interval instead and
@@ -89,7 +115,7 @@ def crawl_schedule(table: pd.DataFrame, history: CrawlHistory, *, max_interval_h
         the allocation holds the page at its own bound; ``"max_interval"`` where this
         function's limit applies); ``rate_per_day`` and ``rate_method``
         (the table's recommended rate, changes per day); ``p_changed``, P(the page has
-        changed by ``next_fetch``) from :func:`change_probability`. ``attrs`` holds
+        changed by ``next_fetch``) from :func:`~changerate_bayes.bayes.change_probability`. ``attrs`` holds
         ``budget_per_day`` (the allocation's), ``max_interval_h``, ``n_max_interval``
         (pages at the revisit limit) and ``crawls_per_day`` (what the schedule spends:
         Σ 24 / interval_h, above the budget by the pages held at the limit).
@@ -104,8 +130,6 @@ def crawl_schedule(table: pd.DataFrame, history: CrawlHistory, *, max_interval_h
         interval is negative, ``max_interval_h`` is not finite and >= 1 s, or a next
         fetch would fall after 2262-04-11 (the end of int64 nanoseconds).
     """
-    import pandas as pd
-
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"`table` must be a pandas DataFrame; got {type(table).__name__}")
     missing = [c for c in ("page", "last_visit", "rate_per_day", "rate_method", "crawl_interval_h")
@@ -169,7 +193,7 @@ def schedule_pages(log, *, budget=None, prior=None, level=0.9, max_interval_h=MA
     log : CrawlLog
         From :func:`changerate_bayes.io.read_log` (intervals in hours, UTC fetch times).
     budget : float, optional
-        Crawls per day shared by :func:`changerate_bayes.pages.allocate_crawls`; default:
+        Crawls per day shared by :func:`changerate_bayes.crawllog.allocate_crawls`; default:
         the crawls per day the log shows.
     prior, level
         As :func:`changerate_bayes.estimate_pages`.
@@ -190,183 +214,17 @@ def schedule_pages(log, *, budget=None, prior=None, level=0.9, max_interval_h=MA
     --------
     >>> import pandas as pd
     >>> from changerate_bayes.io import read_frame
-    >>> from changerate_bayes.crawl_schedule import schedule_pages
+    >>> from changerate_bayes.crawllog import schedule_pages
     >>> visits = pd.DataFrame({"page": ["a"] * 4, "changed": [0, 1, 0, 0],
     ...                        "fetch_time": pd.date_range("2024-01-01", periods=4, freq="6h", tz="UTC")})
     >>> s = schedule_pages(read_frame(visits), budget=2.0)
     >>> s[["url", "next_fetch", "interval_h", "interval_source"]].values.tolist()
     [['a', Timestamp('2024-01-02 06:00:00+0000', tz='UTC'), 12.0, 'allocation']]
     """
-    from .io import CrawlLog
-    from .pages import allocate_crawls, page_table
-
     if not isinstance(log, CrawlLog):
         raise TypeError(f"`log` must be a CrawlLog (from changerate_bayes.io.read_log); got {type(log).__name__}")
     table = allocate_crawls(page_table(log, prior=prior, level=level), budget)
     return crawl_schedule(table, posterior_history(log.history), max_interval_h=max_interval_h, prior=prior)
-
-
-def _concat_histories(histories) -> CrawlHistory:
-    """One ragged history of the pages of ``histories``, one after the other."""
-    rates = [h.crawl_rate for h in histories]
-    return CrawlHistory.from_segments(
-        np.concatenate([h.flat_changed for h in histories]),
-        np.concatenate([h.flat_intervals for h in histories]),
-        lengths=np.concatenate([h.lengths for h in histories]),
-        crawl_rate=None if any(r is None for r in rates) else np.concatenate(
-            [np.broadcast_to(np.asarray(r, dtype=np.float64), (h.lengths.size,)) for r, h in zip(rates, histories)]),
-        page_ids=np.concatenate([np.asarray(h.page_ids, dtype=object) for h in histories]),
-    )
-
-
-def _reorder(history: CrawlHistory, order: np.ndarray) -> CrawlHistory:
-    """The pages ``order`` of a ragged history (a permutation), as a new history."""
-    lengths = history.lengths[order]
-    starts = history.offsets[:-1][order]
-    idx = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths) + np.arange(lengths.sum())
-    rate = history.crawl_rate
-    if rate is not None:
-        rate = np.broadcast_to(np.asarray(rate, dtype=np.float64), (history.lengths.size,))[order]
-    return CrawlHistory.from_segments(history.flat_changed[idx], history.flat_intervals[idx], lengths=lengths,
-                                      crawl_rate=rate, page_ids=np.asarray(history.page_ids, dtype=object)[order])
-
-
-def schedule_pages_dask(visits, *, columns=None, change_from="auto", budget=None, prior=None, level=0.9,
-                        max_interval_h=MAX_INTERVAL_H, npartitions=None, source="<dask dataframe>", client=None):
-    """:func:`schedule_pages` of a crawl log held in a Dask DataFrame.
-
-    The per-page pass of :func:`changerate_bayes.cluster.estimate_pages_dask` (visits
-    shuffled by page, the pandas engine's code per partition); each partition also sends
-    back its pages' :func:`posterior_history` (about one entry per change), so that the
-    predictive probabilities are computed at the end, once the allocation has fixed every
-    interval, from the same posterior as the pandas engine: the schedule is the pandas
-    engine's.
-
-    Parameters
-    ----------
-    visits : dask.dataframe.DataFrame
-    columns, change_from, npartitions, source, client
-        As :func:`changerate_bayes.cluster.estimate_pages_dask`.
-    budget, prior, level, max_interval_h
-        As :func:`schedule_pages`.
-
-    Returns
-    -------
-    (pandas.DataFrame, Audit)
-        The schedule (as :func:`crawl_schedule`) and the audit of the whole log.
-
-    Raises
-    ------
-    TypeError, ValueError
-        As :func:`changerate_bayes.cluster.estimate_pages_dask` and :func:`crawl_schedule`.
-    """
-    from .cluster import per_page_partitions
-    from .pages import allocate_crawls
-
-    _check_max_interval(max_interval_h)
-    table, audit, _, histories = per_page_partitions(
-        visits, columns=columns, change_from=change_from, prior=prior, level=level, npartitions=npartitions,
-        source=source, client=client, with_posterior=True)
-    table = allocate_crawls(table, budget)
-    history = _concat_histories(histories)
-    where = {p: i for i, p in enumerate(history.page_ids)}
-    history = _reorder(history, np.array([where[p] for p in table["page"]], dtype=np.int64))
-    return crawl_schedule(table, history, max_interval_h=max_interval_h, prior=prior), audit
-
-
-def _file_parts(path, fmt, file_index, columns, change_from, chunk_rows, page_key, n):
-    """One log file's rows in ``n`` parts by a hash of the page (every page's rows in one part)."""
-    from ._cluster_tasks import task_settings
-    from .io._pieces import compact_file, split_piece
-
-    with task_settings():
-        return split_piece(compact_file(path, fmt, file_index=file_index, columns=columns, change_from=change_from,
-                                        chunk_rows=chunk_rows, page_key=page_key), n)
-
-
-def _part(parts, b):
-    return parts[b]
-
-
-def _part_history(pieces, kind, sources):
-    """The :func:`posterior_history` of the pages of ``pieces`` (all their rows), or None."""
-    from ._cluster_tasks import task_settings
-    from .io._pieces import merge_pieces
-    from .io._semantics import build_log
-
-    with task_settings():
-        v, labels, _, extra = merge_pieces(pieces)
-        if v is None:
-            return None
-        log = build_log(v, labels, change_from=kind, sources=sources, empty_ok=True, audit_extra=extra)
-        return None if log.history is None else posterior_history(log.history)
-
-
-def schedule_files_dask(paths, *, format="auto", columns=None, change_from="auto", page_key="url", budget=None,
-                        prior=None, level=0.9, max_interval_h=MAX_INTERVAL_H, chunk_rows=None, client=None):
-    """:func:`schedule_pages` of log files (CSV, Parquet, CDX/CDXJ, WARC) read on a Dask cluster.
-
-    The per-page table, its allocation and the audit are those of
-    :func:`changerate_bayes.cluster.estimate_files_dask` (one file per task; every
-    reader's checks and errors). The predictive probabilities need each page's
-    :func:`posterior_history` (its changed crawls and unchanged time), which that table
-    does not hold: a second pass reads each file again in one task, splits its rows by a
-    hash of the page, and each of ``max(n_files, 2)`` tasks applies the change rules to
-    its pages and sends back their compact histories (about one entry per change). The
-    schedule is therefore the pandas engine's, at the cost of reading every file twice.
-
-    Parameters
-    ----------
-    paths : path or list of paths
-        Log files or folders, as :func:`changerate_bayes.cluster.estimate_files_dask`.
-    format, columns, change_from, page_key, chunk_rows, client
-        As :func:`changerate_bayes.cluster.estimate_files_dask`.
-    budget, prior, level, max_interval_h
-        As :func:`schedule_pages`.
-
-    Returns
-    -------
-    (pandas.DataFrame, Audit)
-        The schedule (as :func:`crawl_schedule`) and the audit of the whole log.
-
-    Raises
-    ------
-    TypeError, ValueError
-        As :func:`changerate_bayes.cluster.estimate_files_dask` and :func:`crawl_schedule`.
-    """
-    import warnings
-
-    from .cluster import estimate_files_dask
-    from .io import detect_format, log_files
-
-    _check_max_interval(max_interval_h)
-    if client is None:
-        from distributed import get_client
-
-        client = get_client()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        res = estimate_files_dask(paths, format=format, columns=columns, change_from=change_from,
-                                  page_key=page_key, prior=prior, budget=budget, level=level, chunk_rows=chunk_rows,
-                                  client=client)
-    notes = set(res.table.attrs.get("warnings", ()))
-    for w in caught:  # the table's notes are in its attrs, as schedule_pages leaves them; the rest go on
-        if str(w.message) not in notes:
-            warnings.warn(w.message, w.category, stacklevel=2)
-    files, _ = log_files(paths)
-    fmts = [detect_format(f) for f in files] if format == "auto" else [format] * len(files)
-    sources = tuple(str(f) for f in files)
-    n = max(len(files), 2)
-    splits = [client.submit(_file_parts, str(f), fmt, i, columns, change_from, chunk_rows, page_key, n)
-              for i, (f, fmt) in enumerate(zip(files, fmts))]
-    jobs = [client.submit(_part_history, [client.submit(_part, s, b) for s in splits], res.audit.change_source,
-                          sources) for b in range(n)]
-    histories = [h for h in client.gather(jobs) if h is not None]
-    del splits
-    history = _concat_histories(histories)
-    where = {p: i for i, p in enumerate(history.page_ids)}
-    history = _reorder(history, np.array([where[p] for p in res.table["page"]], dtype=np.int64))
-    return crawl_schedule(res.table, history, max_interval_h=max_interval_h, prior=prior), res.audit
 
 
 def nutch_seed_lines(schedule: pd.DataFrame) -> str:
@@ -405,8 +263,6 @@ def nutch_seed_lines(schedule: pd.DataFrame) -> str:
     >>> nutch_seed_lines(s)
     'https://a.example/\\tnutch.fetchInterval.fixed=5400\\n'
     """
-    import pandas as pd
-
     if not isinstance(schedule, pd.DataFrame) or not {"url", "interval_h"} <= set(schedule.columns):
         raise TypeError("`schedule` must be a DataFrame with columns 'url' and 'interval_h' (from crawl_schedule)")
     urls = schedule["url"].astype(str).to_numpy()
@@ -425,8 +281,6 @@ def nutch_seed_lines(schedule: pd.DataFrame) -> str:
 
 
 def _time_format(schedule: pd.DataFrame) -> str:
-    import pandas as pd
-
     times = pd.concat([schedule["last_fetch"], schedule["next_fetch"]])
     whole = (times.dt.microsecond == 0).all() and (times.dt.nanosecond == 0).all()
     return "%Y-%m-%dT%H:%M:%SZ" if whole else "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -434,8 +288,6 @@ def _time_format(schedule: pd.DataFrame) -> str:
 
 def _new_file_mode(path: Path) -> int:
     """The mode of the file being replaced, else the umask's mode of a new file (not mkstemp's 0600)."""
-    import stat
-
     try:
         return stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
