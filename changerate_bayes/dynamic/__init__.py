@@ -14,10 +14,10 @@ computed exactly on a lattice of log Δ (a point-mass filter), vectorised over p
   a mask), as ``arviz.InferenceData``.
 """
 
-from ._filter import DynamicRateFilter
+from ._filter import DynamicRateFilter, mixture_weights
 from ._model import DEFAULT_GRID_SIZE, DEFAULT_PRIOR, DEFAULT_SIGMAS, UNIT_FREE_SIGMAS
 from ._posterior import DEFAULT_LEVELS, dynamic_posterior
 
 __all__ = ["DEFAULT_GRID_SIZE", "DEFAULT_LEVELS", "DEFAULT_PRIOR", "DEFAULT_SIGMAS", "UNIT_FREE_SIGMAS",
            "DynamicRateFilter",
-           "dynamic_posterior"]
+           "dynamic_posterior", "mixture_weights"]

@@ -27,6 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import as_float_array
+from ..bursts import BurstFilter
+from ..dynamic import DynamicRateFilter, mixture_weights
 from ..scheduling import index_kernels
 
 __all__ = ["LLNLearner", "GridLearner", "DynamicLearner", "OldestFirst", "KnownRates", "burst_learner"]
@@ -83,7 +86,7 @@ class _IndexTable:
 def _kernels():
     """The compiled counts (numba: compiled, or loaded from its cache, on first use)."""
     if not _KERNELS:
-        from . import _kernels as k
+        from . import _kernels as k  # numba kernels: imported on first use, never compiled at import
 
         _KERNELS.append(k)
     return _KERNELS[0]
@@ -364,8 +367,6 @@ class KnownRates:
     """
 
     def __init__(self, rates):
-        from .._validation import as_float_array
-
         self.rates = np.ascontiguousarray(as_float_array(rates, name="rates", nonnegative=True, ndim=(1,)))
 
     def update(self, changed, interval, mask) -> None:
@@ -408,8 +409,6 @@ class DynamicLearner:
     """
 
     def __init__(self, n_pages: int, *, sigma=(0.0, 0.03, 0.1, 0.3), grid: int = 96):
-        from ..dynamic import DynamicRateFilter
-
         self.sigma = sigma
         self.grid = grid
         self.filter = DynamicRateFilter(n_pages=n_pages, sigma=sigma, grid=grid)
@@ -422,8 +421,6 @@ class DynamicLearner:
 
     def _node_probabilities(self, rows) -> np.ndarray:
         """Posterior probabilities of the lattice nodes now, averaged over σ, for pages ``rows``."""
-        from ..dynamic._filter import mixture_weights
-
         f = self.filter
         m = np.einsum("sn,sng->ng", mixture_weights(f._log_ev[:, rows]), f._w[:, rows])
         return m / m.sum(axis=1, keepdims=True)
@@ -467,8 +464,6 @@ def burst_learner(n_pages: int, *, params, scales):
     scales : sequence of float
         Per-page rate scales averaged over.
     """
-    from ..bursts import BurstFilter
-
     class _BurstLearner(BurstFilter):
         def __init__(self):
             super().__init__(n_pages, params=params, scales=scales)
