@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from .. import __version__
+from .._version import __version__
 from .._upstream import silence_harmless_upstream_output
 from ._flags import interrupted, stop_on_signals
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import __version__
+from .._version import __version__
 from ..replay import DEFAULT_POLICIES, at_search_bound, check_budgets, plot_freshness_budget, replay_policies
 from ..report import check_output_dir, figure_to_html, html_table, render_page, write_report
 from ._flags import add_columns_flag, cli_message, parse_columns, runs

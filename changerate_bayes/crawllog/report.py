@@ -14,7 +14,7 @@ import pandas as pd
 import scipy
 from markupsafe import escape
 
-from .. import __version__
+from .._version import __version__
 from ..datasets import DATASETS, dataset_path
 from ..diagnostics import interval_calibration, poisson_gof
 from ..io import Audit, CrawlLog
