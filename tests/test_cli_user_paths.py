@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from changerate_bayes.cli import main
-from changerate_bayes.cli._flags import cli_message, parse_columns
+from changerate_bayes.cli._common import cli_message, parse_columns
 
 CLI = str(Path(sys.executable).parent / "changerate-bayes")
 
@@ -237,7 +237,7 @@ def test_diagnose_maps_the_time_column(tmp_path, capsys):
 
 
 def test_the_parser_lists_the_readers_columns():
-    from changerate_bayes.cli._flags import LOG_ROLES
+    from changerate_bayes.cli._common import LOG_ROLES
     from changerate_bayes.io import STANDARD_COLUMNS
 
     assert LOG_ROLES == STANDARD_COLUMNS

@@ -465,7 +465,7 @@ def test_pages_left_out_of_the_schedule_are_said(tmp_path, log_csv, capsys):
 def test_errors_name_the_schedule_commands_flags(tmp_path, log_csv, capsys):
     # the log's format is --log-format here (--format is the output's); a URL Nutch cannot read is the log's page
     from changerate_bayes.cli import schedule
-    from changerate_bayes.cli._flags import cli_message
+    from changerate_bayes.cli._common import cli_message
 
     # the Dask engine's message for logs of two formats, as the command prints it
     said = cli_message("a.csv: the files have different formats ['csv', 'parquet'] (only CDX and WARC mix); "

@@ -14,7 +14,7 @@ import sys
 
 from .._version import __version__
 from .._upstream import silence_harmless_upstream_output
-from ._flags import interrupted, stop_on_signals
+from ._signals import interrupted, stop_on_signals
 
 __all__ = ["COMMANDS", "main"]
 

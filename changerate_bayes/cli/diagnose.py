@@ -12,8 +12,7 @@ from ..crawllog.report import crawl_diagnostics, diagnose_report
 from ..diagnostics import poisson_gof
 from ..io import STANDARD_COLUMNS, CrawlLogError, read_log
 from ..report import check_output_dir, write_report
-from ._flags import LOG_ROLES, add_columns_flag, fail, parse_columns, runs
-from ._outputs import refuse_inputs_as_outputs, report_files
+from ._common import LOG_ROLES, add_columns_flag, fail, parse_columns, refuse_inputs_as_outputs, report_files, runs
 
 __all__ = ["register"]
 

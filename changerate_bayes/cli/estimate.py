@@ -12,9 +12,8 @@ from ..crawllog.report import estimate_report, log_attribution
 from ..estimators import METHODS
 from ..io import STANDARD_COLUMNS, CrawlLogError, log_files
 from ..report import check_output_dir, write_report
-from ._flags import LOG_FORMATS, add_log_flags, fail, parse_columns, runs
-from ._outputs import (check_writable_folder, output_lock, refuse_inputs_as_outputs, report_files, resolve_output,
-                       write_table)
+from ._common import (LOG_FORMATS, add_log_flags, check_writable_folder, fail, output_lock, parse_columns,
+                      refuse_inputs_as_outputs, report_files, resolve_output, runs, write_table)
 
 __all__ = ["register"]
 

@@ -15,8 +15,8 @@ import pandas as pd
 from .._version import __version__
 from ..replay import DEFAULT_POLICIES, at_search_bound, check_budgets, plot_freshness_budget, replay_policies
 from ..report import check_output_dir, figure_to_html, html_table, render_page, write_report
-from ._flags import add_columns_flag, cli_message, parse_columns, runs
-from ._outputs import check_writable_folder, output_lock, refuse_inputs_as_outputs, report_files, resolve_output, write_table
+from ._common import (add_columns_flag, check_writable_folder, cli_message, output_lock, parse_columns,
+                      refuse_inputs_as_outputs, report_files, resolve_output, runs, write_table)
 
 __all__ = ["register"]
 

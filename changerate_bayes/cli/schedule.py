@@ -11,8 +11,7 @@ from pathlib import Path
 
 from ..crawllog import MAX_INTERVAL_H, SCHEDULE_FORMATS, schedule, write_schedule
 from ..io import CrawlLogError, log_files
-from ._flags import LOG_ROLES, add_log_flags, fail, parse_columns, runs
-from ._outputs import refuse_inputs_as_outputs, resolve_output
+from ._common import LOG_ROLES, add_log_flags, fail, parse_columns, refuse_inputs_as_outputs, resolve_output, runs
 
 __all__ = ["register"]
 

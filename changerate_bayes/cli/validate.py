@@ -6,8 +6,7 @@ import argparse
 import sys
 
 from ..report import check_output_dir
-from ._flags import cli_message
-from ._folders import new_folders, remove_if_empty
+from ._common import cli_message, new_folders, remove_if_empty
 
 __all__ = ["register"]
 
