@@ -18,6 +18,7 @@ import re
 import stat
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 from ..report import REPORT_FILES, folder_lock
@@ -25,7 +26,7 @@ from ._signals import _SIGNALLED
 
 __all__ = ["add_columns_flag", "add_log_flags", "check_writable_folder", "cli_message", "error", "fail",
            "new_folders", "output_lock", "parse_columns", "refuse_inputs_as_outputs", "remove_if_empty",
-           "report_files", "resolve_output", "run_removing_new_folders", "runs", "write_table"]
+           "report_files", "resolve_output", "run_removing_new_folders", "runs", "with_notes", "write_table"]
 
 
 #: the columns of a crawl log, as ``changerate_bayes.io.STANDARD_COLUMNS`` (repeated here so
@@ -141,6 +142,15 @@ def runs(parser, run, folders) -> None:
     """Make ``run(args)`` the command of ``parser``; a failure removes the output folders it
     created (``folders(args)``, :func:`run_removing_new_folders`) if they are still empty."""
     parser.set_defaults(func=lambda args: run_removing_new_folders(run, args, folders(args)))
+
+
+def with_notes(call, *args, **kwargs):
+    """``(call(*args, **kwargs), notes)``: the library call's result and the messages of the warnings
+    it issued, each once and in order (the command prints them as notes)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = call(*args, **kwargs)
+    return result, list(dict.fromkeys(str(w.message) for w in caught))
 
 
 def fail(msg: str, flags: dict, command: str | None = None) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import time
-import warnings
 from pathlib import Path
 
 from ..crawllog import estimate
@@ -13,7 +12,7 @@ from ..estimators import METHODS
 from ..io import STANDARD_COLUMNS, CrawlLogError, log_files
 from ..report import check_output_dir, write_report
 from ._common import (LOG_FORMATS, add_log_flags, check_writable_folder, fail, output_lock, parse_columns,
-                      refuse_inputs_as_outputs, report_files, resolve_output, runs, write_table)
+                      refuse_inputs_as_outputs, report_files, resolve_output, runs, with_notes, write_table)
 
 __all__ = ["register"]
 
@@ -102,19 +101,17 @@ def _run(args) -> int:
         columns = parse_columns(args.columns, STANDARD_COLUMNS)
     except (ValueError, OSError) as exc:
         return fail(str(exc), FLAGS)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            res = estimate(files, engine=args.engine, format=args.log_format, columns=columns,
-                           ota_changed=args.ota_changed, page_key=args.page_key, methods=_methods(args),
-                           budget=args.budget, level=args.level, keep_log=bool(args.report), client=args.scheduler)
-        except (CrawlLogError, ValueError, OSError) as exc:
-            return fail(str(exc), FLAGS)
+    try:
+        res, notes = with_notes(estimate, files, engine=args.engine, format=args.log_format, columns=columns,
+                                ota_changed=args.ota_changed, page_key=args.page_key, methods=_methods(args),
+                                budget=args.budget, level=args.level, keep_log=bool(args.report), client=args.scheduler)
+    except (CrawlLogError, ValueError, OSError) as exc:
+        return fail(str(exc), FLAGS)
     table = res.table
     print(res.audit.format())
     print(_plan_line(table.attrs))
     print(f"note: {table.attrs['rate_rule']}")
-    for msg in dict.fromkeys([*table.attrs.get("warnings", ()), *(str(w.message) for w in caught)]):
+    for msg in dict.fromkeys([*table.attrs.get("warnings", ()), *notes]):
         print(f"note: {msg}")
     html = None
     if args.report:  # built before anything is written: a failure leaves no file behind

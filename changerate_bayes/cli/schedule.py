@@ -6,12 +6,12 @@ import math
 import os
 import re
 import time
-import warnings
 from pathlib import Path
 
 from ..crawllog import MAX_INTERVAL_H, SCHEDULE_FORMATS, schedule, write_schedule
 from ..io import CrawlLogError, log_files
-from ._common import LOG_ROLES, add_log_flags, fail, parse_columns, refuse_inputs_as_outputs, resolve_output, runs
+from ._common import (LOG_ROLES, add_log_flags, fail, parse_columns, refuse_inputs_as_outputs, resolve_output, runs,
+                      with_notes)
 
 __all__ = ["register"]
 
@@ -83,17 +83,15 @@ def _run(args) -> int:
             raise ValueError(f"--out {args.out!r}: folder {str(out.parent)!r} is not writable")
     except (ValueError, OSError) as exc:
         return fail(str(exc), FLAGS)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            res = schedule(files, engine=args.engine, format=args.log_format, columns=columns,
-                           ota_changed=args.ota_changed, page_key=args.page_key, budget=args.budget,
-                           max_interval_h=args.max_interval_h, client=args.scheduler)
-        except (CrawlLogError, ValueError, OSError) as exc:
-            return fail(str(exc), FLAGS)
+    try:
+        res, notes = with_notes(schedule, files, engine=args.engine, format=args.log_format, columns=columns,
+                                ota_changed=args.ota_changed, page_key=args.page_key, budget=args.budget,
+                                max_interval_h=args.max_interval_h, client=args.scheduler)
+    except (CrawlLogError, ValueError, OSError) as exc:
+        return fail(str(exc), FLAGS)
     audit, table = res.audit, res.schedule
     print(audit.format())
-    for msg in dict.fromkeys(str(w.message) for w in caught):
+    for msg in notes:
         print(f"note: {msg}")
     a = table.attrs
     print(f"note: {a['rate_rule']}")

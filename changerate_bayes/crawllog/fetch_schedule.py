@@ -70,9 +70,7 @@ class LogSchedule:
 def _check_history(history) -> CrawlHistory:
     if not isinstance(history, CrawlHistory):
         raise TypeError(f"`history` must be a CrawlHistory; got {type(history).__name__}")
-    if history.flat_intervals is None:
-        raise ValueError("`history` needs the crawl intervals τ: the predictive is exact given them")
-    return history
+    return history  # its intervals are checked by change_probability
 
 
 def _check_max_interval(max_interval_h) -> float:

@@ -378,7 +378,8 @@ def diagnose_report(results: list, *, sources, alpha: float = 0.05, seed: int = 
 
 
 def _meta(command: str, seed: int, seconds: float) -> dict:
-    import matplotlib
+    import matplotlib  # optional dependency, heavy: its version only when a report is written
+
     return {"preset": command, "seed": seed, "total_seconds": seconds, "version": __version__,
             "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "versions": {"python": platform.python_version(), "numpy": np.__version__, "pandas": pd.__version__,
