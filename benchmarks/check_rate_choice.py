@@ -7,8 +7,8 @@ log Δ̂ for the interval-censored MLE (``final_estimates(h, "mle")``) and for t
 mean (``posterior_summary``, default prior), and their RMS relative error. The bins where the
 MLE is 0 or infinite are shown with its share of finite values.
 
-This is the evidence behind :func:`changerate_bayes.pages.recommend_rate` (the MLE from
-:data:`changerate_bayes.pages.IDENTIFIED_MIN` = 10 crawls of each kind). Not a speed
+This is the evidence behind :func:`changerate_bayes.crawllog.recommend_rate` (the MLE from
+:data:`changerate_bayes.crawllog.IDENTIFIED_MIN` = 10 crawls of each kind). Not a speed
 benchmark: run it by hand, ``uv run --locked python benchmarks/check_rate_choice.py``
 (about 10 s on 2 cores).
 """

@@ -5,7 +5,7 @@ Online and Bayesian estimators of a page's change rate Δ from what a crawler se
 scheduling built on the estimates, and their Monte Carlo validation.
 """
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 # The public names are imported on first use (PEP 562), so that ``import changerate_bayes``
 # and the command line start without loading pandas, PyMC and the compiled kernels'
@@ -40,14 +40,13 @@ _LAZY = {
     "posterior_mean_path": ".bayes",
     "posterior_summary": ".bayes",
     "sampler_diagnostics": ".bayes",
-    # the per-page table
-    "estimate_pages": ".pages",
-    "estimate_log": ".log_estimates",
-    "LogEstimates": ".log_estimates",
-    # the crawl schedule of a log
-    "schedule_pages": ".crawl_schedule",
-    "write_schedule": ".crawl_schedule",
-    "allocate_crawls": ".pages",
+    # the crawl-log product (changerate_bayes.crawllog: estimate and schedule on any engine)
+    "estimate_pages": ".crawllog",
+    "estimate_log": ".crawllog",
+    "LogEstimates": ".crawllog",
+    "schedule_pages": ".crawllog",
+    "write_schedule": ".crawllog",
+    "allocate_crawls": ".crawllog",
     # dynamic (drifting rates)
     "DynamicRateFilter": ".dynamic",
     "dynamic_posterior": ".dynamic",
@@ -58,7 +57,7 @@ _LAZY = {
     "fit_bursts": ".bursts",
     "simulate_burst_pages": ".bursts",
 }
-_SUBPACKAGES = ("diagnostics", "scheduling", "traces")
+_SUBPACKAGES = ("crawllog", "diagnostics", "scheduling", "traces")
 
 
 def __getattr__(name):

@@ -34,7 +34,7 @@ def engines(tmp_path, text, *, columns=None, change_from="auto", client=None):
     import dask
     import dask.dataframe as dd
 
-    from changerate_bayes.cluster import estimate_files_dask, estimate_pages_dask
+    from changerate_bayes.crawllog.dask_engine import estimate_files_dask, estimate_pages_dask
 
     path = tmp_path / "log.csv"
     path.write_text(text, encoding="utf-8")

@@ -169,7 +169,7 @@ def _read_only_folders(monkeypatch):
     """Make every folder refuse new files, as a read-only mount does (even for root)."""
     import errno
 
-    from changerate_bayes.cli import _outputs
+    from changerate_bayes.cli import _common as _outputs
 
     def refuse(*args, **kwargs):
         raise OSError(errno.EROFS, "Read-only file system")

@@ -121,7 +121,7 @@ def test_a_symlink_at_out_is_written_through(tmp_path):
 
 _RUN = """
 import os, sys, time
-import changerate_bayes.log_report as log_report
+import changerate_bayes.crawllog.report as log_report
 import changerate_bayes.report as report_module
 from changerate_bayes.cli import main
 

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from changerate_bayes.cli import main
-from changerate_bayes.cli._flags import cli_message, parse_columns
+from changerate_bayes.cli._common import cli_message, parse_columns
 
 CLI = str(Path(sys.executable).parent / "changerate-bayes")
 
@@ -119,10 +119,10 @@ def test_diagnose_reads_a_crawl_log_as_visits(tmp_path, capsys):
 
 
 def test_estimate_report_labels_attribution_and_time(tmp_path, monkeypatch):
-    import changerate_bayes.report as report
+    import changerate_bayes.crawllog.report as report
     from changerate_bayes import estimate_pages
+    from changerate_bayes.crawllog.report import OTA_ATTRIBUTION, estimate_report, log_attribution
     from changerate_bayes.io import read_csv
-    from changerate_bayes.log_report import OTA_ATTRIBUTION, estimate_report, log_attribution
 
     pages = ["https://shop.example.com/catalogue/item?price=$5-$10&sort=asc", "https://x.example/$\\foo{$", "c"]
     rows = ["page,fetch_time,digest"]
@@ -237,7 +237,7 @@ def test_diagnose_maps_the_time_column(tmp_path, capsys):
 
 
 def test_the_parser_lists_the_readers_columns():
-    from changerate_bayes.cli._flags import LOG_ROLES
+    from changerate_bayes.cli._common import LOG_ROLES
     from changerate_bayes.io import STANDARD_COLUMNS
 
     assert LOG_ROLES == STANDARD_COLUMNS

@@ -45,7 +45,7 @@ def _synthetic_log(tmp_path, n=6000, pages=120, seed=3):
 def test_dask_equals_pandas(tmp_path, client):
     import dask.dataframe as dd
 
-    from changerate_bayes.cluster import estimate_pages_dask
+    from changerate_bayes.crawllog.dask_engine import estimate_pages_dask
 
     path = _synthetic_log(tmp_path)
     cols = {"page": "url", "fetch_time": "when", "digest": "sha"}
@@ -70,7 +70,7 @@ def test_dask_equals_pandas(tmp_path, client):
 def test_dask_error_names_the_log_row(tmp_path, client):
     import dask.dataframe as dd
 
-    from changerate_bayes.cluster import estimate_pages_dask
+    from changerate_bayes.crawllog.dask_engine import estimate_pages_dask
     from changerate_bayes.io import CrawlLogError
 
     df = pd.DataFrame({"page": ["a", "b", "a", "b"], "fetch_time": ["2024-01-01T00:00Z", "2024-01-01T00:00Z",
@@ -135,7 +135,7 @@ def test_notes_come_once_each_from_workers_with_several_threads(tmp_path):
 
     import distributed
 
-    from changerate_bayes.cluster import estimate_files_dask
+    from changerate_bayes.crawllog.dask_engine import estimate_files_dask
     from changerate_bayes.io import read_log
 
     paths = _two_point_logs(tmp_path)

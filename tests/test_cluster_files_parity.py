@@ -60,7 +60,7 @@ def _run(fn):
 @pytest.mark.parametrize("how", ["pages", "rows"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_files_on_dask_equal_pandas(tmp_path, client, case, how):
-    from changerate_bayes.cluster import estimate_files_dask
+    from changerate_bayes.crawllog.dask_engine import estimate_files_dask
 
     files = _split(tmp_path, CASES[case], how)
     columns = COLUMNS.get(case)
@@ -90,7 +90,7 @@ def test_files_on_dask_equal_pandas(tmp_path, client, case, how):
 def test_files_with_different_columns_are_refused_as_pandas_refuses_them(tmp_path, client, how):
     # the second file has no last_modified column: pandas reads the files into one set of columns and
     # refuses them; each file read and reduced by its own task must be refused with the same message
-    from changerate_bayes.cluster import estimate_files_dask
+    from changerate_bayes.crawllog.dask_engine import estimate_files_dask
 
     first = ("page,fetch_time,status,digest,last_modified\n"
              "a,2024-01-01T00:00:00Z,200,x,2023-12-01T00:00:00Z\n"

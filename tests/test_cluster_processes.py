@@ -134,7 +134,7 @@ def _ran(events) -> set:
 def test_partitioned_files_are_not_shuffled(tmp_path, cluster):
     from distributed import get_task_stream
 
-    from changerate_bayes.cluster import estimate_files_dask
+    from changerate_bayes.crawllog.dask_engine import estimate_files_dask
 
     _, client, _ = cluster
     frame = pd.read_csv(_csv_log(tmp_path / "all.csv", n=3000, pages=60, seed=8), dtype=str, keep_default_na=False)
@@ -176,7 +176,7 @@ def test_partitioned_files_are_not_shuffled(tmp_path, cluster):
 def test_warc_files_on_dask_equal_pandas(tmp_path, cluster):
     from test_io_archives import IPD, _write_warc
 
-    from changerate_bayes.cluster import estimate_files_dask
+    from changerate_bayes.crawllog.dask_engine import estimate_files_dask
 
     _, client, _ = cluster
     rng = np.random.default_rng(2)
@@ -228,7 +228,7 @@ def test_no_visit_lost_when_a_worker_is_killed(tmp_path, request):
 
 
 def test_bad_records_are_named_from_the_workers(tmp_path, cluster):
-    from changerate_bayes.cluster import estimate_files_dask
+    from changerate_bayes.crawllog.dask_engine import estimate_files_dask
     from changerate_bayes.io import CrawlLogError
 
     _, client, _ = cluster

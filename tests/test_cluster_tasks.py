@@ -1,4 +1,4 @@
-"""The settings every Dask task of the cluster engine runs under (``changerate_bayes._cluster_tasks``)."""
+"""The settings every Dask task of the cluster engine runs under (``changerate_bayes.crawllog._dask_tasks``)."""
 
 import os
 import subprocess
@@ -12,7 +12,7 @@ def test_a_task_runs_numba_and_pyarrow_on_one_thread_and_restores_them():
     import numba
     import pyarrow as pa
 
-    from changerate_bayes._cluster_tasks import task_settings
+    from changerate_bayes.crawllog._dask_tasks import task_settings
 
     threads, cpus = numba.get_num_threads(), pa.cpu_count()
     with task_settings():
@@ -31,7 +31,7 @@ def test_large_arrays_are_not_mapped_anew_under_the_nannys_malloc_setting():
     code = textwrap.dedent("""
         import resource
         import numpy as np
-        from changerate_bayes._cluster_tasks import task_settings
+        from changerate_bayes.crawllog._dask_tasks import task_settings
 
         def faults():
             before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -58,7 +58,7 @@ def test_inside_a_task_parquet_batches_are_read_in_the_tasks_thread():
 
     import pyarrow as pa
 
-    from changerate_bayes._cluster_tasks import task_settings
+    from changerate_bayes.crawllog._dask_tasks import task_settings
     from changerate_bayes.io._tabular import read_ahead
 
     def batches(threads):

@@ -9,12 +9,12 @@ from scipy import integrate, special
 
 from changerate_bayes import CrawlHistory, GammaPrior, posterior_summary
 from changerate_bayes.cli import main
-from changerate_bayes.crawl_schedule import (
-    MAX_INTERVAL_H, SCHEDULE_COLUMNS, change_probability, crawl_schedule, nutch_seed_lines, posterior_history,
-    schedule_pages, write_schedule,
+from changerate_bayes.bayes import change_probability, posterior_history
+from changerate_bayes.crawllog import (
+    MAX_INTERVAL_H, SCHEDULE_COLUMNS, allocate_crawls, crawl_schedule, nutch_seed_lines, page_table, schedule_pages,
+    write_schedule,
 )
 from changerate_bayes.io import read_log
-from changerate_bayes.pages import allocate_crawls, page_table
 
 T0 = pd.Timestamp("2024-01-01T00:00:00Z")
 
@@ -465,7 +465,7 @@ def test_pages_left_out_of_the_schedule_are_said(tmp_path, log_csv, capsys):
 def test_errors_name_the_schedule_commands_flags(tmp_path, log_csv, capsys):
     # the log's format is --log-format here (--format is the output's); a URL Nutch cannot read is the log's page
     from changerate_bayes.cli import schedule
-    from changerate_bayes.cli._flags import cli_message
+    from changerate_bayes.cli._common import cli_message
 
     # the Dask engine's message for logs of two formats, as the command prints it
     said = cli_message("a.csv: the files have different formats ['csv', 'parquet'] (only CDX and WARC mix); "

@@ -84,7 +84,7 @@ def test_a_csv_among_captures_is_refused_saying_why(captures, tmp_path, capsys):
 
 
 def test_captures_on_the_dask_engine(captures, client):
-    from changerate_bayes.cluster import estimate_files_dask
+    from changerate_bayes.crawllog.dask_engine import estimate_files_dask
 
     cdx, warc, csv = captures
     with warnings.catch_warnings():
@@ -142,7 +142,7 @@ def test_a_byte_that_is_not_utf8_is_named_by_file_and_line(tmp_path, line):
 
 
 def test_a_byte_that_is_not_utf8_on_the_dask_engine(tmp_path, client):
-    from changerate_bayes.cluster import estimate_files_dask
+    from changerate_bayes.crawllog.dask_engine import estimate_files_dask
 
     path = tmp_path / "cdx-00000.gz"
     _shard_with_a_bad_byte(path, 3)

@@ -108,7 +108,7 @@ def _dask(path, columns, change_from="auto"):
     import dask
     import dask.dataframe as dd
 
-    from changerate_bayes.cluster import estimate_pages_dask
+    from changerate_bayes.crawllog.dask_engine import estimate_pages_dask
 
     ddf = dd.read_csv(path, dtype=str, keep_default_na=False, blocksize=150)
     try:

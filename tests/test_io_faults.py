@@ -292,7 +292,7 @@ def test_dask_engine_names_a_compressed_file_cut_after_its_head(tmp_path):
     import dask
     import dask.dataframe as dd
 
-    from changerate_bayes.cluster import estimate_pages_dask
+    from changerate_bayes.crawllog.dask_engine import estimate_pages_dask
 
     rng = np.random.default_rng(0)
     rows = "".join(f"p{rng.integers(1000)},2024-01-01T{h % 24:02d}:{h % 60:02d}Z,{rng.integers(10**9)}\n"

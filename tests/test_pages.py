@@ -10,7 +10,7 @@ from changerate_bayes import CrawlHistory, StatisticalWarning, allocate_crawls, 
 from changerate_bayes import posterior_summary
 from changerate_bayes.estimators import METHODS
 from changerate_bayes.io import read_frame
-from changerate_bayes.pages import IDENTIFIED_MIN, PAGE_COLUMNS, RATE_COLUMNS, merge_notes, recommend_rate
+from changerate_bayes.crawllog.table import IDENTIFIED_MIN, PAGE_COLUMNS, RATE_COLUMNS, merge_notes, recommend_rate
 from changerate_bayes.scheduling import optimal_crawl_rates
 
 
@@ -156,7 +156,7 @@ def test_merge_notes_keeps_distinct_notes():
 
 
 def test_dask_partitions_state_each_check_once():
-    from changerate_bayes.pages import one_note_per_check as _one_note_per_check
+    from changerate_bayes.crawllog.table import one_note_per_check as _one_note_per_check
 
     notes = ["methods 'lln', 'sa' assume Poisson crawling: D = 0.4", "methods 'lln', 'sa' assume Poisson crawling: D = 0.5",
              "method 'regular' assumes crawls on a fixed schedule: on 2 of 9 page(s), worst 0.03",

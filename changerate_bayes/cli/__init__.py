@@ -1,8 +1,9 @@
 """Command-line interface: ``changerate-bayes``.
 
-Each sub-command lives in a module of this package that defines
-``register(subparsers)``: it adds its parser and sets ``func``, a callable taking the
-parsed arguments and returning the exit status.
+Each sub-command lives in a module of this package that defines ``register(parser)``:
+it adds its flags to the sub-command's parser and sets ``func``, a callable taking the
+parsed arguments and returning the exit status. Only the module of the sub-command that
+runs is imported (``--version`` and ``--help`` import none).
 """
 
 from __future__ import annotations
@@ -11,29 +12,36 @@ import argparse
 import importlib
 import sys
 
-__all__ = ["main"]
+from .._version import __version__
+from .._upstream import silence_harmless_upstream_output
+from ._signals import interrupted, stop_on_signals
 
-# Sub-command modules of this package, in the order ``--help`` lists them.
-_COMMANDS: tuple[str, ...] = (
-    "validate",
-    "estimate",
-    "schedule",
-    "diagnose",
-    "replay",
-)
+__all__ = ["COMMANDS", "main"]
+
+# Sub-command modules of this package and their one-line help, in the order ``--help`` lists them.
+COMMANDS: dict[str, str] = {
+    "validate": "run the validation studies and write an HTML report",
+    "estimate": "read crawl logs and estimate every page's change rate",
+    "schedule": "read crawl logs and write every page's next fetch (CSV, Parquet or a Nutch seed list)",
+    "diagnose": "test whether changes are a homogeneous Poisson process",
+    "replay": "replay real change times under crawl policies and a crawl budget",
+}
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(argv=None) -> argparse.ArgumentParser:
+    """The parser; only the sub-command named in ``argv`` (default ``sys.argv[1:]``) gets its flags."""
     parser = argparse.ArgumentParser(
         prog="changerate-bayes",
         description="Estimate how often web pages change, and validate the estimators.",
     )
-    from changerate_bayes import __version__
-
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in _COMMANDS:
-        importlib.import_module(f"{__name__}.{name}").register(sub)
+    words = sys.argv[1:] if argv is None else list(argv)
+    running = next((w for w in words if not w.startswith("-")), None)
+    for name, help in COMMANDS.items():
+        p = sub.add_parser(name, help=help, **({} if name == running else {"add_help": False}))
+        if name == running:
+            importlib.import_module(f"{__name__}.{name}").register(p)
     return parser
 
 
@@ -44,13 +52,10 @@ def main(argv=None) -> int:
     commands write their files atomically and remove the empty folders they created, so
     nothing partial is left.
     """
-    from .._upstream import silence_harmless_upstream_output
-    from ._flags import interrupted, stop_on_signals
-
     silence_harmless_upstream_output()
     with stop_on_signals():
         try:
-            args = _parser().parse_args(argv)
+            args = _parser(argv).parse_args(argv)
             return int(args.func(args))
         except KeyboardInterrupt:
             return interrupted("no partial output is left")

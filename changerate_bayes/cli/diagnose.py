@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-import sys
+import re
+import time
+import warnings
 
-__all__ = ["register", "run"]
+import pandas as pd
+
+from ..crawllog.report import crawl_diagnostics, diagnose_report
+from ..diagnostics import poisson_gof
+from ..io import STANDARD_COLUMNS, CrawlLogError, read_log
+from ..report import check_output_dir, write_report
+from ._common import LOG_ROLES, add_columns_flag, fail, parse_columns, refuse_inputs_as_outputs, report_files, runs
+
+__all__ = ["register"]
 
 
 #: columns whose presence makes the file a crawl log (visits), not a list of change times
@@ -14,20 +24,14 @@ CRAWL_COLUMNS = ("changed", "digest", "status")
 FLAGS = {"n_resamples": "--n-resamples", "out_dir": "--report", "event_times": "EVENTS.csv"}
 
 
-def register(sub) -> None:
-    """Add the ``diagnose`` parser to the sub-parsers ``sub``."""
-    from ._flags import LOG_ROLES, add_columns_flag
-
-    p = sub.add_parser(
-        "diagnose",
-        help="test whether changes are a homogeneous Poisson process",
-        description="Test the Poisson model on EVENTS.csv. Exact change times (a time column, ISO-8601 or "
+def register(p) -> None:
+    """Add the flags of ``diagnose`` to its parser ``p``."""
+    p.description = ("Test the Poisson model on EVENTS.csv. Exact change times (a time column, ISO-8601 or "
         "numbers, and for many pages a 'page' column) get every test of changerate_bayes.diagnostics.poisson_gof. "
         "A crawl log (visits with a 'changed', 'digest' or 'status' column) is read as visits: the crawls that saw "
         "a change are tested on their crawl grid, and the crawl interval calibration P(I = 1 | τ) = 1 − e^(−Δτ) is "
         "tested per page; tests for exact times never run on crawl detections. Writes DIR/index.html and "
-        "DIR/results.json (DIR from --report).",
-    )
+        "DIR/results.json (DIR from --report).")
     p.add_argument("events", metavar="EVENTS.csv")
     p.add_argument("--time-column", default=None, help="column of the times (default: time, timestamp or fetch_time)")
     p.add_argument("--page-column", default="page", help="column of the pages, if any (default: page)")
@@ -39,33 +43,16 @@ def register(sub) -> None:
                    help="pages tested, those with most events or changes seen (default 20)")
     p.add_argument("--n-resamples", type=int, default=199, help="Monte Carlo samples per p-value (default 199)")
     p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(func=run)
+    runs(p, _run, lambda args: [args.report])  # a failure removes the report folders it created, if empty
 
 
 def _err(msg: str) -> int:
-    from ._flags import cli_message
-
-    print(f"changerate-bayes: error: {cli_message(msg, FLAGS)}", file=sys.stderr)
-    return 2
-
-
-def run(args) -> int:
-    """Run ``diagnose`` with parsed arguments ``args``; return the exit status.
-
-    A failure removes the report folders this run created if they are still empty.
-    """
-    from changerate_bayes.cli._folders import run_removing_new_folders
-
-    return run_removing_new_folders(_run, args, [args.report])
+    return fail(msg, FLAGS)
 
 
 def _columns(args, header: list) -> tuple[dict, bool]:
     """The role -> file column map (``--columns``, ``--time-column``, ``--page-column``)
     and whether the file is a crawl log."""
-    from changerate_bayes.io import STANDARD_COLUMNS
-
-    from ._flags import parse_columns
-
     mapping = parse_columns(args.columns, ("time", *STANDARD_COLUMNS)) or {}
     if args.time_column is not None:
         mapping.setdefault("time", args.time_column)
@@ -75,13 +62,6 @@ def _columns(args, header: list) -> tuple[dict, bool]:
 
 
 def _run(args) -> int:
-    import time
-
-    import pandas as pd
-
-    from changerate_bayes.cli._outputs import refuse_inputs_as_outputs, report_files
-    from changerate_bayes.report import check_output_dir
-
     t0 = time.perf_counter()
     try:
         refuse_inputs_as_outputs([args.events], [("--report", f) for f in report_files(args.report)])
@@ -115,10 +95,6 @@ def _tested_line(n_tested: int, n_pages: int, what: str) -> str:
 
 def _run_crawl(args, mapping: dict, header: list, t0: float) -> int:
     """A crawl log: crawl-grid tests of the detections and the interval calibration."""
-    from changerate_bayes.io import CrawlLogError, read_log
-    from changerate_bayes.log_report import crawl_diagnostics, diagnose_report
-    from changerate_bayes.report import write_report
-
     columns = {role: col for role, col in mapping.items() if role != "time"}
     if "time" in mapping:
         columns.setdefault("fetch_time", mapping["time"])
@@ -155,21 +131,11 @@ def _p(p) -> str:
 def _file_lines(text: str, lines) -> str:
     """``text`` with each "row i" of one page's times (0-based, as ``poisson_gof`` counts
     them) replaced by that time's line in the file, ``lines[i]``."""
-    import re
-
     return re.sub(r"(?:`event_times` )?\brow (\d+)\b", lambda m: f"line {lines[int(m.group(1))]}", text)
 
 
 def _run_events(args, frame, mapping: dict, t0: float) -> int:
     """Exact change times: every test of ``poisson_gof``."""
-    import warnings
-
-    import pandas as pd
-
-    from changerate_bayes.diagnostics import poisson_gof
-    from changerate_bayes.log_report import diagnose_report
-    from changerate_bayes.report import write_report
-
     col = mapping.get("time")
     if col is None:
         col = next((c for c in ("time", "timestamp", "fetch_time") if c in frame.columns), None)

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import datetime as _dt
+import re
 import sys
 import time
+from pathlib import Path
 
-__all__ = ["register", "run"]
+import numpy as np
+import pandas as pd
+
+from .._version import __version__
+from ..replay import DEFAULT_POLICIES, at_search_bound, check_budgets, plot_freshness_budget, replay_policies
+from ..report import check_output_dir, figure_to_html, html_table, render_page, write_report
+from ._common import (add_columns_flag, check_writable_folder, cli_message, output_lock, parse_columns,
+                      refuse_inputs_as_outputs, report_files, resolve_output, runs, write_table)
+
+__all__ = ["register"]
 
 
 #: the columns replay reads, in CHANGES.csv and WINDOWS.csv
@@ -16,17 +29,11 @@ FLAGS = {"budget": "--budget", "policies": "--policies", "window": "--windows/--
          "epoch": "--epoch", "n_boot": "--n-boot", "changes": "CHANGES.csv", "out_dir": "--report"}
 
 
-def register(sub) -> None:
-    """Add the ``replay`` parser to the sub-parsers ``sub``."""
-    from ._flags import add_columns_flag
-
-    p = sub.add_parser(
-        "replay",
-        help="replay real change times under crawl policies and a crawl budget",
-        description="Replay the change times of CHANGES.csv (columns page,timestamp; plus start,end per page "
+def register(p) -> None:
+    """Add the flags of ``replay`` to its parser ``p``."""
+    p.description = ("Replay the change times of CHANGES.csv (columns page,timestamp; plus start,end per page "
         "unless --windows or --window is given) under crawl policies with a budget of crawls per day; print "
-        "the table of metrics and optionally write a self-contained HTML report.",
-    )
+        "the table of metrics and optionally write a self-contained HTML report.")
     p.add_argument("changes", metavar="CHANGES.csv", help="change times: columns page,timestamp[,start,end]")
     p.add_argument("--budget", type=float, nargs="+", required=True, metavar="B", help="crawls per day (one or more)")
     p.add_argument("--policies", nargs="+", metavar="POLICY", help="policy names (default: all the default ones)")
@@ -40,7 +47,8 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     p.add_argument("--csv", metavar="OUT.csv", help="also write the table as CSV")
     p.add_argument("--report", metavar="DIR", help="write DIR/index.html and DIR/results.json")
-    p.set_defaults(func=run)
+    # a failure removes the folders this run created for --report and --csv if they are still empty
+    runs(p, _run, lambda args: [args.report, Path(args.csv).parent if args.csv else None])
 
 
 def _mapped(frame, column_map: dict):
@@ -54,8 +62,6 @@ def _mapped(frame, column_map: dict):
 def _file_lines(text: str, path: str, windows: str | None = None) -> str:
     """``text`` with each "row N" of the changes table (labelled by file line) as "line N of PATH",
     and each "row N of `window`" as "line N of WINDOWS"."""
-    import re
-
     if windows is not None:
         text = re.sub(r"\brow (\d+) of `window`", lambda m: f"line {m.group(1)} of {windows}", text)
     text = text.replace("`window` start", "--window START").replace("`window` end", "--window END")
@@ -66,8 +72,6 @@ def _bound_notes(df) -> list[str]:
     """A note for each tuned schedule whose increase rate stopped at an end of the
     bisection's range: its budget was not matched inside the search, whatever
     within_budget says."""
-    from changerate_bayes.replay._replay import at_search_bound
-
     if "inc_rate" not in df.columns:
         return []
     return [f"{r.policy} at {r.budget:g} crawls/day: the increase rate stopped at the search's bound "
@@ -84,16 +88,7 @@ def _window_value(x: str):
 
 
 def _report_html(df, *, source: str, args, seconds: float) -> str:
-    import datetime as _dt
-
-    import matplotlib.pyplot as plt
-    import numpy as np
-    import pandas as pd
-
-    from changerate_bayes import __version__
-
-    from changerate_bayes.replay import plot_freshness_budget
-    from changerate_bayes.report import figure_to_html, html_table, render_page
+    import matplotlib.pyplot as plt  # optional dependency, heavy: imported when a report is written
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
     plot_freshness_budget(df, ax=ax)
@@ -114,33 +109,7 @@ def _report_html(df, *, source: str, args, seconds: float) -> str:
                                                                    "html": body, "seconds": seconds}], meta=meta)
 
 
-def run(args) -> int:
-    """Run ``replay`` with parsed arguments ``args``; return the exit status.
-
-    A failure removes the folders this run created for ``--report`` and ``--csv`` if
-    they are still empty, so that nothing is left behind.
-    """
-    from pathlib import Path
-
-    from changerate_bayes.cli._folders import run_removing_new_folders
-
-    return run_removing_new_folders(_run, args, [args.report, Path(args.csv).parent if args.csv else None])
-
-
 def _run(args) -> int:
-    import contextlib
-    from pathlib import Path
-
-    import pandas as pd
-
-    from changerate_bayes.cli._outputs import (check_writable_folder, output_lock, refuse_inputs_as_outputs,
-                                               report_files, resolve_output, write_table)
-
-    from changerate_bayes.replay import DEFAULT_POLICIES, replay_policies
-    from changerate_bayes.report import check_output_dir, write_report
-
-    from ._flags import cli_message, parse_columns
-
     def fail(msg):
         if "lacks column" in msg and not args.columns:
             msg += " (map yours with --columns, e.g. --columns page=url,timestamp=changed_at)"
@@ -156,10 +125,8 @@ def _run(args) -> int:
         column_map = parse_columns(args.columns, _ROLES) or {}
     except ValueError as exc:
         return fail(str(exc))
-    from changerate_bayes.replay._replay import _check_budgets
-
     try:  # before any input is read or output made
-        _check_budgets(args.budget)
+        check_budgets(args.budget)
     except ValueError as exc:
         return fail(str(exc))
     if args.report:

@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
-from ._folders import new_folders, remove_if_empty
+
+from ..report import check_output_dir
+from ._common import cli_message, new_folders, remove_if_empty
 
 __all__ = ["register"]
 
 
-def register(sub) -> None:
-    """Add the ``validate`` parser to the sub-parsers ``sub``."""
-    import argparse
+def register(val) -> None:
+    """Add the flags of ``validate`` to its parser ``val``."""
+    from changerate_bayes.validation import STUDIES  # the studies' package: imported when the command runs
 
-    from changerate_bayes.validation import STUDIES
-
-    val = sub.add_parser(
-        "validate",
-        help="run the validation studies and write an HTML report",
-        description="Run the Monte Carlo and real-trace validation studies; write "
-        "OUT/index.html (self-contained) and OUT/results.json.",
-        epilog="studies (for --only), in report order:\n" + "\n".join(f"  {name}" for name in STUDIES),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    val.description = ("Run the Monte Carlo and real-trace validation studies; write "
+                       "OUT/index.html (self-contained) and OUT/results.json.")
+    val.epilog = "studies (for --only), in report order:\n" + "\n".join(f"  {name}" for name in STUDIES)
+    val.formatter_class = argparse.RawDescriptionHelpFormatter
     size = val.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_const", const="quick", dest="preset",
                       help="small studies: about 2 minutes of wall time on 2 idle cores with numba's cache built "
@@ -44,7 +41,7 @@ def run(args) -> int:
     Ctrl-C stops the studies, prints one line, removes the output folder if this run
     created it and it is empty, and returns 130.
     """
-    from changerate_bayes.validation import STUDIES, run_validation
+    from changerate_bayes.validation import STUDIES, run_validation  # the studies' package: imported when the command runs
     from changerate_bayes.validation.runner import default_jobs
 
     if args.seed < 0:
@@ -60,14 +57,10 @@ def run(args) -> int:
             print(f"changerate-bayes: error: unknown study {unknown}; choose from {list(STUDIES)}",
                   file=sys.stderr)
             return 2
-    from changerate_bayes.report import check_output_dir
-
     created = new_folders([args.out])
     try:
         check_output_dir(args.out)
     except ValueError as exc:
-        from ._flags import cli_message
-
         print(f"changerate-bayes: error: {cli_message(str(exc), {'out_dir': '--out'})}", file=sys.stderr)
         return 2
     try:

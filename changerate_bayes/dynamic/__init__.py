@@ -16,11 +16,11 @@ computed exactly on a lattice of log Δ (a point-mass filter), vectorised over p
   Poisson times, for calibration studies (:class:`DriftingPages`).
 """
 
-from ._filter import DynamicRateFilter
+from ._filter import DynamicRateFilter, mixture_weights
 from ._model import DEFAULT_GRID_SIZE, DEFAULT_PRIOR, DEFAULT_SIGMAS, UNIT_FREE_SIGMAS
 from ._posterior import DEFAULT_LEVELS, dynamic_posterior
 from ._simulate import DRIFT_KINDS, DriftingPages, simulate_drifting_pages
 
 __all__ = ["DEFAULT_GRID_SIZE", "DEFAULT_LEVELS", "DEFAULT_PRIOR", "DEFAULT_SIGMAS", "DRIFT_KINDS", "UNIT_FREE_SIGMAS",
            "DriftingPages", "DynamicRateFilter",
-           "dynamic_posterior", "simulate_drifting_pages"]
+           "dynamic_posterior", "mixture_weights", "simulate_drifting_pages"]

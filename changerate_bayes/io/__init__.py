@@ -53,12 +53,59 @@ _LAZY = {
 }
 
 
+#: What the engines of :mod:`changerate_bayes.crawllog` build on (reading in chunks, page buckets,
+#: per-file pieces, the checks over several files): public to the package, not listed in
+#: ``__all__``. name -> (module, name in that module).
+_ENGINE = {
+    "DECOMPRESSION_ERRORS": ("._compressed", "DECOMPRESSION_ERRORS"),
+    "check_complete": ("._compressed", "check_complete"),
+    "decompression_error": ("._compressed", "decompression_error"),
+    "check_page_key": ("._cdx", "_check_page_key"),
+    "plain": ("._errors", "plain"),
+    "check_field_counts": ("._fields", "check_field_counts"),
+    "common_format": ("._formats", "common_format"),
+    "mixed_formats_error": ("._formats", "mixed_formats_error"),
+    "refuse_surt_for_warc": ("._formats", "refuse_surt_for_warc"),
+    "BUCKET_ROWS": ("._buckets", "BUCKET_ROWS"),
+    "COMPACT_COLUMNS": ("._buckets", "_NAMES"),
+    "PageBuckets": ("._buckets", "PageBuckets"),
+    "bucket_count": ("._buckets", "bucket_count"),
+    "different_columns_message": ("._buckets", "different_columns_message"),
+    "no_pages_error": ("._buckets", "no_pages_error"),
+    "reduce_buckets": ("._buckets", "reduce_buckets"),
+    "FILE_STRIDE": ("._pieces", "_FILE_STRIDE"),
+    "check_time_kinds": ("._pieces", "check_time_kinds"),
+    "compact_file": ("._pieces", "compact_file"),
+    "merge_pieces": ("._pieces", "merge_pieces"),
+    "page_hashes": ("._pieces", "page_hashes"),
+    "split_piece": ("._pieces", "split_piece"),
+    "build_log": ("._semantics", "build_log"),
+    "TabularScan": ("._tabular", "_Scan"),
+    "as_paths": ("._tabular", "_as_paths"),
+    "check_chunk_rows": ("._tabular", "_check_chunk"),
+    "check_columns": ("._tabular", "check_columns"),
+    "check_scan_rows": ("._tabular", "check_scan_rows"),
+    "column_plan": ("._tabular", "_plan"),
+    "csv_rows_estimate": ("._tabular", "csv_rows_estimate"),
+    "parquet_rows": ("._tabular", "parquet_rows"),
+    "scan_csv": ("._tabular", "scan_csv"),
+    "scan_parquet": ("._tabular", "scan_parquet"),
+    "check_kinds": ("._times", "check_kinds"),
+    "merge_kinds": ("._times", "merge_kinds"),
+    "time_kinds": ("._times", "time_kinds"),
+}
+
+
 def __getattr__(name):
     import importlib
 
-    if name not in _LAZY:
+    if name in _LAZY:
+        module, attr = _LAZY[name], name
+    elif name in _ENGINE:
+        module, attr = _ENGINE[name]
+    else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    value = getattr(importlib.import_module(module, __name__), attr)
     globals()[name] = value  # later lookups skip this function
     return value
 

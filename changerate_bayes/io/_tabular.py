@@ -373,7 +373,7 @@ def read_ahead(items):
     compacts the one before): the items and their order are those of ``items``; an
     exception of ``items`` is raised where its item would have been. With pyarrow's CPU
     count set to 1 (as in the Dask engine's tasks, which run on one core each:
-    :mod:`changerate_bayes._cluster_tasks`) the items are produced in the caller's thread.
+    :mod:`changerate_bayes.crawllog._dask_tasks`) the items are produced in the caller's thread.
     """
     from concurrent.futures import ThreadPoolExecutor
 

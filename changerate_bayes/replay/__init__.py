@@ -49,7 +49,8 @@ from ._policies import (
     nutch_update,
     stormcrawler_update,
 )
-from ._replay import DEFAULT_POLICIES, POLICY_NAMES, TUNED, replay_policies, tune_increase_rate
+from ._replay import DEFAULT_POLICIES, POLICY_NAMES, TUNED, at_search_bound, replay_policies, tune_increase_rate
+from ._replay import _check_budgets as check_budgets
 
 __all__ = [
     "ClairvoyantPolicy",
@@ -80,9 +81,11 @@ __all__ = [
     "TUNED",
     "ThompsonPolicy",
     "UniformPolicy",
+    "at_search_bound",
     "bootstrap_counts",
     "bootstrap_gap_share",
     "bootstrap_ratio",
+    "check_budgets",
     "freshness_index",
     "gap_share",
     "nutch_update",

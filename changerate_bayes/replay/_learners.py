@@ -27,19 +27,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import as_float_array
+from ..bursts import BurstFilter
+from ..dynamic import DynamicRateFilter, mixture_weights
+from ..scheduling import index_kernels
+
 __all__ = ["LLNLearner", "GridLearner", "DynamicLearner", "OldestFirst", "KnownRates", "burst_learner"]
 
 _KERNELS = []
-_INDEX_KERNELS = []
-
-
-def _index_kernels():
-    """The compiled freshness indices (numba, on first use)."""
-    if not _INDEX_KERNELS:
-        from . import _index_kernels as k
-
-        _INDEX_KERNELS.append(k)
-    return _INDEX_KERNELS[0]
 
 
 class _IndexTable:
@@ -62,7 +57,7 @@ class _IndexTable:
 
     def read_signed(self, terms_of, elapsed) -> np.ndarray:
         """ν at ``elapsed`` days; ``terms_of(rows)`` gives (coefficients, rates), each (len(rows), C)."""
-        k = _index_kernels()
+        k = index_kernels()
         rows = np.flatnonzero(self.dirty)
         if rows.size:
             coef, rates = terms_of(rows)
@@ -76,7 +71,7 @@ class _IndexTable:
 
     def read(self, probs_of, rates, elapsed) -> np.ndarray:
         """ν at ``elapsed`` days; ``probs_of(rows)`` gives the beliefs (len(rows), G) of the rows to recompute."""
-        k = _index_kernels()
+        k = index_kernels()
         rows = np.flatnonzero(self.dirty)
         if rows.size:
             probs = np.ascontiguousarray(probs_of(rows), dtype=np.float64)
@@ -91,7 +86,7 @@ class _IndexTable:
 def _kernels():
     """The compiled counts (numba: compiled, or loaded from its cache, on first use)."""
     if not _KERNELS:
-        from . import _kernels as k
+        from . import _kernels as k  # numba kernels: imported on first use, never compiled at import
 
         _KERNELS.append(k)
     return _KERNELS[0]
@@ -372,8 +367,6 @@ class KnownRates:
     """
 
     def __init__(self, rates):
-        from .._validation import as_float_array
-
         self.rates = np.ascontiguousarray(as_float_array(rates, name="rates", nonnegative=True, ndim=(1,)))
 
     def update(self, changed, interval, mask) -> None:
@@ -390,11 +383,9 @@ class KnownRates:
         return -np.expm1(-self.rates * np.asarray(elapsed, dtype=np.float64))
 
     def freshness_index(self, elapsed) -> np.ndarray:
-        from ._index import _index_kernels
-
         t = np.ascontiguousarray(np.broadcast_to(np.asarray(elapsed, dtype=np.float64), self.rates.shape))
         out = np.empty(self.rates.size)
-        _index_kernels().poisson_index(self.rates, t, out)
+        index_kernels().poisson_index(self.rates, t, out)
         return out
 
 
@@ -418,8 +409,6 @@ class DynamicLearner:
     """
 
     def __init__(self, n_pages: int, *, sigma=(0.0, 0.03, 0.1, 0.3), grid: int = 96):
-        from ..dynamic import DynamicRateFilter
-
         self.sigma = sigma
         self.grid = grid
         self.filter = DynamicRateFilter(n_pages=n_pages, sigma=sigma, grid=grid)
@@ -432,8 +421,6 @@ class DynamicLearner:
 
     def _node_probabilities(self, rows) -> np.ndarray:
         """Posterior probabilities of the lattice nodes now, averaged over σ, for pages ``rows``."""
-        from ..dynamic._filter import mixture_weights
-
         f = self.filter
         m = np.einsum("sn,sng->ng", mixture_weights(f._log_ev[:, rows]), f._w[:, rows])
         return m / m.sum(axis=1, keepdims=True)
@@ -477,8 +464,6 @@ def burst_learner(n_pages: int, *, params, scales):
     scales : sequence of float
         Per-page rate scales averaged over.
     """
-    from ..bursts import BurstFilter
-
     class _BurstLearner(BurstFilter):
         def __init__(self):
             super().__init__(n_pages, params=params, scales=scales)

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from changerate_bayes.io._errors import plain
-from changerate_bayes.io._times import time_kinds
+from ..io import plain, time_kinds
 
 __all__ = ["ReplayPages", "pages_from_table", "MS_PER_DAY"]
 

@@ -35,7 +35,7 @@ def plot_freshness_budget(table: pd.DataFrame, *, weighted: bool = True, ax=None
         If ``table`` lacks the columns policy, budget, budget_source, crawls_per_day
         and the freshness column.
     """
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # optional dependency, heavy: imported when a figure is drawn
 
     col = "freshness_weighted" if weighted else "freshness"
     need = {"policy", "budget", "budget_source", "crawls_per_day", col}

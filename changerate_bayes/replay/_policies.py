@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..bursts import BurstParameters
+from ..dynamic import DynamicRateFilter
 from ..scheduling import optimal_crawl_rates
 from ._index import ClairvoyantPolicy, HindsightIndexPolicy, IndexPolicy
 from ._learners import DynamicLearner, GridLearner, LLNLearner, OldestFirst, burst_learner
@@ -67,7 +69,7 @@ _KERNELS = []
 def _kernels():
     """The compiled credit grid and schedules (numba: compiled, or loaded from its cache, on first use)."""
     if not _KERNELS:
-        from . import _kernels as k
+        from . import _kernels as k  # numba kernels: imported on first use, never compiled at import
 
         _KERNELS.append(k)
     return _KERNELS[0]
@@ -672,8 +674,6 @@ DYNAMIC_GRID = 96
 
 def _dynamic_learner(n_pages: int):
     """The dynamic posterior (log-rate random walk, volatility averaged) as a learner."""
-    from ..dynamic import DynamicRateFilter
-
     return DynamicRateFilter(n_pages=n_pages, sigma=DYNAMIC_SIGMAS, grid=DYNAMIC_GRID)
 
 
@@ -691,8 +691,6 @@ BURST_SCALES = tuple(float(x) for x in np.round(10.0 ** np.linspace(-2.0, 1.0, 7
 
 def _burst_learner(n_pages: int):
     """The burst model's exact filter (quiet/busy MMPP, rates per day) averaged over per-page scales."""
-    from ..bursts import BurstParameters
-
     return burst_learner(n_pages, params=BurstParameters(**BURST_SHAPE), scales=BURST_SCALES)
 
 

@@ -12,6 +12,8 @@
 * Sampling-based change detection (Cho & Ntoulas 2002): :func:`allocate_downloads`,
   :func:`expected_change_ratio`, :func:`optimal_sample_size`,
   :func:`rule_of_thumb_sample_size`, :func:`simulate_change_detection`.
+* The freshness index (Whittle index of binary freshness): :func:`freshness_index` (a Poisson
+  page), :func:`predictive_freshness_index` (any predictive), :func:`index_kernels` (compiled).
 * Plots: ``plot_*`` (return the Axes) and their pure data helpers.
 """
 
@@ -24,6 +26,7 @@ from ._ephemeral import (
     simulate_ephemeral_crawling,
     solve_ephemeral_dp,
 )
+from ._freshness_index import freshness_index, index_kernels, predictive_freshness_index
 from ._optimal_rates import crawl_objective, optimal_crawl_rates
 from ._plots import (
     closed_loop_bands,
@@ -72,6 +75,10 @@ __all__ = [
     "optimal_sample_size",
     "rule_of_thumb_sample_size",
     "simulate_change_detection",
+    # the freshness index
+    "freshness_index",
+    "index_kernels",
+    "predictive_freshness_index",
     # plots
     "closed_loop_bands",
     "whittle_index_curve",

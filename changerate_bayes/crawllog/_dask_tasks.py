@@ -2,7 +2,7 @@
 
 A Dask worker is meant to run one task per core (``dask worker --nworkers N --nthreads 1``,
 ``LocalCluster(n_workers=N, threads_per_worker=1)``). Each task of
-:mod:`changerate_bayes.cluster` runs inside :func:`task_settings`:
+:mod:`changerate_bayes.crawllog.dask_engine` runs inside :func:`task_settings`:
 
 - numba's parallel kernels (the grid posterior) use one thread in the task's thread
   (``numba.set_num_threads(1)``, local to that thread), and pyarrow's CPU pool one
@@ -24,7 +24,7 @@ A Dask worker is meant to run one task per core (``dask worker --nworkers N --nt
 :func:`read_reduce_group` is the task of a group of files that holds all the visits of
 its pages (a ``page_bucket=K/`` folder, one file per host): the files are read and
 reduced in the same task, with the single-machine bucket reducer of
-:func:`changerate_bayes.estimate_log` for CSV and Parquet, and only the per-page table,
+:func:`changerate_bayes.crawllog.estimate_log` for CSV and Parquet, and only the per-page table,
 the audit and what the client needs for its checks over all the files come back.
 """
 
@@ -37,8 +37,18 @@ import sys
 import threading
 from pathlib import Path
 
+import numba
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+
+from ..bayes import posterior_history
+from ..history import CrawlHistory
+from ..io import (
+    DEFAULT_CHUNK_ROWS, FILE_STRIDE, Audit, PageBuckets, TabularScan, build_log, bucket_count, check_chunk_rows,
+    compact_file, csv_rows_estimate, merge_pieces, page_hashes, parquet_rows, reduce_buckets, scan_csv, scan_parquet,
+)
+from .table import concat_part_tables, page_table
 
 __all__ = ["read_reduce_group", "task_settings"]
 
@@ -80,8 +90,6 @@ def task_settings():
     tasks starts and restored when the last one ends; malloc's thresholds are set once.
     """
     global _running, _saved_cpu
-    import numba
-    import pyarrow as pa
 
     with _lock:
         if _running == 0:
@@ -107,9 +115,7 @@ class _KindChanged(Exception):
 
 def _keyed_scan(files, store, stride):
     """A tabular scan that also records where each page was first seen (file index * stride + row)."""
-    from .io._tabular import _Scan
-
-    class Scan(_Scan):
+    class Scan(TabularScan):
         def __init__(self):
             super().__init__(files, store)
             self.first_key = []  # per page code, in code order
@@ -136,10 +142,7 @@ def _keyed_scan(files, store, stride):
 
 def _tabular_group(files, indexes, fmt, mapping, change_from, chunk_rows, stride):
     """Scan CSV or Parquet files into page buckets: (scan, per-file facts) or (None, facts) if kinds differ."""
-    from .io._buckets import PageBuckets, bucket_count
-    from .io._tabular import DEFAULT_CHUNK_ROWS, _check_chunk, csv_rows_estimate, parquet_rows, scan_csv, scan_parquet
-
-    chunk_rows = DEFAULT_CHUNK_ROWS if chunk_rows is None else _check_chunk(chunk_rows)
+    chunk_rows = DEFAULT_CHUNK_ROWS if chunk_rows is None else check_chunk_rows(chunk_rows)
     files = [Path(f) for f in files]
     rows = parquet_rows(files) if fmt == "parquet" else csv_rows_estimate(files)
     store = PageBuckets(bucket_count(rows))
@@ -167,7 +170,7 @@ def _tabular_group(files, indexes, fmt, mapping, change_from, chunk_rows, stride
 
 
 def read_reduce_group(files, indexes, fmts, mapping, change_from, chunk_rows, page_key, sources, methods, prior,
-                      level, posterior_method):
+                      level, posterior_method, with_posterior=False):
     """Read one group of files and reduce its pages to their rows of the page table.
 
     Returns
@@ -179,16 +182,14 @@ def read_reduce_group(files, indexes, fmts, mapping, change_from, chunk_rows, pa
         in the file of the page's first visit), ``files`` (per file: change kind,
         digest column, rows, and (source, line word, naive/aware times)), ``any_digest`` (some row of
         the group has a digest; None without a digest column) and ``hashes`` (uint64
-        hash of each page label).
+        hash of each page label); ``histories``, with ``with_posterior`` the
+        :func:`~changerate_bayes.bayes.posterior_history` of the table's pages, part by
+        part (else empty).
     """
-    from .io._pieces import _FILE_STRIDE, compact_file, merge_pieces, page_hashes
-    from .io._semantics import build_log
-    from .pages import concat_part_tables, page_table
-
     with task_settings():  # page_table gathers the estimators' warnings in attrs
-        out = {"table": None, "audit": None, "first_key": None}
+        out = {"table": None, "audit": None, "first_key": None, "histories": []}
         if fmts[0] in ("csv", "parquet"):  # then all files have that format
-            scan, facts = _tabular_group(files, indexes, fmts[0], mapping, change_from, chunk_rows, _FILE_STRIDE)
+            scan, facts = _tabular_group(files, indexes, fmts[0], mapping, change_from, chunk_rows, FILE_STRIDE)
             out["files"] = facts
             if scan is None:
                 out["hashes"], out["any_digest"] = np.zeros(0, "u8"), None
@@ -198,8 +199,6 @@ def read_reduce_group(files, indexes, fmts, mapping, change_from, chunk_rows, pa
                     out["hashes"] = page_hashes(labels)
                     out["any_digest"] = store.any_digest()
                     first_key = np.asarray(scan.first_key, dtype=np.int64)
-                    from .io._buckets import reduce_buckets
-
                     audits, tables, codes = [], [], []
                     if store.rows:
                         for c, part in reduce_buckets(store, change_from=scan.kind, sources=sources):
@@ -208,9 +207,12 @@ def read_reduce_group(files, indexes, fmts, mapping, change_from, chunk_rows, pa
                                 tables.append(page_table(part, methods=methods, prior=prior, level=level,
                                                          posterior_method=posterior_method))
                                 codes.append(c)
+                                if with_posterior:  # its pages are named by their codes
+                                    h = posterior_history(part.history)
+                                    out["histories"].append(CrawlHistory.from_segments(
+                                        h.flat_changed, h.flat_intervals, lengths=h.lengths,
+                                        crawl_rate=h.crawl_rate, page_ids=labels[c]))
                 if audits:
-                    from .io import Audit
-
                     out["audit"] = Audit.combine(audits, sources=sources)
                 if tables:
                     table = concat_part_tables(tables, codes)
@@ -237,5 +239,7 @@ def read_reduce_group(files, indexes, fmts, mapping, change_from, chunk_rows, pa
                         table = page_table(log, methods=methods, prior=prior, level=level,
                                            posterior_method=posterior_method)
                         out["table"] = table
+                        if with_posterior:
+                            out["histories"].append(posterior_history(log.history))
                         out["first_key"] = first_key[pd.Index(labels).get_indexer(table["page"])]
     return out

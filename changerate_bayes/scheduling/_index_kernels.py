@@ -1,5 +1,5 @@
-"""Compiled freshness indices of the index policies (numba, compiled on first use with
-``cache=True``, never at import time)."""
+"""Compiled freshness indices (:mod:`._freshness_index`) and the replay's index tables (numba,
+compiled on first use with ``cache=True``, never at import time)."""
 
 from __future__ import annotations
 

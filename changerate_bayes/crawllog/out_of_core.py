@@ -3,41 +3,22 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+
 import numpy as np
-import pandas as pd
 
-from .io._audit import Audit
-from .pages import _check_budget, _check_methods, allocate_crawls, concat_part_tables, page_table
+from .._validation import StatisticalWarning
+from ..io import (
+    BUCKET_ROWS, DEFAULT_CHUNK_ROWS, FORMATS, Audit, CrawlLogError, PageBuckets, TabularScan, as_paths, bucket_count,
+    check_chunk_rows, check_columns, check_scan_rows, common_format, csv_rows_estimate, no_pages_error, parquet_rows,
+    read_log, reduce_buckets, scan_csv, scan_parquet,
+)
+from .allocate import allocate_crawls, check_budget
+from .table import LogEstimates, _check_methods, concat_part_tables, estimate_pages, page_table
 
-__all__ = ["LogEstimates", "estimate_log", "DEFAULT_MEMORY_BYTES"]
+__all__ = ["estimate_log", "DEFAULT_MEMORY_BYTES"]
 
 #: Bytes of compact rows held in memory before the buckets are appended to files.
 DEFAULT_MEMORY_BYTES = 256 * 2**20
-
-
-@dataclass(frozen=True)
-class LogEstimates:
-    """What :func:`estimate_log` returns.
-
-    Attributes
-    ----------
-    table : pandas.DataFrame
-        The per-page table of :func:`changerate_bayes.estimate_pages`, pages in order of
-        first appearance in the log.
-    audit : Audit
-        The audit of the whole log (the buckets' audits summed).
-    n_buckets : int
-        Buckets of pages the log was reduced in.
-    spilled_bytes : int
-        Bytes of compact rows written to temporary files (0 when the log fitted in
-        ``memory_bytes``).
-    """
-
-    table: pd.DataFrame
-    audit: Audit
-    n_buckets: int
-    spilled_bytes: int
 
 
 def _check_rows(value, name) -> int:
@@ -111,7 +92,7 @@ def estimate_log(paths, *, format="auto", columns=None, change_from="auto", meth
     Examples
     --------
     >>> import os, tempfile
-    >>> from changerate_bayes import estimate_log
+    >>> from changerate_bayes.crawllog import estimate_log
     >>> text = "page,fetch_time,digest\\n" + "".join(
     ...     f"{p},2024-01-{d:02d}T00:00Z,{p}{d // 3}\\n" for p in "ab" for d in range(1, 10))
     >>> with tempfile.TemporaryDirectory() as d:
@@ -123,23 +104,14 @@ def estimate_log(paths, *, format="auto", columns=None, change_from="auto", meth
     >>> res.audit.rows_read
     18
     """
-    from .io._buckets import BUCKET_ROWS, PageBuckets, bucket_count, reduce_buckets
-    from .io._errors import CrawlLogError
-    from .io._formats import FORMATS, common_format, read_log
-    from .io._tabular import (
-        DEFAULT_CHUNK_ROWS, _as_paths, _check_chunk, _Scan, check_columns, check_scan_rows, csv_rows_estimate,
-        parquet_rows, scan_csv, scan_parquet,
-    )
-    from .pages import estimate_pages
-
-    files = _as_paths(paths)
+    files = as_paths(paths)
     methods = _check_methods(methods)
-    budget = _check_budget(budget)
+    budget = check_budget(budget)
     if not isinstance(format, str) or format not in FORMATS:
         raise CrawlLogError(f"{files[0]}: unknown format {format!r}; choose one of {list(FORMATS)}")
     if format == "auto":
         format = common_format(files)
-    chunk_rows = _check_chunk(DEFAULT_CHUNK_ROWS if chunk_rows is None else chunk_rows)
+    chunk_rows = check_chunk_rows(DEFAULT_CHUNK_ROWS if chunk_rows is None else chunk_rows)
     bucket_rows = _check_rows(BUCKET_ROWS if bucket_rows is None else bucket_rows, "bucket_rows")
     if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, (int, float)) or not memory_bytes >= 0:
         raise ValueError(f"`memory_bytes` must be a number >= 0; got {memory_bytes!r}")
@@ -147,11 +119,11 @@ def estimate_log(paths, *, format="auto", columns=None, change_from="auto", meth
         log = read_log(files, format=format, columns=columns, change_from=change_from, chunk_rows=chunk_rows)
         table = estimate_pages(log, methods=methods, prior=prior, budget=budget, level=level,
                                posterior_method=posterior_method)
-        return LogEstimates(table=table, audit=log.audit, n_buckets=1, spilled_bytes=0)
+        return LogEstimates(table=table, audit=log.audit, engine="pandas")
     mapping = check_columns(columns)
     rows = parquet_rows(files) if format == "parquet" else csv_rows_estimate(files)
     with PageBuckets(bucket_count(rows, bucket_rows), memory_bytes=memory_bytes, folder=folder) as store:
-        scan = _Scan(files, store)
+        scan = TabularScan(files, store)
         if format == "parquet":
             scan_parquet(scan, mapping=mapping, change_from=change_from, chunk_rows=chunk_rows)
         else:
@@ -171,14 +143,10 @@ def estimate_log(paths, *, format="auto", columns=None, change_from="auto", meth
         n_buckets, spilled = store.n_buckets, store.spilled_bytes
     audit = Audit.combine(audits, sources=tuple(str(s) for s in files))
     if not tables:
-        from .io._buckets import no_pages_error
-
         raise no_pages_error(audit)
     table = concat_part_tables(tables, codes)
     table["page"] = labels[np.sort(np.concatenate(codes), kind="stable")]
     table = allocate_crawls(table, budget)
-    from ._validation import StatisticalWarning
-
     for msg in table.attrs["warnings"]:
         warnings.warn(msg, StatisticalWarning, stacklevel=2)
-    return LogEstimates(table=table, audit=audit, n_buckets=n_buckets, spilled_bytes=spilled)
+    return LogEstimates(table=table, audit=audit, engine="buckets", n_parts=n_buckets, spilled_bytes=spilled)

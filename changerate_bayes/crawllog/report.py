@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import datetime
 import math
+import os
+import platform
+import time
 import warnings
 
 import numpy as np
 import pandas as pd
+import scipy
+from markupsafe import escape
 
-from .io import Audit, CrawlLog
+from .._version import __version__
+from ..datasets import DATASETS, dataset_path
+from ..diagnostics import interval_calibration, poisson_gof
+from ..io import Audit, CrawlLog
+from ..report import figure_to_html, html_table, render_page
 
 __all__ = ["crawl_diagnostics", "detection_times", "estimate_report", "diagnose_report", "log_attribution",
            "shorten_label", "OTA_ATTRIBUTION"]
@@ -27,10 +37,6 @@ def log_attribution(paths, fmt: str) -> str | None:
     Archive files (the same file, also through links); for any other file in that
     format, a note of the format alone, which credits no collection; None otherwise.
     """
-    import os
-
-    from .datasets import DATASETS, dataset_path
-
     shipped = [dataset_path(n) for n in DATASETS if n.startswith("ota_")]
 
     def is_shipped(p) -> bool:
@@ -89,8 +95,6 @@ def _records(table: pd.DataFrame) -> list[dict]:
 
 
 def _audit_html(audit: Audit):
-    from .report import html_table
-
     rows = [{"item": k, "value": v} for k, v in audit.as_dict().items() if k not in ("dropped", "sources")]
     rows += [{"item": f"dropped: {r}", "value": n} for r, n in audit.dropped]
     rows.append({"item": "sources", "value": ", ".join(audit.sources)})
@@ -98,12 +102,10 @@ def _audit_html(audit: Audit):
 
 
 def _rate_figure(table: pd.DataFrame):
-    import matplotlib
+    import matplotlib  # optional dependency, heavy: imported when a report is written
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from .report import figure_to_html
 
     rate = table["rate_per_day"].to_numpy()
     rate = rate[np.isfinite(rate) & (rate > 0)]
@@ -118,9 +120,7 @@ def _rate_figure(table: pd.DataFrame):
 
 
 def _forest_figure(top: pd.DataFrame, level: float):
-    import matplotlib.pyplot as plt
-
-    from .report import figure_to_html
+    import matplotlib.pyplot as plt  # optional dependency, heavy: imported when a report is written
 
     fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(top) + 1.2), layout="constrained")
     y = np.arange(len(top))[::-1]
@@ -189,8 +189,6 @@ def crawl_diagnostics(log: CrawlLog, *, pages=None, max_pages: int = 20, seed: i
         ``reading`` (rates in changes per day) and ``tests`` ({test: {"pvalue",
         "reading"}}, empty if not tested).
     """
-    from .diagnostics import interval_calibration, poisson_gof
-
     calib = interval_calibration(log.history)
     times, page = detection_times(log)
     h = log.history
@@ -264,10 +262,6 @@ def estimate_report(table: pd.DataFrame, audit: Audit, *, log: CrawlLog | None =
     (str, dict)
         The page (self-contained HTML) and the results for ``results.json``.
     """
-    import time
-
-    from .report import html_table, render_page
-
     started = time.perf_counter() if started is None else started
     t0 = time.perf_counter()
     level = table.attrs.get("level", 0.9)
@@ -341,10 +335,6 @@ def diagnose_report(results: list, *, sources, alpha: float = 0.05, seed: int = 
     started : float, optional
         ``time.perf_counter()`` at the command's start, for the run time in the header.
     """
-    import time
-
-    from .report import html_table, render_page
-
     started = time.perf_counter() if started is None else started
     if kind not in ("events", "crawl"):
         raise ValueError(f"`kind` must be 'events' or 'crawl'; got {kind!r}")
@@ -388,13 +378,7 @@ def diagnose_report(results: list, *, sources, alpha: float = 0.05, seed: int = 
 
 
 def _meta(command: str, seed: int, seconds: float) -> dict:
-    import datetime
-    import platform
-
-    import matplotlib
-    import scipy
-
-    from . import __version__
+    import matplotlib  # optional dependency, heavy: its version only when a report is written
 
     return {"preset": command, "seed": seed, "total_seconds": seconds, "version": __version__,
             "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -403,6 +387,4 @@ def _meta(command: str, seed: int, seconds: float) -> dict:
 
 
 def _esc(text: str) -> str:
-    from markupsafe import escape
-
     return str(escape(text))

@@ -1,0 +1,648 @@
+"""The per-page table and the schedule on a Dask cluster: each page's visits in one task, the pandas engine's code per task.
+
+Log files that already partition the pages are read and reduced by one task per group
+of files; other log files are read one per task and their rows moved between workers
+by page; a Dask DataFrame is shuffled by page. Every task runs single-threaded
+(:mod:`changerate_bayes.crawllog._dask_tasks`). The schedules
+(:func:`schedule_pages_dask`, :func:`schedule_files_dask`) also send back each page's
+:func:`~changerate_bayes.bayes.posterior_history` from the same tasks, so every file is
+read once.
+
+Dask and distributed are imported inside the functions that use them: they are optional
+dependencies, and ``import changerate_bayes.crawllog`` does not load them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from .._upstream import quiet_dask_logs
+from .._validation import StatisticalWarning
+from ..bayes import posterior_history
+from ..history import CrawlHistory
+from ..io import (
+    COMPACT_COLUMNS, DECOMPRESSION_ERRORS, Audit, CrawlLogError, build_log, check_columns, check_complete,
+    check_field_counts, check_kinds, check_page_key, check_time_kinds, column_plan, compact_file, decompression_error, detect_format,
+    different_columns_message, log_files, merge_kinds, merge_pieces, mixed_formats_error, page_hashes, read_frame, refuse_surt_for_warc,
+    split_piece,
+)
+from ._dask_tasks import read_reduce_group, task_settings
+from .allocate import allocate_crawls
+from .fetch_schedule import MAX_INTERVAL_H, _check_max_interval, crawl_schedule
+from .table import LogEstimates, concat_part_tables, page_table
+
+__all__ = ["ClusterEstimates", "DASK_FORMATS", "dask_client", "dask_frame", "estimate_files_dask",
+           "estimate_pages_dask", "per_page_partitions", "schedule_files_dask", "schedule_pages_dask"]
+
+#: The result of the Dask engine: :class:`~changerate_bayes.crawllog.LogEstimates`
+#: (``engine="dask"``; ``n_partitions`` and ``shuffled`` as before).
+ClusterEstimates = LogEstimates
+
+
+def _partition(pdf: pd.DataFrame, columns, change_from, methods, prior, level, posterior_method, source,
+               with_posterior=False):
+    """One partition (every visit of its pages): its page table, audit, pages' first rows, time kinds
+    and, ``with_posterior``, the compact history that determines each page's posterior.
+
+    Naive and time-zone-aware times are not refused here but returned (the first row of
+    each kind per time column), since they may sit in different partitions: the caller
+    checks them over the whole log, as the pandas engine does.
+    """
+    with task_settings():
+        return _partition_body(pdf, columns, change_from, methods, prior, level, posterior_method, source,
+                               with_posterior)
+
+
+def _partition_body(pdf, columns, change_from, methods, prior, level, posterior_method, source, with_posterior):
+    pdf = pdf.sort_values("_row", kind="stable")
+    rows = pdf["_row"].to_numpy()
+    kinds: dict = {}
+    log = read_frame(pdf.drop(columns="_row"), columns=columns, change_from=change_from, source=source,
+                     rows=rows, empty_ok=True, time_kinds=kinds)
+    if log.history is None:
+        return None, log.audit, None, kinds, None
+    table = page_table(log, methods=methods, prior=prior, level=level, posterior_method=posterior_method)
+    page_col = (columns or {}).get("page", "page")
+    first_row = pdf.groupby(page_col, sort=False)["_row"].min()
+    compact = posterior_history(log.history) if with_posterior else None
+    return table, log.audit, first_row.reindex(table["page"]).to_numpy(), kinds, compact
+
+
+def per_page_partitions(visits, *, columns=None, change_from="auto", methods=(), prior=None, level=0.9,
+                        posterior_method="grid", npartitions=None, source="<dask dataframe>", client=None,
+                        with_posterior=False):
+    """The shuffle and per-partition pass of :func:`estimate_pages_dask`, without the allocation.
+
+    Returns ``(table, audit, n_partitions, histories)``: the page table (pages in order of
+    first appearance), the summed audit, the number of partitions and, ``with_posterior``,
+    the list of the partitions' :func:`changerate_bayes.bayes.posterior_history`
+    (else None). Arguments and errors as :func:`estimate_pages_dask`.
+    """
+    import dask  # optional dependency, heavy: imported when the Dask engine runs
+    import dask.dataframe as dd
+
+    if not isinstance(visits, dd.DataFrame):
+        raise TypeError(f"`visits` must be a dask.dataframe.DataFrame; got {type(visits).__name__}")
+    mapping = check_columns(columns)
+    plan, kind = column_plan([str(c) for c in visits.columns], mapping, source=source, change_from=change_from)
+    keep = list(plan.values()) + (["not_modified"] if "not_modified" in visits.columns else [])
+    df = visits[keep]
+    df = df.assign(_row=1)
+    df = df.assign(_row=df["_row"].cumsum())
+    n = npartitions or visits.npartitions
+    shuffled = df.shuffle(on=plan["page"], npartitions=n)
+    parts = shuffled.to_delayed()
+    task = dask.delayed(_partition)
+    jobs = [task(p, mapping or None, kind, tuple(methods), prior, level, posterior_method, source, with_posterior)
+            for p in parts]
+    try:
+        results = client.compute(jobs, sync=True) if client is not None else dask.compute(*jobs)
+    except DECOMPRESSION_ERRORS as exc:  # a truncated or corrupt .gz/.bz2/.xz/.zst read by the workers
+        raise decompression_error(source, exc) from None
+    kinds: dict = {}
+    for _, _, _, k, _ in results:
+        merge_kinds(kinds, k)
+    state: dict = {}
+    for column in (plan["fetch_time"], plan.get("last_modified")):  # the pandas engine's order
+        if column in kinds:
+            check_kinds(state, kinds[column], source=source, column=column, line_word="row")
+    tables = [(t, r) for t, _, r, _, _ in results if t is not None]
+    audit = Audit.combine([a for _, a, _, _, _ in results], sources=(source,))
+    if audit.rows_read == 0:
+        raise CrawlLogError(f"{source}: no visits: the frame has no rows")
+    if not tables:
+        raise CrawlLogError(f"{source}: no page has two usable visits, so there is nothing to estimate\n"
+                            + audit.format())
+    table = concat_part_tables([t for t, _ in tables], [r for _, r in tables])
+    histories = [h for t, _, _, _, h in results if t is not None] if with_posterior else None
+    return table, audit, len(parts), histories
+
+
+def estimate_pages_dask(visits, *, columns=None, change_from="auto", methods=(), prior=None, budget=None,
+                        level=0.9, posterior_method="grid", npartitions=None, source="<dask dataframe>",
+                        client=None) -> ClusterEstimates:
+    """:func:`changerate_bayes.estimate_pages` of a crawl log held in a Dask DataFrame.
+
+    Every row gets its global row number (a cumulative sum over the partitions, so the
+    audit's out-of-order count and the duplicate rule see the log's order), the visits
+    are shuffled on the page column so that each page lives in exactly one partition,
+    and each partition runs the pandas engine's code: :func:`changerate_bayes.io.read_frame`
+    and the per-page estimates. Only the small per-page tables come back; the crawl
+    allocation (which couples all pages through the budget) runs on them at the end.
+    Per-page results therefore equal the pandas engine's (to rounding, 1e-12).
+
+    Parameters
+    ----------
+    visits : dask.dataframe.DataFrame
+        One row per visit, in log order, with the columns of
+        :func:`changerate_bayes.io.read_csv` (mappable with ``columns``).
+    columns, change_from
+        As :func:`changerate_bayes.io.read_csv`.
+    methods, prior, budget, level, posterior_method
+        As :func:`changerate_bayes.estimate_pages` (``budget`` in crawls per day).
+    npartitions : int, optional
+        Partitions after the shuffle (default: those of ``visits``).
+    source : str
+        Name used in error messages.
+    client : distributed.Client, optional
+        Where to compute (default: the current Dask scheduler, e.g. the last Client
+        created).
+
+    Returns
+    -------
+    ClusterEstimates
+        The table, the summed audit and the number of partitions.
+
+    Raises
+    ------
+    TypeError
+        If ``visits`` is not a Dask DataFrame.
+    CrawlLogError (a ValueError)
+        As the pandas engine: a missing column (before any computation), a bad value
+        in a partition (naming the log row), naive and time-zone-aware times anywhere
+        in the log (checked over all partitions, naming the same rows as
+        :func:`changerate_bayes.io.read_frame`), a compressed file that cannot be
+        decompressed, no rows, or no page with two usable visits.
+    """
+    table, audit, n_parts, _ = per_page_partitions(
+        visits, columns=columns, change_from=change_from, methods=methods, prior=prior, level=level,
+        posterior_method=posterior_method, npartitions=npartitions, source=source, client=client)
+    return LogEstimates(table=allocate_crawls(table, budget), audit=audit, engine="dask", n_parts=n_parts,
+                        shuffled=True)
+
+
+def _read_piece(path, fmt, file_index, mapping, change_from, chunk_rows, page_key):
+    with task_settings():
+        return compact_file(path, fmt, file_index=file_index, columns=mapping, change_from=change_from,
+                            chunk_rows=chunk_rows, page_key=page_key)
+
+
+def _read_reduce_group(*args):
+    return read_reduce_group(*args)
+
+
+def _piece_meta(piece):
+    if piece.v is None:
+        return piece.kind, piece.digest_column, False, page_hashes(piece.labels), 0, (piece.source, "", {})
+    has = piece.v.has_digest
+    present = tuple(getattr(piece.v, n) is not None for n in COMPACT_COLUMNS) if piece.v.page.size else None
+    return (piece.kind, piece.digest_column, bool(has is None or has.any()), page_hashes(piece.labels),
+            piece.v.page.size, (piece.source, piece.line_word, piece.time_kinds), present)
+
+
+def _split(piece, n):
+    return split_piece(piece, n)
+
+
+def _pick(parts, b):
+    return parts[b]
+
+
+def _pages_of(pieces, kind, sources, methods, prior, level, posterior_method, with_posterior=False):
+    """The table, audit, pages' first log positions and (``with_posterior``) the
+    :func:`~changerate_bayes.bayes.posterior_history` of the pieces' pages (all their rows)."""
+    with task_settings():
+        v, labels, first_key, extra = merge_pieces(pieces)
+        if v is None:
+            return None, None, None, None
+        log = build_log(v, labels, change_from=kind, sources=sources, empty_ok=True, audit_extra=extra)
+        if log.history is None:
+            return None, log.audit, None, None
+        table = page_table(log, methods=methods, prior=prior, level=level, posterior_method=posterior_method)
+        history = posterior_history(log.history) if with_posterior else None
+    where = pd.Index(labels).get_indexer(table["page"])
+    return table, log.audit, first_key[where], history
+
+
+def estimate_files_dask(paths, *, format="auto", columns=None, change_from="auto", partitioned="auto",
+                        page_key="url", methods=(), prior=None, budget=None, level=0.9,
+                        posterior_method="grid", npartitions=None, chunk_rows=None, client=None) -> ClusterEstimates:
+    """:func:`changerate_bayes.estimate_pages` of log files read on a Dask cluster, one file per task.
+
+    Each page's rows must meet in one task:
+
+    - if the files are already partitioned by page, no row moves: hive-style folders
+      ``page_bucket=K/`` are one group per ``K``, otherwise each file is a group (e.g.
+      one file per host). One task per group reads its files and reduces them (for CSV
+      and Parquet with the bucket reducer of :func:`changerate_bayes.estimate_log`), and
+      sends back only its pages' rows of the table, its audit, and what the checks over
+      all the files need (each file's change rule, naive/aware times and rows, whether
+      some digest is set, and a 64-bit hash of each page label). The grouping is kept
+      when no page occurs in two groups;
+    - otherwise (or with ``partitioned=False``) each file is read by one task into
+      compact columns, its rows are split by a hash of the page into ``npartitions``
+      parts, and part ``b`` of every file goes to task ``b`` (a shuffle). With
+      ``partitioned="auto"`` the group tasks run first, and are cancelled as soon as two
+      of them report a common page: files that share pages are then read twice (pass
+      ``partitioned=False`` when they are known to, e.g. Common Crawl's monthly indexes).
+
+    Values are checked where they are read (errors name the file, line or record, and
+    field). Each task runs the pandas engine's change rules and estimates on its pages;
+    the crawl allocation runs on the gathered table at the end. Table (pages in order
+    of first appearance in the files, in the order given) and audit equal those of the
+    pandas engine on the same files. Tasks are recomputed from the files if a worker
+    dies. Each task runs single-threaded (numba and pyarrow use one thread), so start
+    workers with one thread per core (``dask worker --nworkers N --nthreads 1``); see
+    :mod:`changerate_bayes.crawllog._dask_tasks`.
+
+    Parameters
+    ----------
+    paths : path or list of paths
+        Log files or folders (see :func:`changerate_bayes.io.log_files`); files are in log order.
+    format : {"auto", "csv", "parquet", "cdx", "warc"}, default "auto"
+        As :func:`changerate_bayes.io.read_log` (all files of one format, or CDX and
+        WARC files mixed).
+    columns, change_from
+        For CSV and Parquet, as :func:`changerate_bayes.io.read_csv`.
+    partitioned : {"auto", True, False}, default "auto"
+        "auto" uses the files' grouping when it partitions the pages, else shuffles;
+        True requires it (an error otherwise); False always shuffles.
+    page_key : {"url", "surt"}, default "url"
+        For CDX, as :func:`changerate_bayes.io.read_cdx`.
+    methods, prior, budget, level, posterior_method
+        As :func:`changerate_bayes.estimate_pages` (``budget`` in crawls per day).
+    npartitions : int, optional
+        Parts of a shuffle (default: the number of files, at least 2).
+    chunk_rows : int, optional
+        Rows parsed at a time in each task (default the readers' default).
+    client : distributed.Client, optional
+        Where to compute (default: the current client).
+
+    Returns
+    -------
+    ClusterEstimates
+
+    Raises
+    ------
+    ValueError
+        For a client that cannot be found, or a bad ``format``, ``partitioned`` or
+        ``page_key``.
+    CrawlLogError (a ValueError)
+        Any reader's error (naming the file, line or record, and field); files whose
+        changes would be decided differently; a digest column empty in every file;
+        ``partitioned=True`` with a page in two groups; no page with two usable visits.
+    """
+    files, buckets = log_files(paths)
+    res, _ = _estimate_files(files, buckets, format=format, columns=columns, change_from=change_from,
+                             partitioned=partitioned, page_key=page_key, methods=methods, prior=prior, budget=budget,
+                             level=level, posterior_method=posterior_method, npartitions=npartitions,
+                             chunk_rows=chunk_rows, client=client)
+    warn_table_notes(res.table)
+    return res
+
+
+def warn_table_notes(table) -> None:
+    """Issue the table's notes (``attrs["warnings"]``) as StatisticalWarning, as estimate_pages does
+    (the pooled statistics are per task here)."""
+    for msg in table.attrs["warnings"]:
+        warnings.warn(msg, StatisticalWarning, stacklevel=3)
+
+
+def _estimate_files(files, buckets, *, format, columns, change_from, partitioned, page_key, methods, prior, budget,
+                    level, posterior_method, npartitions, chunk_rows, client, with_posterior=False):
+    """:func:`estimate_files_dask` of the listed ``files`` (and their ``buckets``, from
+    :func:`changerate_bayes.io.log_files`), without issuing the table's warnings; with
+    ``with_posterior`` also the list of the tasks' :func:`~changerate_bayes.bayes.posterior_history`."""
+    if partitioned not in ("auto", True, False):
+        raise ValueError(f"`partitioned` must be 'auto', True or False; got {partitioned!r}")
+    check_page_key(page_key)
+    mapping = check_columns(columns)
+    if format not in ("auto", "csv", "parquet", "cdx", "warc"):
+        raise ValueError(f"`format` must be one of ['auto', 'csv', 'parquet', 'cdx', 'warc']; got {format!r}")
+    fmts = [detect_format(f) for f in files] if format == "auto" else [format] * len(files)
+    refuse_surt_for_warc(files, format, page_key)
+    if len(set(fmts)) > 1 and set(fmts) != {"cdx", "warc"}:
+        raise mixed_formats_error(files, fmts)
+    if "ota" in fmts:
+        raise CrawlLogError(f"{files[fmts.index('ota')]}: an Open Terms Archive log: use estimate_pages_dask")
+    if client is None:
+        from distributed import get_client  # optional dependency, heavy: imported when the Dask engine runs
+
+        client = get_client()
+    sources = tuple(str(f) for f in files)
+    group_of = buckets if all(b is not None for b in buckets) else list(range(len(files)))
+    groups = list(dict.fromkeys(group_of))
+    members = [[i for i, g in enumerate(group_of) if g == grp] for grp in groups]
+    args = (tuple(methods), prior, level, posterior_method, with_posterior)
+    table = audit = histories = None
+    if partitioned is not False:
+        table, audit, histories = _unshuffled(client, files, fmts, members, mapping, change_from, chunk_rows,
+                                              page_key, sources, args, required=partitioned is True,
+                                              what="page_bucket folders" if group_of is buckets else "files")
+    disjoint = table is not None
+    if not disjoint:
+        table, audit, n_parts, histories = _shuffled(client, files, fmts, mapping, change_from, chunk_rows, page_key,
+                                                     sources, args, npartitions)
+    res = LogEstimates(table=allocate_crawls(table, budget), audit=audit, engine="dask",
+                       n_parts=len(groups) if disjoint else n_parts, shuffled=not disjoint)
+    return res, histories
+
+
+def _check_files(sources, files_meta, any_digest, *, tabular) -> str:
+    """The checks over all the files that no single task can make (the readers' errors); the change kind.
+
+    ``files_meta`` holds, file by file in log order, (change kind, digest column, rows,
+    (source, line word, naive/aware times)[, the compact columns present, CSV and Parquet
+    only]); ``any_digest`` whether some group or file has
+    a row with a digest; ``tabular`` whether the files are CSV or Parquet (whose reader
+    words the no-visit error differently).
+    """
+    change_kinds = {m[0] for m in files_meta}
+    if len(change_kinds) > 1:
+        raise CrawlLogError(f"{', '.join(sources)}: changes would be decided by {sorted(change_kinds)} in different "
+                            "files; give the files the same columns")
+    kind = change_kinds.pop()
+    if tabular:  # the pandas engine reads all files into one set of columns, so it refuses files that differ
+        present = [m[4] for m in files_meta if len(m) > 4 and m[4] is not None]
+        for p in present[1:]:
+            if p != present[0]:
+                raise CrawlLogError(different_columns_message(p, present[0]))
+    if not any(m[2] for m in files_meta):
+        raise CrawlLogError(f"{', '.join(sources)}: no visits" + (": the file(s) hold no data rows" if tabular
+                                                                  else " in the files"))
+    check_time_kinds([m[3] for m in files_meta])
+    if kind == "digest" and not any_digest:
+        raise CrawlLogError(f"{', '.join(sources)}: line 1, column {files_meta[0][1]!r}: the digest column is entirely "
+                            "empty; map another column with `columns=` or choose `change_from`")
+    return kind
+
+
+def _assemble(sources, parts):
+    """The page table and audit of the parts' (table, audit, first keys); the no-page error."""
+    parts = [(t, a, r) for t, a, r in parts if a is not None]
+    audit = Audit.combine([a for _, a, _ in parts], sources=sources)
+    tables = [(t, r) for t, _, r in parts if t is not None]
+    if not tables:
+        raise CrawlLogError(f"{', '.join(sources)}: no page has two usable visits, so there is nothing to estimate\n"
+                            + audit.format())
+    return concat_part_tables([t for t, _ in tables], [r for _, r in tables]), audit
+
+
+def _unshuffled(client, files, fmts, members, mapping, change_from, chunk_rows, page_key, sources, args, *, required,
+                what):
+    """Each group of files read and reduced by one task: (table, audit, posterior histories or None), or
+    (None, None, None) if two groups share a page.
+
+    The tasks return the hashes of their pages; as soon as one page is seen in two
+    groups the tasks still running are cancelled (``required``: an error instead).
+    """
+    from distributed import as_completed  # optional dependency, heavy: imported when the Dask engine runs
+
+    jobs = [client.submit(_read_reduce_group, [str(files[i]) for i in m], m, [fmts[i] for i in m], mapping,
+                          change_from, chunk_rows, page_key, sources, *args) for m in members]
+    seen: set = set()
+    n_seen = 0
+    shared = False
+    got = {}
+    for job in as_completed(jobs):
+        if job.status == "error":  # raised below, for the first group in file order
+            continue
+        got[job.key] = job.result()
+        hashes = got[job.key]["hashes"]
+        seen.update(hashes.tolist())
+        n_seen += hashes.size
+        if len(seen) < n_seen:
+            shared = True
+            break
+    if shared and not required:
+        client.cancel(jobs)
+        return None, None, None
+    results = [got[j.key] for j in jobs] if len(got) == len(jobs) else _gather_in_order(client, jobs)
+    meta = sorted((i, f) for m, r in zip(members, results) for i, f in zip(m, r["files"]))
+    _check_files(sources, [f for _, f in meta], any(r["any_digest"] is not False for r in results),
+                 tabular=fmts[0] in ("csv", "parquet"))
+    if shared:
+        raise CrawlLogError(f"{', '.join(sources)}: `partitioned=True` but some page occurs in two groups of files "
+                            f"({what}); pass partitioned='auto' or False to shuffle")
+    table, audit = _assemble(sources, [(r["table"], r["audit"], r["first_key"]) for r in results])
+    histories = [h for r in results for h in r["histories"]] if args[-1] else None
+    return table, audit, histories
+
+
+def _gather_in_order(client, jobs):
+    """The jobs' results; if some failed, the error of the first in list order (the files' order)."""
+    from distributed import wait  # optional dependency, heavy: imported when the Dask engine runs
+
+    wait(jobs)
+    for job in jobs:
+        if job.status == "error":
+            job.result()  # raises the task's exception
+    return client.gather(jobs)
+
+
+def _shuffled(client, files, fmts, mapping, change_from, chunk_rows, page_key, sources, args, npartitions):
+    """Each file read by one task, its rows split by page hash and moved: (table, audit, parts, posterior
+    histories or None)."""
+    pieces = [client.submit(_read_piece, str(f), fmt, i, mapping, change_from, chunk_rows, page_key)
+              for i, (f, fmt) in enumerate(zip(files, fmts))]
+    meta = _gather_in_order(client, client.map(_piece_meta, pieces))
+    kind = _check_files(sources, [(m[0], m[1], m[4], m[5], m[6] if len(m) > 6 else None) for m in meta], any(m[2] for m in meta),
+                        tabular=fmts[0] in ("csv", "parquet"))
+    n = npartitions or max(len(files), 2)
+    splits = [client.submit(_split, p, n) for p in pieces]
+    jobs = [client.submit(_pages_of, [client.submit(_pick, s, b) for s in splits], kind, sources, *args)
+            for b in range(n)]
+    results = client.gather(jobs)
+    del pieces
+    table, audit = _assemble(sources, [r[:3] for r in results])
+    histories = [r[3] for r in results if r[0] is not None] if args[-1] else None
+    return table, audit, n, histories
+
+
+def _concat_histories(histories) -> CrawlHistory:
+    """One ragged history of the pages of ``histories``, one after the other."""
+    rates = [h.crawl_rate for h in histories]
+    return CrawlHistory.from_segments(
+        np.concatenate([h.flat_changed for h in histories]),
+        np.concatenate([h.flat_intervals for h in histories]),
+        lengths=np.concatenate([h.lengths for h in histories]),
+        crawl_rate=None if any(r is None for r in rates) else np.concatenate(
+            [np.broadcast_to(np.asarray(r, dtype=np.float64), (h.lengths.size,)) for r, h in zip(rates, histories)]),
+        page_ids=np.concatenate([np.asarray(h.page_ids, dtype=object) for h in histories]),
+    )
+
+
+def _reorder(history: CrawlHistory, order: np.ndarray) -> CrawlHistory:
+    """The pages ``order`` of a ragged history (a permutation), as a new history."""
+    lengths = history.lengths[order]
+    starts = history.offsets[:-1][order]
+    idx = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths) + np.arange(lengths.sum())
+    rate = history.crawl_rate
+    if rate is not None:
+        rate = np.broadcast_to(np.asarray(rate, dtype=np.float64), (history.lengths.size,))[order]
+    return CrawlHistory.from_segments(history.flat_changed[idx], history.flat_intervals[idx], lengths=lengths,
+                                      crawl_rate=rate, page_ids=np.asarray(history.page_ids, dtype=object)[order])
+
+
+def schedule_pages_dask(visits, *, columns=None, change_from="auto", budget=None, prior=None, level=0.9,
+                        max_interval_h=MAX_INTERVAL_H, npartitions=None, source="<dask dataframe>", client=None):
+    """:func:`~changerate_bayes.crawllog.schedule_pages` of a crawl log held in a Dask DataFrame.
+
+    The per-page pass of :func:`estimate_pages_dask` (visits
+    shuffled by page, the pandas engine's code per partition); each partition also sends
+    back its pages' :func:`posterior_history` (about one entry per change), so that the
+    predictive probabilities are computed at the end, once the allocation has fixed every
+    interval, from the same posterior as the pandas engine: the schedule is the pandas
+    engine's.
+
+    Parameters
+    ----------
+    visits : dask.dataframe.DataFrame
+    columns, change_from, npartitions, source, client
+        As :func:`estimate_pages_dask`.
+    budget, prior, level, max_interval_h
+        As :func:`~changerate_bayes.crawllog.schedule_pages`.
+
+    Returns
+    -------
+    (pandas.DataFrame, Audit)
+        The schedule (as :func:`~changerate_bayes.crawllog.fetch_schedule.crawl_schedule`) and the audit of the whole log.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`estimate_pages_dask` and :func:`~changerate_bayes.crawllog.fetch_schedule.crawl_schedule`.
+    """
+    _check_max_interval(max_interval_h)
+    table, audit, _, histories = per_page_partitions(
+        visits, columns=columns, change_from=change_from, prior=prior, level=level, npartitions=npartitions,
+        source=source, client=client, with_posterior=True)
+    table = allocate_crawls(table, budget)
+    return _schedule_of(table, histories, max_interval_h=max_interval_h, prior=prior), audit
+
+
+def schedule_files_dask(paths, *, format="auto", columns=None, change_from="auto", page_key="url", budget=None,
+                        prior=None, level=0.9, max_interval_h=MAX_INTERVAL_H, chunk_rows=None, client=None):
+    """:func:`~changerate_bayes.crawllog.schedule_pages` of log files (CSV, Parquet, CDX/CDXJ, WARC) read on a Dask cluster.
+
+    The per-page table, its allocation and the audit are those of
+    :func:`estimate_files_dask` (one file per task; every reader's checks and errors).
+    The predictive probabilities need each page's
+    :func:`~changerate_bayes.bayes.posterior_history` (its changed crawls and unchanged
+    time), which the table does not hold: the same tasks that compute the table's rows
+    send back their pages' compact histories (about one entry per change), so every file
+    is read once. The schedule is the pandas engine's.
+
+    Parameters
+    ----------
+    paths : path or list of paths
+        Log files or folders, as :func:`estimate_files_dask`.
+    format, columns, change_from, page_key, chunk_rows, client
+        As :func:`estimate_files_dask`.
+    budget, prior, level, max_interval_h
+        As :func:`~changerate_bayes.crawllog.schedule_pages`.
+
+    Returns
+    -------
+    (pandas.DataFrame, Audit)
+        The schedule (as :func:`~changerate_bayes.crawllog.fetch_schedule.crawl_schedule`) and the audit of the whole log.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`estimate_files_dask` and :func:`~changerate_bayes.crawllog.fetch_schedule.crawl_schedule`.
+    """
+    files, buckets = log_files(paths)
+    return _schedule_files(files, buckets, format=format, columns=columns, change_from=change_from,
+                           page_key=page_key, budget=budget, prior=prior, level=level, max_interval_h=max_interval_h,
+                           chunk_rows=chunk_rows, client=client)
+
+
+def _schedule_files(files, buckets, *, format, columns, change_from, page_key, budget, prior, level, max_interval_h,
+                    chunk_rows=None, client=None):
+    """:func:`schedule_files_dask` of the listed ``files`` and their ``buckets``."""
+    _check_max_interval(max_interval_h)
+    res, histories = _estimate_files(files, buckets, format=format, columns=columns, change_from=change_from,
+                                     partitioned="auto", page_key=page_key, methods=(), prior=prior, budget=budget,
+                                     level=level, posterior_method="grid", npartitions=None, chunk_rows=chunk_rows,
+                                     client=client, with_posterior=True)
+    return _schedule_of(res.table, histories, max_interval_h=max_interval_h, prior=prior), res.audit
+
+
+def _schedule_of(table, histories, *, max_interval_h, prior):
+    """:func:`crawl_schedule` of ``table`` with its pages' posterior histories, gathered part by part."""
+    history = _concat_histories(histories)
+    where = {p: i for i, p in enumerate(history.page_ids)}
+    history = _reorder(history, np.array([where[p] for p in table["page"]], dtype=np.int64))
+    return crawl_schedule(table, history, max_interval_h=max_interval_h, prior=prior)
+
+
+#: The log formats the Dask engine reads (``"auto"``: CDX and WARC files together).
+DASK_FORMATS = ("csv", "parquet", "ota", "cdx", "warc", "auto")
+
+
+def dask_frame(files, fmt: str, *, ota_changed=None):
+    """How the Dask engine reads the log files ``files`` of format ``fmt``.
+
+    Returns None when each file is read by one task (CDX, CDXJ, WARC, and several CSV
+    or Parquet files: :func:`estimate_files_dask`), else the visits as a Dask DataFrame
+    (one CSV or Parquet file read in blocks, or OTA logs: :func:`estimate_pages_dask`),
+    with the column mapping and change rule to read it with.
+
+    Raises
+    ------
+    ValueError
+        For a format the Dask engine does not read, a compressed file that cannot be
+        decompressed, or a CSV row with more or fewer fields than its header (naming
+        the file and line, as the pandas engine does).
+    """
+    import dask.dataframe as dd  # optional dependency, heavy: imported when the Dask engine runs
+
+    if fmt not in DASK_FORMATS:
+        raise ValueError(f"`engine` 'dask' reads CSV, Parquet, OTA, CDX and WARC logs; got format {fmt!r}")
+    # one task per file (no shuffle when the files partition the pages); one CSV or Parquet file in blocks
+    by_file = fmt in ("cdx", "warc", "auto") or (fmt in ("csv", "parquet") and len(files) > 1)
+    for path in files:
+        check_complete(path)  # a cut zstd file would read as fewer rows
+        if fmt in ("csv", "ota") and not by_file:  # as the pandas reader (which reads each file of by_file)
+            check_field_counts(path, src=str(path))
+    if by_file:
+        return None
+    try:  # dask reads the head of the first file here, to learn the columns
+        if fmt == "parquet":
+            return dd.read_parquet([str(f) for f in files])
+        gz = any(str(p).endswith((".gz", ".bz2", ".xz", ".zst")) for p in files)
+        return dd.read_csv([str(f) for f in files], dtype=str, keep_default_na=False,
+                           blocksize=None if gz else "64MB")
+    except DECOMPRESSION_ERRORS as exc:
+        raise decompression_error(files[0], exc, files[0]) from None
+
+
+@contextlib.contextmanager
+def dask_client(client=None):
+    """A Dask client: ``client`` itself (a ``distributed.Client``), a client of the scheduler
+    at the address ``client`` (closed on exit), or, for None, the current client if there is
+    one, else a local cluster of 2 single-threaded worker processes (closed on exit). Dask's
+    harmless log lines are silenced meanwhile."""
+    from distributed import Client, LocalCluster, get_client  # optional dependency, heavy: the Dask engine only
+
+    with quiet_dask_logs():
+        if client is not None and not isinstance(client, str):
+            yield client
+            return
+        cluster = None
+        if client is None:
+            try:
+                yield get_client()
+                return
+            except ValueError:  # no current client
+                # a task's error reaches the caller as its one-line message; the workers' own log of it
+                # ("Compute Failed" with the traceback) would print that error a second time, as a traceback.
+                # The dashboard on a free port: dashboard_address=None still tries Dask's default 8787, and
+                # warns (twice) whenever another cluster on the machine holds it
+                cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                       silence_logs=logging.CRITICAL)
+                own = Client(cluster)
+        else:
+            own = Client(client)
+        try:
+            yield own
+        finally:
+            own.close()
+            if cluster is not None:
+                cluster.close()

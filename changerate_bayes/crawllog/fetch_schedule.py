@@ -1,0 +1,359 @@
+"""A crawl schedule a crawler can load: per URL the next fetch time, its interval, the rate, P(changed).
+
+:func:`schedule_pages` turns a crawl log into one row per page: the crawl interval of
+the allocation (:func:`changerate_bayes.crawllog.allocate_crawls`), bounded by a revisit
+limit so that no page is left without a next fetch; the next fetch time (the last fetch
+plus that interval); the page's recommended change rate; and the posterior predictive
+probability that the page will have changed by then
+(:func:`changerate_bayes.bayes.change_probability`). :func:`write_schedule` writes it as
+CSV, Parquet or a Nutch seed list (:func:`nutch_seed_lines`). The Dask engine's schedules
+are in :mod:`changerate_bayes.crawllog.dask_engine`.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..bayes import change_probability, posterior_history
+from ..history import CrawlHistory
+from ..io import CrawlLog
+from .allocate import allocate_crawls
+from .table import page_table
+
+__all__ = [
+    "MAX_INTERVAL_H", "SCHEDULE_COLUMNS", "SCHEDULE_FORMATS", "LogSchedule", "crawl_schedule", "nutch_seed_lines",
+    "schedule_pages", "write_schedule",
+]
+
+#: Default revisit limit, hours: Nutch's ``db.fetch.interval.max`` default (7,776,000 s = 90 days,
+#: conf/nutch-default.xml). A page the allocation does not crawl, or crawls less often, is
+#: scheduled at this interval.
+MAX_INTERVAL_H = 90 * 24.0
+#: Columns of a schedule, in order.
+SCHEDULE_COLUMNS = ("url", "last_fetch", "next_fetch", "interval_h", "interval_source", "rate_per_day",
+                    "rate_method", "p_changed")
+#: Output formats of :func:`write_schedule`.
+SCHEDULE_FORMATS = ("csv", "parquet", "nutch-seeds")
+_SECONDS_PER_HOUR = 3600
+#: Nutch parses the interval with ``Integer.parseInt``: at most 2^31 − 1 seconds.
+_NUTCH_MAX_SECONDS = 2**31 - 1
+_NUTCH_KEY = "nutch.fetchInterval.fixed"
+
+
+@dataclass(frozen=True)
+class LogSchedule:
+    """The crawl schedule of a log with its audit: what :func:`changerate_bayes.crawllog.schedule` returns.
+
+    Attributes
+    ----------
+    schedule : pandas.DataFrame
+        One row per page, columns :data:`SCHEDULE_COLUMNS` (:func:`crawl_schedule`).
+    audit : changerate_bayes.io.Audit
+        The audit of the whole log.
+    engine : {"pandas", "dask"}
+        The engine that computed it.
+    """
+
+    schedule: pd.DataFrame
+    audit: object
+    engine: str = "pandas"
+
+
+def _check_history(history) -> CrawlHistory:
+    if not isinstance(history, CrawlHistory):
+        raise TypeError(f"`history` must be a CrawlHistory; got {type(history).__name__}")
+    return history  # its intervals are checked by change_probability
+
+
+def _check_max_interval(max_interval_h) -> float:
+    if isinstance(max_interval_h, bool) or not isinstance(max_interval_h, numbers.Real):
+        raise TypeError(f"`max_interval_h` must be a number of hours; got {type(max_interval_h).__name__}")
+    value = float(max_interval_h)
+    if not (np.isfinite(value) and value * _SECONDS_PER_HOUR >= 1.0):
+        raise ValueError(f"`max_interval_h` must be finite and at least one second (1/3600 h); got {value}")
+    return value
+
+
+def crawl_schedule(table: pd.DataFrame, history: CrawlHistory, *, max_interval_h=MAX_INTERVAL_H,
+                   prior=None) -> pd.DataFrame:
+    """The schedule of pages whose crawl allocation is in ``table``.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        From :func:`changerate_bayes.estimate_pages` (or :func:`~changerate_bayes.crawllog.allocate_crawls`
+        of a page table): columns ``page``, ``last_visit`` (UTC), ``rate_per_day``,
+        ``rate_method`` and ``crawl_interval_h``.
+    history : CrawlHistory
+        The same pages in the same order (``page_ids`` equal to ``table["page"]`` when
+        it has labels), intervals in hours: the log's history, or its
+        :func:`~changerate_bayes.bayes.posterior_history`.
+    max_interval_h : float, default :data:`MAX_INTERVAL_H` (2,160 h = 90 days)
+        Revisit limit: a page whose allocated interval is longer, infinite or missing
+        (the allocation does not crawl it) is scheduled at this interval instead and
+        marked ``interval_source = "max_interval"``.
+    prior : optional
+        The prior of the table's posterior (default ``BetaPrimePrior(1, 2)``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per page, columns :data:`SCHEDULE_COLUMNS`: ``url``; ``last_fetch`` and
+        ``next_fetch`` (UTC; next = last + interval); ``interval_h``, the interval in
+        hours, rounded to whole seconds (at least one); ``interval_source``
+        (``"allocation"``; ``"revisit_bound"`` where the table's ``at_revisit_bound`` says
+        the allocation holds the page at its own bound; ``"max_interval"`` where this
+        function's limit applies); ``rate_per_day`` and ``rate_method``
+        (the table's recommended rate, changes per day); ``p_changed``, P(the page has
+        changed by ``next_fetch``) from :func:`~changerate_bayes.bayes.change_probability`. ``attrs`` holds
+        ``budget_per_day`` (the allocation's), ``max_interval_h``, ``n_max_interval``
+        (pages at the revisit limit) and ``crawls_per_day`` (what the schedule spends:
+        Σ 24 / interval_h, above the budget by the pages held at the limit).
+
+    Raises
+    ------
+    TypeError
+        If ``table`` is not a DataFrame or ``history`` not a CrawlHistory.
+    ValueError
+        If a column is missing, ``table`` and ``history`` do not hold the same pages in
+        the same order, a page has no last visit time (a bare history), an allocated
+        interval is negative, ``max_interval_h`` is not finite and >= 1 s, or a next
+        fetch would fall after 2262-04-11 (the end of int64 nanoseconds).
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"`table` must be a pandas DataFrame; got {type(table).__name__}")
+    missing = [c for c in ("page", "last_visit", "rate_per_day", "rate_method", "crawl_interval_h")
+               if c not in table.columns]
+    if missing:
+        raise ValueError(f"`table` lacks the column(s) {missing}: give it the output of estimate_pages")
+    history = _check_history(history)
+    limit = _check_max_interval(max_interval_h)
+    if history.lengths.size != len(table):
+        raise ValueError(f"`history` has {history.lengths.size} pages but `table` has {len(table)} rows")
+    if history.page_ids is not None and not np.array_equal(np.asarray(history.page_ids, dtype=object),
+                                                           table["page"].to_numpy(dtype=object)):
+        raise ValueError("`history` and `table` must hold the same pages in the same order")
+    last = pd.to_datetime(table["last_visit"], utc=True)
+    if last.isna().any():
+        i = int(np.flatnonzero(last.isna().to_numpy())[0])
+        raise ValueError(f"`table` row {i} (page {table['page'].iloc[i]!r}) has no last visit time: a schedule "
+                         "needs the log's fetch times")
+    allocated = table["crawl_interval_h"].to_numpy(dtype=np.float64)
+    if (allocated < 0).any():
+        i = int(np.flatnonzero(allocated < 0)[0])
+        raise ValueError(f"`table` column 'crawl_interval_h' must be >= 0; got {allocated[i]} at row {i}")
+    bounded = ~(allocated <= limit)  # infinite, NaN or beyond the limit
+    at_bound = (table["at_revisit_bound"].to_numpy(dtype=bool) if "at_revisit_bound" in table.columns
+                else np.zeros(len(table), dtype=bool))  # held at the allocation's own bound
+    hours = np.where(bounded, limit, allocated)
+    seconds = np.maximum(np.rint(hours * _SECONDS_PER_HOUR), 1.0).astype(np.int64)
+    interval_h = seconds / _SECONDS_PER_HOUR
+    room = (pd.Timestamp.max.tz_localize("UTC") - last).dt.total_seconds().to_numpy()
+    late = seconds > np.floor(room)  # the next fetch would overflow int64 nanoseconds
+    if late.any():
+        i = int(np.flatnonzero(late)[0])
+        raise ValueError(f"page {table['page'].iloc[i]!r}: its next fetch, {last.iloc[i]:%Y-%m-%dT%H:%M:%SZ} + "
+                         f"{interval_h[i]:g} h, is after {pd.Timestamp.max:%Y-%m-%d}, the last time a schedule can "
+                         "hold (int64 nanoseconds); lower `max_interval_h`")
+    out = pd.DataFrame({
+        "url": table["page"].to_numpy(),
+        "last_fetch": last.to_numpy(),
+        "next_fetch": (last + pd.to_timedelta(seconds, unit="s")).to_numpy(),
+        "interval_h": interval_h,
+        "interval_source": np.where(bounded, "max_interval",
+                                    np.where(at_bound, "revisit_bound", "allocation")).astype(object),
+        "rate_per_day": table["rate_per_day"].to_numpy(dtype=np.float64),
+        "rate_method": table["rate_method"].to_numpy(dtype=object),
+        "p_changed": change_probability(history, interval_h, prior=prior),
+    })
+    out["last_fetch"] = pd.to_datetime(out["last_fetch"], utc=True)
+    out["next_fetch"] = pd.to_datetime(out["next_fetch"], utc=True)
+    out.attrs.update(budget_per_day=table.attrs.get("budget_per_day"), max_interval_h=limit,
+                     n_max_interval=int(bounded.sum()), n_revisit_bound=int((at_bound & ~bounded).sum()),
+                     crawls_per_day=float(np.sum(24.0 / interval_h)), rates="changes per day",
+                     rate_rule=table.attrs.get("rate_rule"))
+    return out
+
+
+def schedule_pages(log, *, budget=None, prior=None, level=0.9, max_interval_h=MAX_INTERVAL_H) -> pd.DataFrame:
+    """The crawl schedule of a crawl log: :func:`crawl_schedule` of its :func:`~changerate_bayes.estimate_pages`.
+
+    Parameters
+    ----------
+    log : CrawlLog
+        From :func:`changerate_bayes.io.read_log` (intervals in hours, UTC fetch times).
+    budget : float, optional
+        Crawls per day shared by :func:`changerate_bayes.crawllog.allocate_crawls`; default:
+        the crawls per day the log shows.
+    prior, level
+        As :func:`changerate_bayes.estimate_pages`.
+    max_interval_h : float, default :data:`MAX_INTERVAL_H`
+        The revisit limit of :func:`crawl_schedule`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`crawl_schedule`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`changerate_bayes.estimate_pages` and :func:`crawl_schedule`.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from changerate_bayes.io import read_frame
+    >>> from changerate_bayes.crawllog import schedule_pages
+    >>> visits = pd.DataFrame({"page": ["a"] * 4, "changed": [0, 1, 0, 0],
+    ...                        "fetch_time": pd.date_range("2024-01-01", periods=4, freq="6h", tz="UTC")})
+    >>> s = schedule_pages(read_frame(visits), budget=2.0)
+    >>> s[["url", "next_fetch", "interval_h", "interval_source"]].values.tolist()
+    [['a', Timestamp('2024-01-02 06:00:00+0000', tz='UTC'), 12.0, 'allocation']]
+    """
+    if not isinstance(log, CrawlLog):
+        raise TypeError(f"`log` must be a CrawlLog (from changerate_bayes.io.read_log); got {type(log).__name__}")
+    table = allocate_crawls(page_table(log, prior=prior, level=level), budget)
+    return crawl_schedule(table, posterior_history(log.history), max_interval_h=max_interval_h, prior=prior)
+
+
+def nutch_seed_lines(schedule: pd.DataFrame) -> str:
+    """The schedule as a Nutch seed list: ``url<TAB>nutch.fetchInterval.fixed=<seconds>`` per line.
+
+    Apache Nutch's injector (``org.apache.nutch.crawl.Injector``, release 1.22) reads seed
+    files with Hadoop's ``KeyValueTextInputFormat``: the URL is the text before the first
+    TAB, and the rest is metadata, ``name=value`` pairs separated by TABs. The reserved
+    name ``nutch.fetchInterval.fixed`` takes an integer number of seconds
+    (``Integer.parseInt``), sets the page's fetch interval and stores it as the fixed
+    interval that ``AdaptiveFetchSchedule`` does not change. Nutch fetches an injected
+    URL at injection time and then every interval, so the seed list carries the
+    intervals, not the next fetch times.
+
+    Parameters
+    ----------
+    schedule : pandas.DataFrame
+        From :func:`crawl_schedule` (columns ``url`` and ``interval_h``).
+
+    Returns
+    -------
+    str
+        One line per page, in the schedule's order, each ending in ``\\n``.
+
+    Raises
+    ------
+    ValueError
+        For a URL that Nutch would not read back as it is (empty, containing a TAB, CR or
+        LF, or starting with ``#``, which Nutch skips as a comment), or an interval that
+        is not a whole number of seconds in 1..2^31 − 1.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> s = pd.DataFrame({"url": ["https://a.example/"], "interval_h": [1.5]})
+    >>> nutch_seed_lines(s)
+    'https://a.example/\\tnutch.fetchInterval.fixed=5400\\n'
+    """
+    if not isinstance(schedule, pd.DataFrame) or not {"url", "interval_h"} <= set(schedule.columns):
+        raise TypeError("`schedule` must be a DataFrame with columns 'url' and 'interval_h' (from crawl_schedule)")
+    urls = schedule["url"].astype(str).to_numpy()
+    seconds = schedule["interval_h"].to_numpy(dtype=np.float64) * _SECONDS_PER_HOUR
+    whole = np.rint(seconds)
+    bad = ~(np.isfinite(seconds) & (np.abs(seconds - whole) <= 1e-6) & (whole >= 1) & (whole <= _NUTCH_MAX_SECONDS))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"`schedule` row {i} (url {urls[i]!r}): interval_h {schedule['interval_h'].iloc[i]!r} is "
+                         f"not a whole number of seconds in 1..{_NUTCH_MAX_SECONDS} (Nutch reads an int)")
+    for i, url in enumerate(urls):
+        if not url.strip() or "\t" in url or "\n" in url or "\r" in url or url.strip().startswith("#"):
+            raise ValueError(f"`schedule` row {i}: url {url!r} cannot be a Nutch seed (empty, a TAB or line break "
+                             "in it, or a leading '#', which Nutch skips as a comment)")
+    return "".join(f"{u}\t{_NUTCH_KEY}={int(s)}\n" for u, s in zip(urls, whole))
+
+
+def _time_format(schedule: pd.DataFrame) -> str:
+    times = pd.concat([schedule["last_fetch"], schedule["next_fetch"]])
+    whole = (times.dt.microsecond == 0).all() and (times.dt.nanosecond == 0).all()
+    return "%Y-%m-%dT%H:%M:%SZ" if whole else "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def _new_file_mode(path: Path) -> int:
+    """The mode of the file being replaced, else the umask's mode of a new file (not mkstemp's 0600)."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process's umask: read from /proc where the system gives it (no change of the
+    process-wide setting under other threads), else set and restored."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
+def write_schedule(schedule: pd.DataFrame, out, *, format: str | None = None) -> Path:
+    """Write a schedule atomically (a temporary file in the same folder, then a rename).
+
+    Parameters
+    ----------
+    schedule : pandas.DataFrame
+        From :func:`crawl_schedule`.
+    out : str or os.PathLike
+        The file; a symbolic link is written through (its target is replaced). A new file
+        gets the mode the umask gives, a replaced one keeps its mode.
+    format : {"csv", "parquet", "nutch-seeds"}, optional
+        Default: from the extension (``.csv`` or ``.parquet``). CSV times are ISO 8601
+        UTC (``2024-01-01T06:00:00Z``); Parquet keeps timestamps; ``"nutch-seeds"`` is
+        :func:`nutch_seed_lines`.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    ValueError
+        For an unknown format, no format and an extension other than .csv/.parquet, or
+        what :func:`nutch_seed_lines` raises; nothing is written then.
+    """
+    path = Path(os.path.realpath(out))
+    if format is None:
+        format = {".csv": "csv", ".parquet": "parquet"}.get(path.suffix)
+        if format is None:
+            raise ValueError(f"`format` is needed for {str(out)!r}: the extension is neither .csv nor .parquet")
+    if format not in SCHEDULE_FORMATS:
+        raise ValueError(f"`format` must be one of {list(SCHEDULE_FORMATS)}; got {format!r}")
+    text = nutch_seed_lines(schedule) if format == "nutch-seeds" else None
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            if format == "nutch-seeds":
+                fh.write(text.encode("utf-8"))
+            elif format == "csv":
+                fh.write(schedule.to_csv(index=False, date_format=_time_format(schedule),
+                                         lineterminator="\n").encode("utf-8"))
+            else:
+                schedule.to_parquet(fh, index=False)
+        os.chmod(tmp, _new_file_mode(path))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
