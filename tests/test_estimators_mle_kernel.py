@@ -10,6 +10,8 @@ import warnings
 import numba as nb
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from numpy.testing import assert_array_equal
 
 from changerate_bayes import CrawlHistory, StatisticalWarning, estimate_path, simulate_history
@@ -120,6 +122,16 @@ def _histories():
 @pytest.mark.parametrize(("name", "history"), list(_histories()), ids=lambda v: v if isinstance(v, str) else "")
 def test_compiled_mle_path_solves_the_likelihood_equation_at_every_prefix(name, history):
     _assert_roots_of_the_likelihood_equation(history, _new_path(history))
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_every_prefix_of_any_short_page_solves_the_likelihood_equation(data):
+    k = data.draw(st.integers(1, 80))
+    changed = np.array(data.draw(st.lists(st.integers(0, 1), min_size=k, max_size=k)), dtype=np.int8)
+    tau = np.array(data.draw(st.lists(st.floats(1e-3, 1e3), min_size=k, max_size=k)))
+    h = CrawlHistory(changed[None, :], tau[None, :])
+    _assert_roots_of_the_likelihood_equation(h, _new_path(h))
 
 
 def test_ragged_pages_equal_each_page_alone_and_solve_the_likelihood_equation():

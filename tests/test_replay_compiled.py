@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from _helpers import staggered_pages
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from changerate_bayes.replay import _engine as new_engine
 from changerate_bayes.replay import _kernels as new_kernels
@@ -158,6 +160,15 @@ def test_compiled_steps_hand_the_learner_its_crawls_in_small_batches(monkeypatch
                        "batches", name)
 
 
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_pages=st.integers(1, 6), hours=st.sampled_from([1, 5, 24]),
+       budget=st.floats(0.1, 8.0), epoch=st.integers(1, 6),
+       name=st.sampled_from(["uniform", "lln", "mle", "thompson", "oracle", "oracle_proportional"]))
+def test_small_replays_equal_the_replay_by_definition(seed, n_pages, hours, budget, epoch, name):
+    pages = staggered_pages(seed, n_pages=n_pages, days=6.0, n_quiet=min(1, n_pages - 1))
+    _replay_both(pages, name, budget=budget, dt_ms=hours * HOUR_MS, epoch_steps=epoch, rng=seed)
+
+
 def _eager_subclass(base):
     class Eager(base):
         """A user RatePolicy whose allocation makes the pages outside their windows due at the next step."""
@@ -250,14 +261,16 @@ def test_schedules_compiled_update_equals_their_python_path(seed):
     n = pages.n_pages
     for hours in (1, 6):
         kw = dict(dt_ms=hours * HOUR_MS, rng=0)
-        for cls, settings in [(new_policies.NutchPolicy, {}),
-                              (new_policies.NutchPolicy, dict(sync_delta=False)),
-                              (new_policies.NutchPolicy, dict(version="1.21", max_interval=2.0, initial_interval=1.0)),
-                              (new_policies.NutchPolicy, dict(inc_rate=np.linspace(0.1, 3.0, n), max_fetch_interval=5.0)),
-                              (new_policies.StormCrawlerPolicy, {}),
-                              (new_policies.StormCrawlerPolicy, dict(inc_rate=np.linspace(0.1, 3.0, n), min_interval=0.3))]:
-            fast = new_engine.run_replay(pages, cls(**settings), **kw)
-            slow = new_engine.run_replay(pages, _python_path(cls)(**settings), **kw)
+        for cls, overrides in [(new_policies.NutchPolicy, {}),
+                               (new_policies.NutchPolicy, dict(sync_delta=False)),
+                               (new_policies.NutchPolicy, dict(version="1.21", max_interval=2.0, initial_interval=1.0)),
+                               (new_policies.NutchPolicy, dict(inc_rate=np.linspace(0.1, 3.0, n),
+                                                               max_fetch_interval=5.0)),
+                               (new_policies.StormCrawlerPolicy, {}),
+                               (new_policies.StormCrawlerPolicy, dict(inc_rate=np.linspace(0.1, 3.0, n),
+                                                                      min_interval=0.3))]:
+            fast = new_engine.run_replay(pages, cls(**overrides), **kw)
+            slow = new_engine.run_replay(pages, _python_path(cls)(**overrides), **kw)
             _assert_same_result(fast, slow)
             assert fast.crawls.sum() > 0
 
@@ -398,6 +411,16 @@ def _assert_reads(new, ref, what, rng_seed=None):
         assert np.array_equal(new.loglik_changed, ref.loglik_changed)
 
 
+def _crawl_rounds(learners, n, *, seed, steps, p_crawl, p_changed, tau_mean):
+    """Feed the same random crawls to every learner, one round per step; yields the step."""
+    rng = np.random.default_rng(seed)
+    for step in range(steps):
+        mask, changed, tau = rng.random(n) < p_crawl, rng.random(n) < p_changed, rng.exponential(tau_mean, n)
+        for learner in learners:
+            learner.update(changed, tau, mask)
+        yield step
+
+
 #: the posterior mean is a matrix-vector product over the rows read together (its rounding
 #: depends on that set of rows), the definition's a dot product per row: a few ulp apart
 RATE_RTOL = 4 * np.finfo(float).eps
@@ -406,14 +429,9 @@ RATE_RTOL = 4 * np.finfo(float).eps
 @pytest.mark.parametrize("estimate", ["mean", "mle"])
 def test_grid_learner_reads_as_defined_between_updates(estimate):
     n = 40
-    rng = np.random.default_rng(8)
     new, ref = new_learners.GridLearner(n, estimate=estimate), _GridByDefinition(n, estimate)
-    for step in range(60):  # pages hit several times between reads, reads of every kind
-        mask = rng.random(n) < 0.3
-        changed = rng.random(n) < 0.4
-        tau = rng.exponential(2.0, n)
-        new.update(changed, tau, mask)
-        ref.update(changed, tau, mask)
+    # pages hit several times between reads, reads of every kind
+    for step in _crawl_rounds([new, ref], n, seed=8, steps=60, p_crawl=0.3, p_changed=0.4, tau_mean=2.0):
         if step % 7 == 3:
             _assert_reads(new, ref, "rate")
         if step % 5 == 4:
@@ -455,14 +473,8 @@ def test_count_below_counts_like_numpy_on_cumulative_weights():
 def test_grid_learner_read_both_ways_is_as_defined():
     """An MLE learner that is also sampled: every read of either kind as defined."""
     n = 30
-    rng = np.random.default_rng(11)
-    new, ref = new_learners.GridLearner(n, estimate="mle"), _GridByDefinition(n, "mle")
-    mean = _GridByDefinition(n, "mean")
-    for step in range(50):
-        mask, changed, tau = rng.random(n) < 0.4, rng.random(n) < 0.5, rng.exponential(1.0, n)
-        new.update(changed, tau, mask)
-        ref.update(changed, tau, mask)
-        mean.update(changed, tau, mask)
+    new, ref, mean = new_learners.GridLearner(n, estimate="mle"), _GridByDefinition(n, "mle"), _GridByDefinition(n)
+    for step in _crawl_rounds([new, ref, mean], n, seed=11, steps=50, p_crawl=0.4, p_changed=0.5, tau_mean=1.0):
         if step % 3 == 0:
             _assert_reads(new, ref, "rate")
         if step % 4 == 1:
