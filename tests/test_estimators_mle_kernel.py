@@ -124,7 +124,7 @@ def test_compiled_mle_path_solves_the_likelihood_equation_at_every_prefix(name, 
     _assert_roots_of_the_likelihood_equation(history, _new_path(history))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(data=st.data())
 def test_every_prefix_of_any_short_page_solves_the_likelihood_equation(data):
     k = data.draw(st.integers(1, 80))
