@@ -26,35 +26,41 @@ TAIL = 1e-30  # the support rule of the model (``_kernels`` module docstring, st
 # ---------------------------------------------------------------------------------------------
 # the definition, in NumPy
 # ---------------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=4096)
-def _kernel(t, g):
-    """Taps k(−B..B) of the discrete Gaussian kernel e^{−t} I_n(t), B = min(G − 1, ⌈6√t⌉ + 3),
-    and the column sums of the transition over the lattice's nodes (before renormalising)."""
-    b = min(g - 1, math.ceil(6.0 * math.sqrt(t)) + 3)
-    k = ive(np.arange(b + 1), t)
-    taps = np.concatenate([k[:0:-1], k])
-    return taps, b, np.convolve(np.ones(g), taps)[b:b + g]
+@functools.lru_cache(maxsize=8192)  # the smoother reuses the filter's kernels
+def _page_taps(t, g):
+    """Taps k(d), d = −B..B: the discrete Gaussian e^{−t} I_|d|(t), B = min(G − 1, ⌈6√t⌉ + 3)
+    (t = 0: no move, B = 0)."""
+    k = ive(np.arange(min(g - 1, math.ceil(6.0 * math.sqrt(t)) + 3) + 1 if t > 0 else 1), t)
+    return np.concatenate([k[:0:-1], k])
+
+
+def _taps(t, g):
+    """Each page's taps (t of shape (n,))."""
+    return [_page_taps(float(ti), g) for ti in t]
+
+
+def _convolve(x, taps):
+    """Σ_d k(d) x_{j−d} for each row of x (n, G) with its own taps, nothing from outside the lattice."""
+    g = x.shape[1]
+    return np.stack([np.convolve(row, k)[k.size // 2:k.size // 2 + g] for row, k in zip(x, taps)])
 
 
 def _predict(w, t):
-    """K w: node j's mass spread by the kernel over the lattice, renormalised per column j."""
-    if t <= 0.0:
-        return w.copy()
-    taps, b, col = _kernel(t, w.size)
-    return np.convolve(w / col, taps)[b:b + w.size]
+    """K w for each page: node j's mass spread by the kernel over the lattice, renormalised per
+    column j (divided by the kernel's mass inside the lattice)."""
+    taps = _taps(t, w.shape[1])
+    return _convolve(w / _convolve(np.ones_like(w), taps), taps)
 
 
 def _predict_adjoint(v, t):
-    """Kᵀ v (the backward message of the smoother)."""
-    if t <= 0.0:
-        return v.copy()
-    taps, b, col = _kernel(t, v.size)
-    return np.convolve(v, taps)[b:b + v.size] / col
+    """Kᵀ v for each page (the backward message of the smoother)."""
+    taps = _taps(t, v.shape[1])
+    return _convolve(v, taps) / _convolve(np.ones_like(v), taps)
 
 
 def _lik(rates, tau):
-    """P(I = 0 | Δ, τ) and P(I = 1 | Δ, τ) at the nodes."""
-    return np.exp(-rates * tau), -np.expm1(-rates * tau)
+    """P(I = 0 | Δ, τ) and P(I = 1 | Δ, τ) at the nodes, each page's τ a row."""
+    return np.exp(-rates * tau[:, None]), -np.expm1(-rates * tau[:, None])
 
 
 def _variance(sigma, tau, h):
@@ -63,18 +69,19 @@ def _variance(sigma, tau, h):
 
 
 def _crawl(w, rates, h, sigma, tau, changed):
-    """One crawl: support, predict, predictive (p0, p1), and the updated w."""
-    w = np.where(w > TAIL * w.max(), w, 0.0)
+    """One crawl of every page (rows of w): support, predict, predictive (p0, p1), and the updated w."""
+    w = np.where(w > TAIL * w.max(axis=1, keepdims=True), w, 0.0)
     w = _predict(w, _variance(sigma, tau, h))
     e, om = _lik(rates, tau)
-    p0, p1 = w @ e, w @ om
-    z = p1 if changed else p0
-    return p0, p1, w * (om if changed else e) / z
+    p0, p1 = (w * e).sum(axis=1), (w * om).sum(axis=1)
+    lik, z = np.where(changed[:, None], om, e), np.where(changed, p1, p0)
+    return p0, p1, w * lik / z[:, None]
 
 
 def _mixture(log_ev):
-    pi = np.where(log_ev > -np.inf, np.exp(log_ev - log_ev.max()), 0.0)
-    return pi / pi.sum()
+    """Weights of the volatilities (axis 0) by their evidence."""
+    pi = np.where(log_ev > -np.inf, np.exp(log_ev - log_ev.max(axis=0)), 0.0)
+    return pi / pi.sum(axis=0)
 
 
 def _summary(m, u, h, probs):
@@ -92,50 +99,45 @@ def _summary(m, u, h, probs):
     return (m @ np.exp(u)) / tot[..., 0], np.where(np.isnan(tot), np.nan, q)  # NaN rows: no crawl
 
 
-def _reference_page(prior, changed, tau, mask, lat, sigmas, probs, smooth):
-    """Filter (and smoother) of one page: the outputs of ``batch_filter`` for row i."""
-    k, n_s = changed.size, len(sigmas)
-    rates, u, h = lat.rates, lat.u, lat.h
-    out = dict(pred=np.full(k, np.nan), wpath=np.full((k, n_s), np.nan))
-    w = [prior.copy() for _ in sigmas]
-    lev = np.zeros(n_s)
-    filt = {}
-    f_mix, s_mix = np.full((k, rates.size), np.nan), np.full((k, rates.size), np.nan)
-    for c in np.flatnonzero(mask):
-        pi = _mixture(lev)
-        steps = [_crawl(w[s], rates, h, sigmas[s], tau[c], changed[c]) for s in range(n_s)]
-        w = [st[2] for st in steps]
-        out["pred"][c] = sum(pi[s] * steps[s][1] for s in range(n_s))
-        lev = lev + np.log([st[1] if changed[c] else st[0] for st in steps])
-        pi = _mixture(lev)
-        out["wpath"][c] = pi
-        f_mix[c] = sum(pi[s] * w[s] for s in range(n_s))
-        filt[c] = w
-    out["log_ev"] = lev
-    if smooth:
-        pi = _mixture(lev)
-        beta = [np.ones(rates.size) for _ in sigmas]
-        crawls = np.flatnonzero(mask)
-        for c, nxt in zip(crawls[::-1], [None, *crawls[::-1][:-1]]):
-            if nxt is not None:
-                e, om = _lik(rates, tau[nxt])
-                lik = om if changed[nxt] else e
-                beta = [_predict_adjoint(lik * beta[s], _variance(sigmas[s], tau[nxt], h)) for s in range(n_s)]
-                beta = [b / b.max() for b in beta]
-            sm = [filt[c][s] * beta[s] for s in range(n_s)]
-            s_mix[c] = sum(pi[s] * sm[s] / sm[s].sum() for s in range(n_s))
-    out["f_mean"], out["f_q"] = _summary(f_mix, u, h, probs)
-    out["s_mean"], out["s_q"] = _summary(s_mix, u, h, probs)
-    return out
-
-
 def _reference(changed, tau, mask, sigmas, smooth=True):
-    n, _ = changed.shape
+    """The outputs of ``batch_filter``: each volatility filtered on its own, page by page in
+    parallel; a page's masked crawls leave it as it is."""
+    n, k = changed.shape
     lat = make_lattice(GRID, check_prior(None, None), None, n)
-    prior = lat.prior_weights(n)
-    pages = [_reference_page(prior[i], changed[i], tau[i], mask[i], lat, list(sigmas), PROBS, smooth)
-             for i in range(n)]
-    return {name: np.stack([p[name] for p in pages]) for name in pages[0]}
+    rates, u, h, n_s = lat.rates, lat.u, lat.h, len(sigmas)
+    w = np.repeat(lat.prior_weights(n)[None], n_s, axis=0)  # (S, n, G)
+    lev = np.zeros((n_s, n))
+    pred, wpath = np.full((n, k), np.nan), np.full((n, k, n_s), np.nan)
+    f_mix, s_mix, filt = np.full((n, k, rates.size), np.nan), np.full((n, k, rates.size), np.nan), []
+    for c in range(k):
+        m = mask[:, c]
+        pi = _mixture(lev)
+        p0, p1, upd = (np.stack(x) for x in zip(*[_crawl(w[s], rates, h, sigmas[s], tau[:, c], changed[:, c])
+                                                  for s in range(n_s)]))
+        w = np.where(m[:, None], upd, w)
+        pred[m, c] = (pi * p1).sum(axis=0)[m]
+        lev = np.where(m, lev + np.log(np.where(changed[:, c], p1, p0)), lev)
+        pi = _mixture(lev)
+        wpath[m, c] = pi.T[m]
+        f_mix[m, c] = np.einsum("sn,sng->ng", pi, w)[m]
+        filt.append(w)
+    if smooth:  # β_c = Kᵀ(L_next ⊙ β_next) from the page's next crawl on, scaled to max 1
+        pi = _mixture(lev)
+        beta, nxt, rows = np.ones_like(w), np.full(n, -1), np.arange(n)
+        for c in range(k - 1, -1, -1):
+            m = mask[:, c]
+            step = m & (nxt >= 0)
+            e, om = _lik(rates, tau[rows, nxt])
+            lik = np.where(changed[rows, nxt][:, None], om, e)
+            for s in range(n_s):
+                b = _predict_adjoint(lik * beta[s], _variance(sigmas[s], tau[rows, nxt], h))
+                beta[s] = np.where(step[:, None], b / b.max(axis=1, keepdims=True), beta[s])
+            sm = filt[c] * beta
+            s_mix[m, c] = np.einsum("sn,sng->ng", pi, sm / sm.sum(axis=2, keepdims=True))[m]
+            nxt = np.where(m, c, nxt)
+    f_mean, f_q = _summary(f_mix, u, h, PROBS)
+    s_mean, s_q = _summary(s_mix, u, h, PROBS)
+    return dict(pred=pred, wpath=wpath, log_ev=lev.T, f_mean=f_mean, f_q=f_q, s_mean=s_mean, s_q=s_q)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,13 +250,12 @@ def test_streaming_kernels_equal_the_filter_written_out(scale):
         _kernels.stream_predict(w, tau[:, c], lat.rates, log_h2, sigmas, p, 0, n)
         status = np.ones(n, dtype=np.int8)
         _kernels.stream_update(w, lev, changed[:, c], tau[:, c], mask[:, c], lat.rates, log_h2, sigmas, status, 0, n)
+        m = mask[:, c]
         for s in range(sigmas.size):
-            for i in range(n):
-                p0, p1, updated = _crawl(w_ref[s, i], lat.rates, lat.h, sigmas[s], tau[i, c], changed[i, c])
-                assert p[s, i] == pytest.approx(p1, rel=1e-12, abs=0)
-                if mask[i, c]:
-                    w_ref[s, i] = updated
-                    lev_ref[s, i] += math.log(p1 if changed[i, c] else p0)
+            p0, p1, updated = _crawl(w_ref[s], lat.rates, lat.h, sigmas[s], tau[:, c], changed[:, c])
+            np.testing.assert_allclose(p[s], p1, rtol=1e-12, atol=0)
+            w_ref[s] = np.where(m[:, None], updated, w_ref[s])
+            lev_ref[s] += np.where(m, np.log(np.where(changed[:, c], p1, p0)), 0.0)
         np.testing.assert_array_equal(status, 0)
         np.testing.assert_allclose(lev, lev_ref, rtol=1e-12, atol=_log_ev_atol(c + 1))
         # node probabilities: 1e-12 relative, except nodes at most 1e-30 of the page's largest (set to zero)
