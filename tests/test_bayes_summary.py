@@ -1,38 +1,14 @@
 """posterior_summary: exact moments and credible intervals, rectangular and ragged."""
 
-import itertools
 import math
 
 import numpy as np
 import pytest
-from scipy import special, stats
+from scipy import stats
 
 from changerate_bayes import BetaPrimePrior, CrawlHistory, GammaPrior, LogNormalPrior, posterior_summary
 from changerate_bayes.bayes import PosteriorSummary
-
-
-def gamma_moments(a, b, changed, tau):
-    """Exact mean, sd and CDF under a Gamma(a, b) prior (signed mixture of Gamma kernels).
-
-    π(Δ | data) ∝ Σ_{s ⊆ changed} (−1)^{|s|} Δ^{a−1} e^{−β_s Δ}, β_s = b + T0 + Σ_{j∈s} τ_j,
-    so E[Δ^r] = Γ(a + r)/Γ(a) Σ ± β_s^{−a−r} / Σ ± β_s^{−a}.
-    """
-    changed, tau = np.asarray(changed), np.asarray(tau, dtype=float)
-    t0, ones = tau[changed == 0].sum(), tau[changed == 1]
-    signs, betas = [], []
-    for subset in itertools.product((0, 1), repeat=ones.size):
-        s = np.array(subset, dtype=bool)
-        signs.append((-1) ** int(s.sum()))
-        betas.append(b + t0 + ones[s].sum())
-    signs, betas = np.array(signs, float), np.array(betas)
-    z = np.sum(signs * betas**-a)
-    m1 = a * np.sum(signs * betas ** (-a - 1)) / z
-    m2 = a * (a + 1) * np.sum(signs * betas ** (-a - 2)) / z
-
-    def cdf(x):
-        return np.sum(signs * betas**-a * special.gammainc(a, betas * x)) / z
-
-    return m1, np.sqrt(m2 - m1 * m1), cdf
+from _helpers import gamma_moments
 
 
 PAGES = [

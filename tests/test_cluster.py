@@ -7,6 +7,7 @@ import pytest
 from changerate_bayes import StatisticalWarning, estimate_pages
 from changerate_bayes.estimators import METHODS
 from changerate_bayes.io import read_csv
+from _helpers import assert_same_page_table, local_dask_client
 
 # one pytest-xdist worker for the whole group (see tests/conftest.py)
 pytestmark = pytest.mark.xdist_group("dask_cluster")
@@ -17,13 +18,8 @@ pytestmark = pytest.mark.xdist_group("dask_cluster")
 
 @pytest.fixture(scope="module")
 def client():
-    import distributed
-
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+    with local_dask_client(processes=True) as c:
+        yield c
 
 
 def _synthetic_log(tmp_path, n=6000, pages=120, seed=3):
@@ -59,12 +55,7 @@ def test_dask_equals_pandas(tmp_path, client):
     assert got.audit.rows_read == log.audit.rows_read
     assert got.audit.dropped == log.audit.dropped and got.audit.out_of_order == log.audit.out_of_order
     assert got.audit.visits_kept == log.audit.visits_kept and got.audit.pages_kept == log.audit.pages_kept
-    t = got.table
-    assert t["page"].tolist() == expect["page"].tolist()
-    for c in ("n_crawls", "n_changes", "first_visit", "last_visit", "rate_method"):
-        assert t[c].tolist() == expect[c].tolist(), c
-    num = [c for c in expect.columns if c not in ("page", "first_visit", "last_visit", "rate_method")]
-    np.testing.assert_allclose(t[num].to_numpy(float), expect[num].to_numpy(float), rtol=1e-12, atol=0)
+    assert_same_page_table(got.table, expect)
 
 
 def test_dask_error_names_the_log_row(tmp_path, client):

@@ -9,9 +9,9 @@ same table (to 1e-12) and audit, or the same error class and message.
 
 import warnings
 
-import numpy as np
 import pandas as pd
 import pytest
+from _helpers import assert_same_page_table, local_dask_client
 from test_io_dask_parity import BAD, CASES, COLUMNS
 
 from changerate_bayes import StatisticalWarning, estimate_pages
@@ -23,13 +23,8 @@ pytestmark = pytest.mark.xdist_group("dask_cluster")
 
 @pytest.fixture(scope="module")
 def client():
-    import distributed
-
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+    with local_dask_client(processes=False) as c:
+        yield c
 
 
 def _split(tmp_path, text, how):
@@ -78,12 +73,7 @@ def test_files_on_dask_equal_pandas(tmp_path, client, case, how):
     pages = [set(pd.read_csv(f, dtype=str, keep_default_na=False, encoding="utf-8-sig")["page"]) for f in files]
     assert got.shuffled == bool(pages[0] & pages[1])  # rows move only when a page is in both files
     assert got.audit == log.audit
-    table = got.table
-    assert table["page"].tolist() == expect["page"].tolist()
-    for c in ("n_crawls", "n_changes", "first_visit", "last_visit", "rate_method"):
-        assert table[c].tolist() == expect[c].tolist(), c
-    num = [c for c in expect.columns if c not in ("page", "first_visit", "last_visit", "rate_method")]
-    np.testing.assert_allclose(table[num].to_numpy(float), expect[num].to_numpy(float), rtol=1e-12, atol=0)
+    assert_same_page_table(got.table, expect)
 
 
 @pytest.mark.parametrize("how", ["pages", "rows"])

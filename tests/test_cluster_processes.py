@@ -21,6 +21,7 @@ import pytest
 from changerate_bayes import estimate_pages
 from changerate_bayes.datasets import write_cdxj_shards
 from changerate_bayes.io import read_log
+from _helpers import assert_same_page_table
 
 # one pytest-xdist worker for the Dask tests (see tests/conftest.py)
 pytestmark = [pytest.mark.xdist_group("dask_cluster"), pytest.mark.slow]
@@ -79,15 +80,6 @@ def _estimate(*args) -> int:
     return main(["estimate", *map(str, args)])
 
 
-def _same_tables(got: pd.DataFrame, expect: pd.DataFrame):
-    assert got["page"].tolist() == expect["page"].tolist()
-    for c in ("n_crawls", "n_changes", "first_visit", "last_visit"):
-        assert got[c].tolist() == expect[c].tolist(), c
-    assert got["rate_method"].tolist() == expect["rate_method"].tolist()
-    num = [c for c in expect.columns if c not in ("page", "first_visit", "last_visit", "rate_method")]
-    np.testing.assert_allclose(got[num].to_numpy(float), expect[num].to_numpy(float), rtol=1e-12, atol=0)
-
-
 def _csv_log(path, n=4000, pages=80, seed=5):
     rng = np.random.default_rng(seed)
     page = rng.integers(0, pages, n)
@@ -112,7 +104,7 @@ def test_command_on_cluster_processes_equals_pandas(tmp_path, cluster, capsys):
         assert _estimate(*logs, "--methods", "lln", "mle", "--out", b, "--engine", "dask",
                          "--scheduler", address) == 0
         assert capsys.readouterr().out.split("note:")[0].split("wrote")[0] == pandas_audit
-        _same_tables(pd.read_parquet(b), pd.read_parquet(a))
+        assert_same_page_table(pd.read_parquet(b), pd.read_parquet(a))
     assert f"read {sum(len(gzip_lines(s)) for s in shards)} rows" in pandas_audit
 
 
@@ -170,7 +162,7 @@ def test_partitioned_files_are_not_shuffled(tmp_path, cluster):
         assert "_read_reduce_group" in ran and ({"_read_piece", "_pages_of"} <= ran) == shuffled, ran
         assert got.audit == log.audit and log.audit.last_modified_ignored > 0
         assert "lm_rate" in got.table
-        _same_tables(got.table, expect)
+        assert_same_page_table(got.table, expect)
 
 
 def test_warc_files_on_dask_equal_pandas(tmp_path, cluster):
@@ -196,7 +188,7 @@ def test_warc_files_on_dask_equal_pandas(tmp_path, cluster):
         expect = estimate_pages(log, methods=("lln", "mle"))
         got = estimate_files_dask(files, methods=("lln", "mle"), client=client)
     assert got.shuffled and got.audit == log.audit
-    _same_tables(got.table, expect)
+    assert_same_page_table(got.table, expect)
 
 
 def test_no_visit_lost_when_a_worker_is_killed(tmp_path, request):
@@ -222,7 +214,7 @@ def test_no_visit_lost_when_a_worker_is_killed(tmp_path, request):
     assert killed, "the run ended before the worker could be killed mid-run:\n" + out
     assert procs[1].wait(timeout=15) == -signal.SIGKILL
     assert run.returncode == 0, out
-    _same_tables(pd.read_parquet(b), pd.read_parquet(a))
+    assert_same_page_table(pd.read_parquet(b), pd.read_parquet(a))
     read = int(out.split("read ", 1)[1].split(" rows", 1)[0])
     assert read == sum(len(gzip_lines(s)) for s in sorted((tmp_path / "cc").rglob("cdx-*.gz")))
 

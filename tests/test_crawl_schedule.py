@@ -15,6 +15,7 @@ from changerate_bayes.crawllog import (
     write_schedule,
 )
 from changerate_bayes.io import read_log
+from _helpers import local_dask_client
 
 T0 = pd.Timestamp("2024-01-01T00:00:00Z")
 
@@ -343,12 +344,8 @@ def _write_logs(folder):
 @pytest.mark.slow
 @pytest.mark.xdist_group("dask_cluster")
 def test_dask_engine_writes_the_same_files(tmp_path, log_csv, capsys):
-    import distributed
-
     logs = {"changed csv": [log_csv], **_write_logs(tmp_path)}
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-    client = distributed.Client(cluster)
-    try:
+    with local_dask_client(processes=True) as client:
         for kind, paths in logs.items():
             outputs = (("s.csv", []), ("s.parquet", []), ("seeds.txt", ["--format", "nutch-seeds"]))
             for name, fmt in outputs if kind == "changed csv" else outputs[:1]:  # every column, exactly, in CSV
@@ -365,9 +362,6 @@ def test_dask_engine_writes_the_same_files(tmp_path, log_csv, capsys):
             if "liar" in kind:
                 assert "Last-Modified ignored on 1 page(s)" in "\n".join(said)
                 assert "last_modified_unreliable 6" in "\n".join(said)
-    finally:
-        client.close()
-        cluster.close()
 
 
 def test_library_input_validation(log_csv):

@@ -106,20 +106,20 @@ def test_ragged_regular_check_uses_each_pages_own_crawls():
 
 # ------------------------------------------------------------------ Poisson check over segments
 def _reference_distance(z):
-    """The previous implementation: bincount into an (n_pages, 64) array."""
-    n_pages, k = z.shape
-    cells = np.minimum(np.floor(-np.expm1(-z) * N_EDGES), N_EDGES - 1).astype(np.int64)
-    counts = np.bincount((cells + N_EDGES * np.arange(n_pages)[:, None]).ravel(), minlength=n_pages * N_EDGES)
-    counts = counts.reshape(n_pages, N_EDGES)
+    """The definition: u = 1 − e^{−z} (uniform for Poisson crawling), binned into N_EDGES
+    equal cells; the largest gap between the empirical CDF of the cells and the uniform
+    one at the inner cell edges l/N_EDGES, per page (rows of z) and pooled over all crawls."""
+    cells = np.minimum(np.floor(-np.expm1(-z) * N_EDGES), N_EDGES - 1)
     levels = np.arange(1, N_EDGES) / N_EDGES
-    per_page = np.abs(np.cumsum(counts, axis=1)[:, :-1] / k - levels).max(axis=1)
-    pooled = float(np.abs(np.cumsum(counts.sum(axis=0))[:-1] / (n_pages * k) - levels).max())
+    below = cells[:, :, None] < np.arange(1, N_EDGES)  # crawl j falls below edge l
+    per_page = np.abs(below.sum(axis=1) / z.shape[1] - levels).max(axis=1)
+    pooled = float(np.abs(below.sum(axis=(0, 1)) / z.size - levels).max())
     return per_page, pooled
 
 
 @pytest.mark.parametrize("k", [25, 31, 32, 200])  # both sides of the short-page path (k < 32)
 @pytest.mark.parametrize("seed", range(4))
-def test_poisson_distance_kernel_equals_the_previous_implementation(seed, k):
+def test_poisson_distance_kernel_equals_its_definition(seed, k):
     rng = np.random.default_rng(seed)
     tau = rng.exponential(rng.uniform(0.05, 5.0), (40, k))
     if seed == 3:  # the cell edges themselves, the ends and beyond
@@ -132,14 +132,14 @@ def test_poisson_distance_kernel_equals_the_previous_implementation(seed, k):
     h = CrawlHistory((tau > 1).astype(int), tau, crawl_rate=p)
     per_page, pooled = poisson_distance_segments(h)
     ref_page, ref_pool = _reference_distance(tau * p[:, None])
-    # the same cells; the distances within an ulp (exact integers and one rounding, against the
-    # previous two: acc/k is rounded before the subtraction, an absolute error up to 2^-53
-    # each, which the cancellation leaves as it is)
+    # the same cells; the distances within an ulp (counts are exact integers; count/k is
+    # rounded before the subtraction, an absolute error up to 2^-53, which the cancellation
+    # leaves as it is)
     assert_allclose(per_page, ref_page, rtol=1e-15, atol=2.3e-16)
     assert pooled == pytest.approx(ref_pool, rel=1e-15, abs=1e-17)
 
 
-def test_poisson_distance_kernel_on_pages_of_every_length_equals_the_previous_implementation():
+def test_poisson_distance_kernel_on_pages_of_every_length_equals_its_definition():
     rng = np.random.default_rng(5)
     lengths = np.array([1, 2, 3, 31, 32, 33, 64, 130, 1, 31, 32])
     n = int(lengths.sum())
@@ -259,9 +259,9 @@ def test_masked_change_counts_merge_per_page():
     assert merged.rate.tolist() == [1.0, 1.0]
 
 
-# ------------------------------------------------------------------ kernels against the previous code
+# ------------------------------------------------------------------ kernels against their recursions
 def _reference_sa_path(changed, p, eta, initial):
-    """The previous implementation: the SA step on numpy arrays, crawl by crawl (time-major)."""
+    """The SA recursion y ← y + η_k (I_k (y + p) − y) on numpy arrays, crawl by crawl (time-major)."""
     etas = stepsizes(eta, changed.shape[1])
     y = np.full(changed.shape[0], float(initial))
     out = np.empty(changed.shape)

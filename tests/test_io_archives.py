@@ -30,19 +30,26 @@ def _cdx_text():
     ])
 
 
+def _assert_history(log, pages, lengths, changed, intervals):
+    """The log's history is the hand-derived one, and its audit accounts for every row read."""
+    h = log.history
+    assert h.page_ids.tolist() == pages
+    assert h.lengths.tolist() == lengths
+    assert h.flat_changed.tolist() == changed
+    assert h.flat_intervals.tolist() == intervals
+    a = log.audit
+    assert a.visits_kept + a.reference_visits + a.dropped_total == a.rows_read
+    return h
+
+
 def test_cdx_history_equals_hand_derived(tmp_path):
     path = tmp_path / "index.cdx"
     path.write_text(_cdx_text())
     log = read_cdx(path, page_key="surt")  # the http and https captures of example.com are one page
-    h = log.history
-    assert h.page_ids.tolist() == ["com,example)/", "org,other)/a"]
-    assert h.lengths.tolist() == [3, 2]
-    assert h.flat_changed.tolist() == [0, 0, 1, 0, 1]
-    assert h.flat_intervals.tolist() == [6.0, 6.0, 6.0, 24.0, 48.0]
+    h = _assert_history(log, ["com,example)/", "org,other)/a"], [3, 2], [0, 0, 1, 0, 1], [6.0, 6.0, 6.0, 24.0, 48.0])
     a = log.audit
     assert a.rows_read == 11 and a.pages == 3 and a.single_visit_pages == 1
     assert a.dropped_by("failed_status") == 2 and a.dropped_by("duplicate") == 1 and a.out_of_order == 1
-    assert a.visits_kept + a.reference_visits + a.dropped_total == a.rows_read
     # gzipped and CDXJ give the same
     gz = tmp_path / "index.cdx.gz"
     gz.write_bytes(gzip.compress(_cdx_text().encode()))
@@ -110,15 +117,10 @@ def test_warc_history_equals_hand_derived(tmp_path):
     path = tmp_path / "crawl.warc.gz"
     _write_warc(path, caps)
     log = read_warc(path)
-    h = log.history
-    assert h.page_ids.tolist() == ["http://a.com/", "http://b.com/"]
-    assert h.lengths.tolist() == [4, 1]
-    assert h.flat_changed.tolist() == [0, 0, 1, 0, 1]
-    assert h.flat_intervals.tolist() == [4.0, 1.0, 3.0, 2.0, 12.0]
+    h = _assert_history(log, ["http://a.com/", "http://b.com/"], [4, 1], [0, 0, 1, 0, 1], [4.0, 1.0, 3.0, 2.0, 12.0])
     a = log.audit
     assert a.rows_read == 9 and a.dropped_by("failed_status") == 1 and a.dropped_by("not_a_capture") == 1
     assert a.out_of_order == 1
-    assert a.visits_kept + a.reference_visits + a.dropped_total == a.rows_read
     plain = tmp_path / "crawl.warc"
     _write_warc(plain, caps, gz=False)
     same = read_log(plain)

@@ -8,12 +8,12 @@ same table, or the same error class and message.
 
 import warnings
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from changerate_bayes import StatisticalWarning, estimate_pages
 from changerate_bayes.io import read_frame
+from _helpers import assert_same_page_table
 
 H = "page,fetch_time,digest\n"
 
@@ -139,9 +139,5 @@ def test_dask_engine_equals_pandas(tmp_path, case):
     assert not isinstance(got, Exception), (case, got)
     (got, got_audit), (expect, audit) = got, expect
     assert got_audit == audit  # every count, the Last-Modified liars and their dropped rows included
-    assert got["page"].tolist() == expect["page"].tolist()
-    for c in ("n_crawls", "n_changes", "first_visit", "last_visit", "rate_method"):
-        assert got[c].tolist() == expect[c].tolist(), c
-    num = [c for c in expect.columns if c not in ("page", "first_visit", "last_visit", "rate_method")]
-    np.testing.assert_allclose(got[num].to_numpy(float), expect[num].to_numpy(float), rtol=1e-12, atol=0)
+    assert_same_page_table(got, expect)
 

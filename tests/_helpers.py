@@ -1,0 +1,79 @@
+"""Helpers shared by several test modules (and by the scripts in tests/data/)."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+
+import numpy as np
+import pandas as pd
+from scipy import special
+
+from changerate_bayes.replay import pages_from_table
+
+
+def staggered_pages(seed: int, n_pages: int = 24, days: float = 40.0, n_quiet: int = 3):
+    """Replay pages whose windows start and end at different times (some enter late, some
+    leave early), log-normal change rates, ``n_quiet`` pages that never change."""
+    rng = np.random.default_rng(seed)
+    start = np.where(rng.random(n_pages) < 0.5, 0.0, rng.uniform(0.0, 0.6 * days, n_pages))
+    end = np.where(rng.random(n_pages) < 0.5, days, start + rng.uniform(1.0, 0.4 * days, n_pages))
+    rows = []
+    for i in range(n_pages - n_quiet):
+        rate = rng.lognormal(np.log(0.3), 1.2)
+        t = np.sort(rng.uniform(start[i], end[i], rng.poisson(rate * (end[i] - start[i]))))
+        rows += [(f"p{i}", x) for x in t]
+    changes = pd.DataFrame(rows, columns=["page", "timestamp"])
+    win = pd.DataFrame({"page": [f"p{i}" for i in range(n_pages)], "start": start, "end": end})
+    return pages_from_table(changes, window=win)
+
+
+def gamma_moments(a, b, changed, tau):
+    """Exact posterior mean, sd and CDF of Δ under a Gamma(a, b) prior (hand derivation).
+
+    π(Δ | data) ∝ Δ^{a−1} e^{−(b + T0)Δ} Π_{I_j = 1} (1 − e^{−τ_j Δ})
+                = Σ_{s ⊆ changed} (−1)^{|s|} Δ^{a−1} e^{−β_s Δ},  β_s = b + T0 + Σ_{j∈s} τ_j,
+    a signed mixture of Gamma(a, β_s) kernels: Z = Γ(a) Σ ± β_s^{−a},
+    E[Δ^r] = Γ(a + r)/Γ(a) Σ ± β_s^{−a−r} / Σ ± β_s^{−a},
+    P(Δ <= x) = Σ ± β_s^{−a} P(a, β_s x) / Σ ± β_s^{−a}.
+    (The alternating sum cancels catastrophically when T0 dwarfs the changed τ_j.)
+    """
+    changed, tau = np.asarray(changed), np.asarray(tau, dtype=float)
+    t0, ones = tau[changed == 0].sum(), tau[changed == 1]
+    signs, betas = [], []
+    for subset in itertools.product((0, 1), repeat=ones.size):
+        s = np.array(subset, dtype=bool)
+        signs.append((-1) ** int(s.sum()))
+        betas.append(b + t0 + ones[s].sum())
+    signs, betas = np.array(signs, float), np.array(betas)
+    z = np.sum(signs * betas**-a)
+    m1 = a * np.sum(signs * betas ** (-a - 1)) / z
+    m2 = a * (a + 1) * np.sum(signs * betas ** (-a - 2)) / z
+
+    def cdf(x):
+        return np.sum(signs * betas**-a * special.gammainc(a, betas * x)) / z
+
+    return m1, np.sqrt(m2 - m1 * m1), cdf
+
+
+@contextlib.contextmanager
+def local_dask_client(*, processes: bool):
+    """A distributed.Client on a local cluster of two one-thread workers, closed on exit."""
+    import distributed  # imported by the tests that use it, not at collection
+
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=processes, dashboard_address=None)
+    client = distributed.Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+def assert_same_page_table(table, expect):
+    """The same pages in the same order; counts, visits and rate methods equal; numbers to 1e-12."""
+    assert table["page"].tolist() == expect["page"].tolist()
+    for c in ("n_crawls", "n_changes", "first_visit", "last_visit", "rate_method"):
+        assert table[c].tolist() == expect[c].tolist(), c
+    num = [c for c in expect.columns if c not in ("page", "first_visit", "last_visit", "rate_method")]
+    np.testing.assert_allclose(table[num].to_numpy(float), expect[num].to_numpy(float), rtol=1e-12, atol=0)
