@@ -24,6 +24,7 @@ from ._ephemeral import (
     simulate_ephemeral_crawling,
     solve_ephemeral_dp,
 )
+from ._index_allocation import IndexIntervals, index_crawl_intervals
 from ._optimal_rates import crawl_objective, optimal_crawl_rates
 from ._plots import (
     closed_loop_bands,
@@ -49,6 +50,8 @@ __all__ = [
     # optimal rates
     "optimal_crawl_rates",
     "crawl_objective",
+    "index_crawl_intervals",
+    "IndexIntervals",
     # closed loop
     "CLOSED_LOOP_POLICIES",
     "ClosedLoopResult",
