@@ -89,6 +89,78 @@ def _kernels() -> dict:
     return _KERNELS
 
 
+#: pages in the sample whose price starts the search on large collections
+_SAMPLE = 16384
+
+
+def _first_price(m, b, s, live, live_budget) -> float:
+    """log λ if every root were on the small-t bound K <= 2u + s²/2 − log 2 (the log-normal's
+    mean for Σ a e^{sξ}): S(e^z) = e^{−z/2} Σ e^{(m + log w + s²/2 − log 2)/2}."""
+    if not live_budget > 0:
+        return 0.0
+    half = 0.5 * (m[live] - b[live] + 0.5 * s[live] ** 2 - np.log(2.0))
+    top = half.max()
+    return float(2.0 * (top + np.log(np.sum(np.exp(half - top))) - np.log(live_budget)))
+
+
+def _start(u, z, b, s, live) -> None:
+    """Each root's start: on the small-t bound, at or below the root."""
+    u[:] = np.where(live, 0.5 * (z + b - 0.5 * s * s + np.log(2.0)), 0.0)
+
+
+def _solver(arrays, inv_cap):
+    m, s, b, dead, ulo, utop, u, k1, k2, state = arrays
+    kernel = _kernels()["spend"]
+
+    def solve(z, shift):
+        return kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, _XI, _A, 1.0, u, k1, k2, state)
+
+    return solve
+
+
+def _price_search(z, arrays, inv_cap, live_budget):
+    """Newton steps on log S(e^z) = log B in a bracket (bisection when a step leaves it)."""
+    solve = _solver(arrays, inv_cap)
+    state, dead = arrays[9], arrays[3]
+    live = ~dead
+    z_lo, z_hi = -np.inf, np.inf  # S(z_lo) > B >= S(z_hi)
+    expand = 1.0
+    steps = 0
+    shift = 0.0
+    jump = False
+    for steps in range(1, 400):
+        spend, dspend, _ = solve(z, shift)
+        phi = np.log(spend) - np.log(live_budget) if spend > 0 and live_budget > 0 else (
+            -np.inf if live_budget > 0 else np.inf)
+        if phi > 0:
+            z_lo = z
+        else:
+            z_hi = z
+        if abs(phi) <= 2e-15:
+            break
+        if z_hi - z_lo <= 8.9e-16 * max(1.0, abs(z)):
+            jump = True
+            break
+        if dspend < 0 and np.isfinite(phi):
+            zn = z - phi * spend / dspend
+        else:  # every live page at a bound: no slope
+            if phi > 0 and (state[live] == 2).all():
+                break  # the bound M for every page still spends more than B
+            if phi < 0 and (state[live] == 1).all():
+                break  # every page at t_min spends less than B
+            zn = z + (expand if phi > 0 else -expand)
+            expand *= 2.0
+        if not (z_lo < zn < z_hi):
+            if np.isfinite(z_lo) and np.isfinite(z_hi):
+                zn = 0.5 * (z_lo + z_hi)
+            else:
+                zn = z + (expand if phi > 0 else -expand)
+                expand *= 2.0
+        shift = zn - z  # each root starts from its last one moved by δz/K' (first order)
+        z = zn
+    return z, z_lo, z_hi, jump, steps
+
+
 def _inverse(u, m, state, dead, cap, t_min):
     """1/I per page from the roots u (1/t_min and 1/M at the bounds, 1/M for dead pages)."""
     inv = np.exp(m - u)
@@ -232,55 +304,25 @@ def index_crawl_intervals(rate, log_sd, budget, *, weights=None, max_interval=np
     ulo = np.log(t_min) + m
     utop = min(np.log(cap), np.log(t_max)) + m
 
-    # start: the small-t bound K <= 2u + s²/2 − log 2 (the log-normal's mean for Σ a e^{sξ})
     live = ~dead
-    half = 0.5 * (m[live] - b[live] + 0.5 * s[live] ** 2 - np.log(2.0))  # (m + log w + s²/2 − log 2)/2
-    top = half.max()
-    z = 2.0 * (top + np.log(np.sum(np.exp(half - top))) - np.log(live_budget)) if live_budget > 0 else 0.0
-    del half
-    u = np.where(live, 0.5 * (z + b - 0.5 * s * s + np.log(2.0)), 0.0)
     k1 = np.zeros(n)
+    k2 = np.zeros(n)
     state = np.zeros(n, dtype=np.int8)
-    kernel = _kernels()["spend"]
-
-    def solve(zz, shift):
-        return kernel(zz, shift, m, s, b, dead, ulo, utop, inv_cap, _XI, _A, 1.0, u, k1, state)
-
-    z_lo, z_hi = -np.inf, np.inf  # S(z_lo) > B >= S(z_hi)
-    expand = 1.0
-    steps = 0
-    shift = 0.0
-    jump = False
-    for steps in range(1, 400):
-        spend, dspend, _ = solve(z, shift)
-        phi = np.log(spend) - np.log(live_budget) if spend > 0 and live_budget > 0 else (
-            -np.inf if live_budget > 0 else np.inf)
-        if phi > 0:
-            z_lo = z
-        else:
-            z_hi = z
-        if abs(phi) <= 2e-15:
-            break
-        if z_hi - z_lo <= 8.9e-16 * max(1.0, abs(z)):
-            jump = True
-            break
-        if dspend < 0 and np.isfinite(phi):
-            zn = z - phi * spend / dspend
-        else:  # every live page at a bound: no slope
-            if phi > 0 and (state[live] == 2).all():
-                break  # the bound M for every page still spends more than B
-            if phi < 0 and (state[live] == 1).all():
-                break  # every page at t_min spends less than B
-            zn = z + (expand if phi > 0 else -expand)
-            expand *= 2.0
-        if not (z_lo < zn < z_hi):
-            if np.isfinite(z_lo) and np.isfinite(z_hi):
-                zn = 0.5 * (z_lo + z_hi)
-            else:
-                zn = z + (expand if phi > 0 else -expand)
-                expand *= 2.0
-        shift = zn - z  # each root starts from its last one moved by δz/K' (first order)
-        z = zn
+    u = np.zeros(n)
+    arrays = (m, s, b, dead, ulo, utop, u, k1, k2, state)
+    n_live = int(live.sum())
+    if n_live > 4 * _SAMPLE:  # the price of a sample of the pages first: a close start for all
+        every = np.flatnonzero(live)[::n_live // _SAMPLE]
+        sample = tuple(x[every].copy() for x in arrays)
+        share = live_budget * every.size / n_live
+        z = _first_price(sample[0], sample[2], sample[1], ~sample[3], share)
+        _start(sample[6], z, sample[2], sample[1], ~sample[3])
+        z = _price_search(z, sample, inv_cap, share)[0]
+    else:
+        z = _first_price(m, b, s, live, live_budget)
+    _start(u, z, b, s, live)
+    z, z_lo, z_hi, jump, steps = _price_search(z, arrays, inv_cap, live_budget)
+    solve = _solver(arrays, inv_cap)
     if jump:
         # λ is resolved to its last bit. Between the two ends of the bracket only pages whose index
         # is flat at their interval to rounding move (dI/dλ = I/(λ K'), Δ I beyond about 20): their

@@ -71,18 +71,26 @@ def _k(u, n_nodes, xi_e, a):
 
 
 @numba.njit(**_JIT)
-def spend_kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, state):
+def spend_kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state):
     """Solve every page's interval at the log price ``z``; return (S, dS/dz, evaluations).
 
     Per page: K(u) = c, c = z + b_i (b = m − log w), by Halley steps safeguarded by a
     bracket, from the start ``u[i]`` + ``shift``/``k1[i]`` (the last root moved to first
     order by the price's step; ``u[i]`` where ``k1[i]`` is 0), clamped to [ulo_i, utop_i]. Writes the solution to
-    ``u``, K' there to ``k1`` (0 at a bound) and ``state`` (0 interior, 1 at the lower bound
+    ``u``, K' and K'' there to ``k1`` and ``k2`` (0 and K(bound) at a bound) and ``state`` (0 interior, 1 at the lower bound
     ulo, 2 no root up to utop: the page gets the top interval, 1/``inv_cap``). S = Σ 1/I_i
     over live pages, I_i = e^{u − m} (or the top); ``dead`` pages (index 0) are left out.
     ``xi``/``a`` are the nodes and weights (symmetric: xi[n−1−q] = −xi[q]); ``a1`` the
-    weight of the single node (s = 0). A Halley step below 1e-7 in u (log t) ends the
-    search (the error after it is of order 1e-21), as does a bracket below 4 ulp of u.
+    weight of the single node (s = 0). A Halley step below 2e-6 in u (log t) ends the
+    search (the error after it is of order 1e-17), as does a bracket below 4 ulp of u.
+    The start is the last root moved by the inverse's Taylor series to second order,
+    δ − K'' δ²/(2K'), δ = ``shift``/K' (K'' at the last root in ``k2``). For a page at a
+    bound ``k2`` keeps K there, which decides without evaluation whether it stays.
+
+    An interior root that the price's step moves by δ = ``shift``/K' <= 1e-5 (with
+    |K''/K'| δ <= 1e-4) is moved by the inverse function's Taylor series instead,
+    δ − K'' δ²/(2K') (K'' at the root in ``k2``; the remainder is O(δ³)), with no
+    evaluation of K.
     """
     n_q = xi.size
     xi_e = np.empty(n_q)
@@ -93,6 +101,27 @@ def spend_kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, 
     n_eval = 0
     for i in range(m.size):
         if dead[i]:
+            continue
+        bot = ulo[i]
+        top = utop[i]
+        c = z + b[i]
+        if state[i] == 0 and k1[i] > 0.0 and shift != 0.0:
+            du = shift / k1[i]
+            if abs(du) <= 1e-5 and abs(k2[i] * du) <= 1e-4 * k1[i]:
+                x = u[i] + du - 0.5 * k2[i] * du * du / k1[i]
+                g1 = k1[i] + k2[i] * (x - u[i])
+                if x > bot and x < top and g1 > 0.0:
+                    u[i] = x
+                    k1[i] = g1
+                    inv = math.exp(m[i] - x)
+                    spend += inv
+                    dspend -= inv / g1
+                    continue
+        elif state[i] == 1 and k2[i] >= c:  # still at t_min: K(t_min), kept in k2, reaches c
+            spend += math.exp(m[i] - bot)
+            continue
+        elif state[i] == 2 and k2[i] < c:  # still no root up to the top
+            spend += inv_cap
             continue
         si = s[i]
         if si > 0.0:
@@ -108,17 +137,19 @@ def spend_kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, 
             xi_e[0] = 1.0
             nn = 1
             ww = a_one
-        c = z + b[i]
-        bot = ulo[i]
-        top = utop[i]
         lo = bot
         hi = top
         lo_ok = False  # K(lo) < c seen
         hi_ok = False  # K(hi) >= c seen
-        x = u[i] + shift / k1[i] if k1[i] > 0.0 else u[i]
+        if k1[i] > 0.0:  # the last root moved by the inverse's Taylor series to second order
+            du = shift / k1[i]
+            x = u[i] + du - 0.5 * k2[i] * du * du / k1[i]
+        else:
+            x = u[i]
         x = min(max(x, lo), hi)
         st = 0
         g1 = 0.0
+        g2 = 0.0
         for _ in range(200):
             k, g1, g2 = _k(x, nn, xi_e, ww)
             n_eval += 1
@@ -126,12 +157,14 @@ def spend_kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, 
             if f < 0.0:
                 if x >= top:
                     st = 2
+                    g2 = k  # K at the bound, kept in k2
                     break
                 lo = x
                 lo_ok = True
             else:
                 if x <= bot:
                     st = 1
+                    g2 = k
                     break
                 hi = x
                 hi_ok = True
@@ -140,7 +173,7 @@ def spend_kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, 
                 den = 1.0 + 0.5 * step * g2 / g1  # Halley: 1 − f K''/(2 K'^2)
                 if den > 0.5:
                     step = step / den
-                if abs(step) <= 1e-7:  # converged: the error after this step is O(step^3)
+                if abs(step) <= 2e-6:  # converged: the error after this step is O(step^3)
                     x = min(max(x + step, lo), hi)
                     break
                 xn = x + step
@@ -168,6 +201,7 @@ def spend_kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, 
             inv = math.exp(m[i] - x)
         u[i] = x
         k1[i] = g1
+        k2[i] = g2
         state[i] = st
         spend += inv
         if g1 > 0.0:
