@@ -258,8 +258,10 @@ def allocate_crawls(table: pd.DataFrame, budget=None, *, policy: str = RECOMMEND
     ``policy="index_mean"`` is the stationary schedule of the index policy
     (:class:`~changerate_bayes.replay.IndexPolicy`, mean form): page i is crawled every
     I_i, where its freshness index w_i E[ν_Δ(I)] reaches a price λ, ν_Δ(t) =
-    (1 − e^{−Δt}(1 + Δt))/Δ averaged over the page's posterior, and λ is found by bisection
-    so that Σ_i 1/I_i = budget. ``policy="uniform"`` is round robin (every interval N/B).
+    (1 − e^{−Δt}(1 + Δt))/Δ averaged over the page's posterior, and λ is such that
+    Σ_i 1/I_i = budget (:func:`~changerate_bayes.scheduling.index_crawl_intervals`: each
+    I_i and λ exact to rounding; intervals are sought from 1e-4 to 1e5 days).
+    ``policy="uniform"`` is round robin (every interval N/B).
     ``policy="plug_in"`` is :func:`changerate_bayes.scheduling.optimal_crawl_rates` of the
     posterior means (``objective``), the allocation of earlier versions, which the replay
     puts far below round robin (0.60-0.96 of its freshness).
