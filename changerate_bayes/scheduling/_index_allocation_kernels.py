@@ -17,8 +17,9 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy")
 #: Below this x, ψ(x)/x² is summed as its series (truncation below 1e-20 relative; the closed
 #: form 1 − e^{−x}(1 + x) loses about 1e-16/ψ(x) relative, 5e-14 at x = 0.1).
 _SERIES_BELOW = 0.1
-#: x above which e^{−x}(1 + x) is below 1e-300: ψ(x) = 1 in floating point.
-_FLAT_ABOVE = 700.0
+#: x above which ψ(x) = 1 − e^{−x}(1 + x) rounds to 1 (e^{−45}·46 = 1.3e-18) and x² e^{−x}
+#: (the slope's term) is below 1e-16 of it: no exponential is needed there.
+_FLAT_ABOVE = 45.0
 
 
 @numba.njit(inline="always", **_JIT)
