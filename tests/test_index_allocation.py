@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import brentq
 from scipy.special import gammainc
+from scipy.stats import norm
 
 from changerate_bayes.cli import main
 from changerate_bayes.pages import allocate_crawls, page_table
@@ -185,8 +186,6 @@ def _grid_allocation(mean, lo, hi, budget, cap, level=0.9):
     """The schedule on a table of the index (40 nodes a decade from 1e-4 to 1e5 days),
     linear in (log t, log ν) between nodes, λ by bisection: the approximation the exact
     solution replaces, accurate to its interpolation (about 1e-4 relative)."""
-    from scipy.stats import norm
-
     grid = np.geomspace(1e-4, 1e5, 361)
     ok = (lo > 0) & (hi > lo)
     mu = np.where(ok, 0.5 * np.log(np.where(ok, lo * hi, 1.0)), np.log(mean))
@@ -249,8 +248,6 @@ def test_estimate_and_schedule_commands(tmp_path, index_log, capsys):
     n = len(table)
     mean, lo, hi = (table[c].to_numpy() for c in ("posterior_mean", "posterior_lower", "posterior_upper"))
     assert budget >= mean.sum() and not got["at_revisit_bound"].any()
-    from scipy.stats import norm
-
     ok = (lo > 0) & (hi > lo)
     sd = np.where(ok, np.log(np.where(ok, hi / lo, 1.0)) / (2 * norm.ppf(0.95)), 0.0)
     median = np.where(ok, np.sqrt(np.where(ok, lo * hi, 1.0)), mean)
@@ -268,7 +265,7 @@ def test_allocate_crawls_index_table_of_a_page_table():
                       "posterior_upper": [0.5, 2.0, 10.0]})
     t.attrs["level"] = 0.8
     out = allocate_crawls(t, 12.0, policy="index_mean")
-    z = 1.2815515655446004  # Φ^{-1}(0.9)
+    z = norm.ppf(0.9)  # the 80% interval's half-width in sd
     want, lam = _reference([0.2, 1.0, math.sqrt(20.0)], [0.0, math.log(4.0) / (2 * z), math.log(5.0) / (2 * z)],
                            np.ones(3), 12.0, cap=4.0 * 3 / 12.0)
     np.testing.assert_allclose(out["crawl_interval_h"], 24.0 * want, rtol=1e-9)
