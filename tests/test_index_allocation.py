@@ -270,3 +270,24 @@ def test_allocate_crawls_index_table_of_a_page_table():
                            np.ones(3), 12.0, cap=4.0 * 3 / 12.0)
     np.testing.assert_allclose(out["crawl_interval_h"], 24.0 * want, rtol=1e-9)
     assert out.attrs["price"] == pytest.approx(lam, rel=1e-9)
+
+
+def test_a_large_collection_starts_from_a_sample_and_is_still_exact(monkeypatch):
+    # above 4 × 16,384 live pages the price of a sample starts the search: the intervals are
+    # those of the search without it, and each solves its own condition at the price
+    import changerate_bayes.scheduling._index_allocation as mod
+
+    rng = np.random.default_rng(11)
+    n = 70_000
+    rate = rng.lognormal(math.log(0.5), 1.5, n)
+    sd = np.where(rng.random(n) < 0.1, 0.0, rng.uniform(0.05, 1.5, n))
+    budget = 3.0 * rate.sum()
+    cap = 4.0 * n / budget
+    got = index_crawl_intervals(rate, sd, budget, max_interval=cap)
+    monkeypatch.setattr(mod, "_SAMPLE", n)
+    plain = index_crawl_intervals(rate, sd, budget, max_interval=cap)
+    np.testing.assert_allclose(got.intervals, plain.intervals, rtol=1e-12)
+    assert np.sum(1.0 / got.intervals) == pytest.approx(budget, rel=1e-13)
+    for i in rng.choice(n, 8, replace=False):
+        want = _interval(rate[i], sd[i], 1.0, got.price, 1e-4, 1e5, cap)
+        assert got.intervals[i] == pytest.approx(want, rel=1e-9)

@@ -175,7 +175,9 @@ def spend_kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, 
                 if den > 0.5:
                     step = step / den
                 if abs(step) <= 2e-6:  # converged: the error after this step is O(step^3)
-                    x = min(max(x + step, lo), hi)
+                    xn = min(max(x + step, lo), hi)
+                    g1 += g2 * (xn - x)  # K' at the root (to O(step^2)): the next price's steps use it
+                    x = xn
                     break
                 xn = x + step
             else:
