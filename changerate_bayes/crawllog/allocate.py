@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from ..scheduling import freshness_index, optimal_crawl_rates
+from ..scheduling import index_crawl_intervals, optimal_crawl_rates
 
 __all__ = ["MAX_INTERVAL_FACTOR", "RECOMMENDED_POLICY", "allocate_crawls", "check_budget"]
 
@@ -24,9 +24,7 @@ RECOMMENDED_POLICY = "auto"
 #: No page's interval exceeds this many round-robin intervals N/B.
 MAX_INTERVAL_FACTOR = 4.0
 _POLICIES = ("auto", "index_mean", "uniform", "plug_in")
-_T_GRID = np.geomspace(1e-4, 1e5, 361)  # days: 40 nodes a decade
-_GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(16)
-_GH_W = _GH_W / _GH_W.sum()
+_INTERVAL_RANGE = (1e-4, 1e5)  # days: the intervals the index allocation considers
 _HOURS_PER_DAY = 24.0
 
 
@@ -42,51 +40,6 @@ def check_budget(budget):
     return budget
 
 
-def _posterior_nodes(table: pd.DataFrame, level: float):
-    """Rates (N, Q) per day and weights (Q,): each page's posterior as a log-normal matched to its
-    equal-tailed credible interval (Gauss-Hermite nodes); a point mass at the posterior mean when the
-    interval is degenerate (a lower bound of 0, or lower = upper)."""
-    mean = table["posterior_mean"].to_numpy(dtype=np.float64)
-    lo = table["posterior_lower"].to_numpy(dtype=np.float64) if "posterior_lower" in table else mean
-    hi = table["posterior_upper"].to_numpy(dtype=np.float64) if "posterior_upper" in table else mean
-    z = norm.ppf(0.5 + 0.5 * level)
-    ok = np.isfinite(lo) & np.isfinite(hi) & (lo > 0) & (hi > lo)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mu = np.where(ok, 0.5 * (np.log(np.where(ok, lo, 1.0)) + np.log(np.where(ok, hi, 1.0))), 0.0)
-        sd = np.where(ok, (np.log(np.where(ok, hi, 1.0)) - np.log(np.where(ok, lo, 1.0))) / (2.0 * z), 0.0)
-    rates = np.where(ok[:, None], np.exp(mu[:, None] + sd[:, None] * _GH_X[None, :]), mean[:, None])
-    return rates, _GH_W
-
-
-def _index_table(rates, q_weights) -> np.ndarray:
-    """E[ν_Δ(t)] on ``_T_GRID`` (days) per page, (N, T): the posterior mean of the Poisson
-    freshness index (1 − e^{−Δt}(1 + Δt))/Δ."""
-    out = np.zeros((rates.shape[0], _T_GRID.size))
-    for q, wq in enumerate(q_weights):  # a loop over quadrature nodes; pages and times are vectorised
-        out += wq * freshness_index(rates[:, q:q + 1], _T_GRID[None, :])
-    return out
-
-
-def _index_intervals(nu: np.ndarray, weights: np.ndarray, price: float, cap: float) -> np.ndarray:
-    """Each page's interval (days): the t at which w ν(t) reaches ``price`` (linear in (log t, log ν)
-    between the table's nodes), at most ``cap`` (also where it never does)."""
-    v = weights[:, None] * nu
-    j = (v < price).sum(axis=1)  # rows increase in t: the first node at or above the price
-    n_t = _T_GRID.size
-    inside = (j > 0) & (j < n_t)
-    jj = np.clip(j, 1, n_t - 1)
-    rows = np.arange(v.shape[0])
-    v0, v1 = v[rows, jj - 1], v[rows, jj]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        # log ν is nearly linear in log t (ν ∝ t² for small t, flat for large t)
-        frac = np.where(v0 > 0, np.log(price / v0) / np.log(v1 / v0), (price - v0) / (v1 - v0))
-        frac = np.clip(np.where(v1 > v0, frac, 1.0), 0.0, 1.0)
-    logt = np.log(_T_GRID)
-    t = np.exp(logt[jj - 1] + frac * (logt[jj] - logt[jj - 1]))
-    t = np.where(inside, t, np.where(j == 0, _T_GRID[0], np.inf))
-    return np.minimum(t, cap)
-
-
 def allocate_crawls(table: pd.DataFrame, budget=None, *, policy: str = RECOMMENDED_POLICY,
                     objective="binary_freshness", weights=None,
                     max_interval_factor: float = MAX_INTERVAL_FACTOR) -> pd.DataFrame:
@@ -95,8 +48,10 @@ def allocate_crawls(table: pd.DataFrame, budget=None, *, policy: str = RECOMMEND
     ``policy="index_mean"`` is the stationary schedule of the index policy
     (:class:`~changerate_bayes.replay.IndexPolicy`, mean form): page i is crawled every
     I_i, where its freshness index w_i E[ν_Δ(I)] reaches a price λ, ν_Δ(t) =
-    (1 − e^{−Δt}(1 + Δt))/Δ averaged over the page's posterior, and λ is found by bisection
-    so that Σ_i 1/I_i = budget. ``policy="uniform"`` is round robin (every interval N/B).
+    (1 − e^{−Δt}(1 + Δt))/Δ averaged over the page's posterior, and λ is such that
+    Σ_i 1/I_i = budget (:func:`~changerate_bayes.scheduling.index_crawl_intervals`: each
+    I_i and λ exact to rounding; intervals are sought from 1e-4 to 1e5 days).
+    ``policy="uniform"`` is round robin (every interval N/B).
     ``policy="plug_in"`` is :func:`changerate_bayes.scheduling.optimal_crawl_rates` of the
     posterior means (``objective``), the allocation of earlier versions, which the replay
     puts far below round robin (0.60-0.96 of its freshness).
@@ -203,26 +158,17 @@ def allocate_crawls(table: pd.DataFrame, budget=None, *, policy: str = RECOMMEND
         rates = np.where(bound, 1.0 / cap, rates * (left / rest if rest > 0 else 0.0))
         extra = {}
     else:
-        q_rates, q_w = _posterior_nodes(table, float(table.attrs.get("level", 0.9)))
-        nu = _index_table(q_rates, q_w)
-
-        def spend(log_price):
-            return np.sum(1.0 / _index_intervals(nu, w, np.exp(log_price), cap))
-
-        top = float(np.max(w[:, None] * nu))
-        if not top > 0:  # no page is expected to change (or every weight is 0): round robin
-            nu = np.broadcast_to(_T_GRID, nu.shape)
-            w = np.ones(n)
-            top = float(_T_GRID[-1])
-        lo, hi = np.log(top) - 80.0, np.log(top) + 1.0  # spend(lo) >= any budget below 1e4 N per day
-        for _ in range(60):  # bisection in log λ: the spend decreases with the price
-            mid = 0.5 * (lo + hi)
-            if spend(mid) > budget:
-                lo = mid
-            else:
-                hi = mid
-        price = np.exp(hi)
-        intervals = _index_intervals(nu, w, price, cap)
+        # each page's posterior: the log-normal matched to its equal-tailed interval at the
+        # table's level, or a point mass at the posterior mean (a lower bound of 0, lower = upper)
+        lo = table["posterior_lower"].to_numpy(dtype=np.float64) if "posterior_lower" in table else mean
+        hi = table["posterior_upper"].to_numpy(dtype=np.float64) if "posterior_upper" in table else mean
+        ok = np.isfinite(lo) & np.isfinite(hi) & (lo > 0) & (hi > lo)
+        log_lo, log_hi = np.log(np.where(ok, lo, 1.0)), np.log(np.where(ok, hi, 1.0))
+        sd = (log_hi - log_lo) / (2.0 * norm.ppf(0.5 + 0.5 * float(table.attrs.get("level", 0.9))))
+        median = np.where(ok, np.exp(0.5 * (log_lo + log_hi)), mean)
+        found = index_crawl_intervals(median, sd, budget, weights=w, max_interval=cap,
+                                      interval_range=_INTERVAL_RANGE)
+        intervals, price = found.intervals, found.price
         bound = intervals >= cap * (1.0 - 1e-12)
         rates = 1.0 / intervals
         # a page whose index saturates below the price drops to the bound at one price: the spend

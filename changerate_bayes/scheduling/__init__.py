@@ -27,6 +27,7 @@ from ._ephemeral import (
     solve_ephemeral_dp,
 )
 from ._freshness_index import freshness_index, index_kernels, predictive_freshness_index
+from ._index_allocation import IndexIntervals, index_crawl_intervals
 from ._optimal_rates import crawl_objective, optimal_crawl_rates
 from ._plots import (
     closed_loop_bands,
@@ -52,6 +53,8 @@ __all__ = [
     # optimal rates
     "optimal_crawl_rates",
     "crawl_objective",
+    "index_crawl_intervals",
+    "IndexIntervals",
     # closed loop
     "CLOSED_LOOP_POLICIES",
     "ClosedLoopResult",

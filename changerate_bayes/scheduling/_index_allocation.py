@@ -1,0 +1,354 @@
+r"""The stationary schedule of the freshness index policy: one price, one interval per page.
+
+The index. A page whose changes are Poisson with rate Δ, crawled every t, is fresh a
+fraction (1 − e^{−Δt})/(Δt) of the time. Under a price λ per crawl, its weighted gain per
+unit time w (1 − e^{−Δt})/(Δt) − λ/t has derivative (λ − w ν_Δ(t))/t² in t, with
+
+.. math:: ν_Δ(t) = \frac{1 − e^{−Δt}(1 + Δt)}{Δ} = \int_0^t s\,Δ e^{−Δs}\,ds,           (1)
+
+increasing from 0 to 1/Δ. So the best interval under λ is the t with w ν_Δ(t) = λ: the
+Lagrangian condition of Cho & Garcia-Molina's freshness allocation (2003, Section 4),
+and the crawl rule of the Whittle index policy w ν_Δ(elapsed) >= λ (Whittle's relaxation
+of the budget to a mean with multiplier λ: Avrachenkov & Borkar, "Whittle index policy for
+crawling ephemeral content", Section 2; the index in :mod:`changerate_bayes.replay`). With
+an uncertain Δ the index is its posterior mean, here over a log-normal posterior
+log Δ ~ N(m, s²) by Gauss-Hermite quadrature (nodes ξ_q, weights a_q, Σ a_q = 1):
+
+.. math:: g(t) = w \sum_q a_q\, ν_{Δ_q}(t), \quad Δ_q = e^{m + s ξ_q}                  (2)
+
+(one node Δ = e^m when s = 0: a point mass), increasing in t since every ν is.
+
+The schedule. Page i is crawled every I_i(λ): the root of g_i(t) = λ, held to a range
+[t_min, t_max] and a revisit bound M:
+
+.. math:: I_i(λ) = \begin{cases} t_{min} & g_i(t_{min}) >= λ \\
+          g_i^{-1}(λ) & g_i(t_{min}) < λ <= g_i(\min(t_{max}, M)) \\
+          M & \text{otherwise (no root up to } t_{max}\text{, or beyond } M)\end{cases}   (3)
+
+and the price solves the budget equation
+
+.. math:: S(λ) = \sum_i 1 / I_i(λ) = B.                                              (4)
+
+Each I_i is non-decreasing in λ, so S is non-increasing: one multiplier, as in
+water-filling (:func:`~changerate_bayes.scheduling.optimal_crawl_rates`).
+
+The page's root. With u = log t + m and x_q = Δ_q t = e^{u + s ξ_q}, ν_{Δ_q}(t) =
+ψ(x_q)/Δ_q and 1/Δ_q = e^{−m} e^{−s ξ_q} give log g_i(t) = log w_i − m_i + K_i(u) with
+
+.. math:: K(u) = \log \sum_q a_q e^{−s ξ_q} ψ(x_q), \quad ψ(x) = 1 − e^{−x}(1 + x),   (5)
+
+so g_i(t) = λ is K_i(u) = c_i = log λ − log w_i + m_i: one function of u per posterior
+width s, shifted by the page's constants. K increases from slope 2 (K ≈ 2u + log(Σ a_q
+e^{sξ_q}/2) as u → −∞, an upper bound) to slope 0 (K → log Σ a_q e^{−sξ_q}: w E[1/Δ]
+is the largest index a page reaches); its derivatives need no further exponential:
+K' = Σ a_q e^{−sξ_q} x_q² e^{−x_q} / Σ a_q e^{−sξ_q} ψ(x_q), and K'' likewise with the
+factor (2 − x_q). Each root is found by Halley steps in u, safeguarded by a bracket
+(bisection when a step leaves it), to a step below 2e-6 (cubic convergence: an error of
+order 1e-17 in log t after it) or a bracket of 4 ulp. For small x the sums use the series
+ψ(x)/x² = 1/2 − x/3 + x²/8 − ..., and for u <= 0 the sums are scaled by e^{−2u}, so
+no term under- or overflows for any Δ > 0.
+
+The price. z = log λ solves log S(e^z) = log B by Newton steps with the exact derivative
+dS/dz = −Σ_i (1/I_i) / K_i'(u_i) (interior pages; the implicit derivative of K_i(u_i) = c_i),
+inside a bracket that bisection falls back on. After a step δz each root starts from the
+last one moved by the inverse function's Taylor series, u + δ − K''δ²/(2K'), δ = δz/K'
+(error O(δ³)); a root moved by δ <= 1e-5 is moved by that series alone, and a page at a
+bound keeps K there to know without evaluation whether it stays. The first price comes
+from the small-t bound of K: with every u = (c − s²/2 + log 2)/2, S(e^z) = e^{−z/2}
+Σ_i e^{(m_i + log w_i + s_i²/2 − log 2)/2}; with more than 65,536 pages, the search runs
+first on 16,384 of them (every k-th, the budget scaled by their share), and its price
+starts the search on all. The search ends when S is within 2e-15 of B (relative), or
+the bracket is below 4 ulp of z: S jumps there (a page leaving t_max for M when
+M > t_max), or the pages whose index is flat at their interval to rounding (Δ I beyond
+about 20) are not resolved by any float λ, and share what the others leave of B.
+
+Cost. Each evaluation of K is one exponential per node (16 for a log-normal page, 1 for a
+point mass) and a few multiplications (8 more exponentials, e^{sξ_q}, per page and
+price). On 10^6 pages: about 2.6 evaluations a page at the sample's price, 1 at the next,
+then none; 8 arrays of N floats (no temporary of N × nodes).
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import NamedTuple
+
+import numpy as np
+
+from .._validation import as_float_array
+
+__all__ = ["index_crawl_intervals", "IndexIntervals", "INDEX_NODES"]
+
+#: Gauss-Hermite nodes of the posterior mean of the index over a log-normal posterior.
+INDEX_NODES = 16
+_XI, _A = np.polynomial.hermite_e.hermegauss(INDEX_NODES)
+_A = _A / _A.sum()
+
+_KERNELS: dict = {}
+
+
+def _kernels() -> dict:
+    """The numba kernel, compiled (or loaded from numba's cache) on first call."""
+    if not _KERNELS:
+        from . import _index_allocation_kernels as k
+
+        _KERNELS["spend"] = k.spend_kernel
+    return _KERNELS
+
+
+#: pages in the sample whose price starts the search on large collections
+_SAMPLE = 16384
+
+
+def _first_price(m, b, s, live, live_budget) -> float:
+    """log λ if every root were on the small-t bound K <= 2u + s²/2 − log 2 (the log-normal's
+    mean for Σ a e^{sξ}): S(e^z) = e^{−z/2} Σ e^{(m + log w + s²/2 − log 2)/2}."""
+    if not live_budget > 0:
+        return 0.0
+    half = 0.5 * (m[live] - b[live] + 0.5 * s[live] ** 2 - np.log(2.0))
+    top = half.max()
+    return float(2.0 * (top + np.log(np.sum(np.exp(half - top))) - np.log(live_budget)))
+
+
+def _start(u, z, b, s, live) -> None:
+    """Each root's start: on the small-t bound, at or below the root."""
+    u[:] = np.where(live, 0.5 * (z + b - 0.5 * s * s + np.log(2.0)), 0.0)
+
+
+def _solver(arrays, inv_cap):
+    m, s, b, dead, ulo, utop, u, k1, k2, state = arrays
+    kernel = _kernels()["spend"]
+
+    def solve(z, shift):
+        return kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, _XI, _A, 1.0, u, k1, k2, state)
+
+    return solve
+
+
+def _price_search(z, arrays, inv_cap, live_budget):
+    """Newton steps on log S(e^z) = log B in a bracket (bisection when a step leaves it)."""
+    solve = _solver(arrays, inv_cap)
+    state, dead = arrays[9], arrays[3]
+    live = ~dead
+    z_lo, z_hi = -np.inf, np.inf  # S(z_lo) > B >= S(z_hi)
+    expand = 1.0
+    steps = 0
+    shift = 0.0
+    jump = False
+    for steps in range(1, 400):
+        spend, dspend, _ = solve(z, shift)
+        phi = np.log(spend) - np.log(live_budget) if spend > 0 and live_budget > 0 else (
+            -np.inf if live_budget > 0 else np.inf)
+        if phi > 0:
+            z_lo = z
+        else:
+            z_hi = z
+        if abs(phi) <= 2e-15:
+            break
+        if z_hi - z_lo <= 8.9e-16 * max(1.0, abs(z)):
+            jump = True
+            break
+        if dspend < 0 and np.isfinite(phi):
+            zn = z - phi * spend / dspend
+        else:  # every live page at a bound: no slope
+            if phi > 0 and (state[live] == 2).all():
+                break  # the bound M for every page still spends more than B
+            if phi < 0 and (state[live] == 1).all():
+                break  # every page at t_min spends less than B
+            zn = z + (expand if phi > 0 else -expand)
+            expand *= 2.0
+        if not (z_lo < zn < z_hi):
+            if np.isfinite(z_lo) and np.isfinite(z_hi):
+                zn = 0.5 * (z_lo + z_hi)
+            else:
+                zn = z + (expand if phi > 0 else -expand)
+                expand *= 2.0
+        shift = zn - z  # each root starts from its last one moved by δz/K' (first order)
+        z = zn
+    return z, z_lo, z_hi, jump, steps
+
+
+def _inverse(u, m, state, dead, cap, t_min):
+    """1/I per page from the roots u (1/t_min and 1/M at the bounds, 1/M for dead pages)."""
+    inv = np.exp(m - u)
+    inv[state == 1] = 1.0 / t_min
+    inv[(state == 2) | dead] = 1.0 / cap
+    return inv
+
+
+class IndexIntervals(NamedTuple):
+    """The stationary schedule of the index policy (see :func:`index_crawl_intervals`)."""
+
+    #: I_i, shape (N,), in the time unit of the rates; M for a page held at the bound.
+    intervals: np.ndarray
+    #: λ, the price per crawl (weight × time unit).
+    price: float
+    #: Newton steps on the price (kernel calls).
+    steps: int
+
+
+def _check_scalar(value, name, *, low=0.0, allow_inf=False):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"`{name}` must be a number; got {type(value).__name__}")
+    value = float(value)
+    if not (value > low and (allow_inf or np.isfinite(value))) or np.isnan(value):
+        raise ValueError(f"`{name}` must be > {low:g}{'' if allow_inf else ' and finite'}; got {value}")
+    return value
+
+
+def index_crawl_intervals(rate, log_sd, budget, *, weights=None, max_interval=np.inf,
+                          interval_range=(1e-4, 1e5)) -> IndexIntervals:
+    r"""Each page's crawl interval under the freshness index policy's price that spends ``budget``.
+
+    Page i's posterior is log Δ_i ~ N(log ``rate[i]``, ``log_sd[i]``²) (a point mass at
+    ``rate[i]`` when ``log_sd[i]`` = 0); its index is the posterior mean of the Poisson
+    freshness index, w_i E[(1 − e^{−Δt}(1 + Δt))/Δ] (16-node Gauss-Hermite quadrature),
+    and it is crawled every I_i, where its index reaches the price λ (eq. 3 of the module
+    notes), with λ such that Σ_i 1/I_i = ``budget`` (eq. 4). Vectorised over pages: one
+    Newton search on λ, each step solving every page's root (compiled; see the module notes).
+
+    Parameters
+    ----------
+    rate : array_like of float, shape (N,)
+        e^m_i >= 0, the posterior median of each page's change rate (per time unit); 0 for a
+        page that never changes (its index is 0).
+    log_sd : array_like of float, shape (N,)
+        s_i >= 0, the posterior's standard deviation of log Δ_i.
+    budget : float
+        B > 0, crawls per time unit over all pages.
+    weights : array_like of float, shape (N,), optional
+        w_i >= 0 (default 1). A page with w_i = 0 or rate 0 gets ``max_interval``.
+    max_interval : float, default inf
+        M > 0: no interval exceeds it; a page whose index stays below the price up to M
+        (or up to ``interval_range[1]``) gets M.
+    interval_range : (float, float), default (1e-4, 1e5)
+        (t_min, t_max), 0 < t_min < t_max <= inf, in the time unit (days for rates per
+        day): a page whose index reaches the price before t_min is crawled every t_min, one
+        whose index has not reached it by t_max gets M.
+
+    Returns
+    -------
+    IndexIntervals
+        ``intervals`` (shape (N,), in the time unit; finite unless M is infinite),
+        ``price`` (λ) and ``steps`` (Newton steps on λ). Σ 1/I_i = B to within 1e-13
+        relative, unless no price spends exactly B: every live page at t_min with B beyond
+        their spend (``price`` is then the last one tried: any lower price gives the same
+        intervals), every page at M with N/M > B, or a jump of S where a page's root passes
+        t_max < M (``price`` is the jump, the intervals those just above it, spending less
+        than B). Where λ is resolved to its last bit, the pages whose index is nearly flat
+        at their interval (Δ I beyond about 20, where dI/dλ is huge) share what the other
+        pages leave of B in proportion to their spend on either side of that bit. If no page has a
+        positive index (every rate or weight 0), the index is taken as t itself for every
+        page: each interval (and the price) is N/B.
+
+    Raises
+    ------
+    ValueError
+        If ``rate`` or ``log_sd`` is negative or not finite, the shapes differ, ``weights``
+        is negative, not finite or of another shape, ``budget`` <= 0 or not finite,
+        ``max_interval`` <= 0, or ``interval_range`` is not 0 < t_min < t_max.
+    TypeError
+        For non-numeric input.
+
+    Notes
+    -----
+    The derivation (the index, the log-space root of each page and the price search) is
+    in the module notes of :mod:`changerate_bayes.scheduling._index_allocation`. The result
+    is exact up to rounding (each interval to about 1e-13 relative); it is the allocation
+    :func:`changerate_bayes.pages.allocate_crawls` makes with ``policy="index_mean"``.
+
+    References
+    ----------
+    J. Cho and H. Garcia-Molina, "Effective page refresh policies for web crawlers", ACM
+    TODS 28(4), 2003, Section 4 (the Lagrangian condition w ν(I) = λ). K. Avrachenkov and
+    V. S. Borkar, "Whittle index policy for crawling ephemeral content", Section 2 (the
+    price of a crawl as the multiplier of the relaxed budget). P. Whittle, "Restless
+    bandits: activity allocation in a changing world", J. Appl. Prob. 25A, 1988.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from changerate_bayes.scheduling import index_crawl_intervals
+    >>> res = index_crawl_intervals([1.0, 1.0], [0.0, 0.0], 4.0)  # equal pages: round robin
+    >>> res.intervals.round(12).tolist()
+    [0.5, 0.5]
+    >>> round(res.price, 12)  # ν_1(0.5) = 1 − e^{−1/2}(1 + 1/2)
+    0.090204010431
+    >>> res = index_crawl_intervals([0.5, 2.0], [0.0, 1.0], 3.0)
+    >>> float(round(np.sum(1 / res.intervals), 12))
+    3.0
+    """
+    d = as_float_array(rate, name="rate", nonnegative=True, ndim=(1,), allow_empty=True)
+    s = as_float_array(log_sd, name="log_sd", nonnegative=True, ndim=(1,), allow_empty=True)
+    if s.shape != d.shape:
+        raise ValueError(f"`log_sd` must have the shape of `rate` {d.shape}; got {s.shape}")
+    n = d.size
+    if weights is None:
+        w = np.ones(n)
+    else:
+        w = as_float_array(weights, name="weights", nonnegative=True, ndim=(1,), allow_empty=True)
+        if w.shape != d.shape:
+            raise ValueError(f"`weights` must have the shape of `rate` {d.shape}; got {w.shape}")
+    budget = _check_scalar(budget, "budget")
+    cap = _check_scalar(max_interval, "max_interval", allow_inf=True)
+    try:
+        t_min, t_max = (float(v) for v in interval_range)
+    except (TypeError, ValueError):
+        raise TypeError(f"`interval_range` must be two numbers (t_min, t_max); got {interval_range!r}") from None
+    if not (0.0 < t_min < t_max and np.isfinite(t_min)):
+        raise ValueError(f"`interval_range` must satisfy 0 < t_min < t_max (t_min finite); got {interval_range!r}")
+    if n == 0:
+        return IndexIntervals(np.zeros(0), float("nan"), 0)
+    dead = (d == 0.0) | (w == 0.0)
+    if dead.all():  # no page gains from a crawl: the index is t for every page, round robin
+        return IndexIntervals(np.full(n, n / budget), n / budget, 0)
+    with np.errstate(divide="ignore"):
+        m = np.log(d)
+        b = m - np.log(w)  # c_i = log λ + b_i
+    inv_cap = 1.0 / cap
+    n_dead = int(dead.sum())
+    live_budget = budget - n_dead * inv_cap
+    ulo = np.log(t_min) + m
+    utop = min(np.log(cap), np.log(t_max)) + m
+
+    live = ~dead
+    k1 = np.zeros(n)
+    k2 = np.zeros(n)
+    state = np.zeros(n, dtype=np.int8)
+    u = np.zeros(n)
+    arrays = (m, s, b, dead, ulo, utop, u, k1, k2, state)
+    n_live = int(live.sum())
+    if n_live > 4 * _SAMPLE:  # the price of a sample of the pages first: a close start for all
+        every = np.flatnonzero(live)[::n_live // _SAMPLE]
+        sample = tuple(x[every].copy() for x in arrays)
+        share = live_budget * every.size / n_live
+        z = _first_price(sample[0], sample[2], sample[1], ~sample[3], share)
+        _start(sample[6], z, sample[2], sample[1], ~sample[3])
+        z = _price_search(z, sample, inv_cap, share)[0]
+    else:
+        z = _first_price(m, b, s, live, live_budget)
+    _start(u, z, b, s, live)
+    z, z_lo, z_hi, jump, steps = _price_search(z, arrays, inv_cap, live_budget)
+    solve = _solver(arrays, inv_cap)
+    if jump:
+        # λ is resolved to its last bit. Between the two ends of the bracket only pages whose index
+        # is flat at their interval to rounding move (dI/dλ = I/(λ K'), Δ I beyond about 20): their
+        # root is not resolved by any float λ. They share what the others leave of B, in proportion
+        # to their spend at the lower end; at a true jump (a root passing t_max < M) the intervals
+        # just above it are kept.
+        solve(z_lo, z_lo - z)
+        inv_lo, state_lo = _inverse(u, m, state, dead, cap, t_min), state.copy()
+        solve(z_hi, z_hi - z_lo)
+        inv = _inverse(u, m, state, dead, cap, t_min)
+        z = z_hi
+        moved = ~np.isclose(inv, inv_lo, rtol=1e-12, atol=0.0)
+        true_jump = t_max < cap and bool(((state == 2) & (state_lo != 2)).any())
+        rest = budget - inv[~moved].sum()
+        if moved.any() and not true_jump and rest > 0:
+            inv[moved] = np.maximum(inv_lo[moved] * (rest / inv_lo[moved].sum()), inv_cap)
+        with np.errstate(divide="ignore"):  # M = inf: 1/I = 0
+            return IndexIntervals(1.0 / inv, float(np.exp(z)), steps)
+    intervals = np.exp(u - m)
+    intervals[state == 1] = t_min
+    intervals[(state == 2) | dead] = cap
+    return IndexIntervals(intervals, float(np.exp(z)), steps)
