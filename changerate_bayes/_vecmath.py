@@ -12,14 +12,53 @@ scratch arrays so that each loop vectorises.
 from __future__ import annotations
 
 import numba as nb
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
-__all__ = ["INV_LN2", "LN2_HI", "LN2_LO", "ROUND", "ROUND_BITS", "expm1_reduced"]
+__all__ = ["INV_LN2", "LN2_HI", "LN2_LO", "ROUND", "ROUND_BITS", "bits_f64", "f64_bits", "exp_split", "expm1_reduced"]
 
 INV_LN2 = 1.4426950408889634
 LN2_HI = 0.6931471803691238  # ln 2 split (fdlibm): n·LN2_HI is exact for |n| < 2^20
 LN2_LO = 1.9082149292705877e-10
 ROUND = 6755399441055744.0  # 1.5·2^52: y + ROUND rounds y to an integer held in the low bits
 ROUND_BITS = 0x4338000000000000  # the bits of ROUND
+
+
+@intrinsic
+def bits_f64(typingctx, bits):
+    """The float64 whose bits are the int64 ``bits`` (a bitcast, no conversion)."""
+    if bits != types.int64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
+@intrinsic
+def f64_bits(typingctx, x):
+    """The bits of the float64 ``x`` as an int64 (a bitcast, no conversion)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+@nb.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+def exp_split(y):
+    """(2^n, r) with y = n ln 2 + r, n = round(y/ln 2) and |r| <= ln(2)/2, for |y| below
+    about 708: n from ``y·INV_LN2 + ROUND``, 2^n from its bits, r with ln 2 split (exact
+    n·LN2_HI), in the caller's floating-point flags (inlined). e^y = 2^n (1 + (e^r − 1))."""
+    tb = y * INV_LN2 + ROUND
+    n = tb - ROUND
+    sc = bits_f64((f64_bits(tb) - ROUND_BITS + 1023) << 52)
+    r = (y - n * LN2_HI) - n * LN2_LO
+    return sc, r
 
 
 @nb.njit(inline="always", cache=True, nogil=True, error_model="numpy")

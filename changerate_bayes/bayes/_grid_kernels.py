@@ -43,8 +43,9 @@ from .._vecmath import LN2_HI as _LN2_HI
 from .._vecmath import LN2_LO as _LN2_LO
 from .._vecmath import ROUND as _ROUND
 from .._vecmath import ROUND_BITS as _ROUND_BITS
-from .._vecmath import expm1_reduced
-from ..estimators._kernels import _bits_f64, _f64_bits
+from .._vecmath import bits_f64 as _bits_f64
+from .._vecmath import exp_split, expm1_reduced
+from .._vecmath import f64_bits as _f64_bits
 
 __all__ = ["grid_draws_block", "TILE", "CHUNK_TILES"]
 
@@ -254,10 +255,7 @@ def _exp_ar(y):
     y = n ln 2 + r, n = round(y/ln 2), |r| <= ln(2)/2, e^r − 1 from
     :func:`changerate_bayes._vecmath.expm1_reduced`, 2^n built from its bits (an error of
     about 1 ulp against libm's exp)."""
-    tb = y * _INV_LN2 + _ROUND
-    n = tb - _ROUND
-    sc = _bits_f64((_f64_bits(tb) - _ROUND_BITS + 1023) << 52)
-    r = (y - n * _LN2_HI) - n * _LN2_LO
+    sc, r = exp_split(y)
     return sc + sc * expm1_reduced(r)
 
 
@@ -266,11 +264,25 @@ def _expm1_neg_ar(y):
     """e^y − 1 for −FAST_EXP <= y <= 0 in arithmetic only: 2^n (e^r − 1) + (2^n − 1), both
     terms of the same sign for r <= 0 and of opposite sign only for n >= −1 and r > 0,
     where the cancellation costs at most a factor 2: within 3 ulps."""
-    tb = y * _INV_LN2 + _ROUND
-    n = tb - _ROUND
-    sc = _bits_f64((_f64_bits(tb) - _ROUND_BITS + 1023) << 52)
-    r = (y - n * _LN2_HI) - n * _LN2_LO
+    sc, r = exp_split(y)
     return sc * expm1_reduced(r) + (sc - 1.0)
+
+
+@nb.njit(inline="always", **_OPTS_VEC)
+def _atanh_series(q, z):
+    """The odd series of atanh s = s (1 + z/3 + z²/5 + ...), z = s², from its terms of
+    z^9/19 down: Horner's steps q·z + 1/19, ..., q·z + 1/3 applied to ``q`` (the sum of the
+    higher terms, e.g. 1/21 for the series to s^21)."""
+    q = q * z + 1.0 / 19.0
+    q = q * z + 1.0 / 17.0
+    q = q * z + 1.0 / 15.0
+    q = q * z + 1.0 / 13.0
+    q = q * z + 1.0 / 11.0
+    q = q * z + 1.0 / 9.0
+    q = q * z + 1.0 / 7.0
+    q = q * z + 1.0 / 5.0
+    q = q * z + 1.0 / 3.0
+    return q
 
 
 @nb.njit(inline="always", **_OPTS_VEC)
@@ -288,16 +300,7 @@ def _log_ar(y):
     f = w - 1.0  # exact (Sterbenz)
     sv = f / (2.0 + f)
     z = sv * sv
-    q = 1.0 / 21.0
-    q = q * z + 1.0 / 19.0
-    q = q * z + 1.0 / 17.0
-    q = q * z + 1.0 / 15.0
-    q = q * z + 1.0 / 13.0
-    q = q * z + 1.0 / 11.0
-    q = q * z + 1.0 / 9.0
-    q = q * z + 1.0 / 7.0
-    q = q * z + 1.0 / 5.0
-    q = q * z + 1.0 / 3.0
+    q = _atanh_series(1.0 / 21.0, z)
     kf = _bits_f64(k + _ROUND_BITS) - _ROUND  # float(k) by bits (AVX2 has no int64 → double)
     return kf * _LN2_HI + ((2.0 * sv + 2.0 * sv * (z * q)) + kf * _LN2_LO)
 
@@ -357,16 +360,7 @@ def _log1mexp_run(t, eu, lo, hi, acc, fbuf, ibuf):
         z = v * v
         q = 1.0 / 25.0
         q = q * z + 1.0 / 23.0
-        q = q * z + 1.0 / 21.0
-        q = q * z + 1.0 / 19.0
-        q = q * z + 1.0 / 17.0
-        q = q * z + 1.0 / 15.0
-        q = q * z + 1.0 / 13.0
-        q = q * z + 1.0 / 11.0
-        q = q * z + 1.0 / 9.0
-        q = q * z + 1.0 / 7.0
-        q = q * z + 1.0 / 5.0
-        q = q * z + 1.0 / 3.0
+        q = _atanh_series(q * z + 1.0 / 21.0, z)
         acc_run[g] += 2.0 * (v + v * (z * q))
 
 
