@@ -169,24 +169,27 @@ _Q_COEF = np.array([float(b / math.factorial(2 * n)) for n, b in enumerate(_B2N,
 _H_COEF = np.array([float(b / (2 * n * math.factorial(2 * n))) for n, b in enumerate(_B2N, start=1)])
 
 
+@nb.njit(inline="always", **_OPTS)
+def _even_series(coef, z):
+    """Σ_n coef[n] z^n over the SERIES_TERMS coefficients, by Horner's rule from the last."""
+    acc = 0.0
+    for n in range(SERIES_TERMS - 1, -1, -1):
+        acc = acc * z + coef[n]
+    return acc
+
+
 @nb.njit(**_OPTS)
 def _h_series(x):
     """log((1 − e^{−x})/x) for 0 <= x <= SERIES_X (so log(1 − e^{−x}) = log x + h(x))."""
     z = x * x
-    acc = 0.0
-    for n in range(SERIES_TERMS - 1, -1, -1):
-        acc = acc * z + _H_COEF[n]
-    return -0.5 * x + z * acc
+    return -0.5 * x + z * _even_series(_H_COEF, z)
 
 
 @nb.njit(**_OPTS)
 def _q_series(x):
     """x e^{−x}/(1 − e^{−x}) = x/(e^x − 1) for 0 <= x <= SERIES_X (1 at x = 0)."""
     z = x * x
-    acc = 0.0
-    for n in range(SERIES_TERMS - 1, -1, -1):
-        acc = acc * z + _Q_COEF[n]
-    return (1.0 - 0.5 * x) + z * acc
+    return (1.0 - 0.5 * x) + z * _even_series(_Q_COEF, z)
 
 
 @nb.njit(**_OPTS)
@@ -718,6 +721,21 @@ def _simpson_cdf(work, cdf):
         cdf[g] /= last
 
 
+@nb.njit(inline="always", **_OPTS)
+def _cell(cdf, size, p, j):
+    """The cell of p in the CDF, searched up from cell j: the largest j' <= size − 2 with
+    cdf[j'] <= p (j' >= j), and the fraction of the cell's mass below p, in [0, 1] (0 in a
+    cell without mass)."""
+    while j < size - 2 and cdf[j + 1] <= p:
+        j += 1
+    low = cdf[j]
+    mass = cdf[j + 1] - low
+    phi = 0.0
+    if mass > 0.0:
+        phi = min(max((p - low) / mass, 0.0), 1.0)
+    return j, phi
+
+
 @nb.njit(**_OPTS)
 def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s, logd, cdf, beta, work, table,
           fbuf, ibuf, dz, dn, dj, dr, qb, hb):
@@ -749,13 +767,7 @@ def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s
         # two steps without a branch (a bucket rarely spans more cells), then the rest
         j += 1 if (j < size - 2) & (cdf[j + 1] <= p) else 0
         j += 1 if (j < size - 2) & (cdf[min(j + 1, size - 1)] <= p) else 0
-        while j < size - 2 and cdf[j + 1] <= p:
-            j += 1
-        low = cdf[j]
-        mass = cdf[j + 1] - low
-        phi = 0.0
-        if mass > 0.0:
-            phi = min(max((p - low) / mass, 0.0), 1.0)
+        j, phi = _cell(cdf, size, p, j)
         b = beta[j]
         rising = b > 0.0
         dz[d] = (1.0 - phi if rising else phi) * work[j]

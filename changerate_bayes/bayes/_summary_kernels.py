@@ -28,7 +28,7 @@ import math
 import numba as nb
 import numpy as np
 
-from ._grid_kernels import _fit, _simpson_cdf, _sort_ascending
+from ._grid_kernels import _cell, _fit, _simpson_cdf, _sort_ascending
 
 __all__ = ["summary_pages", "page_keys", "same_changed", "TILE"]
 
@@ -61,14 +61,7 @@ def _quantiles(mode, scale, s, logd, work, cdf, probs, out, row):
     step = s[1] - s[0]
     for k in range(probs.size):
         p = probs[k]
-        j = 0  # the largest j <= size − 2 with cdf[j] <= p
-        while j < size - 2 and cdf[j + 1] <= p:
-            j += 1
-        low = cdf[j]
-        mass = cdf[j + 1] - low
-        phi = 0.0
-        if mass > 0.0:
-            phi = min(max((p - low) / mass, 0.0), 1.0)
+        j, phi = _cell(cdf, size, p, 0)
         b = logd[j + 1] - logd[j]
         b = 0.0 if b != b else b
         rising = b > 0.0
