@@ -693,6 +693,15 @@ def _fit(tau, m, t0, start, A, B, C, M, E, L, lin, s, ub, eub, logd, work, fbuf,
     return 0, mode, scale, peak + log_mass, lo_end, hi_end, fast
 
 
+@nb.njit(inline="always", **_OPTS)
+def _fit_buffers(size, max_len):
+    """The scratch of :func:`_fit` and of the CDF of one page at a time: the changed
+    intervals and their two series terms (max_len), then the nodes s, log density, CDF,
+    work and the float/int64 buffers of the vectorised exp (size)."""
+    return (np.empty(max_len), np.empty(max_len), np.empty(max_len), np.empty(size), np.empty(size),
+            np.empty(size), np.empty(size), np.empty(size), np.empty(size, dtype=np.int64))
+
+
 @nb.njit(**_OPTS)
 def _simpson_cdf(work, cdf):
     """cdf = the cumulative Simpson integral of ``work`` with unit spacing
@@ -817,21 +826,13 @@ def grid_draws_block(changed, tau, offsets, lo, hi, A, B, C, M, E, L, shift, lin
     for i in range(lo, hi):
         max_len = max(max_len, offsets[i + 1] - offsets[i])
     for t in nb.prange(n_tiles):
-        buf = np.empty(max_len)
-        s = np.empty(size)
-        logd = np.empty(size)
-        cdf = np.empty(size)
+        buf, qb, hb, s, logd, cdf, work, fbuf, ibuf = _fit_buffers(size, max_len)
         beta = np.empty(size)
-        work = np.empty(size)
         table = np.empty(BUCKETS, dtype=np.intp)
-        fbuf = np.empty(size)
-        ibuf = np.empty(size, dtype=np.int64)
         dz = np.empty(n_draws)
         dn = np.empty(n_draws)
         dj = np.empty(n_draws)
         dr = np.empty(n_draws)
-        qb = np.empty(max_len)
-        hb = np.empty(max_len)
         # the tile's draws, column k for page first + k, copied to out row by row at the end:
         # TILE consecutive doubles per row instead of one store per row and page (rows of out
         # are n_pages · 8 bytes apart, so column stores miss the cache and alias in its sets)
