@@ -25,8 +25,6 @@ import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros as _trailing_zeros
 
 from .._vecmath import INV_LN2 as _INV_LN2
-from .._vecmath import LN2_HI as _LN2_HI
-from .._vecmath import LN2_LO as _LN2_LO
 from .._vecmath import ROUND as _ROUND
 from .._vecmath import ROUND_BITS as _ROUND_BITS
 from .._vecmath import bits_f64 as _bits_f64
