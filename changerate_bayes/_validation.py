@@ -15,6 +15,7 @@ __all__ = [
     "StatisticalWarning",
     "as_float_array",
     "check_choice",
+    "check_open_unit",
     "check_positive_scalar",
     "check_positive_int",
     "first_bad_index",
@@ -125,6 +126,16 @@ def check_positive_scalar(x, *, name: str, allow_inf: bool = False) -> float:
     if np.isnan(x) or x <= 0 or (np.isinf(x) and not allow_inf):
         raise ValueError(f"`{name}` must be a finite number > 0; got {x}")
     return x
+
+
+def check_open_unit(x, *, name: str) -> float:
+    """Return ``x`` as a float after checking it is a real number in (0, 1) (a probability
+    such as a credible level)."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"`{name}` must be a real number in (0, 1); got {type(x).__name__}")
+    if not 0 < x < 1:
+        raise ValueError(f"`{name}` must be in (0, 1); got {x!r}")
+    return float(x)
 
 
 def check_positive_int(x, *, name: str, minimum: int = 1) -> int:

@@ -16,32 +16,13 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-__all__ = ["INV_LN2", "LN2_HI", "LN2_LO", "ROUND", "ROUND_BITS", "bits_f64", "expm1_reduced", "f64_bits"]
+__all__ = ["INV_LN2", "LN2_HI", "LN2_LO", "ROUND", "ROUND_BITS", "bits_f64", "f64_bits", "exp_split", "expm1_reduced"]
 
 INV_LN2 = 1.4426950408889634
 LN2_HI = 0.6931471803691238  # ln 2 split (fdlibm): n·LN2_HI is exact for |n| < 2^20
 LN2_LO = 1.9082149292705877e-10
 ROUND = 6755399441055744.0  # 1.5·2^52: y + ROUND rounds y to an integer held in the low bits
 ROUND_BITS = 0x4338000000000000  # the bits of ROUND
-
-
-@nb.njit(inline="always", cache=True, nogil=True, error_model="numpy")
-def expm1_reduced(r):
-    """e^r − 1 for |r| <= ln(2)/2 by its Taylor polynomial of degree 13 (truncation below
-    2e-17 relative), in the caller's floating-point flags (inlined)."""
-    p = 1.0 / 6227020800.0
-    p = p * r + 1.0 / 479001600.0
-    p = p * r + 1.0 / 39916800.0
-    p = p * r + 1.0 / 3628800.0
-    p = p * r + 1.0 / 362880.0
-    p = p * r + 1.0 / 40320.0
-    p = p * r + 1.0 / 5040.0
-    p = p * r + 1.0 / 720.0
-    p = p * r + 1.0 / 120.0
-    p = p * r + 1.0 / 24.0
-    p = p * r + 1.0 / 6.0
-    p = p * r + 0.5
-    return r + r * (r * p)
 
 
 @intrinsic
@@ -66,3 +47,35 @@ def f64_bits(typingctx, x):
         return builder.bitcast(args[0], ir.IntType(64))
 
     return types.int64(types.float64), codegen
+
+
+@nb.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+def exp_split(y):
+    """(2^n, r) with y = n ln 2 + r, n = round(y/ln 2) and |r| <= ln(2)/2, for |y| below
+    about 708: n from ``y·INV_LN2 + ROUND``, 2^n from its bits, r with ln 2 split (exact
+    n·LN2_HI), in the caller's floating-point flags (inlined). e^y = 2^n (1 + (e^r − 1))."""
+    tb = y * INV_LN2 + ROUND
+    n = tb - ROUND
+    sc = bits_f64((f64_bits(tb) - ROUND_BITS + 1023) << 52)
+    r = (y - n * LN2_HI) - n * LN2_LO
+    return sc, r
+
+
+@nb.njit(inline="always", cache=True, nogil=True, error_model="numpy")
+def expm1_reduced(r):
+    """e^r − 1 for |r| <= ln(2)/2 by its Taylor polynomial of degree 13 (truncation below
+    2e-17 relative), in the caller's floating-point flags (inlined)."""
+    p = 1.0 / 6227020800.0
+    p = p * r + 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    return r + r * (r * p)
+

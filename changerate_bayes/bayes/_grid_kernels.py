@@ -45,7 +45,7 @@ from .._vecmath import LN2_LO as _LN2_LO
 from .._vecmath import ROUND as _ROUND
 from .._vecmath import ROUND_BITS as _ROUND_BITS
 from .._vecmath import bits_f64 as _bits_f64
-from .._vecmath import expm1_reduced
+from .._vecmath import exp_split, expm1_reduced
 from .._vecmath import f64_bits as _f64_bits
 
 __all__ = ["grid_draws_block", "TILE", "CHUNK_TILES"]
@@ -168,24 +168,27 @@ _Q_COEF = np.array([float(b / math.factorial(2 * n)) for n, b in enumerate(_B2N,
 _H_COEF = np.array([float(b / (2 * n * math.factorial(2 * n))) for n, b in enumerate(_B2N, start=1)])
 
 
+@nb.njit(inline="always", **_OPTS)
+def _even_series(coef, z):
+    """Σ_n coef[n] z^n over the SERIES_TERMS coefficients, by Horner's rule from the last."""
+    acc = 0.0
+    for n in range(SERIES_TERMS - 1, -1, -1):
+        acc = acc * z + coef[n]
+    return acc
+
+
 @nb.njit(**_OPTS)
 def _h_series(x):
     """log((1 − e^{−x})/x) for 0 <= x <= SERIES_X (so log(1 − e^{−x}) = log x + h(x))."""
     z = x * x
-    acc = 0.0
-    for n in range(SERIES_TERMS - 1, -1, -1):
-        acc = acc * z + _H_COEF[n]
-    return -0.5 * x + z * acc
+    return -0.5 * x + z * _even_series(_H_COEF, z)
 
 
 @nb.njit(**_OPTS)
 def _q_series(x):
     """x e^{−x}/(1 − e^{−x}) = x/(e^x − 1) for 0 <= x <= SERIES_X (1 at x = 0)."""
     z = x * x
-    acc = 0.0
-    for n in range(SERIES_TERMS - 1, -1, -1):
-        acc = acc * z + _Q_COEF[n]
-    return (1.0 - 0.5 * x) + z * acc
+    return (1.0 - 0.5 * x) + z * _even_series(_Q_COEF, z)
 
 
 @nb.njit(**_OPTS)
@@ -254,10 +257,7 @@ def _exp_ar(y):
     y = n ln 2 + r, n = round(y/ln 2), |r| <= ln(2)/2, e^r − 1 from
     :func:`changerate_bayes._vecmath.expm1_reduced`, 2^n built from its bits (an error of
     about 1 ulp against libm's exp)."""
-    tb = y * _INV_LN2 + _ROUND
-    n = tb - _ROUND
-    sc = _bits_f64((_f64_bits(tb) - _ROUND_BITS + 1023) << 52)
-    r = (y - n * _LN2_HI) - n * _LN2_LO
+    sc, r = exp_split(y)
     return sc + sc * expm1_reduced(r)
 
 
@@ -266,11 +266,25 @@ def _expm1_neg_ar(y):
     """e^y − 1 for −FAST_EXP <= y <= 0 in arithmetic only: 2^n (e^r − 1) + (2^n − 1), both
     terms of the same sign for r <= 0 and of opposite sign only for n >= −1 and r > 0,
     where the cancellation costs at most a factor 2: within 3 ulps."""
-    tb = y * _INV_LN2 + _ROUND
-    n = tb - _ROUND
-    sc = _bits_f64((_f64_bits(tb) - _ROUND_BITS + 1023) << 52)
-    r = (y - n * _LN2_HI) - n * _LN2_LO
+    sc, r = exp_split(y)
     return sc * expm1_reduced(r) + (sc - 1.0)
+
+
+@nb.njit(inline="always", **_OPTS_VEC)
+def _atanh_series(q, z):
+    """The odd series of atanh s = s (1 + z/3 + z²/5 + ...), z = s², from its terms of
+    z^9/19 down: Horner's steps q·z + 1/19, ..., q·z + 1/3 applied to ``q`` (the sum of the
+    higher terms, e.g. 1/21 for the series to s^21)."""
+    q = q * z + 1.0 / 19.0
+    q = q * z + 1.0 / 17.0
+    q = q * z + 1.0 / 15.0
+    q = q * z + 1.0 / 13.0
+    q = q * z + 1.0 / 11.0
+    q = q * z + 1.0 / 9.0
+    q = q * z + 1.0 / 7.0
+    q = q * z + 1.0 / 5.0
+    q = q * z + 1.0 / 3.0
+    return q
 
 
 @nb.njit(inline="always", **_OPTS_VEC)
@@ -288,16 +302,7 @@ def _log_ar(y):
     f = w - 1.0  # exact (Sterbenz)
     sv = f / (2.0 + f)
     z = sv * sv
-    q = 1.0 / 21.0
-    q = q * z + 1.0 / 19.0
-    q = q * z + 1.0 / 17.0
-    q = q * z + 1.0 / 15.0
-    q = q * z + 1.0 / 13.0
-    q = q * z + 1.0 / 11.0
-    q = q * z + 1.0 / 9.0
-    q = q * z + 1.0 / 7.0
-    q = q * z + 1.0 / 5.0
-    q = q * z + 1.0 / 3.0
+    q = _atanh_series(1.0 / 21.0, z)
     kf = _bits_f64(k + _ROUND_BITS) - _ROUND  # float(k) by bits (AVX2 has no int64 → double)
     return kf * _LN2_HI + ((2.0 * sv + 2.0 * sv * (z * q)) + kf * _LN2_LO)
 
@@ -357,16 +362,7 @@ def _log1mexp_run(t, eu, lo, hi, acc, fbuf, ibuf):
         z = v * v
         q = 1.0 / 25.0
         q = q * z + 1.0 / 23.0
-        q = q * z + 1.0 / 21.0
-        q = q * z + 1.0 / 19.0
-        q = q * z + 1.0 / 17.0
-        q = q * z + 1.0 / 15.0
-        q = q * z + 1.0 / 13.0
-        q = q * z + 1.0 / 11.0
-        q = q * z + 1.0 / 9.0
-        q = q * z + 1.0 / 7.0
-        q = q * z + 1.0 / 5.0
-        q = q * z + 1.0 / 3.0
+        q = _atanh_series(q * z + 1.0 / 21.0, z)
         acc_run[g] += 2.0 * (v + v * (z * q))
 
 
@@ -696,6 +692,15 @@ def _fit(tau, m, t0, start, A, B, C, M, E, L, lin, s, ub, eub, logd, work, fbuf,
     return 0, mode, scale, peak + log_mass, lo_end, hi_end, fast
 
 
+@nb.njit(inline="always", **_OPTS)
+def _fit_buffers(size, max_len):
+    """The scratch of :func:`_fit` and of the CDF of one page at a time: the changed
+    intervals and their two series terms (max_len), then the nodes s, log density, CDF,
+    work and the float/int64 buffers of the vectorised exp (size)."""
+    return (np.empty(max_len), np.empty(max_len), np.empty(max_len), np.empty(size), np.empty(size),
+            np.empty(size), np.empty(size), np.empty(size), np.empty(size, dtype=np.int64))
+
+
 @nb.njit(**_OPTS)
 def _simpson_cdf(work, cdf):
     """cdf = the cumulative Simpson integral of ``work`` with unit spacing
@@ -722,6 +727,21 @@ def _simpson_cdf(work, cdf):
     last = cdf[size - 1]
     for g in range(size):
         cdf[g] /= last
+
+
+@nb.njit(inline="always", **_OPTS)
+def _cell(cdf, size, p, j):
+    """The cell of p in the CDF, searched up from cell j: the largest j' <= size − 2 with
+    cdf[j'] <= p (j' >= j), and the fraction of the cell's mass below p, in [0, 1] (0 in a
+    cell without mass)."""
+    while j < size - 2 and cdf[j + 1] <= p:
+        j += 1
+    low = cdf[j]
+    mass = cdf[j + 1] - low
+    phi = 0.0
+    if mass > 0.0:
+        phi = min(max((p - low) / mass, 0.0), 1.0)
+    return j, phi
 
 
 @nb.njit(**_OPTS)
@@ -755,13 +775,7 @@ def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s
         # two steps without a branch (a bucket rarely spans more cells), then the rest
         j += 1 if (j < size - 2) & (cdf[j + 1] <= p) else 0
         j += 1 if (j < size - 2) & (cdf[min(j + 1, size - 1)] <= p) else 0
-        while j < size - 2 and cdf[j + 1] <= p:
-            j += 1
-        low = cdf[j]
-        mass = cdf[j + 1] - low
-        phi = 0.0
-        if mass > 0.0:
-            phi = min(max((p - low) / mass, 0.0), 1.0)
+        j, phi = _cell(cdf, size, p, j)
         b = beta[j]
         rising = b > 0.0
         dz[d] = (1.0 - phi if rising else phi) * work[j]
@@ -811,21 +825,13 @@ def grid_draws_block(changed, tau, offsets, lo, hi, A, B, C, M, E, L, shift, lin
     for i in range(lo, hi):
         max_len = max(max_len, offsets[i + 1] - offsets[i])
     for t in nb.prange(n_tiles):
-        buf = np.empty(max_len)
-        s = np.empty(size)
-        logd = np.empty(size)
-        cdf = np.empty(size)
+        buf, qb, hb, s, logd, cdf, work, fbuf, ibuf = _fit_buffers(size, max_len)
         beta = np.empty(size)
-        work = np.empty(size)
         table = np.empty(BUCKETS, dtype=np.intp)
-        fbuf = np.empty(size)
-        ibuf = np.empty(size, dtype=np.int64)
         dz = np.empty(n_draws)
         dn = np.empty(n_draws)
         dj = np.empty(n_draws)
         dr = np.empty(n_draws)
-        qb = np.empty(max_len)
-        hb = np.empty(max_len)
         # the tile's draws, column k for page first + k, copied to out row by row at the end:
         # TILE consecutive doubles per row instead of one store per row and page (rows of out
         # are n_pages · 8 bytes apart, so column stores miss the cache and alias in its sets)

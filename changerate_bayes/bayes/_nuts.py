@@ -10,7 +10,6 @@ data sets compiles once and only swaps data (``CompiledModel.with_data`` /
 
 from __future__ import annotations
 
-import numbers
 import os
 from collections import OrderedDict
 from collections.abc import Callable
@@ -19,7 +18,7 @@ import numpy as np
 
 from . import _arviz
 from .._upstream import quiet_nutpie_compile
-from .._validation import check_positive_int
+from .._validation import check_open_unit, check_positive_int
 from ._likelihood import pt_sparse_log_likelihood
 
 __all__ = ["ReusableModel", "get_model", "resolve_sampler", "page_model", "pt_log_prior", "SAMPLERS", "MIN_TUNE",
@@ -48,12 +47,7 @@ def check_nuts_tune(tune, *, what: str = "method 'nuts'") -> int:
 
 def check_target_accept(target_accept) -> float:
     """``target_accept`` as a float in (0, 1): TypeError for a non-real, ValueError out of range."""
-    if isinstance(target_accept, bool) or not isinstance(target_accept, numbers.Real):
-        raise TypeError(f"`target_accept` must be a real number in (0, 1); got {type(target_accept).__name__}")
-    value = float(target_accept)
-    if not 0 < value < 1:
-        raise ValueError(f"`target_accept` must be in (0, 1); got {target_accept!r}")
-    return value
+    return check_open_unit(target_accept, name="target_accept")
 
 
 #: compiled models kept per process (least recently used dropped first)

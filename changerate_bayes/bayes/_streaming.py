@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 import warnings
 
 import numpy as np
@@ -11,6 +10,7 @@ from .._validation import (
     StatisticalWarning,
     as_float_array,
     check_choice,
+    check_open_unit,
     check_positive_int,
     first_bad_index,
 )
@@ -32,14 +32,6 @@ EDGE_MASS = 1e-6
 #: ... or when the posterior sd of log Δ is below this many node spacings
 MIN_SD_SPACINGS = 3.0
 _DEFAULT_PRIOR = BetaPrimePrior(1.0, 2.0)
-
-
-def _check_level(level) -> float:
-    if isinstance(level, bool) or not isinstance(level, numbers.Real):
-        raise TypeError(f"`level` must be a real number in (0, 1); got {type(level).__name__}")
-    if not 0 < level < 1:
-        raise ValueError(f"`level` must be in (0, 1); got {level!r}")
-    return float(level)
 
 
 class _Config:
@@ -413,7 +405,7 @@ class BayesianEstimator:
             If ``level`` is not in (0, 1), or a page's posterior is improper (a = 0,
             no change seen).
         """
-        level = _check_level(level)
+        level = check_open_unit(level, name="level")
         probs = np.array([(1 - level) / 2, (1 + level) / 2])
         cfg = self._cfg
         if cfg.likelihood == "conjugate":

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
 
-from .._validation import check_choice, check_positive_int
+from .._validation import check_choice, check_open_unit, check_positive_int
 from ..history import CrawlHistory
 from ._conjugate import conjugate_parameters
 from ._grid import DEFAULT_GRID_SIZE, improper_pages
@@ -74,13 +73,12 @@ class PosteriorSummary:
         )
 
 
-def _check_level(level) -> float:
-    if isinstance(level, bool) or not isinstance(level, numbers.Real):
-        raise TypeError(f"`level` must be a real number; got {type(level).__name__}")
-    level = float(level)
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"`level` must be in (0, 1); got {level}")
-    return level
+def _check_args(history, method, level, grid_size) -> tuple[str, float, int]:
+    """The checked ``method``, ``level`` and ``grid_size`` of :func:`posterior_summary`."""
+    if not isinstance(history, CrawlHistory):
+        raise TypeError(f"`history` must be a CrawlHistory; got {type(history).__name__}")
+    return (check_choice(method, name="method", choices=SUMMARY_METHODS), check_open_unit(level, name="level"),
+            check_positive_int(grid_size, name="grid_size", minimum=8))
 
 
 def posterior_summary(history, *, prior=None, method: str = "grid", level: float = 0.9,
@@ -161,11 +159,7 @@ def posterior_summary(history, *, prior=None, method: str = "grid", level: float
     >>> s.mean.round(4).tolist()  # p (a + Î)/(b + k − Î − 1): 2/2 and 2/3
     [1.0, 0.6667]
     """
-    if not isinstance(history, CrawlHistory):
-        raise TypeError(f"`history` must be a CrawlHistory; got {type(history).__name__}")
-    method = check_choice(method, name="method", choices=SUMMARY_METHODS)
-    level = _check_level(level)
-    grid_size = check_positive_int(grid_size, name="grid_size", minimum=8)
+    method, level, grid_size = _check_args(history, method, level, grid_size)
     return _summary(history, prior=prior, method=method, level=level, grid_size=grid_size, with_sd=True)
 
 
@@ -177,11 +171,7 @@ def posterior_mean_interval(history, *, prior=None, method: str = "grid", level:
     needs (a third of the grid method's work): what the per-page table shows. Pages with
     the same statistics share one computation (see :func:`posterior_summary`, Notes).
     """
-    if not isinstance(history, CrawlHistory):
-        raise TypeError(f"`history` must be a CrawlHistory; got {type(history).__name__}")
-    method = check_choice(method, name="method", choices=SUMMARY_METHODS)
-    level = _check_level(level)
-    grid_size = check_positive_int(grid_size, name="grid_size", minimum=8)
+    method, level, grid_size = _check_args(history, method, level, grid_size)
     return _summary(history, prior=prior, method=method, level=level, grid_size=grid_size, with_sd=False)
 
 

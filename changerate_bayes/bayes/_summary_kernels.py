@@ -28,7 +28,7 @@ import math
 import numba as nb
 import numpy as np
 
-from ._grid_kernels import _fit, _simpson_cdf, _sort_ascending
+from ._grid_kernels import _cell, _fit, _fit_buffers, _simpson_cdf, _sort_ascending
 
 __all__ = ["summary_pages", "page_keys", "same_changed", "TILE"]
 
@@ -61,14 +61,7 @@ def _quantiles(mode, scale, s, logd, work, cdf, probs, out, row):
     step = s[1] - s[0]
     for k in range(probs.size):
         p = probs[k]
-        j = 0  # the largest j <= size − 2 with cdf[j] <= p
-        while j < size - 2 and cdf[j + 1] <= p:
-            j += 1
-        low = cdf[j]
-        mass = cdf[j + 1] - low
-        phi = 0.0
-        if mass > 0.0:
-            phi = min(max((p - low) / mass, 0.0), 1.0)
+        j, phi = _cell(cdf, size, p, 0)
         b = logd[j + 1] - logd[j]
         b = 0.0 if b != b else b
         rising = b > 0.0
@@ -86,17 +79,9 @@ def _summary_rows(changed, tau, offsets, pages, lo, hi, max_len, A0, A1, A2, B, 
                   log_z0, log_z1, log_z2, central, quant, status, bad_mode):
     """Rows lo:hi of :func:`summary_pages` (one thread's work item)."""
     size = lin.size
-    buf = np.empty(max_len)
-    qb = np.empty(max_len)
-    hb = np.empty(max_len)
-    s = np.empty(size)
+    buf, qb, hb, s, logd, cdf, work, fbuf, ibuf = _fit_buffers(size, max_len)
     ub = np.empty(size)
     eub = np.empty(size)
-    logd = np.empty(size)
-    work = np.empty(size)
-    cdf = np.empty(size)
-    fbuf = np.empty(size)
-    ibuf = np.empty(size, dtype=np.int64)
     for r in range(lo, hi):
         i = pages[r]
         m, t0 = _gather(changed, tau, offsets[i], offsets[i + 1], buf)

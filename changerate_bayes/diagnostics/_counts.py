@@ -21,6 +21,8 @@ __all__ = [
     "seasonal_exposure",
     "seasonality_statistic",
     "seasonality_result",
+    "seasonal_labels",
+    "seasonal_reading",
     "cochran_ok",
 ]
 
@@ -165,6 +167,26 @@ def cochran_ok(expected: np.ndarray) -> np.ndarray:
     return (e.min(axis=-1) >= 1.0) & (np.mean(e < 5.0, axis=-1) <= 0.2)
 
 
+def seasonal_labels(kind: str) -> list[str]:
+    """The bins' names of an ``"hour_of_day"`` ("00h" .. "23h") or ``"day_of_week"`` ("Mon" .. "Sun") test."""
+    return [f"{h:02d}h" for h in range(24)] if kind == "hour_of_day" else list(_DAYS)
+
+
+def seasonal_reading(kind: str, chi2: float, df, p: float, ratio: np.ndarray, alpha: float, *,
+                     rate: str = "rate", against: str = "") -> str:
+    """The reading of an hour-of-day or day-of-week chi-square test: the statistic, and the
+    busiest and quietest bins by ``ratio`` (observed over expected count, NaN for a bin no
+    crawl falls in) when the test rejects."""
+    labels = seasonal_labels(kind)
+    hi, lo = int(np.nanargmax(ratio)), int(np.nanargmin(ratio))
+    what = "hour of day (UTC)" if kind == "hour_of_day" else "day of week (UTC)"
+    return f"chi² = {chi2:.4g} on {df} df over the {what}{against}; " + verdict_words(
+        p, alpha,
+        reject=f"the {rate} depends on the {what}: busiest {labels[hi]} ({ratio[hi]:.2f}× average), "
+               f"quietest {labels[lo]} ({ratio[lo]:.2f}×)",
+        keep=f"no detectable {what} pattern")
+
+
 def seasonality_result(prep_times: np.ndarray, hours_since_monday: float | None, kind: str, *,
                        alpha: float = 0.05) -> DiagnosticResult:
     """Hour-of-day or day-of-week test on one sorted trace of datetimes (UTC clock)."""
@@ -182,17 +204,8 @@ def seasonality_result(prep_times: np.ndarray, hours_since_monday: float | None,
         )
     chi2, p = float(chi2), float(p)
     period, n_bins = _PERIODS[kind]
-    ratio = counts / expected
-    labels = [f"{h:02d}h" for h in range(24)] if kind == "hour_of_day" else list(_DAYS)
-    hi, lo = int(np.argmax(ratio)), int(np.argmin(ratio))
-    what = "hour of day (UTC)" if kind == "hour_of_day" else "day of week (UTC)"
     return DiagnosticResult(
-        kind, chi2, p,
-        f"chi² = {chi2:.4g} on {n_bins - 1} df over the {what}; " + verdict_words(
-            p, alpha,
-            reject=f"the rate depends on the {what}: busiest {labels[hi]} ({ratio[hi]:.2f}× average), "
-                   f"quietest {labels[lo]} ({ratio[lo]:.2f}×)",
-            keep=f"no detectable {what} pattern"),
-        details={"df": n_bins - 1, "labels": labels, "counts": counts.tolist(),
+        kind, chi2, p, seasonal_reading(kind, chi2, n_bins - 1, p, counts / expected, alpha),
+        details={"df": n_bins - 1, "labels": seasonal_labels(kind), "counts": counts.tolist(),
                  "expected": [float(e) for e in expected]},
     )

@@ -56,7 +56,7 @@ import numpy as np
 from scipy import stats
 
 from ._burstiness import burstiness_coefficient, gap_cv
-from ._counts import cochran_ok, default_n_windows
+from ._counts import _PERIODS, cochran_ok, default_n_windows, seasonal_labels, seasonal_reading
 from ._exponential import MIN_GAPS
 from ._qq import QQData
 from ._result import DiagnosticResult, insufficient, not_applicable, verdict_words
@@ -77,8 +77,6 @@ __all__ = [
 OFF_GRID = 0.25
 # rows × draws per chunk of Monte Carlo null samples (bounds memory)
 _CHUNK_ELEMENTS = 4_000_000
-_PERIODS = {"hour_of_day": (24.0, 24), "day_of_week": (168.0, 7)}
-_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
 @dataclass(frozen=True)
@@ -451,20 +449,14 @@ def _seasonality(inner, m, L, c, clock0, kind, alpha) -> DiagnosticResult:
             kind, f"{m} inner detections give expected counts down to {expected.min():.2g} per bin "
             "(the chi-square approximation needs >= 1 everywhere and >= 5 in 80% of the bins)")
     p = float(stats.chi2.sf(chi2, df))
-    labels = [f"{h:02d}h" for h in range(24)] if kind == "hour_of_day" else list(_DAYS)
     use = exposure > 0
     ratio = np.full(n_bins, np.nan)
     ratio[use] = observed[use] / (m * exposure[use] / L)
-    hi, lo = int(np.nanargmax(ratio)), int(np.nanargmin(ratio))
-    what = "hour of day (UTC)" if kind == "hour_of_day" else "day of week (UTC)"
     return DiagnosticResult(
         kind, chi2, p,
-        f"chi² = {chi2:.4g} on {df} df over the {what}, against the crawls in each bin; " + verdict_words(
-            p, alpha,
-            reject=f"the detection rate depends on the {what}: busiest {labels[hi]} ({ratio[hi]:.2f}× average), "
-                   f"quietest {labels[lo]} ({ratio[lo]:.2f}×)",
-            keep=f"no detectable {what} pattern"),
-        details={"df": df, "labels": labels, "counts": observed.tolist(), "crawls": exposure.tolist(),
+        seasonal_reading(kind, chi2, df, p, ratio, alpha, rate="detection rate",
+                         against=", against the crawls in each bin"),
+        details={"df": df, "labels": seasonal_labels(kind), "counts": observed.tolist(), "crawls": exposure.tolist(),
                  "null": "hypergeometric, scaled chi-square"})
 
 

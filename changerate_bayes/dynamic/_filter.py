@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from .._rng import as_generator
-from .._validation import as_float_array, check_positive_int, page_vector
+from .._validation import as_float_array, check_open_unit, check_positive_int, page_vector
 from ._model import UNIT_FREE_SIGMAS, check_prior, check_sigmas, make_lattice, page_chunks, rounded_intervals
 
 __all__ = ["DynamicRateFilter"]
-
-
-def _check_level(level) -> float:
-    if isinstance(level, bool) or not isinstance(level, numbers.Real):
-        raise TypeError(f"`level` must be a real number in (0, 1); got {type(level).__name__}")
-    if not 0 < level < 1:
-        raise ValueError(f"`level` must be in (0, 1); got {level!r}")
-    return float(level)
 
 
 def mixture_weights(log_ev: np.ndarray) -> np.ndarray:
@@ -279,7 +269,7 @@ class DynamicRateFilter:
         ndarray
             Shape (2,) for one page, (n_pages, 2) for many: lower and upper bounds.
         """
-        level = _check_level(level)
+        level = check_open_unit(level, name="level")
         m = np.einsum("sn,sng->ng", mixture_weights(self._log_ev), self._w)
         probs = np.array([(1 - level) / 2, (1 + level) / 2])
         return self._out(lattice_quantiles(m, self._lattice.u[0], self._lattice.h, probs))

@@ -423,12 +423,10 @@ BLOCK = 64
 
 
 @njit(cache=True, parallel=True)
-def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, status, p_lo, p_hi):
-    """One crawl of every masked-in page i in [p_lo, p_hi), for every volatility (in place).
-
-    weights : (S, n, G); log_ev : (S, n) log marginal likelihood so far;
-    changed : (n,) bool; tau : (n,); mask : (n,) bool; status : (n,) int8 out.
-    """
+def _stream_pages(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, status, out, p_lo, p_hi, predict):
+    """:func:`stream_update` (``predict`` False: ``out`` is not used) or :func:`stream_predict`
+    (``predict`` True: ``log_ev``, ``changed``, ``mask`` and ``status`` are not used) for
+    the pages i in [p_lo, p_hi), in parallel blocks of :data:`BLOCK` pages."""
     n_s, n, g = weights.shape
     h2 = math.exp(log_h2)
     shared = n_s > 1  # the likelihood computed once per page for all volatilities
@@ -437,14 +435,20 @@ def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, st
         bufs = _buffers(g)
         rng = np.empty(2, dtype=np.int64)
         for i in range(p_lo + blk * BLOCK, min(p_hi, p_lo + (blk + 1) * BLOCK)):
-            status[i] = OK
-            if not mask[i]:
-                continue
+            if not predict:
+                status[i] = OK
+                if not mask[i]:
+                    continue
             if shared:  # the likelihood at every node, once for all volatilities
                 _lik_run(rates, tau[i], 0, g, bufs[4], bufs[5], bufs[6], bufs[7])
             for s in range(n_s):
                 rng[0] = 0
                 rng[1] = g - 1
+                if predict:
+                    _, p1, _, _, _ = _step(weights[s, i], rng, bufs, rates, h2, sigmas[s], tau[i], False, False,
+                                           shared)
+                    out[s, i] = p1
+                    continue
                 p0, p1, st, _, _ = _step(weights[s, i], rng, bufs, rates, h2, sigmas[s], tau[i], changed[i], True,
                                          shared)
                 z = p1 if changed[i] else p0
@@ -453,26 +457,22 @@ def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, st
                     status[i] = st
 
 
-@njit(cache=True, parallel=True)
+def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, status, p_lo, p_hi):
+    """One crawl of every masked-in page i in [p_lo, p_hi), for every volatility (in place).
+
+    weights : (S, n, G); log_ev : (S, n) log marginal likelihood so far;
+    changed : (n,) bool; tau : (n,); mask : (n,) bool; status : (n,) int8 out.
+    """
+    _stream_pages(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, status, np.empty((0, 0)), p_lo, p_hi,
+                  False)
+
+
 def stream_predict(weights, tau, rates, log_h2, sigmas, out, p_lo, p_hi):
     """P(I = 1) of the next crawl at interval tau[i] of page i in [p_lo, p_hi) under each
     volatility: out (S, n)."""
-    n_s, n, g = weights.shape
-    h2 = math.exp(log_h2)
-    shared = n_s > 1  # the likelihood computed once per page for all volatilities
-    n_blocks = (p_hi - p_lo + BLOCK - 1) // BLOCK
-    for blk in prange(n_blocks):
-        bufs = _buffers(g)
-        rng = np.empty(2, dtype=np.int64)
-        for i in range(p_lo + blk * BLOCK, min(p_hi, p_lo + (blk + 1) * BLOCK)):
-            if shared:
-                _lik_run(rates, tau[i], 0, g, bufs[4], bufs[5], bufs[6], bufs[7])
-            for s in range(n_s):
-                rng[0] = 0
-                rng[1] = g - 1
-                p0, p1, st, _, _ = _step(weights[s, i], rng, bufs, rates, h2, sigmas[s], tau[i], False, False,
-                                         shared)
-                out[s, i] = p1
+    unused = np.empty(0, dtype=np.bool_)
+    _stream_pages(weights, np.empty((0, 0)), unused, tau, unused, rates, log_h2, sigmas, np.empty(0, dtype=np.int8),
+                  out, p_lo, p_hi, True)
 
 
 @njit(cache=True, fastmath=FASTMATH)

@@ -72,6 +72,25 @@ def check_rate_param(crawl_rate, n_pages):
     return p
 
 
+#: numpydoc entries shared by the estimators' docstrings: a subclass's docstring names
+#: one as ``{key}`` on a line of its own (indented as an entry) and gets the text
+_SHARED_DOC = {
+    "crawl_rate": """crawl_rate : float or array_like of shape (n_pages,)
+        The crawl rate p > 0, crawls per unit time; the rate is in the same unit.
+        Required: a ValueError names it when missing.""",
+    "n_pages": """n_pages : int, optional
+        None for one page, or the number of pages updated together.""",
+    "n_crawls_": """n_crawls_ : int
+        k, crawls seen so far.""",
+    "count_attributes": """Attributes
+    ----------
+    n_crawls_ : int
+        k, crawls seen so far.
+    changes_ : float or ndarray
+        Î_k, the number of crawls that saw a change.""",
+}
+
+
 class StreamingEstimator:
     """Base class of the streaming estimators (one page, or ``n_pages`` pages at once).
 
@@ -96,6 +115,15 @@ class StreamingEstimator:
     method: str = ""
     needs_crawl_rate: bool = True
     needs_intervals: bool = False
+
+    def __init_subclass__(cls, **kwargs):
+        """Fill the ``{key}`` entries of the subclass's docstring from :data:`_SHARED_DOC`."""
+        super().__init_subclass__(**kwargs)
+        doc = cls.__dict__.get("__doc__")
+        if doc:
+            for key, text in _SHARED_DOC.items():
+                doc = doc.replace("{" + key + "}", text)
+            cls.__doc__ = doc
 
     def __init__(self, *, crawl_rate=None, n_pages=None):
         if n_pages is not None:

@@ -25,12 +25,12 @@ import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros as _trailing_zeros
 
 from .._vecmath import INV_LN2 as _INV_LN2
-from .._vecmath import LN2_HI as _LN2_HI
-from .._vecmath import LN2_LO as _LN2_LO
 from .._vecmath import ROUND as _ROUND
 from .._vecmath import ROUND_BITS as _ROUND_BITS
 from .._vecmath import bits_f64 as _bits_f64
+from .._vecmath import exp_split
 from .._vecmath import f64_bits as _f64_bits
+
 
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")  # IEEE division: inf/NaN, handled below
@@ -413,10 +413,7 @@ def _em1(x):
     (2^n − 1), both terms exact to an ulp (2^n − 1 is exact for n <= 52). 2^n is built from
     its bits (``_f64_bits`` / ``_bits_f64``: bitcasts).
     """
-    tb = x * _INV_LN2 + _ROUND
-    n = tb - _ROUND
-    s = _bits_f64((_f64_bits(tb) - _ROUND_BITS + 1023) << 52)
-    r = (x - n * _LN2_HI) - n * _LN2_LO
+    s, r = exp_split(x)
     return s * _expm1_estrin(r) + (s - 1.0)
 
 

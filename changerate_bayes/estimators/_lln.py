@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from ._base import ChangeCountEstimator, scaled_ratio
-from ._segments import crawl_rates, position_in_page, scatter_padded, segment_cumsum, segment_totals
+from ._segments import count_final, count_path
 
 __all__ = ["LLNEstimator"]
 
@@ -60,29 +60,20 @@ def alpha_sequence(alpha, k: np.ndarray) -> np.ndarray:
     return out
 
 
+def lln_estimate(alpha):
+    """x_k = p Î_k / (k + α_k − Î_k) as a function of (p, Î_k, k), k an int array."""
+    return lambda p, ones, k: scaled_ratio(p, ones, k + alpha_sequence(alpha, k) - ones)
+
+
 def lln_path(history, *, alpha=1.0) -> np.ndarray:
     """x_k for every prefix k, shape ``history.shape`` (NaN-padded (n_pages, n_crawls) if ragged;
     a callable ``alpha`` then receives the flat array of every crawl's k)."""
-    if history.is_ragged:
-        p = crawl_rates(history, method="lln")
-        ones = segment_cumsum(history.flat_changed, history)
-        k = position_in_page(history) + 1
-        a = alpha_sequence(alpha, k)
-        x = scaled_ratio(p if p.size == 1 else np.repeat(p, history.lengths), ones, k + a - ones)
-        return scatter_padded(x, history)
-    p = history.crawl_rate_column(method="lln")
-    ones = np.cumsum(history.changed, axis=-1, dtype=np.float64)
-    k = np.arange(1, history.n_crawls + 1)
-    a = alpha_sequence(alpha, k)
-    return scaled_ratio(p, ones, k + a - ones)
+    return count_path(history, lln_estimate(alpha), method="lln")
 
 
 def lln_final(history, *, alpha=1.0) -> np.ndarray:
     """x_k after each page's last crawl, shape (n_pages,) (α_k at each page's own k)."""
-    p = crawl_rates(history, method="lln")
-    ones = segment_totals(history.flat_changed, history)
-    k = history.lengths
-    return scaled_ratio(p, ones, k + alpha_sequence(alpha, k) - ones)
+    return count_final(history, lln_estimate(alpha), method="lln")
 
 
 class LLNEstimator(ChangeCountEstimator):
@@ -90,20 +81,16 @@ class LLNEstimator(ChangeCountEstimator):
 
     Parameters
     ----------
-    crawl_rate : float or array_like of shape (n_pages,)
-        The crawl rate p > 0, crawls per unit time; the rate is in the same unit.
-        Required: a ValueError names it when missing.
+    {crawl_rate}
     alpha : float, {"log", "sqrt"} or callable, default 1.0
         The sequence α_k > 0: a constant; ``"log"``: α_k = log(k + 1) (log k would be 0
         at k = 1); ``"sqrt"``: α_k = √k; or a callable taking an int array of crawl
         counts k >= 1 and returning α_k > 0 of the same shape.
-    n_pages : int, optional
-        None for one page, or the number of pages updated together.
+    {n_pages}
 
     Attributes
     ----------
-    n_crawls_ : int
-        k, crawls seen so far.
+    {n_crawls_}
     changes_ : float or ndarray
         Î_k = Σ_{j≤k} I_j.
 

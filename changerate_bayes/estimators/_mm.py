@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from ._rootest import RootEstimator, root_final, root_path
+from ._rootest import RootEstimator
 from ._rootpath import MM_KIND
 
 __all__ = ["MomentMatchingEstimator"]
-
-
-def mm_path(history) -> np.ndarray:
-    """Δ̂_MM after each crawl, shape ``history.shape``."""
-    return root_path(history, MM_KIND)
-
-
-def mm_final(history) -> np.ndarray:
-    """The root after each page's last crawl, shape (n_pages,) (one exact solve per page)."""
-    return root_final(history, MM_KIND)
 
 
 class MomentMatchingEstimator(RootEstimator):
@@ -30,13 +18,11 @@ class MomentMatchingEstimator(RootEstimator):
     ----------
     crawl_rate : float or array_like of shape (n_pages,), optional
         Not used by the estimate; accepted so that every estimator takes the same keywords.
-    n_pages : int, optional
-        None for one page, or the number of pages updated together.
+    {n_pages}
 
     Attributes
     ----------
-    n_crawls_ : int
-        k, crawls seen so far.
+    {n_crawls_}
     solver_ : object
         The running root state.
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import ChangeCountEstimator, scaled_ratio
-from ._segments import crawl_rates, position_in_page, scatter_padded, segment_cumsum, segment_totals
+from ._segments import count_final, count_path
 
 __all__ = ["NaiveEstimator"]
 
@@ -20,21 +20,12 @@ def naive_params(**params) -> dict:
 def naive_path(history) -> np.ndarray:
     """w_k = p Î_k / k for every prefix k of the history, shape ``history.shape``
     ((n_pages, n_crawls) with NaN after each page's last crawl if ragged)."""
-    if history.is_ragged:
-        p = crawl_rates(history, method="naive")
-        ones = segment_cumsum(history.flat_changed, history)
-        k = position_in_page(history) + 1.0
-        return scatter_padded(scaled_ratio(p if p.size == 1 else np.repeat(p, history.lengths), ones, k), history)
-    p = history.crawl_rate_column(method="naive")
-    ones = np.cumsum(history.changed, axis=-1, dtype=np.float64)
-    k = np.arange(1, history.n_crawls + 1, dtype=np.float64)
-    return scaled_ratio(p, ones, k)
+    return count_path(history, scaled_ratio, method="naive")
 
 
 def naive_final(history) -> np.ndarray:
     """w_k after each page's last crawl, shape (n_pages,) (``(1,)`` for one page)."""
-    p = crawl_rates(history, method="naive")
-    return scaled_ratio(p, segment_totals(history.flat_changed, history), history.lengths.astype(np.float64))
+    return count_final(history, scaled_ratio, method="naive")
 
 
 class NaiveEstimator(ChangeCountEstimator):
@@ -45,18 +36,10 @@ class NaiveEstimator(ChangeCountEstimator):
 
     Parameters
     ----------
-    crawl_rate : float or array_like of shape (n_pages,)
-        The crawl rate p > 0, crawls per unit time; the rate is in the same unit.
-        Required: a ValueError names it when missing.
-    n_pages : int, optional
-        None for one page, or the number of pages updated together.
+    {crawl_rate}
+    {n_pages}
 
-    Attributes
-    ----------
-    n_crawls_ : int
-        k, crawls seen so far.
-    changes_ : float or ndarray
-        Î_k, the number of crawls that saw a change.
+    {count_attributes}
 
     Notes
     -----

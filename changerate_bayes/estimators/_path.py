@@ -3,17 +3,18 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ..history import CrawlHistory
 from .._validation import check_choice
 from ._crawlcheck import warn_if_not_poisson, warn_if_not_regular
 from ._lln import lln_final, lln_params, lln_path
-from ._mle import mle_final, mle_path
-from ._mm import mm_final, mm_path
 from ._naive import naive_final, naive_params, naive_path
 from ._regular import regular_final, regular_params, regular_path
-from ._rootest import no_params
+from ._rootest import no_params, root_final, root_path
+from ._rootkinds import MLE_KIND, MM_KIND
 from ._sa import sa_final, sa_params, sa_path
 from ._sam import sam_final, sam_params, sam_path
 
@@ -31,23 +32,15 @@ _PARAMS = {
     "mm": (lambda **kw: no_params("mm", **kw), ()),
     "regular": (regular_params, ()),
 }
-_PATHS = {
-    "naive": naive_path,
-    "lln": lln_path,
-    "sa": sa_path,
-    "sam": sam_path,
-    "mle": mle_path,
-    "mm": mm_path,
-    "regular": regular_path,
-}
-_FINALS = {
-    "naive": naive_final,
-    "lln": lln_final,
-    "sa": sa_final,
-    "sam": sam_final,
-    "mle": mle_final,
-    "mm": mm_final,
-    "regular": regular_final,
+#: method -> (its path over a history, its estimates after each page's last crawl)
+_COMPUTE = {
+    "naive": (naive_path, naive_final),
+    "lln": (lln_path, lln_final),
+    "sa": (sa_path, sa_final),
+    "sam": (sam_path, sam_final),
+    "mle": (partial(root_path, kind=MLE_KIND), partial(root_final, kind=MLE_KIND)),
+    "mm": (partial(root_path, kind=MM_KIND), partial(root_final, kind=MM_KIND)),
+    "regular": (regular_path, regular_final),
 }
 
 
@@ -180,7 +173,7 @@ def estimate_path(history, method, **params):
     if not isinstance(history, CrawlHistory):
         raise TypeError(f"`history` must be a CrawlHistory; got {type(history).__name__}")
     params = check_method_params(method, params)
-    path = _PATHS[method](history, **params)
+    path = _COMPUTE[method][0](history, **params)
     if method in POISSON_CRAWL_METHODS:
         warn_if_not_poisson(history, method, stacklevel=2)
     elif method == "regular":
@@ -243,7 +236,7 @@ def final_estimates(history, method, **params):
     if not isinstance(history, CrawlHistory):
         raise TypeError(f"`history` must be a CrawlHistory; got {type(history).__name__}")
     params = check_method_params(method, params)
-    out = np.asarray(_FINALS[method](history, **params), dtype=np.float64)
+    out = np.asarray(_COMPUTE[method][1](history, **params), dtype=np.float64)
     if method in POISSON_CRAWL_METHODS:
         warn_if_not_poisson(history, method, stacklevel=2)
     elif method == "regular":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import ChangeCountEstimator
-from ._segments import crawl_rates, position_in_page, scatter_padded, segment_cumsum, segment_totals
+from ._segments import count_final, count_path
 
 __all__ = ["RegularCrawlEstimator"]
 
@@ -24,22 +24,12 @@ def regular_estimate(p, changes, k):
 
 def regular_path(history) -> np.ndarray:
     """Δ̂_k for every prefix k, shape ``history.shape`` (NaN-padded (n_pages, n_crawls) if ragged)."""
-    if history.is_ragged:
-        p = crawl_rates(history, method="regular")
-        ones = segment_cumsum(history.flat_changed, history)
-        k = position_in_page(history) + 1.0
-        return scatter_padded(regular_estimate(p if p.size == 1 else np.repeat(p, history.lengths), ones, k),
-                              history)
-    p = history.crawl_rate_column(method="regular")
-    ones = np.cumsum(history.changed, axis=-1, dtype=np.float64)
-    k = np.arange(1, history.n_crawls + 1, dtype=np.float64)
-    return regular_estimate(p, ones, k)
+    return count_path(history, regular_estimate, method="regular")
 
 
 def regular_final(history) -> np.ndarray:
     """Δ̂_k after each page's last crawl, shape (n_pages,)."""
-    p = crawl_rates(history, method="regular")
-    return regular_estimate(p, segment_totals(history.flat_changed, history), history.lengths.astype(np.float64))
+    return count_final(history, regular_estimate, method="regular")
 
 
 class RegularCrawlEstimator(ChangeCountEstimator):
@@ -55,15 +45,9 @@ class RegularCrawlEstimator(ChangeCountEstimator):
     crawl_rate : float or array_like of shape (n_pages,)
         The crawl rate p > 0 (crawls per unit time, one crawl every 1/p); the rate is
         in the same unit. Required: a ValueError names it when missing.
-    n_pages : int, optional
-        None for one page, or the number of pages updated together.
+    {n_pages}
 
-    Attributes
-    ----------
-    n_crawls_ : int
-        k, crawls seen so far.
-    changes_ : float or ndarray
-        Î_k, the number of crawls that saw a change.
+    {count_attributes}
 
     Notes
     -----

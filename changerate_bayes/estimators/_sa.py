@@ -96,6 +96,15 @@ def range_scale(p, initial) -> float:
     return 2.0**512 if big else 1.0
 
 
+def unscaled(state, up):
+    """The state ``state`` (kept scaled by 1/``up``, see :func:`range_scale`) in the rate's units:
+    ``state`` itself when ``up`` is 1, else a scaled copy (inf beyond the float64 range)."""
+    if up == 1.0:
+        return state
+    with np.errstate(over="ignore"):  # an estimate beyond the float64 range is inf
+        return state * up
+
+
 def warn_overflow(n_bad, n_total, stacklevel):
     warnings.warn(
         f"SA estimates left the float64 range on {n_bad} of {n_total} trajectories (the crawl rate "
@@ -140,20 +149,16 @@ class SAEstimator(StreamingEstimator):
 
     Parameters
     ----------
-    crawl_rate : float or array_like of shape (n_pages,)
-        The crawl rate p > 0, crawls per unit time; the rate is in the same unit.
-        Required: a ValueError names it when missing.
+    {crawl_rate}
     eta : float, default 0.75
         Stepsize exponent η in (0, 1]: η_k = (k + 1)^(−η), k = 0, 1, ...
     initial : float, default 0.0
         y_0, the estimate before any crawl.
-    n_pages : int, optional
-        None for one page, or the number of pages updated together.
+    {n_pages}
 
     Attributes
     ----------
-    n_crawls_ : int
-        k, crawls seen so far.
+    {n_crawls_}
     estimate_ : ndarray, shape () or (n_pages,)
         y_k (updated in place: one compiled pass checks the I_k and steps every page).
         With a crawl rate >= 2^500 the state is kept scaled by 2^-512 (exactly) so that
@@ -206,10 +211,7 @@ class SAEstimator(StreamingEstimator):
     @property
     def estimate_(self) -> np.ndarray:
         """y_k: shape () or (n_pages,)."""
-        if self._up == 1.0:
-            return self._y
-        with np.errstate(over="ignore"):  # an estimate beyond the float64 range is inf
-            return self._y * self._up
+        return unscaled(self._y, self._up)
 
     def path_params(self) -> dict:
         return {"eta": self.eta, "initial": self.initial}

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._validation import StatisticalWarning, check_positive_scalar
 from ._base import StreamingEstimator, check_finite_scalar
-from ._sa import range_scale, stepsize_at, stepsizes
+from ._sa import range_scale, stepsize_at, stepsizes, unscaled
 from ._segments import crawl_rates
 from ._stepsizes import check_sam_stepsizes
 
@@ -162,9 +162,7 @@ class SAMEstimator(StreamingEstimator):
 
     Parameters
     ----------
-    crawl_rate : float or array_like of shape (n_pages,)
-        The crawl rate p > 0, crawls per unit time; the rate is in the same unit.
-        Required: a ValueError names it when missing.
+    {crawl_rate}
     eta : float, default 0.75
         Main stepsize exponent: η_k = (k + 1)^(−eta).
     beta : float, default 0.6
@@ -173,13 +171,11 @@ class SAMEstimator(StreamingEstimator):
         ω > 0 in ζ_k = (β_k − ω η_k)/β_{k−1}.
     initial : float, default 0.0
         z_{−1} = z_0, the estimate before any crawl.
-    n_pages : int, optional
-        None for one page, or the number of pages updated together.
+    {n_pages}
 
     Attributes
     ----------
-    n_crawls_ : int
-        k, crawls seen so far.
+    {n_crawls_}
     estimate_, previous_ : ndarray, shape () or (n_pages,)
         z_k and z_{k−1} (one compiled pass checks the I_k and steps every page; the
         new z_{k+1} is written over z_{k−1} and the two arrays swap roles). With a crawl
@@ -245,18 +241,12 @@ class SAMEstimator(StreamingEstimator):
     @property
     def estimate_(self) -> np.ndarray:
         """z_k: shape () or (n_pages,)."""
-        if self._up == 1.0:
-            return self._z
-        with np.errstate(over="ignore"):  # an estimate beyond the float64 range is inf
-            return self._z * self._up
+        return unscaled(self._z, self._up)
 
     @property
     def previous_(self) -> np.ndarray:
         """z_{k−1}: shape () or (n_pages,)."""
-        if self._up == 1.0:
-            return self._zp
-        with np.errstate(over="ignore"):  # an estimate beyond the float64 range is inf
-            return self._zp * self._up
+        return unscaled(self._zp, self._up)
 
     def path_params(self) -> dict:
         return {"eta": self.eta, "beta": self.beta, "omega": self.omega, "initial": self.initial}

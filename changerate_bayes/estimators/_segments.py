@@ -17,6 +17,8 @@ __all__ = [
     "segment_totals",
     "scatter_padded",
     "length_buckets",
+    "count_path",
+    "count_final",
 ]
 
 
@@ -28,9 +30,7 @@ def crawl_rates(history, *, method: str) -> np.ndarray:
     ValueError
         If the history has no crawl rate.
     """
-    if history.crawl_rate is None:
-        raise ValueError(f"method {method!r} needs the crawl rate: pass `crawl_rate` to CrawlHistory")
-    return np.ascontiguousarray(np.atleast_1d(np.asarray(history.crawl_rate, dtype=np.float64)))
+    return np.ascontiguousarray(history.crawl_rate_column(method=method).reshape(-1))
 
 
 def position_in_page(history) -> np.ndarray:
@@ -70,3 +70,29 @@ def length_buckets(lengths: np.ndarray):
     for b in np.unique(bucket):
         pages = np.flatnonzero(bucket == b)
         yield pages, int(lengths[pages].max())
+
+
+def count_path(history, estimate, *, method: str) -> np.ndarray:
+    """The path of an estimator of (k, Î_k): ``estimate(p, Î_k, k)`` for every prefix k of
+    every page, shape ``history.shape`` (NaN-padded (n_pages, n_crawls) if ragged).
+
+    ``estimate`` is called once, elementwise, with the crawl rate p (broadcastable:
+    shape () or (n_pages, 1), or one value per flat crawl if ragged), Î_k = Σ_{j≤k} I_j
+    (float64) and the crawl counts k >= 1 (int64).
+    """
+    if history.is_ragged:
+        p = crawl_rates(history, method=method)
+        ones = segment_cumsum(history.flat_changed, history)
+        k = position_in_page(history) + 1
+        return scatter_padded(estimate(p if p.size == 1 else np.repeat(p, history.lengths), ones, k), history)
+    p = history.crawl_rate_column(method=method)
+    ones = np.cumsum(history.changed, axis=-1, dtype=np.float64)
+    k = np.arange(1, history.n_crawls + 1)
+    return estimate(p, ones, k)
+
+
+def count_final(history, estimate, *, method: str) -> np.ndarray:
+    """``estimate(p, Î_k, k)`` after each page's last crawl, shape (n_pages,): p (n_pages,)
+    or (1,), Î_k float64 and k = the page's crawls (int64)."""
+    p = crawl_rates(history, method=method)
+    return estimate(p, segment_totals(history.flat_changed, history), history.lengths)

@@ -8,8 +8,11 @@ import numpy as np
 
 
 @numba.njit(cache=True)
-def _swap(a, i, j):
-    a[i], a[j] = a[j], a[i]
+def _swap(rr, ss, dd, i, j):
+    """Swap entries i and j of each of the three arrays (one candidate's r, δ √r, δ)."""
+    rr[i], rr[j] = rr[j], rr[i]
+    ss[i], ss[j] = ss[j], ss[i]
+    dd[i], dd[j] = dd[j], dd[i]
 
 
 @numba.njit(cache=True)
@@ -37,9 +40,7 @@ def select_kernel(r, sq, delta):
             if rr[i] > pivot:
                 s_up += ss[i]
                 d_up += dd[i]
-                _swap(rr, i, j)
-                _swap(ss, i, j)
-                _swap(dd, i, j)
+                _swap(rr, ss, dd, i, j)
                 j += 1
         f = (s_act + s_up) / math.sqrt(pivot) - (d_act + d_up)
         if f < 1.0:  # budget left at λ = pivot: every page with r >= pivot is crawled
@@ -50,9 +51,7 @@ def select_kernel(r, sq, delta):
                 if rr[i] == pivot:
                     s_act += ss[i]
                     d_act += dd[i]
-                    _swap(rr, i, k)
-                    _swap(ss, i, k)
-                    _swap(dd, i, k)
+                    _swap(rr, ss, dd, i, k)
                     k += 1
             act_min = min(act_min, pivot)
             lo = k
