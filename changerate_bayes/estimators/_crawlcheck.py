@@ -82,8 +82,8 @@ def poisson_distance_segments(history):
     """Per-page and pooled distance of p·τ from Exp(1) at the 1/64-quantiles, over the
     history's CSR segments (pages of any length) in one compiled pass.
 
-    The distances are max_i |F_k(q_i) − i/64| (F_k the page's empirical CDF of p·τ),
-    computed as max_i |64·(count below q_i) − i·k| / (64 k): exact in integers with one
+    The distances are max_i abs(F_k(q_i) − i/64) (F_k the page's empirical CDF of p·τ),
+    computed as max_i abs(64·(count below q_i) − i·k) / (64 k): exact in integers with one
     rounding.
 
     Returns
