@@ -8,13 +8,12 @@ measured in this run, and checks that both give the same segments.
 import time
 
 import numpy as np
+from _result import result
 from astropy.stats import bayesian_blocks
 
 from changerate_bayes._event_times import as_event_times
 from changerate_bayes.diagnostics import fit_segments
 from changerate_bayes.traces import load_trace
-
-from _result import result
 
 
 def best_of(f, repeats=3):

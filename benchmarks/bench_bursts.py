@@ -14,9 +14,9 @@ import sys
 import time
 
 import numpy as np
+from _result import load_note, result  # noqa: E402  (the RESULT line read by run_all.py)
 
 from changerate_bayes import BurstFilter, BurstParameters, DynamicRateFilter
-from _result import load_note, result  # noqa: E402  (the RESULT line read by run_all.py)
 
 GOAL_SECONDS = 0.5
 STEPS = 5

@@ -46,11 +46,11 @@ import pandas as pd
 
 from changerate_bayes import estimate_log, estimate_pages
 from changerate_bayes.crawllog._dask_tasks import read_reduce_group
+from changerate_bayes.crawllog.allocate import allocate_crawls
 from changerate_bayes.crawllog.dask_engine import estimate_files_dask
+from changerate_bayes.crawllog.table import concat_part_tables
 from changerate_bayes.datasets import write_cdxj_shards
 from changerate_bayes.io import Audit, read_frame
-from changerate_bayes.crawllog.allocate import allocate_crawls
-from changerate_bayes.crawllog.table import concat_part_tables
 
 _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE))

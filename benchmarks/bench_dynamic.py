@@ -13,9 +13,9 @@ import sys
 import time
 
 import numpy as np
+from _result import result  # noqa: E402  (the RESULT line read by run_all.py)
 
 from changerate_bayes import DynamicRateFilter, dynamic_posterior
-from _result import result  # noqa: E402  (the RESULT line read by run_all.py)
 
 GOAL_SECONDS = 10.0
 

@@ -22,11 +22,11 @@ import argparse
 import warnings
 
 import numpy as np
+from _result import load_note, result
+from _timing import best_of
 
 from changerate_bayes import CrawlHistory, StatisticalWarning, estimate_path, final_estimates, simulate_history
 from changerate_bayes.estimators import N_EDGES, lln_path, poisson_distance_segments, warn_if_not_poisson
-from _result import load_note, result
-from _timing import best_of
 
 GOAL = 0.25
 

@@ -30,12 +30,12 @@ import argparse
 import time
 
 import numpy as np
+from _result import load_note, result
+from _timing import best_of
 from scipy.optimize import brentq
 
 from changerate_bayes import estimate_path, simulate_history
 from changerate_bayes.estimators import MLE_KIND, RootPath
-from _result import load_note, result
-from _timing import best_of
 
 
 def _score(changed, tau):

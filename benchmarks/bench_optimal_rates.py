@@ -72,7 +72,7 @@ def _peer_binary(importances, ch_rates, bandwidth):
     s = sum(ch_rates)
     pairs.sort(key=itemgetter(0))
     rem = bandwidth
-    for ratio, i in pairs:
+    for _ratio, i in pairs:
         if importances[i] * ch_rates[i] / ch_rates[i] ** 2 <= (r / (rem + s)) ** 2:
             r -= math.sqrt(importances[i] * ch_rates[i])
             s -= ch_rates[i]

@@ -14,9 +14,9 @@ import sys
 import time
 
 import numpy as np
+from _result import result  # noqa: E402  (the RESULT line read by run_all.py)
 
 from changerate_bayes.diagnostics import poisson_gof
-from _result import result  # noqa: E402  (the RESULT line read by run_all.py)
 
 GOALS = {10**4: None, 10**5: 10.0, 10**6: 60.0}
 

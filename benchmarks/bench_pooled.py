@@ -19,10 +19,9 @@ import warnings
 
 import arviz as az
 import numpy as np
+from _result import result
 
 from changerate_bayes import pooled_posterior, simulate_history
-
-from _result import result
 
 HYPER = ["population_log_median", "population_sigma"]
 

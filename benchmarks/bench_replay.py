@@ -21,11 +21,11 @@ import argparse
 import time
 
 import pandas as pd
+from _result import result  # noqa: E402  (the RESULT line read by run_all.py)
 
 from changerate_bayes.datasets import dataset_path
 from changerate_bayes.replay import POLICIES, pages_from_table, replay_metrics, replay_policies, run_replay
 from changerate_bayes.validation.scheduling_replay import ota_table
-from _result import result  # noqa: E402  (the RESULT line read by run_all.py)
 
 
 def main(argv=None):

@@ -16,10 +16,10 @@ import argparse
 import time
 
 import numpy as np
+from _result import load_note, result
 
 from changerate_bayes import LLNEstimator, SAEstimator, SAMEstimator
 from changerate_bayes.estimators import momentum_at, stepsize_at
-from _result import load_note, result
 
 GOAL = 4.0
 

@@ -5,7 +5,7 @@ Online and Bayesian estimators of a page's change rate Δ from what a crawler se
 scheduling built on the estimates, and their Monte Carlo validation.
 """
 
-from ._version import __version__
+from ._version import __version__ as __version__
 
 # The public names are imported on first use (PEP 562), so that ``import changerate_bayes``
 # and the command line start without loading pandas, PyMC and the compiled kernels'

@@ -99,7 +99,7 @@ def parse_timestamps(items, *, name: str = "event_times", row_offset: int = 0) -
                 raise _row_error(name, row, f"expected a timestamp, got {type(item).__name__}")
             if d.tzinfo is not None and d.utcoffset() is not None:
                 offset = d.utcoffset()
-                d = d.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+                d = d.astimezone(_dt.UTC).replace(tzinfo=None)
             else:
                 offset = "naive"
             out[i] = np.datetime64(d, "us")

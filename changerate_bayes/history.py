@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import numbers
+import warnings
 
 import numpy as np
-
-import warnings
 
 from ._event_times import parse_timestamps
 from ._validation import StatisticalWarning, as_float_array, check_positive_scalar, first_bad_index
@@ -321,7 +320,7 @@ class CrawlHistory:
             )
         return self.flat_intervals if self.is_ragged else self.intervals
 
-    def page(self, i: int) -> "CrawlHistory":
+    def page(self, i: int) -> CrawlHistory:
         """The 1-D history of page ``i`` of a multi-page history."""
         if self.n_pages is None:
             raise ValueError("`page` needs a multi-page history of shape (n_pages, k)")
@@ -339,7 +338,7 @@ class CrawlHistory:
             None if p is None else (p if np.ndim(p) == 0 else float(p[i])),
         )
 
-    def head(self, k: int) -> "CrawlHistory":
+    def head(self, k: int) -> CrawlHistory:
         """The history of the first ``k`` crawls (of each page: at most ``k`` if ragged)."""
         if not 1 <= k <= self.n_crawls:
             raise ValueError(f"`k` must be in [1, {self.n_crawls}]; got {k}")
@@ -359,7 +358,7 @@ class CrawlHistory:
 
     # -------------------------------------------------------------- constructors
     @classmethod
-    def from_segments(cls, changed, intervals=None, *, lengths, crawl_rate=None, page_ids=None) -> "CrawlHistory":
+    def from_segments(cls, changed, intervals=None, *, lengths, crawl_rate=None, page_ids=None) -> CrawlHistory:
         """Build a history of pages with different numbers of crawls (CSR layout).
 
         Parameters
@@ -445,7 +444,7 @@ class CrawlHistory:
         return out
 
     @classmethod
-    def from_times(cls, change_times, crawl_times, *, start=None, crawl_rate=None) -> "CrawlHistory":
+    def from_times(cls, change_times, crawl_times, *, start=None, crawl_rate=None) -> CrawlHistory:
         """Build a single-page history from change times and crawl times.
 
         Crawl k reports I_k = 1 if at least one change time lies in (t_{k-1}, t_k],

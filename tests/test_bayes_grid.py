@@ -4,13 +4,12 @@ import math
 
 import numpy as np
 import pytest
+from _helpers import gamma_moments
 from scipy import stats
 
 from changerate_bayes import BetaPrimePrior, CrawlHistory, GammaPrior, LogNormalPrior, posterior, simulate_history
 from changerate_bayes.bayes._grid import fit_grid, grid_draws
 from changerate_bayes.bayes._likelihood import ExactLikelihood, MarginalLikelihood
-from _helpers import gamma_moments
-
 
 EDGE_CASES = {
     "all changed": ([1, 1, 1, 1], [0.3, 1.2, 0.5, 2.0]),

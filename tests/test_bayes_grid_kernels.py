@@ -16,7 +16,13 @@ import pytest
 from scipy import stats
 
 from changerate_bayes import (
-    BetaPrimePrior, CrawlHistory, GammaPrior, LogNormalPrior, posterior, posterior_summary, simulate_history,
+    BetaPrimePrior,
+    CrawlHistory,
+    GammaPrior,
+    LogNormalPrior,
+    posterior,
+    posterior_summary,
+    simulate_history,
 )
 from changerate_bayes.bayes import BayesianEstimator
 from changerate_bayes.bayes._grid import grid_draws

@@ -2,14 +2,13 @@
 
 import numpy as np
 import pytest
+from _helpers import gamma_moments
 from scipy import stats
+from test_bayes_summary import PAGES, ragged
 
 from changerate_bayes import BetaPrimePrior, CrawlHistory, GammaPrior, posterior
 from changerate_bayes.bayes._likelihood import ExactLikelihood
 from changerate_bayes.bayes._sufficient import exact_likelihood, take_pages
-
-from _helpers import gamma_moments
-from test_bayes_summary import PAGES, ragged
 
 
 def test_sufficient_statistics_equal_the_rectangular_likelihood():

@@ -6,13 +6,13 @@ from numpy.testing import assert_allclose
 from scipy import stats
 
 from changerate_bayes import (
-    StatisticalWarning,
     BayesianEstimator,
     BetaPrimePrior,
     CrawlHistory,
     GammaPrior,
     LLNEstimator,
     LogNormalPrior,
+    StatisticalWarning,
     estimate_path,
     posterior,
     posterior_mean_path,
@@ -354,7 +354,7 @@ def test_fixed_rate_grid_warns_when_the_posterior_leaves_it():
         assert inside.rate == pytest.approx(exact.rate, rel=1e-6)
     with pytest.warns(StatisticalWarning, match=r"posterior of page 0 has more than 1e-06 of its mass at an end of "
                                                 r"the fixed `rate_grid` \[0.001, 1e\+03\]"):
-        outside.rate
+        outside.rate  # noqa: B018 (the property raises)
     narrow = BayesianEstimator(prior=LogNormalPrior(0.0, 1e-6), likelihood="exact", rate_grid=grid)
     with pytest.warns(StatisticalWarning, match="narrower than 3 node spacings"):
         narrow.credible_interval()

@@ -4,12 +4,11 @@ import math
 
 import numpy as np
 import pytest
+from _helpers import gamma_moments
 from scipy import stats
 
 from changerate_bayes import BetaPrimePrior, CrawlHistory, GammaPrior, LogNormalPrior, posterior_summary
 from changerate_bayes.bayes import PosteriorSummary
-from _helpers import gamma_moments
-
 
 PAGES = [
     ([1, 0, 1, 1, 0, 0, 1, 0], [0.4, 0.9, 1.7, 0.2, 0.6, 1.1, 2.5, 0.3]),

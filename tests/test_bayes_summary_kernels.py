@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from changerate_bayes import BetaPrimePrior, CrawlHistory, GammaPrior, LogNormalPrior, posterior_summary
 from changerate_bayes.bayes._grid import fit_grid, improper_pages
-from changerate_bayes.bayes._summary import distinct_pages, posterior_mean_interval
 from changerate_bayes.bayes._sufficient import crawl_rates, exact_likelihood
+from changerate_bayes.bayes._summary import distinct_pages, posterior_mean_interval
 
 
 def random_history(rng, n_pages, *, max_len=40, crawl_rate=None):

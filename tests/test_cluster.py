@@ -3,11 +3,11 @@
 import numpy as np
 import pandas as pd
 import pytest
+from _helpers import assert_same_page_table, local_dask_client
 
 from changerate_bayes import StatisticalWarning, estimate_pages
 from changerate_bayes.estimators import METHODS
 from changerate_bayes.io import read_csv
-from _helpers import assert_same_page_table, local_dask_client
 
 # one pytest-xdist worker for the whole group (see tests/conftest.py)
 pytestmark = pytest.mark.xdist_group("dask_cluster")

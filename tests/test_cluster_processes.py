@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _helpers import assert_same_page_table
 
 from changerate_bayes import estimate_pages
 from changerate_bayes.datasets import write_cdxj_shards
 from changerate_bayes.io import read_log
-from _helpers import assert_same_page_table
 
 # one pytest-xdist worker for the Dask tests (see tests/conftest.py)
 pytestmark = [pytest.mark.xdist_group("dask_cluster"), pytest.mark.slow]

@@ -7,9 +7,14 @@ import numpy as np
 import pytest
 from scipy.integrate import quad
 
-from changerate_bayes.validation import Preset, Progress
-from changerate_bayes.validation import convergence
-from changerate_bayes.validation._fits import fisher_information, folded_normal_mean, loglog_slope, mae_curve, recursion_moments
+from changerate_bayes.validation import Preset, Progress, convergence
+from changerate_bayes.validation._fits import (
+    fisher_information,
+    folded_normal_mean,
+    loglog_slope,
+    mae_curve,
+    recursion_moments,
+)
 
 
 def test_loglog_slope_exact_power_law():

@@ -5,17 +5,23 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
+from _helpers import local_dask_client
 from scipy import integrate, special
 
 from changerate_bayes import CrawlHistory, GammaPrior, posterior_summary
-from changerate_bayes.cli import main
 from changerate_bayes.bayes import change_probability, posterior_history
+from changerate_bayes.cli import main
 from changerate_bayes.crawllog import (
-    MAX_INTERVAL_H, SCHEDULE_COLUMNS, allocate_crawls, crawl_schedule, nutch_seed_lines, page_table, schedule_pages,
+    MAX_INTERVAL_H,
+    SCHEDULE_COLUMNS,
+    allocate_crawls,
+    crawl_schedule,
+    nutch_seed_lines,
+    page_table,
+    schedule_pages,
     write_schedule,
 )
 from changerate_bayes.io import read_log
-from _helpers import local_dask_client
 
 T0 = pd.Timestamp("2024-01-01T00:00:00Z")
 

@@ -120,7 +120,7 @@ def test_too_few_events_give_insufficient_data_not_errors(n):
     res = poisson_gof(t, rng=0, **FAST)
     assert res.n_events == n
     assert set(res.tests) == set(TEST_NAMES)
-    for name, r in res.tests.items():
+    for _name, r in res.tests.items():
         if r.ran:
             assert 0.0 <= r.pvalue <= 1.0 and np.isfinite(r.statistic)
         else:

@@ -6,10 +6,10 @@ import pytest
 from scipy import integrate, special, stats
 
 from changerate_bayes import CrawlHistory, DynamicRateFilter, GammaPrior, LogNormalPrior, dynamic_posterior
+from changerate_bayes.bayes import posterior_mean_path
 from changerate_bayes.bayes._grid import posterior_mean
 from changerate_bayes.bayes._likelihood import ExactLikelihood, log_likelihood
 from changerate_bayes.bayes._priors import log_prior_u
-from changerate_bayes.bayes import posterior_mean_path
 from changerate_bayes.dynamic import _kernels
 
 

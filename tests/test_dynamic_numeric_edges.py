@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from changerate_bayes import CrawlHistory, DynamicRateFilter, GammaPrior, dynamic_posterior, posterior_mean_path
-from changerate_bayes.io import read_log
 from changerate_bayes.dynamic import _kernels
+from changerate_bayes.io import read_log
 
 #: seconds a subprocess may take (compiling the kernels on a cold cache included)
 SUBPROCESS_TIMEOUT = 240

@@ -10,7 +10,6 @@ from changerate_bayes.bayes import log_likelihood, posterior
 from changerate_bayes.diagnostics import exponential_qq, poisson_gof, rate_over_time
 from changerate_bayes.traces import read_trace_csv
 
-
 # --- read_trace_csv ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("bad", [0, 1, 2.5, None, b"trace.csv"])

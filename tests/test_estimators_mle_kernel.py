@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_array_equal
+from test_estimators import _brentq_root
 
 from changerate_bayes import CrawlHistory, StatisticalWarning, estimate_path, simulate_history
 from changerate_bayes.estimators._kernels import _cubic_step as _new_cubic_step
 from changerate_bayes.estimators._kernels import _em1, _local_sums_changed
 from changerate_bayes.estimators._kernels import _local_sums as _new_local_sums
-from test_estimators import _brentq_root
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 

@@ -56,9 +56,9 @@ def test_rectangular_history_has_the_flat_view():
 def test_ragged_history_refuses_the_rectangular_arrays():
     h = CrawlHistory.from_segments([1, 0, 1], [1.0, 1.0, 1.0], lengths=[1, 2])
     with pytest.raises(ValueError, match="ragged.*flat_changed"):
-        h.changed
+        h.changed  # noqa: B018 (the property raises)
     with pytest.raises(ValueError, match="ragged.*flat_intervals"):
-        h.intervals
+        h.intervals  # noqa: B018 (the property raises)
 
 
 def test_ragged_head_keeps_at_most_k_crawls_per_page():

@@ -16,8 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from changerate_bayes import estimate_log, estimate_pages
-from changerate_bayes.io import DROP_REASONS, CrawlLogError, read_csv, read_log, read_parquet
-from changerate_bayes.io import _buckets
+from changerate_bayes.io import DROP_REASONS, CrawlLogError, _buckets, read_csv, read_log, read_parquet
 
 OTA = Path(__file__).parents[1] / "changerate_bayes" / "datasets" / "data" / "opentermsarchive"
 

@@ -10,10 +10,10 @@ import warnings
 
 import pandas as pd
 import pytest
+from _helpers import assert_same_page_table
 
 from changerate_bayes import StatisticalWarning, estimate_pages
 from changerate_bayes.io import read_frame
-from _helpers import assert_same_page_table
 
 H = "page,fetch_time,digest\n"
 

@@ -5,8 +5,7 @@ import gzip
 import pytest
 
 from changerate_bayes.cli import main
-from changerate_bayes.io import CrawlLogError, read_csv
-from changerate_bayes.io import _fields
+from changerate_bayes.io import CrawlLogError, _fields, read_csv
 
 HEAD = "page,fetch_time,status,digest\n"
 GOOD = "a,2024-01-01T00:00Z,200,x\na,2024-01-01T06:00Z,200,y\na,2024-01-01T12:00Z,200,y\n"

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from changerate_bayes import estimate_path, simulate_replications
-from changerate_bayes.validation import Preset, Progress
-from changerate_bayes.validation import monte_carlo
+from changerate_bayes.validation import Preset, Progress, monte_carlo
 from changerate_bayes.validation._engine import PowerSequence, Setting, log_grid, run_replications
 from changerate_bayes.validation._fits import rmse_ratio
 

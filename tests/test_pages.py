@@ -6,11 +6,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from changerate_bayes import CrawlHistory, StatisticalWarning, allocate_crawls, estimate_pages, final_estimates
-from changerate_bayes import posterior_summary
+from changerate_bayes import (
+    CrawlHistory,
+    StatisticalWarning,
+    allocate_crawls,
+    estimate_pages,
+    final_estimates,
+    posterior_summary,
+)
+from changerate_bayes.crawllog.table import IDENTIFIED_MIN, PAGE_COLUMNS, RATE_COLUMNS, merge_notes, recommend_rate
 from changerate_bayes.estimators import METHODS
 from changerate_bayes.io import read_frame
-from changerate_bayes.crawllog.table import IDENTIFIED_MIN, PAGE_COLUMNS, RATE_COLUMNS, merge_notes, recommend_rate
 from changerate_bayes.scheduling import optimal_crawl_rates
 
 

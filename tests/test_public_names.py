@@ -11,7 +11,8 @@ import changerate_bayes.bayes as bayes
 import changerate_bayes.crawllog as crawllog
 import changerate_bayes.replay as replay
 import changerate_bayes.scheduling as scheduling
-from changerate_bayes.crawllog import allocate, dask_engine, fetch_schedule as schedule, out_of_core, table
+from changerate_bayes.crawllog import allocate, dask_engine, out_of_core, table
+from changerate_bayes.crawllog import fetch_schedule as schedule
 
 # name -> the object it must be, for every name the package exported before the move
 TOP_LEVEL = {

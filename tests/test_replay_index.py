@@ -211,7 +211,7 @@ def test_burst_index_closed_form_matches_the_integral_of_its_predictive():
 def _allowance_by_definition(first, last, n_steps, budget, dt):
     """Crawls allowed by each step k = 0 .. n_steps with pace="pages", from the definition: at most
     ⌊b Σ_{j<=k} n_j dt⌋ and at most ⌊B k dt⌋, b = B K dt / (Σ_j n_j dt), n_j the pages crawlable at step j."""
-    n = [sum(1 for f, l in zip(first, last) if f <= j <= l) for j in range(n_steps + 1)]
+    n = [sum(1 for f, last_step in zip(first, last) if f <= j <= last_step) for j in range(n_steps + 1)]
     b = budget * n_steps * dt / (sum(n) * dt)
     out, acc = [], 0.0
     for k in range(n_steps + 1):

@@ -7,7 +7,7 @@ from scipy import integrate
 from changerate_bayes import CrawlHistory
 from changerate_bayes.estimators import estimate_path
 from changerate_bayes.scheduling import optimal_crawl_rates, simulate_closed_loop
-from changerate_bayes.scheduling._closed_loop import _GridPosterior, _epoch_estimates, _expected_fresh_time
+from changerate_bayes.scheduling._closed_loop import _epoch_estimates, _expected_fresh_time, _GridPosterior
 
 
 def test_expected_fresh_time():
@@ -161,8 +161,8 @@ def test_grid_posterior_matches_bayes_streaming_estimator():
     # The closed loop keeps its own per-page grid because its crawls are asynchronous
     # (pages have different numbers of crawls per epoch); on synchronous crawls it must
     # agree with the bayes package's exact-likelihood streaming posterior on the same grid.
-    from changerate_bayes.bayes import LogNormalPrior
     from changerate_bayes import BayesianEstimator
+    from changerate_bayes.bayes import LogNormalPrior
 
     gen = np.random.default_rng(6)
     n_pages, k, median, sigma, size = 5, 30, 0.8, 1.5, 200

@@ -147,7 +147,7 @@ def test_different_utc_offsets_are_exact_instants():
 
 
 def test_utc_spellings_are_one_zone():
-    t = [dt.datetime(2020, 1, 1, tzinfo=ZoneInfo("UTC")), dt.datetime(2020, 1, 2, tzinfo=dt.timezone.utc)]
+    t = [dt.datetime(2020, 1, 1, tzinfo=ZoneInfo("UTC")), dt.datetime(2020, 1, 2, tzinfo=dt.UTC)]
     assert as_event_times(t).values.tolist() == [0.0, 24.0]
 
 

@@ -20,11 +20,11 @@ from ._arviz import make_summary_data, mcse_mean
 from ._diagnostics import ESS_MIN_PER_CHAIN, MAX_DIVERGENCES, R_HAT_MAX, SamplerDiagnostics, sampler_diagnostics
 from ._likelihood import log_likelihood, pt_log_likelihood
 from ._pooled import POPULATIONS, pooled_posterior
-from ._predictive import change_probability, posterior_history
 from ._posterior import DEFAULT_PRIOR, METHODS, posterior
+from ._predictive import change_probability, posterior_history
 from ._priors import BetaPrimePrior, GammaPrior, LogNormalPrior, Prior, log_prior_u
-from ._summary import PosteriorSummary, posterior_mean_interval, posterior_summary
 from ._streaming import BayesianEstimator, posterior_mean_path
+from ._summary import PosteriorSummary, posterior_mean_interval, posterior_summary
 
 __all__ = [
     "BayesianEstimator",

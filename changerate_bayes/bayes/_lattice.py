@@ -93,7 +93,7 @@ class LatticeLikelihood:
         """The lattice nodes u_k, shape (G,)."""
         return np.arange(self.k_lo, self.k_hi) / NODES_PER_UNIT
 
-    def copy(self) -> "LatticeLikelihood":
+    def copy(self) -> LatticeLikelihood:
         new = object.__new__(LatticeLikelihood)
         new.n_pages, new.k_lo = self.n_pages, self.k_lo
         for name in ("n_changed", "t0", "t1", "log_tau_sum", "values"):
@@ -138,7 +138,7 @@ class LatticeLikelihood:
         self.t1 = self.t1 + np.where(changed, tau, 0.0)
         self.log_tau_sum[rows] += log_tau
 
-    def merge(self, other: "LatticeLikelihood") -> "LatticeLikelihood":
+    def merge(self, other: LatticeLikelihood) -> LatticeLikelihood:
         """The likelihood of both crawl sets (a new object; the lattices are aligned on u = k/16)."""
         a, b = self.copy(), other.copy()
         ranges = [(x.k_lo, x.k_hi) for x in (a, b) if x.values.shape[1]]
@@ -200,7 +200,7 @@ class LatticeLikelihood:
         t0e = _times_exp(self.t0, u)
         return g[:, 0] - t0e, h[:, 0] - t0e
 
-    def block(self, start: int, stop: int) -> "LatticeLikelihood":
+    def block(self, start: int, stop: int) -> LatticeLikelihood:
         """The likelihood of pages ``start:stop`` (views on the same arrays)."""
         new = object.__new__(LatticeLikelihood)
         new.n_pages, new.k_lo = stop - start, self.k_lo

@@ -229,7 +229,7 @@ class ExactLikelihood:
         with np.errstate(over="ignore", divide="ignore"):  # inf for intervals near 1e-323: the grid then starts at 0
             self.start = np.log((self.n_changed + 0.5) / (self.t0 + half))
 
-    def block(self, start: int, stop: int) -> "ExactLikelihood":
+    def block(self, start: int, stop: int) -> ExactLikelihood:
         """The likelihood of pages ``start:stop`` (a view on contiguous storage)."""
         new = object.__new__(ExactLikelihood)
         a, b = np.searchsorted(self._page, [start, stop])
@@ -299,7 +299,7 @@ class MarginalLikelihood:
         self.log_p = np.broadcast_to(np.log(np.asarray(crawl_rate, dtype=np.float64)).ravel(), (self.n_pages,))
         self.start = self.log_p + np.log((self.n_changed + 0.5) / (k - self.n_changed + 0.5))
 
-    def block(self, start: int, stop: int) -> "MarginalLikelihood":
+    def block(self, start: int, stop: int) -> MarginalLikelihood:
         """The likelihood of pages ``start:stop``."""
         new = object.__new__(MarginalLikelihood)
         new.n_pages, new.n_crawls = stop - start, self.n_crawls

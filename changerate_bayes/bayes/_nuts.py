@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import _arviz
 from .._upstream import quiet_nutpie_compile
 from .._validation import check_open_unit, check_positive_int
+from . import _arviz
 from ._likelihood import pt_sparse_log_likelihood
 
 __all__ = ["ReusableModel", "get_model", "resolve_sampler", "page_model", "pt_log_prior", "SAMPLERS", "MIN_TUNE",

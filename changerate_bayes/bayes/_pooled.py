@@ -6,10 +6,10 @@ import warnings
 
 import numpy as np
 
-from . import _arviz
 from .._rng import as_generator
 from .._validation import StatisticalWarning, check_choice, check_positive_int, check_positive_scalar
 from ..history import CrawlHistory
+from . import _arviz
 from ._conditional import conditional_draws_of
 from ._diagnostics import sampler_diagnostics
 from ._likelihood import pt_sparse_log_likelihood

@@ -5,22 +5,27 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from scipy import special
 
 from .._rng import as_generator
 from .._validation import StatisticalWarning, check_choice, check_positive_int
 from ..history import CrawlHistory
 from . import _arviz
-from scipy import special
-
 from ._conjugate import conjugate_posterior_draws
 from ._diagnostics import sampler_diagnostics
 from ._grid import DEFAULT_GRID_SIZE, _mode, improper_pages
 from ._grid_fast import grid_posterior_draws
-from ._sufficient import change_counts, crawl_rates, data_groups, exact_likelihood, time_rescaling
 from ._nuts import (
-    FAMILY_COEFFICIENTS, SAMPLERS, check_nuts_tune, check_target_accept, get_model, page_model, resolve_sampler,
+    FAMILY_COEFFICIENTS,
+    SAMPLERS,
+    check_nuts_tune,
+    check_target_accept,
+    get_model,
+    page_model,
+    resolve_sampler,
 )
 from ._priors import BetaPrimePrior, Prior
+from ._sufficient import change_counts, crawl_rates, data_groups, exact_likelihood, time_rescaling
 
 __all__ = ["posterior", "METHODS", "DEFAULT_PRIOR"]
 

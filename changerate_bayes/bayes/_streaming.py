@@ -122,7 +122,7 @@ def _warn_if_grid_misses(log_rates, log_post) -> None:
     narrow = sd_u < MIN_SD_SPACINGS * (log_rates[1] - log_rates[0])
     if at_edge.any() or narrow.any():
         page = int(np.flatnonzero(at_edge | narrow)[0])
-        what = ("has more than {:g} of its mass at an end of".format(EDGE_MASS) if at_edge[page]
+        what = (f"has more than {EDGE_MASS:g} of its mass at an end of" if at_edge[page]
                 else f"is narrower than {MIN_SD_SPACINGS:g} node spacings of")
         warnings.warn(
             f"the posterior of page {page} {what} the fixed `rate_grid` "
@@ -295,7 +295,7 @@ class BayesianEstimator:
         self._changed = self._changed + c
         self.n_crawls_ += 1
 
-    def merge(self, other: "BayesianEstimator") -> "BayesianEstimator":
+    def merge(self, other: BayesianEstimator) -> BayesianEstimator:
         """A new estimator holding the crawls of both (same settings, disjoint crawls).
 
         Conjugate: the counts add. Exact: the log-likelihoods add (the prior is

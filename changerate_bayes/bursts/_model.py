@@ -95,7 +95,7 @@ class BurstParameters:
         pb = self.busy_probability
         return (1.0 - pb) * self.quiet_rate + pb * self.busy_rate
 
-    def scaled(self, factor: float) -> "BurstParameters":
+    def scaled(self, factor: float) -> BurstParameters:
         """All four rates times ``factor`` (e.g. 24 turns per-hour rates into per-day rates).
 
         Raises

@@ -12,8 +12,8 @@ import argparse
 import importlib
 import sys
 
-from .._version import __version__
 from .._upstream import silence_harmless_upstream_output
+from .._version import __version__
 from ._signals import interrupted, stop_on_signals
 
 __all__ = ["COMMANDS", "main"]

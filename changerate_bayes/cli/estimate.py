@@ -11,8 +11,20 @@ from ..crawllog.report import estimate_report, log_attribution
 from ..estimators import METHODS
 from ..io import STANDARD_COLUMNS, CrawlLogError, log_files
 from ..report import check_output_dir, write_report
-from ._common import (LOG_FORMATS, add_log_flags, check_writable_folder, fail, output_lock, parse_columns,
-                      refuse_inputs_as_outputs, report_files, resolve_output, runs, with_notes, write_table)
+from ._common import (
+    LOG_FORMATS,
+    add_log_flags,
+    check_writable_folder,
+    fail,
+    output_lock,
+    parse_columns,
+    refuse_inputs_as_outputs,
+    report_files,
+    resolve_output,
+    runs,
+    with_notes,
+    write_table,
+)
 
 __all__ = ["register"]
 

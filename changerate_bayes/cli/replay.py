@@ -15,8 +15,18 @@ import pandas as pd
 from .._version import __version__
 from ..replay import DEFAULT_POLICIES, at_search_bound, check_budgets, plot_freshness_budget, replay_policies
 from ..report import check_output_dir, figure_to_html, html_table, render_page, write_report
-from ._common import (add_columns_flag, check_writable_folder, cli_message, output_lock, parse_columns,
-                      refuse_inputs_as_outputs, report_files, resolve_output, runs, write_table)
+from ._common import (
+    add_columns_flag,
+    check_writable_folder,
+    cli_message,
+    output_lock,
+    parse_columns,
+    refuse_inputs_as_outputs,
+    report_files,
+    resolve_output,
+    runs,
+    write_table,
+)
 
 __all__ = ["register"]
 
@@ -103,7 +113,7 @@ def _report_html(df, *, source: str, args, seconds: float) -> str:
             + str(figure_to_html(fig, alt="Freshness against crawls per day for each policy"))
             + str(html_table(records, cols, caption="Metrics per policy and budget")))
     meta = {"preset": "replay", "seed": args.seed, "total_seconds": seconds, "version": __version__,
-            "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "generated": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "versions": {"numpy": np.__version__, "pandas": pd.__version__}}
     return render_page(title=f"Crawl replay: {source}", sections=[{"id": "replay", "title": "Replay",
                                                                    "html": body, "seconds": seconds}], meta=meta)

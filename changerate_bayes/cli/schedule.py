@@ -10,8 +10,16 @@ from pathlib import Path
 
 from ..crawllog import MAX_INTERVAL_H, SCHEDULE_FORMATS, schedule, write_schedule
 from ..io import CrawlLogError, log_files
-from ._common import (LOG_ROLES, add_log_flags, fail, parse_columns, refuse_inputs_as_outputs, resolve_output, runs,
-                      with_notes)
+from ._common import (
+    LOG_ROLES,
+    add_log_flags,
+    fail,
+    parse_columns,
+    refuse_inputs_as_outputs,
+    resolve_output,
+    runs,
+    with_notes,
+)
 
 __all__ = ["register"]
 

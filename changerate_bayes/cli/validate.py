@@ -41,7 +41,10 @@ def run(args) -> int:
     Ctrl-C stops the studies, prints one line, removes the output folder if this run
     created it and it is empty, and returns 130.
     """
-    from changerate_bayes.validation import STUDIES, run_validation  # the studies' package: imported when the command runs
+    from changerate_bayes.validation import (  # the studies' package: imported when the command runs
+        STUDIES,
+        run_validation,
+    )
     from changerate_bayes.validation.runner import default_jobs
 
     if args.seed < 0:

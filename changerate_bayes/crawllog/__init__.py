@@ -41,13 +41,25 @@ from ..history import CrawlHistory
 from ..io import CrawlLog, as_paths, common_format, log_files, read_frame, read_log
 from . import dask_engine
 from .allocate import MAX_INTERVAL_FACTOR, RECOMMENDED_POLICY, allocate_crawls
-from .out_of_core import DEFAULT_MEMORY_BYTES, estimate_log
 from .fetch_schedule import (
-    MAX_INTERVAL_H, SCHEDULE_COLUMNS, SCHEDULE_FORMATS, LogSchedule, crawl_schedule, nutch_seed_lines, schedule_pages,
+    MAX_INTERVAL_H,
+    SCHEDULE_COLUMNS,
+    SCHEDULE_FORMATS,
+    LogSchedule,
+    crawl_schedule,
+    nutch_seed_lines,
+    schedule_pages,
     write_schedule,
 )
+from .out_of_core import DEFAULT_MEMORY_BYTES, estimate_log
 from .table import (
-    IDENTIFIED_MIN, PAGE_COLUMNS, RATE_COLUMNS, LogEstimates, estimate_pages, page_table, recommend_rate,
+    IDENTIFIED_MIN,
+    PAGE_COLUMNS,
+    RATE_COLUMNS,
+    LogEstimates,
+    estimate_pages,
+    page_table,
+    recommend_rate,
 )
 
 __all__ = [

@@ -45,8 +45,22 @@ import pyarrow as pa
 from ..bayes import posterior_history
 from ..history import CrawlHistory
 from ..io import (
-    DEFAULT_CHUNK_ROWS, FILE_STRIDE, Audit, PageBuckets, TabularScan, build_log, bucket_count, check_chunk_rows,
-    compact_file, csv_rows_estimate, merge_pieces, page_hashes, parquet_rows, reduce_buckets, scan_csv, scan_parquet,
+    DEFAULT_CHUNK_ROWS,
+    FILE_STRIDE,
+    Audit,
+    PageBuckets,
+    TabularScan,
+    bucket_count,
+    build_log,
+    check_chunk_rows,
+    compact_file,
+    csv_rows_estimate,
+    merge_pieces,
+    page_hashes,
+    parquet_rows,
+    reduce_buckets,
+    scan_csv,
+    scan_parquet,
 )
 from .table import concat_part_tables, page_table
 

@@ -26,9 +26,29 @@ from .._validation import StatisticalWarning
 from ..bayes import posterior_history
 from ..history import CrawlHistory
 from ..io import (
-    COMPACT_COLUMNS, DECOMPRESSION_ERRORS, Audit, CrawlLogError, build_log, check_columns, check_complete,
-    check_field_counts, check_kinds, check_page_key, check_time_kinds, column_plan, compact_file, decompression_error, detect_format,
-    different_columns_message, log_files, merge_kinds, merge_pieces, mixed_formats_error, page_hashes, read_frame, refuse_surt_for_warc,
+    COMPACT_COLUMNS,
+    DECOMPRESSION_ERRORS,
+    Audit,
+    CrawlLogError,
+    build_log,
+    check_columns,
+    check_complete,
+    check_field_counts,
+    check_kinds,
+    check_page_key,
+    check_time_kinds,
+    column_plan,
+    compact_file,
+    decompression_error,
+    detect_format,
+    different_columns_message,
+    log_files,
+    merge_kinds,
+    merge_pieces,
+    mixed_formats_error,
+    page_hashes,
+    read_frame,
+    refuse_surt_for_warc,
     split_piece,
 )
 from ._dask_tasks import read_reduce_group, task_settings

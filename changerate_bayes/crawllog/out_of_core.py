@@ -8,9 +8,26 @@ import numpy as np
 
 from .._validation import StatisticalWarning
 from ..io import (
-    BUCKET_ROWS, DEFAULT_CHUNK_ROWS, FORMATS, Audit, CrawlLogError, PageBuckets, TabularScan, as_paths, bucket_count,
-    check_chunk_rows, check_columns, check_scan_rows, common_format, csv_rows_estimate, no_pages_error, parquet_rows,
-    read_log, reduce_buckets, scan_csv, scan_parquet,
+    BUCKET_ROWS,
+    DEFAULT_CHUNK_ROWS,
+    FORMATS,
+    Audit,
+    CrawlLogError,
+    PageBuckets,
+    TabularScan,
+    as_paths,
+    bucket_count,
+    check_chunk_rows,
+    check_columns,
+    check_scan_rows,
+    common_format,
+    csv_rows_estimate,
+    no_pages_error,
+    parquet_rows,
+    read_log,
+    reduce_buckets,
+    scan_csv,
+    scan_parquet,
 )
 from .allocate import allocate_crawls, check_budget
 from .table import LogEstimates, _check_methods, concat_part_tables, estimate_pages, page_table

@@ -381,7 +381,7 @@ def _meta(command: str, seed: int, seconds: float) -> dict:
     import matplotlib  # optional dependency, heavy: its version only when a report is written
 
     return {"preset": command, "seed": seed, "total_seconds": seconds, "version": __version__,
-            "generated": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "generated": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "versions": {"python": platform.python_version(), "numpy": np.__version__, "pandas": pd.__version__,
                          "scipy": scipy.__version__, "matplotlib": matplotlib.__version__}}
 

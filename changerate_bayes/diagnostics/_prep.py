@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._rng import as_generator
 from .._event_times import as_event_times
+from .._rng import as_generator
 from .._validation import check_positive_scalar
 from ._grid import CrawlGrid, crawl_grid
 

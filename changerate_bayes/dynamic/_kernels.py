@@ -585,7 +585,6 @@ def batch_filter(prior_w, changed, tau, mask, rates, u0, h, sigmas, probs, smoot
     n_s = sigmas.shape[0]
     n_q = probs.shape[0]
     h2 = math.exp(2.0 * math.log(h))  # h², as the streaming kernels get it (exp of their log h²)
-    nan = np.nan
     n_blocks = (n + BLOCK - 1) // BLOCK
     q_nodes = node_quantile_base(u0, h, g)
     for blk in prange(n_blocks):

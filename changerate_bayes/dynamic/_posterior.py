@@ -9,8 +9,16 @@ import numpy as np
 from .._validation import as_float_array
 from ..bayes import make_summary_data
 from ..history import CrawlHistory
-from ._model import (UNIT_FREE_SIGMAS, check_prior, check_sigmas, make_lattice, page_chunks, rounded_intervals,
-                     typical_intervals, unit_free_groups)
+from ._model import (
+    UNIT_FREE_SIGMAS,
+    check_prior,
+    check_sigmas,
+    make_lattice,
+    page_chunks,
+    rounded_intervals,
+    typical_intervals,
+    unit_free_groups,
+)
 
 __all__ = ["dynamic_posterior", "DEFAULT_LEVELS"]
 

@@ -17,8 +17,8 @@ Poisson-crawling check (:func:`poisson_distance_segments`, :func:`warn_if_not_po
 """
 
 from ._base import StreamingEstimator
-from ._lastmod import last_modified_rate
 from ._crawlcheck import N_EDGES, poisson_distance_segments, warn_if_not_poisson
+from ._lastmod import last_modified_rate
 from ._lln import LLNEstimator, alpha_sequence, lln_path
 from ._mle import MLEEstimator
 from ._mm import MomentMatchingEstimator

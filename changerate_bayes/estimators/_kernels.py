@@ -31,8 +31,6 @@ from .._vecmath import bits_f64 as _bits_f64
 from .._vecmath import exp_split
 from .._vecmath import f64_bits as _f64_bits
 
-
-
 _JIT = dict(cache=True, nogil=True, error_model="numpy")  # IEEE division: inf/NaN, handled below
 _JIT_MLE = dict(_JIT, fastmath={"contract"})  # the MLE roots: fused multiply-adds (one rounding each)
 

@@ -7,8 +7,8 @@ from functools import partial
 
 import numpy as np
 
-from ..history import CrawlHistory
 from .._validation import check_choice
+from ..history import CrawlHistory
 from ._crawlcheck import warn_if_not_poisson, warn_if_not_regular
 from ._lln import lln_final, lln_params, lln_path
 from ._naive import naive_final, naive_params, naive_path

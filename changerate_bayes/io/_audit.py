@@ -151,7 +151,7 @@ class Audit:
         return "\n".join(lines)
 
     @staticmethod
-    def combine(parts, *, sources=None) -> "Audit":
+    def combine(parts, *, sources=None) -> Audit:
         """Sum the audits of disjoint sets of pages (e.g. the partitions of a cluster run).
 
         Raises

@@ -134,7 +134,7 @@ class VisitColumns:
     server_date: np.ndarray | None = None  # int64 UTC ns of the server's Date header, _NAT = missing (WARC)
 
     @staticmethod
-    def concat(parts: list["VisitColumns"]) -> "VisitColumns":
+    def concat(parts: list[VisitColumns]) -> VisitColumns:
         def cat(name):
             cols = [getattr(p, name) for p in parts]
             if all(c is None for c in cols):

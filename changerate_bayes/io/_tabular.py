@@ -13,7 +13,12 @@ from ._compressed import DECOMPRESSION_ERRORS, check_complete, decompression_err
 from ._errors import CrawlLogError
 from ._fields import check_field_counts
 from ._semantics import (
-    STANDARD_COLUMNS, CrawlLog, VisitColumns, check_digest_not_empty, compact_batch, compact_frame,
+    STANDARD_COLUMNS,
+    CrawlLog,
+    VisitColumns,
+    check_digest_not_empty,
+    compact_batch,
+    compact_frame,
     resolve_change_source,
 )
 
@@ -120,7 +125,7 @@ def _with_not_modified(plan: dict, header) -> list:
     return cols
 
 
-def check_scan_rows(scan: "_Scan") -> None:
+def check_scan_rows(scan: _Scan) -> None:
     """Errors of a whole scan: no data rows; a digest column that is empty in every row."""
     from types import SimpleNamespace
 
@@ -131,7 +136,7 @@ def check_scan_rows(scan: "_Scan") -> None:
                                source=", ".join(map(str, scan.files)), column=scan.plans[0]["digest"])
 
 
-def _finish(scan: "_Scan") -> CrawlLog:
+def _finish(scan: _Scan) -> CrawlLog:
     """The log of a finished scan: :func:`build_log` applied one bucket of pages at a time."""
     from ._buckets import build_log_bucketed
 

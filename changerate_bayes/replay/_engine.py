@@ -133,7 +133,7 @@ class ReplayResult:
     changes: np.ndarray
     weights: np.ndarray
 
-    def part(self, start: int, stop: int) -> "ReplayResult":
+    def part(self, start: int, stop: int) -> ReplayResult:
         """The pages start .. stop - 1 (one copy of a tiled replay)."""
         s = slice(start, stop)
         return ReplayResult(self.policy, self.budget, self.span_days, self.window_days[s], self.fresh_days[s],

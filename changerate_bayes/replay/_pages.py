@@ -73,7 +73,7 @@ class ReplayPages:
         """All changes in the windows per day of the whole span (crawls/day to match one crawl per change)."""
         return float(self.n_changes.sum()) / self.span_days
 
-    def subset(self, index) -> "ReplayPages":
+    def subset(self, index) -> ReplayPages:
         """The pages at positions ``index`` (int array), in that order."""
         index = np.asarray(index, dtype=np.int64)
         counts = self.n_changes[index]
@@ -85,7 +85,7 @@ class ReplayPages:
             self.change_ms[flat], offsets, self.weights[index], self.origin,
         )
 
-    def tile(self, copies: int) -> "ReplayPages":
+    def tile(self, copies: int) -> ReplayPages:
         """``copies`` independent copies of every page, copy-major (copy c holds pages c·N .. c·N + N - 1)."""
         index = np.tile(np.arange(self.n_pages), copies)
         out = self.subset(index)
@@ -210,7 +210,7 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
             i = int(np.flatnonzero(differs.to_numpy())[0])
             raise ValueError(f"row {labels[i]!r}: page {page[i]!r} has a window different from its first row's")
         wrows = [f"row {x!r}, column {{col!r}}" for x in first.index]
-        win, per_page, clip = first.reset_index(drop=True), True, False
+        win, per_page = first.reset_index(drop=True), True
     elif isinstance(window, pd.DataFrame):
         miss = [c for c in ("page", "start", "end") if c not in window.columns]
         if miss:
@@ -221,14 +221,14 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
         if dup.any():
             raise ValueError(f"`window` lists page {win['page'].iloc[int(np.flatnonzero(dup)[0])]!r} more than once")
         wrows = [f"row {x!r} of `window`, column {{col!r}}" for x in win.index]
-        win, per_page, clip = win.reset_index(drop=True), True, False
+        win, per_page = win.reset_index(drop=True), True
     elif isinstance(window, tuple) and len(window) == 2:
         names = list(dict.fromkeys(page))
         if not names:
             raise ValueError("`changes` is empty: with a (start, end) window it must name the pages")
         win = pd.DataFrame({"page": names, "start": [window[0]] * len(names), "end": [window[1]] * len(names)})
         wrows = ["`window` {col}"] * len(names)
-        per_page, clip = False, True
+        per_page = False
     else:
         raise TypeError(f"`window` must be a DataFrame (page, start, end), a (start, end) tuple or None; got {window!r}")
     if len(win) == 0:

@@ -10,7 +10,7 @@ import pandas as pd
 from .._rng import as_generator
 from ._engine import run_replay
 from ._metrics import bootstrap_counts, bootstrap_gap_share, bootstrap_ratio, gap_share, replay_metrics
-from ._pages import MS_PER_DAY, ReplayPages, pages_from_table
+from ._pages import ReplayPages, pages_from_table
 from ._policies import POLICIES
 
 __all__ = ["replay_policies", "tune_increase_rate", "POLICY_NAMES", "DEFAULT_POLICIES", "TUNED"]

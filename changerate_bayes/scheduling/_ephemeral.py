@@ -210,7 +210,7 @@ def solve_ephemeral_dp(sources, n_active=1, *, truncation=1e-10, tol=1e-11, max_
     h = np.zeros(ages.shape[1])
     scale = tol * float(np.max(u))
     tau = 0.5
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 (the count is returned)
         q = rewards + h[nexts]
         th = tau * q.max(axis=0) + (1.0 - tau) * h
         gain = th[0] - h[0]

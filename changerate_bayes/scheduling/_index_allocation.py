@@ -135,7 +135,7 @@ def _price_search(z, arrays, inv_cap, live_budget):
     steps = 0
     shift = 0.0
     jump = False
-    for steps in range(1, 400):
+    for steps in range(1, 400):  # noqa: B007 (the count is returned)
         spend, dspend, _ = solve(z, shift)
         phi = np.log(spend) - np.log(live_budget) if spend > 0 and live_budget > 0 else (
             -np.inf if live_budget > 0 else np.inf)

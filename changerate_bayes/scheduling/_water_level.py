@@ -5,8 +5,6 @@ Compiled by numba on first use (``cache=True``: once per machine), never at impo
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 __all__ = ["select_level", "allocate"]

@@ -73,7 +73,7 @@ class Progress:
         else:
             print(line, file=self.stream, flush=True)
 
-    def child(self, prefix: str) -> "Progress":
+    def child(self, prefix: str) -> Progress:
         """A progress printer sharing this one's clock and bar, with a prefix."""
         return Progress(stream=self.stream, prefix=prefix, _t0=self._t0, quiet=self.quiet,
                         bar_mode=self.bar_mode, _active=self._active)

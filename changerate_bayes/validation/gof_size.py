@@ -538,7 +538,7 @@ def _power_figure(rows):
         ax.set_xlabel("events n")
         ax.axhline(ALPHA, color="k", lw=0.6)
     np.atleast_1d(axes)[0].set_ylabel("power at α = 0.05")
-    handles, labels = {}, {}
+    handles = {}
     for ax in np.atleast_1d(axes):
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)

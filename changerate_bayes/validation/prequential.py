@@ -363,7 +363,7 @@ def _calibration_words(cal) -> tuple[str, bool | None]:
     rw = next(r for r in cal["kinds"] if r["kind"] == "random_walk")
     text = ("Bands of Δ_t on simulated pages (σ averaged over the default grid): " + "; ".join(parts) + ". The random "
             "walk is the model itself, so there coverage must be nominal; jumps and daily cycles are outside the model "
-            f"and show what it does with them.")
+            "and show what it does with them.")
     return text, (all(r["ok"] for r in rw["coverage"]))
 
 
@@ -484,7 +484,7 @@ def render(result: dict) -> str:
         ("Open Terms Archive", pq["ota"]["reliability"])]),
         alt="Reliability diagrams of the one-step predictive probabilities on the real data"))
     sw = pq["ota"]["sigma_weights_mean"]
-    parts.append(f"<p>Mean posterior weight of each c (σ per √(median crawl interval)) on the OTA pages: "
+    parts.append("<p>Mean posterior weight of each c (σ per √(median crawl interval)) on the OTA pages: "
                  + ", ".join(f"c = {s:g}: {w:.2f}" for s, w in zip(pq["ota"]["sigmas"], sw)) + ".</p>")
     parts.append("<p><small>Open Terms Archive data: ODC-BY 1.0, \"Open Terms Archive contributors\"; dating "
                  "collection \"Open Terms Archive with contributions from the Dating Privacy collective\" (see "

@@ -115,7 +115,7 @@ class _QueueProgress(Progress):
     def __call__(self, message: str) -> None:
         self._queue.put(f"{self.prefix}{message}")
 
-    def child(self, prefix: str) -> "_QueueProgress":
+    def child(self, prefix: str) -> _QueueProgress:
         return _QueueProgress(self._queue, prefix=prefix)
 
 
@@ -304,7 +304,7 @@ def run_validation(out_dir="reports", *, preset="default", seed: int = 20201, on
         "studies": names,
         "partial": set(names) != set(STUDIES),
         "jobs": min(jobs, n),
-        "generated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "generated": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "total_seconds": total,
         "section_seconds": {s["id"]: s["seconds"] for s in sections},
         "versions": _versions(),

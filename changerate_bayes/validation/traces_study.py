@@ -435,7 +435,6 @@ def _diagnostic_figure(tr):
 
 def _replay_figure(reps):
     import matplotlib.pyplot as plt  # matplotlib: heavy, loaded only to draw
-
     from matplotlib.ticker import MaxNLocator  # matplotlib: heavy, loaded only to draw
 
     fig, axes = plt.subplots(1, len(reps) + 1, figsize=(4.2 * (len(reps) + 1), 4.6))
