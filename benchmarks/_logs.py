@@ -44,12 +44,14 @@ def make_log(folder: Path, n_visits: int, n_pages: int, n_files: int = 10, seed:
         order[i], order[i + 1] = order[i + 1], order[i].copy()
         dup = np.flatnonzero(rng.random(m) < 0.01)  # 1% of rows repeated right after themselves
         order = order[np.sort(np.concatenate([np.arange(m), dup]), kind="stable")]
-        table = pa.table({
-            "page": pc.take(labels, pa.array(page[order])),
-            "fetch_time": pa.array(t[order], type=pa.timestamp("us", tz="UTC")),
-            "status": pa.array(status[order]),
-            "digest": pc.cast(pa.array(version[order] * 7919 + page[order]), pa.string()),
-        })
+        table = pa.table(
+            {
+                "page": pc.take(labels, pa.array(page[order])),
+                "fetch_time": pa.array(t[order], type=pa.timestamp("us", tz="UTC")),
+                "status": pa.array(status[order]),
+                "digest": pc.cast(pa.array(version[order] * 7919 + page[order]), pa.string()),
+            }
+        )
         path = folder / f"log-{f:02d}.parquet"
         pq.write_table(table, path, row_group_size=250_000)
         paths.append(path)

@@ -31,8 +31,10 @@ def run_in_process(module: str, call: str, *args, what: str) -> dict:
     ``module`` is a script of this folder; ``args`` are written with ``repr``. A failed
     process stops the benchmark with ``what`` failed and the end of its stderr.
     """
-    code = (f"import sys; sys.path.insert(0, {str(_HERE)!r}); import {module} as b; "
-            f"b.{call}({', '.join(repr(a) for a in args)})")
+    code = (
+        f"import sys; sys.path.insert(0, {str(_HERE)!r}); import {module} as b; "
+        f"b.{call}({', '.join(repr(a) for a in args)})"
+    )
     proc = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"{what} failed:\n{proc.stderr[-3000:]}")

@@ -49,8 +49,15 @@ def page_table(n_pages: int, seed: int = 0) -> pd.DataFrame:
     spread = rng.uniform(1.05, 6.0, n_pages)
     lower = mean / spread
     lower[rng.random(n_pages) < 0.1] = 0.0
-    table = pd.DataFrame({"page": np.arange(n_pages), "mean_interval_h": rng.gamma(50.0, 6.0 / 50.0, n_pages),
-                          "posterior_mean": mean, "posterior_lower": lower, "posterior_upper": mean * spread})
+    table = pd.DataFrame(
+        {
+            "page": np.arange(n_pages),
+            "mean_interval_h": rng.gamma(50.0, 6.0 / 50.0, n_pages),
+            "posterior_mean": mean,
+            "posterior_lower": lower,
+            "posterior_upper": mean * spread,
+        }
+    )
     table.attrs["level"] = 0.9
     return table
 
@@ -77,24 +84,40 @@ def main(argv=None) -> int:
     note = load_note()
     a, w = statistics.median(t_alloc), statistics.median(t_water)
     spent = out["crawls_per_day"].sum() / budget - 1.0
-    print(f"allocate_crawls (policy {out.attrs['policy']}, budget {budget:.4g}/day, "
-          f"{out.attrs['n_at_revisit_bound']} pages at the revisit bound, spend - budget {spent:.1e} relative): "
-          f"{' '.join(f'{t:.3f}' for t in t_alloc)} s", flush=True)
+    print(
+        f"allocate_crawls (policy {out.attrs['policy']}, budget {budget:.4g}/day, "
+        f"{out.attrs['n_at_revisit_bound']} pages at the revisit bound, spend - budget {spent:.1e} relative): "
+        f"{' '.join(f'{t:.3f}' for t in t_alloc)} s",
+        flush=True,
+    )
     print(f"optimal_crawl_rates, same pages and budget: {' '.join(f'{t:.3f}' for t in t_water)} s; {note}")
     tracemalloc.start()
     allocate_crawls(table)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    print(f"allocate_crawls peak traced memory: {peak / 1e6:.0f} MB, {peak / args.pages:.0f} bytes a page "
-          f"(the table itself: {table.memory_usage(deep=True).sum() / args.pages:.0f} bytes a page)")
+    print(
+        f"allocate_crawls peak traced memory: {peak / 1e6:.0f} MB, {peak / args.pages:.0f} bytes a page "
+        f"(the table itself: {table.memory_usage(deep=True).sum() / args.pages:.0f} bytes a page)"
+    )
 
     size = f"{args.pages:.0e} pages"
     ratio = a / w
-    result(f"allocate_crawls (default policy and budget) / optimal_crawl_rates, {size}: <= {GOAL_RATIO:g}x",
-           f"{ratio:.1f}x ({a:.2f} s / {w:.3f} s, medians of {args.repeats})", ratio <= GOAL_RATIO,
-           value=ratio, unit="x", note=note)
-    result(f"allocate_crawls peak traced memory, {size} (information)", f"{peak / args.pages:.0f} bytes a page",
-           None, value=peak / args.pages, unit="bytes/page", note=note)
+    result(
+        f"allocate_crawls (default policy and budget) / optimal_crawl_rates, {size}: <= {GOAL_RATIO:g}x",
+        f"{ratio:.1f}x ({a:.2f} s / {w:.3f} s, medians of {args.repeats})",
+        ratio <= GOAL_RATIO,
+        value=ratio,
+        unit="x",
+        note=note,
+    )
+    result(
+        f"allocate_crawls peak traced memory, {size} (information)",
+        f"{peak / args.pages:.0f} bytes a page",
+        None,
+        value=peak / args.pages,
+        unit="bytes/page",
+        note=note,
+    )
     return 0
 
 

@@ -35,8 +35,13 @@ def main():
     print(f"astropy bayesian_blocks(fitness='events'): {plain:.3f} s")
     print(f"fit_segments (cached fitness arguments):   {cached:.3f} s")
     print(f"ratio: {plain / cached:.2f}x")
-    result(f"Bayesian blocks, {t.size} events: fit_segments against astropy (for information)",
-           f"{plain / cached:.2f}x ({cached:.3f} s vs {plain:.3f} s)", None, value=plain / cached, unit="x")
+    result(
+        f"Bayesian blocks, {t.size} events: fit_segments against astropy (for information)",
+        f"{plain / cached:.2f}x ({cached:.3f} s vs {plain:.3f} s)",
+        None,
+        value=plain / cached,
+        unit="x",
+    )
 
 
 if __name__ == "__main__":

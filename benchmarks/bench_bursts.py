@@ -45,10 +45,19 @@ def main(n_pages: int = 1_000_000) -> None:
     f = BurstFilter(n_pages, params=params)
     dt = _best_of(lambda j: f.update(changed[j], tau[j], mask))
     ok = dt <= GOAL_SECONDS
-    print(f"{'BurstFilter.update, shared parameters':52s} {dt:7.3f} s  ({dt / n_pages * 1e9:.0f} ns per page)  "
-          f"goal <= {GOAL_SECONDS:g} s: {'met' if ok else 'NOT met'}", flush=True)
-    result(f"burst filter, one crawl step of {n_pages:,} pages: ≤ {GOAL_SECONDS:g} s", f"{dt:.3f} s", ok, value=dt,
-           unit="s", note=load_note())
+    print(
+        f"{'BurstFilter.update, shared parameters':52s} {dt:7.3f} s  ({dt / n_pages * 1e9:.0f} ns per page)  "
+        f"goal <= {GOAL_SECONDS:g} s: {'met' if ok else 'NOT met'}",
+        flush=True,
+    )
+    result(
+        f"burst filter, one crawl step of {n_pages:,} pages: ≤ {GOAL_SECONDS:g} s",
+        f"{dt:.3f} s",
+        ok,
+        value=dt,
+        unit="s",
+        note=load_note(),
+    )
     dp = _best_of(lambda j: f.prob_change_within(tau[j]))
     print(f"{'BurstFilter.prob_change_within':52s} {dp:7.3f} s")
     result(f"burst filter, predictive of {n_pages:,} pages", f"{dp:.3f} s", None, value=dp, unit="s")
@@ -63,10 +72,16 @@ def main(n_pages: int = 1_000_000) -> None:
     d.update(changed[0, :n_dyn], tau[0, :n_dyn])
     dd = _best_of(lambda j: d.update(changed[j, :n_dyn], tau[j, :n_dyn]), steps=2)
     ratio = (dd / n_dyn) / (dt / n_pages)
-    print(f"{'DynamicRateFilter.update (unit-free default), 10^4':52s} {dd:7.3f} s  "
-          f"(per page {ratio:.0f} x the burst filter's)")
-    result("random-walk filter per page ÷ burst filter per page, one crawl step (same run)", f"{ratio:.0f}x", None,
-           value=ratio)
+    print(
+        f"{'DynamicRateFilter.update (unit-free default), 10^4':52s} {dd:7.3f} s  "
+        f"(per page {ratio:.0f} x the burst filter's)"
+    )
+    result(
+        "random-walk filter per page ÷ burst filter per page, one crawl step (same run)",
+        f"{ratio:.0f}x",
+        None,
+        value=ratio,
+    )
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ def _time(path, repeats: int) -> tuple[float, float, float]:
         run(True), run(False)  # warm-up (numba, page cache)
         on, off, check = [], [], []
         for k in range(repeats):  # the order alternates: the first read of a pair is not favoured
-            for c in ((True, False) if k % 2 == 0 else (False, True)):
+            for c in (True, False) if k % 2 == 0 else (False, True):
                 (on if c else off).append(run(c))
             check.append(alone())
     finally:
@@ -83,12 +83,22 @@ def main() -> None:
         print(f"load average before: {os.getloadavg()}")
         for name, path in (("plain", plain), ("gzip", packed)):
             on, off, alone = _time(path, args.repeats)
-            print(f"{name}: read_csv {on:.2f} s with the check, {off:.2f} s without (ratio {on / off:.3f}); "
-                  f"the check alone {alone:.3f} s ({alone / off:.1%} of read_csv without it)")
-            result(f"read_csv of {args.rows:,} rows ({name}): the field-count check alone <= 5% of the read",
-                   f"{alone / off:.1%}", alone / off <= 0.05, value=alone / off)
-            result(f"read_csv of {args.rows:,} rows ({name}), with/without the check (median, noisy on a "
-                   "shared machine)", f"{on / off:.3f}", None, value=on / off)
+            print(
+                f"{name}: read_csv {on:.2f} s with the check, {off:.2f} s without (ratio {on / off:.3f}); "
+                f"the check alone {alone:.3f} s ({alone / off:.1%} of read_csv without it)"
+            )
+            result(
+                f"read_csv of {args.rows:,} rows ({name}): the field-count check alone <= 5% of the read",
+                f"{alone / off:.1%}",
+                alone / off <= 0.05,
+                value=alone / off,
+            )
+            result(
+                f"read_csv of {args.rows:,} rows ({name}), with/without the check (median, noisy on a shared machine)",
+                f"{on / off:.3f}",
+                None,
+                value=on / off,
+            )
         print(f"load average after: {os.getloadavg()}")
     finally:
         shutil.rmtree(tmp)

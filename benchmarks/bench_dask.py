@@ -66,8 +66,10 @@ def _load() -> str:
 
 
 def _result(goal, measured, meets, **extra):
-    print("RESULT " + json.dumps({"goal": goal, "measured": measured, "meets": meets, **extra}, ensure_ascii=False),
-          flush=True)
+    print(
+        "RESULT " + json.dumps({"goal": goal, "measured": measured, "meets": meets, **extra}, ensure_ascii=False),
+        flush=True,
+    )
 
 
 def _warm():
@@ -102,8 +104,10 @@ def _tasks(paths, out):
 
     def once():
         cpu0, t0 = _cpu(), time.perf_counter()
-        parts = [read_reduce_group([p], [i], ["parquet"], {}, "auto", None, "url", sources, (), None, 0.9, "grid")
-                 for i, p in enumerate(sources)]
+        parts = [
+            read_reduce_group([p], [i], ["parquet"], {}, "auto", None, "url", sources, (), None, 0.9, "grid")
+            for i, p in enumerate(sources)
+        ]
         audit = Audit.combine([r["audit"] for r in parts], sources=sources)
         table = concat_part_tables([r["table"] for r in parts], [r["first_key"] for r in parts])
         table = allocate_crawls(table, 1e5)
@@ -132,8 +136,12 @@ def _dask(paths, out, n_workers, partitioned):
     from distributed import Client, LocalCluster  # Dask: heavy, loaded only by the Dask configurations
 
     warnings.simplefilter("ignore")
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                      memory_limit="6GiB") as cluster, Client(cluster) as client:
+    with (
+        LocalCluster(
+            n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None, memory_limit="6GiB"
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         client.run(_warm)  # as a cluster that has served a job before
 
         def once():
@@ -145,8 +153,18 @@ def _dask(paths, out, n_workers, partitioned):
 
         seconds, (cpu, client_cpu), res = _fastest(once)
         res.table.to_parquet(out)
-    print(json.dumps({"seconds": seconds, "rows": res.audit.rows_read, "shuffled": res.shuffled,
-                      "cpu": cpu, "client_cpu": client_cpu, "workers": n_workers}))
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "rows": res.audit.rows_read,
+                "shuffled": res.shuffled,
+                "cpu": cpu,
+                "client_cpu": client_cpu,
+                "workers": n_workers,
+            }
+        )
+    )
 
 
 def _run(call: str, paths, out, *args):
@@ -171,8 +189,10 @@ def _same(a_path, b_path) -> bool:
 def _efficiency(r) -> str:
     """CPU seconds of the work against the wall time: how parallel the run was, whatever the load."""
     where = "in the workers" if "client_cpu" in r else "in the process"
-    line = (f"CPU {r['cpu']:.1f} s {where}, {r['cpu'] / r['seconds']:.2f} cores busy on average "
-            f"({r['cpu'] / (r['seconds'] * r['workers']):.0%} of {r['workers']} worker(s))")
+    line = (
+        f"CPU {r['cpu']:.1f} s {where}, {r['cpu'] / r['seconds']:.2f} cores busy on average "
+        f"({r['cpu'] / (r['seconds'] * r['workers']):.0%} of {r['workers']} worker(s))"
+    )
     if "client_cpu" in r:
         line += f", client CPU {r['client_cpu']:.1f} s"
     return line
@@ -184,8 +204,12 @@ def main(argv=None) -> int:
     ap.add_argument("--pages", type=int, default=100_000)
     ap.add_argument("--captures", type=int, default=1_000_000, help="Common Crawl captures (approximately)")
     ap.add_argument("--crawls", type=int, default=4, help="monthly crawls of the Common Crawl index")
-    ap.add_argument("--repeats", type=int, default=2,
-                    help="runs of each configuration in its warm process or cluster; the fastest is kept")
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=2,
+        help="runs of each configuration in its warm process or cluster; the fastest is kept",
+    )
     args = ap.parse_args(argv)
     os.environ["BENCH_DASK_REPEATS"] = str(args.repeats)
     with tempfile.TemporaryDirectory(prefix="bench-dask-") as d:
@@ -194,52 +218,84 @@ def main(argv=None) -> int:
         size = f"{args.visits:.0e} visits of {args.pages:.0e} pages in {len(paths)} Parquet files"
         print(f"synthetic log: {size}; {_load()}", flush=True)
         runs = {}
-        for name, call, extra in [("pandas", "_pandas", ()), ("tasks-in-one-process", "_tasks", ()),
-                                  ("dask-1", "_dask", (1, "auto")),
-                                  ("dask-2", "_dask", (2, "auto")), ("dask-2-shuffled", "_dask", (2, False))]:
+        for name, call, extra in [
+            ("pandas", "_pandas", ()),
+            ("tasks-in-one-process", "_tasks", ()),
+            ("dask-1", "_dask", (1, "auto")),
+            ("dask-2", "_dask", (2, "auto")),
+            ("dask-2-shuffled", "_dask", (2, False)),
+        ]:
             runs[name] = _run(call, paths, folder / f"{name}.parquet", *extra)
             runs[name]["load"] = _load()
             r = runs[name]
-            print(f"{name}: {r['seconds']:.1f} s, {r['rows'] / r['seconds']:.3g} visits/s ({r['load']}); "
-                  f"{_efficiency(r)}", flush=True)
+            print(
+                f"{name}: {r['seconds']:.1f} s, {r['rows'] / r['seconds']:.3g} visits/s ({r['load']}); "
+                f"{_efficiency(r)}",
+                flush=True,
+            )
         same = all(_same(folder / "pandas.parquet", folder / f"{n}.parquet") for n in runs if n != "pandas")
         rate = {n: r["rows"] / r["seconds"] for n, r in runs.items()}
         note = "; ".join(f"{n} at {r['load']}" for n, r in runs.items())
         speedup = rate["dask-2"] / rate["dask-1"]
-        _result(f"dask 2 workers >= 1.7x 1 worker, {size}", f"{speedup:.2f}x "
-                f"({rate['dask-2']:.3g} against {rate['dask-1']:.3g} visits/s)", bool(speedup >= 1.7), note=note)
+        _result(
+            f"dask 2 workers >= 1.7x 1 worker, {size}",
+            f"{speedup:.2f}x ({rate['dask-2']:.3g} against {rate['dask-1']:.3g} visits/s)",
+            bool(speedup >= 1.7),
+            note=note,
+        )
         vs = rate["dask-2"] / rate["pandas"]
-        _result(f"dask 2 workers never slower than pandas, {size}", f"{vs:.2f}x pandas "
-                f"({rate['dask-2']:.3g} against {rate['pandas']:.3g} visits/s)", bool(vs >= 1.0), note=note)
-        _result(f"dask 2 workers, rows shuffled between workers (information), {size}",
-                f"{rate['dask-2-shuffled']:.3g} visits/s ({rate['dask-2-shuffled'] / rate['pandas']:.2f}x pandas)",
-                None, note=note)
-        _result("the Dask tasks' code, run in one process without Dask, against the pandas engine (information)",
-                f"{runs['tasks-in-one-process']['cpu'] / runs['pandas']['cpu']:.2f}x its CPU time, "
-                f"{runs['tasks-in-one-process']['seconds'] / runs['pandas']['seconds']:.2f}x its wall time", None,
-                note=note)
-        _result("CPU against wall time, per configuration (information: judges the parallel efficiency under load)",
-                "; ".join(f"{n}: {r['seconds']:.1f} s wall, {_efficiency(r)}" for n, r in runs.items()), None,
-                note=note)
+        _result(
+            f"dask 2 workers never slower than pandas, {size}",
+            f"{vs:.2f}x pandas ({rate['dask-2']:.3g} against {rate['pandas']:.3g} visits/s)",
+            bool(vs >= 1.0),
+            note=note,
+        )
+        _result(
+            f"dask 2 workers, rows shuffled between workers (information), {size}",
+            f"{rate['dask-2-shuffled']:.3g} visits/s ({rate['dask-2-shuffled'] / rate['pandas']:.2f}x pandas)",
+            None,
+            note=note,
+        )
+        _result(
+            "the Dask tasks' code, run in one process without Dask, against the pandas engine (information)",
+            f"{runs['tasks-in-one-process']['cpu'] / runs['pandas']['cpu']:.2f}x its CPU time, "
+            f"{runs['tasks-in-one-process']['seconds'] / runs['pandas']['seconds']:.2f}x its wall time",
+            None,
+            note=note,
+        )
+        _result(
+            "CPU against wall time, per configuration (information: judges the parallel efficiency under load)",
+            "; ".join(f"{n}: {r['seconds']:.1f} s wall, {_efficiency(r)}" for n, r in runs.items()),
+            None,
+            note=note,
+        )
         _result("dask tables equal the pandas engine's to 1e-12", "agree" if same else "differ", bool(same))
 
         cc = folder / "cc"
         n_urls = max(1, round(args.captures / (0.9 * args.crawls)))
         t = time.perf_counter()
         shards = write_cdxj_shards(cc, n_urls=n_urls, n_crawls=args.crawls, rng=0, n_shards=4)
-        print(f"Common Crawl index: {n_urls} URLs x {args.crawls} crawls in {len(shards)} shards "
-              f"({sum(s.stat().st_size for s in shards) / 2**20:.0f} MiB gzip), written in "
-              f"{time.perf_counter() - t:.0f} s", flush=True)
+        print(
+            f"Common Crawl index: {n_urls} URLs x {args.crawls} crawls in {len(shards)} shards "
+            f"({sum(s.stat().st_size for s in shards) / 2**20:.0f} MiB gzip), written in "
+            f"{time.perf_counter() - t:.0f} s",
+            flush=True,
+        )
         cc_pandas = _run("_pandas", shards, folder / "cc-pandas.parquet")
         cc_dask = _run("_dask", shards, folder / "cc-dask.parquet", 2, "auto")
         load = _load()
         same_cc = _same(folder / "cc-pandas.parquet", folder / "cc-dask.parquet")
         n = cc_dask["rows"]
         per = cc_dask["seconds"] * 1e8 / n
-        _result(f"Common Crawl CDXJ shards on dask, 2 local workers, {n:.3g} captures",
-                f"{n / cc_dask['seconds']:.3g} captures/s; extrapolated to 10^8 captures: {per / 3600:.2f} h wall, "
-                f"{2 * per / 3600:.2f} core-hours", None, value=per, unit="s per 1e8 captures (extrapolated)",
-                note=f"{load}; pandas {n / cc_pandas['seconds']:.3g} captures/s; tables agree: {same_cc}")
+        _result(
+            f"Common Crawl CDXJ shards on dask, 2 local workers, {n:.3g} captures",
+            f"{n / cc_dask['seconds']:.3g} captures/s; extrapolated to 10^8 captures: {per / 3600:.2f} h wall, "
+            f"{2 * per / 3600:.2f} core-hours",
+            None,
+            value=per,
+            unit="s per 1e8 captures (extrapolated)",
+            note=f"{load}; pandas {n / cc_pandas['seconds']:.3g} captures/s; tables agree: {same_cc}",
+        )
         _result("Common Crawl tables: dask equals pandas to 1e-12", "agree" if same_cc else "differ", bool(same_cc))
     return 0
 

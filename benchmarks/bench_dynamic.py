@@ -31,26 +31,41 @@ def main(n_pages: int = 100_000, n_crawls: int = 100, grid_size: int = 200) -> N
     f = DynamicRateFilter(8, sigma=0.03, grid=grid)
     f.update(changed[:8, 0], tau[:8, 0])
     f.predict_change_probability(tau[:8, 0])
-    print(f"{n_pages} pages x {n_crawls} crawls, {grid_size}-node lattice (spacing {h:.4f} in log Δ), "
-          "Poisson crawls at 1 per hour")
-    cases = [("forward filter, sigma = 0.03 per sqrt(h)", 0.03, False),
-             ("forward-backward smoother, sigma = 0.03", 0.03, True),
-             ("forward filter, sigma = 0.1 per sqrt(h)", 0.1, False),
-             ("forward filter, 5 volatilities (0, 0.01, 0.03, 0.1, 0.3)", (0.0, 0.01, 0.03, 0.1, 0.3), False)]
+    print(
+        f"{n_pages} pages x {n_crawls} crawls, {grid_size}-node lattice (spacing {h:.4f} in log Δ), "
+        "Poisson crawls at 1 per hour"
+    )
+    cases = [
+        ("forward filter, sigma = 0.03 per sqrt(h)", 0.03, False),
+        ("forward-backward smoother, sigma = 0.03", 0.03, True),
+        ("forward filter, sigma = 0.1 per sqrt(h)", 0.1, False),
+        ("forward filter, 5 volatilities (0, 0.01, 0.03, 0.1, 0.3)", (0.0, 0.01, 0.03, 0.1, 0.3), False),
+    ]
     for label, sig, smooth in cases:
         t0, c0 = time.perf_counter(), time.process_time()
         dynamic_posterior((changed, tau), sigma=sig, grid=grid, smooth=smooth)
         dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         b = 6 * np.max(np.atleast_1d(sig)) * 1.0 / h + 3
-        goal = f"   goal <= {GOAL_SECONDS:g} s: {'met' if dt <= GOAL_SECONDS else 'NOT met'}" if label.startswith(
-            "forward filter, sigma = 0.03") else ""
-        print(f"{label:62s} {dt:7.2f} s wall, {cpu:7.2f} s CPU  ({cpu / (n_pages * n_crawls) * 1e6:.2f} CPU-µs "
-              "per page-crawl, "
-              f"kernel half-width ≈ {b:.0f} nodes at τ = 1 h){goal}", flush=True)
+        goal = (
+            f"   goal <= {GOAL_SECONDS:g} s: {'met' if dt <= GOAL_SECONDS else 'NOT met'}"
+            if label.startswith("forward filter, sigma = 0.03")
+            else ""
+        )
+        print(
+            f"{label:62s} {dt:7.2f} s wall, {cpu:7.2f} s CPU  ({cpu / (n_pages * n_crawls) * 1e6:.2f} CPU-µs "
+            "per page-crawl, "
+            f"kernel half-width ≈ {b:.0f} nodes at τ = 1 h){goal}",
+            flush=True,
+        )
         size = f"{n_pages} pages × {n_crawls} crawls, {grid_size}-node lattice"
         if goal:
-            result(f"dynamic posterior, {label}, {size}: ≤ {GOAL_SECONDS:g} s", f"{dt:.1f} s ({cpu:.1f} s CPU)",
-                   dt <= GOAL_SECONDS, value=dt, unit="s")
+            result(
+                f"dynamic posterior, {label}, {size}: ≤ {GOAL_SECONDS:g} s",
+                f"{dt:.1f} s ({cpu:.1f} s CPU)",
+                dt <= GOAL_SECONDS,
+                value=dt,
+                unit="s",
+            )
         else:
             result(f"dynamic posterior, {label}, {size}", f"{dt:.1f} s ({cpu:.1f} s CPU)", None, value=dt, unit="s")
     f = DynamicRateFilter(n_pages, sigma=0.03, grid=grid)
@@ -59,9 +74,11 @@ def main(n_pages: int = 100_000, n_crawls: int = 100, grid_size: int = 200) -> N
         f.update(changed[:, j], tau[:, j])
     p = f.predict_change_probability(np.ones(n_pages))
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
-    print(f"{'streaming DynamicRateFilter.update, sigma = 0.03':62s} {dt:7.2f} s wall, {cpu:7.2f} s CPU  "
-          "(+ one predictive, mean "
-          f"P(I=1 | 1 h) = {p.mean():.3f})")
+    print(
+        f"{'streaming DynamicRateFilter.update, sigma = 0.03':62s} {dt:7.2f} s wall, {cpu:7.2f} s CPU  "
+        "(+ one predictive, mean "
+        f"P(I=1 | 1 h) = {p.mean():.3f})"
+    )
 
 
 if __name__ == "__main__":

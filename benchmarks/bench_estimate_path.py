@@ -57,8 +57,12 @@ def main(argv=None):
     per_page, pooled = poisson_distance_segments(h)  # compiles the kernel
     ref_page, ref_pool = previous_distance(h)
     diff = max(float(np.max(np.abs(per_page - ref_page))), abs(pooled - ref_pool))
-    result("Poisson-crawl check: same distances as the previous implementation to 1e-12",
-           f"max difference {diff:.1e}", diff <= 1e-12, value=diff)
+    result(
+        "Poisson-crawl check: same distances as the previous implementation to 1e-12",
+        f"max difference {diff:.1e}",
+        diff <= 1e-12,
+        value=diff,
+    )
 
     def check():
         with warnings.catch_warnings():
@@ -67,26 +71,37 @@ def main(argv=None):
 
     times = {"path": [], "formula": [], "check": [], "previous check": []}
     for _ in range(args.repeats):
-        for name, fn in (("path", lambda: estimate_path(h, "lln")), ("formula", lambda: lln_path(h)),
-                         ("check", check), ("previous check", lambda: previous_distance(h))):
+        for name, fn in (
+            ("path", lambda: estimate_path(h, "lln")),
+            ("formula", lambda: lln_path(h)),
+            ("check", check),
+            ("previous check", lambda: previous_distance(h)),
+        ):
             times[name].append(best_of(fn, 1)[0])
     t = {name: min(v) for name, v in times.items()}
     print(f"LLN path, {n:.0e} pages x {k} crawls, best of {args.repeats}; {load_note()}")
     for name, v in t.items():
         print(f"  {name:15s}: {v:7.3f} s")
     share = t["check"] / t["path"]
-    print(f"  the check is {share:.1%} of estimate_path's time ({t['check'] / t['formula']:.1%} of the formula's); "
-          f"the previous check took {t['previous check'] / t['formula']:.0%} of the formula's time")
-    result(f"Poisson-crawl check at {n:.0e} x {k}: <= {GOAL:.0%} of the LLN path's time",
-           f"{share:.1%} ({t['check']:.3f} s of {t['path']:.3f} s; previous check {t['previous check']:.3f} s)",
-           share <= GOAL, value=share, note=load_note())
+    print(
+        f"  the check is {share:.1%} of estimate_path's time ({t['check'] / t['formula']:.1%} of the formula's); "
+        f"the previous check took {t['previous check'] / t['formula']:.0%} of the formula's time"
+    )
+    result(
+        f"Poisson-crawl check at {n:.0e} x {k}: <= {GOAL:.0%} of the LLN path's time",
+        f"{share:.1%} ({t['check']:.3f} s of {t['path']:.3f} s; previous check {t['previous check']:.3f} s)",
+        share <= GOAL,
+        value=share,
+        note=load_note(),
+    )
 
     # ragged: final_estimates of every method at the same number of crawls (informational)
     rng = np.random.default_rng(2)
     lengths = rng.integers(1, 2 * k, n // 10)
     m = int(lengths.sum())
-    ragged = CrawlHistory.from_segments((rng.random(m) < 0.4).astype(np.int8), rng.exponential(1 / 3.0, m),
-                                        lengths=lengths, crawl_rate=3.0)
+    ragged = CrawlHistory.from_segments(
+        (rng.random(m) < 0.4).astype(np.int8), rng.exponential(1 / 3.0, m), lengths=lengths, crawl_rate=3.0
+    )
     print(f"final_estimates on a ragged history of {lengths.size:.0e} pages (1 to {2 * k - 1} crawls, {m:.1e} crawls):")
     for method in ("naive", "lln", "regular", "sa", "sam", "mle", "mm"):
         with warnings.catch_warnings():
@@ -95,8 +110,13 @@ def main(argv=None):
             tf = best_of(lambda: final_estimates(ragged, method), 2)[0]
             tp = best_of(lambda: estimate_path(ragged, method), 1)[0]
         print(f"  {method:8s}: final_estimates {tf:7.3f} s   estimate_path {tp:7.3f} s")
-        result(f"final_estimates({method!r}) on {lengths.size:.0e} ragged pages ({m:.1e} crawls)",
-               f"{tf:.3f} s (estimate_path {tp:.3f} s)", None, value=tf, unit="s")
+        result(
+            f"final_estimates({method!r}) on {lengths.size:.0e} ragged pages ({m:.1e} crawls)",
+            f"{tf:.3f} s (estimate_path {tp:.3f} s)",
+            None,
+            value=tf,
+            unit="s",
+        )
 
 
 if __name__ == "__main__":

@@ -86,9 +86,21 @@ def _stream(paths, out, budget=None):
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     if out:
         res.table.to_parquet(out)
-    print(json.dumps({"seconds": seconds, "peak": peak, "rows": res.audit.rows_read, "pages": len(res.table),
-                      "policy": res.table.attrs["policy"], "budget": res.table.attrs["budget_per_day"],
-                      "buckets": res.n_buckets, "spilled": res.spilled_bytes, "audit": res.audit.as_dict()}))
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "peak": peak,
+                "rows": res.audit.rows_read,
+                "pages": len(res.table),
+                "policy": res.table.attrs["policy"],
+                "budget": res.table.attrs["budget_per_day"],
+                "buckets": res.n_buckets,
+                "spilled": res.spilled_bytes,
+                "audit": res.audit.as_dict(),
+            }
+        )
+    )
 
 
 def _whole(paths, out, budget=None):
@@ -106,13 +118,23 @@ def _whole(paths, out, budget=None):
     seconds = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     table.to_parquet(out)
-    print(json.dumps({"seconds": seconds, "read_seconds": t_read, "peak": peak, "rows": log.audit.rows_read,
-                      "audit": log.audit.as_dict()}))
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "read_seconds": t_read,
+                "peak": peak,
+                "rows": log.audit.rows_read,
+                "audit": log.audit.as_dict(),
+            }
+        )
+    )
 
 
 def _run(engine, paths, out=None, budget=None):
-    return run_in_process("bench_ingest", f"_{engine}", [str(p) for p in paths], None if out is None else str(out),
-                          budget, what=engine)
+    return run_in_process(
+        "bench_ingest", f"_{engine}", [str(p) for p in paths], None if out is None else str(out), budget, what=engine
+    )
 
 
 def _same_tables(a_path, b_path) -> tuple[bool, str]:
@@ -149,51 +171,75 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--visits", type=int, default=10_000_000, help="throughput size (default 10^7)")
     ap.add_argument("--pages", type=int, default=100_000)
-    ap.add_argument("--repeats", type=int, default=2,
-                    help="runs of estimate_log with each budget, alternately (the fastest is shown)")
-    ap.add_argument("--budget", type=float, default=1e5,
-                    help="the given budget, crawls per day (default 1e5, below the log's total change rate)")
-    ap.add_argument("--memory-visits", type=int, default=100_000_000,
-                    help="size of the memory run (default 10^8; 0 skips it)")
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=2,
+        help="runs of estimate_log with each budget, alternately (the fastest is shown)",
+    )
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=1e5,
+        help="the given budget, crawls per day (default 1e5, below the log's total change rate)",
+    )
+    ap.add_argument(
+        "--memory-visits", type=int, default=100_000_000, help="size of the memory run (default 10^8; 0 skips it)"
+    )
     ap.add_argument("--memory-pages", type=int, default=100_000)
     ap.add_argument("--no-check", action="store_true", help="skip the whole-log path and the table comparison")
     ap.add_argument("--folder", default=None, help="where the logs are written (default: a temporary folder)")
-    ap.add_argument("--no-dask-goals", action="store_true",
-                    help="skip bench_dask.py (Dask 1 -> 2 workers, Dask against pandas, Common Crawl shards)")
+    ap.add_argument(
+        "--no-dask-goals",
+        action="store_true",
+        help="skip bench_dask.py (Dask 1 -> 2 workers, Dask against pandas, Common Crawl shards)",
+    )
     args = ap.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="bench-ingest-", dir=args.folder) as d:
         folder = Path(d)
         t = time.perf_counter()
         paths = make_log(folder / "log", args.visits, args.pages)
-        print(f"synthetic log: {args.visits:.0e} visits of {args.pages:.0e} pages (+1% duplicates) in {len(paths)} "
-              f"Parquet files, written in {time.perf_counter() - t:.1f} s; {load_note()}", flush=True)
+        print(
+            f"synthetic log: {args.visits:.0e} visits of {args.pages:.0e} pages (+1% duplicates) in {len(paths)} "
+            f"Parquet files, written in {time.perf_counter() - t:.1f} s; {load_note()}",
+            flush=True,
+        )
         floor = _run("floor", paths)
         note_floor = load_note()
         runs = {"default": [], "given": []}
         for k in range(args.repeats):  # alternately, each its own process; the fastest of each kept
-            runs["default"].append((_run("stream", paths, folder / "stream.parquet" if k == 0 else None),
-                                    load_note()))
+            runs["default"].append((_run("stream", paths, folder / "stream.parquet" if k == 0 else None), load_note()))
             runs["given"].append((_run("stream", paths, budget=args.budget), load_note()))
-        (stream, note), (given, note_given) = (min(runs[key], key=lambda r: r[0]["seconds"])
-                                               for key in ("default", "given"))
+        (stream, note), (given, note_given) = (
+            min(runs[key], key=lambda r: r[0]["seconds"]) for key in ("default", "given")
+        )
         rows = stream["rows"]
-        print(f"floor (pyarrow read + sort by page, time): {floor['seconds']:.1f} s (read {floor['read_seconds']:.1f} s), "
-              f"peak {floor['peak'] / GB:.2f} GB; {note_floor}")
+        print(
+            f"floor (pyarrow read + sort by page, time): {floor['seconds']:.1f} s (read {floor['read_seconds']:.1f} s), "
+            f"peak {floor['peak'] / GB:.2f} GB; {note_floor}"
+        )
         for run, what, when in ((stream, "default budget", note), (given, "given budget", note_given)):
-            print(f"estimate_log, {what} ({run['budget']:.4g} crawls/day, allocation {run['policy']}): "
-                  f"{run['seconds']:.1f} s, {rows / run['seconds']:.3g} visits/s, {run['buckets']} buckets, "
-                  f"peak {run['peak'] / GB:.2f} GB; {run['seconds'] / floor['seconds']:.1f}x the floor; {when}",
-                  flush=True)
+            print(
+                f"estimate_log, {what} ({run['budget']:.4g} crawls/day, allocation {run['policy']}): "
+                f"{run['seconds']:.1f} s, {rows / run['seconds']:.3g} visits/s, {run['buckets']} buckets, "
+                f"peak {run['peak'] / GB:.2f} GB; {run['seconds'] / floor['seconds']:.1f}x the floor; {when}",
+                flush=True,
+            )
         whole = same = None
         if not args.no_check:
             whole = _run("whole", paths, folder / "whole.parquet")
             same = _same_tables(folder / "whole.parquet", folder / "stream.parquet")
-            same = (same[0] and whole["audit"] == stream["audit"], same[1] + (
-                "" if whole["audit"] == stream["audit"] else "; the audits differ"))
-            print(f"read_log + estimate_pages: {whole['seconds']:.1f} s (read {whole['read_seconds']:.1f} s), "
-                  f"{rows / whole['seconds']:.3g} visits/s, peak {whole['peak'] / GB:.2f} GB; tables "
-                  f"{'agree' if same[0] else 'DIFFER'} ({same[1]}); {load_note()}", flush=True)
+            same = (
+                same[0] and whole["audit"] == stream["audit"],
+                same[1] + ("" if whole["audit"] == stream["audit"] else "; the audits differ"),
+            )
+            print(
+                f"read_log + estimate_pages: {whole['seconds']:.1f} s (read {whole['read_seconds']:.1f} s), "
+                f"{rows / whole['seconds']:.3g} visits/s, peak {whole['peak'] / GB:.2f} GB; tables "
+                f"{'agree' if same[0] else 'DIFFER'} ({same[1]}); {load_note()}",
+                flush=True,
+            )
         shutil.rmtree(folder / "log")
 
         big = None
@@ -206,40 +252,77 @@ def main(argv=None) -> int:
             if n:
                 t = time.perf_counter()
                 big_paths = make_log(folder / "big", n, args.memory_pages)
-                print(f"memory run: {n:.0e} visits of {args.memory_pages:.0e} pages written in "
-                      f"{time.perf_counter() - t:.1f} s", flush=True)
+                print(
+                    f"memory run: {n:.0e} visits of {args.memory_pages:.0e} pages written in "
+                    f"{time.perf_counter() - t:.1f} s",
+                    flush=True,
+                )
                 big = _run("stream", big_paths)
                 big["visits"] = n
                 big["note"] = load_note()
-                print(f"estimate_log at {n:.0e} visits: {big['seconds']:.1f} s, {big['rows'] / big['seconds']:.3g} "
-                      f"visits/s, {big['buckets']} buckets, {big['spilled'] / GB:.1f} GB spilled to disk, "
-                      f"peak {big['peak'] / GB:.2f} GB; {big['note']}", flush=True)
+                print(
+                    f"estimate_log at {n:.0e} visits: {big['seconds']:.1f} s, {big['rows'] / big['seconds']:.3g} "
+                    f"visits/s, {big['buckets']} buckets, {big['spilled'] / GB:.1f} GB spilled to disk, "
+                    f"peak {big['peak'] / GB:.2f} GB; {big['note']}",
+                    flush=True,
+                )
 
     size = f"{args.visits:.0e} visits of {args.pages:.0e} pages"
     vps = rows / stream["seconds"]
-    result(f"end to end, Parquet -> per-page table (estimate_log, default budget), {size}: >= 1e6 visits/s",
-           f"{vps:.3g} visits/s ({stream['seconds']:.1f} s, allocation {stream['policy']})", vps >= THROUGHPUT_GOAL,
-           value=vps, unit="visits/s", note=note)
+    result(
+        f"end to end, Parquet -> per-page table (estimate_log, default budget), {size}: >= 1e6 visits/s",
+        f"{vps:.3g} visits/s ({stream['seconds']:.1f} s, allocation {stream['policy']})",
+        vps >= THROUGHPUT_GOAL,
+        value=vps,
+        unit="visits/s",
+        note=note,
+    )
     vps_given = rows / given["seconds"]
-    result(f"end to end, Parquet -> per-page table (estimate_log, budget {args.budget:.3g}/day), {size} "
-           "(information)", f"{vps_given:.3g} visits/s ({given['seconds']:.1f} s, allocation {given['policy']})",
-           None, value=vps_given, unit="visits/s", note=note_given)
+    result(
+        f"end to end, Parquet -> per-page table (estimate_log, budget {args.budget:.3g}/day), {size} (information)",
+        f"{vps_given:.3g} visits/s ({given['seconds']:.1f} s, allocation {given['policy']})",
+        None,
+        value=vps_given,
+        unit="visits/s",
+        note=note_given,
+    )
     ratio = stream["seconds"] / floor["seconds"]
-    result(f"estimate_log time / read+sort floor (pyarrow reads the columns, sorts by page and time), {size} "
-           "(information)", f"{ratio:.1f}x ({stream['seconds']:.1f} s / {floor['seconds']:.1f} s)", None,
-           value=ratio, unit="x", note=note)
+    result(
+        f"estimate_log time / read+sort floor (pyarrow reads the columns, sorts by page and time), {size} "
+        "(information)",
+        f"{ratio:.1f}x ({stream['seconds']:.1f} s / {floor['seconds']:.1f} s)",
+        None,
+        value=ratio,
+        unit="x",
+        note=note,
+    )
     if big is not None:
         tag = f"{big['visits']:.0e} visits of {args.memory_pages:.0e} pages"
         if big["visits"] < args.memory_visits:
             tag += f" (the largest size that fits the disk; {args.memory_visits:.0e} asked)"
-        result(f"peak memory of estimate_log, {tag}: <= 2 GB", f"{big['peak'] / GB:.2f} GB",
-               big["peak"] <= MEMORY_GOAL, value=big["peak"] / GB, unit="GB", note=big["note"])
+        result(
+            f"peak memory of estimate_log, {tag}: <= 2 GB",
+            f"{big['peak'] / GB:.2f} GB",
+            big["peak"] <= MEMORY_GOAL,
+            value=big["peak"] / GB,
+            unit="GB",
+            note=big["note"],
+        )
     if whole is not None:
-        result(f"read_log + estimate_pages (whole history in memory), {size} (information)",
-               f"{rows / whole['seconds']:.3g} visits/s, peak {whole['peak'] / GB:.2f} GB", None,
-               value=rows / whole["seconds"], unit="visits/s", note=note)
-        result("estimate_log's table and audit equal those of estimate_pages(read_log(...))",
-               "equal" if same[0] else "differ", same[0], note=same[1])
+        result(
+            f"read_log + estimate_pages (whole history in memory), {size} (information)",
+            f"{rows / whole['seconds']:.3g} visits/s, peak {whole['peak'] / GB:.2f} GB",
+            None,
+            value=rows / whole["seconds"],
+            unit="visits/s",
+            note=note,
+        )
+        result(
+            "estimate_log's table and audit equal those of estimate_pages(read_log(...))",
+            "equal" if same[0] else "differ",
+            same[0],
+            note=same[1],
+        )
     if not args.no_dask_goals:  # Dask 1 -> 2 workers and Dask against pandas at 1e7 visits: bench_dask.py
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import bench_dask

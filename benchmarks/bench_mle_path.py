@@ -95,8 +95,7 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--change-rate", type=float, default=5.0)
     parser.add_argument("--crawl-rate", type=float, default=3.0)
-    parser.add_argument("--pages", type=int, nargs="*", default=[],
-                        help="page counts for part 2 (100 crawls each)")
+    parser.add_argument("--pages", type=int, nargs="*", default=[], help="page counts for part 2 (100 crawls each)")
     parser.add_argument("--page-crawls", type=int, default=100)
     parser.add_argument("--flat-ks", type=int, nargs="*", default=[16, 128, 1000, 10_000])
     parser.add_argument("--flat-crawls", type=int, default=320_000)
@@ -127,10 +126,19 @@ def main(argv=None):
     print(f"  max relative difference to brentq over all k: {rel:.2e}; 0.0/inf limits identical: {same_limits}")
     print(f"  final estimate {path[-1]:.6f} (true Δ = {args.change_rate:g})")
     speed = t_cold / t_path
-    result(f"MLE path, one page, k = {args.k}: >= 200x faster than brentq at every k",
-           f"{speed:.0f}x ({t_path:.3f} s against {t_cold:.1f} s)", speed >= 200, value=speed, note=load_note())
-    result(f"MLE path, k = {args.k}: the same roots as brentq to 1e-9 relative",
-           f"max relative difference {rel:.1e}", rel <= 1e-9 and same_limits, value=float(rel))
+    result(
+        f"MLE path, one page, k = {args.k}: >= 200x faster than brentq at every k",
+        f"{speed:.0f}x ({t_path:.3f} s against {t_cold:.1f} s)",
+        speed >= 200,
+        value=speed,
+        note=load_note(),
+    )
+    result(
+        f"MLE path, k = {args.k}: the same roots as brentq to 1e-9 relative",
+        f"max relative difference {rel:.1e}",
+        rel <= 1e-9 and same_limits,
+        value=float(rel),
+    )
     flatness(args)
     goal_pages(args)
     if args.pages:
@@ -151,14 +159,22 @@ def flatness(args):
             walls.append(time.perf_counter() - t0)
         costs[k] = min(walls) / (n * k)
         medians[k] = float(np.median(walls)) / (n * k)
-        print(f"  k = {k:6d} ({n:6d} pages): {costs[k] * 1e9:8.0f} ns per page-crawl "
-              f"(median of {args.flat_repeat}: {medians[k] * 1e9:.0f} ns)", flush=True)
+        print(
+            f"  k = {k:6d} ({n:6d} pages): {costs[k] * 1e9:8.0f} ns per page-crawl "
+            f"(median of {args.flat_repeat}: {medians[k] * 1e9:.0f} ns)",
+            flush=True,
+        )
     spread = max(costs.values()) / min(costs.values())
     spread_median = max(medians.values()) / min(medians.values())
     detail = ", ".join(f"k={k}: {c * 1e9:.0f} ns" for k, c in costs.items())
-    result(f"MLE path: cost per page-crawl flat within 2x from k = {min(costs)} to {max(costs)}",
-           f"max/min {spread:.2f} of the fastest of {args.flat_repeat} runs ({detail}); of the medians "
-           f"{spread_median:.2f}", spread <= 2.0, value=spread, note=load_note())
+    result(
+        f"MLE path: cost per page-crawl flat within 2x from k = {min(costs)} to {max(costs)}",
+        f"max/min {spread:.2f} of the fastest of {args.flat_repeat} runs ({detail}); of the medians "
+        f"{spread_median:.2f}",
+        spread <= 2.0,
+        value=spread,
+        note=load_note(),
+    )
 
 
 def goal_pages(args):
@@ -176,13 +192,21 @@ def goal_pages(args):
     t_old, old = best_of(previous, 1)
     ok = np.isfinite(old) & (old > 0)
     rel = float(np.max(np.abs(new[ok] / old[ok] - 1.0)))
-    print(f"\nMLE path, {n:.0e} pages x {k} crawls: {wall:.2f} s; at {m:.0e} pages: {t_new:.2f} s, the previous "
-          f"implementation {t_old:.2f} s ({t_old / t_new:.1f}x slower; max relative difference {rel:.1e})")
-    result(f"MLE path, {n:.0e} pages x {k} crawls: <= 8 s", f"{wall:.2f} s (previous implementation: "
-           f"{t_old / t_new:.1f}x slower at {m:.0e} pages in this run)", wall <= 8.0, value=wall, unit="s",
-           note=load_note())
-    result("MLE path: the same roots as the previous implementation to 1e-9 relative", f"{rel:.1e}",
-           rel <= 1e-9, value=rel)
+    print(
+        f"\nMLE path, {n:.0e} pages x {k} crawls: {wall:.2f} s; at {m:.0e} pages: {t_new:.2f} s, the previous "
+        f"implementation {t_old:.2f} s ({t_old / t_new:.1f}x slower; max relative difference {rel:.1e})"
+    )
+    result(
+        f"MLE path, {n:.0e} pages x {k} crawls: <= 8 s",
+        f"{wall:.2f} s (previous implementation: {t_old / t_new:.1f}x slower at {m:.0e} pages in this run)",
+        wall <= 8.0,
+        value=wall,
+        unit="s",
+        note=load_note(),
+    )
+    result(
+        "MLE path: the same roots as the previous implementation to 1e-9 relative", f"{rel:.1e}", rel <= 1e-9, value=rel
+    )
 
 
 def _timed(fn):
@@ -194,8 +218,10 @@ def _timed(fn):
 def pages_scaling(args):
     """Part 2: time of ``estimate_path`` against the number of pages, ``args.page_crawls`` crawls each."""
     k = args.page_crawls
-    print(f"\nestimate_path against the number of pages, {k} crawls each, Δ = {args.change_rate:g}, "
-          f"p = {args.crawl_rate:g} (linear in pages: constant time per page)")
+    print(
+        f"\nestimate_path against the number of pages, {k} crawls each, Δ = {args.change_rate:g}, "
+        f"p = {args.crawl_rate:g} (linear in pages: constant time per page)"
+    )
     print(f"  {'pages':>7}  {'method':>6}  {'wall s':>8}  {'cpu s':>8}  {'wall ms/page':>12}")
     for n in args.pages:
         h = simulate_history(args.change_rate, args.crawl_rate, k, n_pages=n, rng=args.seed)

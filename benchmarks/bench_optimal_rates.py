@@ -92,8 +92,8 @@ def _peer_harmonic(importances, ch_rates, bandwidth, epsilon):
             total += (-ch_rates[i] + math.sqrt(ch_rates[i] ** 2 + 4 * importances[i] * ch_rates[i] / lam)) / 2
         return total - bandwidth
 
-    lo = n ** 2 * min(importances) * min(ch_rates) / (n * max(ch_rates) * bandwidth + bandwidth ** 2)
-    hi = n ** 2 * max(importances) * max(ch_rates) / (n * min(ch_rates) * bandwidth + bandwidth ** 2)
+    lo = n**2 * min(importances) * min(ch_rates) / (n * max(ch_rates) * bandwidth + bandwidth**2)
+    hi = n**2 * max(importances) * max(ch_rates) / (n * min(ch_rates) * bandwidth + bandwidth**2)
     mid = (lo + hi) / 2
     while (hi - lo) / 2 > epsilon:
         v = excess(mid)
@@ -104,8 +104,9 @@ def _peer_harmonic(importances, ch_rates, bandwidth, epsilon):
         else:
             hi = mid
         mid = (lo + hi) / 2
-    return np.array([(-ch_rates[i] + math.sqrt(ch_rates[i] ** 2 + 4 * importances[i] * ch_rates[i] / mid)) / 2
-                     for i in range(n)])
+    return np.array(
+        [(-ch_rates[i] + math.sqrt(ch_rates[i] ** 2 + 4 * importances[i] * ch_rates[i] / mid)) / 2 for i in range(n)]
+    )
 
 
 def _load_peer(path):
@@ -134,7 +135,7 @@ def compare_with_peer(n, objective, *, peer, repeats, gen):
     if objective == "binary_freshness":
         theirs = peer[0](w, delta, budget)
     else:
-        lam_lo = n ** 2 * w.min() * delta.min() / (n * delta.max() * budget + budget ** 2)  # the peer's bracket
+        lam_lo = n**2 * w.min() * delta.min() / (n * delta.max() * budget + budget**2)  # the peer's bracket
         theirs = peer[1](w, delta, budget, 1e-12 * lam_lo)
     t_peer = time.perf_counter() - t0
     v_ours = crawl_objective(ours, delta, w, objective=objective)
@@ -160,13 +161,18 @@ def main(argv=None):
     for objective, n in (("binary_freshness", args.peer_pages), ("harmonic_staleness", args.peer_harmonic_pages)):
         t_ours, t_peer, dp, dv = compare_with_peer(n, objective, peer=peer, repeats=args.repeats, gen=gen)
         ratio = t_peer / t_ours
-        print(f"{objective:20s} N = {n:>9,}: ours {t_ours * 1e3:8.1f} ms   LambdaCrawl {t_peer:7.2f} s   "
-              f"ratio {ratio:6.0f}x   max |p - p_peer|/B = {dp:.1e}   objective rel. diff {dv:.1e}")
-        result(f"{objective} vs LambdaCrawl at N = {n:,}: >= {GOAL_RATIO:g}x faster, same answer to "
-               f"{GOAL_AGREEMENT:g}",
-               f"{ratio:.0f}x ({t_ours * 1e3:.0f} ms vs {t_peer:.2f} s), max|Δp|/B {dp:.0e}, objective {dv:.0e}",
-               ratio >= GOAL_RATIO and dp <= GOAL_AGREEMENT and dv <= GOAL_AGREEMENT,
-               value=ratio, unit="x", note=load_note())
+        print(
+            f"{objective:20s} N = {n:>9,}: ours {t_ours * 1e3:8.1f} ms   LambdaCrawl {t_peer:7.2f} s   "
+            f"ratio {ratio:6.0f}x   max |p - p_peer|/B = {dp:.1e}   objective rel. diff {dv:.1e}"
+        )
+        result(
+            f"{objective} vs LambdaCrawl at N = {n:,}: >= {GOAL_RATIO:g}x faster, same answer to {GOAL_AGREEMENT:g}",
+            f"{ratio:.0f}x ({t_ours * 1e3:.0f} ms vs {t_peer:.2f} s), max|Δp|/B {dp:.0e}, objective {dv:.0e}",
+            ratio >= GOAL_RATIO and dp <= GOAL_AGREEMENT and dv <= GOAL_AGREEMENT,
+            value=ratio,
+            unit="x",
+            note=load_note(),
+        )
 
     print(f"# large problem: N = {args.pages:,} pages, Δ ~ Pareto(1.2) + 0.001, w ~ LogNormal(0, 2), B = N/2")
     delta = gen.pareto(1.2, args.pages) + 1e-3
@@ -176,8 +182,10 @@ def main(argv=None):
         t0 = time.perf_counter()
         p = optimal_crawl_rates(delta, w, budget, objective=objective)
         dt = time.perf_counter() - t0
-        print(f"{objective:20s} {dt:7.2f} s   |Σp/B - 1| = {abs(p.sum() / budget - 1):.1e}   "
-              f"pages crawled: {np.count_nonzero(p) / p.size:.1%}")
+        print(
+            f"{objective:20s} {dt:7.2f} s   |Σp/B - 1| = {abs(p.sum() / budget - 1):.1e}   "
+            f"pages crawled: {np.count_nonzero(p) / p.size:.1%}"
+        )
     del delta, w, p
 
     n = args.small
@@ -194,9 +202,11 @@ def main(argv=None):
         t_ref = time.perf_counter() - t0
         v_ours = crawl_objective(ours, delta, w, objective=objective)
         v_ref = crawl_objective(np.maximum(ref, 0), delta, w, objective=objective)
-        print(f"{objective:20s} ours {t_ours * 1e3:8.2f} ms   SLSQP {t_ref * 1e3:9.1f} ms   "
-              f"speed ratio {t_ref / t_ours:8.0f}x   objective ours/SLSQP - 1 = {v_ours / v_ref - 1:+.1e}   "
-              f"max |p - p_SLSQP| / B = {np.max(np.abs(ours - ref)) / budget:.1e}")
+        print(
+            f"{objective:20s} ours {t_ours * 1e3:8.2f} ms   SLSQP {t_ref * 1e3:9.1f} ms   "
+            f"speed ratio {t_ref / t_ours:8.0f}x   objective ours/SLSQP - 1 = {v_ours / v_ref - 1:+.1e}   "
+            f"max |p - p_SLSQP| / B = {np.max(np.abs(ours - ref)) / budget:.1e}"
+        )
 
     n = args.edges
     print(f"\n# numerical edges: N = {n:,}; time relative to the ordinary problem (same N)")
@@ -214,8 +224,10 @@ def main(argv=None):
             p = optimal_crawl_rates(delta, w, budget, objective=objective)
             dt = time.perf_counter() - t0
             base = dt if base is None else base
-            print(f"{objective:20s} {label:26s} {dt:6.2f} s  ({dt / base:4.1f}x)   |Σp/B - 1| = "
-                  f"{abs(p.sum() / budget - 1):.1e}   finite: {bool(np.isfinite(p).all())}")
+            print(
+                f"{objective:20s} {label:26s} {dt:6.2f} s  ({dt / base:4.1f}x)   |Σp/B - 1| = "
+                f"{abs(p.sum() / budget - 1):.1e}   finite: {bool(np.isfinite(p).all())}"
+            )
 
 
 if __name__ == "__main__":

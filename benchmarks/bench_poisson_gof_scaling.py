@@ -37,10 +37,18 @@ def main(sizes):
         sec = time.perf_counter() - t0
         goal = GOALS.get(n)
         verdict = "" if goal is None else (f"goal <= {goal:.0f} s: " + ("met" if sec <= goal else "NOT met"))
-        print(f"n = {n:>8}: {sec:6.1f} s  {verdict:22s} segments {res.segments.n_segments} "
-              f"(group size {res.segments.group_size}), {len(res.rejected())} tests reject", flush=True)
-        result(f"poisson_gof on {n:.0e} events" + ("" if goal is None else f": ≤ {goal:.0f} s"), f"{sec:.1f} s",
-               None if goal is None else sec <= goal, value=sec, unit="s")
+        print(
+            f"n = {n:>8}: {sec:6.1f} s  {verdict:22s} segments {res.segments.n_segments} "
+            f"(group size {res.segments.group_size}), {len(res.rejected())} tests reject",
+            flush=True,
+        )
+        result(
+            f"poisson_gof on {n:.0e} events" + ("" if goal is None else f": ≤ {goal:.0f} s"),
+            f"{sec:.1f} s",
+            None if goal is None else sec <= goal,
+            value=sec,
+            unit="s",
+        )
 
 
 if __name__ == "__main__":

@@ -58,12 +58,19 @@ def main(argv=None):
     for k in args.crawls:
         res = {m: _fit(history.head(k), m, args.draws, 1) for m in ("marginal", "joint")}
         for m, r in res.items():
-            print(f"{k:>3} {m:>9} {r['time']:>8.1f} {r['ess']:>8.0f} {r['rhat']:>9.3f} {r['s_mean']:>8.3f} "
-                  f"{r['s_mcse']:>6.3f}")
+            print(
+                f"{k:>3} {m:>9} {r['time']:>8.1f} {r['ess']:>8.0f} {r['rhat']:>9.3f} {r['s_mean']:>8.3f} "
+                f"{r['s_mcse']:>6.3f}"
+            )
         ratio = (res["marginal"]["ess"] / res["marginal"]["time"]) / (res["joint"]["ess"] / res["joint"]["time"])
         print(f"    hyperparameter ESS per second, marginal / joint: {ratio:.1f}")
-        result(f"pooled posterior, {args.pages} pages, k = {k}: hyperparameter ESS/s, marginal / joint "
-               f"(for information)", f"{ratio:.1f}x", None, value=ratio, unit="x")
+        result(
+            f"pooled posterior, {args.pages} pages, k = {k}: hyperparameter ESS/s, marginal / joint (for information)",
+            f"{ratio:.1f}x",
+            None,
+            value=ratio,
+            unit="x",
+        )
 
 
 if __name__ == "__main__":

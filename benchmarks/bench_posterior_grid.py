@@ -122,20 +122,43 @@ def child(method, pages, crawls, draws):
     del idata
     gc.collect()
     floor = _gamma_floor(method, pages, draws) if method == "conjugate" else None
-    print(json.dumps({"seconds": dt, "peak_bytes": peak, "before_bytes": before, "shape": list(shape),
-                      "changed": float(history.flat_changed.mean()), "exact_peak": exact, "floor": floor}))
+    print(
+        json.dumps(
+            {
+                "seconds": dt,
+                "peak_bytes": peak,
+                "before_bytes": before,
+                "shape": list(shape),
+                "changed": float(history.flat_changed.mean()),
+                "exact_peak": exact,
+                "floor": floor,
+            }
+        )
+    )
 
 
 def run_child(method, args):
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", method, "--pages", str(args.pages),
-           "--crawls", str(args.crawls), "--draws", str(args.draws)]
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        method,
+        "--pages",
+        str(args.pages),
+        "--crawls",
+        str(args.crawls),
+        "--draws",
+        str(args.draws),
+    ]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def result(goal, measured, meets, **extra):
-    print("RESULT " + json.dumps({"goal": goal, "measured": measured, "meets": meets, **extra}, ensure_ascii=False),
-          flush=True)
+    print(
+        "RESULT " + json.dumps({"goal": goal, "measured": measured, "meets": meets, **extra}, ensure_ascii=False),
+        flush=True,
+    )
 
 
 def _load():
@@ -156,22 +179,52 @@ def speed(args):
         added = gb - start
         how = "peak RSS during the call (VmHWM)" if r["exact_peak"] else "peak RSS of the process (ru_maxrss)"
         max_s, max_gb = GOALS[method]
-        print(f"posterior(method={method!r}), {size}: {secs:.2f} s (goal ≤ {max_s:g} s); {how} {gb:.2f} GB, "
-              f"of which {start:.2f} GB resident at the call's start (libraries + history) and {added:.2f} GB "
-              f"added by the call (its draws alone: {draws_gb:.2f} GB); draws {tuple(r['shape'])}; {note_before}")
+        print(
+            f"posterior(method={method!r}), {size}: {secs:.2f} s (goal ≤ {max_s:g} s); {how} {gb:.2f} GB, "
+            f"of which {start:.2f} GB resident at the call's start (libraries + history) and {added:.2f} GB "
+            f"added by the call (its draws alone: {draws_gb:.2f} GB); draws {tuple(r['shape'])}; {note_before}"
+        )
         note = f"{note_before}; {start:.2f} GB resident at the call's start"
         if r["floor"] is not None:
-            print(f"  NumPy's gamma sampler alone, 2 × {args.pages * args.draws:.0e} variates on the same threads: "
-                  f"{r['floor']:.2f} s (the floor of a NumPy sampler; ratio to the call {r['floor'] / secs:.2f})")
+            print(
+                f"  NumPy's gamma sampler alone, 2 × {args.pages * args.draws:.0e} variates on the same threads: "
+                f"{r['floor']:.2f} s (the floor of a NumPy sampler; ratio to the call {r['floor'] / secs:.2f})"
+            )
             note += f"; NumPy's gamma variates alone take {r['floor']:.2f} s"
-            result(f"posterior(method=\"{method}\"): NumPy's 2 × {args.pages * args.draws:.0e} gamma variates alone "
-                   "(the floor of a NumPy sampler)", f"{r['floor']:.2f} s", None, value=r["floor"], unit="s")
-        result(f"posterior(method=\"{method}\"), {size}: ≤ {max_s:g} s", f"{secs:.2f} s", secs <= max_s,
-               value=secs, unit="s", note=note)
-        result(f"posterior(method=\"{method}\"), {size}: ≤ {max_gb:g} GB added by the call (its draws "
-               f"{draws_gb:.2f} GB included)", f"{added:.2f} GB", added <= max_gb, value=added, unit="GB", note=note)
-        result(f"posterior(method=\"{method}\"), {size}: peak of the whole process during the call "
-               f"(libraries and history included)", f"{gb:.2f} GB", None, value=gb, unit="GB", note=note)
+            result(
+                f'posterior(method="{method}"): NumPy\'s 2 × {args.pages * args.draws:.0e} gamma variates alone '
+                "(the floor of a NumPy sampler)",
+                f"{r['floor']:.2f} s",
+                None,
+                value=r["floor"],
+                unit="s",
+            )
+        result(
+            f'posterior(method="{method}"), {size}: ≤ {max_s:g} s',
+            f"{secs:.2f} s",
+            secs <= max_s,
+            value=secs,
+            unit="s",
+            note=note,
+        )
+        result(
+            f'posterior(method="{method}"), {size}: ≤ {max_gb:g} GB added by the call (its draws '
+            f"{draws_gb:.2f} GB included)",
+            f"{added:.2f} GB",
+            added <= max_gb,
+            value=added,
+            unit="GB",
+            note=note,
+        )
+        result(
+            f'posterior(method="{method}"), {size}: peak of the whole process during the call '
+            f"(libraries and history included)",
+            f"{gb:.2f} GB",
+            None,
+            value=gb,
+            unit="GB",
+            note=note,
+        )
 
 
 def agreement(args):
@@ -201,13 +254,17 @@ def agreement(args):
     print(f"\n# agreement on {args.check} pages: posterior mean of Δ (± Monte Carlo SE)")
     print(f"{'page':>7} {'true Δ':>8} {'grid':>18} {'NUTS':>18} {'z':>6}")
     for i, page in enumerate(pick):
-        print(f"{page:7d} {rates[page]:8.4f} {g_mean[i]:9.4f} ± {g_mcse[i]:.4f} {n_mean[i]:9.4f} ± {n_mcse[i]:.4f} "
-              f"{z[i]:6.2f}")
+        print(
+            f"{page:7d} {rates[page]:8.4f} {g_mean[i]:9.4f} ± {g_mcse[i]:.4f} {n_mean[i]:9.4f} ± {n_mcse[i]:.4f} "
+            f"{z[i]:6.2f}"
+        )
     zmax = float(np.abs(z).max())
     print(f"max |z| = {zmax:.2f} (agreement: every |z| < 3)")
-    print(f"\ntime per page: grid {t_grid / args.check * 1e3:.2f} ms (4000 draws), "
-          f"NUTS {t_nuts / args.check * 1e3:.1f} ms (4 × 1000 draws, {args.check} pages in one model; "
-          f"compilation {t_compile:.1f} s once); ratio NUTS/grid = {t_nuts / t_grid:.0f}")
+    print(
+        f"\ntime per page: grid {t_grid / args.check * 1e3:.2f} ms (4000 draws), "
+        f"NUTS {t_nuts / args.check * 1e3:.1f} ms (4 × 1000 draws, {args.check} pages in one model; "
+        f"compilation {t_compile:.1f} s once); ratio NUTS/grid = {t_nuts / t_grid:.0f}"
+    )
     result(f"grid vs NUTS posterior means on {args.check} pages: max |z| < 3", f"{zmax:.2f}", zmax < 3, value=zmax)
 
 
@@ -218,8 +275,13 @@ def main(argv=None):
     parser.add_argument("--draws", type=int, default=100, help="draws per page on the large history")
     parser.add_argument("--check", type=int, default=5, help="pages compared with NUTS")
     parser.add_argument("--skip-nuts", action="store_true", help="only the speed and memory goals")
-    parser.add_argument("--methods", nargs="+", choices=("grid", "conjugate"), default=["grid", "conjugate"],
-                        help="the methods whose speed and memory goals are measured")
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=("grid", "conjugate"),
+        default=["grid", "conjugate"],
+        help="the methods whose speed and memory goals are measured",
+    )
     parser.add_argument("--child", choices=sorted(GOALS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:

@@ -31,11 +31,17 @@ from changerate_bayes.validation.scheduling_replay import ota_table
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--step", default="6h")
-    parser.add_argument("--policies", nargs="+",
-                        default=["uniform", "oracle", "thompson", "nutch", "stormcrawler", "paced_index_thompson"])
+    parser.add_argument(
+        "--policies",
+        nargs="+",
+        default=["uniform", "oracle", "thompson", "nutch", "stormcrawler", "paced_index_thompson"],
+    )
     parser.add_argument("--no-readme", action="store_true", help="skip the README replay_policies example")
-    parser.add_argument("--multiples", action="store_true",
-                        help="each policy at 0.1, 0.3, 1 and 3 times the total change rate, and the sum")
+    parser.add_argument(
+        "--multiples",
+        action="store_true",
+        help="each policy at 0.1, 0.3, 1 and 3 times the total change rate, and the sum",
+    )
     args = parser.parse_args(argv)
     if args.multiples:
         return multiples(args)
@@ -44,23 +50,37 @@ def main(argv=None):
     dt_ms = int(pd.Timedelta(args.step) / pd.Timedelta(milliseconds=1))
     rate = pages.total_change_rate()
     n_steps = int(pages.span_days * 86_400_000 // dt_ms)
-    print(f"# {pages.n_pages} documents, {int(pages.n_changes.sum())} changes, {pages.span_days:.0f} days, "
-          f"{n_steps} steps of {args.step}; budget {rate:.3g} crawls/day; goal: ~5 s per replay")
+    print(
+        f"# {pages.n_pages} documents, {int(pages.n_changes.sum())} changes, {pages.span_days:.0f} days, "
+        f"{n_steps} steps of {args.step}; budget {rate:.3g} crawls/day; goal: ~5 s per replay"
+    )
     for name in args.policies:
         pol = POLICIES[name]()
         t0 = time.perf_counter()
         res = run_replay(pages, pol, budget=rate, dt_ms=dt_ms, epoch_steps=max(1, 7 * 86_400_000 // dt_ms), rng=0)
         sec = time.perf_counter() - t0
         m = replay_metrics(res)
-        print(f"{name:14s} {sec:6.2f} s  {n_steps / sec:9.0f} steps/s  {m['crawls']:9d} crawls  "
-              f"freshness {m['freshness']:.3f}")
-        result(f"replay of all {pages.n_pages} documents ({n_steps} steps of {args.step}), policy {name}: ~5 s",
-               f"{sec:.1f} s ({n_steps / sec:.0f} steps/s)", sec <= 5.0, value=sec, unit="s")
+        print(
+            f"{name:14s} {sec:6.2f} s  {n_steps / sec:9.0f} steps/s  {m['crawls']:9d} crawls  "
+            f"freshness {m['freshness']:.3f}"
+        )
+        result(
+            f"replay of all {pages.n_pages} documents ({n_steps} steps of {args.step}), policy {name}: ~5 s",
+            f"{sec:.1f} s ({n_steps / sec:.0f} steps/s)",
+            sec <= 5.0,
+            value=sec,
+            unit="s",
+        )
     if not args.no_readme:
         sec = readme_example()
         print(f"README replay_policies example {sec:6.2f} s")
-        result("README replay_policies example (14 replays of 1261 documents, 6h steps, n_boot 200), for information",
-               f"{sec:.1f} s", None, value=sec, unit="s")
+        result(
+            "README replay_policies example (14 replays of 1261 documents, 6h steps, n_boot 200), for information",
+            f"{sec:.1f} s",
+            None,
+            value=sec,
+            unit="s",
+        )
 
 
 def multiples(args) -> None:
@@ -77,8 +97,9 @@ def multiples(args) -> None:
         for m in (0.1, 0.3, 1.0, 3.0):
             pol = POLICIES[name]()
             t0 = time.perf_counter()
-            res = run_replay(pages, pol, budget=rate * m if pol.budgeted else None, dt_ms=dt_ms, epoch_steps=epoch,
-                             rng=0)
+            res = run_replay(
+                pages, pol, budget=rate * m if pol.budgeted else None, dt_ms=dt_ms, epoch_steps=epoch, rng=0
+            )
             sec += time.perf_counter() - t0
             cells.append(f"{m:g}x {replay_metrics(res)['freshness']:.3f}")
             if not pol.budgeted:
@@ -86,8 +107,13 @@ def multiples(args) -> None:
         total += sec
         print(f"{name:24s} {sec:7.1f} s  " + "  ".join(cells), flush=True)
     print(f"all {len(args.policies)} policies x 4 budgets: {total:.1f} s")
-    result(f"{len(args.policies)} policies x 4 budgets on all {pages.n_pages} documents, {args.step} steps: "
-           "within 600 s", f"{total:.0f} s", total <= 600.0, value=total, unit="s")
+    result(
+        f"{len(args.policies)} policies x 4 budgets on all {pages.n_pages} documents, {args.step} steps: within 600 s",
+        f"{total:.0f} s",
+        total <= 600.0,
+        value=total,
+        unit="s",
+    )
 
 
 def readme_example() -> float:
@@ -98,9 +124,16 @@ def readme_example() -> float:
     windows = windows[windows["end"] > windows["start"]]
     changes = changes[changes["page"].isin(windows["page"])]
     t0 = time.perf_counter()
-    replay_policies(changes, window=windows, budget=[5.0, 20.0],
-                    policies=["uniform", "thompson", "oracle", "nutch", "stormcrawler"], step="6h", epoch="7D",
-                    n_boot=200, rng=1)
+    replay_policies(
+        changes,
+        window=windows,
+        budget=[5.0, 20.0],
+        policies=["uniform", "thompson", "oracle", "nutch", "stormcrawler"],
+        step="6h",
+        epoch="7D",
+        n_boot=200,
+        rng=1,
+    )
     return time.perf_counter() - t0
 
 

@@ -115,8 +115,12 @@ def main(argv=None):
             old.update(c)
         diff = float(np.max(np.abs(new.rate - old.rate()) / np.maximum(np.abs(old.rate()), 1e-300)))
         print(f"  {name}: max relative difference from the previous implementation after 3 updates: {diff:.1e}")
-        result(f"streaming {name}: same rates as the previous implementation to 1e-12", f"{diff:.1e}",
-               diff <= 1e-12, value=diff)
+        result(
+            f"streaming {name}: same rates as the previous implementation to 1e-12",
+            f"{diff:.1e}",
+            diff <= 1e-12,
+            value=diff,
+        )
 
     for name, (new, old, n_arrays) in cases.items():
         src = [np.random.default_rng(1).random(n) for _ in range(n_arrays)]
@@ -129,12 +133,19 @@ def main(argv=None):
             old_t.append(_time(lambda: old.update(c)))
         t_copy, t_new, t_old = min(copy_t), min(new_t), min(old_t)
         ratio = t_new / t_copy
-        print(f"  {name:4s}: update {t_new * 1e9 / n:5.2f} ns/page = {ratio:4.2f}x memcpy "
-              f"({t_copy * 1e9 / n:4.2f} ns/page for {8 * n_arrays} bytes/page); previous implementation "
-              f"{t_old * 1e9 / n:5.2f} ns/page = {t_old / t_copy:4.2f}x memcpy")
-        result(f"streaming {name} update of {n:.0e} pages: <= {GOAL:g}x np.copyto of the state bytes",
-               f"{ratio:.2f}x memcpy ({t_new * 1e9 / n:.2f} ns/page; previous {t_old / t_copy:.2f}x)",
-               ratio <= GOAL, value=ratio, unit="x memcpy", note=load_note())
+        print(
+            f"  {name:4s}: update {t_new * 1e9 / n:5.2f} ns/page = {ratio:4.2f}x memcpy "
+            f"({t_copy * 1e9 / n:4.2f} ns/page for {8 * n_arrays} bytes/page); previous implementation "
+            f"{t_old * 1e9 / n:5.2f} ns/page = {t_old / t_copy:4.2f}x memcpy"
+        )
+        result(
+            f"streaming {name} update of {n:.0e} pages: <= {GOAL:g}x np.copyto of the state bytes",
+            f"{ratio:.2f}x memcpy ({t_new * 1e9 / n:.2f} ns/page; previous {t_old / t_copy:.2f}x)",
+            ratio <= GOAL,
+            value=ratio,
+            unit="x memcpy",
+            note=load_note(),
+        )
 
 
 if __name__ == "__main__":

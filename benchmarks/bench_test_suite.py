@@ -39,7 +39,7 @@ def main(argv=None):
     tail = proc.stdout.strip().splitlines()
     if args.durations:
         start = next((i for i, line in enumerate(tail) if "slowest" in line), len(tail))
-        print("\n".join(tail[start:start + args.durations + 1]))
+        print("\n".join(tail[start : start + args.durations + 1]))
     summary = tail[-1] if tail else "(no output)"
     for line in tail:  # the short summary of failures (pytest -q prints one line per failure)
         if line.startswith(("FAILED ", "ERROR ")):
@@ -48,9 +48,14 @@ def main(argv=None):
     passed = re.search(r"(\d+) passed", summary)
     ok = proc.returncode == 0
     print(f"wall {wall:.1f} s (goal <= {GOAL:g} s on 2 cores); exit status {proc.returncode}")
-    result(f"test suite (pytest -n {args.workers}) on {os.cpu_count()} cores: <= {GOAL:g} s wall, all pass",
-           f"{wall:.0f} s, {passed.group(1) if passed else '?'} passed{'' if ok else ', FAILURES'}",
-           ok and wall <= GOAL, value=wall, unit="s", note=load_note())
+    result(
+        f"test suite (pytest -n {args.workers}) on {os.cpu_count()} cores: <= {GOAL:g} s wall, all pass",
+        f"{wall:.0f} s, {passed.group(1) if passed else '?'} passed{'' if ok else ', FAILURES'}",
+        ok and wall <= GOAL,
+        value=wall,
+        unit="s",
+        note=load_note(),
+    )
 
 
 if __name__ == "__main__":

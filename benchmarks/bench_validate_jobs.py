@@ -47,8 +47,17 @@ def differences(a, b, path="") -> list[str]:
 
 
 def run(preset: str, jobs: int, out: Path) -> float:
-    cmd = [sys.executable, "-c", "import sys; from changerate_bayes.cli import main; sys.exit(main())",
-           "validate", f"--{preset}", "--jobs", str(jobs), "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from changerate_bayes.cli import main; sys.exit(main())",
+        "validate",
+        f"--{preset}",
+        "--jobs",
+        str(jobs),
+        "--out",
+        str(out),
+    ]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
@@ -64,8 +73,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-validate-") as tmp:
         tmp = Path(tmp)
-        print(f"# validate --{args.preset}: --jobs {args.jobs}, then --jobs 1; {os.cpu_count()} cores, "
-              f"{load_note()} before", flush=True)
+        print(
+            f"# validate --{args.preset}: --jobs {args.jobs}, then --jobs 1; {os.cpu_count()} cores, "
+            f"{load_note()} before",
+            flush=True,
+        )
         t_many = run(args.preset, args.jobs, tmp / "many")
         print(f"--jobs {args.jobs}: {t_many:7.1f} s   ({load_note()})", flush=True)
         t_one = run(args.preset, 1, tmp / "one")
@@ -78,14 +90,24 @@ def main(argv=None):
     for name, sec in meta["one"]["section_seconds"].items():
         print(f"{name:24s} {sec:8.1f} {meta['many']['section_seconds'][name]:9.1f}")
     ratio = t_many / t_one
-    print(f"\nratio {args.jobs} jobs / 1 job = {ratio:.2f} (goal <= {GOAL}); results.json numbers identical "
-          f"(study timings {sorted(TIMING_KEYS)} left out): {same}")
+    print(
+        f"\nratio {args.jobs} jobs / 1 job = {ratio:.2f} (goal <= {GOAL}); results.json numbers identical "
+        f"(study timings {sorted(TIMING_KEYS)} left out): {same}"
+    )
     for d in diff[:20]:
         print(f"  differs: {d}")
-    result(f"validate --{args.preset}: wall time with {args.jobs} jobs <= {GOAL} × with 1 job",
-           f"{ratio:.2f} ({t_many:.0f} s vs {t_one:.0f} s)", ratio <= GOAL, value=ratio, note=load_note())
-    result(f"validate --{args.preset}: results.json identical for --jobs 1 and {args.jobs} (timings left out)",
-           "identical" if same else f"{len(diff)} values differ, e.g. {diff[0]}", same)
+    result(
+        f"validate --{args.preset}: wall time with {args.jobs} jobs <= {GOAL} × with 1 job",
+        f"{ratio:.2f} ({t_many:.0f} s vs {t_one:.0f} s)",
+        ratio <= GOAL,
+        value=ratio,
+        note=load_note(),
+    )
+    result(
+        f"validate --{args.preset}: results.json identical for --jobs 1 and {args.jobs} (timings left out)",
+        "identical" if same else f"{len(diff)} values differ, e.g. {diff[0]}",
+        same,
+    )
 
 
 if __name__ == "__main__":

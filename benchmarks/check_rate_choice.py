@@ -27,8 +27,10 @@ BINS = ((0, 1), (1, 3), (3, 5), (5, 10), (10, 20), (20, None))
 def main(n_pages: int = 20_000, seed: int = 0) -> None:
     rng = np.random.default_rng(seed)
     rates = np.exp(rng.normal(np.log(0.5), 1.5, n_pages))
-    print(f"{'k':>4} {'min(changed, unchanged)':>24} {'pages':>6} {'MLE finite':>10} "
-          f"{'RMS log err MLE':>15} {'PM':>6} {'RMS rel err MLE':>15} {'PM':>6}")
+    print(
+        f"{'k':>4} {'min(changed, unchanged)':>24} {'pages':>6} {'MLE finite':>10} "
+        f"{'RMS log err MLE':>15} {'PM':>6} {'RMS rel err MLE':>15} {'PM':>6}"
+    )
     for k in (5, 20, 50, 200):
         h = simulate_history(rates, 1.0, k, n_pages=n_pages, rng=rng)
         with warnings.catch_warnings():
@@ -46,12 +48,15 @@ def main(n_pages: int = 20_000, seed: int = 0) -> None:
             ok = np.isfinite(e_mle)
             label = f"[{lo}, {hi})" if hi is not None else f">= {lo}"
             if not ok.any():
-                print(f"{k:>4} {label:>24} {sel.sum():>6} {0.0:>10.2f} {'0 or inf':>15} "
-                      f"{np.sqrt(np.mean(e_pm ** 2)):>6.3f}")
+                print(
+                    f"{k:>4} {label:>24} {sel.sum():>6} {0.0:>10.2f} {'0 or inf':>15} {np.sqrt(np.mean(e_pm**2)):>6.3f}"
+                )
                 continue
-            rms = lambda e: float(np.sqrt(np.mean(e ** 2)))  # noqa: E731
-            print(f"{k:>4} {label:>24} {sel.sum():>6} {ok.mean():>10.2f} {rms(e_mle[ok]):>15.3f} "
-                  f"{rms(e_pm[ok]):>6.3f} {rms(np.expm1(e_mle[ok])):>15.3f} {rms(np.expm1(e_pm[ok])):>6.3f}")
+            rms = lambda e: float(np.sqrt(np.mean(e**2)))  # noqa: E731
+            print(
+                f"{k:>4} {label:>24} {sel.sum():>6} {ok.mean():>10.2f} {rms(e_mle[ok]):>15.3f} "
+                f"{rms(e_pm[ok]):>6.3f} {rms(np.expm1(e_mle[ok])):>15.3f} {rms(np.expm1(e_pm[ok])):>6.3f}"
+            )
 
 
 if __name__ == "__main__":

@@ -62,12 +62,16 @@ def parse_results(text: str) -> list[dict]:
         if not line.startswith(PREFIX):
             continue
         try:
-            row = json.loads(line[len(PREFIX):])
+            row = json.loads(line[len(PREFIX) :])
             if not isinstance(row, dict) or not {"goal", "measured", "meets"} <= set(row):
                 raise ValueError("needs goal, measured and meets")
         except ValueError as exc:
-            row = {"goal": line[len(PREFIX):][:80], "measured": f"unreadable RESULT line ({exc})", "meets": None,
-                   "verdict": "error"}
+            row = {
+                "goal": line[len(PREFIX) :][:80],
+                "measured": f"unreadable RESULT line ({exc})",
+                "meets": None,
+                "verdict": "error",
+            }
         rows.append(row)
     return rows
 
@@ -82,8 +86,9 @@ def run_one(script: Path, timeout: float) -> tuple[list[dict], float, str | None
     """Run one benchmark; its rows, its wall time and an error message (None if it ran)."""
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=timeout,
-                              cwd=HERE.parent)
+        proc = subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, timeout=timeout, cwd=HERE.parent
+        )
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         return parse_results(out), time.perf_counter() - t0, f"timed out after {timeout:g} s"
@@ -130,18 +135,33 @@ def main(argv=None) -> int:
             print(f"  {verdict(r):8s} {r['goal']}: {r['measured']}", flush=True)
         if error is not None:
             failed = True
-            found.append({"benchmark": script.stem.removeprefix("bench_"), "goal": "(the script)",
-                          "measured": error, "meets": None, "verdict": "error"})
+            found.append(
+                {
+                    "benchmark": script.stem.removeprefix("bench_"),
+                    "goal": "(the script)",
+                    "measured": error,
+                    "meets": None,
+                    "verdict": "error",
+                }
+            )
         elif not found:
-            found.append({"benchmark": script.stem.removeprefix("bench_"), "goal": "(the script)",
-                          "measured": "printed no RESULT line", "meets": None, "verdict": "no RESULT line"})
+            found.append(
+                {
+                    "benchmark": script.stem.removeprefix("bench_"),
+                    "goal": "(the script)",
+                    "measured": "printed no RESULT line",
+                    "meets": None,
+                    "verdict": "no RESULT line",
+                }
+            )
         print(f"  ({seconds:.0f} s)", flush=True)
         rows.extend(found)
     print(f"\n# load after: {_load()}\n")
     print(table(rows))
     counts = {v: sum(verdict(r) == v for r in rows) for v in ("meets", "misses", "info", "error")}
-    print(f"\n{counts['meets']} meet, {counts['misses']} miss, {counts['info']} for information, "
-          f"{counts['error']} errors")
+    print(
+        f"\n{counts['meets']} meet, {counts['misses']} miss, {counts['info']} for information, {counts['error']} errors"
+    )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1, ensure_ascii=False))
     return 1 if failed else 0

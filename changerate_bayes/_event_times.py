@@ -44,7 +44,7 @@ class EventTimes:
 
 
 def _row_error(name: str, row: int, what: str) -> ValueError:
-    """"`x` row 3: ..." for an argument name; "<phrase> 3: ..." for a label such as
+    """ "`x` row 3: ..." for an argument name; "<phrase> 3: ..." for a label such as
     "trace file data.csv line" (so that a file's errors name its line)."""
     return ValueError(f"{_row_ref(name, row)}: {what}")
 
@@ -107,9 +107,11 @@ def parse_timestamps(items, *, name: str = "event_times", row_offset: int = 0) -
             first_offset, first_row = offset, row
         elif (offset == "naive") != (first_offset == "naive"):
             raise _row_error(
-                name, row, f"time zone {_fmt_offset(offset)} differs from {_fmt_offset(first_offset)} "
+                name,
+                row,
+                f"time zone {_fmt_offset(offset)} differs from {_fmt_offset(first_offset)} "
                 f"at {_other_row(name, first_row)}: naive times (no UTC offset) mixed with time-zone-aware ones "
-                "are ambiguous; give every time a UTC offset, or none"
+                "are ambiguous; give every time a UTC offset, or none",
             )
     return out
 
@@ -137,7 +139,8 @@ def _resolution_hours(stamps: np.ndarray) -> float | None:
 def _numbers_or_missing(arr: np.ndarray) -> bool:
     """True for an object array of real numbers in which some entries are missing."""
     kinds = [
-        None if (v is None or (isinstance(v, float) and np.isnan(v)))
+        None
+        if (v is None or (isinstance(v, float) and np.isnan(v)))
         else isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))
         for v in arr
     ]
@@ -199,13 +202,13 @@ def as_event_times(x, *, name: str = "event_times", require_sorted: bool = True)
     if isinstance(x, (str, bytes)):
         raise TypeError(f"`{name}` must be a sequence of times, not a single string")
     if x is None or isinstance(x, (Mapping, Set)):
-        raise TypeError(f"`{name}` must be an ordered sequence of times (list, tuple or array); "
-                        f"got {type(x).__name__}")
+        raise TypeError(f"`{name}` must be an ordered sequence of times (list, tuple or array); got {type(x).__name__}")
     try:
         arr = np.asarray(x)
     except ValueError:  # numpy: "setting an array element with a sequence ... inhomogeneous shape"
-        raise ValueError(f"`{name}` must be a one-dimensional sequence of times; got a nested sequence "
-                         "of unequal lengths") from None
+        raise ValueError(
+            f"`{name}` must be a one-dimensional sequence of times; got a nested sequence of unequal lengths"
+        ) from None
     if arr.ndim == 0:
         raise TypeError(f"`{name}` must be a sequence of times; got a single {type(x).__name__}")
     if arr.ndim != 1:

@@ -34,10 +34,7 @@ def as_generator(rng: RngLike, *, name: str = "rng") -> np.random.Generator:
         if rng < 0:
             raise ValueError(f"`{name}` must be a non-negative integer seed; got {rng}")
         return np.random.default_rng(int(rng))
-    raise TypeError(
-        f"`{name}` must be an int seed, a numpy.random.Generator or None; "
-        f"got {type(rng).__name__}"
-    )
+    raise TypeError(f"`{name}` must be an int seed, a numpy.random.Generator or None; got {type(rng).__name__}")
 
 
 def seed_sequence(seed: int | np.random.SeedSequence | None, *, name: str = "seed") -> np.random.SeedSequence:
@@ -57,7 +54,9 @@ def seed_sequence(seed: int | np.random.SeedSequence | None, *, name: str = "see
     raise TypeError(f"`{name}` must be a non-negative int seed, a SeedSequence or a numpy Generator; got {seed!r}")
 
 
-def replication_generators(rng, n_replications: int, *, start: int = 0, stop: int | None = None) -> list[np.random.Generator]:
+def replication_generators(
+    rng, n_replications: int, *, start: int = 0, stop: int | None = None
+) -> list[np.random.Generator]:
     """Generators for Monte Carlo replications ``start, ..., stop - 1``.
 
     With an int seed (or a SeedSequence), replication ``i`` always uses

@@ -83,8 +83,9 @@ def as_float_array(
     return arr
 
 
-def page_vector(x, n: int, *, name: str, binary: bool = False, positive: bool = False,
-                nonnegative: bool = False) -> np.ndarray:
+def page_vector(
+    x, n: int, *, name: str, binary: bool = False, positive: bool = False, nonnegative: bool = False
+) -> np.ndarray:
     """``x`` as one contiguous value per page, shape ``(n,)``; a scalar is repeated.
 
     With ``binary``, the values must be 0/1 numbers or booleans and a bool array is

@@ -78,4 +78,3 @@ def expm1_reduced(r):
     p = p * r + 1.0 / 6.0
     p = p * r + 0.5
     return r + r * (r * p)
-

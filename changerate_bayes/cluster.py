@@ -2,6 +2,10 @@
 
 from ._moved import moved_names
 
-__getattr__, __dir__ = moved_names(__name__, dict.fromkeys(
-    ("ClusterEstimates", "estimate_files_dask", "estimate_pages_dask", "per_page_partitions"),
-    "changerate_bayes.crawllog.dask_engine"))
+__getattr__, __dir__ = moved_names(
+    __name__,
+    dict.fromkeys(
+        ("ClusterEstimates", "estimate_files_dask", "estimate_pages_dask", "per_page_partitions"),
+        "changerate_bayes.crawllog.dask_engine",
+    ),
+)

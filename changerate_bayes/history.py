@@ -117,9 +117,7 @@ class CrawlHistory:
         else:
             tau = as_float_array(intervals, name="intervals", positive=True)
             if tau.shape != arr.shape:
-                raise ValueError(
-                    f"`intervals` must have the same shape as `changed` {arr.shape}; got {tau.shape}"
-                )
+                raise ValueError(f"`intervals` must have the same shape as `changed` {arr.shape}; got {tau.shape}")
             self._intervals = _frozen(tau.copy())
         self._crawl_rate = self._check_crawl_rate(crawl_rate, arr.shape)
 
@@ -138,9 +136,7 @@ class CrawlHistory:
                 f"got an array of shape {p.shape}"
             )
         if p.shape != (shape[0],):
-            raise ValueError(
-                f"`crawl_rate` must be a scalar or have shape (n_pages,) = ({shape[0]},); got {p.shape}"
-            )
+            raise ValueError(f"`crawl_rate` must be a scalar or have shape (n_pages,) = ({shape[0]},); got {p.shape}")
         return _frozen(p.copy())
 
     # ------------------------------------------------------------------ data
@@ -315,9 +311,7 @@ class CrawlHistory:
         for a ragged history.
         """
         if self.flat_intervals is None:
-            raise ValueError(
-                f"method {method!r} needs the crawl intervals τ: pass `intervals` to CrawlHistory"
-            )
+            raise ValueError(f"method {method!r} needs the crawl intervals τ: pass `intervals` to CrawlHistory")
         return self.flat_intervals if self.is_ragged else self.intervals
 
     def page(self, i: int) -> CrawlHistory:
@@ -347,8 +341,11 @@ class CrawlHistory:
             sel = (np.arange(self.n_visits) - np.repeat(self.offsets[:-1], self.lengths)) < k
             tau = self.flat_intervals
             return CrawlHistory.from_segments(
-                self.flat_changed[sel], None if tau is None else tau[sel], lengths=keep,
-                crawl_rate=self.crawl_rate, page_ids=self.page_ids,
+                self.flat_changed[sel],
+                None if tau is None else tau[sel],
+                lengths=keep,
+                crawl_rate=self.crawl_rate,
+                page_ids=self.page_ids,
             )
         return CrawlHistory(
             self.changed[..., :k],
@@ -414,8 +411,9 @@ class CrawlHistory:
             raise ValueError(f"`lengths` must be >= 1; got {int(lens[i])} at index {i}")
         lens = lens.astype(np.int64)
         if int(lens.sum()) != arr.size:
-            raise ValueError(f"`lengths` must sum to the number of crawls in `changed` ({arr.size}); "
-                             f"got {int(lens.sum())}")
+            raise ValueError(
+                f"`lengths` must sum to the number of crawls in `changed` ({arr.size}); got {int(lens.sum())}"
+            )
         if page_ids is not None:
             ids = np.asarray(page_ids)
             if ids.shape != lens.shape:
@@ -504,8 +502,7 @@ class CrawlHistory:
         if (steps <= 0).any():
             i = int(np.flatnonzero(steps <= 0)[0])
             raise ValueError(
-                f"`crawl_times` must be strictly increasing and after `start`; row {i} is {crawls[i]} "
-                f"after {edges[i]}"
+                f"`crawl_times` must be strictly increasing and after `start`; row {i} is {crawls[i]} after {edges[i]}"
             )
         if implicit_zero and steps.size >= 2 and steps[0] > _EPOCH_RATIO * np.median(steps[1:]):
             warnings.warn(
@@ -513,7 +510,8 @@ class CrawlHistory:
                 f"{steps[0] / np.median(steps[1:]):.3g} times the median of the others: float times that "
                 "count from an epoch need `start` (the time of the reference copy), or pass datetimes, "
                 "where the first crawl is the reference copy",
-                StatisticalWarning, stacklevel=2,
+                StatisticalWarning,
+                stacklevel=2,
             )
         # number of changes in (t_{k-1}, t_k]
         counts = np.diff(np.searchsorted(changes, edges, side="right"))
@@ -555,8 +553,9 @@ def _times_as_hours(change_times, crawl_times, start):
             return arr.astype("datetime64[us]")
         return parse_timestamps(list(arr), name=name)
 
-    _check_same_awareness([("change_times", change_times), ("crawl_times", crawl_times),
-                           ("start", None if start is None else [start])])
+    _check_same_awareness(
+        [("change_times", change_times), ("crawl_times", crawl_times), ("start", None if start is None else [start])]
+    )
     crawls = stamps(crawl_times, "crawl_times")
     if crawls.size == 0:
         raise ValueError("`crawl_times` must not be empty")
@@ -564,8 +563,10 @@ def _times_as_hours(change_times, crawl_times, start):
     if start is None:
         origin, crawls = crawls[0], crawls[1:]
         if crawls.size == 0:
-            raise ValueError("`crawl_times` needs at least two datetimes when `start` is not given "
-                             "(the first crawl is the reference copy)")
+            raise ValueError(
+                "`crawl_times` needs at least two datetimes when `start` is not given "
+                "(the first crawl is the reference copy)"
+            )
     else:
         if isinstance(start, numbers.Number):
             raise TypeError(f"`start` must be a datetime for datetime times; got {type(start).__name__}")

@@ -20,9 +20,7 @@ def _rates(change_rate, crawl_rate, n_pages):
     p = as_float_array(crawl_rate, name="crawl_rate", positive=True, ndim=(0, 1))
     for name, a in (("change_rate", delta), ("crawl_rate", p)):
         if a.ndim == 1 and n_pages is None:
-            raise ValueError(
-                f"`{name}` has shape {a.shape}: pass `n_pages={a.shape[0]}` to simulate one page per rate"
-            )
+            raise ValueError(f"`{name}` has shape {a.shape}: pass `n_pages={a.shape[0]}` to simulate one page per rate")
         if a.ndim == 1 and a.shape != (n_pages,):
             raise ValueError(f"`{name}` must be a scalar or have shape (n_pages,) = ({n_pages},); got {a.shape}")
     _check_mean_interval(p)
@@ -102,8 +100,10 @@ def simulate_history(change_rate, crawl_rate, n_crawls, *, n_pages=None, crawl="
     gen = as_generator(rng)
     shape = (n_crawls,) if n_pages is None else (n_pages, n_crawls)
     if np.prod(shape, dtype=np.float64) > _MAX_CRAWLS:
-        raise ValueError(f"`n_pages` × `n_crawls` = {np.prod(shape, dtype=np.float64):.3g} crawls; more than "
-                         f"{_MAX_CRAWLS:.0e} would not fit in memory (9 bytes per crawl): simulate in batches")
+        raise ValueError(
+            f"`n_pages` × `n_crawls` = {np.prod(shape, dtype=np.float64):.3g} crawls; more than "
+            f"{_MAX_CRAWLS:.0e} would not fit in memory (9 bytes per crawl): simulate in batches"
+        )
     changed, tau = _draw(gen, delta, p, shape, crawl)
     return CrawlHistory(changed, tau, p if p.ndim else float(p))
 

@@ -46,18 +46,25 @@ def engines(tmp_path, text, *, columns=None, change_from="auto", client=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StatisticalWarning)  # lln on schedules that are not Poisson
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        out["frame"] = _outcome(lambda: _table(read_frame(frame, columns=columns, change_from=change_from,
-                                                          source="log")))
+        out["frame"] = _outcome(
+            lambda: _table(read_frame(frame, columns=columns, change_from=change_from, source="log"))
+        )
         out["file"] = _outcome(lambda: _table(read_log(path, columns=columns, change_from=change_from)))
         ddf = dd.read_csv(path, dtype=str, keep_default_na=False, blocksize=max(64, len(text) // 3))
         with dask.config.set({"scheduler": "synchronous", "dataframe.shuffle.method": "tasks"}):
-            res = _outcome(lambda: estimate_pages_dask(ddf, columns=columns, change_from=change_from,
-                                                       methods=METHODS, npartitions=3, source="log"))
+            res = _outcome(
+                lambda: estimate_pages_dask(
+                    ddf, columns=columns, change_from=change_from, methods=METHODS, npartitions=3, source="log"
+                )
+            )
         out["dask_frame"] = res if isinstance(res, Exception) else (res.table, res.audit)
         if client is not None:
             pandas_halves = _outcome(lambda: _table(read_log(halves, columns=columns, change_from=change_from)))
-            res = _outcome(lambda: estimate_files_dask(halves, columns=columns, change_from=change_from,
-                                                       methods=METHODS, client=client))
+            res = _outcome(
+                lambda: estimate_files_dask(
+                    halves, columns=columns, change_from=change_from, methods=METHODS, client=client
+                )
+            )
             out["files"] = pandas_halves
             out["dask_files"] = res if isinstance(res, Exception) else (res.table, res.audit)
     return out

@@ -8,11 +8,14 @@ from changerate_bayes.io import CrawlLogError, read_csv, read_log
 GOOD = "page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,2024-01-02T00:00Z,y\na,2024-01-03T00:00Z,y\n"
 
 
-@pytest.mark.parametrize("text", [
-    "page,digest\na,x\na,y\n",                                                   # missing fetch_time
-    "page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,notatime,y\n",             # unparsable time
-    "page,fetch_time,digest\n",                                                  # header only
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "page,digest\na,x\na,y\n",  # missing fetch_time
+        "page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,notatime,y\n",  # unparsable time
+        "page,fetch_time,digest\n",  # header only
+    ],
+)
 def test_estimate_failure_leaves_no_new_folders(tmp_path, capsys, text):
     log = tmp_path / "log.csv"
     log.write_text(text)
@@ -47,17 +50,36 @@ def test_folder_instead_of_file_is_named(tmp_path):
 CHANGES = "page,timestamp\na,2024-01-02T00:00Z\na,2024-01-05T00:00Z\nb,2024-01-03T00:00Z\n"
 
 
-@pytest.mark.parametrize("budget, changes", [
-    ("0", CHANGES),
-    ("nan", CHANGES),
-    ("2", "page,timestamp\na,2024-01-05T00:00Z\na,2024-01-02T00:00Z\n"),   # unsorted change times
-])
+@pytest.mark.parametrize(
+    "budget, changes",
+    [
+        ("0", CHANGES),
+        ("nan", CHANGES),
+        ("2", "page,timestamp\na,2024-01-05T00:00Z\na,2024-01-02T00:00Z\n"),  # unsorted change times
+    ],
+)
 def test_replay_failure_leaves_no_new_folders(tmp_path, capsys, budget, changes):
     path = tmp_path / "ch.csv"
     path.write_text(changes)
-    rc = main(["replay", str(path), "--window", "2024-01-01T00:00Z", "2024-01-10T00:00Z", "--budget", budget,
-               "--policies", "uniform", "--n-boot", "0", "--report", str(tmp_path / "rep" / "sub"),
-               "--csv", str(tmp_path / "tab" / "t.csv")])
+    rc = main(
+        [
+            "replay",
+            str(path),
+            "--window",
+            "2024-01-01T00:00Z",
+            "2024-01-10T00:00Z",
+            "--budget",
+            budget,
+            "--policies",
+            "uniform",
+            "--n-boot",
+            "0",
+            "--report",
+            str(tmp_path / "rep" / "sub"),
+            "--csv",
+            str(tmp_path / "tab" / "t.csv"),
+        ]
+    )
     assert rc == 2
     assert "replay: error:" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ch.csv"]
@@ -66,8 +88,21 @@ def test_replay_failure_leaves_no_new_folders(tmp_path, capsys, budget, changes)
 def test_replay_non_utf8_input_is_refused(tmp_path, capsys):
     path = tmp_path / "ch.csv"
     path.write_bytes(b"page,timestamp\n\xe9,2024-01-02T00:00Z\n")
-    rc = main(["replay", str(path), "--window", "2024-01-01T00:00Z", "2024-01-10T00:00Z", "--budget", "2",
-               "--policies", "uniform", "--n-boot", "0"])
+    rc = main(
+        [
+            "replay",
+            str(path),
+            "--window",
+            "2024-01-01T00:00Z",
+            "2024-01-10T00:00Z",
+            "--budget",
+            "2",
+            "--policies",
+            "uniform",
+            "--n-boot",
+            "0",
+        ]
+    )
     assert rc == 2
     assert "not UTF-8 text" in capsys.readouterr().err
 
@@ -76,17 +111,35 @@ def test_replay_csv_into_new_folder(tmp_path, capsys):
     path = tmp_path / "ch.csv"
     path.write_text(CHANGES)
     out = tmp_path / "tab" / "t.csv"
-    rc = main(["replay", str(path), "--window", "2024-01-01T00:00Z", "2024-01-10T00:00Z", "--budget", "2",
-               "--policies", "uniform", "--n-boot", "0", "--csv", str(out)])
+    rc = main(
+        [
+            "replay",
+            str(path),
+            "--window",
+            "2024-01-01T00:00Z",
+            "2024-01-10T00:00Z",
+            "--budget",
+            "2",
+            "--policies",
+            "uniform",
+            "--n-boot",
+            "0",
+            "--csv",
+            str(out),
+        ]
+    )
     assert rc == 0
     assert out.read_text().startswith("policy,") and [p.name for p in out.parent.iterdir()] == ["t.csv"]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("time\n1.0\nabc\n3.0\n", r"mixes numbers \(line 2: '1.0'\) and non-numbers \(line 3: 'abc'\)"),
-    ("page,time\na,1.0\na,\na,3.0\n", r"line 3, column 'time': missing time"),
-    ("when\n1.0\n2.0\n", r"missing time column 'time'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("time\n1.0\nabc\n3.0\n", r"mixes numbers \(line 2: '1.0'\) and non-numbers \(line 3: 'abc'\)"),
+        ("page,time\na,1.0\na,\na,3.0\n", r"line 3, column 'time': missing time"),
+        ("when\n1.0\n2.0\n", r"missing time column 'time'"),
+    ],
+)
 def test_diagnose_bad_times(tmp_path, capsys, text, message):
     path = tmp_path / "ev.csv"
     path.write_text(text)
@@ -107,13 +160,18 @@ def test_csv_row_without_page_is_refused(tmp_path, page):
         read_csv(log)
 
 
-@pytest.mark.parametrize("text, message", [
-    # page a's times are on lines 2, 4 and 5; line 5 goes back in time
-    ("page,time\na,2024-01-01T00:00Z\nb,2024-01-01T01:00Z\na,2024-01-03T00:00Z\na,2024-01-02T00:00Z\n",
-     r"page 'a' \(lines 2\.\.5 of the file\), column 'time': line 5: is earlier than line 4; event times"),
-    ("page,time\nb,2024-01-01T01:00Z\na,2024-01-01T00:00Z\na,banana\n", r"line 4: cannot parse 'banana'"),
-    ("time\n1.0\n2.0\ninf\n", r"line 4: is inf; times must be finite"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        # page a's times are on lines 2, 4 and 5; line 5 goes back in time
+        (
+            "page,time\na,2024-01-01T00:00Z\nb,2024-01-01T01:00Z\na,2024-01-03T00:00Z\na,2024-01-02T00:00Z\n",
+            r"page 'a' \(lines 2\.\.5 of the file\), column 'time': line 5: is earlier than line 4; event times",
+        ),
+        ("page,time\nb,2024-01-01T01:00Z\na,2024-01-01T00:00Z\na,banana\n", r"line 4: cannot parse 'banana'"),
+        ("time\n1.0\n2.0\ninf\n", r"line 4: is inf; times must be finite"),
+    ],
+)
 def test_diagnose_errors_name_file_lines(tmp_path, capsys, text, message):
     import re
 
@@ -144,13 +202,20 @@ def test_diagnose_refuses_too_few_resamples_before_reading(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ev.csv"]
 
 
-@pytest.mark.parametrize("changes, message", [
-    ("page,timestamp\na,2024-01-02T00:00Z\nb,2024-01-03T00:00Z\na,2024-01-12T00:00Z\n",
-     r"line 4 of \S+ch\.csv: timestamp '2024-01-12T00:00Z' of page 'a' lies outside its window"),
-    ("page,timestamp\na,2024-01-05T00:00Z\nb,2024-01-03T00:00Z\na,2024-01-02T00:00Z\n",
-     r"line 4 of \S+ch\.csv: timestamp '2024-01-02T00:00Z' of page 'a' is earlier than"),
-    ("page,timestamp\na,2024-01-02T00:00Z\na,soon\n", r"timestamp of line 3 of \S+ch\.csv is not a parsable time"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            "page,timestamp\na,2024-01-02T00:00Z\nb,2024-01-03T00:00Z\na,2024-01-12T00:00Z\n",
+            r"line 4 of \S+ch\.csv: timestamp '2024-01-12T00:00Z' of page 'a' lies outside its window",
+        ),
+        (
+            "page,timestamp\na,2024-01-05T00:00Z\nb,2024-01-03T00:00Z\na,2024-01-02T00:00Z\n",
+            r"line 4 of \S+ch\.csv: timestamp '2024-01-02T00:00Z' of page 'a' is earlier than",
+        ),
+        ("page,timestamp\na,2024-01-02T00:00Z\na,soon\n", r"timestamp of line 3 of \S+ch\.csv is not a parsable time"),
+    ],
+)
 def test_replay_errors_name_file_lines(tmp_path, capsys, changes, message):
     import re
 
@@ -158,8 +223,9 @@ def test_replay_errors_name_file_lines(tmp_path, capsys, changes, message):
     path.write_text(changes)
     windows = tmp_path / "w.csv"
     windows.write_text("page,start,end\na,2024-01-01T00:00Z,2024-01-10T00:00Z\nb,2024-01-01T00:00Z,2024-01-10T00:00Z\n")
-    rc = main(["replay", str(path), "--windows", str(windows), "--budget", "2", "--policies", "uniform",
-               "--n-boot", "0"])
+    rc = main(
+        ["replay", str(path), "--windows", str(windows), "--budget", "2", "--policies", "uniform", "--n-boot", "0"]
+    )
     err = capsys.readouterr().err
     assert rc == 2
     assert re.search(message, err), err
@@ -192,8 +258,23 @@ def test_replay_refuses_an_unwritable_csv_folder_before_work(tmp_path, capsys, m
     path = tmp_path / "ch.csv"
     path.write_text(CHANGES)
     _read_only_folders(monkeypatch)
-    rc = main(["replay", str(path), "--window", "2024-01-01T00:00Z", "2024-01-10T00:00Z", "--budget", "2",
-               "--policies", "uniform", "--n-boot", "0", "--csv", str(tmp_path / "t.csv")])
+    rc = main(
+        [
+            "replay",
+            str(path),
+            "--window",
+            "2024-01-01T00:00Z",
+            "2024-01-10T00:00Z",
+            "--budget",
+            "2",
+            "--policies",
+            "uniform",
+            "--n-boot",
+            "0",
+            "--csv",
+            str(tmp_path / "t.csv"),
+        ]
+    )
     captured = capsys.readouterr()
     assert rc == 2
     assert "error: --csv" in captured.err and "is not writable (Read-only file system)" in captured.err

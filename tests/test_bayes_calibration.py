@@ -35,8 +35,18 @@ def test_sbc_nuts_reduced_and_agreement_with_grid():
 
 
 def _diag(ok, r_hat=1.004, ess=900.0, div=0):
-    return {"r_hat_max": r_hat, "ess_bulk_min": ess, "ess_tail_min": ess, "n_divergences": div, "n_chains": 4,
-            "n_draws": 1000, "r_hat_threshold": 1.01, "ess_threshold": 400.0, "max_divergences": 0, "ok": ok}
+    return {
+        "r_hat_max": r_hat,
+        "ess_bulk_min": ess,
+        "ess_tail_min": ess,
+        "n_divergences": div,
+        "n_chains": 4,
+        "n_draws": 1000,
+        "r_hat_threshold": 1.01,
+        "ess_threshold": 400.0,
+        "max_divergences": 0,
+        "ok": ok,
+    }
 
 
 def test_verdict_takes_the_nuts_convergence_checks_into_account():
@@ -66,14 +76,30 @@ def test_verdict_fails_a_check_whose_p_equals_the_level():
 
 def test_render_says_when_nuts_fits_failed_their_diagnostics():
     rec = cal.sbc_vectorised("grid", "gamma", 200, seed=1)
-    nuts = dict(rec, method="nuts", label="nuts (50 pages per model), GammaPrior",
-                diagnostics=[_diag(False, r_hat=1.016)] * 3 + [_diag(True)])
-    result = {"calibration": {
-        "settings": {"n_crawls": cal.N_CRAWLS, "crawl_rate": cal.CRAWL_RATE, "rank_draws": cal.N_RANK_DRAWS,
-                     "rank_bins": cal.RANK_BINS, "levels": list(cal.LEVELS), "binomial_level": cal.BINOMIAL_LEVEL,
-                     "uniformity_alpha": cal.UNIFORMITY_ALPHA, "priors": {"gamma": "GammaPrior(2, 2)"},
-                     "preset": "quick"},
-        "sbc": [rec, nuts], "ppc": [cal.ppc_simulated(3)], "lln_identity": cal.lln_identity(4)}}
+    nuts = dict(
+        rec,
+        method="nuts",
+        label="nuts (50 pages per model), GammaPrior",
+        diagnostics=[_diag(False, r_hat=1.016)] * 3 + [_diag(True)],
+    )
+    result = {
+        "calibration": {
+            "settings": {
+                "n_crawls": cal.N_CRAWLS,
+                "crawl_rate": cal.CRAWL_RATE,
+                "rank_draws": cal.N_RANK_DRAWS,
+                "rank_bins": cal.RANK_BINS,
+                "levels": list(cal.LEVELS),
+                "binomial_level": cal.BINOMIAL_LEVEL,
+                "uniformity_alpha": cal.UNIFORMITY_ALPHA,
+                "priors": {"gamma": "GammaPrior(2, 2)"},
+                "preset": "quick",
+            },
+            "sbc": [rec, nuts],
+            "ppc": [cal.ppc_simulated(3)],
+            "lln_identity": cal.lln_identity(4),
+        }
+    }
     html = cal.render(result)
     assert "<strong>Does not hold:</strong> all 8 checks" in html
     assert "but 3 of 4 NUTS fits fail the package&#39;s own convergence thresholds" in html
@@ -130,11 +156,24 @@ def test_ppc_accepts_poisson_data_and_rejects_periodic_changes():
 def test_render_says_in_words_what_the_numbers_show():
     # a small result assembled from the study's own pieces (grid and conjugate only)
     sbc = [cal.sbc_vectorised("grid", "gamma", 200, seed=1), cal.sbc_vectorised("conjugate", "betaprime", 200, seed=2)]
-    result = {"calibration": {
-        "settings": {"n_crawls": cal.N_CRAWLS, "crawl_rate": cal.CRAWL_RATE, "rank_draws": cal.N_RANK_DRAWS,
-                     "rank_bins": cal.RANK_BINS, "levels": list(cal.LEVELS), "binomial_level": cal.BINOMIAL_LEVEL,
-                     "uniformity_alpha": cal.UNIFORMITY_ALPHA, "priors": {"gamma": "GammaPrior(2, 2)"}, "preset": "quick"},
-        "sbc": sbc, "ppc": [cal.ppc_simulated(3)], "lln_identity": cal.lln_identity(4)}}
+    result = {
+        "calibration": {
+            "settings": {
+                "n_crawls": cal.N_CRAWLS,
+                "crawl_rate": cal.CRAWL_RATE,
+                "rank_draws": cal.N_RANK_DRAWS,
+                "rank_bins": cal.RANK_BINS,
+                "levels": list(cal.LEVELS),
+                "binomial_level": cal.BINOMIAL_LEVEL,
+                "uniformity_alpha": cal.UNIFORMITY_ALPHA,
+                "priors": {"gamma": "GammaPrior(2, 2)"},
+                "preset": "quick",
+            },
+            "sbc": sbc,
+            "ppc": [cal.ppc_simulated(3)],
+            "lln_identity": cal.lln_identity(4),
+        }
+    }
     html = cal.render(result)
     assert "<strong>Holds:</strong> all 8 checks (rank uniformity and 50/90/95% coverage" in html
     assert "LLN estimate equals the conjugate posterior mean" in html

@@ -37,7 +37,7 @@ def test_ziggurat_layers_have_equal_areas_and_cover_the_curve():
     areas = w[:-1] * np.diff(f)
     np.testing.assert_allclose(areas, v, rtol=1e-12)
     # heights are f at the layers' edges, the top layer reaches the peak, widths shrink
-    np.testing.assert_allclose(f[1:-1], np.exp(-w[1:-1] ** 2 / 2), rtol=1e-15)
+    np.testing.assert_allclose(f[1:-1], np.exp(-(w[1:-1] ** 2) / 2), rtol=1e-15)
     assert f[-1] >= 1.0 and f[-1] - 1.0 < 1e-12
     assert np.all(np.diff(w) < 0) and w[1] == r and w[-1] == 0.0
 

@@ -38,7 +38,9 @@ def test_grid_quadrature_matches_the_exact_gamma_posterior(case, a, b):
 def test_none_changed_is_exactly_gamma_with_the_exposure_added():
     # likelihood e^{−ΔT}: Gamma(a, b) prior -> Gamma(a, b + T) posterior
     tau = np.array([[0.3, 1.2, 0.5, 2.0, 0.7]])
-    grid = fit_grid(ExactLikelihood(np.zeros_like(tau, dtype=int), tau), GammaPrior(0.5, 3.0).coefficients().as_arrays(1))
+    grid = fit_grid(
+        ExactLikelihood(np.zeros_like(tau, dtype=int), tau), GammaPrior(0.5, 3.0).coefficients().as_arrays(1)
+    )
     exact = stats.gamma(0.5, scale=1 / (3.0 + tau.sum()))
     assert grid.mean()[0] == pytest.approx(exact.mean(), rel=1e-8)  # geometric convergence: ~1e-9 at 64 nodes
     np.testing.assert_allclose(exact.cdf(grid.quantile([0.05, 0.5, 0.95])[0]), [0.05, 0.5, 0.95], atol=1e-4)
@@ -93,8 +95,12 @@ def test_public_grid_draws_agree_with_the_exact_mean_within_3_mcse():
 @pytest.mark.parametrize("case", list(EDGE_CASES))
 def test_edge_cases_give_finite_proper_posteriors_under_a_proper_prior(case):
     changed, tau = EDGE_CASES[case]
-    for prior, method in ((GammaPrior(2.0, 1.0), "grid"), (LogNormalPrior(0.0, 2.0), "grid"),
-                          (BetaPrimePrior(1.0, 2.0), "grid"), (BetaPrimePrior(1.0, 2.0), "conjugate")):
+    for prior, method in (
+        (GammaPrior(2.0, 1.0), "grid"),
+        (LogNormalPrior(0.0, 2.0), "grid"),
+        (BetaPrimePrior(1.0, 2.0), "grid"),
+        (BetaPrimePrior(1.0, 2.0), "conjugate"),
+    ):
         h = CrawlHistory(changed, tau, crawl_rate=1.0)
         d = posterior(h, prior=prior, method=method, draws=300, chains=1, rng=1).posterior["change_rate"].values
         assert np.isfinite(d).all() and (d > 0).all(), (prior, method)
@@ -130,7 +136,7 @@ def test_pages_are_fitted_independently_and_in_blocks(monkeypatch):
     _, blocked = grid_draws(lik, coef, n_draws=3, rng=np.random.default_rng(0))
     np.testing.assert_allclose(blocked, together, rtol=1e-10)
     for i in range(5):
-        one = fit_grid(lik.block(i, i + 1), {c: v[i:i + 1] for c, v in coef.items()})
+        one = fit_grid(lik.block(i, i + 1), {c: v[i : i + 1] for c, v in coef.items()})
         assert one.mean()[0] == pytest.approx(together[i], rel=1e-10)
 
 
@@ -168,8 +174,9 @@ def test_grid_posterior_is_exact_for_any_finite_positive_interval(changed, tau, 
     lik = ExactLikelihood(np.array([changed]), np.array([tau]))
     coef = GammaPrior(1.0, 1.0).coefficients().as_arrays(1)
     assert fit_grid(lik, coef).mean()[0] == pytest.approx(mean, rel=1e-8)
-    idata = posterior(CrawlHistory(changed, tau), prior=GammaPrior(1.0, 1.0), method="grid", draws=2000, chains=2,
-                      rng=5)
+    idata = posterior(
+        CrawlHistory(changed, tau), prior=GammaPrior(1.0, 1.0), method="grid", draws=2000, chains=2, rng=5
+    )
     d = idata.posterior["change_rate"].values.ravel() / mean  # scaled: 1e-300² underflows
     assert abs(d.mean() - 1.0) < 3 * d.std(ddof=1) / np.sqrt(d.size)  # was 1.08e213 for every draw
 

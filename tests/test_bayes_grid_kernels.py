@@ -48,8 +48,16 @@ def many_pages():
     return simulate_history(rates, np.exp(gen.normal(0.0, 1.0, 3000)), 20, n_pages=3000, rng=gen)
 
 
-@pytest.mark.parametrize("prior", [GammaPrior(2.0, 1.0), BetaPrimePrior(1.0, 2.0), LogNormalPrior(-1.0, 2.0),
-                                   GammaPrior(0.01, 1e-3), BetaPrimePrior(0.0, 2.0)])
+@pytest.mark.parametrize(
+    "prior",
+    [
+        GammaPrior(2.0, 1.0),
+        BetaPrimePrior(1.0, 2.0),
+        LogNormalPrior(-1.0, 2.0),
+        GammaPrior(0.01, 1e-3),
+        BetaPrimePrior(0.0, 2.0),
+    ],
+)
 def test_grid_kernel_matches_the_previous_implementation(many_pages, prior):
     if not prior.proper:  # a = 0 needs a change on every page
         keep = np.flatnonzero(many_pages.changed.sum(axis=1) > 0)
@@ -144,15 +152,22 @@ def test_conjugate_blocks_read_the_documented_streams(monkeypatch):
     monkeypatch.setattr(_conjugate, "BLOCK_PAGES", 2)
     n_changed, n_crawls = np.array([0.0, 3.0, 7.0]), np.array([5.0, 9.0, 7.0])
     p = np.array([0.5, 1.0, 2.0])
-    out = _conjugate.conjugate_posterior_draws(0.5, 2.0, n_changed, n_crawls, p, n_draws=40,
-                                               rng=np.random.default_rng(3))
+    out = _conjugate.conjugate_posterior_draws(
+        0.5, 2.0, n_changed, n_crawls, p, n_draws=40, rng=np.random.default_rng(3)
+    )
     s = int(np.random.default_rng(3).integers(0, 2**63))
     seeds = np.random.SeedSequence(s).spawn(2)
     for j, (lo, hi) in enumerate([(0, 2), (2, 3)]):
         ref = np.empty((40, hi - lo))
-        gk.ratio_block(gk.sfc64_state(seeds[j]), *gk.shape_constants(0.5 + n_changed[lo:hi]),
-                       *gk.shape_constants(2.0 + n_crawls[lo:hi] - n_changed[lo:hi]), p[lo:hi], np.log(p[lo:hi]),
-                       ref, 0)
+        gk.ratio_block(
+            gk.sfc64_state(seeds[j]),
+            *gk.shape_constants(0.5 + n_changed[lo:hi]),
+            *gk.shape_constants(2.0 + n_crawls[lo:hi] - n_changed[lo:hi]),
+            p[lo:hi],
+            np.log(p[lo:hi]),
+            ref,
+            0,
+        )
         np.testing.assert_array_equal(out[:, lo:hi], ref)
 
 
@@ -167,10 +182,12 @@ def test_conjugate_block_has_the_law_of_the_previous_sampler():
     from changerate_bayes.bayes import _conjugate
 
     n_changed, n_crawls, p = np.array([0.0, 3.0, 7.0]), np.array([5.0, 9.0, 7.0]), np.array([0.5, 1.0, 2.0])
-    out = _conjugate.conjugate_posterior_draws(1.0, 2.0, n_changed, n_crawls, p, n_draws=20_000,
-                                               rng=np.random.default_rng(3))
+    out = _conjugate.conjugate_posterior_draws(
+        1.0, 2.0, n_changed, n_crawls, p, n_draws=20_000, rng=np.random.default_rng(3)
+    )
     ref = stats.betaprime(1.0 + n_changed, 2.0 + n_crawls - n_changed, scale=p).rvs(
-        size=(20_000, 3), random_state=np.random.default_rng(4))
+        size=(20_000, 3), random_state=np.random.default_rng(4)
+    )
     for j in range(3):
         assert stats.ks_2samp(out[:, j], ref[:, j]).pvalue > 1e-3
 
@@ -272,7 +289,9 @@ def test_vectorised_runs_of_terms_agree_with_expm1_to_a_few_ulps():
             k._series_run(t, padded_u, padded_eu, 1, x.size + 1, acc)
         ref = np.log(-np.expm1(-t * eu))
         assert acc[0] == 0.25 and np.all(acc[-2:] == 0.25)
-        np.testing.assert_array_less(np.abs((acc[1:-2] - 0.25) - ref), 8 * np.finfo(float).eps * np.maximum(1, np.abs(ref)))
+        np.testing.assert_array_less(
+            np.abs((acc[1:-2] - 0.25) - ref), 8 * np.finfo(float).eps * np.maximum(1, np.abs(ref))
+        )
 
 
 def test_sinh_of_the_draws_is_within_a_few_ulps_of_cosh():
@@ -303,8 +322,14 @@ def test_arithmetic_exp_log_and_expm1_are_within_a_few_ulps():
     np.testing.assert_allclose(apply(0, y), np.exp(y), rtol=2 * eps, atol=0)
     neg = -np.concatenate([np.geomspace(1e-300, k.FAST_EXP, 20001), np.linspace(0.0, 2.0, 2001)])
     np.testing.assert_allclose(apply(1, neg), np.expm1(neg), rtol=3 * eps, atol=0)
-    pos = np.concatenate([np.geomspace(np.finfo(float).tiny, 1e300, 20001), np.linspace(0.5, 2.0, 3001),
-                          1.0 + np.linspace(-1e-12, 1e-12, 201), [1.0, np.sqrt(0.5), np.sqrt(2.0)]])
+    pos = np.concatenate(
+        [
+            np.geomspace(np.finfo(float).tiny, 1e300, 20001),
+            np.linspace(0.5, 2.0, 3001),
+            1.0 + np.linspace(-1e-12, 1e-12, 201),
+            [1.0, np.sqrt(0.5), np.sqrt(2.0)],
+        ]
+    )
     got, ref = apply(2, pos), np.log(pos)
     # a few ulps of log y, or of 1 near y = 1 where log y = log w (w the reduced mantissa)
     np.testing.assert_array_less(np.abs(got - ref), 3 * eps * np.maximum(np.abs(ref), np.abs(pos - 1.0)) + 1e-300)

@@ -54,8 +54,9 @@ def test_lattice_spans_the_intervals_seen_and_grows_only_for_new_ones():
     # the new nodes hold the exact sum, as if they had been there from the start
     changes_only = ExactLikelihood(np.array([[1, 1]]), np.array([[1.0, 1e6]]))
     u = lat.nodes[::NODES_PER_UNIT]
-    assert_allclose(lat.values[0, ::NODES_PER_UNIT], [changes_only.value(np.array([x]))[0] for x in u],
-                    rtol=1e-14, atol=1e-14)
+    assert_allclose(
+        lat.values[0, ::NODES_PER_UNIT], [changes_only.value(np.array([x]))[0] for x in u], rtol=1e-14, atol=1e-14
+    )
 
 
 @pytest.mark.parametrize("tau", [1e-300, 1e300])

@@ -7,10 +7,16 @@ from changerate_bayes import BetaPrimePrior, CrawlHistory, GammaPrior, posterior
 from changerate_bayes.bayes._summary import posterior_mean_interval
 
 
-@pytest.mark.parametrize(("prior", "method"), [
-    (None, "grid"), (GammaPrior(0.5, 2.0), "grid"), (BetaPrimePrior(0.2, 1.5), "grid"),
-    (None, "conjugate"), (BetaPrimePrior(0.2, 1.5), "conjugate"),
-])
+@pytest.mark.parametrize(
+    ("prior", "method"),
+    [
+        (None, "grid"),
+        (GammaPrior(0.5, 2.0), "grid"),
+        (BetaPrimePrior(0.2, 1.5), "grid"),
+        (None, "conjugate"),
+        (BetaPrimePrior(0.2, 1.5), "conjugate"),
+    ],
+)
 def test_mean_and_interval_equal_the_full_summary_bit_for_bit(prior, method):
     rng = np.random.default_rng(2)
     lengths = rng.integers(1, 60, 300)

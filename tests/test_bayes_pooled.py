@@ -90,20 +90,81 @@ def test_render_reports_wins_losses_and_diagnostics_in_words():
 
     rows = []
     for k, (z, ratio) in {1: (5.0, 0.9), 2: (-3.0, 1.1)}.items():
-        rows.append({"truth": "lognormal", "k": k, "estimator": "LLN (α = 1)", "n_pages": 10, "rmse": 1.0,
-                     "rmse_ratio_to_lln": 1.0, "mse_gain_vs_lln": 0.0, "mse_gain_se": 0.0, "z": None, "n_zero_or_inf": 0})
-        rows.append({"truth": "lognormal", "k": k, "estimator": "MLE", "n_pages": 10, "rmse": None,
-                     "rmse_ratio_to_lln": None, "mse_gain_vs_lln": None, "mse_gain_se": None, "z": None, "n_zero_or_inf": 7})
-        rows.append({"truth": "lognormal", "k": k, "estimator": "pooled, lognormal population", "n_pages": 10,
-                     "rmse": ratio, "rmse_ratio_to_lln": ratio, "mse_gain_vs_lln": 0.1 * z, "mse_gain_se": 0.1, "z": z,
-                     "n_zero_or_inf": 0})
-    diag = {"truth": "lognormal", "replication": 0, "k": 1, "population": "lognormal", "r_hat_max": 1.02,
-            "ess_bulk_min": 90.0, "ess_tail_min": 150.0, "n_divergences": 0, "n_chains": 2, "n_draws": 300,
-            "r_hat_threshold": 1.01, "ess_threshold": 200.0, "max_divergences": 0, "ok": False,
-            "hyper_r_hat_max": 1.02, "hyper_ess_bulk_min": 90.0, "page_r_hat_max": 1.015,
-            "page_frac_r_hat_over": 0.02, "page_ess_bulk_min": 400.0}
-    settings = {"truths": ["lognormal"], "populations": ["lognormal"], "pages": 10, "ks": [1, 2], "reps": 1,
-                "draws": 300, "tune": 300, "crawl_rate": 1.0, "z_win": 2.0, "preset": "quick"}
+        rows.append(
+            {
+                "truth": "lognormal",
+                "k": k,
+                "estimator": "LLN (α = 1)",
+                "n_pages": 10,
+                "rmse": 1.0,
+                "rmse_ratio_to_lln": 1.0,
+                "mse_gain_vs_lln": 0.0,
+                "mse_gain_se": 0.0,
+                "z": None,
+                "n_zero_or_inf": 0,
+            }
+        )
+        rows.append(
+            {
+                "truth": "lognormal",
+                "k": k,
+                "estimator": "MLE",
+                "n_pages": 10,
+                "rmse": None,
+                "rmse_ratio_to_lln": None,
+                "mse_gain_vs_lln": None,
+                "mse_gain_se": None,
+                "z": None,
+                "n_zero_or_inf": 7,
+            }
+        )
+        rows.append(
+            {
+                "truth": "lognormal",
+                "k": k,
+                "estimator": "pooled, lognormal population",
+                "n_pages": 10,
+                "rmse": ratio,
+                "rmse_ratio_to_lln": ratio,
+                "mse_gain_vs_lln": 0.1 * z,
+                "mse_gain_se": 0.1,
+                "z": z,
+                "n_zero_or_inf": 0,
+            }
+        )
+    diag = {
+        "truth": "lognormal",
+        "replication": 0,
+        "k": 1,
+        "population": "lognormal",
+        "r_hat_max": 1.02,
+        "ess_bulk_min": 90.0,
+        "ess_tail_min": 150.0,
+        "n_divergences": 0,
+        "n_chains": 2,
+        "n_draws": 300,
+        "r_hat_threshold": 1.01,
+        "ess_threshold": 200.0,
+        "max_divergences": 0,
+        "ok": False,
+        "hyper_r_hat_max": 1.02,
+        "hyper_ess_bulk_min": 90.0,
+        "page_r_hat_max": 1.015,
+        "page_frac_r_hat_over": 0.02,
+        "page_ess_bulk_min": 400.0,
+    }
+    settings = {
+        "truths": ["lognormal"],
+        "populations": ["lognormal"],
+        "pages": 10,
+        "ks": [1, 2],
+        "reps": 1,
+        "draws": 300,
+        "tune": 300,
+        "crawl_rate": 1.0,
+        "z_win": 2.0,
+        "preset": "quick",
+    }
     html = pooling.render({"pooling": {"settings": settings, "rows": rows, "diagnostics": [diag]}})
     assert "Lower than the LLN by more than 2 SE at k = 1; higher at k = 2" in html  # no Python lists in prose
     assert "7 pages at k=1" in html and "population hyperparameters miss a threshold" in html

@@ -56,6 +56,7 @@ def lognormal_marginal(changed, tau, m, s):
     """log p(data | θ) for log Δ ~ Normal(m, s) by adaptive quadrature over u = log Δ."""
     out = []
     for ch, t in zip(changed, tau):
+
         def f(u, ch=ch, t=t):
             return math.exp(float(log_likelihood(math.exp(u), ch, t))) * stats.norm.pdf(u, m, s)
 
@@ -136,8 +137,9 @@ def test_conditional_draws_follow_the_exact_conditional(population, loc, spread,
     t = np.array([[0.8, 1.5, 0.3]])
     table = likelihood_table(ch, t)
     n = 3000
-    draws, n_grid = conditional_draws(ch, t, table.log_max, population, np.full(n, loc), np.full(n, spread),
-                                      np.random.default_rng(11))
+    draws, n_grid = conditional_draws(
+        ch, t, table.log_max, population, np.full(n, loc), np.full(n, spread), np.random.default_rng(11)
+    )
     assert draws.shape == (n, 1) and np.all(draws > 0)
     assert n_grid == (n if fallback else 0)
     res = stats.kstest(draws[:, 0], _conditional_cdf(ch[0], t[0], population, loc, spread))
@@ -179,8 +181,9 @@ def test_conditional_draws_stay_positive_under_a_very_heavy_left_tail():
     t = np.random.default_rng(0).exponential(1.0, (50, 3))
     table = likelihood_table(ch, t)
     n = 400
-    draws, _ = conditional_draws(ch, t, table.log_max, "gamma", np.full(n, 0.0), np.full(n, 0.0044),
-                                 np.random.default_rng(1))
+    draws, _ = conditional_draws(
+        ch, t, table.log_max, "gamma", np.full(n, 0.0), np.full(n, 0.0044), np.random.default_rng(1)
+    )
     floor = np.finfo(np.float64).tiny
     assert np.all(draws >= floor) and np.all(np.isfinite(np.log(draws)))
     # the floor is reached (the case is real): the population alone puts 4.3% below it
@@ -227,8 +230,9 @@ def test_conditional_draws_of_ragged_pages_follow_the_exact_conditional():
     lik = exact_likelihood(h)
     table = likelihood_table_of(lik, h.n_crawls)
     n = 3000
-    draws, _ = conditional_draws_of(lik, h.n_crawls, table.log_max, "lognormal", np.full(n, -0.5),
-                                    np.full(n, 1.2), np.random.default_rng(4))
+    draws, _ = conditional_draws_of(
+        lik, h.n_crawls, table.log_max, "lognormal", np.full(n, -0.5), np.full(n, 1.2), np.random.default_rng(4)
+    )
     assert draws.shape == (n, 2)
     for i in range(2):
         res = stats.kstest(draws[:, i], _conditional_cdf(ch[i], t[i], "lognormal", -0.5, 1.2))

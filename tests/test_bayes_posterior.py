@@ -126,8 +126,9 @@ def test_pymc_sampler_fallback_agrees_with_grid(four_pages, grid_fit):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        idata = posterior(four_pages, prior=PRIOR, method="nuts", draws=500, tune=500, chains=2, rng=2,
-                          nuts_sampler="pymc")
+        idata = posterior(
+            four_pages, prior=PRIOR, method="nuts", draws=500, tune=500, chains=2, rng=2, nuts_sampler="pymc"
+        )
     assert idata.posterior.attrs["sampler"] == "pymc"
     m_n, se_n = _mean_and_mcse(idata, "arviz")
     m_g, se_g = _mean_and_mcse(grid_fit, "draws")
@@ -185,11 +186,19 @@ NO_P = CrawlHistory([1, 0, 1], [0.5, 1.0, 2.0])
         (H, {"method": None}, TypeError, "`method` must be one of"),
         (NO_TAU, {"method": "grid"}, ValueError, "method 'grid' needs the crawl intervals"),
         (NO_TAU, {"method": "nuts"}, ValueError, "method 'nuts' needs the crawl intervals"),
-        (NO_P, {"method": "conjugate", "prior": BetaPrimePrior(1.0, 2.0)}, ValueError,
-         "method 'conjugate' needs the crawl rate"),  # what is missing, before any prior is checked
+        (
+            NO_P,
+            {"method": "conjugate", "prior": BetaPrimePrior(1.0, 2.0)},
+            ValueError,
+            "method 'conjugate' needs the crawl rate",
+        ),  # what is missing, before any prior is checked
         (NO_P, {"method": "grid"}, ValueError, "`prior` is required when the history has no crawl_rate"),
-        (H, {"method": "conjugate", "prior": GammaPrior(1.0, 1.0)}, ValueError,
-         "`prior` must be a BetaPrimePrior for method 'conjugate'"),
+        (
+            H,
+            {"method": "conjugate", "prior": GammaPrior(1.0, 1.0)},
+            ValueError,
+            "`prior` must be a BetaPrimePrior for method 'conjugate'",
+        ),
         (H, {"prior": "gamma"}, TypeError, "`prior` must be a GammaPrior, LogNormalPrior or BetaPrimePrior; got str"),
         (H, {"prior": stats.gamma(2.0)}, TypeError, "`prior` must be a GammaPrior"),
         ([1, 0, 1], {}, TypeError, "`history` must be a CrawlHistory; got list"),

@@ -75,9 +75,7 @@ def test_moments_in_the_stated_units():
     assert BetaPrimePrior(2.0, 5.0).distribution(3.0).mean() == pytest.approx(3.0 * 2.0 / 4.0, rel=1e-12)
 
 
-@pytest.mark.parametrize(
-    "prior", [GammaPrior(2.5, 0.7), LogNormalPrior(-1.0, 0.8), BetaPrimePrior(1.5, 3.0)], ids=repr
-)
+@pytest.mark.parametrize("prior", [GammaPrior(2.5, 0.7), LogNormalPrior(-1.0, 0.8), BetaPrimePrior(1.5, 3.0)], ids=repr)
 def test_coefficients_give_the_log_density_of_log_rate(prior):
     # log π_u(u) = log π_Δ(e^u) + u, up to a constant, and its derivatives
     p = 2.0
@@ -123,13 +121,16 @@ def test_lognormal_extremes_that_are_accepted_work():
     assert LogNormalPrior(-700.0, 1.0).median == pytest.approx(math.exp(-700.0))
 
 
-@pytest.mark.parametrize(("shape", "rate", "match"), [
-    (1e300, 1e-300, r"`shape` and `rate` must give a prior scale .* got e\^1381.55"),  # a/b = 1e600
-    (1.0, 1e-310, r"`shape` and `rate` must give a prior scale"),  # 1/b = 1e310
-    (0.5, 1e305, r"`shape` and `rate` must give a prior scale"),  # mass ends near 1e-305
-    (1e300, 1.0, r"`shape` must be at most 2.1e\+18 for rate = 1"),  # sd of log Δ ≈ 1e-150 at log Δ ≈ 690.8
-    (1e25, 1.0, r"`shape` must be at most"),
-])
+@pytest.mark.parametrize(
+    ("shape", "rate", "match"),
+    [
+        (1e300, 1e-300, r"`shape` and `rate` must give a prior scale .* got e\^1381.55"),  # a/b = 1e600
+        (1.0, 1e-310, r"`shape` and `rate` must give a prior scale"),  # 1/b = 1e310
+        (0.5, 1e305, r"`shape` and `rate` must give a prior scale"),  # mass ends near 1e-305
+        (1e300, 1.0, r"`shape` must be at most 2.1e\+18 for rate = 1"),  # sd of log Δ ≈ 1e-150 at log Δ ≈ 690.8
+        (1e25, 1.0, r"`shape` must be at most"),
+    ],
+)
 def test_gamma_prior_outside_float64_is_refused(shape, rate, match):
     """The prior of log Δ must sit where float64 holds its rates and resolves its width:
     GammaPrior(1e300, 1e-300) (mean 1e600) used to give NaN posteriors on the grid."""

@@ -112,8 +112,12 @@ def test_exact_streaming_matches_the_hand_derived_gamma_posterior():
 @pytest.mark.parametrize("likelihood", ["conjugate", "exact"])
 def test_merge_equals_one_estimator_over_all_crawls(likelihood):
     h = _history((3, 30), seed=6)
-    kw = dict(likelihood=likelihood, crawl_rate=h.crawl_rate, n_pages=3,
-              prior=BetaPrimePrior(1.0, 2.0) if likelihood == "conjugate" else GammaPrior(1.0, 1.0))
+    kw = dict(
+        likelihood=likelihood,
+        crawl_rate=h.crawl_rate,
+        n_pages=3,
+        prior=BetaPrimePrior(1.0, 2.0) if likelihood == "conjugate" else GammaPrior(1.0, 1.0),
+    )
     a, b, whole = (BayesianEstimator(**kw) for _ in range(3))
     for j in range(30):
         (a if j < 11 else b).update(h.changed[:, j], h.intervals[:, j])
@@ -137,12 +141,21 @@ def test_merge_equals_one_estimator_over_all_crawls(likelihood):
         (dict(crawl_rate=[1.0, 2.0], n_pages=2), dict(crawl_rate=[1.0, 3.0], n_pages=2), "crawl_rate"),
         (dict(crawl_rate=1.0), dict(crawl_rate=1.0, prior=BetaPrimePrior(1.0, 3.0)), "prior"),
         (dict(crawl_rate=1.0), dict(crawl_rate=1.0, likelihood="exact"), "likelihood"),
-        (dict(likelihood="exact", prior=GammaPrior(1.0, 1.0)),
-         dict(likelihood="exact", prior=GammaPrior(1.0, 1.0), crawl_rate=2.0), "crawl_rate"),
-        (dict(likelihood="exact", prior=GammaPrior(1.0, 1.0)),
-         dict(likelihood="exact", prior=GammaPrior(1.0, 1.0), rate_grid=(1e-3, 1e3, 100)), "rate_grid"),
-        (dict(likelihood="exact", prior=GammaPrior(1.0, 1.0), rate_grid=(1e-3, 1e3, 100)),
-         dict(likelihood="exact", prior=GammaPrior(1.0, 1.0), rate_grid=(1e-3, 1e3, 101)), "rate_grid"),
+        (
+            dict(likelihood="exact", prior=GammaPrior(1.0, 1.0)),
+            dict(likelihood="exact", prior=GammaPrior(1.0, 1.0), crawl_rate=2.0),
+            "crawl_rate",
+        ),
+        (
+            dict(likelihood="exact", prior=GammaPrior(1.0, 1.0)),
+            dict(likelihood="exact", prior=GammaPrior(1.0, 1.0), rate_grid=(1e-3, 1e3, 100)),
+            "rate_grid",
+        ),
+        (
+            dict(likelihood="exact", prior=GammaPrior(1.0, 1.0), rate_grid=(1e-3, 1e3, 100)),
+            dict(likelihood="exact", prior=GammaPrior(1.0, 1.0), rate_grid=(1e-3, 1e3, 101)),
+            "rate_grid",
+        ),
     ],
 )
 def test_merge_refuses_estimators_with_different_settings(first, second, name):
@@ -165,13 +178,21 @@ def test_improper_posterior_has_rate_zero_but_no_credible_interval():
     [
         (dict(likelihood="mcmc", crawl_rate=1.0), ValueError, "`likelihood` must be one of"),
         (dict(prior="beta", crawl_rate=1.0), TypeError, "`prior` must be a GammaPrior"),
-        (dict(prior=GammaPrior(1.0, 1.0), crawl_rate=1.0), ValueError, "must be a BetaPrimePrior for likelihood 'conjugate'"),
+        (
+            dict(prior=GammaPrior(1.0, 1.0), crawl_rate=1.0),
+            ValueError,
+            "must be a BetaPrimePrior for likelihood 'conjugate'",
+        ),
         (dict(), ValueError, "likelihood 'conjugate' needs `crawl_rate`"),
         (dict(crawl_rate=0.0), ValueError, "`crawl_rate` must be > 0"),
         (dict(likelihood="exact", prior=BetaPrimePrior(0.0, 2.0), crawl_rate=1.0), ValueError, "needs a proper prior"),
         (dict(likelihood="exact", prior=BetaPrimePrior(1.0, 2.0)), ValueError, "prior on Δ/p: pass `crawl_rate`"),
         (dict(likelihood="exact", prior=GammaPrior(1, 1), rate_grid=(1.0, 0.5, 100)), ValueError, "needs low < high"),
-        (dict(likelihood="exact", prior=GammaPrior(1, 1), rate_grid=(0.0, 1.0, 100)), ValueError, "`rate_grid` must be > 0"),
+        (
+            dict(likelihood="exact", prior=GammaPrior(1, 1), rate_grid=(0.0, 1.0, 100)),
+            ValueError,
+            "`rate_grid` must be > 0",
+        ),
         (dict(likelihood="exact", prior=GammaPrior(1, 1), rate_grid=[1e-3, 1.0, 100]), TypeError, "tuple"),
         (dict(likelihood="exact", prior=GammaPrior(1, 1), rate_grid=(1e-3, 1.0, 4)), ValueError, "size` must be >= 16"),
         (dict(crawl_rate=np.ones(3), n_pages=2), ValueError, r"shape \(n_pages,\) = \(2,\)"),
@@ -352,8 +373,11 @@ def test_fixed_rate_grid_warns_when_the_posterior_leaves_it():
         for c in [1, 0] * 10:
             exact.update(c, 1.0)
         assert inside.rate == pytest.approx(exact.rate, rel=1e-6)
-    with pytest.warns(StatisticalWarning, match=r"posterior of page 0 has more than 1e-06 of its mass at an end of "
-                                                r"the fixed `rate_grid` \[0.001, 1e\+03\]"):
+    with pytest.warns(
+        StatisticalWarning,
+        match=r"posterior of page 0 has more than 1e-06 of its mass at an end of "
+        r"the fixed `rate_grid` \[0.001, 1e\+03\]",
+    ):
         outside.rate  # noqa: B018 (the property raises)
     narrow = BayesianEstimator(prior=LogNormalPrior(0.0, 1e-6), likelihood="exact", rate_grid=grid)
     with pytest.warns(StatisticalWarning, match="narrower than 3 node spacings"):

@@ -21,8 +21,12 @@ PAGES = [
 
 def ragged(pages, crawl_rate=None, page_ids=None):
     return CrawlHistory.from_segments(
-        np.concatenate([c for c, _ in pages]), np.concatenate([t for _, t in pages]),
-        lengths=[len(c) for c, _ in pages], crawl_rate=crawl_rate, page_ids=page_ids)
+        np.concatenate([c for c, _ in pages]),
+        np.concatenate([t for _, t in pages]),
+        lengths=[len(c) for c, _ in pages],
+        crawl_rate=crawl_rate,
+        page_ids=page_ids,
+    )
 
 
 @pytest.mark.parametrize(("a", "b"), [(2.0, 1.0), (0.5, 3.0)])
@@ -57,16 +61,14 @@ def test_rectangular_and_ragged_layouts_agree():
     changed = rng.integers(0, 2, (40, 6))
     tau = rng.exponential(1.0, (40, 6)) + 0.01
     rect = posterior_summary(CrawlHistory(changed, tau, crawl_rate=1.5))
-    flat = posterior_summary(CrawlHistory.from_segments(changed.ravel(), tau.ravel(), lengths=[6] * 40,
-                                                        crawl_rate=1.5))
+    flat = posterior_summary(CrawlHistory.from_segments(changed.ravel(), tau.ravel(), lengths=[6] * 40, crawl_rate=1.5))
     np.testing.assert_allclose(rect.mean, flat.mean, rtol=1e-12)
     np.testing.assert_allclose(rect.upper, flat.upper, rtol=1e-12)
 
 
 def test_conjugate_summary_is_the_beta_prime_posterior():
     p = np.array([0.5, 2.0, 1.0, 3.0, 0.25])
-    s = posterior_summary(ragged(PAGES, crawl_rate=p), prior=BetaPrimePrior(1.5, 3.5), method="conjugate",
-                          level=0.95)
+    s = posterior_summary(ragged(PAGES, crawl_rate=p), prior=BetaPrimePrior(1.5, 3.5), method="conjugate", level=0.95)
     for i, (changed, _) in enumerate(PAGES):
         dist = stats.betaprime(1.5 + sum(changed), 3.5 + len(changed) - sum(changed), scale=p[i])
         assert s.mean[i] == pytest.approx(dist.mean(), rel=1e-12)
@@ -150,8 +152,9 @@ def test_missing_data_named():
         posterior_summary(no_tau, method="grid")
     assert posterior_summary(no_tau, method="conjugate").n_pages == 2
     with pytest.raises(ValueError, match="needs a crawl_rate"):
-        posterior_summary(CrawlHistory.from_segments([1, 0, 1], lengths=[1, 2]), method="conjugate",
-                          prior=BetaPrimePrior(1.0, 2.0))
+        posterior_summary(
+            CrawlHistory.from_segments([1, 0, 1], lengths=[1, 2]), method="conjugate", prior=BetaPrimePrior(1.0, 2.0)
+        )
     with pytest.raises(TypeError, match="CrawlHistory"):
         posterior_summary([1, 0])
 

@@ -36,8 +36,9 @@ def numpy_grid_summary(h, prior, level):
     return mean, q[:, 0], q[:, 1]
 
 
-@pytest.mark.parametrize("prior", [BetaPrimePrior(1.0, 2.0), GammaPrior(0.5, 2.0), BetaPrimePrior(0.2, 1.5),
-                                   LogNormalPrior(-2.0, 1.5)])
+@pytest.mark.parametrize(
+    "prior", [BetaPrimePrior(1.0, 2.0), GammaPrior(0.5, 2.0), BetaPrimePrior(0.2, 1.5), LogNormalPrior(-2.0, 1.5)]
+)
 def test_compiled_summary_equals_the_numpy_grid(prior):
     # the same algorithm: equal to rounding (a few ulps per operation; 1e-12 relative)
     h = random_history(np.random.default_rng(5), 400)
@@ -65,8 +66,11 @@ def _fine_grid_reference(changed, tau, a, b, level):
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.tuples(st.booleans(), st.floats(0.01, 100.0)), min_size=1, max_size=12),
-       st.floats(0.5, 3.0), st.floats(0.1, 5.0))
+@given(
+    st.lists(st.tuples(st.booleans(), st.floats(0.01, 100.0)), min_size=1, max_size=12),
+    st.floats(0.5, 3.0),
+    st.floats(0.1, 5.0),
+)
 def test_summary_matches_the_posterior_on_a_fine_uniform_grid(crawls, a, b):
     changed = np.array([c for c, _ in crawls], dtype=np.int8)
     tau = np.array([t for _, t in crawls])
@@ -88,17 +92,27 @@ def test_pages_with_the_same_statistics_share_one_computation_bit_for_bit(seed, 
     rng = np.random.default_rng(seed)
     base = random_history(rng, n_base, max_len=15, crawl_rate=0.2)
     pick = rng.integers(0, n_base, n_base * copies)  # each page repeated, the copies interleaved
-    segs = [(base.flat_changed[base.offsets[i]:base.offsets[i + 1]],
-             base.flat_intervals[base.offsets[i]:base.offsets[i + 1]]) for i in pick]
-    h = CrawlHistory.from_segments(np.concatenate([c for c, _ in segs]), np.concatenate([t for _, t in segs]),
-                                   lengths=[c.size for c, _ in segs], crawl_rate=0.2)
+    segs = [
+        (
+            base.flat_changed[base.offsets[i] : base.offsets[i + 1]],
+            base.flat_intervals[base.offsets[i] : base.offsets[i + 1]],
+        )
+        for i in pick
+    ]
+    h = CrawlHistory.from_segments(
+        np.concatenate([c for c, _ in segs]),
+        np.concatenate([t for _, t in segs]),
+        lengths=[c.size for c, _ in segs],
+        crawl_rate=0.2,
+    )
     alone = [posterior_summary(CrawlHistory.from_segments(c, t, lengths=[c.size], crawl_rate=0.2)) for c, t in segs]
     s = posterior_summary(h)
     for name in ("mean", "sd", "lower", "upper"):
         np.testing.assert_array_equal(getattr(s, name), np.concatenate([getattr(x, name) for x in alone]))
     coef = BetaPrimePrior(1.0, 2.0).coefficients(np.full(pick.size, 0.2)).as_arrays(pick.size)
-    reps, inverse, _, _ = distinct_pages(h.flat_changed.astype(np.int8), h.flat_intervals, h.offsets,
-                                         [coef[k] for k in "ABCMEL"])
+    reps, inverse, _, _ = distinct_pages(
+        h.flat_changed.astype(np.int8), h.flat_intervals, h.offsets, [coef[k] for k in "ABCMEL"]
+    )
     # pages with the same crawls get one representative; the changed crawls' order does not matter
     assert reps.size <= np.unique(pick).size
     first = {}
@@ -113,8 +127,9 @@ def test_shuffled_changed_crawls_share_the_computation():
     changed = np.array([1, 0, 1, 1, 0, 1], dtype=np.int8)
     tau = np.array([3.0, 2.0, 0.5, 7.0, 1.0, 0.25])
     order = np.array([3, 0, 5, 2, 1, 4])
-    h = CrawlHistory.from_segments(np.concatenate([changed, changed[order]]), np.concatenate([tau, tau[order]]),
-                                   lengths=[6, 6], crawl_rate=0.5)
+    h = CrawlHistory.from_segments(
+        np.concatenate([changed, changed[order]]), np.concatenate([tau, tau[order]]), lengths=[6, 6], crawl_rate=0.5
+    )
     s = posterior_summary(h)
     assert s.mean[0] == s.mean[1] and s.lower[0] == s.lower[1] and s.upper[0] == s.upper[1]
     assert s.sd[0] == s.sd[1]

@@ -11,8 +11,15 @@ from hypothesis import strategies as st
 from changerate_bayes import BurstFilter, BurstParameters, burst_predictive, fit_bursts, simulate_burst_pages
 from changerate_bayes.bursts._kernels import transition
 
-PARAMS = [(0.1, 3.0, 0.2, 0.5), (0.0, 2.0, 0.01, 1.0), (1.0, 1.0, 0.3, 0.3), (0.5, 0.5, 0.0, 0.0),
-          (1e-3, 10.0, 1e-4, 2.0), (0.1, 2.0, 0.0, 0.4), (0.2, 0.7, 5.0, 3.0)]
+PARAMS = [
+    (0.1, 3.0, 0.2, 0.5),
+    (0.0, 2.0, 0.01, 1.0),
+    (1.0, 1.0, 0.3, 0.3),
+    (0.5, 0.5, 0.0, 0.0),
+    (1e-3, 10.0, 1e-4, 2.0),
+    (0.1, 2.0, 0.0, 0.4),
+    (0.2, 0.7, 5.0, 3.0),
+]
 TAUS = [1e-9, 1e-3, 0.05, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0]
 
 
@@ -126,8 +133,7 @@ def test_streaming_filter_equals_batch_after_every_crawl():
     for j in range(40):
         m = mask[:, j]
         pred = f.prob_change_within(sim.intervals[:, j])
-        np.testing.assert_allclose(pred[m], batch.change_probability[np.flatnonzero(m), pos[m]], rtol=1e-12,
-                                   atol=1e-15)
+        np.testing.assert_allclose(pred[m], batch.change_probability[np.flatnonzero(m), pos[m]], rtol=1e-12, atol=1e-15)
         f.update(sim.changed[:, j], sim.intervals[:, j], m)
         pos += m
     lev = np.logaddexp.reduce(f.log_evidence_, axis=1)
@@ -144,8 +150,9 @@ def test_masked_pages_are_untouched_and_units_scale():
     # per-hour rates with intervals in hours = per-day rates with intervals in days
     g = BurstFilter(3, params=p.scaled(24.0))
     g.update([1, 1, 0], [2.0 / 24, 1.0, 1.0 / 24], [True, False, True])
-    np.testing.assert_allclose(g.prob_change_within(np.array([0.1, 0.2, 0.3])),
-                               f.prob_change_within(np.array([2.4, 4.8, 7.2])), rtol=1e-12)
+    np.testing.assert_allclose(
+        g.prob_change_within(np.array([0.1, 0.2, 0.3])), f.prob_change_within(np.array([2.4, 4.8, 7.2])), rtol=1e-12
+    )
     np.testing.assert_allclose(g.rate, 24.0 * f.rate, rtol=1e-12)
     # time_scale divides the rates
     h = BurstFilter(3, params=p, time_scale=np.array([1.0, 2.0, 4.0]))
@@ -172,9 +179,14 @@ def test_learner_interface():
 
 
 @settings(max_examples=40, deadline=None)
-@given(l0=st.floats(0.0, 5.0), extra=st.floats(0.0, 20.0), q01=st.floats(0.0, 3.0), q10=st.floats(0.0, 3.0),
-       hist=st.lists(st.tuples(st.booleans(), st.floats(1e-6, 50.0)), min_size=0, max_size=6),
-       ts=st.lists(st.floats(0.0, 1e4), min_size=2, max_size=8))
+@given(
+    l0=st.floats(0.0, 5.0),
+    extra=st.floats(0.0, 20.0),
+    q01=st.floats(0.0, 3.0),
+    q10=st.floats(0.0, 3.0),
+    hist=st.lists(st.tuples(st.booleans(), st.floats(1e-6, 50.0)), min_size=0, max_size=6),
+    ts=st.lists(st.floats(0.0, 1e4), min_size=2, max_size=8),
+)
 def test_predictive_is_a_probability_nondecreasing_in_t(l0, extra, q01, q10, hist, ts):
     if l0 + extra == 0.0 and q01 == 0.0 and q10 == 0.0:  # no change, no switch: refused
         with pytest.raises(ValueError, match="are all 0"):
@@ -255,9 +267,14 @@ def test_plugs_into_the_replay_as_a_learner():
 
     changes = pd.DataFrame({"page": ["a", "a", "a", "b"], "timestamp": [1.5, 1.6, 3.2, 2.0]})
     win = pd.DataFrame({"page": ["a", "b", "c"], "start": [0.0, 0.5, 1.0], "end": [5.0, 5.0, 4.0]})
-    df = replay_policies(changes, window=win, budget=3.0, policies=[PlugInPolicy(factory, name="burst"),
-                                                                     ThompsonPolicy(factory, name="burst_ts")],
-                         step="1h", rng=0)
+    df = replay_policies(
+        changes,
+        window=win,
+        budget=3.0,
+        policies=[PlugInPolicy(factory, name="burst"), ThompsonPolicy(factory, name="burst_ts")],
+        step="1h",
+        rng=0,
+    )
     assert df["policy"].tolist() == ["burst", "burst_ts"]
     assert all(f.n_updates_.sum() > 0 for f in made)
     assert np.all((df["freshness"] >= 0) & (df["freshness"] <= 1))

@@ -56,8 +56,11 @@ def _history(rng, n=400):
 @pytest.mark.parametrize("tiny", [1e-300, 1e-120])
 def test_intervals_too_short_for_the_fit_are_refused_naming_the_limit(tiny):
     changed, tau = _history(np.random.default_rng(1))
-    with pytest.raises(ValueError, match=r"`intervals`: their median is .* fit_bursts needs it within "
-                                         r"\[1e-100, 1e\+100\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"`intervals`: their median is .* fit_bursts needs it within "
+        r"\[1e-100, 1e\+100\]",
+    ):
         fit_bursts(changed, tau * tiny)
     with pytest.raises(ValueError, match=r"`intervals`: their median is"):
         fit_bursts(changed, tau * (1 / tiny))

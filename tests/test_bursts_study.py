@@ -39,11 +39,35 @@ def test_held_out_fit_and_baselines_on_simulated_bursts():
 
 
 def _block(label, diffs, ratio=None):
-    rows = [{"method": m, "log_score": -0.4 + d, "brier": 0.1, "diff_vs_dynamic": d, "ci_low": d - 0.01,
-             "ci_high": d + 0.01} for m, d in zip(B.METHODS, diffs)]
-    b = {"label": label, "rows": rows, "fraction_changed": 0.3, "winner": "burst", "n_scored": 100,
-         "fits": {m: {"quiet_rate": 0.1, "busy_rate": 1.0, "to_busy": 0.1, "to_quiet": 0.5,
-                      "busy_probability": 1 / 6, "converged": True} for m in B.BURSTS}}
+    rows = [
+        {
+            "method": m,
+            "log_score": -0.4 + d,
+            "brier": 0.1,
+            "diff_vs_dynamic": d,
+            "ci_low": d - 0.01,
+            "ci_high": d + 0.01,
+        }
+        for m, d in zip(B.METHODS, diffs)
+    ]
+    b = {
+        "label": label,
+        "rows": rows,
+        "fraction_changed": 0.3,
+        "winner": "burst",
+        "n_scored": 100,
+        "fits": {
+            m: {
+                "quiet_rate": 0.1,
+                "busy_rate": 1.0,
+                "to_busy": 0.1,
+                "to_quiet": 0.5,
+                "busy_probability": 1 / 6,
+                "converged": True,
+            }
+            for m in B.BURSTS
+        },
+    }
     if ratio is not None:
         b["ratio"] = ratio
     return b
@@ -54,9 +78,22 @@ def test_verdict_names_wins_and_losses():
     lose = [-0.05, -0.04, 0.0, -0.01, -0.02, -0.1]
     ota = _block("ota", win)
     ota.update({"fits": [ota["fits"]], "median_interval_hours": 8.0})  # one fit per fold of pages
-    res = {"bursts": {"traces": [_block("a", win, 1 / 3), _block("b", lose, 1 / 15)], "ota": ota,
-                      "settings": {"R": 1, "max_crawls": 10, "fit_crawls": 5, "folds": 2, "trace_folds": 2,
-                                   "n_boot": 10, "scales": [1.0], "ota_max": None}}}
+    res = {
+        "bursts": {
+            "traces": [_block("a", win, 1 / 3), _block("b", lose, 1 / 15)],
+            "ota": ota,
+            "settings": {
+                "R": 1,
+                "max_crawls": 10,
+                "fit_crawls": 5,
+                "folds": 2,
+                "trace_folds": 2,
+                "n_boot": 10,
+                "scales": [1.0],
+                "ota_max": None,
+            },
+        }
+    }
     text, ok = B.verdict(res)
     assert ok is None
     assert "higher on: a at p = rate/3; ota" in text and "Both score lower on: b at p = rate/15 (-0.0400)" in text

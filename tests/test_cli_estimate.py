@@ -24,8 +24,21 @@ def test_estimate_writes_table_and_report(tmp_path, capsys):
     log = tmp_path / "log.csv"
     log.write_text(LOG)
     out = tmp_path / "est.csv"
-    rc = main(["estimate", str(log), "--methods", "lln", "mle", "--out", str(out), "--report", str(tmp_path / "r"),
-               "--budget", "4"])
+    rc = main(
+        [
+            "estimate",
+            str(log),
+            "--methods",
+            "lln",
+            "mle",
+            "--out",
+            str(out),
+            "--report",
+            str(tmp_path / "r"),
+            "--budget",
+            "4",
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "read 8 rows of 3 pages" in text and "failed_status 1" in text and "single-visit pages: 1" in text
@@ -42,12 +55,15 @@ def test_estimate_writes_table_and_report(tmp_path, capsys):
     assert res["audit"]["rows_read"] == 8 and len(res["pages"]) == 2
 
 
-@pytest.mark.parametrize("text, message", [
-    ("url,fetch_time,digest\na,2024-01-01T00:00Z,x\n", "line 1: missing required column 'page'"),
-    ("page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,noon,y\n", "line 3, column 'fetch_time': unparsable time"),
-    ("page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,2024-01-02T00:00,y\n", "naive and time-zone-aware"),
-    ("page,fetch_time,digest\na,2024-01-01T00:00Z,\na,2024-01-02T00:00Z,\n", "digest column is entirely empty"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("url,fetch_time,digest\na,2024-01-01T00:00Z,x\n", "line 1: missing required column 'page'"),
+        ("page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,noon,y\n", "line 3, column 'fetch_time': unparsable time"),
+        ("page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,2024-01-02T00:00,y\n", "naive and time-zone-aware"),
+        ("page,fetch_time,digest\na,2024-01-01T00:00Z,\na,2024-01-02T00:00Z,\n", "digest column is entirely empty"),
+    ],
+)
 def test_estimate_bad_input_writes_nothing(tmp_path, capsys, text, message):
     log = tmp_path / "log.csv"
     log.write_text(text)
@@ -94,16 +110,25 @@ def test_estimate_states_each_note_once_and_hides_other_estimators(tmp_path, cap
     # two pages crawled every 6 h (a fixed schedule): the Poisson-crawling note of naive, lln, sa
     # and sam is printed once, naming the four
     times = pd.date_range("2024-01-01", periods=30, freq="6h", tz="UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
-    df = pd.DataFrame({"page": np.repeat(["a", "b"], 30), "fetch_time": np.tile(times, 2),
-                       "changed": np.tile(np.arange(30) % 3 == 1, 2).astype(int)})
+    df = pd.DataFrame(
+        {
+            "page": np.repeat(["a", "b"], 30),
+            "fetch_time": np.tile(times, 2),
+            "changed": np.tile(np.arange(30) % 3 == 1, 2).astype(int),
+        }
+    )
     log = tmp_path / "log.csv"
     df.to_csv(log, index=False)
     out = tmp_path / "est.csv"
     assert main(["estimate", str(log), "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "assume Poisson crawling" not in text and text.count("note: rate_per_day is") == 1
-    assert pd.read_csv(out).columns.tolist()[6:10] == ["rate_per_day", "rate_lower_per_day", "rate_upper_per_day",
-                                                      "rate_method"]
+    assert pd.read_csv(out).columns.tolist()[6:10] == [
+        "rate_per_day",
+        "rate_lower_per_day",
+        "rate_upper_per_day",
+        "rate_method",
+    ]
     assert main(["estimate", str(log), "--out", str(out), "--all-estimators", "--report", str(tmp_path / "r")]) == 0
     text = capsys.readouterr().out
     html = (tmp_path / "r" / "index.html").read_text()

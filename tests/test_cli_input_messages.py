@@ -17,8 +17,9 @@ def _estimate(tmp_path, *args):
 def test_numbers_are_shown_plainly(tmp_path):
     path = tmp_path / "log.parquet"
     # a number is seconds since 1970; milliseconds are refused, the number shown as written
-    pd.DataFrame({"page": ["a", "a"], "fetch_time": [1704067000000, 1704068000000],
-                  "digest": ["x", "y"]}).to_parquet(path)
+    pd.DataFrame({"page": ["a", "a"], "fetch_time": [1704067000000, 1704068000000], "digest": ["x", "y"]}).to_parquet(
+        path
+    )
     with pytest.raises(CrawlLogError, match=r"row 1, column 'fetch_time': the number 1704067000000 is too large"):
         read_parquet(path)
     win = pd.DataFrame({"page": ["a"], "start": [2.0], "end": [2.0]})
@@ -35,8 +36,10 @@ def test_ota_changed_is_refused_on_other_logs(tmp_path, capsys):
     assert _estimate(tmp_path, log, "--ota-changed", "raw") == 2
     assert "--ota-changed applies to Open Terms Archive logs" in capsys.readouterr().err
     ota = tmp_path / "ota.csv"
-    ota.write_text("page,fetch_time,changed_raw,changed_filtered\n" + "".join(
-        f"a,2024-01-0{d}T00:00Z,{r},{f}\n" for d, r, f in [(1, 0, 0), (2, 1, 0), (3, 1, 1), (4, 0, 0)]))
+    ota.write_text(
+        "page,fetch_time,changed_raw,changed_filtered\n"
+        + "".join(f"a,2024-01-0{d}T00:00Z,{r},{f}\n" for d, r, f in [(1, 0, 0), (2, 1, 0), (3, 1, 1), (4, 0, 0)])
+    )
     assert _estimate(tmp_path, ota, "--ota-changed", "raw") == 0
     raw = pd.read_csv(tmp_path / "out.csv")
     assert _estimate(tmp_path, ota) == 0  # filtered by default
@@ -49,8 +52,11 @@ def test_files_of_two_formats_must_share_one(tmp_path, capsys):
     csv.write_text(LOG)
     pq = tmp_path / "b.parquet"
     pd.read_csv(csv).to_parquet(pq)
-    with pytest.raises(CrawlLogError, match=r"must share one format, but .*a\.csv is 'csv' and .*b\.parquet is "
-                                            r"'parquet'; read each format separately$"):
+    with pytest.raises(
+        CrawlLogError,
+        match=r"must share one format, but .*a\.csv is 'csv' and .*b\.parquet is "
+        r"'parquet'; read each format separately$",
+    ):
         read_log([csv, pq])
     for engine in ("pandas", "dask"):
         assert _estimate(tmp_path, csv, pq, "--engine", engine) == 2

@@ -93,8 +93,24 @@ def test_tables_are_created_as_the_umask_says(tmp_path, umask, suffix):
         assert _estimate(log, "--out", out) == 0
         ch = tmp_path / "ch.csv"
         ch.write_text(CHANGES)
-        assert main(["replay", str(ch), *WINDOW, "--budget", "2", "--policies", "uniform", "--n-boot", "0",
-                     "--csv", str(tmp_path / "replay.csv")]) == 0
+        assert (
+            main(
+                [
+                    "replay",
+                    str(ch),
+                    *WINDOW,
+                    "--budget",
+                    "2",
+                    "--policies",
+                    "uniform",
+                    "--n-boot",
+                    "0",
+                    "--csv",
+                    str(tmp_path / "replay.csv"),
+                ]
+            )
+            == 0
+        )
     finally:
         os.umask(old)
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
@@ -168,9 +184,15 @@ def test_two_runs_never_pair_one_table_with_the_other_report(tmp_path):
     a.write_text(LOG)
     b.write_text(LOG.replace("a,", "pa,").replace("b,", "pb,"))
     out, report = tmp_path / "est.csv", tmp_path / "rep"
-    runs = [subprocess.Popen([sys.executable, "-c", _RUN, str(log), str(out), str(report), str(tmp_path), slow],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            for log, slow in ((a, "1"), (b, "0"))]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _RUN, str(log), str(out), str(report), str(tmp_path), slow],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for log, slow in ((a, "1"), (b, "0"))
+    ]
     for run in runs:
         _, err = run.communicate(timeout=600)
         assert run.returncode == 0, err

@@ -9,8 +9,9 @@ from changerate_bayes.cli import main
 
 def _files(tmp_path):
     ch = tmp_path / "changes.csv"
-    pd.DataFrame({"page": ["a", "a", "b"],
-                  "timestamp": ["2024-01-02T10:00:00Z", "2024-01-05T00:00:00Z", "2024-01-03T12:00:00Z"]}).to_csv(ch, index=False)
+    pd.DataFrame(
+        {"page": ["a", "a", "b"], "timestamp": ["2024-01-02T10:00:00Z", "2024-01-05T00:00:00Z", "2024-01-03T12:00:00Z"]}
+    ).to_csv(ch, index=False)
     win = tmp_path / "windows.csv"
     pd.DataFrame({"page": ["a", "b", "c"], "start": "2024-01-01", "end": "2024-01-20"}).to_csv(win, index=False)
     return str(ch), str(win)
@@ -19,8 +20,27 @@ def _files(tmp_path):
 def test_replay_command_writes_a_report(tmp_path, capsys):
     ch, win = _files(tmp_path)
     out = tmp_path / "rep"
-    code = main(["replay", ch, "--windows", win, "--budget", "0.5", "2", "--policies", "uniform", "stormcrawler",
-                 "oracle", "--n-boot", "20", "--report", str(out), "--csv", str(tmp_path / "t.csv")])
+    code = main(
+        [
+            "replay",
+            ch,
+            "--windows",
+            win,
+            "--budget",
+            "0.5",
+            "2",
+            "--policies",
+            "uniform",
+            "stormcrawler",
+            "oracle",
+            "--n-boot",
+            "20",
+            "--report",
+            str(out),
+            "--csv",
+            str(tmp_path / "t.csv"),
+        ]
+    )
     assert code == 0
     printed = capsys.readouterr().out
     assert "stormcrawler" in printed and "spent by stormcrawler" in printed
@@ -54,8 +74,9 @@ def test_replay_command_refuses_a_budget_beyond_what_it_counts(tmp_path, capsys)
         err = capsys.readouterr().err
         assert "--budget must" in err and "Traceback" not in err
     assert not out.exists()
-    code = main(["replay", ch, "--windows", win, "--budget", "1e12", "--policies", "uniform", "oracle",
-                 "--n-boot", "20"])
+    code = main(
+        ["replay", ch, "--windows", win, "--budget", "1e12", "--policies", "uniform", "oracle", "--n-boot", "20"]
+    )
     assert code == 0
     printed = capsys.readouterr().out
     assert "1.000000e+12" in printed

@@ -37,19 +37,23 @@ def test_estimate_maps_columns(tmp_path, capsys):
     assert main(["estimate", str(log), "--methods", "lln", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "missing required column 'page'" in err and "--columns" in err and "`columns=`" not in err
-    rc = main(["estimate", str(log), "--methods", "lln", "--out", str(out),
-               "--columns", "page=url,fetch_time=ts,digest=sha1"])
+    rc = main(
+        ["estimate", str(log), "--methods", "lln", "--out", str(out), "--columns", "page=url,fetch_time=ts,digest=sha1"]
+    )
     assert rc == 0
     t = pd.read_csv(out)
     assert t["page"].tolist() == ["a", "b"] and t["n_changes"].tolist() == [2, 0]
 
 
-@pytest.mark.parametrize("value, message", [
-    ("page", "--columns takes ROLE=COLUMN pairs"),
-    ("page=url,url=x", "--columns: unknown role 'url'"),
-    ("page=url,page=x", "--columns gives role 'page' twice"),
-    ("page=url,fetch_time=url", "--columns maps column 'url' to two roles, 'page' and 'fetch_time'"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("page", "--columns takes ROLE=COLUMN pairs"),
+        ("page=url,url=x", "--columns: unknown role 'url'"),
+        ("page=url,page=x", "--columns gives role 'page' twice"),
+        ("page=url,fetch_time=url", "--columns maps column 'url' to two roles, 'page' and 'fetch_time'"),
+    ],
+)
 def test_bad_columns_flag(tmp_path, capsys, value, message):
     log = tmp_path / "log.csv"
     log.write_text(LOG)
@@ -75,9 +79,11 @@ def test_replay_names_its_flags(tmp_path, capsys):
 
 def test_cli_message_and_parse_columns():
     assert cli_message("`window` is None, so `changes` needs columns start and end", {"changes": "CHANGES.csv"}) == (
-        "without --window or --windows, CHANGES.csv needs columns start and end")
+        "without --window or --windows, CHANGES.csv needs columns start and end"
+    )
     assert cli_message("`budget` must be > 0 (map yours with `columns=`)", {"budget": "--budget"}).startswith(
-        "--budget must be > 0 (map yours with --columns ROLE=COLUMN")
+        "--budget must be > 0 (map yours with --columns ROLE=COLUMN"
+    )
     assert cli_message("`other` stays", {}) == "`other` stays"
     assert parse_columns(None, ("page",)) is None
 
@@ -154,8 +160,9 @@ def test_estimate_report_labels_attribution_and_time(tmp_path, monkeypatch):
 
 def _start(args, tmp_path):
     env = {**os.environ, "PYTHONWARNINGS": "default"}
-    return subprocess.Popen([CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            cwd=tmp_path)
+    return subprocess.Popen(
+        [CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path
+    )
 
 
 def _wait_for(path: Path, proc, timeout=120.0):
@@ -184,8 +191,20 @@ def test_estimate_stops_on_a_signal_with_one_line(tmp_path, sig):
 @pytest.mark.slow
 def test_validate_stops_on_sigterm_and_leaves_nothing(tmp_path):
     out = tmp_path / "v" / "sub"
-    proc = _start(["validate", "--quick", "--only", "scheduling_sampling", "scheduling_closed_loop", "-j", "2",
-                   "--out", str(out)], tmp_path)
+    proc = _start(
+        [
+            "validate",
+            "--quick",
+            "--only",
+            "scheduling_sampling",
+            "scheduling_closed_loop",
+            "-j",
+            "2",
+            "--out",
+            str(out),
+        ],
+        tmp_path,
+    )
     _wait_for(out, proc)
     time.sleep(3.0)  # the two worker processes are running studies
     proc.send_signal(signal.SIGTERM)
@@ -216,8 +235,21 @@ def test_report_folder_errors_name_the_flag(tmp_path, capsys):
     log.write_text(LOG)
     assert main(["validate", "--quick", "--only", "scheduling_sampling", "--out", str(blocker)]) == 2
     assert f"--out '{blocker}' is an existing file" in capsys.readouterr().err
-    assert main(["estimate", str(log), "--columns", "page=url,fetch_time=ts,digest=sha1", "--out",
-                 str(tmp_path / "e.csv"), "--report", str(blocker)]) == 2
+    assert (
+        main(
+            [
+                "estimate",
+                str(log),
+                "--columns",
+                "page=url,fetch_time=ts,digest=sha1",
+                "--out",
+                str(tmp_path / "e.csv"),
+                "--report",
+                str(blocker),
+            ]
+        )
+        == 2
+    )
     assert f"--report '{blocker}' is an existing file" in capsys.readouterr().err
     assert main(["diagnose", str(log), "--report", str(blocker)]) == 2
     err = capsys.readouterr().err
@@ -230,8 +262,21 @@ def test_diagnose_maps_the_time_column(tmp_path, capsys):
     pd.DataFrame({"url": ["a"] * 40, "when": times}).to_csv(path, index=False)
     assert main(["diagnose", str(path), "--report", str(tmp_path / "d"), "--n-resamples", "19"]) == 2
     assert "--columns time=COLUMN" in capsys.readouterr().err
-    assert main(["diagnose", str(path), "--report", str(tmp_path / "d"), "--n-resamples", "19",
-                 "--columns", "page=url,time=when"]) == 0
+    assert (
+        main(
+            [
+                "diagnose",
+                str(path),
+                "--report",
+                str(tmp_path / "d"),
+                "--n-resamples",
+                "19",
+                "--columns",
+                "page=url,time=when",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "a: 40 events" in out and "tested all 1 page(s)" in out
 
@@ -244,8 +289,9 @@ def test_the_parser_lists_the_readers_columns():
 
 
 def test_diagnose_crawl_log_with_a_timestamp_and_changed_column(tmp_path, capsys):
-    rows = ["page,timestamp,changed"] + [f"a,2024-01-{1 + i // 24:02d}T{i % 24:02d}:00:00Z,{int(i % 3 == 0)}"
-                                         for i in range(40)]
+    rows = ["page,timestamp,changed"] + [
+        f"a,2024-01-{1 + i // 24:02d}T{i % 24:02d}:00:00Z,{int(i % 3 == 0)}" for i in range(40)
+    ]
     path = tmp_path / "log.csv"
     path.write_text("\n".join(rows) + "\n")
     assert main(["diagnose", str(path), "--report", str(tmp_path / "d"), "--n-resamples", "19"]) == 0
@@ -257,9 +303,24 @@ def test_table_and_report_in_one_folder_do_not_wait_for_each_other(tmp_path):
     log = tmp_path / "log.csv"
     log.write_text(LOG)
     out = tmp_path / "same"
-    proc = subprocess.run([CLI, "estimate", str(log), "--columns", "page=url,fetch_time=ts,digest=sha1", "--methods",
-                           "mle", "--out", str(out / "e.csv"), "--report", str(out)],
-                          capture_output=True, text=True, timeout=300)  # a lock waiting for itself never returns
+    proc = subprocess.run(
+        [
+            CLI,
+            "estimate",
+            str(log),
+            "--columns",
+            "page=url,fetch_time=ts,digest=sha1",
+            "--methods",
+            "mle",
+            "--out",
+            str(out / "e.csv"),
+            "--report",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # a lock waiting for itself never returns
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in out.iterdir()) == ["e.csv", "index.html", "results.json"]
 

@@ -29,8 +29,14 @@ def _synthetic_log(tmp_path, n=6000, pages=120, seed=3):
     t = start + pd.to_timedelta(rng.integers(0, 90 * 24 * 60, n), "min")
     digest = (rng.random(n) < 0.2).cumsum() % 7
     status = rng.choice([200, 200, 200, 200, 304, 404, 503], n)
-    df = pd.DataFrame({"url": "p" + pd.Series(page).astype(str), "when": t.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                       "status": status, "sha": digest.astype(str)})
+    df = pd.DataFrame(
+        {
+            "url": "p" + pd.Series(page).astype(str),
+            "when": t.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "status": status,
+            "sha": digest.astype(str),
+        }
+    )
     df.loc[rng.random(n) < 0.02, "sha"] = ""
     path = tmp_path / "log.csv"
     df.to_csv(path, index=False)
@@ -64,9 +70,13 @@ def test_dask_error_names_the_log_row(tmp_path, client):
     from changerate_bayes.crawllog.dask_engine import estimate_pages_dask
     from changerate_bayes.io import CrawlLogError
 
-    df = pd.DataFrame({"page": ["a", "b", "a", "b"], "fetch_time": ["2024-01-01T00:00Z", "2024-01-01T00:00Z",
-                                                                    "2024-01-01T01:00Z", "later"],
-                       "digest": ["x", "y", "z", "w"]})
+    df = pd.DataFrame(
+        {
+            "page": ["a", "b", "a", "b"],
+            "fetch_time": ["2024-01-01T00:00Z", "2024-01-01T00:00Z", "2024-01-01T01:00Z", "later"],
+            "digest": ["x", "y", "z", "w"],
+        }
+    )
     ddf = dd.from_pandas(df, npartitions=2)
     with pytest.raises(CrawlLogError, match=r"log: row 4, column 'fetch_time': unparsable time 'later'"):
         estimate_pages_dask(ddf, source="log")
@@ -84,8 +94,24 @@ def test_estimate_command_dask_engine_equals_pandas(tmp_path, client, capsys):
     a, b = tmp_path / "pandas.parquet", tmp_path / "dask.parquet"
     assert main(["estimate", str(path), "--methods", "lln", "mle", "--out", str(a)]) == 0
     pandas_audit = capsys.readouterr().out.split("wrote")[0]
-    assert main(["estimate", str(path), "--methods", "lln", "mle", "--out", str(b), "--engine", "dask",
-                 "--scheduler", client.scheduler.address]) == 0
+    assert (
+        main(
+            [
+                "estimate",
+                str(path),
+                "--methods",
+                "lln",
+                "mle",
+                "--out",
+                str(b),
+                "--engine",
+                "dask",
+                "--scheduler",
+                client.scheduler.address,
+            ]
+        )
+        == 0
+    )
     dask_audit = capsys.readouterr().out.split("wrote")[0]
     assert dask_audit == pandas_audit
     ta, tb = pd.read_parquet(a), pd.read_parquet(b)
@@ -136,8 +162,10 @@ def test_notes_come_once_each_from_workers_with_several_threads(tmp_path):
     pandas_notes = [str(x.message) for x in w if x.category is StatisticalWarning]
     assert len(pandas_notes) == 2 and _kinds(pandas_notes) == _kinds(expect.attrs["warnings"])
     # threads of one process: the tasks' estimators warn at the same time
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=4, processes=False, dashboard_address=None) as cl, \
-            distributed.Client(cl) as c:
+    with (
+        distributed.LocalCluster(n_workers=1, threads_per_worker=4, processes=False, dashboard_address=None) as cl,
+        distributed.Client(cl) as c,
+    ):
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             got = estimate_files_dask(paths, methods=METHODS, client=c)

@@ -82,12 +82,16 @@ def test_files_with_different_columns_are_refused_as_pandas_refuses_them(tmp_pat
     # refuses them; each file read and reduced by its own task must be refused with the same message
     from changerate_bayes.crawllog.dask_engine import estimate_files_dask
 
-    first = ("page,fetch_time,status,digest,last_modified\n"
-             "a,2024-01-01T00:00:00Z,200,x,2023-12-01T00:00:00Z\n"
-             "a,2024-01-02T00:00:00Z,200,y,2024-01-01T12:00:00Z\n"
-             "a,2024-01-03T00:00:00Z,200,y,2024-01-01T12:00:00Z\n")
-    second = ("page,fetch_time,status,digest\n"
-              "b,2024-01-01T00:00:00Z,200,x\nb,2024-01-02T00:00:00Z,200,x\nb,2024-01-03T00:00:00Z,200,z\n")
+    first = (
+        "page,fetch_time,status,digest,last_modified\n"
+        "a,2024-01-01T00:00:00Z,200,x,2023-12-01T00:00:00Z\n"
+        "a,2024-01-02T00:00:00Z,200,y,2024-01-01T12:00:00Z\n"
+        "a,2024-01-03T00:00:00Z,200,y,2024-01-01T12:00:00Z\n"
+    )
+    second = (
+        "page,fetch_time,status,digest\n"
+        "b,2024-01-01T00:00:00Z,200,x\nb,2024-01-02T00:00:00Z,200,x\nb,2024-01-03T00:00:00Z,200,z\n"
+    )
     if how == "rows":  # page a in both files
         second = second.replace("b,", "a,").replace("2024-01-0", "2024-02-0")
     files = [tmp_path / "log-0.csv", tmp_path / "log-1.csv"]

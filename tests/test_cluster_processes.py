@@ -52,8 +52,22 @@ def _start_cluster(folder: Path, request):
     request.addfinalizer(log.close)
     sched_file = folder / "scheduler.json"
     popen = dict(stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # own process group: killable
-    procs.append(subprocess.Popen([_DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                                   "--scheduler-file", str(sched_file)], **popen))
+    procs.append(
+        subprocess.Popen(
+            [
+                _DASK,
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(sched_file),
+            ],
+            **popen,
+        )
+    )
     deadline = time.monotonic() + _START_TIMEOUT
     while not sched_file.exists():
         assert procs[0].poll() is None, (folder / "dask.log").read_text()
@@ -63,8 +77,24 @@ def _start_cluster(folder: Path, request):
     request.addfinalizer(client.close)
     address = client.scheduler.address
     for i in range(2):
-        procs.append(subprocess.Popen([_DASK, "worker", address, "--name", f"w{i}", "--nthreads", "1", "--no-nanny",
-                                       "--no-dashboard", "--death-timeout", "60"], **popen))
+        procs.append(
+            subprocess.Popen(
+                [
+                    _DASK,
+                    "worker",
+                    address,
+                    "--name",
+                    f"w{i}",
+                    "--nthreads",
+                    "1",
+                    "--no-nanny",
+                    "--no-dashboard",
+                    "--death-timeout",
+                    "60",
+                ],
+                **popen,
+            )
+        )
     client.wait_for_workers(2, timeout=_START_TIMEOUT)
     return address, client, procs
 
@@ -85,11 +115,15 @@ def _csv_log(path, n=4000, pages=80, seed=5):
     page = rng.integers(0, pages, n)
     t = pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(rng.integers(0, 60 * 24 * 60, n), "min")
     modified = t - pd.to_timedelta(rng.integers(0, 40 * 60, n) * (rng.random(n) < 0.9), "min")  # 10% = "now"
-    pd.DataFrame({"page": "https://h" + pd.Series(page % 7).astype(str) + ".example/p" + pd.Series(page).astype(str),
-                  "fetch_time": t.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                  "last_modified": modified.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                  "status": rng.choice([200, 200, 200, 304, 404], n),
-                  "digest": ((rng.random(n) < 0.3).cumsum() % 5).astype(str)}).to_csv(path, index=False)
+    pd.DataFrame(
+        {
+            "page": "https://h" + pd.Series(page % 7).astype(str) + ".example/p" + pd.Series(page).astype(str),
+            "fetch_time": t.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "last_modified": modified.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "status": rng.choice([200, 200, 200, 304, 404], n),
+            "digest": ((rng.random(n) < 0.3).cumsum() % 5).astype(str),
+        }
+    ).to_csv(path, index=False)
     return path
 
 
@@ -101,8 +135,7 @@ def test_command_on_cluster_processes_equals_pandas(tmp_path, cluster, capsys):
         a, b = tmp_path / "pandas.parquet", tmp_path / "dask.parquet"
         assert _estimate(*logs, "--methods", "lln", "mle", "--out", a) == 0
         pandas_audit = capsys.readouterr().out.split("note:")[0].split("wrote")[0]
-        assert _estimate(*logs, "--methods", "lln", "mle", "--out", b, "--engine", "dask",
-                         "--scheduler", address) == 0
+        assert _estimate(*logs, "--methods", "lln", "mle", "--out", b, "--engine", "dask", "--scheduler", address) == 0
         assert capsys.readouterr().out.split("note:")[0].split("wrote")[0] == pandas_audit
         assert_same_page_table(pd.read_parquet(b), pd.read_parquet(a))
     assert f"read {sum(len(gzip_lines(s)) for s in shards)} rows" in pandas_audit
@@ -144,11 +177,17 @@ def test_partitioned_files_are_not_shuffled(tmp_path, cluster):
         frame[host == h].to_csv(tmp_path / "hosts" / f"{h}.csv", index=False)
     frame.iloc[::2].to_csv(tmp_path / "mixed-0.csv", index=False)  # every page in both files
     frame.iloc[1::2].to_csv(tmp_path / "mixed-1.csv", index=False)
-    cases = [(tmp_path / "hive", False, 3), (tmp_path / "hosts", False, 7),
-             ([tmp_path / "mixed-0.csv", tmp_path / "mixed-1.csv"], True, 2)]
+    cases = [
+        (tmp_path / "hive", False, 3),
+        (tmp_path / "hosts", False, 7),
+        ([tmp_path / "mixed-0.csv", tmp_path / "mixed-1.csv"], True, 2),
+    ]
     for logs, shuffled, parts in cases:
-        files = sorted((tmp_path / "hive").rglob("*.parquet")) if logs == tmp_path / "hive" else (
-            sorted(logs.glob("*.csv")) if isinstance(logs, Path) else logs)
+        files = (
+            sorted((tmp_path / "hive").rglob("*.parquet"))
+            if logs == tmp_path / "hive"
+            else (sorted(logs.glob("*.csv")) if isinstance(logs, Path) else logs)
+        )
         log = read_log(files)
         with warnings.catch_warnings():  # the statistical notes are not what is tested here
             warnings.simplefilter("ignore")
@@ -178,8 +217,16 @@ def test_warc_files_on_dask_equal_pandas(tmp_path, cluster):
             page = f"http://w{k % 9}.example/"
             day = f * 10 + int(rng.integers(0, 10))
             kind = "revisit" if rng.random() < 0.2 else "response"
-            caps.append((kind, page, f"2024-03-{day + 1:02d}T{int(rng.integers(0, 24)):02d}:00:00Z",
-                         int(rng.choice([200, 200, 500])), str(rng.integers(0, 3)).encode(), IPD))
+            caps.append(
+                (
+                    kind,
+                    page,
+                    f"2024-03-{day + 1:02d}T{int(rng.integers(0, 24)):02d}:00:00Z",
+                    int(rng.choice([200, 200, 500])),
+                    str(rng.integers(0, 3)).encode(),
+                    IPD,
+                )
+            )
         _write_warc(tmp_path / f"c{f}.warc.gz", caps)
     files = [tmp_path / f"c{f}.warc.gz" for f in range(3)]
     log = read_log(files)
@@ -196,9 +243,23 @@ def test_no_visit_lost_when_a_worker_is_killed(tmp_path, request):
     write_cdxj_shards(tmp_path / "cc", n_urls=6000, n_crawls=4, rng=3, n_shards=3)
     a, b = tmp_path / "pandas.parquet", tmp_path / "dask.parquet"
     assert _estimate(tmp_path / "cc", "--out", a) == 0
-    run = subprocess.Popen([str(Path(sys.executable).with_name("changerate-bayes")), "estimate", str(tmp_path / "cc"),
-                            "--out", str(b), "--engine", "dask", "--scheduler", address],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    run = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("changerate-bayes")),
+            "estimate",
+            str(tmp_path / "cc"),
+            "--out",
+            str(b),
+            "--engine",
+            "dask",
+            "--scheduler",
+            address,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     request.addfinalizer(lambda: _stop([run]))
     names = {info["name"]: addr for addr, info in client.scheduler_info()["workers"].items()}
     victim, killed = names["w0"], False
@@ -229,8 +290,11 @@ def test_bad_records_are_named_from_the_workers(tmp_path, cluster):
     lines[2] = lines[2].replace('"status": "200"', '"status": "2o0"').replace('"status": "404"', '"status": "4o4"')
     with gzip.open(shards[1], "wt") as fh:
         fh.writelines(lines)
-    with pytest.raises(CrawlLogError, match=r"CC-MAIN-SYNTH-01/indexes/cdx-00000\.gz: line 3, column 'statuscode': "
-                                            r"expected a number; got '[24]o[04]'"):
+    with pytest.raises(
+        CrawlLogError,
+        match=r"CC-MAIN-SYNTH-01/indexes/cdx-00000\.gz: line 3, column 'statuscode': "
+        r"expected a number; got '[24]o[04]'",
+    ):
         estimate_files_dask(tmp_path / "cc", client=client)
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     a.write_text("page,fetch_time,digest\nx,2024-01-01T00:00Z,1\nx,2024-01-02T00:00Z,2\n")

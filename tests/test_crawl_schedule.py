@@ -29,19 +29,23 @@ T0 = pd.Timestamp("2024-01-01T00:00:00Z")
 def _visits(url, n, step_h, changed):
     """n visits every step_h hours from T0; ``changed`` (n - 1 flags) after the reference copy."""
     times = [T0 + pd.Timedelta(hours=step_h * i) for i in range(n)]
-    return pd.DataFrame({"page": url, "fetch_time": [t.strftime("%Y-%m-%dT%H:%M:%SZ") for t in times],
-                         "changed": [0, *changed]})
+    return pd.DataFrame(
+        {"page": url, "fetch_time": [t.strftime("%Y-%m-%dT%H:%M:%SZ") for t in times], "changed": [0, *changed]}
+    )
 
 
 def _log_frame():
     # a: 41 visits every 6 h, every other crawl saw a change (20 of 40): well identified, MLE
     # b: 5 visits every 24 h, the 2nd crawl saw a change: thin, posterior mean
     # c: 3 visits every 12 h, no change: thin, posterior mean
-    return pd.concat([
-        _visits("https://a.example/", 41, 6, [1, 0] * 20),
-        _visits("https://b.example/x?q=1", 5, 24, [0, 1, 0, 0]),
-        _visits("https://c.example/", 3, 12, [0, 0]),
-    ], ignore_index=True)
+    return pd.concat(
+        [
+            _visits("https://a.example/", 41, 6, [1, 0] * 20),
+            _visits("https://b.example/x?q=1", 5, 24, [0, 1, 0, 0]),
+            _visits("https://c.example/", 3, 12, [0, 0]),
+        ],
+        ignore_index=True,
+    )
 
 
 @pytest.fixture()
@@ -64,6 +68,7 @@ def _e2m3(z):
 
 def _thin_page(p, s0, tau, changes):
     """Posterior mean and P(changed within t) of a page with 0 or 1 change, default prior."""
+
     def z(s):  # Z(S0) up to the prior constant: e^{-ΔS0} times (1 − e^{-Δτ}) if one change
         return _e3(s * p) - (_e3((s + tau) * p) if changes else 0.0)
 
@@ -96,8 +101,10 @@ def _expected(log_path, budget, max_interval_h=MAX_INTERVAL_H):
     interval_h = seconds / 3600
     return {
         "url": ["https://a.example/", "https://b.example/x?q=1", "https://c.example/"],
-        "last": last, "next": [t + pd.Timedelta(seconds=int(s)) for t, s in zip(last, seconds)],
-        "seconds": seconds, "interval_h": interval_h,
+        "last": last,
+        "next": [t + pd.Timedelta(seconds=int(s)) for t, s in zip(last, seconds)],
+        "seconds": seconds,
+        "interval_h": interval_h,
         "source": ["allocation" if a <= max_interval_h else "max_interval" for a in alloc],
         # a: equal intervals, 1 − e^{−6Δ} = 20/40, Δ = ln 2 / 6 per hour = 4 ln 2 per day
         "rate": [4 * np.log(2), mean_b * 24, mean_c * 24],
@@ -148,8 +155,8 @@ def test_one_page_gets_the_whole_budget(tmp_path):
 def test_pages_beyond_the_revisit_limit_are_bounded_and_marked(tmp_path, log_csv):
     log = read_log(log_csv)
     table = allocate_crawls(page_table(log), 3.0)
-    table.loc[0, "crawl_interval_h"] = np.inf   # dropped by the allocation
-    table.loc[1, "crawl_interval_h"] = 5000.0   # beyond the limit
+    table.loc[0, "crawl_interval_h"] = np.inf  # dropped by the allocation
+    table.loc[1, "crawl_interval_h"] = 5000.0  # beyond the limit
     s = crawl_schedule(table, log.history, max_interval_h=100.0)
     assert s["interval_source"].tolist() == ["max_interval", "max_interval", "allocation"]
     assert s["interval_h"].iloc[0] == 100.0 and s["interval_h"].iloc[1] == 100.0
@@ -157,12 +164,14 @@ def test_pages_beyond_the_revisit_limit_are_bounded_and_marked(tmp_path, log_csv
     assert np.isfinite(s["interval_h"]).all() and s.attrs["n_max_interval"] == 2
     flagged = table.assign(at_revisit_bound=[True, False, True])  # an allocation that flags its own bound
     assert crawl_schedule(flagged, log.history, max_interval_h=100.0)["interval_source"].tolist() == [
-        "max_interval", "max_interval", "revisit_bound"]
+        "max_interval",
+        "max_interval",
+        "revisit_bound",
+    ]
     assert s.attrs["crawls_per_day"] == pytest.approx(24 / 100 + 24 / 100 + 24 / s["interval_h"].iloc[2])
     # the command says so
     out = tmp_path / "s.csv"
-    assert main(["schedule", str(log_csv), "--budget", "0.01", "--out", str(out),
-                 "--max-interval-h", "100"]) == 0
+    assert main(["schedule", str(log_csv), "--budget", "0.01", "--out", str(out), "--max-interval-h", "100"]) == 0
     assert (pd.read_csv(out)["interval_source"] == "max_interval").all()
 
 
@@ -177,8 +186,9 @@ def test_change_probability_gamma_closed_forms():
     x = (2.0 + 4.0) / 2.0
     expect = [1 - (7.0 / 12.0), 1 - np.prod([(x + j) / (x + 3.5 + j) for j in range(4)])]
     np.testing.assert_allclose(got, expect, rtol=1e-11)
-    g2 = change_probability(CrawlHistory.from_segments([0, 0], [2.0, 3.0], lengths=[2]), 5.0,
-                            prior=GammaPrior(2.5, 2.0))
+    g2 = change_probability(
+        CrawlHistory.from_segments([0, 0], [2.0, 3.0], lengths=[2]), 5.0, prior=GammaPrior(2.5, 2.0)
+    )
     np.testing.assert_allclose(g2, [1 - (7.0 / 12.0) ** 2.5], rtol=1e-11)
     assert change_probability(h, 0.0, prior=GammaPrior(1.0, 2.0)).tolist() == [0.0, 0.0]
 
@@ -224,16 +234,19 @@ def test_write_schedule_atomic_umask_and_symlink(tmp_path, log_csv):
         nutch_seed_lines(pd.DataFrame({"url": ["https://a/"], "interval_h": [0.1 / 3600]}))
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--budget", "0"], "--budget must be > 0"),
-    (["--budget", "nan"], "--budget must be > 0"),
-    (["--budget", "inf"], "--budget must be > 0"),
-    (["--max-interval-h", "0"], "--max-interval-h must be finite"),
-    (["--max-interval-h", "inf"], "--max-interval-h must be finite"),
-    (["--max-interval-h", "1e9", "--format", "nutch-seeds"], "--max-interval-h 1e+09 is beyond what Nutch reads"),
-    (["--format", "parquet"], "--format parquet does not match --out"),
-    (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler needs --engine dask"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--budget", "0"], "--budget must be > 0"),
+        (["--budget", "nan"], "--budget must be > 0"),
+        (["--budget", "inf"], "--budget must be > 0"),
+        (["--max-interval-h", "0"], "--max-interval-h must be finite"),
+        (["--max-interval-h", "inf"], "--max-interval-h must be finite"),
+        (["--max-interval-h", "1e9", "--format", "nutch-seeds"], "--max-interval-h 1e+09 is beyond what Nutch reads"),
+        (["--format", "parquet"], "--format parquet does not match --out"),
+        (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler needs --engine dask"),
+    ],
+)
 def test_bad_flags_are_named_and_nothing_is_written(tmp_path, log_csv, capsys, extra, message):
     out = tmp_path / "new" / ("next.txt" if "nutch-seeds" in extra else "next.csv")
     assert main(["schedule", str(log_csv), "--out", str(out), *extra]) == 2
@@ -303,12 +316,16 @@ def _write_logs(folder):
     logs["parquet x2"] = [folder / "part-a.parquet", folder / "part-b.parquet"]
     for part, path in zip(halves, logs["parquet x2"]):
         part.to_parquet(path)
-    cdx = "".join(f"{u} {_stamp(t, '%Y%m%d%H%M%S')} {u} text/html 200 {d} 100\n"
-                  for u, t, d in frame[["page", "fetch_time", "digest"]].itertuples(index=False))
+    cdx = "".join(
+        f"{u} {_stamp(t, '%Y%m%d%H%M%S')} {u} text/html 200 {d} 100\n"
+        for u, t, d in frame[["page", "fetch_time", "digest"]].itertuples(index=False)
+    )
     logs["cdx"] = [folder / "log.cdx"]
     logs["cdx"][0].write_text(cdx)
-    cdxj = "".join(f"{u} {_stamp(t, '%Y%m%d%H%M%S')} " + json.dumps({"url": u, "status": "200", "digest": d}) + "\n"
-                   for u, t, d in frame[["page", "fetch_time", "digest"]].itertuples(index=False))
+    cdxj = "".join(
+        f"{u} {_stamp(t, '%Y%m%d%H%M%S')} " + json.dumps({"url": u, "status": "200", "digest": d}) + "\n"
+        for u, t, d in frame[["page", "fetch_time", "digest"]].itertuples(index=False)
+    )
     logs["cdxj"] = [folder / "log.cdxj"]
     logs["cdxj"][0].write_text(cdxj)
     logs["warc"] = [folder / "log.warc.gz"]
@@ -317,10 +334,18 @@ def _write_logs(folder):
         for u, t, d in frame[["page", "fetch_time", "digest"]].itertuples(index=False):
             body = d.encode()
             http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
-            writer.write_record(writer.create_warc_record(
-                u, "response", payload=BytesIO(body), http_headers=http,
-                warc_headers_dict={"WARC-Date": _stamp(t, "%Y-%m-%dT%H:%M:%SZ"), "WARC-Payload-Digest":
-                                   "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()}))
+            writer.write_record(
+                writer.create_warc_record(
+                    u,
+                    "response",
+                    payload=BytesIO(body),
+                    http_headers=http,
+                    warc_headers_dict={
+                        "WARC-Date": _stamp(t, "%Y-%m-%dT%H:%M:%SZ"),
+                        "WARC-Payload-Digest": "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode(),
+                    },
+                )
+            )
     # CDX and WARC of the same pages together: one log (the first page's captures in WARC, the rest in CDX)
     logs["cdx + warc"] = [folder / "rest.cdx", folder / "first.warc.gz"]
     first = frame["page"].iloc[0]
@@ -329,15 +354,22 @@ def _write_logs(folder):
         writer = WARCWriter(fh, gzip=True)
         for u, t, d in frame[frame["page"] == first][["page", "fetch_time", "digest"]].itertuples(index=False):
             body = d.encode()
-            writer.write_record(writer.create_warc_record(
-                u, "response", payload=BytesIO(body),
-                http_headers=StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1"),
-                warc_headers_dict={"WARC-Date": _stamp(t, "%Y-%m-%dT%H:%M:%SZ")}))
+            writer.write_record(
+                writer.create_warc_record(
+                    u,
+                    "response",
+                    payload=BytesIO(body),
+                    http_headers=StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1"),
+                    warc_headers_dict={"WARC-Date": _stamp(t, "%Y-%m-%dT%H:%M:%SZ")},
+                )
+            )
     # Last-Modified alone decides, in two files, with a server that reports the fetch time
     lm = _log_frame()
-    lm["last_modified"] = np.where(lm["changed"] == 1,
-                                   (pd.to_datetime(lm["fetch_time"]) - pd.Timedelta(hours=1)).dt.strftime(
-                                       "%Y-%m-%dT%H:%M:%SZ"), "2023-06-01T00:00:00Z")
+    lm["last_modified"] = np.where(
+        lm["changed"] == 1,
+        (pd.to_datetime(lm["fetch_time"]) - pd.Timedelta(hours=1)).dt.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "2023-06-01T00:00:00Z",
+    )
     lm = lm.drop(columns="changed")
     liar = _visits("https://liar.example/", 6, 12, [0] * 5).drop(columns="changed")
     liar["last_modified"] = liar["fetch_time"]
@@ -359,8 +391,24 @@ def test_dask_engine_writes_the_same_files(tmp_path, log_csv, capsys):
                 capsys.readouterr()
                 assert main(["schedule", *map(str, paths), "--budget", "3", "--out", str(a), *fmt]) == 0, kind
                 said = capsys.readouterr().out.splitlines()[:-2]  # all but the file written and the time
-                assert main(["schedule", *map(str, paths), "--budget", "3", "--out", str(b), *fmt, "--engine",
-                             "dask", "--scheduler", client.scheduler.address]) == 0, kind
+                assert (
+                    main(
+                        [
+                            "schedule",
+                            *map(str, paths),
+                            "--budget",
+                            "3",
+                            "--out",
+                            str(b),
+                            *fmt,
+                            "--engine",
+                            "dask",
+                            "--scheduler",
+                            client.scheduler.address,
+                        ]
+                    )
+                    == 0
+                ), kind
                 assert capsys.readouterr().out.splitlines()[:-2] == said, kind
                 assert a.read_bytes() == b.read_bytes(), (kind, name)
             got = pd.read_csv(tmp_path / "dask-s.csv")
@@ -447,9 +495,13 @@ def test_a_cut_shard_on_dask_is_one_line(tmp_path, capfd):
 
 def test_pages_left_out_of_the_schedule_are_said(tmp_path, log_csv, capsys):
     # a page seen once (a new URL) and a page whose every visit failed get no row: the command says so
-    frame = pd.concat([pd.read_csv(log_csv),
-                       pd.DataFrame({"page": ["https://new.example/"], "fetch_time": ["2024-01-05T00:00:00Z"],
-                                     "changed": [0]})], ignore_index=True)
+    frame = pd.concat(
+        [
+            pd.read_csv(log_csv),
+            pd.DataFrame({"page": ["https://new.example/"], "fetch_time": ["2024-01-05T00:00:00Z"], "changed": [0]}),
+        ],
+        ignore_index=True,
+    )
     log = tmp_path / "with_new.csv"
     frame.to_csv(log, index=False)
     out = tmp_path / "s.csv"
@@ -468,8 +520,10 @@ def test_errors_name_the_schedule_commands_flags(tmp_path, log_csv, capsys):
     from changerate_bayes.cli._common import cli_message
 
     # the Dask engine's message for logs of two formats, as the command prints it
-    said = cli_message("a.csv: the files have different formats ['csv', 'parquet'] (only CDX and WARC mix); "
-                       "pass `format`", schedule.FLAGS)
+    said = cli_message(
+        "a.csv: the files have different formats ['csv', 'parquet'] (only CDX and WARC mix); pass `format`",
+        schedule.FLAGS,
+    )
     assert said.endswith("pass --log-format")
     frame = _log_frame()
     frame.loc[frame["page"] == "https://c.example/", "page"] = "https://c.example/\tx"
@@ -515,14 +569,20 @@ def test_page_key_surt_names_common_crawl_pages_by_their_key(tmp_path, capsys):
         pass  # already held
     capsys.readouterr()
     try:
-        assert main(["schedule", *shards, "--budget", "5", "--page-key", "surt", "--engine", "dask",
-                     "--out", str(on_dask)]) == 0
+        assert (
+            main(
+                ["schedule", *shards, "--budget", "5", "--page-key", "surt", "--engine", "dask", "--out", str(on_dask)]
+            )
+            == 0
+        )
     finally:
         taken.close()
     said = capsys.readouterr().out
     assert "8787" not in said and "unclosed" not in said, said  # Dask's own warnings are not the log's notes
     u, s = pd.read_csv(by_url), pd.read_csv(by_surt)
     assert sorted(s["url"]) == sorted(u["url"].map(surt)) and not set(s["url"]) & set(u["url"])
-    pd.testing.assert_frame_equal(s.assign(url=0).sort_values("p_changed").reset_index(drop=True),
-                                  u.assign(url=0).sort_values("p_changed").reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        s.assign(url=0).sort_values("p_changed").reset_index(drop=True),
+        u.assign(url=0).sort_values("p_changed").reset_index(drop=True),
+    )
     assert on_dask.read_bytes() == by_surt.read_bytes()

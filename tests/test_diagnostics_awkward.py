@@ -134,12 +134,15 @@ def test_too_few_events_give_insufficient_data_not_errors(n):
     assert (res.rate is None) == (n < 2)
 
 
-@pytest.mark.parametrize("times", [
-    [3.1234567891] * 10,                                                      # unknown resolution
-    [1.0] * 20,                                                               # resolution 1 inferred
-    np.array(["2020-01-01T00:00:00"] * 20, dtype="datetime64[s]"),            # 1-day precision inferred
-    [np.datetime64("2021-06-01T12:00:00.123456")] * 5,
-])
+@pytest.mark.parametrize(
+    "times",
+    [
+        [3.1234567891] * 10,  # unknown resolution
+        [1.0] * 20,  # resolution 1 inferred
+        np.array(["2020-01-01T00:00:00"] * 20, dtype="datetime64[s]"),  # 1-day precision inferred
+        [np.datetime64("2021-06-01T12:00:00.123456")] * 5,
+    ],
+)
 def test_all_times_equal_is_degenerate_never_consistent(times):
     """The newcomer's report: 20 identical times were jittered within a guessed resolution
     and every test said 'consistent'. A zero span has no rate and no spacing to test."""
@@ -182,7 +185,7 @@ def test_seasonality_needs_datetimes_and_enough_events():
 
 
 def test_pvalues_stay_in_unit_interval_on_extreme_data():
-    t = np.concatenate([np.zeros(1) , np.linspace(1000, 1000.001, 50), [5000.0]])
+    t = np.concatenate([np.zeros(1), np.linspace(1000, 1000.001, 50), [5000.0]])
     res = poisson_gof(t, resolution=1e-6, rng=0, **FAST)
     for r in res.tests.values():
         if r.ran:
@@ -229,14 +232,17 @@ def test_bad_arguments(kwargs, err, message):
         poisson_gof(np.arange(20.0), **kwargs)
 
 
-@pytest.mark.parametrize("bad, message", [
-    ("2020-01-01", "`event_times` must be a sequence of times, not a single string"),
-    ({1: 2}, "`event_times` must be an ordered sequence of times (list, tuple or array); got dict"),
-    ({1.0, 2.0}, "`event_times` must be an ordered sequence of times (list, tuple or array); got set"),
-    (None, "`event_times` must be an ordered sequence of times (list, tuple or array); got NoneType"),
-    (3.5, "`event_times` must be a sequence of times; got a single float"),
-    (np.array([1 + 2j, 3 + 0j]), "`event_times` must hold numbers or datetimes"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("2020-01-01", "`event_times` must be a sequence of times, not a single string"),
+        ({1: 2}, "`event_times` must be an ordered sequence of times (list, tuple or array); got dict"),
+        ({1.0, 2.0}, "`event_times` must be an ordered sequence of times (list, tuple or array); got set"),
+        (None, "`event_times` must be an ordered sequence of times (list, tuple or array); got NoneType"),
+        (3.5, "`event_times` must be a sequence of times; got a single float"),
+        (np.array([1 + 2j, 3 + 0j]), "`event_times` must hold numbers or datetimes"),
+    ],
+)
 def test_wrong_type_of_times(bad, message):
     with pytest.raises(TypeError, match=re.escape(message)):
         poisson_gof(bad)
@@ -245,10 +251,22 @@ def test_wrong_type_of_times(bad, message):
 def test_times_with_different_utc_offsets_are_exact_instants():
     """One zone across a daylight-saving change, given as ISO strings with their offsets:
     the same instants as UTC strings, and the same result."""
-    local = ["2021-03-27T10:00:00+01:00", "2021-03-27T23:30:00+01:00", "2021-03-28T03:00:00+02:00",
-             "2021-03-28T09:15:00+02:00", "2021-03-29T08:00:00+02:00", "2021-03-30T20:00:00+02:00"]
-    utc = ["2021-03-27T09:00:00Z", "2021-03-27T22:30:00Z", "2021-03-28T01:00:00Z",
-           "2021-03-28T07:15:00Z", "2021-03-29T06:00:00Z", "2021-03-30T18:00:00Z"]
+    local = [
+        "2021-03-27T10:00:00+01:00",
+        "2021-03-27T23:30:00+01:00",
+        "2021-03-28T03:00:00+02:00",
+        "2021-03-28T09:15:00+02:00",
+        "2021-03-29T08:00:00+02:00",
+        "2021-03-30T20:00:00+02:00",
+    ]
+    utc = [
+        "2021-03-27T09:00:00Z",
+        "2021-03-27T22:30:00Z",
+        "2021-03-28T01:00:00Z",
+        "2021-03-28T07:15:00Z",
+        "2021-03-29T06:00:00Z",
+        "2021-03-30T18:00:00Z",
+    ]
     a, b = poisson_gof(local, rng=0, **FAST), poisson_gof(utc, rng=0, **FAST)
     assert a.times.tolist() == b.times.tolist() == [0.0, 13.5, 16.0, 22.25, 45.0, 81.0]
     assert a.origin == b.origin == np.datetime64("2021-03-27T09:00:00")
@@ -278,7 +296,8 @@ def test_huge_and_tiny_times_are_rescaled_exactly(scale):
     assert c.crawl_grid.slots.tolist() == d.crawl_grid.slots.tolist()
     assert c.crawl_grid.crawl_interval == pytest.approx(0.25 * scale, rel=1e-12)
     assert c.tests["crawl_calibration"].details["delta"] * scale == pytest.approx(
-        d.tests["crawl_calibration"].details["delta"], rel=1e-9)
+        d.tests["crawl_calibration"].details["delta"], rel=1e-9
+    )
 
 
 def test_statistical_warning_points_at_the_caller():

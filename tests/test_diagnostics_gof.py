@@ -83,8 +83,9 @@ def test_datetimes_give_rates_per_hour():
 
 def test_iso_strings_and_floats_give_the_same_tests():
     hours = np.round(np.cumsum(np.random.default_rng(3).exponential(5.0, size=80)) * 3600) / 3600
-    stamps = [str(np.datetime64("2020-01-01T00:00:00") + np.timedelta64(int(round(h * 3600)), "s")) + "Z"
-              for h in hours]
+    stamps = [
+        str(np.datetime64("2020-01-01T00:00:00") + np.timedelta64(int(round(h * 3600)), "s")) + "Z" for h in hours
+    ]
     a = poisson_gof(stamps, n_resamples=39, rng=4)
     b = poisson_gof(hours - hours[0], resolution=1 / 3600, n_resamples=39, rng=4)
     assert a.tests["laplace_trend"].statistic == pytest.approx(b.tests["laplace_trend"].statistic)
@@ -94,8 +95,9 @@ def test_iso_strings_and_floats_give_the_same_tests():
 def test_real_trace_rejects_poisson(oblast):
     r = oblast
     assert r.n_events == 958 and r.rate_unit == "per hour"
-    assert r.rate == pytest.approx(957 / ((load_trace("wikipedia_oblast")[-1] - load_trace("wikipedia_oblast")[0])
-                                         / np.timedelta64(1, "h")))
+    assert r.rate == pytest.approx(
+        957 / ((load_trace("wikipedia_oblast")[-1] - load_trace("wikipedia_oblast")[0]) / np.timedelta64(1, "h"))
+    )
     # SOURCES.md: every trace has a gap CV >= 1.5 and a KS distance several times the
     # 5% Lilliefors critical value (about 0.034 for 957 gaps)
     assert r.tests["gap_cv"].statistic > 1.5
@@ -124,7 +126,6 @@ def test_crawl_detection_trace_is_tested_on_its_crawl_grid():
     assert r.tests["crawl_calibration"].details["df"] >= 1
     assert r.tests["geometric_gaps"].ran and r.tests["ks_lilliefors"].status == "not applicable"
     assert r.qq.distribution == "geometric"
-
 
 
 def test_result_validation():

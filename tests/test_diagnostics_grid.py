@@ -100,8 +100,9 @@ def test_hypergeometric_pearson_has_mean_k_minus_one():
     s = random_subsets(L, m, reps, np.random.default_rng(3)) + 1
     cells = _window_cells(L, k)
     assert cells.tolist() == [25, 25, 25, 25] and _window_cells(10, 3).tolist() == [4, 3, 3]
-    chi2 = np.array([_pearson_hypergeometric(np.bincount((r - 1) * k // L, minlength=k), cells, m, L)[0]
-                     for r in s[:4000]])
+    chi2 = np.array(
+        [_pearson_hypergeometric(np.bincount((r - 1) * k // L, minlength=k), cells, m, L)[0] for r in s[:4000]]
+    )
     assert abs(chi2.mean() - (k - 1)) < 4 * chi2.std() / np.sqrt(chi2.size)
 
 

@@ -48,6 +48,7 @@ def test_matches_a_direct_computation_on_one_page():
     h = simulate_history(0.7, 1.0, 60, rng=3)
     res = interval_calibration(h, n_bins=3)
     from changerate_bayes import final_estimates
+
     d = final_estimates(h, "mle")
     order = np.argsort(h.intervals, kind="stable")
     bins = np.array_split(order, 3)  # 60 crawls: 20 per bin, like rank * 3 // 60

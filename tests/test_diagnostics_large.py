@@ -12,8 +12,9 @@ from changerate_bayes.diagnostics._segments import EXACT_BLOCKS_MAX, fit_segment
 
 def test_grouped_blocks_with_groups_of_one_is_astropy():
     g = np.random.default_rng(1)
-    t = np.sort(np.concatenate([g.uniform(0, 100, 150), g.uniform(100, 110, 150),
-                                np.round(g.uniform(110, 200, 100), 1)]))  # with ties
+    t = np.sort(
+        np.concatenate([g.uniform(0, 100, 150), g.uniform(100, 110, 150), np.round(g.uniform(110, 200, 100), 1)])
+    )  # with ties
     for p0 in (0.01, 0.05, 0.3):
         np.testing.assert_array_equal(grouped_blocks(t, p0=p0), bayesian_blocks(t, fitness="events", p0=p0))
 

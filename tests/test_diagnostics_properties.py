@@ -33,8 +33,11 @@ def test_edf_statistics_are_scale_free(g, scale):
     assert 0 <= a["ks"] <= 1
 
 
-@given(st.floats(min_value=-1e4, max_value=1e4), st.floats(min_value=0, max_value=1e4),
-       st.sampled_from([(24.0, 24), (168.0, 7), (24.0, 4)]))
+@given(
+    st.floats(min_value=-1e4, max_value=1e4),
+    st.floats(min_value=0, max_value=1e4),
+    st.sampled_from([(24.0, 24), (168.0, 7), (24.0, 4)]),
+)
 def test_seasonal_exposure_adds_up_to_the_span(a, length, cycle):
     period, n_bins = cycle
     e = seasonal_exposure(a, a + length, period, n_bins)

@@ -91,8 +91,9 @@ def test_edf_statistics_match_scipy_and_statsmodels(rng):
     vec = edf_statistics(gaps)
     for i in range(3):
         for s in ("ks", "ad", "cvm"):
-            res = stats.goodness_of_fit(stats.expon, gaps[i], known_params={"loc": 0}, statistic=s,
-                                        n_mc_samples=19, rng=0)
+            res = stats.goodness_of_fit(
+                stats.expon, gaps[i], known_params={"loc": 0}, statistic=s, n_mc_samples=19, rng=0
+            )
             assert vec[s][i] == pytest.approx(res.statistic, rel=1e-10)
         d, p = lilliefors(gaps[i], dist="exp", pvalmethod="table")
         assert vec["ks"][i] == pytest.approx(d, rel=1e-12)
@@ -215,8 +216,12 @@ def test_holm_matches_statsmodels(rng):
     from changerate_bayes.diagnostics._gof import holm_reject
 
     # a few cases only: multipletests runs gc.collect() on every call
-    cases = [rng.uniform(0, 0.1, size=12), np.array([0.01, 0.04, 0.03, 0.005]), np.array([0.2]),
-             np.array([0.0125, 0.0125, 0.05, 0.3])]
+    cases = [
+        rng.uniform(0, 0.1, size=12),
+        np.array([0.01, 0.04, 0.03, 0.005]),
+        np.array([0.2]),
+        np.array([0.0125, 0.0125, 0.05, 0.3]),
+    ]
     for p in cases:
         assert holm_reject(p, 0.05).tolist() == multipletests(p, alpha=0.05, method="holm")[0].tolist()
     assert holm_reject(np.array([]), 0.05).size == 0

@@ -70,7 +70,11 @@ def test_the_pages_have_console_sessions():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("page", "command", "expected"), SESSIONS, ids=[f"{Path(p).stem}-{i}-{c.split('changerate-bayes ')[1].split()[0]}" for i, (p, c, _) in enumerate(SESSIONS)])
+@pytest.mark.parametrize(
+    ("page", "command", "expected"),
+    SESSIONS,
+    ids=[f"{Path(p).stem}-{i}-{c.split('changerate-bayes ')[1].split()[0]}" for i, (p, c, _) in enumerate(SESSIONS)],
+)
 def test_console_session_prints_what_the_page_shows(page, command, expected, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(_argv(command)) == 0
@@ -117,7 +121,14 @@ def test_the_crawl_log_functions_keep_their_top_level_names():
     from changerate_bayes import crawllog
 
     listed = _documented_names()
-    for name in ("estimate_pages", "estimate_log", "LogEstimates", "allocate_crawls", "schedule_pages", "write_schedule"):
+    for name in (
+        "estimate_pages",
+        "estimate_log",
+        "LogEstimates",
+        "allocate_crawls",
+        "schedule_pages",
+        "write_schedule",
+    ):
         assert f"changerate_bayes.crawllog.{name}" in listed
         assert name in changerate_bayes.__all__
         assert getattr(changerate_bayes, name) is getattr(crawllog, name)

@@ -39,10 +39,10 @@ def test_lattice_kernel_semigroup():
     ba = _kernels.lattice_kernel(1.3, 199, a)
     bb = _kernels.lattice_kernel(2.1, 199, b)
     bc = _kernels.lattice_kernel(3.4, 199, c)
-    full = lambda k, n: np.concatenate([k[1: n + 1][::-1], k[: n + 1]])  # noqa: E731
+    full = lambda k, n: np.concatenate([k[1 : n + 1][::-1], k[: n + 1]])  # noqa: E731
     conv = np.convolve(full(a, ba), full(b, bb))
     mid = conv.size // 2
-    np.testing.assert_allclose(conv[mid - bc: mid + bc + 1], full(c, bc), atol=1e-8)
+    np.testing.assert_allclose(conv[mid - bc : mid + bc + 1], full(c, bc), atol=1e-8)
 
 
 # ------------------------------------------------------------------ σ = 0 is the static posterior
@@ -74,7 +74,8 @@ def test_sigma_zero_node_probabilities_are_prior_times_likelihood():
         f.update(changed[:, j], tau[:, j])
     u = np.log(f.grid)
     logp = log_likelihood(f.grid[:, None], changed, tau).T + log_prior_u(
-        np.broadcast_to(u, (3, u.size)), prior.coefficients().as_arrays(3))
+        np.broadcast_to(u, (3, u.size)), prior.coefficients().as_arrays(3)
+    )
     ref = np.exp(logp - logp.max(axis=1, keepdims=True))
     ref /= ref.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(f.node_probabilities(), ref, rtol=0, atol=1e-12)
@@ -88,10 +89,13 @@ def test_sigma_zero_predictive_equals_ratio_of_integrals():
     pred = idata.predictions["change_probability"].values
     dist = stats.gamma(2.0, scale=1.0)
     for k in (0, 5, 11):
+
         def f(d, extra):
             return dist.pdf(d) * np.exp(log_likelihood(d, changed[0, :k], tau[0, :k])) * extra(d)
-        num = integrate.quad(f, 0, 60, args=(lambda d: -np.expm1(-d * tau[0, k]),), epsabs=0, epsrel=1e-13,
-                             limit=200)[0]
+
+        num = integrate.quad(f, 0, 60, args=(lambda d: -np.expm1(-d * tau[0, k]),), epsabs=0, epsrel=1e-13, limit=200)[
+            0
+        ]
         den = integrate.quad(f, 0, 60, args=(lambda d: 1.0,), epsabs=0, epsrel=1e-13, limit=200)[0]
         assert pred[k] == pytest.approx(num / den, rel=1e-10)
 
@@ -167,7 +171,8 @@ def test_filter_and_smoother_match_dense_reference():
     np.testing.assert_allclose(idata.posterior["smoothed_mean"].values, s_mix @ rates, rtol=1e-8)
     # the last smoothed posterior is the last filtered one
     assert idata.posterior["smoothed_mean"].values[-1] == pytest.approx(
-        idata.posterior["filtered_mean"].values[-1], rel=1e-12)
+        idata.posterior["filtered_mean"].values[-1], rel=1e-12
+    )
 
 
 # ------------------------------------------------------------------ streaming = batch, masks
@@ -206,13 +211,17 @@ def test_mask_leaves_state_untouched_and_padding_equals_short_rows():
     m[2, 4] = False
     full = dynamic_posterior((changed, tau, m), sigma=(0.0, 0.1), grid=grid)
     short = dynamic_posterior(CrawlHistory(changed[1, :7], tau[1, :7]), sigma=(0.0, 0.1), grid=grid)
-    np.testing.assert_allclose(full.posterior["smoothed_mean"].values[1, :7],
-                               short.posterior["smoothed_mean"].values, rtol=1e-12)
+    np.testing.assert_allclose(
+        full.posterior["smoothed_mean"].values[1, :7], short.posterior["smoothed_mean"].values, rtol=1e-12
+    )
     assert np.isnan(full.posterior["smoothed_mean"].values[1, 7:]).all()
     keep = np.r_[0:4, 5:12]
     holed = dynamic_posterior(CrawlHistory(changed[2, keep], tau[2, keep]), sigma=(0.0, 0.1), grid=grid)
-    np.testing.assert_allclose(full.predictions["change_probability"].values[2, keep],
-                               holed.predictions["change_probability"].values, rtol=1e-12)
+    np.testing.assert_allclose(
+        full.predictions["change_probability"].values[2, keep],
+        holed.predictions["change_probability"].values,
+        rtol=1e-12,
+    )
 
 
 def test_predictive_includes_diffusion_over_the_interval():

@@ -42,7 +42,7 @@ def _taps(t, g):
 def _convolve(x, taps):
     """Σ_d k(d) x_{j−d} for each row of x (n, G) with its own taps, nothing from outside the lattice."""
     g = x.shape[1]
-    return np.stack([np.convolve(row, k)[k.size // 2:k.size // 2 + g] for row, k in zip(x, taps)])
+    return np.stack([np.convolve(row, k)[k.size // 2 : k.size // 2 + g] for row, k in zip(x, taps)])
 
 
 def _predict(w, t):
@@ -112,8 +112,9 @@ def _reference(changed, tau, mask, sigmas, smooth=True):
     for c in range(k):
         m = mask[:, c]
         pi = _mixture(lev)
-        p0, p1, upd = (np.stack(x) for x in zip(*[_crawl(w[s], rates, h, sigmas[s], tau[:, c], changed[:, c])
-                                                  for s in range(n_s)]))
+        p0, p1, upd = (
+            np.stack(x) for x in zip(*[_crawl(w[s], rates, h, sigmas[s], tau[:, c], changed[:, c]) for s in range(n_s)])
+        )
         w = np.where(m[:, None], upd, w)
         pred[m, c] = (pi * p1).sum(axis=0)[m]
         lev = np.where(m, lev + np.log(np.where(changed[:, c], p1, p0)), lev)
@@ -179,11 +180,19 @@ def _run(changed, tau, mask, sigmas, smooth=True):
     n, k = changed.shape
     lat = make_lattice(GRID, check_prior(None, None), None, n)
     sig = np.asarray(sigmas, dtype=np.float64)
-    out = [np.empty((n, k)), np.empty((n, k)), np.empty((n, k, PROBS.size)), np.full((n, k), np.nan),
-           np.full((n, k, PROBS.size), np.nan), np.empty((n, k, sig.size)), np.empty((n, sig.size)),
-           np.zeros(n, dtype=np.int8)]
-    _kernels.batch_filter(lat.prior_weights(n), changed, tau, mask, lat.rates, float(lat.u[0]), lat.h, sig, PROBS,
-                          smooth, *out)
+    out = [
+        np.empty((n, k)),
+        np.empty((n, k)),
+        np.empty((n, k, PROBS.size)),
+        np.full((n, k), np.nan),
+        np.full((n, k, PROBS.size), np.nan),
+        np.empty((n, k, sig.size)),
+        np.empty((n, sig.size)),
+        np.zeros(n, dtype=np.int8),
+    ]
+    _kernels.batch_filter(
+        lat.prior_weights(n), changed, tau, mask, lat.rates, float(lat.u[0]), lat.h, sig, PROBS, smooth, *out
+    )
     return dict(zip(("pred", "f_mean", "f_q", "s_mean", "s_q", "wpath", "log_ev", "status"), out))
 
 

@@ -24,7 +24,7 @@ from scipy import special
 
 from changerate_bayes.dynamic import _kernels
 
-U = 2.0 ** -53  # unit roundoff of float64
+U = 2.0**-53  # unit roundoff of float64
 
 
 def _b_full(t):
@@ -81,13 +81,14 @@ def test_taps_equal_the_high_precision_reference(t, bmax):
     assert b == min(bmax, _b_full(t))  # the half-width, cut at bmax
     start = _kernels.miller_start(t, b, _b_full(t))
     ref = _reference_taps(t, b)
-    np.testing.assert_allclose(out[:b + 1], ref, rtol=_tolerance(t, b, start), atol=0)
-    assert out[0] + 2.0 * out[1:b + 1].sum() == pytest.approx(1.0, rel=(b + 3) * U)
+    np.testing.assert_allclose(out[: b + 1], ref, rtol=_tolerance(t, b, start), atol=0)
+    assert out[0] + 2.0 * out[1 : b + 1].sum() == pytest.approx(1.0, rel=(b + 3) * U)
 
 
 @pytest.mark.parametrize("bmax", [10**6, 1, 0])
-@pytest.mark.parametrize("t", [1e-31, 1e-60, 1e-100, 1e-147, 1e-160, 1e-200, 1e-300, 5e-324],
-                         ids=lambda t: f"t={t:.3g}")
+@pytest.mark.parametrize(
+    "t", [1e-31, 1e-60, 1e-100, 1e-147, 1e-160, 1e-200, 1e-300, 5e-324], ids=lambda t: f"t={t:.3g}"
+)
 def test_taps_at_tiny_times_are_finite_and_equal_the_reference(t, bmax):
     """At t <= SERIES_T the taps are the series' leading terms (t/2)^n/n!, normalised: one
     rounding for t/(2n) and one for the product per order, B + 3 in the normalisation,
@@ -97,10 +98,11 @@ def test_taps_at_tiny_times_are_finite_and_equal_the_reference(t, bmax):
     out = np.full(max(bmax, _b_full(t)) + 2, np.nan)
     b = _kernels.lattice_kernel(t, bmax, out)
     assert b == min(bmax, _b_full(t))
-    k = out[:b + 1]
+    k = out[: b + 1]
     assert np.all(np.isfinite(k)) and k[0] == pytest.approx(1.0, rel=(b + 3) * U)
-    np.testing.assert_allclose(k, _reference_taps(t, b), rtol=U * (3 * b + 3) + t * t / 4.0,
-                               atol=(2 * b + 2) * 2.0 ** -1074)
+    np.testing.assert_allclose(
+        k, _reference_taps(t, b), rtol=U * (3 * b + 3) + t * t / 4.0, atol=(2 * b + 2) * 2.0**-1074
+    )
 
 
 @pytest.mark.parametrize("t", TS, ids=lambda t: f"t={t:.3g}")
@@ -125,7 +127,7 @@ def test_miller_start_meets_its_bound(t):
 def test_miller_start_shortens_the_recurrence_at_the_benchmark_scale():
     """σ = 0.03 per √h, τ = 1 h on the 200-node lattice of 1e-4..1e2: t ≈ 0.19, B = 6."""
     h = math.log(1e6) / 199
-    t = 0.03 ** 2 * 1.0 / h ** 2
+    t = 0.03**2 * 1.0 / h**2
     b = _b_full(t)
     assert b == 6
     assert _kernels.miller_start(t, b, b) == 10  # q ≈ 2e-4: q^5 <= 1e-18 < q^4 (the fixed rule: 39)
@@ -134,10 +136,10 @@ def test_miller_start_shortens_the_recurrence_at_the_benchmark_scale():
 @given(st.floats(-8.0, 4.0), st.integers(0, 700))
 def test_kernel_properties(log10_t, bmax):
     """Taps non-negative, decreasing in |n|, summing to one, and equal to the reference."""
-    t = 10.0 ** log10_t
+    t = 10.0**log10_t
     out = np.empty(701)
     b = _kernels.lattice_kernel(t, bmax, out)
-    k = out[:b + 1]
+    k = out[: b + 1]
     assert b == min(bmax, _b_full(t))
     assert np.all(k > 0) and np.all(np.diff(k) <= 0)
     assert k[0] + 2.0 * k[1:].sum() == pytest.approx(1.0, rel=(b + 3) * U)

@@ -29,8 +29,9 @@ GRID = np.geomspace(1e-4, 1e2, 50)
 
 def _run(code: str) -> dict:
     """Run ``code`` in a fresh interpreter; it prints one JSON line, returned as a dict."""
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=SUBPROCESS_TIMEOUT)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT
+    )
     assert proc.returncode == 0, f"exit status {proc.returncode}:\n{proc.stderr[-3000:]}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -40,6 +41,7 @@ def _uniform_mean(rates):
 
 
 # ------------------------------------------------------------------ the kernel's taps
+
 
 def _decimal_taps(t: float, b: int) -> np.ndarray:
     """Normalised e^{−t} I_n(t), n <= b, from the recurrence I_{n−1} = (2n/t) I_n + I_{n+1}
@@ -114,6 +116,7 @@ def test_bessel_ratio_large_equals_the_reference():
 
 # ------------------------------------------------------------------ the filter's limits
 
+
 def test_huge_interval_update_is_the_uniform_limit():
     """update(1, 1e60) with σ = 0.1: the walk's spread σ√τ = 1e29 dwarfs the lattice, so
     the predicted weights are uniform on the lattice, and 1 − e^{−Δ·1e60} = 1 at every
@@ -176,8 +179,10 @@ def test_prior_a_default_lattice_cannot_hold_is_refused(shape):
     """Gamma(a, 1) with small a: log Δ has a left tail of about 1/a units, and the 30
     units around its median hold about 30a of the mass (or the median underflows):
     a ValueError names `prior` and `grid`, for the filter and the batch posterior."""
-    for make in (lambda: DynamicRateFilter(prior=GammaPrior(shape, 1.0)),
-                 lambda: dynamic_posterior(([[1]], [[1.0]]), prior=GammaPrior(shape, 1.0))):
+    for make in (
+        lambda: DynamicRateFilter(prior=GammaPrior(shape, 1.0)),
+        lambda: dynamic_posterior(([[1]], [[1.0]]), prior=GammaPrior(shape, 1.0)),
+    ):
         with pytest.raises(ValueError, match=r"`prior` GammaPrior.*`grid`"):
             make()
 
@@ -194,7 +199,9 @@ def test_prior_with_tiny_shape_works_on_a_given_grid():
         print(json.dumps({"w": f.node_probabilities().tolist()}))
     """)
     w = np.exp(-GRID) * -np.expm1(-GRID)
-    np.testing.assert_allclose(res["w"], w / w.sum(), rtol=1e-9, atol=1e-30)  # nodes below 1e-30 of the largest are zero
+    np.testing.assert_allclose(
+        res["w"], w / w.sum(), rtol=1e-9, atol=1e-30
+    )  # nodes below 1e-30 of the largest are zero
 
 
 # ------------------------------------------------------------------ ragged histories
@@ -228,33 +235,43 @@ def test_dynamic_posterior_takes_a_ragged_history(ragged_log):
     for i in range(2):
         lo, hi = ragged_log.offsets[i], ragged_log.offsets[i + 1]
         alone = dynamic_posterior(
-            CrawlHistory(ragged_log.flat_changed[lo:hi], intervals=ragged_log.flat_intervals[lo:hi]), sigma=(0.0, 0.1))
-        np.testing.assert_allclose(f[i, :lengths[i]], alone.posterior["filtered_mean"].values, rtol=1e-12)
-        np.testing.assert_allclose(idata.posterior["smoothed_mean"].values[i, :lengths[i]],
-                                   alone.posterior["smoothed_mean"].values, rtol=1e-12)
-        np.testing.assert_allclose(p[i, :lengths[i]], alone.predictions["change_probability"].values, rtol=1e-12)
-        assert np.isnan(f[i, lengths[i]:]).all()
+            CrawlHistory(ragged_log.flat_changed[lo:hi], intervals=ragged_log.flat_intervals[lo:hi]), sigma=(0.0, 0.1)
+        )
+        np.testing.assert_allclose(f[i, : lengths[i]], alone.posterior["filtered_mean"].values, rtol=1e-12)
+        np.testing.assert_allclose(
+            idata.posterior["smoothed_mean"].values[i, : lengths[i]],
+            alone.posterior["smoothed_mean"].values,
+            rtol=1e-12,
+        )
+        np.testing.assert_allclose(p[i, : lengths[i]], alone.predictions["change_probability"].values, rtol=1e-12)
+        assert np.isnan(f[i, lengths[i] :]).all()
 
 
 @pytest.mark.parametrize("likelihood", ["conjugate", "exact"])
 def test_posterior_mean_path_takes_a_ragged_history(ragged_log, likelihood):
-    h = CrawlHistory.from_segments(ragged_log.flat_changed, ragged_log.flat_intervals, lengths=ragged_log.lengths,
-                                   crawl_rate=0.1)
+    h = CrawlHistory.from_segments(
+        ragged_log.flat_changed, ragged_log.flat_intervals, lengths=ragged_log.lengths, crawl_rate=0.1
+    )
     prior = None if likelihood == "conjugate" else GammaPrior(1.0, 1.0)
     path = posterior_mean_path(h, prior=prior, likelihood=likelihood)
     assert path.shape == (2, int(h.lengths.max()))
     for i in range(2):
         lo, hi = h.offsets[i], h.offsets[i + 1]
-        alone = posterior_mean_path(CrawlHistory(h.flat_changed[lo:hi], intervals=h.flat_intervals[lo:hi],
-                                                 crawl_rate=0.1), prior=prior, likelihood=likelihood)
-        np.testing.assert_allclose(path[i, :hi - lo], alone, rtol=1e-12)
-        assert np.isnan(path[i, hi - lo:]).all()
+        alone = posterior_mean_path(
+            CrawlHistory(h.flat_changed[lo:hi], intervals=h.flat_intervals[lo:hi], crawl_rate=0.1),
+            prior=prior,
+            likelihood=likelihood,
+        )
+        np.testing.assert_allclose(path[i, : hi - lo], alone, rtol=1e-12)
+        assert np.isnan(path[i, hi - lo :]).all()
 
 
 # ------------------------------------------------------------------ chunks of pages
 
+
 def test_page_chunks_cover_the_pages_in_order():
     from changerate_bayes.dynamic._model import MAX_CALL_PAGES, page_chunks
+
     for n, work in ((1, 10), (1000, 1), (20_000, 20_000), (50_000, 10**9), (7, 10**12)):
         chunks = page_chunks(n, work)
         assert chunks[0][0] == 0 and chunks[-1][1] == n
@@ -280,8 +297,11 @@ def test_chunked_kernels_equal_one_call(monkeypatch):
         for c in range(k):
             preds.append(f.predict_change_probability(tau[:, c]))
             f.update(changed[:, c], tau[:, c], mask=mask[:, c])
-        return ([idata.posterior[v].values for v in ("filtered_mean", "smoothed_quantiles", "sigma_weights")]
-                + [idata.predictions["change_probability"].values, f.node_probabilities(), np.array(preds)])
+        return [idata.posterior[v].values for v in ("filtered_mean", "smoothed_quantiles", "sigma_weights")] + [
+            idata.predictions["change_probability"].values,
+            f.node_probabilities(),
+            np.array(preds),
+        ]
 
     whole = run()
     monkeypatch.setattr(_model, "CALL_WORK", 1)

@@ -23,18 +23,23 @@ def test_default_does_not_depend_on_the_unit_of_time():
     changed, tau = _pages()
     grid = np.geomspace(1e-3, 1e2, 120)
     a = dynamic_posterior((changed, tau), prior=LogNormalPrior(0.0, 2.0), grid=grid, smooth=False)
-    b = dynamic_posterior((changed, tau * 16.0), prior=LogNormalPrior(-np.log(16.0), 2.0), grid=grid / 16.0,
-                          smooth=False)
-    np.testing.assert_allclose(a.predictions["change_probability"].values,
-                               b.predictions["change_probability"].values, rtol=1e-9)
-    np.testing.assert_allclose(b.constant_data["typical_interval"].values,
-                               16.0 * a.constant_data["typical_interval"].values, rtol=1e-12)
+    b = dynamic_posterior(
+        (changed, tau * 16.0), prior=LogNormalPrior(-np.log(16.0), 2.0), grid=grid / 16.0, smooth=False
+    )
+    np.testing.assert_allclose(
+        a.predictions["change_probability"].values, b.predictions["change_probability"].values, rtol=1e-9
+    )
+    np.testing.assert_allclose(
+        b.constant_data["typical_interval"].values, 16.0 * a.constant_data["typical_interval"].values, rtol=1e-12
+    )
     # an absolute σ does depend on the unit
     c = dynamic_posterior((changed, tau), sigma=0.3, prior=LogNormalPrior(0.0, 2.0), grid=grid, smooth=False)
-    d = dynamic_posterior((changed, tau * 16.0), sigma=0.3, prior=LogNormalPrior(-np.log(16.0), 2.0),
-                          grid=grid / 16.0, smooth=False)
-    assert not np.allclose(c.predictions["change_probability"].values, d.predictions["change_probability"].values,
-                           rtol=1e-6)
+    d = dynamic_posterior(
+        (changed, tau * 16.0), sigma=0.3, prior=LogNormalPrior(-np.log(16.0), 2.0), grid=grid / 16.0, smooth=False
+    )
+    assert not np.allclose(
+        c.predictions["change_probability"].values, d.predictions["change_probability"].values, rtol=1e-6
+    )
 
 
 def test_default_equals_explicit_sigmas_per_page():
@@ -47,10 +52,17 @@ def test_default_equals_explicit_sigmas_per_page():
     np.testing.assert_allclose(idata.constant_data["typical_interval"].values, m)
     np.testing.assert_array_equal(idata.posterior["sigma"].values, UNIT_FREE_SIGMAS)
     for i in range(4):
-        ref = dynamic_posterior((changed[i:i + 1], tau[i:i + 1]), sigma=np.array(UNIT_FREE_SIGMAS) / np.sqrt(m[i]),
-                                grid=grid, smooth=False)
-        np.testing.assert_allclose(idata.predictions["change_probability"].values[i],
-                                   ref.predictions["change_probability"].values[0], rtol=1e-12)
+        ref = dynamic_posterior(
+            (changed[i : i + 1], tau[i : i + 1]),
+            sigma=np.array(UNIT_FREE_SIGMAS) / np.sqrt(m[i]),
+            grid=grid,
+            smooth=False,
+        )
+        np.testing.assert_allclose(
+            idata.predictions["change_probability"].values[i],
+            ref.predictions["change_probability"].values[0],
+            rtol=1e-12,
+        )
 
 
 def test_rounding_and_typical_intervals():
@@ -70,8 +82,9 @@ def test_streaming_default_equals_batch_given_the_typical_interval():
     idata = dynamic_posterior((changed, tau), grid=grid, smooth=False)
     f = DynamicRateFilter(4, grid=grid, typical_interval=np.median(tau, axis=1))
     for j in range(tau.shape[1]):
-        np.testing.assert_allclose(f.predict_change_probability(tau[:, j]),
-                                   idata.predictions["change_probability"].values[:, j], rtol=1e-12)
+        np.testing.assert_allclose(
+            f.predict_change_probability(tau[:, j]), idata.predictions["change_probability"].values[:, j], rtol=1e-12
+        )
         f.update(changed[:, j], tau[:, j])
     # without one, each page's first crawl interval is its typical interval
     g = DynamicRateFilter(4, grid=grid)

@@ -12,6 +12,7 @@ from changerate_bayes.traces import read_trace_csv
 
 # --- read_trace_csv ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("bad", [0, 1, 2.5, None, b"trace.csv"])
 def test_read_trace_csv_refuses_non_paths(bad):
     # an int would be opened as a file descriptor (0 = stdin) and closed afterwards
@@ -35,19 +36,23 @@ def test_read_trace_csv_names_file_and_line_of_bad_utf8(tmp_path):
 
 # --- log_likelihood ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("args, error, match", [
-    ((-1.0, [1, 0], [1.0, 1.0]), ValueError, "`change_rate` must be >= 0"),
-    ((np.nan, [1, 0], [1.0, 1.0]), ValueError, "`change_rate` must be >= 0"),
-    ((2.0, [2, 0], [1.0, 1.0]), ValueError, "`changed` must hold 0 or 1"),
-    ((2.0, [0.5, 0], [1.0, 1.0]), ValueError, "`changed` must hold 0 or 1"),
-    ((2.0, [1, 0], [[1.0, 1.0], [1.0, 1.0]]), ValueError, "same shape"),
-    ((2.0, [1, 0], [1.0, -1.0]), ValueError, "`intervals` must be positive and finite"),
-    ((2.0, [1, 0], [1.0, np.inf]), ValueError, "`intervals` must be positive and finite"),
-    (([1.0, 2.0, 3.0], [[1, 0], [0, 1]], [[1.0, 1.0], [1.0, 1.0]]), ValueError, "does not broadcast"),
-    (("2", [1, 0], [1.0, 1.0]), TypeError, "`change_rate` must hold real numbers"),
-    ((2.0, ["1", "0"], [1.0, 1.0]), TypeError, "`changed` must hold real numbers"),
-    ((2.0, 1, 1.0), ValueError, "crawl axis"),
-])
+
+@pytest.mark.parametrize(
+    "args, error, match",
+    [
+        ((-1.0, [1, 0], [1.0, 1.0]), ValueError, "`change_rate` must be >= 0"),
+        ((np.nan, [1, 0], [1.0, 1.0]), ValueError, "`change_rate` must be >= 0"),
+        ((2.0, [2, 0], [1.0, 1.0]), ValueError, "`changed` must hold 0 or 1"),
+        ((2.0, [0.5, 0], [1.0, 1.0]), ValueError, "`changed` must hold 0 or 1"),
+        ((2.0, [1, 0], [[1.0, 1.0], [1.0, 1.0]]), ValueError, "same shape"),
+        ((2.0, [1, 0], [1.0, -1.0]), ValueError, "`intervals` must be positive and finite"),
+        ((2.0, [1, 0], [1.0, np.inf]), ValueError, "`intervals` must be positive and finite"),
+        (([1.0, 2.0, 3.0], [[1, 0], [0, 1]], [[1.0, 1.0], [1.0, 1.0]]), ValueError, "does not broadcast"),
+        (("2", [1, 0], [1.0, 1.0]), TypeError, "`change_rate` must hold real numbers"),
+        ((2.0, ["1", "0"], [1.0, 1.0]), TypeError, "`changed` must hold real numbers"),
+        ((2.0, 1, 1.0), ValueError, "crawl axis"),
+    ],
+)
 def test_log_likelihood_refuses_bad_input(args, error, match):
     with pytest.raises(error, match=match):
         log_likelihood(*args)
@@ -67,12 +72,16 @@ def test_log_likelihood_values_and_limits():
 
 # --- exponential_qq ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("gaps, match", [
-    ([1.0, np.nan, 2.0], "`gaps` must be finite and >= 0"),
-    ([1.0, -0.5, 2.0], "`gaps` must be finite and >= 0"),
-    ([1.0, np.inf], "`gaps` must be finite and >= 0"),
-    ([[1.0, 2.0]], "one-dimensional"),
-])
+
+@pytest.mark.parametrize(
+    "gaps, match",
+    [
+        ([1.0, np.nan, 2.0], "`gaps` must be finite and >= 0"),
+        ([1.0, -0.5, 2.0], "`gaps` must be finite and >= 0"),
+        ([1.0, np.inf], "`gaps` must be finite and >= 0"),
+        ([[1.0, 2.0]], "one-dimensional"),
+    ],
+)
 def test_exponential_qq_refuses_bad_gaps(gaps, match):
     with pytest.raises(ValueError, match=match):
         exponential_qq(gaps)
@@ -105,6 +114,7 @@ def test_exponential_qq_block_envelope_has_the_nominal_coverage(monkeypatch):
 
 # --- huge integer times -----------------------------------------------------------------
 
+
 def test_int64_times_near_2_62_keep_their_gaps():
     gaps = np.array([3, 1, 4, 1, 5, 9, 2, 6], dtype=np.int64)
     t = np.int64(2**62) + np.concatenate(([0], np.cumsum(gaps)))
@@ -126,6 +136,7 @@ def test_poisson_gof_on_nanosecond_timestamps_is_not_degenerate():
 
 
 # --- minor guards -----------------------------------------------------------------------
+
 
 def test_simulate_history_refuses_an_impossible_size():
     with pytest.raises(ValueError, match="would not fit in memory"):

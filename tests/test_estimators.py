@@ -86,11 +86,14 @@ def _brentq_root(changed, tau, method):
     if n0 == 0:
         return math.inf
     if method == "mle":
+
         def g(d):
             return np.sum(changed * tau * np.exp(-d * tau) / -np.expm1(-d * tau)) - np.sum((1 - changed) * tau)
     else:  # split so that no term cancels: Σ_{I=1} e^{-Δτ} = Σ_{I=0} (1 - e^{-Δτ})
+
         def g(d):
             return np.sum(changed * np.exp(-d * tau)) + np.sum((1 - changed) * np.expm1(-d * tau))
+
     lo, hi = 1.0, 1.0
     while g(hi) > 0:
         hi *= 2.0
@@ -203,7 +206,9 @@ def test_recursions_follow_the_paper_at_every_step(seed):
 @pytest.mark.parametrize("pattern", [None, "ones", "zeros"])
 @pytest.mark.parametrize("rates", [(2.0, 3.0), (300.0, 3.0), (0.05, 3.0)])
 def test_roots_match_brentq_at_every_step(method, pattern, rates):
-    h = _history((120,), seed=zlib.crc32(repr((method, pattern, rates)).encode()), delta=rates[0], p=rates[1], pattern=pattern)
+    h = _history(
+        (120,), seed=zlib.crc32(repr((method, pattern, rates)).encode()), delta=rates[0], p=rates[1], pattern=pattern
+    )
     path = estimate_path(h, method)
     changed, tau = h.changed.astype(float), h.intervals
     ref = np.array([_brentq_root(changed[: j + 1], tau[: j + 1], method) for j in range(h.n_crawls)])
@@ -279,8 +284,9 @@ def test_pages_are_independent():
 # --------------------------------------------------------------------------- merge
 
 
-@pytest.mark.parametrize("cls", [NaiveEstimator, LLNEstimator, MLEEstimator, MomentMatchingEstimator,
-                                 RegularCrawlEstimator])
+@pytest.mark.parametrize(
+    "cls", [NaiveEstimator, LLNEstimator, MLEEstimator, MomentMatchingEstimator, RegularCrawlEstimator]
+)
 def test_merge_equals_one_estimator_over_all_crawls(cls):
     h = _history((3, 40), seed=5)
     a, b, whole = (cls(crawl_rate=h.crawl_rate, n_pages=3) for _ in range(3))
@@ -538,7 +544,8 @@ def test_poisson_check_false_alarm_rate_is_bounded_by_dkw():
     # binomial standard errors (0.0103).
     gen = np.random.default_rng(2024)
     per_page, pooled = poisson_distance_segments(
-        CrawlHistory(np.zeros((4000, 40)), gen.exponential(size=(4000, 40)), crawl_rate=1.0))
+        CrawlHistory(np.zeros((4000, 40)), gen.exponential(size=(4000, 40)), crawl_rate=1.0)
+    )
     share = float((per_page > dkw_threshold(0.05, 40)).mean())
     assert share <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 4000)
     assert pooled <= dkw_threshold(0.05, 4000 * 40)
@@ -638,7 +645,7 @@ def _decimal_sides(method, changed, tau, delta):
     return left, right
 
 
-_DEC = Context(prec=40, Emin=-10**15, Emax=10**15, traps=[])
+_DEC = Context(prec=40, Emin=-(10**15), Emax=10**15, traps=[])
 
 
 @settings(max_examples=30)

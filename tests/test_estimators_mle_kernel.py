@@ -157,8 +157,14 @@ def test_arithmetic_expm1_is_within_two_ulp_of_numpy():
     subnormal to huge, and around the reduction's switch points (y near (n + 1/2) ln 2)."""
     rng = np.random.default_rng(2)
     edges = (np.arange(1, 1000) + 0.5) * np.log(2.0)
-    y = np.concatenate([[0.0, 5e-324, 1e-300, 1e-20, 1e-8, 709.0], 10.0 ** rng.uniform(-300, np.log10(709.0), 4000),
-                        rng.uniform(0.0, 2.0, 2000), edges[edges <= 709.0] * (1 + rng.uniform(-1e-15, 1e-15, 1))])
+    y = np.concatenate(
+        [
+            [0.0, 5e-324, 1e-300, 1e-20, 1e-8, 709.0],
+            10.0 ** rng.uniform(-300, np.log10(709.0), 4000),
+            rng.uniform(0.0, 2.0, 2000),
+            edges[edges <= 709.0] * (1 + rng.uniform(-1e-15, 1e-15, 1)),
+        ]
+    )
     got = np.empty_like(y)
     _em1_all(y, got)
     want = np.expm1(y)
@@ -176,8 +182,9 @@ def test_written_out_order_18_series_equals_the_recurrence_in_loops():
     from changerate_bayes.estimators._kernels import _series_block, _series_block_any
 
     rng = np.random.default_rng(5)
-    x_all = np.concatenate([[1e-320, 1e-300, 1e-12, 1e-3, 0.5, 2.0, 30.0, 700.0, 800.0, 1e6],
-                            10.0 ** rng.uniform(-8, 2.8, 22)])
+    x_all = np.concatenate(
+        [[1e-320, 1e-300, 1e-12, 1e-3, 0.5, 2.0, 30.0, 700.0, 800.0, 1e6], 10.0 ** rng.uniform(-8, 2.8, 22)]
+    )
     for m in (1, 3, 4, 5, 17, 31, 32):
         x = rng.permutation(x_all)[:32]
         g_new, g_old = np.full((19, 32), np.nan), np.full((19, 32), np.nan)

@@ -74,15 +74,16 @@ def test_mm_final_matches_the_log_space_solver_across_scales():
     tau = np.ones((len(pages), m))
     inside = np.zeros((len(pages), m), dtype=bool)
     for i, (c, t) in enumerate(pages):
-        changed[i, :len(c)], tau[i, :len(t)], inside[i, :len(c)] = c, t, True
+        changed[i, : len(c)], tau[i, : len(t)], inside[i, : len(c)] = c, t, True
     expect = solve_robust(MM_KIND, changed, tau, inside, np.full(len(pages), np.nan))
     np.testing.assert_allclose(got, expect, rtol=1e-12, atol=0)
 
 
 def test_mm_final_hand_values_and_edges():
     # 1 = 2 e^{−Δ}: Δ = ln 2; no change: 0.0; every crawl changed: inf
-    h = CrawlHistory.from_segments([0, 1, 0, 0, 1, 1], [1.0, 1.0, 2.0, 3.0, 1.0, 1.0], lengths=[2, 2, 2],
-                                   crawl_rate=1.0)
+    h = CrawlHistory.from_segments(
+        [0, 1, 0, 0, 1, 1], [1.0, 1.0, 2.0, 3.0, 1.0, 1.0], lengths=[2, 2, 2], crawl_rate=1.0
+    )
     got = final_estimates(h, "mm")
     assert got[0] == pytest.approx(math.log(2.0), rel=1e-14)
     assert got[1] == 0.0 and got[2] == math.inf

@@ -82,8 +82,7 @@ def test_final_estimates_of_a_rectangular_history_are_the_last_column():
 
 
 def test_ragged_hand_values():
-    h = CrawlHistory.from_segments([1, 0, 0, 1, 1, 0], [1.0, 2.0, 1.0, 0.5, 0.5, 3.0], lengths=[2, 4],
-                                   crawl_rate=2.0)
+    h = CrawlHistory.from_segments([1, 0, 0, 1, 1, 0], [1.0, 2.0, 1.0, 0.5, 0.5, 3.0], lengths=[2, 4], crawl_rate=2.0)
     path = estimate_path(h, "naive")
     assert_array_equal(path[0, :2], [2.0, 1.0]) and np.isnan(path[0, 2:]).all()
     assert_array_equal(path[1], [0.0, 1.0, 2.0 * 2 / 3, 1.0])
@@ -98,8 +97,9 @@ def test_ragged_regular_check_uses_each_pages_own_crawls():
         warnings.simplefilter("error", StatisticalWarning)
         estimate_path(h, "regular")  # every τ = 1/p: no warning
     # mean p·τ = 1 but sd 0.5: bias ≈ (Δ̂/p)·0.25/2 ≈ 0.08 with half the crawls changed
-    jitter = CrawlHistory.from_segments(np.tile([1, 0], 25), np.tile([0.25, 0.75], 25), lengths=[20, 30],
-                                        crawl_rate=2.0)
+    jitter = CrawlHistory.from_segments(
+        np.tile([1, 0], 25), np.tile([0.25, 0.75], 25), lengths=[20, 30], crawl_rate=2.0
+    )
     with pytest.warns(StatisticalWarning, match="2 of 2 page"):
         final_estimates(jitter, "regular")
 
@@ -159,8 +159,9 @@ def test_poisson_check_on_ragged_histories():
     rng = np.random.default_rng(11)
     lengths = rng.integers(5, 60, 200)
     n = int(lengths.sum())
-    poisson = CrawlHistory.from_segments(np.zeros(n, dtype=int), rng.exponential(0.5, n), lengths=lengths,
-                                         crawl_rate=2.0)
+    poisson = CrawlHistory.from_segments(
+        np.zeros(n, dtype=int), rng.exponential(0.5, n), lengths=lengths, crawl_rate=2.0
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error", StatisticalWarning)
         estimate_path(poisson, "lln")
@@ -216,9 +217,11 @@ def test_mask_of_no_page_is_a_no_op(method, warm):
     n = 3
     params = PARAMS.get(method, {})
     est, ref = (ESTIMATORS[method](crawl_rate=1.5, n_pages=n, **params) for _ in range(2))
-    steps = [(np.array([1, 0, 1]), np.array([0.5, 1.0, 2.0]), None),
-             (np.array([0, 1, 1]), np.array([1.0, 0.3, 0.7]), None),
-             (np.array([1, 1, 0]), np.array([0.2, 0.4, 1.1]), np.array([True, False, True]))]
+    steps = [
+        (np.array([1, 0, 1]), np.array([0.5, 1.0, 2.0]), None),
+        (np.array([0, 1, 1]), np.array([1.0, 0.3, 0.7]), None),
+        (np.array([1, 1, 0]), np.array([0.2, 0.4, 1.1]), np.array([True, False, True])),
+    ]
     for changed, tau, mask in steps[:warm]:
         for e in (est, ref):
             _quiet(e.update, changed, interval=tau, mask=mask)
@@ -246,7 +249,9 @@ def test_mask_leaves_unmasked_pages_untouched_and_is_checked():
         est.update([0, 1, 1], mask=np.array([True, False]))
     with pytest.raises(ValueError, match="`mask` is for estimators of several pages"):
         ESTIMATORS["lln"](crawl_rate=1.0).update(1, mask=True)
-    with pytest.raises(ValueError, match=r"`interval` must be finite and > 0 on the crawled pages; got -1.0 at index 1"):
+    with pytest.raises(
+        ValueError, match=r"`interval` must be finite and > 0 on the crawled pages; got -1.0 at index 1"
+    ):
         ESTIMATORS["mle"](n_pages=3).update([1, 0, 0], interval=[1.0, -1.0, np.nan], mask=np.array([True, True, False]))
 
 
@@ -289,17 +294,25 @@ def test_sa_and_sam_kernels_equal_the_previous_recursions(seed):
     changed = (rng.random((50, 200)) < rng.uniform(0.1, 0.9)).astype(np.int8)
     p = rng.uniform(0.1, 10.0, 50)
     h = CrawlHistory(changed, crawl_rate=p)
-    assert_allclose(estimate_path(h, "sa", eta=0.7, initial=1.5),
-                    _reference_sa_path(changed.astype(float), p, 0.7, 1.5), rtol=1e-12, atol=0)
-    assert_allclose(estimate_path(h, "sam", eta=0.9, beta=0.6, omega=1.2, initial=0.3),
-                    _reference_sam_path(changed.astype(float), p, 0.9, 0.6, 1.2, 0.3), rtol=1e-12, atol=0)
+    assert_allclose(
+        estimate_path(h, "sa", eta=0.7, initial=1.5),
+        _reference_sa_path(changed.astype(float), p, 0.7, 1.5),
+        rtol=1e-12,
+        atol=0,
+    )
+    assert_allclose(
+        estimate_path(h, "sam", eta=0.9, beta=0.6, omega=1.2, initial=0.3),
+        _reference_sam_path(changed.astype(float), p, 0.9, 0.6, 1.2, 0.3),
+        rtol=1e-12,
+        atol=0,
+    )
 
 
 def test_streaming_kernels_equal_the_previous_numpy_updates():
     rng = np.random.default_rng(8)
     n, steps = 1000, 60
     p = rng.uniform(0.5, 4.0, n)
-    changed = (rng.random((steps, n)) < 0.3)
+    changed = rng.random((steps, n)) < 0.3
     sa, sam, lln = (ESTIMATORS[m](crawl_rate=p, n_pages=n) for m in ("sa", "sam", "lln"))
     y = np.zeros(n)
     z = zp = np.zeros(n)

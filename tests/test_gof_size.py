@@ -105,8 +105,18 @@ def test_size_of_every_test_under_h0():
     pv = G.pvalues_vectorised(times, offset, G._null_statistics(n, 2999, np.random.default_rng(22)))
     lo, hi = _bounds(d)
     checked = 0
-    for k in ("ks_lilliefors", "anderson_darling", "ks_bootstrap", "ad_bootstrap", "cvm_bootstrap",
-              "laplace_trend", "mil_hdbk_189", "dispersion_index", "gap_cv", "day_of_week"):
+    for k in (
+        "ks_lilliefors",
+        "anderson_darling",
+        "ks_bootstrap",
+        "ad_bootstrap",
+        "cvm_bootstrap",
+        "laplace_trend",
+        "mil_hdbk_189",
+        "dispersion_index",
+        "gap_cv",
+        "day_of_week",
+    ):
         ran = np.isfinite(pv[k])
         lo_k, hi_k = _bounds(int(ran.sum()))
         assert ran.sum() >= 500, k
@@ -174,8 +184,10 @@ def test_power_against_bursty_alternatives_exceeds_size():
     d, n = 300, 100
     gens = replication_generators(26, d)
     null = G._null_statistics(n, 1999, np.random.default_rng(27))
-    for alt, tests in (("hawkes", ("ks_lilliefors", "gap_cv", "dispersion_index")),
-                       ("drift", ("laplace_trend", "mil_hdbk_189"))):
+    for alt, tests in (
+        ("hawkes", ("ks_lilliefors", "gap_cv", "dispersion_index")),
+        ("drift", ("laplace_trend", "mil_hdbk_189")),
+    ):
         pv = G.pvalues_vectorised(G.simulate_times(alt, n, gens), np.zeros(d), null)
         _, hi = _bounds(d)
         for k in tests:
@@ -188,8 +200,9 @@ def test_crawl_pvalues_are_the_library_results():
     det, _ = G.simulate_crawl_detections("hawkes", 400, replication_generators(28, 2), ratio=0.1)
     pv = G.pvalues_crawl(det, replication_generators(29, 2), n_resamples=39, n_seg=0)
     for i, g in enumerate(replication_generators(29, 2)):  # the same streams, by hand
-        res, _ = grid_results(crawl_grid(det[i], 1.0), clock0_hours=g.uniform(0.0, 168.0), n_resamples=39, rng=g,
-                              n_qq=0)
+        res, _ = grid_results(
+            crawl_grid(det[i], 1.0), clock0_hours=g.uniform(0.0, 168.0), n_resamples=39, rng=g, n_qq=0
+        )
         for k in ("geometric_gaps", "gap_cv", "laplace_trend", "mil_hdbk_189", "dispersion_index"):
             assert pv[k][i] == res[k].pvalue, k
     assert np.isnan(pv["segments_dispersion"]).all()  # n_seg = 0: not segmented
@@ -198,8 +211,18 @@ def test_crawl_pvalues_are_the_library_results():
 
 
 def test_run_and_render_at_tiny_size(monkeypatch):
-    monkeypatch.setitem(G.SIZES, "quick", {"n_datasets": 40, "n_null": 199, "n_seg": {20: 5, 100: 3, 1000: 1},
-                                           "m_tr": 19, "n_crawl": {20: 20, 100: 20, 1000: 5}, "m_crawl": 19})
+    monkeypatch.setitem(
+        G.SIZES,
+        "quick",
+        {
+            "n_datasets": 40,
+            "n_null": 199,
+            "n_seg": {20: 5, 100: 3, 1000: 1},
+            "m_tr": 19,
+            "n_crawl": {20: 20, 100: 20, 1000: 5},
+            "m_crawl": 19,
+        },
+    )
     monkeypatch.setattr(G, "N_EVENTS", (20, 100))
     res = G.run(Preset("quick"), seed=1, progress=Progress(quiet=True))
     assert set(res) == set(G.KEYS)

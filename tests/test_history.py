@@ -54,7 +54,11 @@ def test_head_keeps_first_crawls():
         (dict(changed=[1, 0], intervals=[1.0]), ValueError, r"same shape as `changed` \(2,\); got \(1,\)"),
         (dict(changed=[1, 0], crawl_rate=0.0), ValueError, r"`crawl_rate` must be a finite number > 0; got 0.0"),
         (dict(changed=[1, 0], crawl_rate=-1), ValueError, r"`crawl_rate` must be a finite number > 0"),
-        (dict(changed=[1, 0], crawl_rate=float("nan")), ValueError, r"`crawl_rate` must be a finite number > 0; got nan"),
+        (
+            dict(changed=[1, 0], crawl_rate=float("nan")),
+            ValueError,
+            r"`crawl_rate` must be a finite number > 0; got nan",
+        ),
         (dict(changed=[1, 0], crawl_rate="3"), TypeError, r"`crawl_rate` must be numeric"),
         (dict(changed=[[1, 0]], crawl_rate=[1.0, 2.0]), ValueError, r"shape \(n_pages,\)"),
     ],
@@ -137,7 +141,11 @@ def test_attributes_cannot_be_replaced(attr):
         (dict(changed=[[1, 0], [1]]), ValueError, r"`changed` must be a rectangular array"),
         (dict(changed=[1, 0], intervals=[[1.0, 2.0], [1.0]]), ValueError, r"`intervals` must be a rectangular"),
         (dict(changed=[1, 0], crawl_rate=[3.0, 4.0]), ValueError, r"must be a scalar for a one-page history"),
-        (dict(changed=[1, 0], crawl_rate=10**400), ValueError, r"`crawl_rate` must be a finite number > 0; got an integer"),
+        (
+            dict(changed=[1, 0], crawl_rate=10**400),
+            ValueError,
+            r"`crawl_rate` must be a finite number > 0; got an integer",
+        ),
     ],
 )
 def test_more_bad_input_messages(kwargs, exc, message):
@@ -146,8 +154,9 @@ def test_more_bad_input_messages(kwargs, exc, message):
 
 
 def test_from_times_with_datetimes_in_hours():
-    crawls = np.array(["2024-01-01T00:00", "2024-01-01T06:00", "2024-01-01T12:00", "2024-01-02T00:00"],
-                      dtype="datetime64[s]")
+    crawls = np.array(
+        ["2024-01-01T00:00", "2024-01-01T06:00", "2024-01-01T12:00", "2024-01-02T00:00"], dtype="datetime64[s]"
+    )
     changes = np.array(["2024-01-01T03:00", "2024-01-01T20:00"], dtype="datetime64[s]")
     h = CrawlHistory.from_times(changes, crawls)  # first crawl = reference copy
     assert h.changed.tolist() == [1, 0, 1] and h.intervals.tolist() == [6.0, 6.0, 12.0]

@@ -62,8 +62,9 @@ def test_ragged_history_refuses_the_rectangular_arrays():
 
 
 def test_ragged_head_keeps_at_most_k_crawls_per_page():
-    h = CrawlHistory.from_segments([1, 0, 0, 1, 1, 0], [1.0, 2.0, 1.0, 0.5, 0.5, 3.0], lengths=[2, 4],
-                                   crawl_rate=2.0, page_ids=["a", "b"])
+    h = CrawlHistory.from_segments(
+        [1, 0, 0, 1, 1, 0], [1.0, 2.0, 1.0, 0.5, 0.5, 3.0], lengths=[2, 4], crawl_rate=2.0, page_ids=["a", "b"]
+    )
     head = h.head(3)
     assert head.lengths.tolist() == [2, 3]
     np.testing.assert_array_equal(head.flat_changed, [1, 0, 0, 1, 1])
@@ -83,11 +84,19 @@ def test_page_labels_and_per_page_crawl_rate():
     [
         (dict(changed=[1, 0, 2], lengths=[1, 2]), ValueError, "`changed` must be 0 or 1; got 2 at index 2"),
         (dict(changed=[[1, 0]], lengths=[2]), ValueError, "one-dimensional"),
-        (dict(changed=[1, 0, 1], lengths=[1, 1]), ValueError, "sum to the number of crawls in `changed` \\(3\\); got 2"),
+        (
+            dict(changed=[1, 0, 1], lengths=[1, 1]),
+            ValueError,
+            "sum to the number of crawls in `changed` \\(3\\); got 2",
+        ),
         (dict(changed=[1, 0, 1], lengths=[3, 0]), ValueError, "`lengths` must be >= 1; got 0 at index 1"),
         (dict(changed=[1, 0, 1], lengths=[1.0, 2.0]), TypeError, "`lengths` must hold integers"),
         (dict(changed=[1, 0, 1], lengths=[]), ValueError, "non-empty"),
-        (dict(changed=[1, 0, 1], intervals=[1.0, -1.0, 1.0], lengths=[1, 2]), ValueError, "`intervals` must be > 0; got -1.0 at index 1"),
+        (
+            dict(changed=[1, 0, 1], intervals=[1.0, -1.0, 1.0], lengths=[1, 2]),
+            ValueError,
+            "`intervals` must be > 0; got -1.0 at index 1",
+        ),
         (dict(changed=[1, 0, 1], intervals=[1.0, 1.0], lengths=[1, 2]), ValueError, "same shape"),
         (dict(changed=[1, 0, 1, 1], intervals=[1.0, 1.0], lengths=[2, 2]), ValueError, "same shape"),
         (dict(changed=[1, 0, 1], lengths=[1, 2], crawl_rate=[1.0, 2.0, 3.0]), ValueError, "`crawl_rate`"),

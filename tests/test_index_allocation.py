@@ -36,15 +36,25 @@ def _interval(rate, sd, w, lam, t_min, t_max, cap):
     top = min(t_max, cap)
     if _index(rate, sd, w, top) < lam:
         return cap
-    return math.exp(brentq(lambda y: math.log(_index(rate, sd, w, math.exp(y)) / lam), math.log(t_min),
-                           math.log(top), xtol=1e-15, rtol=8.9e-16, maxiter=500))
+    return math.exp(
+        brentq(
+            lambda y: math.log(_index(rate, sd, w, math.exp(y)) / lam),
+            math.log(t_min),
+            math.log(top),
+            xtol=1e-15,
+            rtol=8.9e-16,
+            maxiter=500,
+        )
+    )
 
 
 def _reference(rate, sd, w, budget, t_min=1e-4, t_max=1e5, cap=math.inf):
     """brentq on log Σ 1/I_i(λ) = log B over log λ, each I_i by brentq on its own condition."""
+
     def gap(log_lam):
-        return math.log(sum(1.0 / _interval(r, s, ww, math.exp(log_lam), t_min, t_max, cap)
-                            for r, s, ww in zip(rate, sd, w))) - math.log(budget)
+        return math.log(
+            sum(1.0 / _interval(r, s, ww, math.exp(log_lam), t_min, t_max, cap) for r, s, ww in zip(rate, sd, w))
+        ) - math.log(budget)
 
     lo, hi = -5.0, 5.0
     while gap(lo) < 0:
@@ -57,7 +67,12 @@ def _reference(rate, sd, w, budget, t_min=1e-4, t_max=1e5, cap=math.inf):
 
 
 CASES = [  # (seed, budget as a multiple of Σ rate, share of point masses)
-    (1, 0.05, 0.2), (2, 0.3, 0.0), (3, 1.0, 0.5), (4, 3.0, 0.2), (5, 10.0, 1.0), (6, 100.0, 0.3),
+    (1, 0.05, 0.2),
+    (2, 0.3, 0.0),
+    (3, 1.0, 0.5),
+    (4, 3.0, 0.2),
+    (5, 10.0, 1.0),
+    (6, 100.0, 0.3),
 ]
 
 
@@ -94,10 +109,13 @@ def test_tiny_and_huge_rates_and_wide_posteriors():
 
 
 # ----------------------------------------------------------------------------- properties
-pages = st.integers(1, 8).flatmap(lambda n: st.tuples(
-    st.lists(st.floats(1e-3, 1e3), min_size=n, max_size=n),
-    st.lists(st.one_of(st.just(0.0), st.floats(0.01, 3.0)), min_size=n, max_size=n),
-    st.lists(st.floats(0.1, 10.0), min_size=n, max_size=n)))
+pages = st.integers(1, 8).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.floats(1e-3, 1e3), min_size=n, max_size=n),
+        st.lists(st.one_of(st.just(0.0), st.floats(0.01, 3.0)), min_size=n, max_size=n),
+        st.lists(st.floats(0.1, 10.0), min_size=n, max_size=n),
+    )
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -163,18 +181,21 @@ def test_pages_that_never_change_get_the_bound_and_alone_share_the_budget():
     np.testing.assert_array_equal(flat.intervals, [0.5, 0.5])
 
 
-@pytest.mark.parametrize("kwargs, err, match", [
-    (dict(rate=[-1.0]), ValueError, "`rate`"),
-    (dict(rate=[np.nan]), ValueError, "`rate`"),
-    (dict(log_sd=[0.0, 1.0]), ValueError, "`log_sd`"),
-    (dict(log_sd=[-0.5]), ValueError, "`log_sd`"),
-    (dict(weights=[1.0, 2.0]), ValueError, "`weights`"),
-    (dict(budget=0.0), ValueError, "`budget`"),
-    (dict(budget="1"), TypeError, "`budget`"),
-    (dict(max_interval=0.0), ValueError, "`max_interval`"),
-    (dict(interval_range=(1.0, 0.5)), ValueError, "`interval_range`"),
-    (dict(interval_range=3.0), TypeError, "`interval_range`"),
-])
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        (dict(rate=[-1.0]), ValueError, "`rate`"),
+        (dict(rate=[np.nan]), ValueError, "`rate`"),
+        (dict(log_sd=[0.0, 1.0]), ValueError, "`log_sd`"),
+        (dict(log_sd=[-0.5]), ValueError, "`log_sd`"),
+        (dict(weights=[1.0, 2.0]), ValueError, "`weights`"),
+        (dict(budget=0.0), ValueError, "`budget`"),
+        (dict(budget="1"), TypeError, "`budget`"),
+        (dict(max_interval=0.0), ValueError, "`max_interval`"),
+        (dict(interval_range=(1.0, 0.5)), ValueError, "`interval_range`"),
+        (dict(interval_range=3.0), TypeError, "`interval_range`"),
+    ],
+)
 def test_input_errors(kwargs, err, match):
     args = dict(rate=[1.0], log_sd=[0.0], budget=1.0) | kwargs
     with pytest.raises(err, match=match):
@@ -240,8 +261,15 @@ def test_estimate_and_schedule_commands(tmp_path, index_log, capsys):
     got, plan = pd.read_csv(est), pd.read_csv(sch)
     # every column but the allocation is the page table's
     table = page_table(read_log(index_log))
-    for c in ("n_crawls", "n_changes", "mean_interval_h", "rate_per_day", "posterior_mean", "posterior_lower",
-              "posterior_upper"):
+    for c in (
+        "n_crawls",
+        "n_changes",
+        "mean_interval_h",
+        "rate_per_day",
+        "posterior_mean",
+        "posterior_lower",
+        "posterior_upper",
+    ):
         np.testing.assert_allclose(got[c], table[c], rtol=1e-15, err_msg=c)
     # the allocation: the exact schedule (here no page at the bound, nothing rescaled)
     budget = float(np.sum(24.0 / table["mean_interval_h"]))
@@ -261,13 +289,19 @@ def test_estimate_and_schedule_commands(tmp_path, index_log, capsys):
 
 
 def test_allocate_crawls_index_table_of_a_page_table():
-    t = pd.DataFrame({"posterior_mean": [0.2, 1.0, 5.0], "posterior_lower": [0.0, 0.5, 2.0],
-                      "posterior_upper": [0.5, 2.0, 10.0]})
+    t = pd.DataFrame(
+        {"posterior_mean": [0.2, 1.0, 5.0], "posterior_lower": [0.0, 0.5, 2.0], "posterior_upper": [0.5, 2.0, 10.0]}
+    )
     t.attrs["level"] = 0.8
     out = allocate_crawls(t, 12.0, policy="index_mean")
     z = norm.ppf(0.9)  # the 80% interval's half-width in sd
-    want, lam = _reference([0.2, 1.0, math.sqrt(20.0)], [0.0, math.log(4.0) / (2 * z), math.log(5.0) / (2 * z)],
-                           np.ones(3), 12.0, cap=4.0 * 3 / 12.0)
+    want, lam = _reference(
+        [0.2, 1.0, math.sqrt(20.0)],
+        [0.0, math.log(4.0) / (2 * z), math.log(5.0) / (2 * z)],
+        np.ones(3),
+        12.0,
+        cap=4.0 * 3 / 12.0,
+    )
     np.testing.assert_allclose(out["crawl_interval_h"], 24.0 * want, rtol=1e-9)
     assert out.attrs["price"] == pytest.approx(lam, rel=1e-9)
 

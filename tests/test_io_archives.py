@@ -13,21 +13,23 @@ from changerate_bayes.io import CrawlLogError, read_cdx, read_log, read_warc
 
 def _cdx_text():
     # urlkey timestamp original mimetype statuscode digest length
-    return "\n".join([
-        " CDX N b a m s k r M S V g",
-        "com,example)/ 20240101000000 http://example.com/ text/html 200 AAAA 100",
-        "com,example)/ 20240101060000 http://example.com/ text/html 200 AAAA 100",
-        "com,example)/ 20240101090000 https://example.com/ text/html 503 - 10",   # failed
-        "com,example)/ 20240101120000 http://example.com/ warc/revisit - AAAA 50",  # revisit: unchanged
-        "com,example)/ 20240101180000 http://example.com/ text/html 200 BBBB 100",  # changed, τ = 6h
-        "org,other)/a 20240102000000 http://other.org/a text/html 200 CCCC 100",
-        "org,other)/a 20240101000000 http://other.org/a text/html 200 CCCC 100",   # out of order
-        "org,other)/a 20240102000000 http://other.org/a text/html 200 CCCC 100",   # duplicate
-        "org,other)/a 20240103000000 http://other.org/a text/html 404 DDDD 10",    # failed
-        "org,other)/a 20240104000000 http://other.org/a text/html 200 EEEE 100 0 x.warc.gz",  # 11-field form
-        "net,single)/ 20240101000000 http://single.net/ text/html 200 FFFF 100",
-        "",
-    ])
+    return "\n".join(
+        [
+            " CDX N b a m s k r M S V g",
+            "com,example)/ 20240101000000 http://example.com/ text/html 200 AAAA 100",
+            "com,example)/ 20240101060000 http://example.com/ text/html 200 AAAA 100",
+            "com,example)/ 20240101090000 https://example.com/ text/html 503 - 10",  # failed
+            "com,example)/ 20240101120000 http://example.com/ warc/revisit - AAAA 50",  # revisit: unchanged
+            "com,example)/ 20240101180000 http://example.com/ text/html 200 BBBB 100",  # changed, τ = 6h
+            "org,other)/a 20240102000000 http://other.org/a text/html 200 CCCC 100",
+            "org,other)/a 20240101000000 http://other.org/a text/html 200 CCCC 100",  # out of order
+            "org,other)/a 20240102000000 http://other.org/a text/html 200 CCCC 100",  # duplicate
+            "org,other)/a 20240103000000 http://other.org/a text/html 404 DDDD 10",  # failed
+            "org,other)/a 20240104000000 http://other.org/a text/html 200 EEEE 100 0 x.warc.gz",  # 11-field form
+            "net,single)/ 20240101000000 http://single.net/ text/html 200 FFFF 100",
+            "",
+        ]
+    )
 
 
 def _assert_history(log, pages, lengths, changed, intervals):
@@ -56,8 +58,10 @@ def test_cdx_history_equals_hand_derived(tmp_path):
     same = read_log(gz, page_key="surt")
     np.testing.assert_array_equal(same.history.flat_intervals, h.flat_intervals)
     cdxj = tmp_path / "index.cdxj"
-    cdxj.write_text('com,x)/ 20240101000000 {"url": "http://x.com/", "status": "200", "digest": "A"}\n'
-                    'com,x)/ 20240101020000 {"url": "http://x.com/", "status": "200", "digest": "B"}\n')
+    cdxj.write_text(
+        'com,x)/ 20240101000000 {"url": "http://x.com/", "status": "200", "digest": "A"}\n'
+        'com,x)/ 20240101020000 {"url": "http://x.com/", "status": "200", "digest": "B"}\n'
+    )
     j = read_log(cdxj)
     assert j.history.flat_changed.tolist() == [1] and j.history.flat_intervals.tolist() == [2.0]
 
@@ -86,15 +90,17 @@ def _write_warc(path, captures, *, gz=True):
             headers = {"WARC-Date": date}
             if kind == "response":
                 http = StatusAndHeaders(f"{status} X", [("Content-Type", "text/html")], protocol="HTTP/1.1")
-                rec = writer.create_warc_record(url, "response", payload=BytesIO(body), http_headers=http,
-                                                warc_headers_dict=headers)
+                rec = writer.create_warc_record(
+                    url, "response", payload=BytesIO(body), http_headers=http, warc_headers_dict=headers
+                )
             else:
                 headers["WARC-Profile"] = profile
                 if body is not None:
                     headers["WARC-Payload-Digest"] = "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode()
                 http = StatusAndHeaders(f"{status} X", [], protocol="HTTP/1.1") if status else None
-                rec = writer.create_warc_record(url, "revisit", payload=BytesIO(b""), http_headers=http,
-                                                warc_headers_dict=headers)
+                rec = writer.create_warc_record(
+                    url, "revisit", payload=BytesIO(b""), http_headers=http, warc_headers_dict=headers
+                )
             writer.write_record(rec)
 
 
@@ -105,14 +111,14 @@ SNM = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 def test_warc_history_equals_hand_derived(tmp_path):
     caps = [
         ("response", "http://a.com/", "2024-01-01T00:00:00Z", 200, b"v1", None),
-        ("response", "http://a.com/", "2024-01-01T04:00:00Z", 200, b"v1", None),        # unchanged, 4h
-        ("revisit", "http://a.com/", "2024-01-01T05:00:00Z", 200, b"v1", IPD),          # unchanged, 1h
-        ("response", "http://a.com/", "2024-01-01T06:00:00Z", 500, b"oops", None),      # failed
-        ("response", "http://a.com/", "2024-01-01T08:00:00Z", 200, b"v2", None),        # changed, 3h
-        ("revisit", "http://a.com/", "2024-01-01T10:00:00Z", 304, None, SNM),           # unchanged, 2h
+        ("response", "http://a.com/", "2024-01-01T04:00:00Z", 200, b"v1", None),  # unchanged, 4h
+        ("revisit", "http://a.com/", "2024-01-01T05:00:00Z", 200, b"v1", IPD),  # unchanged, 1h
+        ("response", "http://a.com/", "2024-01-01T06:00:00Z", 500, b"oops", None),  # failed
+        ("response", "http://a.com/", "2024-01-01T08:00:00Z", 200, b"v2", None),  # changed, 3h
+        ("revisit", "http://a.com/", "2024-01-01T10:00:00Z", 304, None, SNM),  # unchanged, 2h
         ("revisit", "http://a.com/", "2024-01-01T11:00:00Z", 200, b"v2", "http://x/unknown"),  # not a capture
         ("response", "http://b.com/", "2024-01-02T00:00:00Z", 200, b"w1", None),
-        ("response", "http://b.com/", "2024-01-01T12:00:00Z", 200, b"w0", None),        # out of order
+        ("response", "http://b.com/", "2024-01-01T12:00:00Z", 200, b"w0", None),  # out of order
     ]
     path = tmp_path / "crawl.warc.gz"
     _write_warc(path, caps)
@@ -128,8 +134,10 @@ def test_warc_history_equals_hand_derived(tmp_path):
 
 
 def test_warc_bad_date_names_record(tmp_path):
-    caps = [("response", "http://a.com/", "2024-01-01T00:00:00Z", 200, b"v1", None),
-            ("response", "http://a.com/", "not-a-date", 200, b"v2", None)]
+    caps = [
+        ("response", "http://a.com/", "2024-01-01T00:00:00Z", 200, b"v1", None),
+        ("response", "http://a.com/", "not-a-date", 200, b"v2", None),
+    ]
     path = tmp_path / "bad.warc.gz"
     _write_warc(path, caps)
     with pytest.raises(CrawlLogError, match=r"bad\.warc\.gz: record 3, column 'WARC-Date': unparsable time"):

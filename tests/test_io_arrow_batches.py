@@ -22,11 +22,19 @@ def _both(batch, inv=None, *, labels=(), first_line=1):
         if labels:
             state["label_codes"] = {x: i for i, x in enumerate(labels)}
         if fast:
-            part, lab = compact_batch(batch, source="f.parquet", first_line=first_line, labels=lab, state=state,
-                                      inv=inv, names=names)
+            part, lab = compact_batch(
+                batch, source="f.parquet", first_line=first_line, labels=lab, state=state, inv=inv, names=names
+            )
         else:
-            part, lab = compact_frame(batch.to_pandas().rename(columns=inv), source="f.parquet",
-                                      first_line=first_line, line_word="row", labels=lab, state=state, names=names)
+            part, lab = compact_frame(
+                batch.to_pandas().rename(columns=inv),
+                source="f.parquet",
+                first_line=first_line,
+                line_word="row",
+                labels=lab,
+                state=state,
+                names=names,
+            )
         out.append((part, list(lab), state.get("kind")))
     return out
 
@@ -65,25 +73,32 @@ def test_arrow_batches_equal_the_pandas_path(seed, n, aware, with_status, with_d
 
 
 def test_labels_keep_the_order_of_first_appearance():
-    batch = pa.RecordBatch.from_pydict({
-        "page": pa.DictionaryArray.from_arrays(pa.array([2, 0, 2, 1], type=pa.int32()), pa.array(["a", "b", "c"])),
-        "fetch_time": pa.array(np.arange(4) * 10**9, type=pa.timestamp("ns", tz="UTC")),
-    })
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "page": pa.DictionaryArray.from_arrays(pa.array([2, 0, 2, 1], type=pa.int32()), pa.array(["a", "b", "c"])),
+            "fetch_time": pa.array(np.arange(4) * 10**9, type=pa.timestamp("ns", tz="UTC")),
+        }
+    )
     fast, slow = _both(batch)
     _assert_same(fast, slow)
     assert fast[1] == ["c", "a", "b"]
     np.testing.assert_array_equal(fast[0].page, [0, 1, 0, 2])
 
 
-@pytest.mark.parametrize(("column", "values", "match"), [
-    ("page", pa.array(["a", "  ", "a"]).dictionary_encode(), "f.parquet: row 6, column 'page': missing page"),
-    ("page", pa.array(["a", None, "a"]).dictionary_encode(), "f.parquet: row 6, column 'page': missing page"),
-    ("fetch_time", pa.array([0, None, 0], type=pa.timestamp("s")), "row 6, column 'fetch_time': missing time"),
-    ("fetch_time", pa.array([0, -10**10, 0], type=pa.timestamp("s")), "row 6, column 'fetch_time': time"),
-])
+@pytest.mark.parametrize(
+    ("column", "values", "match"),
+    [
+        ("page", pa.array(["a", "  ", "a"]).dictionary_encode(), "f.parquet: row 6, column 'page': missing page"),
+        ("page", pa.array(["a", None, "a"]).dictionary_encode(), "f.parquet: row 6, column 'page': missing page"),
+        ("fetch_time", pa.array([0, None, 0], type=pa.timestamp("s")), "row 6, column 'fetch_time': missing time"),
+        ("fetch_time", pa.array([0, -(10**10), 0], type=pa.timestamp("s")), "row 6, column 'fetch_time': time"),
+    ],
+)
 def test_bad_values_are_named_as_by_the_pandas_path(column, values, match):
-    cols = {"page": pa.array(["a", "b", "a"]).dictionary_encode(),
-            "fetch_time": pa.array([0, 10, 20], type=pa.timestamp("s"))}
+    cols = {
+        "page": pa.array(["a", "b", "a"]).dictionary_encode(),
+        "fetch_time": pa.array([0, 10, 20], type=pa.timestamp("s")),
+    }
     cols[column] = values
     batch = pa.RecordBatch.from_pydict(cols)
     with pytest.raises(CrawlLogError, match=match):

@@ -84,20 +84,31 @@ def _reference(df):
         visits_kept += len(seq) - 1
         firsts.append(seq[0][0])
         lasts.append(seq[-1][0])
-    audit = {"rows_read": len(df), "pages": int(df["page"].nunique()), "pages_kept": len(pages),
-             "visits_kept": visits_kept, "reference_visits": references, "dropped": dropped,
-             "out_of_order": out_of_order, "single_visit_pages": single, "pages_without_usable_visit": none_usable}
+    audit = {
+        "rows_read": len(df),
+        "pages": int(df["page"].nunique()),
+        "pages_kept": len(pages),
+        "visits_kept": visits_kept,
+        "reference_visits": references,
+        "dropped": dropped,
+        "out_of_order": out_of_order,
+        "single_visit_pages": single,
+        "pages_without_usable_visit": none_usable,
+    }
     return pages, changes, intervals, firsts, lasts, audit
 
 
 def _random_log(rng, n, n_pages, hours):
-    return pd.DataFrame({
-        "page": rng.choice([f"p{i}" for i in range(n_pages)], n),
-        "fetch_time": (pd.Timestamp("2024-01-01", tz="UTC")
-                       + pd.to_timedelta(rng.integers(0, hours, n), "h")).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "status": rng.choice(["200", "200", "200", "304", "404", "500", ""], n),
-        "digest": rng.choice(["a", "b", "a ", "-", ""], n, p=[0.45, 0.3, 0.1, 0.05, 0.1]),
-    })
+    return pd.DataFrame(
+        {
+            "page": rng.choice([f"p{i}" for i in range(n_pages)], n),
+            "fetch_time": (
+                pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(rng.integers(0, hours, n), "h")
+            ).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "status": rng.choice(["200", "200", "200", "304", "404", "500", ""], n),
+            "digest": rng.choice(["a", "b", "a ", "-", ""], n, p=[0.45, 0.3, 0.1, 0.05, 0.1]),
+        }
+    )
 
 
 def _check_against_reference(log, df):
@@ -116,16 +127,23 @@ def _check_against_reference(log, df):
 @pytest.fixture
 def buckets(monkeypatch):
     """Set the rows per bucket of the readers."""
+
     def set_rows(rows):
         monkeypatch.setattr(_buckets, "BUCKET_ROWS", rows)
+
     return set_rows
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 120), n_pages=st.integers(1, 9),
-       hours=st.integers(2, 40), bucket_rows=st.integers(1, 60), chunk_rows=st.integers(7, 60))
-def test_bucketed_reader_follows_the_rules(tmp_path_factory, buckets, seed, n, n_pages, hours, bucket_rows,
-                                           chunk_rows):
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 120),
+    n_pages=st.integers(1, 9),
+    hours=st.integers(2, 40),
+    bucket_rows=st.integers(1, 60),
+    chunk_rows=st.integers(7, 60),
+)
+def test_bucketed_reader_follows_the_rules(tmp_path_factory, buckets, seed, n, n_pages, hours, bucket_rows, chunk_rows):
     """Any split of the pages into buckets and of the rows into chunks: the rules' history and audit."""
     df = _random_log(np.random.default_rng(seed), n, n_pages, hours)
     path = tmp_path_factory.mktemp("log") / "log.csv"
@@ -164,8 +182,20 @@ def test_page_buckets_spill_keeps_file_order(tmp_path):
     n = 1000
     page = rng.integers(0, 50, n)
     time = np.arange(n, dtype=np.int64)
-    parts = [VisitColumns(page[i:i + 64], time[i:i + 64], None, np.zeros(len(time[i:i + 64]), bool), None, None,
-                          None, None, np.zeros(len(time[i:i + 64]), bool)) for i in range(0, n, 64)]
+    parts = [
+        VisitColumns(
+            page[i : i + 64],
+            time[i : i + 64],
+            None,
+            np.zeros(len(time[i : i + 64]), bool),
+            None,
+            None,
+            None,
+            None,
+            np.zeros(len(time[i : i + 64]), bool),
+        )
+        for i in range(0, n, 64)
+    ]
     with _buckets.PageBuckets(7, memory_bytes=3000, folder=tmp_path) as store:
         for p in parts:
             store.add(p)
@@ -203,8 +233,15 @@ def test_estimate_log_equals_estimate_pages_of_the_whole_log(tmp_path_factory, b
         return
     spill_dir = folder / "spill"
     spill_dir.mkdir()
-    res = estimate_log(path, budget=10.0, methods=["naive", "mm"], bucket_rows=bucket_rows,
-                       memory_bytes=0 if spill else math.inf, folder=spill_dir, chunk_rows=53)
+    res = estimate_log(
+        path,
+        budget=10.0,
+        methods=["naive", "mm"],
+        bucket_rows=bucket_rows,
+        memory_bytes=0 if spill else math.inf,
+        folder=spill_dir,
+        chunk_rows=53,
+    )
     _tables_equal(expect, res.table)
     assert res.audit == read_log(path).audit
     assert res.n_buckets == math.ceil(400 / bucket_rows)
@@ -220,8 +257,9 @@ def test_estimate_log_on_the_shipped_crawl_log(buckets):
     buckets(10**9)
     log = read_log(path, format="csv", columns=columns, change_from="changed")
     expect = estimate_pages(log)
-    res = estimate_log(path, format="csv", columns=columns, change_from="changed", bucket_rows=10_000,
-                       memory_bytes=2**20)
+    res = estimate_log(
+        path, format="csv", columns=columns, change_from="changed", bucket_rows=10_000, memory_bytes=2**20
+    )
     assert res.n_buckets > 1 and res.spilled_bytes > 0
     _tables_equal(expect, res.table)
     assert res.audit == log.audit
@@ -257,8 +295,9 @@ def test_estimate_log_names_file_line_and_column(tmp_path):
 
 
 def test_blank_page_in_a_parquet_dictionary_names_the_row(tmp_path):
-    df = pd.DataFrame({"page": ["a", "a", "  ", "a"], "fetch_time": ["2024-01-01T00:00Z"] * 4,
-                       "digest": ["x", "y", "x", "x"]})
+    df = pd.DataFrame(
+        {"page": ["a", "a", "  ", "a"], "fetch_time": ["2024-01-01T00:00Z"] * 4, "digest": ["x", "y", "x", "x"]}
+    )
     path = tmp_path / "log.parquet"
     df.to_parquet(path, index=False)
     with pytest.raises(CrawlLogError, match=r"log\.parquet: row 3, column 'page': missing page"):

@@ -48,11 +48,17 @@ def captures(tmp_path):
     """
     cdx = tmp_path / "cdx-00000.gz"
     with gzip.open(cdx, "wt") as fh:
-        fh.write("".join(f"com,a)/ 2024010{d}000000 http://a.com/ text/html 200 {_digest(b'v%d' % (d // 2))} 100\n"
-                         for d in range(1, 6)))
+        fh.write(
+            "".join(
+                f"com,a)/ 2024010{d}000000 http://a.com/ text/html 200 {_digest(b'v%d' % (d // 2))} 100\n"
+                for d in range(1, 6)
+            )
+        )
     warc = tmp_path / "crawl.warc.gz"
-    _write_warc(warc, [("response", "http://a.com/", f"2024-01-0{d}T12:00:00Z", 200, b"v%d" % (d // 2), None)
-                       for d in range(1, 6)])
+    _write_warc(
+        warc,
+        [("response", "http://a.com/", f"2024-01-0{d}T12:00:00Z", 200, b"v%d" % (d // 2), None) for d in range(1, 6)],
+    )
     csv = tmp_path / "crawl.csv"
     csv.write_text("page,fetch_time,digest\nhttp://a.com/,2024-01-07T00:00Z,x\nhttp://a.com/,2024-01-08T00:00Z,y\n")
     return cdx, warc, csv
@@ -67,9 +73,11 @@ def test_a_cdx_shard_and_a_warc_are_one_log(captures):
     assert log.history.flat_intervals.tolist() == [12.0] * 9
 
 
-_WHY = (r"CDX/CDXJ and WARC files mix in one log \(captures keyed by URL, changes decided by their payload "
-        r"digests\), but a 'csv' log names its pages and digests in its own columns, which cannot be matched to "
-        r"the captures' URLs and payload digests; read the 'csv' file\(s\) separately")
+_WHY = (
+    r"CDX/CDXJ and WARC files mix in one log \(captures keyed by URL, changes decided by their payload "
+    r"digests\), but a 'csv' log names its pages and digests in its own columns, which cannot be matched to "
+    r"the captures' URLs and payload digests; read the 'csv' file\(s\) separately"
+)
 
 
 def test_a_csv_among_captures_is_refused_saying_why(captures, tmp_path, capsys):
@@ -122,8 +130,10 @@ def test_a_cdxj_null_is_a_missing_field(tmp_path):
 
 
 def _shard_with_a_bad_byte(path, line):
-    rows = [f"com,a)/ 2024010{d}000000 http://a.com/ text/html 200 {_digest(b'v%d' % d)} 100\n".encode()
-            for d in range(1, 5)]
+    rows = [
+        f"com,a)/ 2024010{d}000000 http://a.com/ text/html 200 {_digest(b'v%d' % d)} 100\n".encode()
+        for d in range(1, 5)
+    ]
     rows[line - 1] = rows[line - 1].replace(b"text/html", b"text/h\xfftml")
     with gzip.open(path, "wb") as fh:
         fh.write(b"".join(rows))

@@ -75,9 +75,11 @@ def test_dates_that_contradict_the_digest_on_every_engine(tmp_path, client):
     assert_engines_agree(out)
 
 
-_FLAGGED = ("page,fetch_time,digest,flag\n"
-            "a,2024-01-01T00:00:00Z,x,0\na,2024-01-02T00:00:00Z,y,0\na,2024-01-03T00:00:00Z,y,1\n"
-            "a,2024-01-04T00:00:00Z,z,1\nb,2024-01-01T00:00:00Z,x,0\nb,2024-01-03T00:00:00Z,x,1\n")
+_FLAGGED = (
+    "page,fetch_time,digest,flag\n"
+    "a,2024-01-01T00:00:00Z,x,0\na,2024-01-02T00:00:00Z,y,0\na,2024-01-03T00:00:00Z,y,1\n"
+    "a,2024-01-04T00:00:00Z,z,1\nb,2024-01-01T00:00:00Z,x,0\nb,2024-01-03T00:00:00Z,x,1\n"
+)
 
 
 def test_a_mapped_changed_column_decides_beside_a_digest(tmp_path):
@@ -92,8 +94,11 @@ def test_a_mapped_changed_column_decides_beside_a_digest(tmp_path):
 def test_a_mapped_changed_column_is_checked_even_when_a_mapped_digest_decides(tmp_path):
     path = tmp_path / "log.csv"
     path.write_text(_FLAGGED.replace("a,2024-01-03T00:00:00Z,y,1", "a,2024-01-03T00:00:00Z,y,yes"))
-    with pytest.raises(CrawlLogError, match=r"log\.csv: line 4, column 'flag': expected 0 or 1 \(or true/false\); "
-                                            r"got 'yes'"):
+    with pytest.raises(
+        CrawlLogError,
+        match=r"log\.csv: line 4, column 'flag': expected 0 or 1 \(or true/false\); "
+        r"got 'yes'",
+    ):
         read_csv(path, columns={"changed": "flag"})
     with pytest.raises(CrawlLogError, match=r"log\.csv: line 4, column 'flag': expected 0 or 1"):
         read_csv(path, columns={"changed": "flag", "digest": "digest"})
@@ -113,10 +118,12 @@ def test_a_mapped_changed_column_on_every_engine(tmp_path, client):
 
 
 # each page's first visit has no "changed"; rows out of time order: the earliest is the reference
-_FIRST_EMPTY = ("page,fetch_time,changed\n"
-                "a,2024-01-01T00:00:00Z,\na,2024-01-02T00:00:00Z,1\na,2024-01-03T00:00:00Z,0\n"
-                "b,2024-01-03T00:00:00Z,1\nb,2024-01-01T00:00:00Z,\nb,2024-01-02T00:00:00Z,0\n"
-                "c,2024-01-01T00:00:00Z,0\nc,2024-01-02T00:00:00Z,\nc,2024-01-03T00:00:00Z,1\n")
+_FIRST_EMPTY = (
+    "page,fetch_time,changed\n"
+    "a,2024-01-01T00:00:00Z,\na,2024-01-02T00:00:00Z,1\na,2024-01-03T00:00:00Z,0\n"
+    "b,2024-01-03T00:00:00Z,1\nb,2024-01-01T00:00:00Z,\nb,2024-01-02T00:00:00Z,0\n"
+    "c,2024-01-01T00:00:00Z,0\nc,2024-01-02T00:00:00Z,\nc,2024-01-03T00:00:00Z,1\n"
+)
 
 
 def test_an_empty_changed_on_the_first_visit_is_the_reference(tmp_path):
@@ -140,8 +147,13 @@ def test_a_null_changed_on_the_first_visit_of_a_parquet_log(tmp_path, arrow_type
     values = [None if v == "" else int(v) for v in frame["changed"]]
     if arrow_type == "bool_":
         values = [None if v is None else bool(v) for v in values]
-    table = pa.table({"page": frame["page"], "fetch_time": pd.to_datetime(frame["fetch_time"]),
-                      "changed": pa.array(values, type=getattr(pa, arrow_type)())})
+    table = pa.table(
+        {
+            "page": frame["page"],
+            "fetch_time": pd.to_datetime(frame["fetch_time"]),
+            "changed": pa.array(values, type=getattr(pa, arrow_type)()),
+        }
+    )
     path = tmp_path / "log.parquet"
     pq.write_table(table, path)
     log = read_parquet(path)
@@ -156,10 +168,10 @@ def test_an_empty_changed_on_the_first_visit_on_every_engine(tmp_path, client):
     assert_engines_agree(out)
 
 
-_NOW = ("page,fetch_time,last_modified\n" + "".join(
-    f"{p},{_day(d)},{_day(d)}\n" for p in "ab" for d in (1, 2, 3, 4)))
-_ALL_404 = ("page,fetch_time,status,last_modified\n" + "".join(
-    f"{p},{_day(d)},404,2023-12-01T00:00:00Z\n" for p in "ab" for d in (1, 2, 3)))
+_NOW = "page,fetch_time,last_modified\n" + "".join(f"{p},{_day(d)},{_day(d)}\n" for p in "ab" for d in (1, 2, 3, 4))
+_ALL_404 = "page,fetch_time,status,last_modified\n" + "".join(
+    f"{p},{_day(d)},404,2023-12-01T00:00:00Z\n" for p in "ab" for d in (1, 2, 3)
+)
 
 
 @pytest.mark.parametrize("text", [_NOW, _ALL_404], ids=["last_modified_is_fetch_time", "all_404"])

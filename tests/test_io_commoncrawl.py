@@ -19,7 +19,8 @@ def _shards(tmp_path, **kw):
 def test_generated_shards_are_in_common_crawls_format(tmp_path):
     shards = _shards(tmp_path)
     assert [s.relative_to(tmp_path / "cc").as_posix() for s in shards] == [
-        f"CC-MAIN-SYNTH-{c:02d}/indexes/cdx-{k:05d}.gz" for c in range(3) for k in range(2)]
+        f"CC-MAIN-SYNTH-{c:02d}/indexes/cdx-{k:05d}.gz" for c in range(3) for k in range(2)
+    ]
     keys = ["url", "mime", "mime-detected", "status", "digest", "length", "offset", "filename"]
     for shard in shards:
         assert gzip.open(shard).read(1)  # gzip, not empty
@@ -31,8 +32,11 @@ def test_generated_shards_are_in_common_crawls_format(tmp_path):
             assert isinstance(meta["status"], str) and re.fullmatch(r"[A-Z2-7]{32}", meta["digest"])
         assert [(k, t) for k, t, _ in parsed] == sorted((k, t) for k, t, _ in parsed)
     # the key ranges of the shards do not overlap, and a URL is in the same shard of every crawl
-    first = {json.loads(line.split(" ", 2)[2])["url"]: s.name
-             for s in shards for line in gzip.open(s, "rt").read().splitlines()}
+    first = {
+        json.loads(line.split(" ", 2)[2])["url"]: s.name
+        for s in shards
+        for line in gzip.open(s, "rt").read().splitlines()
+    }
     for s in shards:
         for line in gzip.open(s, "rt").read().splitlines():
             assert first[json.loads(line.split(" ", 2)[2])["url"]] == s.name
@@ -89,25 +93,45 @@ def test_surt_keys_are_refused_for_warc_files(tmp_path, capsys):
     from changerate_bayes.cli import main
 
     warc = tmp_path / "crawl.warc.gz"
-    _write_warc(warc, [("response", "http://www.a.com/", "2024-01-01T00:00:00Z", 200, b"x", None),
-                       ("response", "https://a.com/", "2024-01-02T00:00:00Z", 200, b"y", None),
-                       ("response", "http://www.a.com/", "2024-01-03T00:00:00Z", 200, b"y", None)])
+    _write_warc(
+        warc,
+        [
+            ("response", "http://www.a.com/", "2024-01-01T00:00:00Z", 200, b"x", None),
+            ("response", "https://a.com/", "2024-01-02T00:00:00Z", 200, b"y", None),
+            ("response", "http://www.a.com/", "2024-01-03T00:00:00Z", 200, b"y", None),
+        ],
+    )
     cdx = _shards(tmp_path)[0]
     for paths in ([warc], [cdx, warc]):
         with pytest.raises(CrawlLogError, match=r"crawl\.warc\.gz: `page_key` surt keys .* CDX"):
             read_log(paths, page_key="surt")
         for engine in ("pandas", "dask"):
-            code = main(["estimate", *map(str, paths), "--page-key", "surt", "--engine", engine,
-                         "--out", str(tmp_path / "e.csv")])
+            code = main(
+                [
+                    "estimate",
+                    *map(str, paths),
+                    "--page-key",
+                    "surt",
+                    "--engine",
+                    engine,
+                    "--out",
+                    str(tmp_path / "e.csv"),
+                ]
+            )
             assert code == 2 and "--page-key surt" in capsys.readouterr().err
     assert not (tmp_path / "e.csv").exists()
     assert read_log([warc]).page_ids.tolist() == ["http://www.a.com/"]  # keyed by URL: https://a.com/ is another
 
 
 def test_cdx_and_warc_of_the_same_captures_give_the_same_pages_and_merge(tmp_path):
-    captures = [("http://a.com/x", "20240101000000", b"v1", 200), ("https://a.com/x", "20240101060000", b"v1", 200),
-                ("http://a.com/x", "20240102000000", b"v2", 200), ("http://b.org/", "20240101000000", b"w", 200),
-                ("http://b.org/", "20240103000000", b"w", 404), ("http://b.org/", "20240104000000", b"w2", 200)]
+    captures = [
+        ("http://a.com/x", "20240101000000", b"v1", 200),
+        ("https://a.com/x", "20240101060000", b"v1", 200),
+        ("http://a.com/x", "20240102000000", b"v2", 200),
+        ("http://b.org/", "20240101000000", b"w", 200),
+        ("http://b.org/", "20240103000000", b"w", 404),
+        ("http://b.org/", "20240104000000", b"w2", 200),
+    ]
 
     def sha1(body):
         import base64
@@ -119,8 +143,11 @@ def test_cdx_and_warc_of_the_same_captures_give_the_same_pages_and_merge(tmp_pat
         return f"{t[:4]}-{t[4:6]}-{t[6:8]}T{t[8:10]}:{t[10:12]}:{t[12:]}Z"
 
     cdx = tmp_path / "index.cdxj"
-    cdx.write_text("".join(f'{surt(u)} {t} {json.dumps({"url": u, "status": str(s), "digest": sha1(b)})}\n'
-                           for u, t, b, s in captures))
+    cdx.write_text(
+        "".join(
+            f"{surt(u)} {t} {json.dumps({'url': u, 'status': str(s), 'digest': sha1(b)})}\n" for u, t, b, s in captures
+        )
+    )
     warc = tmp_path / "crawl.warc.gz"
     _write_warc(warc, [("response", u, iso(t), s, b, None) for u, t, b, s in captures])
     c, w = read_cdx(cdx), read_warc(warc)
@@ -146,8 +173,10 @@ def test_bad_cdxj_records_are_named(tmp_path):
     good = 'com,a)/ 20240101000000 {"url": "http://a/", "status": "200", "digest": "X"}\n'
     for bad, message in [
         ('com,a)/ 20240102000000 ["url"]\n', r"cdx-00007\.gz: line 2: the CDXJ JSON block must be an object"),
-        ('com,a)/ 20240102000000 {"url": "http://a/", "status": "2x"}\n',
-         r"cdx-00007\.gz: line 2, column 'statuscode': expected a number; got '2x'"),
+        (
+            'com,a)/ 20240102000000 {"url": "http://a/", "status": "2x"}\n',
+            r"cdx-00007\.gz: line 2, column 'statuscode': expected a number; got '2x'",
+        ),
         ('com,a)/ 20240102000000 {"status": "200", "digest": "Y"}\n', r"cdx-00007\.gz: line 2, column 'url': missing"),
         ('com,a)/ 2024010200 {"url": "http://a/"}\n', r"cdx-00007\.gz: line 2, field 'timestamp': expected 14"),
     ]:

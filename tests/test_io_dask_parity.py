@@ -23,76 +23,140 @@ def _rows(page, times, digests, tz="Z"):
 
 
 _T = [(1, 0), (1, 6), (2, 0), (2, 12), (3, 0), (4, 0)]
-_MANY = H + "".join(_rows(f"p{i}", _T, "xxyyzz"[i % 3:] + "abcdef"[: i % 3]) for i in range(8))
+_MANY = H + "".join(_rows(f"p{i}", _T, "xxyyzz"[i % 3 :] + "abcdef"[: i % 3]) for i in range(8))
 
 CASES = {
     # good logs
     "digest": _MANY,
-    "status_304_404_301": "page,fetch_time,status,digest\n" + "".join(
-        f"p{i},2024-01-0{d}T00:00Z,{s},{x}\n" for i in range(4)
-        for d, s, x in [(1, "200", "a"), (2, "304", ""), (3, "404", "b"), (4, "301", "r"), (5, "200", "c"),
-                        (6, "200", "c")]),
-    "not_modified_strings": "page,fetch_time,status,digest,not_modified\n" + "".join(
-        f"p{i},2024-01-0{d}T00:00Z,200,{x},{nm}\n" for i in range(4)
-        for d, x, nm in [(1, "a", "0"), (2, "b", "False"), (3, "b", "true"), (4, "c", "1"), (5, "d", "no"),
-                         (6, "d", "")]),
-    "changed": "page,fetch_time,changed\n" + "".join(
-        f"p{i},2024-01-0{d}T00:00Z,{c}\n" for i in range(4) for d, c in [(1, 0), (2, 1), (3, ""), (4, 0), (5, 1)]),
-    "last_modified": "page,fetch_time,last_modified\n" + "".join(
-        f"p{i},2024-01-0{d}T00:00Z,{lm}\n" for i in range(4)
-        for d, lm in [(1, "2023-12-01T00:00Z"), (2, "2024-01-01T12:00Z"), (3, ""), (4, "2024-01-05T00:00Z")]),
+    "status_304_404_301": "page,fetch_time,status,digest\n"
+    + "".join(
+        f"p{i},2024-01-0{d}T00:00Z,{s},{x}\n"
+        for i in range(4)
+        for d, s, x in [
+            (1, "200", "a"),
+            (2, "304", ""),
+            (3, "404", "b"),
+            (4, "301", "r"),
+            (5, "200", "c"),
+            (6, "200", "c"),
+        ]
+    ),
+    "not_modified_strings": "page,fetch_time,status,digest,not_modified\n"
+    + "".join(
+        f"p{i},2024-01-0{d}T00:00Z,200,{x},{nm}\n"
+        for i in range(4)
+        for d, x, nm in [
+            (1, "a", "0"),
+            (2, "b", "False"),
+            (3, "b", "true"),
+            (4, "c", "1"),
+            (5, "d", "no"),
+            (6, "d", ""),
+        ]
+    ),
+    "changed": "page,fetch_time,changed\n"
+    + "".join(
+        f"p{i},2024-01-0{d}T00:00Z,{c}\n" for i in range(4) for d, c in [(1, 0), (2, 1), (3, ""), (4, 0), (5, 1)]
+    ),
+    "last_modified": "page,fetch_time,last_modified\n"
+    + "".join(
+        f"p{i},2024-01-0{d}T00:00Z,{lm}\n"
+        for i in range(4)
+        for d, lm in [(1, "2023-12-01T00:00Z"), (2, "2024-01-01T12:00Z"), (3, ""), (4, "2024-01-05T00:00Z")]
+    ),
     # servers that report the fetch time as Last-Modified (at it, 5 s either side, in the future) beside
     # honest ones; a pair of "now" visits is too little evidence to condemn a page
-    "last_modified_liars": "page,fetch_time,last_modified\n" + "".join(
-        f"{p}{i},2024-01-0{d}T00:00:00Z,{lm}\n" for i in range(3) for d in range(1, 6)
-        for p, lm in [("now", f"2024-01-0{d}T00:00:00Z"), ("ahead", f"2024-01-0{d}T00:00:05Z"),
-                      ("behind", f"2024-01-0{d - 1}T23:59:55Z" if d > 1 else "2023-12-31T23:59:55Z"),
-                      ("future", f"2024-02-0{d}T00:00:00Z"),
-                      ("honest", "2023-12-01T00:00:00Z" if d < 3 else "2024-01-02T12:00:00Z"),
-                      ("oneHonest", "2023-12-01T00:00:00Z" if d == 3 else f"2024-01-0{d}T00:00:00Z")]
-        + [("pair", "2023-12-31T23:59:59Z" if d == 1 else "2024-01-01T23:59:59Z")] * (d <= 2)),
-    "digest_with_last_modified_liars": "page,fetch_time,digest,last_modified\n" + "".join(
-        f"{p}{i},2024-01-0{d}T00:00:00Z,{'ab'[d > 3]},{lm}\n" for i in range(3) for d in range(1, 6)
-        for p, lm in [("now", f"2024-01-0{d}T00:00:00Z"), ("honest", "2023-12-01T00:00:00Z" if d < 4 else
-                                                           "2024-01-03T12:00:00Z")]),
+    "last_modified_liars": "page,fetch_time,last_modified\n"
+    + "".join(
+        f"{p}{i},2024-01-0{d}T00:00:00Z,{lm}\n"
+        for i in range(3)
+        for d in range(1, 6)
+        for p, lm in [
+            ("now", f"2024-01-0{d}T00:00:00Z"),
+            ("ahead", f"2024-01-0{d}T00:00:05Z"),
+            ("behind", f"2024-01-0{d - 1}T23:59:55Z" if d > 1 else "2023-12-31T23:59:55Z"),
+            ("future", f"2024-02-0{d}T00:00:00Z"),
+            ("honest", "2023-12-01T00:00:00Z" if d < 3 else "2024-01-02T12:00:00Z"),
+            ("oneHonest", "2023-12-01T00:00:00Z" if d == 3 else f"2024-01-0{d}T00:00:00Z"),
+        ]
+        + [("pair", "2023-12-31T23:59:59Z" if d == 1 else "2024-01-01T23:59:59Z")] * (d <= 2)
+    ),
+    "digest_with_last_modified_liars": "page,fetch_time,digest,last_modified\n"
+    + "".join(
+        f"{p}{i},2024-01-0{d}T00:00:00Z,{'ab'[d > 3]},{lm}\n"
+        for i in range(3)
+        for d in range(1, 6)
+        for p, lm in [
+            ("now", f"2024-01-0{d}T00:00:00Z"),
+            ("honest", "2023-12-01T00:00:00Z" if d < 4 else "2024-01-03T12:00:00Z"),
+        ]
+    ),
     # asked for last_modified: the digests decide for the pages whose server says "now"
-    "last_modified_liars_with_digests": "page,fetch_time,digest,status,last_modified\n" + "".join(
-        f"{p}{i},2024-01-0{d}T00:00:00Z,{x},{200 if x else 304},{lm}\n" for i in range(3) for d in range(1, 6)
-        for p, x, lm in [("now", "aa-bb"[d - 1].strip("-"), f"2024-01-0{d}T00:00:00Z"),
-                         ("honest", "pqrst"[d - 1], "2023-12-01T00:00:00Z" if d < 3 else "2024-01-02T12:00:00Z")]),
-    "unsorted_and_duplicates": H + "".join(
-        f"p{i},{t},{x}\n" for i in range(4)
-        for t, x in [("2024-01-03T00:00Z", "b"), ("2024-01-01T00:00Z", "a"), ("2024-01-03T00:00Z", "c"),
-                     ("2024-01-04T00:00Z", "c"), ("2024-01-02T00:00Z", "a")]),
+    "last_modified_liars_with_digests": "page,fetch_time,digest,status,last_modified\n"
+    + "".join(
+        f"{p}{i},2024-01-0{d}T00:00:00Z,{x},{200 if x else 304},{lm}\n"
+        for i in range(3)
+        for d in range(1, 6)
+        for p, x, lm in [
+            ("now", "aa-bb"[d - 1].strip("-"), f"2024-01-0{d}T00:00:00Z"),
+            ("honest", "pqrst"[d - 1], "2023-12-01T00:00:00Z" if d < 3 else "2024-01-02T12:00:00Z"),
+        ]
+    ),
+    "unsorted_and_duplicates": H
+    + "".join(
+        f"p{i},{t},{x}\n"
+        for i in range(4)
+        for t, x in [
+            ("2024-01-03T00:00Z", "b"),
+            ("2024-01-01T00:00Z", "a"),
+            ("2024-01-03T00:00Z", "c"),
+            ("2024-01-04T00:00Z", "c"),
+            ("2024-01-02T00:00Z", "a"),
+        ]
+    ),
     "naive_times": H + "".join(_rows(f"p{i}", _T, "aabbcc", tz="") for i in range(4)),
-    "date_only_times": H + "".join(f"p{i},2024-01-0{d},{x}\n" for i in range(4) for d, x in
-                                   [(1, "a"), (2, "a"), (3, "b"), (5, "b")]),
+    "date_only_times": H
+    + "".join(f"p{i},2024-01-0{d},{x}\n" for i in range(4) for d, x in [(1, "a"), (2, "a"), (3, "b"), (5, "b")]),
     "byte_order_mark": "\ufeff" + _MANY,
     # bad logs
-    "mixed_aware_naive_across_pages": H + _rows("a", _T, "aabbcc") + _rows("b", _T, "aabbcc", tz="")
-    + _rows("c", _T, "aabbcc") + _rows("d", _T, "aabbcc", tz=""),
+    "mixed_aware_naive_across_pages": H
+    + _rows("a", _T, "aabbcc")
+    + _rows("b", _T, "aabbcc", tz="")
+    + _rows("c", _T, "aabbcc")
+    + _rows("d", _T, "aabbcc", tz=""),
     "mixed_naive_first": H + _rows("a", _T, "aabbcc", tz="") + _rows("b", _T, "aabbcc") + _rows("c", _T, "aabbcc"),
-    "naive_last_modified_aware_fetch": "page,fetch_time,last_modified\n" + "".join(
-        f"p{i},2024-01-0{d}T00:00Z,{lm}\n" for i in range(4)
-        for d, lm in [(1, "2023-12-01T00:00Z"), (2, "2024-01-01T12:00Z" if i < 3 else "2024-01-01T12:00"),
-                      (3, "2024-01-02T12:00Z")]),
+    "naive_last_modified_aware_fetch": "page,fetch_time,last_modified\n"
+    + "".join(
+        f"p{i},2024-01-0{d}T00:00Z,{lm}\n"
+        for i in range(4)
+        for d, lm in [
+            (1, "2023-12-01T00:00Z"),
+            (2, "2024-01-01T12:00Z" if i < 3 else "2024-01-01T12:00"),
+            (3, "2024-01-02T12:00Z"),
+        ]
+    ),
     "year_typo": _MANY.replace("2024-01-02T12:00Z,", "2924-01-02T12:00Z,", 1),
     "unparsable_time": _MANY.replace("p5,2024-01-03T00:00Z", "p5,soon", 1),
     "missing_page": _MANY.replace("p6,", ",", 1),
-    "bad_not_modified": "page,fetch_time,digest,not_modified\n" + "".join(
-        f"p{i},2024-01-0{d}T00:00Z,{x},{nm}\n" for i in range(4)
-        for d, x, nm in [(1, "a", "0"), (2, "b", "maybe" if i == 2 else "0"), (3, "b", "1")]),
-    "bad_status": "page,fetch_time,status,digest\n" + "".join(
-        f"p{i},2024-01-0{d}T00:00Z,{'OK' if (i, d) == (3, 2) else 200},{d}\n" for i in range(4) for d in (1, 2, 3)),
-    "changed_not_0_1": "page,fetch_time,changed\n" + "".join(
-        f"p{i},2024-01-0{d}T00:00Z,{2 if (i, d) == (1, 3) else 1}\n" for i in range(4) for d in (1, 2, 3)),
+    "bad_not_modified": "page,fetch_time,digest,not_modified\n"
+    + "".join(
+        f"p{i},2024-01-0{d}T00:00Z,{x},{nm}\n"
+        for i in range(4)
+        for d, x, nm in [(1, "a", "0"), (2, "b", "maybe" if i == 2 else "0"), (3, "b", "1")]
+    ),
+    "bad_status": "page,fetch_time,status,digest\n"
+    + "".join(
+        f"p{i},2024-01-0{d}T00:00Z,{'OK' if (i, d) == (3, 2) else 200},{d}\n" for i in range(4) for d in (1, 2, 3)
+    ),
+    "changed_not_0_1": "page,fetch_time,changed\n"
+    + "".join(f"p{i},2024-01-0{d}T00:00Z,{2 if (i, d) == (1, 3) else 1}\n" for i in range(4) for d in (1, 2, 3)),
     "single_visits_only": H + "".join(f"p{i},2024-01-01T00:00Z,a\n" for i in range(6)),
     "header_only": H,
     "column_with_two_roles": "page,fetch_time,digest\n" + _MANY.split("\n", 1)[1],
 }
 COLUMNS = {"column_with_two_roles": {"page": "digest"}}
 CHANGE_FROM = {"last_modified_liars_with_digests": "last_modified"}
-BAD = list(CASES)[list(CASES).index("mixed_aware_naive_across_pages"):]
+BAD = list(CASES)[list(CASES).index("mixed_aware_naive_across_pages") :]
 
 
 def _pandas(path, columns, change_from="auto"):
@@ -113,8 +177,9 @@ def _dask(path, columns, change_from="auto"):
     ddf = dd.read_csv(path, dtype=str, keep_default_na=False, blocksize=150)
     try:
         with dask.config.set(scheduler="synchronous"):
-            res = estimate_pages_dask(ddf, columns=columns, change_from=change_from, methods=("lln", "mle"),
-                                      npartitions=3, source="log")
+            res = estimate_pages_dask(
+                ddf, columns=columns, change_from=change_from, methods=("lln", "mle"), npartitions=3, source="log"
+            )
             return (res.table, res.audit), ddf.npartitions
     except ValueError as exc:
         return exc, ddf.npartitions
@@ -140,4 +205,3 @@ def test_dask_engine_equals_pandas(tmp_path, case):
     (got, got_audit), (expect, audit) = got, expect
     assert got_audit == audit  # every count, the Last-Modified liars and their dropped rows included
     assert_same_page_table(got, expect)
-

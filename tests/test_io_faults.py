@@ -26,23 +26,34 @@ def _write(tmp_path, name, text):
 
 # --- times outside the years int64 nanoseconds hold -------------------------------------
 
-@pytest.mark.parametrize("rows, line", [
-    (["2024-01-01T00:00Z", "2924-01-02T00:00Z", "2024-01-03T00:00Z"], 3),   # a typo year among 2024 rows
-    (["2024-01-01T00:00Z", "2024-01-03T00:00Z", "2924-01-02T00:00Z"], 4),
-    (["2924-01-02T00:00Z", "2024-01-01T00:00Z", "2024-01-03T00:00Z"], 2),
-    (["2024-01-01T00:00Z", "1024-01-02T00:00Z", "2024-01-03T00:00Z"], 3),
-    (["2024-01-01T00:00", "2924-01-02T00:00", "2024-01-03T00:00"], 3),      # naive
-])
+
+@pytest.mark.parametrize(
+    "rows, line",
+    [
+        (["2024-01-01T00:00Z", "2924-01-02T00:00Z", "2024-01-03T00:00Z"], 3),  # a typo year among 2024 rows
+        (["2024-01-01T00:00Z", "2024-01-03T00:00Z", "2924-01-02T00:00Z"], 4),
+        (["2924-01-02T00:00Z", "2024-01-01T00:00Z", "2024-01-03T00:00Z"], 2),
+        (["2024-01-01T00:00Z", "1024-01-02T00:00Z", "2024-01-03T00:00Z"], 3),
+        (["2024-01-01T00:00", "2924-01-02T00:00", "2024-01-03T00:00"], 3),  # naive
+    ],
+)
 def test_csv_time_outside_the_range_is_refused_at_its_line(tmp_path, rows, line):
     path = _write(tmp_path, "log.csv", "page,fetch_time,digest\n" + "".join(f"a,{t},{i}\n" for i, t in enumerate(rows)))
-    with pytest.raises(CrawlLogError, match=rf"log\.csv: line {line}, column 'fetch_time': time '.*' is outside the "
-                                            r"years 1678-2261"):
+    with pytest.raises(
+        CrawlLogError,
+        match=rf"log\.csv: line {line}, column 'fetch_time': time '.*' is outside the "
+        r"years 1678-2261",
+    ):
         read_csv(path)
 
 
 def test_times_at_the_edges_of_the_range_are_read(tmp_path):
-    path = _write(tmp_path, "log.csv", "page,fetch_time,digest\na,1678-01-01T00:00Z,x\na,1678-01-02T00:00Z,y\n"
-                                       "b,2261-12-30T00:00Z,x\nb,2261-12-31T23:00Z,x\n")
+    path = _write(
+        tmp_path,
+        "log.csv",
+        "page,fetch_time,digest\na,1678-01-01T00:00Z,x\na,1678-01-02T00:00Z,y\n"
+        "b,2261-12-30T00:00Z,x\nb,2261-12-31T23:00Z,x\n",
+    )
     log = read_csv(path)
     assert log.history.flat_intervals.tolist() == [24.0, 47.0]
     np.testing.assert_array_equal(log.first_visit, np.array(["1678-01-01", "2261-12-30"], dtype="datetime64[ns]"))
@@ -50,8 +61,11 @@ def test_times_at_the_edges_of_the_range_are_read(tmp_path):
 
 def test_times_more_than_292_years_apart_give_their_interval(tmp_path):
     # int64 nanoseconds hold 292 years of difference: 1724 -> 2024 is computed without wrapping
-    path = _write(tmp_path, "log.csv", "page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,1724-01-02T00:00Z,y\n"
-                                       "a,2024-01-03T00:00Z,z\n")
+    path = _write(
+        tmp_path,
+        "log.csv",
+        "page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,1724-01-02T00:00Z,y\na,2024-01-03T00:00Z,z\n",
+    )
     log = read_csv(path)
     days = (np.datetime64("2024-01-01") - np.datetime64("1724-01-02")).astype(int)
     assert log.history.flat_intervals.tolist() == [days * 24.0, 48.0]
@@ -65,49 +79,70 @@ def test_parquet_timestamp_us_in_year_3000_is_refused(tmp_path, tz):
 
     t = pa.array(np.array(["2024-01-01", "2024-02-01", "3000-01-01"], dtype="datetime64[us]"))
     t = t.cast(pa.timestamp("us", tz=tz))
-    pq.write_table(pa.table({"page": ["a", "a", "a"], "fetch_time": t, "digest": ["x", "y", "z"]}),
-                   tmp_path / "log.parquet")
-    with pytest.raises(CrawlLogError, match=r"log\.parquet: row 3, column 'fetch_time': time '3000-01-01 00:00:00' "
-                                            r"is outside the years"):
+    pq.write_table(
+        pa.table({"page": ["a", "a", "a"], "fetch_time": t, "digest": ["x", "y", "z"]}), tmp_path / "log.parquet"
+    )
+    with pytest.raises(
+        CrawlLogError,
+        match=r"log\.parquet: row 3, column 'fetch_time': time '3000-01-01 00:00:00' "
+        r"is outside the years",
+    ):
         read_parquet(tmp_path / "log.parquet")
 
 
 def test_last_modified_outside_the_range_is_refused(tmp_path):
-    path = _write(tmp_path, "log.csv", "page,fetch_time,last_modified\na,2024-01-01T00:00Z,2023-01-01T00:00Z\n"
-                                       "a,2024-01-02T00:00Z,2924-01-01T00:00Z\n")
+    path = _write(
+        tmp_path,
+        "log.csv",
+        "page,fetch_time,last_modified\na,2024-01-01T00:00Z,2023-01-01T00:00Z\na,2024-01-02T00:00Z,2924-01-01T00:00Z\n",
+    )
     with pytest.raises(CrawlLogError, match=r"line 3, column 'last_modified': time '2924-01-01T00:00Z' is outside"):
         read_csv(path)
 
 
 # --- awareness of times -------------------------------------------------------------------
 
+
 def test_a_date_alone_is_naive(tmp_path):
     path = _write(tmp_path, "log.csv", "page,fetch_time,digest\na,2024-01-01,x\na,2024-01-02T06:00,y\n")
     assert read_csv(path).history.flat_intervals.tolist() == [30.0]
     path = _write(tmp_path, "log.csv", "page,fetch_time,digest\na,2024-01-01,x\na,2024-01-02T06:00Z,y\n")
-    with pytest.raises(CrawlLogError, match=r"line 3, column 'fetch_time': naive and time-zone-aware times are mixed "
-                                            r"\(line 2 is naive, this one time-zone-aware"):
+    with pytest.raises(
+        CrawlLogError,
+        match=r"line 3, column 'fetch_time': naive and time-zone-aware times are mixed "
+        r"\(line 2 is naive, this one time-zone-aware",
+    ):
         read_csv(path)
 
 
-@pytest.mark.parametrize("tz, lm1, lm2, ok", [
-    ("Z", "2023-06-01T00:00", "2024-01-01T12:00", False),      # naive last_modified, aware fetch times
-    ("", "2023-06-01T00:00Z", "2024-01-01T12:00+01:00", False),  # aware last_modified, naive fetch times
-    ("Z", "2023-06-01T00:00+01:00", "2024-01-01T12:00Z", True),
-    ("", "2023-06-01", "2024-01-01T12:00", True),
-])
+@pytest.mark.parametrize(
+    "tz, lm1, lm2, ok",
+    [
+        ("Z", "2023-06-01T00:00", "2024-01-01T12:00", False),  # naive last_modified, aware fetch times
+        ("", "2023-06-01T00:00Z", "2024-01-01T12:00+01:00", False),  # aware last_modified, naive fetch times
+        ("Z", "2023-06-01T00:00+01:00", "2024-01-01T12:00Z", True),
+        ("", "2023-06-01", "2024-01-01T12:00", True),
+    ],
+)
 def test_last_modified_must_be_as_aware_as_fetch_time(tmp_path, tz, lm1, lm2, ok):
-    path = _write(tmp_path, "log.csv", f"page,fetch_time,last_modified\na,2024-01-01T00:00{tz},{lm1}\n"
-                                       f"a,2024-01-02T00:00{tz},{lm2}\n")
+    path = _write(
+        tmp_path,
+        "log.csv",
+        f"page,fetch_time,last_modified\na,2024-01-01T00:00{tz},{lm1}\na,2024-01-02T00:00{tz},{lm2}\n",
+    )
     if ok:
         assert read_csv(path).history.flat_changed.tolist() == [1]
     else:
-        with pytest.raises(CrawlLogError, match=r"line 2, column 'last_modified': \w+ times, but .*log\.csv: line 2, "
-                                                r"column 'fetch_time' holds \w+ ones"):
+        with pytest.raises(
+            CrawlLogError,
+            match=r"line 2, column 'last_modified': \w+ times, but .*log\.csv: line 2, "
+            r"column 'fetch_time' holds \w+ ones",
+        ):
             read_csv(path)
 
 
 # --- statuses: redirects and values that are not HTTP statuses ----------------------------
+
 
 def test_cdx_redirects_are_not_content_observations(tmp_path):
     # the http capture redirects (301) to the https one (200) of the same SURT key
@@ -124,8 +159,10 @@ def test_cdx_redirects_are_not_content_observations(tmp_path):
 
 
 def test_warc_redirect_is_dropped(tmp_path):
-    caps = [("response", "http://a.com/", f"2024-01-0{d}T00:00:00Z", s, body, None)
-            for d, s, body in [(1, 200, b"v1"), (2, 302, b"moved"), (3, 200, b"v1"), (4, 200, b"v2")]]
+    caps = [
+        ("response", "http://a.com/", f"2024-01-0{d}T00:00:00Z", s, body, None)
+        for d, s, body in [(1, 200, b"v1"), (2, 302, b"moved"), (3, 200, b"v1"), (4, 200, b"v2")]
+    ]
     path = tmp_path / "c.warc.gz"
     _write_warc(path, caps)
     log = read_warc(path)
@@ -136,22 +173,34 @@ def test_warc_redirect_is_dropped(tmp_path):
 def test_statuses_that_are_not_http_are_failed_visits(tmp_path):
     text = "page,fetch_time,status,digest\n" + "".join(
         f"a,2024-01-0{d}T00:00Z,{s},{x}\n"
-        for d, s, x in [(1, "200", "x"), (2, "-1", "y"), (3, "0", "y"), (4, "-inf", "y"), (5, "200.5", "y"),
-                        (6, "inf", "y"), (7, "200", "x")])
+        for d, s, x in [
+            (1, "200", "x"),
+            (2, "-1", "y"),
+            (3, "0", "y"),
+            (4, "-inf", "y"),
+            (5, "200.5", "y"),
+            (6, "inf", "y"),
+            (7, "200", "x"),
+        ]
+    )
     log = read_csv(_write(tmp_path, "log.csv", text))
     assert log.history.flat_changed.tolist() == [0] and log.history.flat_intervals.tolist() == [144.0]
     assert log.audit.dropped_by("failed_status") == 5
 
 
-@pytest.mark.parametrize("values, changed", [
-    (["0", "False", "0", "false"], [1, 0, 1]),
-    (["0", "1", "true", "0"], [0, 0, 1]),
-    (["", "yes", "no", "TRUE"], [0, 1, 0]),
-])
+@pytest.mark.parametrize(
+    "values, changed",
+    [
+        (["0", "False", "0", "false"], [1, 0, 1]),
+        (["0", "1", "true", "0"], [0, 0, 1]),
+        (["", "yes", "no", "TRUE"], [0, 1, 0]),
+    ],
+)
 def test_not_modified_text_is_parsed_not_cast(tmp_path, values, changed):
     digests = ["x", "y", "y", "z"]
     text = "page,fetch_time,digest,not_modified\n" + "".join(
-        f"a,2024-01-0{d + 1}T00:00Z,{x},{v}\n" for d, (x, v) in enumerate(zip(digests, values, strict=True)))
+        f"a,2024-01-0{d + 1}T00:00Z,{x},{v}\n" for d, (x, v) in enumerate(zip(digests, values, strict=True))
+    )
     log = read_csv(_write(tmp_path, "log.csv", text))
     assert log.history.flat_changed.tolist() == changed
     frame = pd.read_csv(tmp_path / "log.csv", dtype=str, keep_default_na=False)
@@ -166,10 +215,12 @@ def test_not_modified_that_is_not_a_boolean_is_refused(tmp_path):
 
 # --- byte-order marks, lines, odd files ---------------------------------------------------
 
+
 @pytest.mark.parametrize("compress", [False, True])
 def test_cdx_with_a_byte_order_mark(tmp_path, compress):
-    text = ("\ufeffcom,a)/ 20240101000000 http://a/ text/html 200 X 1\n"
-            "com,a)/ 20240102000000 http://a/ text/html 200 Y 1\n")
+    text = (
+        "\ufeffcom,a)/ 20240101000000 http://a/ text/html 200 X 1\ncom,a)/ 20240102000000 http://a/ text/html 200 Y 1\n"
+    )
     path = tmp_path / ("index.cdx.gz" if compress else "index.cdx")
     path.write_bytes(gzip.compress(text.encode()) if compress else text.encode())
     log = read_log(path, page_key="surt")
@@ -187,8 +238,11 @@ def test_errors_name_the_physical_line_after_quoted_newlines_and_blank_lines(tmp
     with pytest.raises(CrawlLogError, match=r"log\.csv: line 8, column 'fetch_time': unparsable time 'bad'"):
         read_csv(_write(tmp_path, "log.csv", text))
     text = 'page,fetch_time,digest\n"a\nb",2024-01-01T00:00Z,x\na,2024-01-03T00:00Z,z\na,2024-01-04T00:00,z\n'
-    with pytest.raises(CrawlLogError, match=r"log\.csv: line 5, column 'fetch_time': naive and time-zone-aware times "
-                                            r"are mixed \(line 2 is time-zone-aware"):
+    with pytest.raises(
+        CrawlLogError,
+        match=r"log\.csv: line 5, column 'fetch_time': naive and time-zone-aware times "
+        r"are mixed \(line 2 is time-zone-aware",
+    ):
         read_csv(_write(tmp_path, "log.csv", text))
 
 
@@ -203,34 +257,47 @@ def test_dev_null_is_not_a_regular_file(tmp_path, capsys):
 
 
 def test_empty_parquet_with_a_schema_and_a_header_only_csv(tmp_path):
-    pd.DataFrame({"page": pd.Series([], dtype=str), "fetch_time": pd.Series([], dtype=str),
-                  "digest": pd.Series([], dtype=str)}).to_parquet(tmp_path / "e.parquet")
+    pd.DataFrame(
+        {"page": pd.Series([], dtype=str), "fetch_time": pd.Series([], dtype=str), "digest": pd.Series([], dtype=str)}
+    ).to_parquet(tmp_path / "e.parquet")
     with pytest.raises(CrawlLogError, match=r"e\.parquet: no visits"):
         read_parquet(tmp_path / "e.parquet")
     with pytest.raises(CrawlLogError, match=r"h\.csv: no visits"):
         read_csv(_write(tmp_path, "h.csv", "page,fetch_time,digest\n"))
 
 
-@pytest.mark.parametrize("frame", [
-    pd.DataFrame({"page": [], "fetch_time": [], "digest": []}),
-    pd.DataFrame({"page": pd.Series([], dtype=str), "fetch_time": pd.Series([], dtype="datetime64[ns]"),
-                  "digest": pd.Series([], dtype=str)}),
-])
+@pytest.mark.parametrize(
+    "frame",
+    [
+        pd.DataFrame({"page": [], "fetch_time": [], "digest": []}),
+        pd.DataFrame(
+            {
+                "page": pd.Series([], dtype=str),
+                "fetch_time": pd.Series([], dtype="datetime64[ns]"),
+                "digest": pd.Series([], dtype=str),
+            }
+        ),
+    ],
+)
 def test_read_frame_of_an_empty_frame(frame):
     with pytest.raises(CrawlLogError, match="<dataframe>: no visits: the frame has no rows"):
         read_frame(frame)
 
 
-@pytest.mark.parametrize("columns, roles", [
-    ({"page": "fetch_time"}, ("page", "fetch_time")),
-    ({"page": "digest", "digest": "digest"}, ("page", "digest")),
-])
+@pytest.mark.parametrize(
+    "columns, roles",
+    [
+        ({"page": "fetch_time"}, ("page", "fetch_time")),
+        ({"page": "digest", "digest": "digest"}, ("page", "digest")),
+    ],
+)
 def test_one_column_given_two_roles(tmp_path, columns, roles):
     with pytest.raises(ValueError, match=rf"the column '\w+' would be read as both '{roles[0]}' and '{roles[1]}'"):
         read_csv(_write(tmp_path, "log.csv", GOOD), columns=columns)
 
 
 # --- compressed logs ----------------------------------------------------------------------
+
 
 def _zstd(data):
     import zstandard
@@ -273,8 +340,11 @@ def test_corrupt_compressed_csv_names_the_file(tmp_path, suffix):
 def test_csv_not_compressed_as_its_name_says(tmp_path, suffix):
     path = tmp_path / f"log.csv{suffix}"
     path.write_bytes(GOOD.encode())
-    with pytest.raises(CrawlLogError, match=rf"log\.csv\{suffix}: cannot be decompressed .*its name says .* but it is "
-                                            "not compressed"):
+    with pytest.raises(
+        CrawlLogError,
+        match=rf"log\.csv\{suffix}: cannot be decompressed .*its name says .* but it is "
+        "not compressed",
+    ):
         read_csv(path)
 
 
@@ -295,23 +365,34 @@ def test_dask_engine_names_a_compressed_file_cut_after_its_head(tmp_path):
     from changerate_bayes.crawllog.dask_engine import estimate_pages_dask
 
     rng = np.random.default_rng(0)
-    rows = "".join(f"p{rng.integers(1000)},2024-01-01T{h % 24:02d}:{h % 60:02d}Z,{rng.integers(10**9)}\n"
-                   for h in range(40_000))
+    rows = "".join(
+        f"p{rng.integers(1000)},2024-01-01T{h % 24:02d}:{h % 60:02d}Z,{rng.integers(10**9)}\n" for h in range(40_000)
+    )
     path = tmp_path / "log.csv.gz"
     data = gzip.compress(("page,fetch_time,digest\n" + rows).encode())
     path.write_bytes(data[: len(data) * 3 // 4])
     ddf = dd.read_csv(path, dtype=str, keep_default_na=False, blocksize=None)  # reads the head: still fine
-    with dask.config.set(scheduler="synchronous"), pytest.raises(CrawlLogError, match=r"log\.csv\.gz: cannot be "
-                                                                                      "decompressed"):
+    with (
+        dask.config.set(scheduler="synchronous"),
+        pytest.raises(
+            CrawlLogError,
+            match=r"log\.csv\.gz: cannot be "
+            "decompressed",
+        ),
+    ):
         estimate_pages_dask(ddf, source=str(path), methods=("lln",))
 
 
-@pytest.mark.parametrize("name, data", [
-    ("log.csv.gz", gzip.compress(GOOD.encode(), mtime=0)[:-12]),
-    ("log.csv.gz", GOOD.encode()),                       # not gzip
-    ("log.csv.bz2", bz2.compress(GOOD.encode())[:-12]),
-    ("log.csv.zst", _zstd(GOOD.encode())[:-12]),
-], ids=["cut-gzip", "not-gzip", "cut-bz2", "cut-zstd"])  # fixed ids: every xdist worker collects the same names
+@pytest.mark.parametrize(
+    "name, data",
+    [
+        ("log.csv.gz", gzip.compress(GOOD.encode(), mtime=0)[:-12]),
+        ("log.csv.gz", GOOD.encode()),  # not gzip
+        ("log.csv.bz2", bz2.compress(GOOD.encode())[:-12]),
+        ("log.csv.zst", _zstd(GOOD.encode())[:-12]),
+    ],
+    ids=["cut-gzip", "not-gzip", "cut-bz2", "cut-zstd"],
+)  # fixed ids: every xdist worker collects the same names
 def test_estimate_command_names_a_damaged_file_on_both_engines(tmp_path, capsys, name, data):
     from changerate_bayes.cli import main
 
@@ -326,6 +407,7 @@ def test_estimate_command_names_a_damaged_file_on_both_engines(tmp_path, capsys,
 
 # --- WARC files cut short -----------------------------------------------------------------
 
+
 def _write_warc(path, captures, *, gz=True, digests=True):
     """A WARC of response records; returns the offset at which each record ends."""
     from warcio.statusandheaders import StatusAndHeaders
@@ -337,8 +419,9 @@ def _write_warc(path, captures, *, gz=True, digests=True):
         writer.write_record(writer.create_warcinfo_record("test.warc", {"software": "tests"}))
         for kind, url, date, status, body, _ in captures:
             http = StatusAndHeaders(f"{status} X", [("Content-Type", "text/html")], protocol="HTTP/1.1")
-            rec = writer.create_warc_record(url, kind, payload=BytesIO(body), http_headers=http,
-                                            warc_headers_dict={"WARC-Date": date})
+            rec = writer.create_warc_record(
+                url, kind, payload=BytesIO(body), http_headers=http, warc_headers_dict={"WARC-Date": date}
+            )
             if not digests:
                 rec.rec_headers.remove_header("WARC-Payload-Digest")
             writer.write_record(rec)
@@ -347,8 +430,10 @@ def _write_warc(path, captures, *, gz=True, digests=True):
 
 
 def _captures(n=6):
-    return [("response", "http://a.com/", f"2024-01-01T{h:02d}:00:00Z", 200, (b"v%d" % (h // 2)) * 300, None)
-            for h in range(n)]
+    return [
+        ("response", "http://a.com/", f"2024-01-01T{h:02d}:00:00Z", 200, (b"v%d" % (h // 2)) * 300, None)
+        for h in range(n)
+    ]
 
 
 @pytest.mark.parametrize("gz", [True, False])

@@ -17,24 +17,32 @@ def _write(tmp_path, text, name="log.csv"):
     return path
 
 
-@pytest.mark.parametrize("row, got, what", [
-    ("a,2024-01-01T06:00Z,200,y,EXTRA", 5, "a field too many"),
-    ("a,2024-01-01T06:00Z,200,y,", 5, "a field too many"),
-    ("a,2024-01-01T06:00Z,200", 3, "a field too few"),
-    ("a,2024-01-01T06:00Z", 2, "fields too few"),
-])
+@pytest.mark.parametrize(
+    "row, got, what",
+    [
+        ("a,2024-01-01T06:00Z,200,y,EXTRA", 5, "a field too many"),
+        ("a,2024-01-01T06:00Z,200,y,", 5, "a field too many"),
+        ("a,2024-01-01T06:00Z,200", 3, "a field too few"),
+        ("a,2024-01-01T06:00Z", 2, "fields too few"),
+    ],
+)
 @pytest.mark.parametrize("name", ["log.csv", "log.csv.gz"])
 def test_a_row_with_fields_too_many_or_too_few_is_refused(tmp_path, row, got, what, name):
     path = _write(tmp_path, HEAD + "a,2024-01-01T00:00Z,200,x\n" + row + "\na,2024-01-01T12:00Z,200,y\n", name)
-    with pytest.raises(CrawlLogError, match=rf"^{path}: line 3: {got} fields, but the header \(line 1\) has 4 "
-                                            rf"\({what}\)"):
+    with pytest.raises(
+        CrawlLogError,
+        match=rf"^{path}: line 3: {got} fields, but the header \(line 1\) has 4 "
+        rf"\({what}\)",
+    ):
         read_csv(path)
 
 
 def test_quotes_blank_lines_and_crlf_are_followed(tmp_path):
     plain = read_csv(_write(tmp_path, HEAD + GOOD, "plain.csv"))
-    odd = HEAD.replace("\n", "\r\n") + '\r\n"a",2024-01-01T00:00Z,200,"x,1"\r\n\r\na,2024-01-01T06:00Z,200,"y\n2"\r\n' \
+    odd = (
+        HEAD.replace("\n", "\r\n") + '\r\n"a",2024-01-01T00:00Z,200,"x,1"\r\n\r\na,2024-01-01T06:00Z,200,"y\n2"\r\n'
         'a,2024-01-01T12:00Z,200,"y\n2"\r\n'
+    )
     log = read_csv(_write(tmp_path, odd, "odd.csv"))
     assert log.history.flat_changed.tolist() == plain.history.flat_changed.tolist() == [1, 0]
     # a quoted separator is one field; the bad record starts on physical line 6

@@ -80,9 +80,13 @@ b,2024-01-01T03:00Z,q
 
 
 def test_changed_column_and_reference_copy():
-    df = pd.DataFrame({"url": ["a"] * 4, "ts": ["2024-03-01T00:00", "2024-03-01T06:00", "2024-03-01T12:00",
-                                               "2024-03-02T00:00"],
-                       "chg": [1, 1, "", 0]})
+    df = pd.DataFrame(
+        {
+            "url": ["a"] * 4,
+            "ts": ["2024-03-01T00:00", "2024-03-01T06:00", "2024-03-01T12:00", "2024-03-02T00:00"],
+            "chg": [1, 1, "", 0],
+        }
+    )
     log = read_frame(df, columns={"page": "url", "fetch_time": "ts", "changed": "chg"})
     # first row is the reference copy (its 1 is ignored); the empty one is dropped
     assert log.history.flat_changed.tolist() == [1, 0]
@@ -91,11 +95,13 @@ def test_changed_column_and_reference_copy():
 
 
 def test_last_modified_now_is_ignored_and_counted():
-    df = pd.DataFrame({
-        "page": ["a"] * 4,
-        "fetch_time": ["2024-01-01T00:00Z", "2024-01-01T10:00Z", "2024-01-01T20:00Z", "2024-01-02T06:00Z"],
-        "last_modified": ["2023-12-31T00:00Z", "2024-01-01T05:00Z", "2024-01-01T20:00Z", "2024-01-01T06:00Z"],
-    })
+    df = pd.DataFrame(
+        {
+            "page": ["a"] * 4,
+            "fetch_time": ["2024-01-01T00:00Z", "2024-01-01T10:00Z", "2024-01-01T20:00Z", "2024-01-02T06:00Z"],
+            "last_modified": ["2023-12-31T00:00Z", "2024-01-01T05:00Z", "2024-01-01T20:00Z", "2024-01-01T06:00Z"],
+        }
+    )
     log = read_frame(df, change_from="last_modified")
     # visit 2: lm 5h > previous visit 0h -> changed; visit 3: lm == fetch time -> ignored, dropped;
     # visit 4: lm 6h, previous kept visit 10h -> unchanged, τ = 20h
@@ -125,9 +131,11 @@ a,2024-01-01T00:00:00Z,2023-12-31T00:00:00Z
 a,2024-01-01T10:00:00Z,2024-01-01T05:00:00Z
 a,2024-01-02T06:00:00Z,2024-01-01T06:00:00Z
 """
-    http = iso.replace("2023-12-31T00:00:00Z", '"Sun, 31 Dec 2023 00:00:00 GMT"') \
-        .replace(",2024-01-01T05:00:00Z", ',"Mon, 01 Jan 2024 05:00:00 GMT"') \
+    http = (
+        iso.replace("2023-12-31T00:00:00Z", '"Sun, 31 Dec 2023 00:00:00 GMT"')
+        .replace(",2024-01-01T05:00:00Z", ',"Mon, 01 Jan 2024 05:00:00 GMT"')
         .replace(",2024-01-01T06:00:00Z", ',"Mon, 01 Jan 2024 06:00:00 GMT"')
+    )
     assert "GMT" in http and http.count("GMT") == 3
     a, b = read_csv(_csv(tmp_path, iso)), read_csv(_csv(tmp_path, http, name="http.csv"))
     assert b.audit.change_source == "last_modified"
@@ -141,15 +149,20 @@ def test_weak_and_strong_etags_of_one_version_are_equal(tmp_path):
     # RFC 9110 8.8.3.2, weak comparison: W/"v1" and "v1" name the same content (servers such as
     # nginx weaken an ETag when they compress the response), so only the change to "v2" counts
     text = (
-        'page,fetch_time,etag\n'
+        "page,fetch_time,etag\n"
         'a,2024-01-01T00:00Z,"""v1"""\n'
         'a,2024-01-02T00:00Z,"W/""v1"""\n'
         'a,2024-01-03T00:00Z,"""v1"""\n'
         'a,2024-01-04T00:00Z,"W/""v2"""\n'
         'a,2024-01-05T00:00Z,"""v2"""\n'
     )  # CSV quoting: each quote of an ETag doubled
-    assert pd.read_csv(_csv(tmp_path, text, name="e.csv"))["etag"].tolist() == ['"v1"', 'W/"v1"', '"v1"',
-                                                                              'W/"v2"', '"v2"']
+    assert pd.read_csv(_csv(tmp_path, text, name="e.csv"))["etag"].tolist() == [
+        '"v1"',
+        'W/"v1"',
+        '"v1"',
+        'W/"v2"',
+        '"v2"',
+    ]
     log = read_csv(_csv(tmp_path, text))
     assert log.audit.change_source == "digest"
     assert log.history.flat_changed.tolist() == [0, 0, 1, 0]
@@ -164,21 +177,31 @@ def test_changed_written_as_booleans(tmp_path):
 
 
 def test_not_modified_before_first_digest_is_dropped():
-    df = pd.DataFrame({"page": ["a"] * 3, "fetch_time": ["2024-01-01T00:00Z", "2024-01-01T01:00Z", "2024-01-01T03:00Z"],
-                       "status": [304, 200, 304], "digest": ["", "x", ""]})
+    df = pd.DataFrame(
+        {
+            "page": ["a"] * 3,
+            "fetch_time": ["2024-01-01T00:00Z", "2024-01-01T01:00Z", "2024-01-01T03:00Z"],
+            "status": [304, 200, 304],
+            "digest": ["", "x", ""],
+        }
+    )
     log = read_frame(df)
     assert log.history.flat_changed.tolist() == [0] and log.history.flat_intervals.tolist() == [2.0]
     assert log.audit.dropped_by("not_modified_before_reference") == 1
 
 
 def test_parquet_with_mapped_columns_and_timestamps_equals_csv(tmp_path):
-    times = pd.to_datetime(["2024-01-01T00:00Z", "2024-01-01T05:00Z", "2024-01-01T07:00Z",
-                            "2024-01-01T01:00Z", "2024-01-01T02:30Z"], utc=True)
-    df = pd.DataFrame({"u": ["a", "a", "a", "b", "b"], "t": times, "h": ["x", "y", "y", "k", "m"],
-                       "s": [200, 200, 200, 200, 200]})
+    times = pd.to_datetime(
+        ["2024-01-01T00:00Z", "2024-01-01T05:00Z", "2024-01-01T07:00Z", "2024-01-01T01:00Z", "2024-01-01T02:30Z"],
+        utc=True,
+    )
+    df = pd.DataFrame(
+        {"u": ["a", "a", "a", "b", "b"], "t": times, "h": ["x", "y", "y", "k", "m"], "s": [200, 200, 200, 200, 200]}
+    )
     df.to_parquet(tmp_path / "log.parquet")
-    log = read_parquet(tmp_path / "log.parquet", columns={"page": "u", "fetch_time": "t", "digest": "h", "status": "s"},
-                       chunk_rows=2)
+    log = read_parquet(
+        tmp_path / "log.parquet", columns={"page": "u", "fetch_time": "t", "digest": "h", "status": "s"}, chunk_rows=2
+    )
     assert log.history.page_ids.tolist() == ["a", "b"]
     assert log.history.flat_changed.tolist() == [1, 0, 1]
     np.testing.assert_allclose(log.history.flat_intervals, [5.0, 2.0, 1.5])
@@ -192,9 +215,14 @@ def test_parquet_with_mapped_columns_and_timestamps_equals_csv(tmp_path):
 def test_chunked_reading_gives_the_same_log(tmp_path):
     rng = np.random.default_rng(5)
     n = 3000
-    df = pd.DataFrame({"page": rng.integers(0, 40, n).astype(str),
-                       "fetch_time": pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(rng.permutation(n), "min"),
-                       "digest": rng.integers(0, 3, n).astype(str), "status": rng.choice([200, 200, 304, 503], n)})
+    df = pd.DataFrame(
+        {
+            "page": rng.integers(0, 40, n).astype(str),
+            "fetch_time": pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(rng.permutation(n), "min"),
+            "digest": rng.integers(0, 3, n).astype(str),
+            "status": rng.choice([200, 200, 304, 503], n),
+        }
+    )
     df["fetch_time"] = df.fetch_time.dt.strftime("%Y-%m-%dT%H:%M:%SZ")
     path = tmp_path / "big.csv.gz"
     df.to_csv(path, index=False)
@@ -235,10 +263,14 @@ def _reference(df):
 
 
 def _random_log(rng, n, pages, hours):
-    df = pd.DataFrame({"page": rng.integers(0, pages, n).astype(str),
-                       "fetch_time": pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(rng.integers(0, hours, n), "h"),
-                       "status": rng.choice([200, 200, 200, 304, 404], n),
-                       "digest": rng.choice(["a", "b", ""], n, p=[0.6, 0.3, 0.1])})
+    df = pd.DataFrame(
+        {
+            "page": rng.integers(0, pages, n).astype(str),
+            "fetch_time": pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(rng.integers(0, hours, n), "h"),
+            "status": rng.choice([200, 200, 200, 304, 404], n),
+            "digest": rng.choice(["a", "b", ""], n, p=[0.6, 0.3, 0.1]),
+        }
+    )
     df["fetch_time"] = df.fetch_time.dt.strftime("%Y-%m-%dT%H:%M:%SZ")
     return df
 
@@ -316,11 +348,16 @@ def test_unknown_format(tmp_path):
 
 
 def test_bad_values_name_the_row():
-    df = pd.DataFrame({"page": ["a", "a"], "fetch_time": ["2024-01-01T00:00Z", "2024-01-01T01:00Z"],
-                       "changed": [0, 2]})
+    df = pd.DataFrame({"page": ["a", "a"], "fetch_time": ["2024-01-01T00:00Z", "2024-01-01T01:00Z"], "changed": [0, 2]})
     _raises(df, r"<dataframe>: row 2, column 'changed': must be 0 or 1; got 2")
-    df = pd.DataFrame({"page": ["a", "a"], "fetch_time": ["2024-01-01T00:00Z", "2024-01-01T01:00Z"],
-                       "status": ["200", "OK"], "digest": ["x", "y"]})
+    df = pd.DataFrame(
+        {
+            "page": ["a", "a"],
+            "fetch_time": ["2024-01-01T00:00Z", "2024-01-01T01:00Z"],
+            "status": ["200", "OK"],
+            "digest": ["x", "y"],
+        }
+    )
     _raises(df, r"row 2, column 'status': expected a number; got 'OK'")
     df = pd.DataFrame({"page": ["a"], "fetch_time": ["2024-01-01T00:00Z"], "digest": ["x"]})
     _raises(df, r"no page has two usable visits")

@@ -42,9 +42,13 @@ _INSTANT_NS = np.datetime64("1994-11-06T08:49:37", "ns").astype(np.int64)
 
 def _with_last_modified(values):
     """Page a: visits on 1 and 2 January 2024 whose Last-Modified is ``values`` (the second one changed)."""
-    return pd.DataFrame({"page": ["a"] * len(values), "fetch_time": [f"2024-01-0{i + 1}T00:00:00Z" for i in
-                                                                      range(len(values))],
-                         "last_modified": values})
+    return pd.DataFrame(
+        {
+            "page": ["a"] * len(values),
+            "fetch_time": [f"2024-01-0{i + 1}T00:00:00Z" for i in range(len(values))],
+            "last_modified": values,
+        }
+    )
 
 
 @pytest.mark.parametrize("form", _SAME_INSTANT)
@@ -54,8 +58,13 @@ def test_every_http_date_form_is_the_same_instant(form):
     assert log.history.flat_changed.tolist() == [1]
     assert log.last_modified_age.tolist() == [1.0]
     # the instant itself, through the age of a change it dates: visit 2 of a page fetched in 1994
-    frame = pd.DataFrame({"page": ["b", "b"], "fetch_time": ["1994-11-06T00:00:00Z", "1994-11-06T09:49:37Z"],
-                          "last_modified": ["Sat, 05 Nov 1994 00:00:00 GMT", form]})
+    frame = pd.DataFrame(
+        {
+            "page": ["b", "b"],
+            "fetch_time": ["1994-11-06T00:00:00Z", "1994-11-06T09:49:37Z"],
+            "last_modified": ["Sat, 05 Nov 1994 00:00:00 GMT", form],
+        }
+    )
     log = read_frame(frame)
     assert log.history.flat_changed.tolist() == [1]
     assert log.last_modified_age.tolist() == [1.0]  # 09:49:37 - 08:49:37
@@ -74,15 +83,21 @@ def test_http_dates_are_parsed_once_per_distinct_value(monkeypatch):
     monkeypatch.setattr(email.utils, "parsedate_to_datetime", counting)
     n = 3000
     forms = ["Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994", "Mon, 01 Jan 2024 12:00:00 UTC"]
-    frame = pd.DataFrame({"page": [f"p{i % 300}" for i in range(n)],
-                          "fetch_time": [f"2024-02-{1 + i // 300:02d}T00:00:00Z" for i in range(n)],
-                          "last_modified": [forms[i % 3] for i in range(n)]})
+    frame = pd.DataFrame(
+        {
+            "page": [f"p{i % 300}" for i in range(n)],
+            "fetch_time": [f"2024-02-{1 + i // 300:02d}T00:00:00Z" for i in range(n)],
+            "last_modified": [forms[i % 3] for i in range(n)],
+        }
+    )
     read_frame(frame)
     assert sorted(calls) == sorted(forms)
 
 
-@pytest.mark.parametrize("bad", ["Sun, 06 Nov 1994 08:49:37 XYZ", "Sunday, 06-Nov-94 08:49:37", "Nov 6 1994",
-                                 "Sun, 31 Feb 1994 08:49:37 GMT"])
+@pytest.mark.parametrize(
+    "bad",
+    ["Sun, 06 Nov 1994 08:49:37 XYZ", "Sunday, 06-Nov-94 08:49:37", "Nov 6 1994", "Sun, 31 Feb 1994 08:49:37 GMT"],
+)
 def test_a_date_of_no_known_form_or_zone_is_refused(bad):
     # email.utils would read an unknown zone as naive: such a date is not guessed
     with pytest.raises(CrawlLogError, match=r"row 2, column 'last_modified': unparsable time"):
@@ -91,17 +106,23 @@ def test_a_date_of_no_known_form_or_zone_is_refused(bad):
 
 def test_http_date_forms_on_every_engine(tmp_path, client):
     text = "page,fetch_time,digest,last_modified\n" + "".join(
-        f"p{i},2024-01-0{d}T00:00:00Z,{'ab'[d > 2]},\"{lm}\"\n" for i in range(4)
-        for d, lm in [(1, _SAME_INSTANT[i]), (2, _SAME_INSTANT[i + 1]), (3, "Tue, 02 Jan 2024 12:00:00 +0000"),
-                      (4, "Tuesday, 02-Jan-24 12:00:00 GMT")])
+        f'p{i},2024-01-0{d}T00:00:00Z,{"ab"[d > 2]},"{lm}"\n'
+        for i in range(4)
+        for d, lm in [
+            (1, _SAME_INSTANT[i]),
+            (2, _SAME_INSTANT[i + 1]),
+            (3, "Tue, 02 Jan 2024 12:00:00 +0000"),
+            (4, "Tuesday, 02-Jan-24 12:00:00 GMT"),
+        ]
+    )
     out = engines(tmp_path, text, client=client)
     assert out["frame"][0]["n_changes"].tolist() == [1, 1, 1, 1]
     assert_engines_agree(out)
 
 
-_EPOCH_CSV = ("page,fetch_time,digest\n"
-              "a,1700000000,x\na,1700003600,y\na,1700010800.25,y\n"
-              "b,1700000000.5,x\nb,1700086400.5,x\n")
+_EPOCH_CSV = (
+    "page,fetch_time,digest\na,1700000000,x\na,1700003600,y\na,1700010800.25,y\nb,1700000000.5,x\nb,1700086400.5,x\n"
+)
 
 
 def test_epoch_seconds_as_text(tmp_path):
@@ -110,13 +131,14 @@ def test_epoch_seconds_as_text(tmp_path):
     log = read_csv(path)
     assert log.history.flat_intervals.tolist() == [1.0, 7200.25 / 3600, 24.0]
     assert log.history.flat_changed.tolist() == [1, 0, 0]
-    assert log.first_visit.tolist() == [np.datetime64("2023-11-14T22:13:20", "ns").astype(int),
-                                        np.datetime64("2023-11-14T22:13:20.5", "ns").astype(int)]
+    assert log.first_visit.tolist() == [
+        np.datetime64("2023-11-14T22:13:20", "ns").astype(int),
+        np.datetime64("2023-11-14T22:13:20.5", "ns").astype(int),
+    ]
 
 
 def test_epoch_seconds_as_text_are_exact_to_the_nanosecond():
-    frame = pd.DataFrame({"page": ["a", "a"], "fetch_time": ["1700000000.123456789", "-86400.25"],
-                          "changed": [0, 1]})
+    frame = pd.DataFrame({"page": ["a", "a"], "fetch_time": ["1700000000.123456789", "-86400.25"], "changed": [0, 1]})
     log = read_frame(frame)
     assert log.first_visit.astype(np.int64).tolist() == [-86_400_250_000_000]
     assert log.last_visit.astype(np.int64).tolist() == [1_700_000_000_123_456_789]
@@ -124,9 +146,13 @@ def test_epoch_seconds_as_text_are_exact_to_the_nanosecond():
 
 @pytest.mark.parametrize("dtype", ["int64", "float64", "Int64"])
 def test_epoch_seconds_in_a_numeric_column(tmp_path, dtype):
-    frame = pd.DataFrame({"page": ["a", "a", "a"], "fetch_time": pd.array([1700000000, 1700003600, 1700010800],
-                                                                           dtype=dtype),
-                          "digest": ["x", "y", "y"]})
+    frame = pd.DataFrame(
+        {
+            "page": ["a", "a", "a"],
+            "fetch_time": pd.array([1700000000, 1700003600, 1700010800], dtype=dtype),
+            "digest": ["x", "y", "y"],
+        }
+    )
     log = read_frame(frame)
     assert log.history.flat_intervals.tolist() == [1.0, 2.0]
     path = tmp_path / "log.parquet"
@@ -136,29 +162,35 @@ def test_epoch_seconds_in_a_numeric_column(tmp_path, dtype):
 
 def test_epoch_seconds_are_time_zone_aware():
     # a number is an exact instant: with ISO times carrying an offset, fine; with naive ones, refused
-    aware = pd.DataFrame({"page": ["a"] * 3, "fetch_time": ["1700000000", "2023-11-14T23:13:20Z", "1700007200"],
-                          "changed": [0, 1, 0]})
+    aware = pd.DataFrame(
+        {"page": ["a"] * 3, "fetch_time": ["1700000000", "2023-11-14T23:13:20Z", "1700007200"], "changed": [0, 1, 0]}
+    )
     assert read_frame(aware).history.flat_intervals.tolist() == [1.0, 1.0]
     naive = aware.assign(fetch_time=["1700000000", "2023-11-14T23:13:20", "1700007200"])
     with pytest.raises(CrawlLogError, match="naive and time-zone-aware times are mixed"):
         read_frame(naive)
 
 
-@pytest.mark.parametrize("value", ["1700000000000", "1700000000000.5", "-100000000000", 1_700_000_000_000,
-                                   1.7e12])
+@pytest.mark.parametrize("value", ["1700000000000", "1700000000000.5", "-100000000000", 1_700_000_000_000, 1.7e12])
 def test_milliseconds_are_refused_not_guessed(value):
     frame = pd.DataFrame({"page": ["a", "a"], "fetch_time": [value, value], "changed": [0, 1]})
     if not isinstance(value, str):
         frame["fetch_time"] = pd.Series([value, value])
-    with pytest.raises(CrawlLogError, match=r"row 1, column 'fetch_time': the number .* is too large for seconds "
-                                            r"since 1970-01-01 UTC .* milliseconds or microseconds\?"):
+    with pytest.raises(
+        CrawlLogError,
+        match=r"row 1, column 'fetch_time': the number .* is too large for seconds "
+        r"since 1970-01-01 UTC .* milliseconds or microseconds\?",
+    ):
         read_frame(frame)
 
 
 def test_epoch_seconds_outside_the_years_the_reader_holds():
     frame = pd.DataFrame({"page": ["a", "a"], "fetch_time": ["1700000000", "9300000000"], "changed": [0, 1]})
-    with pytest.raises(CrawlLogError, match=r"row 2, column 'fetch_time': time '9300000000' \(seconds since "
-                                            r"1970-01-01 UTC\) is outside the years 1678-2261"):
+    with pytest.raises(
+        CrawlLogError,
+        match=r"row 2, column 'fetch_time': time '9300000000' \(seconds since "
+        r"1970-01-01 UTC\) is outside the years 1678-2261",
+    ):
         read_frame(frame)
 
 
@@ -173,7 +205,9 @@ def test_iso_basic_dates_stay_dates():
 def test_epoch_seconds_on_every_engine(tmp_path, client):
     text = "page,fetch_time,digest,last_modified\n" + "".join(
         f"p{i},{1700000000 + 3600 * k + i}.{k},{'ab'[k > 1]},{1699990000 + 3600 * k}\n"
-        for i in range(4) for k in range(4))
+        for i in range(4)
+        for k in range(4)
+    )
     out = engines(tmp_path, text, client=client)
     assert out["frame"][0]["n_changes"].tolist() == [1] * 4
     assert_engines_agree(out)

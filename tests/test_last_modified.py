@@ -37,7 +37,7 @@ def test_equals_the_definition_page_by_page_on_a_ragged_history():
     cgm = last_modified_rate(changed, tau, age, lengths=lengths)
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     for i, (s, k) in enumerate(zip(starts, lengths)):
-        ref = _reference(changed[s:s + k], tau[s:s + k], age[s:s + k])
+        ref = _reference(changed[s : s + k], tau[s : s + k], age[s : s + k])
         assert mle[i] == pytest.approx(ref[0], rel=1e-14) and cgm[i] == pytest.approx(ref[1], rel=1e-14, abs=0)
     assert cgm[0] == 0.0 and cgm[3] == 0.0
 
@@ -98,9 +98,9 @@ def _lm_log():
     rows = [
         # a: dates inside the intervals of the changes the digests show
         ("a", "2024-01-01T00:00Z", "x", "2023-12-01T00:00Z"),
-        ("a", "2024-01-02T00:00Z", "y", "2024-01-01T18:00Z"),   # changed, 6 h old
-        ("a", "2024-01-03T00:00Z", "y", "2024-01-01T18:00Z"),   # unchanged
-        ("a", "2024-01-04T00:00Z", "z", "2024-01-03T12:00Z"),   # changed, 12 h old
+        ("a", "2024-01-02T00:00Z", "y", "2024-01-01T18:00Z"),  # changed, 6 h old
+        ("a", "2024-01-03T00:00Z", "y", "2024-01-01T18:00Z"),  # unchanged
+        ("a", "2024-01-04T00:00Z", "z", "2024-01-03T12:00Z"),  # changed, 12 h old
         # b: a server that always says "now" (seconds before the fetch)
         ("b", "2024-01-01T00:00Z", "x", "2023-12-31T23:59:30Z"),
         ("b", "2024-01-02T00:00Z", "x", "2024-01-01T23:59:40Z"),
@@ -156,14 +156,18 @@ def test_warc_last_modified_headers_and_etag_columns(tmp_path):
         writer = WARCWriter(fh, gzip=True)
         for page, fetch, digest, modified in frame.itertuples(index=False):
             stamp = pd_time(modified).strftime("%a, %d %b %Y %H:%M:%S GMT")
-            http = StatusAndHeaders("200 OK", [("Last-Modified", stamp), ("ETag", f'"{digest}"')],
-                                    protocol="HTTP/1.1")
+            http = StatusAndHeaders("200 OK", [("Last-Modified", stamp), ("ETag", f'"{digest}"')], protocol="HTTP/1.1")
             body = digest.encode()
-            rec = writer.create_warc_record(f"http://{page}/", "response", payload=BytesIO(body), http_headers=http,
-                                            warc_headers_dict={"WARC-Date": pd_time(fetch).strftime(
-                                                "%Y-%m-%dT%H:%M:%SZ"),
-                                                "WARC-Payload-Digest": "sha1:" + base64.b32encode(
-                                                    hashlib.sha1(body).digest()).decode()})
+            rec = writer.create_warc_record(
+                f"http://{page}/",
+                "response",
+                payload=BytesIO(body),
+                http_headers=http,
+                warc_headers_dict={
+                    "WARC-Date": pd_time(fetch).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "WARC-Payload-Digest": "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode(),
+                },
+            )
             writer.write_record(rec)
     w = read_warc(path)
     csv = tmp_path / "log.csv"
@@ -201,19 +205,22 @@ def _liars(rows, usable=None):
 DAY = 86_400
 
 
-@pytest.mark.parametrize("visits, liar", [
-    ([(k * DAY, k * DAY) for k in range(1, 3)], False),          # two "now" visits: thin evidence
-    ([(k * DAY, k * DAY) for k in range(1, 4)], True),           # three: condemned
-    ([(k * DAY, k * DAY + 5) for k in range(1, 4)], True),       # server clock 5 s ahead
-    ([(k * DAY, k * DAY - 5) for k in range(1, 4)], True),       # 5 s behind
-    ([(k * DAY, k * DAY - 60) for k in range(1, 4)], True),      # the tolerance is inclusive
-    ([(k * DAY, k * DAY - 61) for k in range(1, 4)], False),     # a minute and a second: a date
-    ([(k * DAY, k * DAY + 7 * DAY) for k in range(1, 4)], True),  # in the future on every visit
-    ([(k * DAY, k * DAY) for k in range(1, 5)] + [(9 * DAY, DAY // 2)], True),  # 4 "now" + 1 honest
-    ([(k * DAY, k * DAY) for k in range(1, 4)] + [(9 * DAY, DAY // 2)], False),  # 3 "now" + 1 honest: 3/4 < 4/5
-    ([(k * DAY, k * DAY) for k in range(1, 3)] + [(9 * DAY, DAY // 2)], False),  # 2 "now" + 1 honest
-    ([(k * DAY, k * DAY) for k in range(1, 4)] + [(9 * DAY, None)] * 3, True),   # visits without one don't count
-])
+@pytest.mark.parametrize(
+    "visits, liar",
+    [
+        ([(k * DAY, k * DAY) for k in range(1, 3)], False),  # two "now" visits: thin evidence
+        ([(k * DAY, k * DAY) for k in range(1, 4)], True),  # three: condemned
+        ([(k * DAY, k * DAY + 5) for k in range(1, 4)], True),  # server clock 5 s ahead
+        ([(k * DAY, k * DAY - 5) for k in range(1, 4)], True),  # 5 s behind
+        ([(k * DAY, k * DAY - 60) for k in range(1, 4)], True),  # the tolerance is inclusive
+        ([(k * DAY, k * DAY - 61) for k in range(1, 4)], False),  # a minute and a second: a date
+        ([(k * DAY, k * DAY + 7 * DAY) for k in range(1, 4)], True),  # in the future on every visit
+        ([(k * DAY, k * DAY) for k in range(1, 5)] + [(9 * DAY, DAY // 2)], True),  # 4 "now" + 1 honest
+        ([(k * DAY, k * DAY) for k in range(1, 4)] + [(9 * DAY, DAY // 2)], False),  # 3 "now" + 1 honest: 3/4 < 4/5
+        ([(k * DAY, k * DAY) for k in range(1, 3)] + [(9 * DAY, DAY // 2)], False),  # 2 "now" + 1 honest
+        ([(k * DAY, k * DAY) for k in range(1, 4)] + [(9 * DAY, None)] * 3, True),  # visits without one don't count
+    ],
+)
 def test_liar_rule_edge_cases(visits, liar):
     assert _liars([visits]) == [liar]
 
@@ -228,8 +235,8 @@ def _lm_decides_log():
     rows = []
     for d in range(1, 6):
         t = f"2024-01-0{d}T00:00:00Z"
-        rows.append(("liar", t, t))                                  # Last-Modified = fetch time
-        rows.append(("skewed", t, f"2024-01-0{d}T00:00:07Z"))        # = fetch time, server clock 7 s ahead
+        rows.append(("liar", t, t))  # Last-Modified = fetch time
+        rows.append(("skewed", t, f"2024-01-0{d}T00:00:07Z"))  # = fetch time, server clock 7 s ahead
         rows.append(("honest", t, "2023-12-01T00:00:00Z" if d < 3 else "2024-01-02T12:00:00Z"))
     rows.append(("pair", "2024-01-01T00:00:00Z", "2023-12-31T23:59:58Z"))  # 2 visits "now": kept
     rows.append(("pair", "2024-01-02T00:00:00Z", "2024-01-01T23:59:58Z"))
@@ -250,7 +257,7 @@ def test_where_last_modified_alone_decides_liars_are_dropped_with_their_reason()
     a = log.audit
     assert a.change_source == "last_modified"
     assert a.last_modified_unreliable_pages == 2
-    assert a.dropped_by("last_modified_unreliable") == 10        # every row of the two liars
+    assert a.dropped_by("last_modified_unreliable") == 10  # every row of the two liars
     assert a.dropped_total == 10 and a.pages_without_usable_visit == 2
     assert a.rows_read == a.visits_kept + a.reference_visits + a.dropped_total
     assert "their 10 row(s) are dropped (last_modified_unreliable)" in a.format()
@@ -282,7 +289,7 @@ def test_where_digests_decide_liars_are_kept_flagged_and_get_no_lm_rate(tmp_path
         t = estimate_pages(log).set_index("page")
     assert t["lm_unreliable"].tolist() == [True, True, False, False]
     assert np.isnan(t.loc[["liar", "skewed"], "lm_rate"]).all()
-    assert t.loc[["liar", "skewed"], "n_changes"].tolist() == [1, 1]   # the digests decide, as for any page
+    assert t.loc[["liar", "skewed"], "n_changes"].tolist() == [1, 1]  # the digests decide, as for any page
 
 
 @pytest.mark.parametrize("spare", ["digest", "etag", "changed"])
@@ -334,16 +341,29 @@ def test_warc_liars_are_judged_against_the_servers_own_date(tmp_path):
         for day in range(1, 6):
             fetch = pd.Timestamp(f"2024-01-0{day}T00:00:00Z")
             served = fetch - pd.Timedelta(minutes=10)  # the server's clock
-            pages = (("liar", served, b"same"),  # honest: changed 2 h before visit 4, by its own clock
-                     ("honest", served - pd.Timedelta(hours=2) if day > 3 else pd.Timestamp("2023-06-01T00:00Z"),
-                      b"new" if day > 3 else b"old"))
+            pages = (
+                ("liar", served, b"same"),  # honest: changed 2 h before visit 4, by its own clock
+                (
+                    "honest",
+                    served - pd.Timedelta(hours=2) if day > 3 else pd.Timestamp("2023-06-01T00:00Z"),
+                    b"new" if day > 3 else b"old",
+                ),
+            )
             for page, modified, body in pages:
-                http = StatusAndHeaders("200 OK", [("Date", served.strftime(http_date)),
-                                                   ("Last-Modified", modified.strftime(http_date))],
-                                        protocol="HTTP/1.1")
-                writer.write_record(writer.create_warc_record(
-                    f"http://{page}/", "response", payload=BytesIO(body), http_headers=http,
-                    warc_headers_dict={"WARC-Date": fetch.strftime("%Y-%m-%dT%H:%M:%SZ")}))
+                http = StatusAndHeaders(
+                    "200 OK",
+                    [("Date", served.strftime(http_date)), ("Last-Modified", modified.strftime(http_date))],
+                    protocol="HTTP/1.1",
+                )
+                writer.write_record(
+                    writer.create_warc_record(
+                        f"http://{page}/",
+                        "response",
+                        payload=BytesIO(body),
+                        http_headers=http,
+                        warc_headers_dict={"WARC-Date": fetch.strftime("%Y-%m-%dT%H:%M:%SZ")},
+                    )
+                )
     log = read_warc(path)
     assert log.audit.last_modified_unreliable_pages == 1
     assert log.history.page_ids.tolist() == ["http://liar/", "http://honest/"]

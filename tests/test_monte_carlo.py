@@ -71,10 +71,25 @@ def test_rmse_ratio_hand_values():
 
 def _entry(n_k=30):
     k = list(range(1, n_k + 1))
-    est = {"label": "LLN", "method": "lln", "params": {}, "k": k, "single": [5.0] * n_k, "low": [4.0] * n_k,
-           "high": [6.0] * n_k, "rmse": [1.0 / (i ** 0.5) for i in k], "infinite_fraction": [0.0] * n_k}
-    return {"figure": "2", "change_rate": 5.0, "crawl_rate": 3.0, "n_replications": 100, "n_crawls": n_k,
-            "estimators": [est]}
+    est = {
+        "label": "LLN",
+        "method": "lln",
+        "params": {},
+        "k": k,
+        "single": [5.0] * n_k,
+        "low": [4.0] * n_k,
+        "high": [6.0] * n_k,
+        "rmse": [1.0 / (i**0.5) for i in k],
+        "infinite_fraction": [0.0] * n_k,
+    }
+    return {
+        "figure": "2",
+        "change_rate": 5.0,
+        "crawl_rate": 3.0,
+        "n_replications": 100,
+        "n_crawls": n_k,
+        "estimators": [est],
+    }
 
 
 def test_figure_labels_do_not_overlap_the_next_panel():

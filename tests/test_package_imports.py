@@ -27,9 +27,11 @@ def test_the_package_and_the_command_line_start_without_the_heavy_libraries():
     # the names are imported on first use, so the command line and a validate run's
     # parent process start without pandas, PyMC or the compiled kernels' modules
     # building the parser takes every sub-command's choices (log formats, estimator names)
-    code = ("import sys, changerate_bayes, changerate_bayes.cli, changerate_bayes.validation.runner, changerate_bayes.report; "
-            "changerate_bayes.cli._parser(); "
-            "print(sorted(m for m in ('pandas', 'pymc', 'arviz', 'numba', 'scipy') if m in sys.modules))")
+    code = (
+        "import sys, changerate_bayes, changerate_bayes.cli, changerate_bayes.validation.runner, changerate_bayes.report; "
+        "changerate_bayes.cli._parser(); "
+        "print(sorted(m for m in ('pandas', 'pymc', 'arviz', 'numba', 'scipy') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     code = "import sys; from changerate_bayes import posterior; print('pymc' in sys.modules or 'scipy' in sys.modules)"

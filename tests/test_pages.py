@@ -22,12 +22,21 @@ from changerate_bayes.scheduling import optimal_crawl_rates
 
 def _log():
     # page a: 3 observations every 6 h, changes at the 1st; page b: 2 observations of 12 h, both changed
-    df = pd.DataFrame({
-        "page": ["a", "b", "a", "a", "b", "a", "b"],
-        "fetch_time": ["2024-01-01T00:00Z", "2024-01-01T00:00Z", "2024-01-01T06:00Z", "2024-01-01T12:00Z",
-                       "2024-01-01T12:00Z", "2024-01-01T18:00Z", "2024-01-02T00:00Z"],
-        "digest": ["x", "u", "y", "y", "v", "y", "w"],
-    })
+    df = pd.DataFrame(
+        {
+            "page": ["a", "b", "a", "a", "b", "a", "b"],
+            "fetch_time": [
+                "2024-01-01T00:00Z",
+                "2024-01-01T00:00Z",
+                "2024-01-01T06:00Z",
+                "2024-01-01T12:00Z",
+                "2024-01-01T12:00Z",
+                "2024-01-01T18:00Z",
+                "2024-01-02T00:00Z",
+            ],
+            "digest": ["x", "u", "y", "y", "v", "y", "w"],
+        }
+    )
     return read_frame(df)
 
 
@@ -74,8 +83,9 @@ def test_default_budget_is_the_crawls_the_log_shows():
 
 
 def test_bare_ragged_history_and_unit():
-    h = CrawlHistory.from_segments([1, 0, 0, 1, 1, 0], [0.25, 0.25, 1.0, 0.5, 0.5, 2.0], lengths=[2, 4],
-                                   crawl_rate=[4.0, 1.0])
+    h = CrawlHistory.from_segments(
+        [1, 0, 0, 1, 1, 0], [0.25, 0.25, 1.0, 0.5, 0.5, 2.0], lengths=[2, 4], crawl_rate=[4.0, 1.0]
+    )
     t = estimate_pages(h, methods=["lln", "mm"], budget=10.0, unit_hours=24.0)  # history in days
     np.testing.assert_allclose(t["lln"], final_estimates(h, "lln"), rtol=1e-15)
     np.testing.assert_allclose(t["mm"], final_estimates(h, "mm"), rtol=1e-15)
@@ -97,8 +107,9 @@ def _two_pages():
     # page "steady": 40 crawls every 6 h, the odd ones changed (20 changed, 20 not);
     # page "thin": 12 crawls every 6 h, 2 changed
     changed = [1, 0] * 20 + [1, 1] + [0] * 10
-    return CrawlHistory.from_segments(changed, [6.0] * 52, lengths=[40, 12], crawl_rate=[1 / 6, 1 / 6],
-                                      page_ids=["steady", "thin"])
+    return CrawlHistory.from_segments(
+        changed, [6.0] * 52, lengths=[40, 12], crawl_rate=[1 / 6, 1 / 6], page_ids=["steady", "thin"]
+    )
 
 
 def test_recommended_rate_is_the_chosen_methods_value_per_day():
@@ -113,8 +124,9 @@ def test_recommended_rate_is_the_chosen_methods_value_per_day():
     np.testing.assert_allclose(t["mle"], final_estimates(h, "mle") * 24, rtol=1e-15)
     np.testing.assert_allclose(t["posterior_mean"], posterior_summary(h).mean * 24, rtol=1e-15)
     # the same page in a history whose time unit is the day: the same rates per day
-    h_days = CrawlHistory.from_segments(h.flat_changed, h.flat_intervals / 24, lengths=h.lengths,
-                                        crawl_rate=[4.0, 4.0], page_ids=h.page_ids)
+    h_days = CrawlHistory.from_segments(
+        h.flat_changed, h.flat_intervals / 24, lengths=h.lengths, crawl_rate=[4.0, 4.0], page_ids=h.page_ids
+    )
     t_days = estimate_pages(h_days, budget=4.0, unit_hours=24.0)
     assert t_days["rate_per_day"].iloc[0] == pytest.approx(4 * np.log(2), rel=1e-12)
     np.testing.assert_allclose(t_days["rate_per_day"], t["rate_per_day"], rtol=1e-9)
@@ -135,7 +147,7 @@ def test_recommend_rate_thresholds():
 def test_default_table_has_one_rate_and_no_other_estimator():
     t = estimate_pages(_two_pages(), budget=4.0)
     cols = t.columns.tolist()
-    assert cols[:len(PAGE_COLUMNS) + len(RATE_COLUMNS)] == [*PAGE_COLUMNS, *RATE_COLUMNS]
+    assert cols[: len(PAGE_COLUMNS) + len(RATE_COLUMNS)] == [*PAGE_COLUMNS, *RATE_COLUMNS]
     assert {"crawls_per_day", "crawl_interval_h"} <= set(cols) and not set(METHODS) & set(cols)
     assert "rate_per_day" in t.attrs["rate_rule"] and "changes per day" in t.attrs["rate_rule"]
 
@@ -156,17 +168,19 @@ def test_notes_appear_once():
 
 
 def test_merge_notes_keeps_distinct_notes():
-    merged = merge_notes(["method 'a' assumes X.", "method 'b' assumes X.", "method 'c' assumes Y.", "other",
-                          "other"])
+    merged = merge_notes(["method 'a' assumes X.", "method 'b' assumes X.", "method 'c' assumes Y.", "other", "other"])
     assert merged == ["methods 'a', 'b' assume X.", "method 'c' assumes Y.", "other"]
 
 
 def test_dask_partitions_state_each_check_once():
     from changerate_bayes.crawllog.table import one_note_per_check as _one_note_per_check
 
-    notes = ["methods 'lln', 'sa' assume Poisson crawling: D = 0.4", "methods 'lln', 'sa' assume Poisson crawling: D = 0.5",
-             "method 'regular' assumes crawls on a fixed schedule: on 2 of 9 page(s), worst 0.03",
-             "method 'regular' assumes crawls on a fixed schedule: on 1 of 7 page(s), worst 1.5e-02"]
+    notes = [
+        "methods 'lln', 'sa' assume Poisson crawling: D = 0.4",
+        "methods 'lln', 'sa' assume Poisson crawling: D = 0.5",
+        "method 'regular' assumes crawls on a fixed schedule: on 2 of 9 page(s), worst 0.03",
+        "method 'regular' assumes crawls on a fixed schedule: on 1 of 7 page(s), worst 1.5e-02",
+    ]
     out = _one_note_per_check(notes)
     assert len(out) == 2 and out[0].startswith("methods 'lln', 'sa' assume Poisson crawling: D = 0.4 (")
     assert "2 parts failed it" in out[0] and out[1].startswith(notes[2] + " (")

@@ -14,10 +14,15 @@ from changerate_bayes.replay import freshness_index
 
 def _table(mean, lower=None, upper=None, level=0.9):
     mean = np.asarray(mean, dtype=float)
-    t = pd.DataFrame({"page": [f"p{i}" for i in range(mean.size)], "mean_interval_h": 6.0,
-                      "posterior_mean": mean,
-                      "posterior_lower": mean if lower is None else lower,
-                      "posterior_upper": mean if upper is None else upper})
+    t = pd.DataFrame(
+        {
+            "page": [f"p{i}" for i in range(mean.size)],
+            "mean_interval_h": 6.0,
+            "posterior_mean": mean,
+            "posterior_lower": mean if lower is None else lower,
+            "posterior_upper": mean if upper is None else upper,
+        }
+    )
     t.attrs["level"] = level
     return t
 
@@ -77,8 +82,12 @@ def test_plug_in_never_gives_an_infinite_interval():
 
 
 @settings(max_examples=40, deadline=None)
-@given(rates=st.lists(st.floats(0.0, 500.0), min_size=1, max_size=12), budget=st.floats(0.05, 200.0),
-       spread=st.floats(0.0, 3.0), factor=st.floats(1.0, 10.0))
+@given(
+    rates=st.lists(st.floats(0.0, 500.0), min_size=1, max_size=12),
+    budget=st.floats(0.05, 200.0),
+    spread=st.floats(0.0, 3.0),
+    factor=st.floats(1.0, 10.0),
+)
 def test_every_interval_is_finite_and_bounded_and_the_budget_is_spent(rates, budget, spread, factor):
     m = np.asarray(rates)
     lo, hi = m * math.exp(-spread), m * math.exp(spread)
@@ -89,13 +98,16 @@ def test_every_interval_is_finite_and_bounded_and_the_budget_is_spent(rates, bud
     assert out["crawls_per_day"].sum() == pytest.approx(budget, rel=1e-6)
 
 
-@pytest.mark.parametrize("kwargs, err, match", [
-    (dict(budget=0.0), ValueError, "`budget`"),
-    (dict(budget="a"), TypeError, "`budget`"),
-    (dict(budget=1.0, policy="best"), ValueError, "`policy`"),
-    (dict(budget=1.0, max_interval_factor=0.5), ValueError, "`max_interval_factor`"),
-    (dict(budget=1.0, weights=[1.0]), ValueError, "`weights`"),
-])
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        (dict(budget=0.0), ValueError, "`budget`"),
+        (dict(budget="a"), TypeError, "`budget`"),
+        (dict(budget=1.0, policy="best"), ValueError, "`policy`"),
+        (dict(budget=1.0, max_interval_factor=0.5), ValueError, "`max_interval_factor`"),
+        (dict(budget=1.0, weights=[1.0]), ValueError, "`weights`"),
+    ],
+)
 def test_input_errors(kwargs, err, match):
     with pytest.raises(err, match=match):
         allocate_crawls(_table([0.1, 0.2]), **kwargs)

@@ -73,8 +73,9 @@ def test_ota_history_reference_copy_and_intervals():
 
 @pytest.mark.slow
 def test_run_and_render_quick(monkeypatch, tmp_path):
-    monkeypatch.setitem(P.SIZES, "quick", {"R": 1, "max_crawls": 120, "ota_max": 100, "sim_pages": 60,
-                                            "sim_crawls": 30, "n_boot": 20})
+    monkeypatch.setitem(
+        P.SIZES, "quick", {"R": 1, "max_crawls": 120, "ota_max": 100, "sim_pages": 60, "sim_crawls": 30, "n_boot": 20}
+    )
     res = P.run(Preset("quick"), seed=3, progress=Progress(quiet=True))
     assert set(res) == set(P.KEYS)
     json.dumps(res, allow_nan=False)

@@ -27,23 +27,36 @@ TOP_LEVEL = {
 # old module -> {name: the object it must resolve to}
 OLD_MODULES = {
     "changerate_bayes.pages": {
-        "estimate_pages": table.estimate_pages, "allocate_crawls": allocate.allocate_crawls,
-        "recommend_rate": table.recommend_rate, "merge_notes": table.merge_notes,
-        "one_note_per_check": table.one_note_per_check, "page_table": table.page_table,
-        "concat_part_tables": table.concat_part_tables, "PAGE_COLUMNS": table.PAGE_COLUMNS,
-        "RATE_COLUMNS": table.RATE_COLUMNS, "IDENTIFIED_MIN": table.IDENTIFIED_MIN,
-        "RECOMMENDED_POLICY": allocate.RECOMMENDED_POLICY, "MAX_INTERVAL_FACTOR": allocate.MAX_INTERVAL_FACTOR,
+        "estimate_pages": table.estimate_pages,
+        "allocate_crawls": allocate.allocate_crawls,
+        "recommend_rate": table.recommend_rate,
+        "merge_notes": table.merge_notes,
+        "one_note_per_check": table.one_note_per_check,
+        "page_table": table.page_table,
+        "concat_part_tables": table.concat_part_tables,
+        "PAGE_COLUMNS": table.PAGE_COLUMNS,
+        "RATE_COLUMNS": table.RATE_COLUMNS,
+        "IDENTIFIED_MIN": table.IDENTIFIED_MIN,
+        "RECOMMENDED_POLICY": allocate.RECOMMENDED_POLICY,
+        "MAX_INTERVAL_FACTOR": allocate.MAX_INTERVAL_FACTOR,
     },
     "changerate_bayes.cluster": {
-        "ClusterEstimates": table.LogEstimates, "estimate_files_dask": dask_engine.estimate_files_dask,
-        "estimate_pages_dask": dask_engine.estimate_pages_dask, "per_page_partitions": dask_engine.per_page_partitions,
+        "ClusterEstimates": table.LogEstimates,
+        "estimate_files_dask": dask_engine.estimate_files_dask,
+        "estimate_pages_dask": dask_engine.estimate_pages_dask,
+        "per_page_partitions": dask_engine.per_page_partitions,
     },
     "changerate_bayes.crawl_schedule": {
-        "MAX_INTERVAL_H": schedule.MAX_INTERVAL_H, "SCHEDULE_COLUMNS": schedule.SCHEDULE_COLUMNS,
-        "SCHEDULE_FORMATS": schedule.SCHEDULE_FORMATS, "crawl_schedule": schedule.crawl_schedule,
-        "nutch_seed_lines": schedule.nutch_seed_lines, "schedule_pages": schedule.schedule_pages,
-        "write_schedule": schedule.write_schedule, "schedule_files_dask": dask_engine.schedule_files_dask,
-        "schedule_pages_dask": dask_engine.schedule_pages_dask, "change_probability": bayes.change_probability,
+        "MAX_INTERVAL_H": schedule.MAX_INTERVAL_H,
+        "SCHEDULE_COLUMNS": schedule.SCHEDULE_COLUMNS,
+        "SCHEDULE_FORMATS": schedule.SCHEDULE_FORMATS,
+        "crawl_schedule": schedule.crawl_schedule,
+        "nutch_seed_lines": schedule.nutch_seed_lines,
+        "schedule_pages": schedule.schedule_pages,
+        "write_schedule": schedule.write_schedule,
+        "schedule_files_dask": dask_engine.schedule_files_dask,
+        "schedule_pages_dask": dask_engine.schedule_pages_dask,
+        "change_probability": bayes.change_probability,
         "posterior_history": bayes.posterior_history,
     },
 }
@@ -92,8 +105,13 @@ def test_the_moved_predictive_and_index_keep_their_old_homes():
 def test_the_entry_points_choose_the_engine_by_the_input(tmp_path):
     import pandas as pd
 
-    visits = pd.DataFrame({"page": ["a"] * 4 + ["b"] * 4, "changed": [0, 1, 0, 0, 0, 0, 1, 1],
-                           "fetch_time": list(pd.date_range("2024-01-01", periods=4, freq="6h", tz="UTC")) * 2})
+    visits = pd.DataFrame(
+        {
+            "page": ["a"] * 4 + ["b"] * 4,
+            "changed": [0, 1, 0, 0, 0, 0, 1, 1],
+            "fetch_time": list(pd.date_range("2024-01-01", periods=4, freq="6h", tz="UTC")) * 2,
+        }
+    )
     path = tmp_path / "log.csv"
     visits.to_csv(path, index=False)
     in_memory = crawllog.estimate(visits, budget=2.0)

@@ -117,7 +117,11 @@ def test_readme_numbers_of_the_shipped_data_are_real():
 
 def test_readme_timings_are_the_measured_ones_of_the_docs():
     performance = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
-    rows = [line for line in TEXT.splitlines() if line.startswith("| `uv run --locked") or line.startswith("| the first NUTS")]
+    rows = [
+        line
+        for line in TEXT.splitlines()
+        if line.startswith("| `uv run --locked") or line.startswith("| the first NUTS")
+    ]
     assert len(rows) == 3
     for row in rows:
         assert row in performance

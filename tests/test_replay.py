@@ -84,8 +84,9 @@ def test_metrics_two_pages_weighted_by_hand():
     #   age: ∫_1^2 (t-1) + ∫_3^4 (t-3) = 1/2 + 1/2 = 1; both crawls see a change.
     # page b, window [1, 3], never changes, crawls at 2 and 3: fresh 2, age 0.
     # weights a = 1, b = 3: weighted (2 + 3·2)/(4 + 3·2) = 4/5; unweighted 4/6 = 2/3.
-    pages = _pages([("a", 1.0), ("a", 1.5), ("a", 3.0)], [("a", 0.0, 4.0), ("b", 1.0, 3.0)],
-                   weights={"a": 1.0, "b": 3.0})
+    pages = _pages(
+        [("a", 1.0), ("a", 1.5), ("a", 3.0)], [("a", 0.0, 4.0), ("b", 1.0, 3.0)], weights={"a": 1.0, "b": 3.0}
+    )
     m = replay_metrics(run_replay(pages, FixedSteps([[2, 4], [2, 3]]), dt_ms=DAY_MS))
     _close(m["freshness"], Fraction(2, 3))
     _close(m["freshness_weighted"], Fraction(4, 5))
@@ -120,8 +121,9 @@ def test_uniform_is_round_robin_within_budget():
     changes = pd.DataFrame({"page": ["p0"], "timestamp": [3.0]})
     win = pd.DataFrame({"page": [f"p{i}" for i in range(4)], "start": 0.0, "end": 40.0})
     pages = pages_from_table(changes, window=win)
-    res = run_replay(pages, __import__("changerate_bayes.replay", fromlist=["UniformPolicy"]).UniformPolicy(),
-                     budget=2.0, rng=3)
+    res = run_replay(
+        pages, __import__("changerate_bayes.replay", fromlist=["UniformPolicy"]).UniformPolicy(), budget=2.0, rng=3
+    )
     assert res.crawls.sum() <= 80
     assert res.crawls.max() - res.crawls.min() <= 1
     assert res.crawls.min() >= 19
@@ -136,10 +138,12 @@ def test_budget_is_never_exceeded_by_any_budgeted_policy():
         rows += [(f"p{i}", x) for x in t]
     changes = pd.DataFrame(rows, columns=["page", "timestamp"])
     win = pd.DataFrame({"page": [f"p{i}" for i in range(30)], "start": starts, "end": 60.0})
-    budgeted = [p for p in POLICY_NAMES if p not in ("nutch", "nutch_nosync", "stormcrawler")
-                and not p.endswith("_tuned")]
-    df = replay_policies(changes, window=win, budget=[0.7, 5.0], policies=budgeted, step="2h", rng=1,
-                         match_schedules=False)
+    budgeted = [
+        p for p in POLICY_NAMES if p not in ("nutch", "nutch_nosync", "stormcrawler") and not p.endswith("_tuned")
+    ]
+    df = replay_policies(
+        changes, window=win, budget=[0.7, 5.0], policies=budgeted, step="2h", rng=1, match_schedules=False
+    )
     assert len(df) == 2 * len(budgeted)
     assert df["within_budget"].all()
     span = 60.0 - win["start"].min()
@@ -181,8 +185,9 @@ def test_nutch_settles_where_a_crawl_sees_a_change_with_probability_log_ratio(in
     # stationary where (1 - f) log 1.4 + f log 0.8 = 0: f = log 1.4 / (log 1.4 - log 0.8) = 0.601
     f = np.log(1.4) / (np.log(1.4) - np.log(0.8))
     par = {**NUTCH, "sync_delta": False}
-    upd = lambda iv, ch: nutch_update(iv, np.zeros_like(iv), 0.0, np.where(ch, NUTCH_MODIFIED, NUTCH_NOTMODIFIED),
-                                      **par)[0]
+    upd = lambda iv, ch: nutch_update(
+        iv, np.zeros_like(iv), 0.0, np.where(ch, NUTCH_MODIFIED, NUTCH_NOTMODIFIED), **par
+    )[0]
     n = 6000
     got = _settled_fraction(upd, initial, n_pages=n)
     assert abs(got - f) < 4.0 * np.sqrt(f * (1 - f) / n)  # binomial standard error, pages independent
@@ -258,9 +263,14 @@ def test_any_learner_plugs_in_and_sees_only_its_crawls():
 
     changes = pd.DataFrame({"page": ["a", "a", "b"], "timestamp": [1.5, 3.2, 2.0]})
     win = pd.DataFrame({"page": ["a", "b", "c"], "start": [0.0, 0.5, 1.0], "end": [5.0, 5.0, 4.0]})
-    df = replay_policies(changes, window=win, budget=3.0, policies=[PlugInPolicy(factory, name="mine"),
-                                                                     ThompsonPolicy(factory, name="mine_ts")],
-                         step="1h", rng=0)
+    df = replay_policies(
+        changes,
+        window=win,
+        budget=3.0,
+        policies=[PlugInPolicy(factory, name="mine"), ThompsonPolicy(factory, name="mine_ts")],
+        step="1h",
+        rng=0,
+    )
     assert df["policy"].tolist() == ["mine", "mine_ts"]
     for rec in made:
         assert rec.log
@@ -286,8 +296,9 @@ def test_tuned_schedule_spends_its_budget():
     rows = [(f"p{i}", x) for i in range(20) for x in np.sort(rng.uniform(0, 200, rng.poisson(20)))]
     changes = pd.DataFrame(rows, columns=["page", "timestamp"])
     win = pd.DataFrame({"page": [f"p{i}" for i in range(20)], "start": 0.0, "end": 200.0})
-    df = replay_policies(changes, window=win, budget=[3.0, 6.0], policies=["stormcrawler_tuned"], step="6h",
-                         tune_iterations=14, rng=0)
+    df = replay_policies(
+        changes, window=win, budget=[3.0, 6.0], policies=["stormcrawler_tuned"], step="6h", tune_iterations=14, rng=0
+    )
     assert df["within_budget"].all()
     assert (df["crawls_per_day"] > 0.9 * df["budget"]).all()  # bisection spends nearly all of it
     assert df["inc_rate"].iloc[0] > df["inc_rate"].iloc[1]  # a smaller budget needs longer intervals

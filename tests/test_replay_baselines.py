@@ -61,10 +61,13 @@ def test_set_fetch_schedule_1_to_3_of_nutchs_test(max_days, interval_max_days, c
     # 1.21: next = t - round(0.3f·δ) + max, in the past by (0.3·δ - max).
     par = dict(NUTCH, min_interval=1.0, max_interval=float(max_days), max_fetch_interval=float(interval_max_days))
     t = 20_000.0
-    for version, want_ms in [("1.22", max_days * DAY_MS),
-                             ("1.21", max_days * DAY_MS - math.floor(changed_days_ago * DAY_S * F03 * 1000 + 0.5))]:
-        iv, nxt, mod, reset = nutch_update(a(100 / DAY_S), a(t - changed_days_ago), t, np.array([NUTCH_UNKNOWN]),
-                                           version=version, **par)
+    for version, want_ms in [
+        ("1.22", max_days * DAY_MS),
+        ("1.21", max_days * DAY_MS - math.floor(changed_days_ago * DAY_S * F03 * 1000 + 0.5)),
+    ]:
+        iv, nxt, mod, reset = nutch_update(
+            a(100 / DAY_S), a(t - changed_days_ago), t, np.array([NUTCH_UNKNOWN]), version=version, **par
+        )
         assert round((nxt[0] - t) * DAY_MS) == want_ms
         assert iv[0] == max_days and mod[0] == t - changed_days_ago and not reset[0]
     # the issue's summary: +7, +2, +10 days under 1.22; -2, -1, -44 days under 1.21
@@ -158,10 +161,40 @@ def _two_pages(days=1100.0):
 #          more than 90 d ahead of the next cycle: the Generator fetches it at 175.75
 #   175.75 UNKNOWN 81 d -> 256.75; then 81 / 89.1 in turn: 345.875, 426.875, 516.0, 597.0,
 #          686.125, 767.125, 856.25, 937.25, 1026.375 (next 1107.375): 16 fetches after day 0.
-NEVER_CHANGES = [30.0, 63.0, 107.125, 182.125, 263.125, 352.25, 433.25, 522.375, 603.375, 692.5, 773.5,
-                 862.625, 943.625, 1032.75]
-CHANGED_ON_DAY_5 = [30.0, 54.0, 80 + 10 / 24, 115 + 17 / 24, 175 + 17 / 24, 175.75, 256.75, 345.875, 426.875,
-                    516.0, 597.0, 686.125, 767.125, 856.25, 937.25, 1026.375]
+NEVER_CHANGES = [
+    30.0,
+    63.0,
+    107.125,
+    182.125,
+    263.125,
+    352.25,
+    433.25,
+    522.375,
+    603.375,
+    692.5,
+    773.5,
+    862.625,
+    943.625,
+    1032.75,
+]
+CHANGED_ON_DAY_5 = [
+    30.0,
+    54.0,
+    80 + 10 / 24,
+    115 + 17 / 24,
+    175 + 17 / 24,
+    175.75,
+    256.75,
+    345.875,
+    426.875,
+    516.0,
+    597.0,
+    686.125,
+    767.125,
+    856.25,
+    937.25,
+    1026.375,
+]
 
 
 @pytest.mark.parametrize("version", ["1.22", "1.21"])
@@ -173,8 +206,20 @@ def test_nutch_defaults_over_1100_days_of_hourly_cycles(version):
     assert pol.fetches[1] == pytest.approx(CHANGED_ON_DAY_5, abs=1e-9)
 
 
-def _nutch_reference(change_days, days, dt_h, *, version, inc_rate=0.4, dec_rate=0.2, min_s=60.0,
-                     max_s=365.0 * DAY_S, max_fetch_s=90 * DAY_S, rate=0.3, initial_s=30 * DAY_S):
+def _nutch_reference(
+    change_days,
+    days,
+    dt_h,
+    *,
+    version,
+    inc_rate=0.4,
+    dec_rate=0.2,
+    min_s=60.0,
+    max_s=365.0 * DAY_S,
+    max_fetch_s=90 * DAY_S,
+    rate=0.3,
+    initial_s=30 * DAY_S,
+):
     """Fetch times (days) of one page under Nutch, cycle by cycle, from the Java definitions
     (float32 where Java uses float; times in ms since the start; ``None``: no modified time)."""
     cyc = dt_h * 3_600_000
@@ -229,8 +274,11 @@ def test_nutch_replay_follows_the_per_cycle_reference(version, settings_):
     changes = pd.DataFrame(rows, columns=["page", "timestamp"])
     win = pd.DataFrame({"page": ["p0", "p1", "p2"], "start": 0.0, "end": days})
     pages = pages_from_table(changes, window=win)
-    kw = dict(inc_rate=settings_.get("inc_rate", 0.4), dec_rate=settings_.get("dec_rate", 0.2),
-              max_interval=settings_.get("max_s", 365 * DAY_S) / DAY_S)
+    kw = dict(
+        inc_rate=settings_.get("inc_rate", 0.4),
+        dec_rate=settings_.get("dec_rate", 0.2),
+        max_interval=settings_.get("max_s", 365 * DAY_S) / DAY_S,
+    )
     pol = RecordingNutch(version=version, **kw)
     run_replay(pages, pol, dt_ms=6 * HOUR_MS, rng=0)
     for j in range(3):
@@ -265,8 +313,9 @@ def _storm_reference(iv, changed, inc, dec, lo, hi):
 @settings(max_examples=200, deadline=None)
 @given(iv=st.integers(1, 20_160), changed=st.booleans(), inc=st.floats(0.0, 3.0), dec=st.floats(0.0, 1.0))
 def test_stormcrawler_update_is_the_java_integer_arithmetic(iv, changed, inc, dec):
-    got, nxt = stormcrawler_update(a(iv / 1440), 10.0, np.array([changed]), inc_rate=inc, dec_rate=dec,
-                                   min_interval=60 / 1440, max_interval=14.0)
+    got, nxt = stormcrawler_update(
+        a(iv / 1440), 10.0, np.array([changed]), inc_rate=inc, dec_rate=dec, min_interval=60 / 1440, max_interval=14.0
+    )
     want = _storm_reference(iv, changed, inc, dec, 60, 20_160)
     assert round(got[0] * 1440) == want
     assert round(nxt[0] * DAY_MS) == 10 * DAY_MS + want * 60_000
@@ -285,8 +334,9 @@ def test_stormcrawler_whole_minutes():
     res = run_replay(pages, StormCrawlerPolicy(inc_rate=0.01, initial_interval=1 / 24), dt_ms=HOUR_MS, rng=0)
     assert res.crawls[0] == 240
     # just above 1/60 it grows: (int)(60 · 1.017) = 61
-    iv, _ = stormcrawler_update(np.full(2, 60 / 1440), 0.0, np.zeros(2, dtype=bool),
-                                **{**STORM, "inc_rate": np.array([0.0166, 0.017])})
+    iv, _ = stormcrawler_update(
+        np.full(2, 60 / 1440), 0.0, np.zeros(2, dtype=bool), **{**STORM, "inc_rate": np.array([0.0166, 0.017])}
+    )
     assert list(np.rint(iv * 1440)) == [60, 61]
 
 

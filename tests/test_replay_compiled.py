@@ -44,21 +44,30 @@ SCHEDULES = ("nutch", "nutch_nosync", "stormcrawler")
 
 
 # ----------------------------------------------------------------- the replay by its definition
-def _replay_by_definition(pages: ReplayPages, policy, *, budget=None, dt_ms: int = HOUR_MS, epoch_steps: int = 24,
-                          rng=None) -> new_engine.ReplayResult:
+def _replay_by_definition(
+    pages: ReplayPages, policy, *, budget=None, dt_ms: int = HOUR_MS, epoch_steps: int = 24, rng=None
+) -> new_engine.ReplayResult:
     """Every step k = 1..K at t_k = t0 + k·dt; a budgeted policy may have crawled
     floor(B·(t_k − t0)) pages by t_k; page i is crawlable at the steps with s_i < t_k <= e_i."""
     n, t0 = pages.n_pages, int(pages.start_ms.min())
     start, end = pages.start_ms - t0, pages.end_ms - t0
     first, last = start // dt_ms + 1, end // dt_ms
     n_steps = -(-int(end.max()) // dt_ms)
-    ctx = ReplayContext(n_pages=n, dt=dt_ms / MS_PER_DAY, n_steps=n_steps, first_step=first, last_step=last,
-                        start=start / MS_PER_DAY, weights=pages.weights,
-                        budget=float(budget) if policy.budgeted else None, epoch_steps=int(epoch_steps),
-                        rng=np.random.default_rng(rng),
-                        true_rates=pages.true_rates if getattr(policy, "oracle", False) else None)
+    ctx = ReplayContext(
+        n_pages=n,
+        dt=dt_ms / MS_PER_DAY,
+        n_steps=n_steps,
+        first_step=first,
+        last_step=last,
+        start=start / MS_PER_DAY,
+        weights=pages.weights,
+        budget=float(budget) if policy.budgeted else None,
+        epoch_steps=int(epoch_steps),
+        rng=np.random.default_rng(rng),
+        true_rates=pages.true_rates if getattr(policy, "oracle", False) else None,
+    )
     policy.reset(ctx)
-    changes = [pages.change_ms[pages.offsets[i]:pages.offsets[i + 1]] - t0 for i in range(n)]
+    changes = [pages.change_ms[pages.offsets[i] : pages.offsets[i + 1]] - t0 for i in range(n)]
     crawled = [[int(s)] for s in start]  # each page's crawl times (ms after t0), the first copy first
     spent = 0
     for k in range(1, n_steps + 1):
@@ -72,8 +81,9 @@ def _replay_by_definition(pages: ReplayPages, policy, *, budget=None, dt_ms: int
         if not active[idx].all():
             raise RuntimeError(f"policy {policy.name!r} crawled a page outside its window at step {k}")
         if allowed is not None and idx.size > allowed:
-            raise RuntimeError(f"policy {policy.name!r} overspent its budget at step {k}: "
-                               f"{idx.size} crawls, {allowed} allowed")
+            raise RuntimeError(
+                f"policy {policy.name!r} overspent its budget at step {k}: {idx.size} crawls, {allowed} allowed"
+            )
         changed, interval = np.zeros(n, dtype=bool), np.zeros(n)
         for i in idx:
             changed[i] = np.any((changes[i] > crawled[i][-1]) & (changes[i] <= t))
@@ -88,11 +98,21 @@ def _replay_by_definition(pages: ReplayPages, policy, *, budget=None, dt_ms: int
             fresh[i] += (min(c, b) - a) / MS_PER_DAY
             late = (b - c) / MS_PER_DAY if c < b else 0.0
             age[i] += 0.5 * late * late
-    return new_engine.ReplayResult(policy.name, ctx.budget, pages.span_days, pages.window_days, fresh, age,
-                                   np.array([len(c) - 1 for c in crawled], dtype=np.int64),
-                                   np.array([sum(np.any((ch > a) & (ch <= b)) for a, b in zip(cr, cr[1:]))
-                                             for ch, cr in zip(changes, crawled)], dtype=np.int64),
-                                   pages.n_changes.copy(), pages.weights)
+    return new_engine.ReplayResult(
+        policy.name,
+        ctx.budget,
+        pages.span_days,
+        pages.window_days,
+        fresh,
+        age,
+        np.array([len(c) - 1 for c in crawled], dtype=np.int64),
+        np.array(
+            [sum(np.any((ch > a) & (ch <= b)) for a, b in zip(cr, cr[1:])) for ch, cr in zip(changes, crawled)],
+            dtype=np.int64,
+        ),
+        pages.n_changes.copy(),
+        pages.weights,
+    )
 
 
 def _assert_same_result(new, ref):
@@ -156,14 +176,20 @@ def test_compiled_steps_hand_the_learner_its_crawls_in_small_batches(monkeypatch
     monkeypatch.setattr(new_engine, "_EVENT_STEPS", 1)
     pages = staggered_pages(12)
     for name in ["thompson", "lln", "mle"]:
-        _assert_stored(_replay_both(pages, name, budget=4.0, dt_ms=6 * HOUR_MS, epoch_steps=40, rng=12),
-                       "batches", name)
+        _assert_stored(
+            _replay_both(pages, name, budget=4.0, dt_ms=6 * HOUR_MS, epoch_steps=40, rng=12), "batches", name
+        )
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n_pages=st.integers(1, 6), hours=st.sampled_from([1, 5, 24]),
-       budget=st.floats(0.1, 8.0), epoch=st.integers(1, 6),
-       name=st.sampled_from(["uniform", "lln", "mle", "thompson", "oracle", "oracle_proportional"]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_pages=st.integers(1, 6),
+    hours=st.sampled_from([1, 5, 24]),
+    budget=st.floats(0.1, 8.0),
+    epoch=st.integers(1, 6),
+    name=st.sampled_from(["uniform", "lln", "mle", "thompson", "oracle", "oracle_proportional"]),
+)
 def test_small_replays_equal_the_replay_by_definition(seed, n_pages, hours, budget, epoch, name):
     pages = staggered_pages(seed, n_pages=n_pages, days=6.0, n_quiet=min(1, n_pages - 1))
     _replay_both(pages, name, budget=budget, dt_ms=hours * HOUR_MS, epoch_steps=epoch, rng=seed)
@@ -261,14 +287,14 @@ def test_schedules_compiled_update_equals_their_python_path(seed):
     n = pages.n_pages
     for hours in (1, 6):
         kw = dict(dt_ms=hours * HOUR_MS, rng=0)
-        for cls, overrides in [(new_policies.NutchPolicy, {}),
-                               (new_policies.NutchPolicy, dict(sync_delta=False)),
-                               (new_policies.NutchPolicy, dict(version="1.21", max_interval=2.0, initial_interval=1.0)),
-                               (new_policies.NutchPolicy, dict(inc_rate=np.linspace(0.1, 3.0, n),
-                                                               max_fetch_interval=5.0)),
-                               (new_policies.StormCrawlerPolicy, {}),
-                               (new_policies.StormCrawlerPolicy, dict(inc_rate=np.linspace(0.1, 3.0, n),
-                                                                      min_interval=0.3))]:
+        for cls, overrides in [
+            (new_policies.NutchPolicy, {}),
+            (new_policies.NutchPolicy, dict(sync_delta=False)),
+            (new_policies.NutchPolicy, dict(version="1.21", max_interval=2.0, initial_interval=1.0)),
+            (new_policies.NutchPolicy, dict(inc_rate=np.linspace(0.1, 3.0, n), max_fetch_interval=5.0)),
+            (new_policies.StormCrawlerPolicy, {}),
+            (new_policies.StormCrawlerPolicy, dict(inc_rate=np.linspace(0.1, 3.0, n), min_interval=0.3)),
+        ]:
             fast = new_engine.run_replay(pages, cls(**overrides), **kw)
             slow = new_engine.run_replay(pages, _python_path(cls)(**overrides), **kw)
             _assert_same_result(fast, slow)
@@ -301,11 +327,14 @@ class _RandomCrawler:
 def test_user_policies_replay_as_defined():
     pages = staggered_pages(6)
     weights = np.random.default_rng(6).uniform(0.5, 2.0, pages.n_pages)
-    pages = ReplayPages(pages.names, pages.start_ms, pages.end_ms, pages.change_ms, pages.offsets, weights,
-                        pages.origin)
+    pages = ReplayPages(
+        pages.names, pages.start_ms, pages.end_ms, pages.change_ms, pages.offsets, weights, pages.origin
+    )
     kw = dict(budget=1.2, dt_ms=6 * HOUR_MS, epoch_steps=4, rng=6)
-    _assert_same_result(new_engine.run_replay(pages, _proportional_subclass(new_policies.RatePolicy), **kw),
-                        _replay_by_definition(pages, _proportional_subclass(new_policies.RatePolicy), **kw))
+    _assert_same_result(
+        new_engine.run_replay(pages, _proportional_subclass(new_policies.RatePolicy), **kw),
+        _replay_by_definition(pages, _proportional_subclass(new_policies.RatePolicy), **kw),
+    )
     a, b = _RandomCrawler(), _RandomCrawler()
     _assert_same_result(new_engine.run_replay(pages, a, **kw), _replay_by_definition(pages, b, **kw))
     assert len(a.seen) == len(b.seen) > 0
@@ -396,17 +425,23 @@ class _GridByDefinition:
         return np.exp(self.log_grid[j] + (jitter - 0.5) * self.step)
 
     def counts(self):
-        return (np.array([sum(tau for c, tau in crawls if not c) for crawls in self.crawls]),
-                np.array([sum(c for c, _ in crawls) for crawls in self.crawls], dtype=float),
-                np.array([sum(not c for c, _ in crawls) for crawls in self.crawls], dtype=float))
+        return (
+            np.array([sum(tau for c, tau in crawls if not c) for crawls in self.crawls]),
+            np.array([sum(c for c, _ in crawls) for crawls in self.crawls], dtype=float),
+            np.array([sum(not c for c, _ in crawls) for crawls in self.crawls], dtype=float),
+        )
 
 
 def _assert_reads(new, ref, what, rng_seed=None):
     if what == "rate":
         np.testing.assert_allclose(new.rate, ref.rate, rtol=RATE_RTOL, atol=0)
     elif what == "sample":
-        np.testing.assert_allclose(new.sample(np.random.default_rng(rng_seed)),
-                                   ref.sample(np.random.default_rng(rng_seed)), rtol=RATE_RTOL, atol=0)
+        np.testing.assert_allclose(
+            new.sample(np.random.default_rng(rng_seed)),
+            ref.sample(np.random.default_rng(rng_seed)),
+            rtol=RATE_RTOL,
+            atol=0,
+        )
     else:
         assert np.array_equal(new.loglik_changed, ref.loglik_changed)
 
@@ -466,8 +501,6 @@ def test_count_below_counts_like_numpy_on_cumulative_weights():
     u[6] = 0.999
     got = new_kernels.count_below(cdf, u)
     assert np.array_equal(got, (cdf < u[:, None]).sum(axis=1))
-
-
 
 
 def test_grid_learner_read_both_ways_is_as_defined():

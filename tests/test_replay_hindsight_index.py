@@ -50,16 +50,20 @@ def test_known_rates_index_hand_values():
     np.testing.assert_allclose(got, want, rtol=1e-14, atol=0.0)
     # F(t) = 1 − e^{−Δt}: 1 − 1/e at Δt = 1; the observations change nothing
     k.update(np.array([True, False, True, False]), np.array([1.0, 2.0, 3.0, 4.0]), np.ones(4, dtype=bool))
-    np.testing.assert_allclose(k.prob_change_within(np.array([1.0, 0.5, 3.0, 0.0])),
-                               [1.0 - 1.0 / math.e, 1.0 - 1.0 / math.e, 0.0, 0.0], rtol=1e-14)
+    np.testing.assert_allclose(
+        k.prob_change_within(np.array([1.0, 0.5, 3.0, 0.0])),
+        [1.0 - 1.0 / math.e, 1.0 - 1.0 / math.e, 0.0, 0.0],
+        rtol=1e-14,
+    )
     np.testing.assert_array_equal(k.rate, [1.0, 2.0, 0.0, 0.25])
     np.testing.assert_array_equal(k.sample(np.random.default_rng(0)), [1.0, 2.0, 0.0, 0.25])
 
 
 def test_policy_index_is_the_poisson_index_of_n_over_T():
     # page a: 3 changes in a 30-day window (Δ = 0.1/day), b: 15 (Δ = 0.5), c: none (Δ = 0); weights 1, 2, 1
-    changes = pd.DataFrame({"page": ["a"] * 3 + ["b"] * 15,
-                            "timestamp": [4.0, 11.0, 25.0] + list(np.linspace(1.0, 29.0, 15))})
+    changes = pd.DataFrame(
+        {"page": ["a"] * 3 + ["b"] * 15, "timestamp": [4.0, 11.0, 25.0] + list(np.linspace(1.0, 29.0, 15))}
+    )
     win = pd.DataFrame({"page": ["a", "b", "c"], "start": 0.0, "end": 30.0})
     pages = pages_from_table(changes, window=win, weights={"a": 1.0, "b": 2.0, "c": 1.0})
     np.testing.assert_allclose(pages.true_rates, [0.1, 0.5, 0.0], rtol=1e-12)
@@ -93,12 +97,14 @@ def test_pace_changes_nothing_when_every_window_is_the_same():
 
 def test_replay_policies_reports_the_ratio_to_the_paced_reference():
     changes, win = _poisson_pages([0.1, 0.3, 1.0, 2.0], 30, seed=2)
-    df = replay_policies(changes, window=win, budget=2.0, policies=["paced_uniform", "paced_oracle", "oracle"],
-                         n_boot=20, rng=0).set_index("policy")
+    df = replay_policies(
+        changes, window=win, budget=2.0, policies=["paced_uniform", "paced_oracle", "oracle"], n_boot=20, rng=0
+    ).set_index("policy")
     assert df.loc["paced_oracle", "vs_paced_oracle"] == 1.0
     r = df.loc["paced_uniform"]
-    assert r["vs_paced_oracle"] == pytest.approx(r["freshness_weighted"] / df.loc["paced_oracle",
-                                                                                  "freshness_weighted"], rel=1e-12)
+    assert r["vs_paced_oracle"] == pytest.approx(
+        r["freshness_weighted"] / df.loc["paced_oracle", "freshness_weighted"], rel=1e-12
+    )
     assert r["vs_paced_oracle_lo"] <= r["vs_paced_oracle"] <= r["vs_paced_oracle_hi"]
 
 

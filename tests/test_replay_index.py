@@ -48,9 +48,12 @@ def test_index_at_the_lagrangian_optimum_equals_the_price(rate, w, lam):
     # Cho & Garcia-Molina: a page crawled every I has freshness (1 − e^{−ΔI})/(ΔI); under a
     # price λ per crawl the best I maximises w(1 − e^{−ΔI})/(ΔI) − λ/I. Its stationarity
     # condition is w ν(I) = λ: the index at the optimal interval equals the price.
-    res = optimize.minimize_scalar(lambda logi: -(w * -math.expm1(-rate * math.exp(logi)) / (rate * math.exp(logi))
-                                                  - lam / math.exp(logi)),
-                                   bounds=(-10, 10), method="bounded", options={"xatol": 1e-12})
+    res = optimize.minimize_scalar(
+        lambda logi: -(w * -math.expm1(-rate * math.exp(logi)) / (rate * math.exp(logi)) - lam / math.exp(logi)),
+        bounds=(-10, 10),
+        method="bounded",
+        options={"xatol": 1e-12},
+    )
     best = math.exp(res.x)
     assert float(freshness_index(rate, best, weight=w)) == pytest.approx(lam, rel=1e-6)
 
@@ -106,15 +109,28 @@ def _pages(n_pages, days, seed, rate=0.3):
     for i in range(n_pages):
         t = np.sort(rng.uniform(0, days, rng.poisson(rate * days * (i + 1) / n_pages)))
         rows += [(f"p{i}", x) for x in t if 0 < x <= days]
-    changes = pd.DataFrame(rows, columns=["page", "timestamp"]) if rows else pd.DataFrame(
-        {"page": pd.Series([], dtype=object), "timestamp": pd.Series([], dtype=float)})
+    changes = (
+        pd.DataFrame(rows, columns=["page", "timestamp"])
+        if rows
+        else pd.DataFrame({"page": pd.Series([], dtype=object), "timestamp": pd.Series([], dtype=float)})
+    )
     win = pd.DataFrame({"page": [f"p{i}" for i in range(n_pages)], "start": 0.0, "end": float(days)})
     return pages_from_table(changes, window=win)
 
 
-@pytest.mark.parametrize("name", ["index_mean", "index_thompson", "paced_index_mean", "paced_index_thompson",
-                                  "dynamic_index_mean", "dynamic_index_thompson", "burst_index_mean",
-                                  "burst_index_thompson"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "index_mean",
+        "index_thompson",
+        "paced_index_mean",
+        "paced_index_thompson",
+        "dynamic_index_mean",
+        "dynamic_index_thompson",
+        "burst_index_mean",
+        "burst_index_thompson",
+    ],
+)
 def test_index_policy_spends_the_budget(name):
     pages = _pages(8, 60, seed=1)
     budget = 2.5
@@ -136,9 +152,15 @@ class _Recording(IndexPolicy):
 
 
 @settings(max_examples=25, deadline=None)
-@given(n_pages=st.integers(1, 7), days=st.integers(5, 40), budget=st.floats(0.2, 6.0),
-       factor=st.floats(1.0, 5.0), form=st.sampled_from(["mean", "thompson"]), seed=st.integers(0, 1000),
-       late=st.lists(st.floats(0.0, 0.8), min_size=7, max_size=7))
+@given(
+    n_pages=st.integers(1, 7),
+    days=st.integers(5, 40),
+    budget=st.floats(0.2, 6.0),
+    factor=st.floats(1.0, 5.0),
+    form=st.sampled_from(["mean", "thompson"]),
+    seed=st.integers(0, 1000),
+    late=st.lists(st.floats(0.0, 0.8), min_size=7, max_size=7),
+)
 def test_no_revisit_exceeds_the_stated_bound(n_pages, days, budget, factor, form, seed, late):
     rng = np.random.default_rng(seed)
     rows = []
@@ -147,10 +169,18 @@ def test_no_revisit_exceeds_the_stated_bound(n_pages, days, budget, factor, form
         rate = 20.0 if i % 2 == 0 else 0.05
         t = np.sort(rng.uniform(0, days, rng.poisson(rate * days)))
         rows += [(f"p{i}", x) for x in t if x > late[i] * days]
-    changes = pd.DataFrame(rows, columns=["page", "timestamp"]) if rows else pd.DataFrame(
-        {"page": pd.Series([], dtype=object), "timestamp": pd.Series([], dtype=float)})
-    win = pd.DataFrame({"page": [f"p{i}" for i in range(n_pages)], "start": [late[i] * days for i in range(n_pages)],
-                        "end": float(days)})
+    changes = (
+        pd.DataFrame(rows, columns=["page", "timestamp"])
+        if rows
+        else pd.DataFrame({"page": pd.Series([], dtype=object), "timestamp": pd.Series([], dtype=float)})
+    )
+    win = pd.DataFrame(
+        {
+            "page": [f"p{i}" for i in range(n_pages)],
+            "start": [late[i] * days for i in range(n_pages)],
+            "end": float(days),
+        }
+    )
     pages = pages_from_table(changes, window=win)
     pol = _Recording(GridLearner, name="rec", form=form, max_interval_factor=factor)
     res = run_replay(pages, pol, budget=budget, dt_ms=3_600_000, epoch_steps=24, rng=seed)
@@ -173,11 +203,23 @@ def test_clairvoyant_on_a_hand_made_replay():
     # each change is seen at the first whole day after it at the earliest.
     changes = pd.DataFrame({"page": ["a", "a", "b", "b"], "timestamp": [1.5, 6.5, 2.5, 8.2]})
     window = pd.DataFrame({"page": ["a", "b"], "start": [0.0, 0.0], "end": [10.0, 10.0]})
-    names = ["uniform", "index_mean", "index_thompson", "dynamic_index_mean", "dynamic_index_thompson",
-             "burst_index_mean", "burst_index_thompson", "posterior_mean", "thompson", "oracle",
-             "oracle_proportional", "clairvoyant"]
-    df = replay_policies(changes, window=window, budget=0.5, policies=names, step="1D", epoch="1D",
-                         match_schedules=False, rng=0)
+    names = [
+        "uniform",
+        "index_mean",
+        "index_thompson",
+        "dynamic_index_mean",
+        "dynamic_index_thompson",
+        "burst_index_mean",
+        "burst_index_thompson",
+        "posterior_mean",
+        "thompson",
+        "oracle",
+        "oracle_proportional",
+        "clairvoyant",
+    ]
+    df = replay_policies(
+        changes, window=window, budget=0.5, policies=names, step="1D", epoch="1D", match_schedules=False, rng=0
+    )
     f = df.set_index("policy")["freshness"]
     assert f["clairvoyant"] == pytest.approx(16.7 / 20, abs=1e-12)
     assert (f.drop("clairvoyant") <= f["clairvoyant"] + 1e-12).all()
@@ -256,12 +298,16 @@ def test_paced_crawls_follow_the_pages_in_the_crawl():
 
 
 @settings(max_examples=25, deadline=None)
-@given(n_pages=st.integers(1, 7), days=st.integers(5, 40), budget=st.floats(0.2, 6.0),
-       form=st.sampled_from(["mean", "thompson"]), seed=st.integers(0, 1000),
-       late=st.lists(st.floats(0.0, 0.8), min_size=7, max_size=7),
-       early=st.lists(st.floats(0.3, 1.0), min_size=7, max_size=7))
-def test_paced_spend_matches_its_definition_and_keeps_the_revisit_bound(n_pages, days, budget, form, seed, late,
-                                                                        early):
+@given(
+    n_pages=st.integers(1, 7),
+    days=st.integers(5, 40),
+    budget=st.floats(0.2, 6.0),
+    form=st.sampled_from(["mean", "thompson"]),
+    seed=st.integers(0, 1000),
+    late=st.lists(st.floats(0.0, 0.8), min_size=7, max_size=7),
+    early=st.lists(st.floats(0.3, 1.0), min_size=7, max_size=7),
+)
+def test_paced_spend_matches_its_definition_and_keeps_the_revisit_bound(n_pages, days, budget, form, seed, late, early):
     rng = np.random.default_rng(seed)
     starts = [late[i] * days * 0.5 for i in range(n_pages)]
     ends = [max(starts[i] + 1.0, early[i] * days) for i in range(n_pages)]
@@ -270,8 +316,11 @@ def test_paced_spend_matches_its_definition_and_keeps_the_revisit_bound(n_pages,
         rate = 20.0 if i % 2 == 0 else 0.05
         t = np.sort(rng.uniform(starts[i], ends[i], rng.poisson(rate * (ends[i] - starts[i]))))
         rows += [(f"p{i}", x) for x in t if x > starts[i]]
-    changes = pd.DataFrame(rows, columns=["page", "timestamp"]) if rows else pd.DataFrame(
-        {"page": pd.Series([], dtype=object), "timestamp": pd.Series([], dtype=float)})
+    changes = (
+        pd.DataFrame(rows, columns=["page", "timestamp"])
+        if rows
+        else pd.DataFrame({"page": pd.Series([], dtype=object), "timestamp": pd.Series([], dtype=float)})
+    )
     win = pd.DataFrame({"page": [f"p{i}" for i in range(n_pages)], "start": starts, "end": ends})
     pages = pages_from_table(changes, window=win)
 

@@ -15,12 +15,21 @@ import pytest
 from changerate_bayes.report import figure_to_html, html_table, render_page, verdict_html
 from changerate_bayes.report.browser import browser_check, find_chromium
 
-META = {"preset": "quick", "seed": 1, "generated": "today", "total_seconds": 1.0, "version": "0",
-        "versions": {"python": "3"}, "studies": ["a"]}
+META = {
+    "preset": "quick",
+    "seed": 1,
+    "generated": "today",
+    "total_seconds": 1.0,
+    "version": "0",
+    "versions": {"python": "3"},
+    "studies": ["a"],
+}
 
 
-NO_BROWSER_REASON = ("no Chromium on this machine (neither $CHROMIUM nor chromium on PATH): the report's browser "
-                     "check is skipped; apt-get install chromium to run it")
+NO_BROWSER_REASON = (
+    "no Chromium on this machine (neither $CHROMIUM nor chromium on PATH): the report's browser "
+    "check is skipped; apt-get install chromium to run it"
+)
 
 
 @pytest.fixture(scope="module")
@@ -28,16 +37,27 @@ def chromium():
     binary = find_chromium()
     if binary is None:
         if os.environ.get("CHANGERATE_REQUIRE_BROWSER") == "1":
-            pytest.fail("CHANGERATE_REQUIRE_BROWSER=1 but no Chromium found: apt-get install chromium (or set "
-                        "$CHROMIUM)")
+            pytest.fail(
+                "CHANGERATE_REQUIRE_BROWSER=1 but no Chromium found: apt-get install chromium (or set $CHROMIUM)"
+            )
         pytest.skip(NO_BROWSER_REASON)
     return binary
 
 
 def _page(tmp_path, body: str):
-    html = render_page(title="check", sections=[{"id": "a", "title": "A", "html": body, "seconds": 1.0,
-                                                 "summary": {"verdict": "v", "key_number": "1", "kind": "holds"}}],
-                       meta=META)
+    html = render_page(
+        title="check",
+        sections=[
+            {
+                "id": "a",
+                "title": "A",
+                "html": body,
+                "seconds": 1.0,
+                "summary": {"verdict": "v", "key_number": "1", "kind": "holds"},
+            }
+        ],
+        meta=META,
+    )
     path = tmp_path / "index.html"
     path.write_text(html, encoding="utf-8")
     return path
@@ -48,8 +68,9 @@ def test_report_page_with_wide_content_passes(tmp_path, chromium):
     ax.plot([0, 1], [0, 1])
     long_text = "a long reading of a test with many words in it " * 8
     rows = [{"test": f"test {i}", "pvalue": 1e-300, "reading": long_text, "x": 1.23456789} for i in range(5)]
-    cols = [("test", "test"), ("pvalue", "p-value"), ("reading", "reading")] + [("x", f"column {j} with a header")
-                                                                                for j in range(12)]
+    cols = [("test", "test"), ("pvalue", "p-value"), ("reading", "reading")] + [
+        ("x", f"column {j} with a header") for j in range(12)
+    ]
     body = figure_to_html(fig, alt="a line") + html_table(rows, cols, caption="wide") + verdict_html("ok", True)
     res = browser_check(_page(tmp_path, body), chromium=chromium)
     assert res.images == 1 and res.tables == 2  # the summary table and this one
@@ -57,9 +78,11 @@ def test_report_page_with_wide_content_passes(tmp_path, chromium):
 
 
 def test_broken_image_and_overflow_are_caught(tmp_path, chromium):
-    body = ('<figure><img src="data:image/png;base64,AAAA" alt="broken figure"></figure>'
-            '<table><caption>too wide</caption><tr><td><div style="width: 3000px">x</div></td></tr></table>'
-            '<div style="width: 2500px; height: 10px"></div>')
+    body = (
+        '<figure><img src="data:image/png;base64,AAAA" alt="broken figure"></figure>'
+        '<table><caption>too wide</caption><tr><td><div style="width: 3000px">x</div></td></tr></table>'
+        '<div style="width: 2500px; height: 10px"></div>'
+    )
     res = browser_check(_page(tmp_path, body), chromium=chromium)
     assert not res.ok
     assert res.broken_images == ("broken figure",)

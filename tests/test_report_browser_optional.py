@@ -15,9 +15,24 @@ def _run_browser_tests(tmp_path, **env):
     os.symlink(sys.executable, bindir / "python")
     clean = {k: v for k, v in os.environ.items() if k not in ("CHROMIUM", "CHANGERATE_REQUIRE_BROWSER")}
     clean.update(PATH=str(bindir), **env)
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
-                           str(TESTS / "test_report_browser.py")],
-                          capture_output=True, text=True, env=clean, cwd=TESTS.parent, timeout=300)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-n",
+            "0",
+            "-p",
+            "no:cacheprovider",
+            str(TESTS / "test_report_browser.py"),
+        ],
+        capture_output=True,
+        text=True,
+        env=clean,
+        cwd=TESTS.parent,
+        timeout=300,
+    )
 
 
 def test_without_chromium_the_browser_check_is_skipped_with_its_reason(tmp_path):

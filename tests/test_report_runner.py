@@ -175,8 +175,9 @@ def test_concurrent_writers_leave_one_complete_pair(tmp_path, monkeypatch):
     a = threading.Thread(target=write_report, args=(tmp_path,), kwargs={"html": "<p>A</p>", "results": {"run": "A"}})
     a.start()
     assert first_in_middle.wait(5)
-    b = threading.Thread(target=lambda: (write_report(tmp_path, html="<p>B</p>", results={"run": "B"}),
-                                         second_done.set()))
+    b = threading.Thread(
+        target=lambda: (write_report(tmp_path, html="<p>B</p>", results={"run": "B"}), second_done.set())
+    )
     b.start()
     a.join(10)
     b.join(10)
@@ -208,13 +209,26 @@ def test_verdict_kinds_and_pvalue_format():
     with pytest.raises(ValueError, match="`kind`"):
         verdict_html("x", kind="great")
     assert [format_pvalue(p) for p in (0.0, 4.612e-242, 9.99e-5, 1e-4, 0.012345, 0.5, 1.0, None)] == [
-        "< 1e-4", "< 1e-4", "< 1e-4", "0.0001", "0.0123", "0.5", "1", "—"]
-    html = html_table([{"test": "KS", "pvalue": 0.0, "p": 4.612e-242, "stat": 12.3456}],
-                      [("test", "test"), ("pvalue", "p-value"), ("p", "p"), ("stat", "statistic")])
+        "< 1e-4",
+        "< 1e-4",
+        "< 1e-4",
+        "0.0001",
+        "0.0123",
+        "0.5",
+        "1",
+        "—",
+    ]
+    html = html_table(
+        [{"test": "KS", "pvalue": 0.0, "p": 4.612e-242, "stat": 12.3456}],
+        [("test", "test"), ("pvalue", "p-value"), ("p", "p"), ("stat", "statistic")],
+    )
     assert html.count("&lt; 1e-4") == 2 and "4.612e-242" not in html and ">0<" not in html
     assert '<td class="t">KS</td>' in html and '<td class="n">12.35</td>' in html
     assert summary_row(verdict="v", key_number="1 / 2", kind="finding") == {
-        "verdict": "v", "key_number": "1 / 2", "kind": "finding"}
+        "verdict": "v",
+        "key_number": "1 / 2",
+        "kind": "finding",
+    }
     with pytest.raises(ValueError):
         summary_row(verdict="v", key_number="1", kind="ok")
 

@@ -11,8 +11,9 @@ from changerate_bayes.scheduling._closed_loop import _epoch_estimates, _expected
 
 
 def test_expected_fresh_time():
-    np.testing.assert_allclose(_expected_fresh_time(np.array([0.0, 2.0]), np.array([3.0, 1.0])),
-                               [3.0, (1 - np.exp(-2.0)) / 2])
+    np.testing.assert_allclose(
+        _expected_fresh_time(np.array([0.0, 2.0]), np.array([3.0, 1.0])), [3.0, (1 - np.exp(-2.0)) / 2]
+    )
 
 
 @pytest.mark.parametrize("policy", ["oracle", "uniform"])
@@ -132,7 +133,7 @@ def test_epoch_estimates_equal_per_page_estimate_path():
         starts = [0, 2, 5]
         for page, start in zip((1, 2, 3), starts):
             k = n_valid[0, page]
-            ref = estimate_path(CrawlHistory(changed[start:start + k], crawl_rate=p[0, page]), method)[-1]
+            ref = estimate_path(CrawlHistory(changed[start : start + k], crawl_rate=p[0, page]), method)[-1]
             assert out[0, page] == pytest.approx(ref, rel=1e-14)
 
 
@@ -168,8 +169,12 @@ def test_grid_posterior_matches_bayes_streaming_estimator():
     n_pages, k, median, sigma, size = 5, 30, 0.8, 1.5, 200
     delta = gen.lognormal(0.0, 1.0, n_pages)
     mine = _GridPosterior((1, n_pages), median=median, sigma=sigma, size=size)
-    theirs = BayesianEstimator(prior=LogNormalPrior(np.log(median), sigma), likelihood="exact", n_pages=n_pages,
-                               rate_grid=(median * np.exp(-6 * sigma), median * np.exp(6 * sigma), size))
+    theirs = BayesianEstimator(
+        prior=LogNormalPrior(np.log(median), sigma),
+        likelihood="exact",
+        n_pages=n_pages,
+        rate_grid=(median * np.exp(-6 * sigma), median * np.exp(6 * sigma), size),
+    )
     for _ in range(k):  # a loop over crawls
         tau = gen.exponential(1.0, n_pages)
         changed = (gen.random(n_pages) < -np.expm1(-delta * tau)).astype(np.int8)

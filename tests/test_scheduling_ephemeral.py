@@ -44,8 +44,10 @@ def test_dp_two_equal_sources_alternate():
 def test_policies_versus_exact_optimum_three_sources():
     for m in (1, 2):
         dp = solve_ephemeral_dp(THREE, m)
-        sims = {p: simulate_ephemeral_crawling(THREE, m, policy=p, n_periods=1500, dp=dp).average_reward
-                for p in ("whittle", "greedy", "static", "optimal")}
+        sims = {
+            p: simulate_ephemeral_crawling(THREE, m, policy=p, n_periods=1500, dp=dp).average_reward
+            for p in ("whittle", "greedy", "static", "optimal")
+        }
         # the DP value is an upper bound and the DP policy attains it
         assert sims["optimal"] == pytest.approx(dp.average_reward, rel=1e-8)
         for name in ("whittle", "greedy", "static"):
@@ -74,7 +76,7 @@ def test_stochastic_simulation_reproducible_and_near_deterministic_mean():
     b = simulate_ephemeral_crawling(THREE, 1, policy="static", n_periods=20_000, stochastic=True, rng=5)
     assert a.average_reward == b.average_reward
     # static crawling of source 1 collects U_1 each period: mean u_1; SE from the sample
-    tail = a.rewards[a.burn_in:]
+    tail = a.rewards[a.burn_in :]
     assert abs(tail.mean() - THREE.inflow[0]) < 4 * tail.std() / np.sqrt(tail.size)
 
 

@@ -239,8 +239,9 @@ def test_binary_freshness_matches_decimal_reference(budget):
     gen = np.random.default_rng(int(np.log10(budget) + 20))
     delta = gen.lognormal(0.0, 2.0, 12)
     w = gen.lognormal(0.0, 1.0, 12)
-    np.testing.assert_allclose(optimal_crawl_rates(delta, w, budget), _decimal_water_filling(delta, w, budget),
-                               rtol=1e-11, atol=1e-15 * budget)
+    np.testing.assert_allclose(
+        optimal_crawl_rates(delta, w, budget), _decimal_water_filling(delta, w, budget), rtol=1e-11, atol=1e-15 * budget
+    )
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
@@ -250,18 +251,21 @@ def test_scale_invariance_at_extreme_magnitudes(objective, scale):
     # Multiplying Δ and B by c multiplies p by c; multiplying w by c changes nothing.
     delta, w, budget = np.array([1.0, 2.0, 30.0]), np.array([1.0, 1.0, 2.0]), 3.0
     ref = optimal_crawl_rates(delta, w, budget, objective=objective)
-    np.testing.assert_allclose(optimal_crawl_rates(delta * scale, w, budget * scale, objective=objective) / scale,
-                               ref, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        optimal_crawl_rates(delta * scale, w, budget * scale, objective=objective) / scale, ref, rtol=1e-12, atol=1e-15
+    )
     np.testing.assert_allclose(optimal_crawl_rates(delta, w * scale, budget, objective=objective), ref, rtol=1e-12)
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
 def test_huge_change_rates_against_a_unit_budget(objective):
     # Newcomer report: [0, 0] (budget not spent). Equal pages share B equally.
-    np.testing.assert_allclose(optimal_crawl_rates([1e300, 1e300], [1.0, 1.0], 1.0, objective=objective), [0.5, 0.5],
-                               rtol=1e-12)
-    np.testing.assert_allclose(optimal_crawl_rates([1e300, 1e300], 1.0, 1e-300, objective=objective), [5e-301, 5e-301],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        optimal_crawl_rates([1e300, 1e300], [1.0, 1.0], 1.0, objective=objective), [0.5, 0.5], rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        optimal_crawl_rates([1e300, 1e300], 1.0, 1e-300, objective=objective), [5e-301, 5e-301], rtol=1e-12
+    )
 
 
 def test_the_exact_active_set_check_corrects_any_first_guess(monkeypatch):
@@ -283,15 +287,14 @@ def test_the_exact_active_set_check_corrects_any_first_guess(monkeypatch):
 magnitudes = st.floats(-100.0, 100.0)  # decimal exponents
 
 
-@given(st.lists(st.tuples(magnitudes, magnitudes), min_size=1, max_size=20), magnitudes,
-       st.sampled_from(OBJECTIVES))
+@given(st.lists(st.tuples(magnitudes, magnitudes), min_size=1, max_size=20), magnitudes, st.sampled_from(OBJECTIVES))
 def test_any_magnitudes_spend_the_budget_and_satisfy_kkt(pairs, log_budget, objective):
     # Δ, w and B anywhere in 1e-100 .. 1e100: finite, >= 0, Σ p = B, and the optimality
     # certificate, in logs so that it cannot overflow: a common log λ for every crawled
     # page, and (binary freshness) log(w/Δ) <= log λ for the pages left out.
     delta = 10.0 ** np.array([a for a, _ in pairs])
     w = 10.0 ** np.array([b for _, b in pairs])
-    budget = 10.0 ** log_budget
+    budget = 10.0**log_budget
     p = optimal_crawl_rates(delta, w, budget, objective=objective)
     assert np.all(np.isfinite(p)) and np.all(p >= 0)
     assert abs(p.sum() / budget - 1) <= 1e-9
@@ -308,14 +311,19 @@ def test_any_magnitudes_spend_the_budget_and_satisfy_kkt(pairs, log_budget, obje
     assert np.ptp(log_lam[normal]) <= 1e-9
 
 
-@given(st.lists(st.tuples(magnitudes, magnitudes), min_size=1, max_size=20), magnitudes,
-       st.integers(-150, 150), st.integers(-150, 150), st.sampled_from(OBJECTIVES))
+@given(
+    st.lists(st.tuples(magnitudes, magnitudes), min_size=1, max_size=20),
+    magnitudes,
+    st.integers(-150, 150),
+    st.integers(-150, 150),
+    st.sampled_from(OBJECTIVES),
+)
 def test_exact_scale_invariance_under_powers_of_two(pairs, log_budget, k, j, objective):
     # Powers of two scale floats exactly, so the solver, which works with Δ/B and
     # w/max(w), must return exactly 2^k p for (2^k Δ, 2^j w, 2^k B).
     delta = 10.0 ** np.array([a for a, _ in pairs])
     w = 10.0 ** np.array([b for _, b in pairs])
-    budget = 10.0 ** log_budget
+    budget = 10.0**log_budget
     p = optimal_crawl_rates(delta, w, budget, objective=objective)
     p2 = optimal_crawl_rates(np.ldexp(delta, k), np.ldexp(w, j), np.ldexp(budget, k), objective=objective)
     assert np.all(np.isfinite(p)) and np.all(np.isfinite(p2))

@@ -62,8 +62,9 @@ def test_other_plots_return_axes():
     ax = plot_schedule(sim.crawled)
     assert [t.get_text() for t in ax.get_yticklabels()] == ["source 1", "source 2"]
     site = np.repeat(np.arange(3), 10)
-    res = simulate_change_detection(np.ones(30), site, 12, policies=("greedy", "round_robin"), n_cycles=2,
-                                    sample_size=2, rng=0)
+    res = simulate_change_detection(
+        np.ones(30), site, 12, policies=("greedy", "round_robin"), n_cycles=2, sample_size=2, rng=0
+    )
     assert len(plot_change_ratio(res).lines) == 2
     with pytest.raises(ValueError, match=r"`crawled` must have shape"):
         plot_schedule([1, 0])

@@ -22,19 +22,43 @@ def test_study_pieces_on_a_small_slice():
     assert (given.loc[given["policy"] == "uniform", "gap_share"] == 0).all()
     assert (given.loc[given["policy"] == "clairvoyant", "gap_share"] == 1).all()
     assert df["gap_share"].notna().all()
-    assert (df["gap_share_lo"] <= df["gap_share"] + 1e-12).all() and (df["gap_share"] <= df["gap_share_hi"] + 1e-12).all()
+    assert (df["gap_share_lo"] <= df["gap_share"] + 1e-12).all() and (
+        df["gap_share"] <= df["gap_share_hi"] + 1e-12
+    ).all()
     assert set(study.study_policies("default")) == set(study.POLICY_NAMES) - set(study.SLOW)
     assert study.study_policies("quick") == study.study_policies("full")
     rows = study._records(df)
     assert all(not (isinstance(v, float) and not math.isfinite(v)) for r in rows for v in r.values())
     tchanges, twin = study.trace_table(days=20)
     assert (twin["end"] <= 20).all() and len(twin) == 12
-    settings = {"preset": "quick", "n_documents": 12, "n_empty_windows": empty, "n_changes": len(changes),
-                "total_change_rate": rate, "multiples": list(study.MULTIPLES), "budgets": budgets, "days": 90,
-                "n_boot": 30, "iterations": 4, "step": "6h", "epoch": "7D", "n_traces": 12, "trace_days": 20,
-                "trace_change_rate": rate, "trace_budgets": budgets, "trace_step": "6h", "trace_epoch": "7D"}
-    res = {"scheduling_replay": {"settings": settings, "ota": rows, "traces": rows,
-                                 "verdict": study._verdict(rows, budgets)}}
+    settings = {
+        "preset": "quick",
+        "n_documents": 12,
+        "n_empty_windows": empty,
+        "n_changes": len(changes),
+        "total_change_rate": rate,
+        "multiples": list(study.MULTIPLES),
+        "budgets": budgets,
+        "days": 90,
+        "n_boot": 30,
+        "iterations": 4,
+        "step": "6h",
+        "epoch": "7D",
+        "n_traces": 12,
+        "trace_days": 20,
+        "trace_change_rate": rate,
+        "trace_budgets": budgets,
+        "trace_step": "6h",
+        "trace_epoch": "7D",
+    }
+    res = {
+        "scheduling_replay": {
+            "settings": settings,
+            "ota": rows,
+            "traces": rows,
+            "verdict": study._verdict(rows, budgets),
+        }
+    }
     s = study.summarize(res)
     assert set(s) == {"verdict", "key_number", "kind"} and s["kind"] in ("holds", "fails", "finding")
     assert s["verdict"].startswith("On 12 real documents")

@@ -31,8 +31,11 @@ def test_allocation_caps_and_redistribution():
     assert allocate_downloads([1, 0], 1, [3, 4], 100).tolist() == [2, 3]
 
 
-@given(st.lists(st.tuples(st.integers(1, 40), st.integers(0, 10), st.integers(0, 10)), min_size=1, max_size=15),
-       st.integers(0, 300), st.sampled_from(["greedy", "proportional"]))
+@given(
+    st.lists(st.tuples(st.integers(1, 40), st.integers(0, 10), st.integers(0, 10)), min_size=1, max_size=15),
+    st.integers(0, 300),
+    st.sampled_from(["greedy", "proportional"]),
+)
 def test_allocation_invariants(sites, remaining, policy):
     size = np.array([s[0] for s in sites]) + 10
     k = np.minimum(np.array([s[1] for s in sites]), size)
@@ -80,8 +83,16 @@ def test_simulation_round_robin_first_cycle_and_sampling_costs():
     gen = np.random.default_rng(3)
     site = np.repeat(np.arange(50), 80)
     delta = np.repeat(gen.lognormal(np.log(0.2), 1.5, 50), 80)
-    res = simulate_change_detection(delta, site, 1200, policies=("round_robin", "greedy", "adaptive", "oracle"),
-                                    n_cycles=3, sample_size=12, batch=4, rng=5)
+    res = simulate_change_detection(
+        delta,
+        site,
+        1200,
+        policies=("round_robin", "greedy", "adaptive", "oracle"),
+        n_cycles=3,
+        sample_size=12,
+        batch=4,
+        rng=5,
+    )
     # cycle 1: every page is stale with probability 1 - e^{-Δ}; 1200 random pages
     mu = np.mean(-np.expm1(-delta))
     assert abs(res.change_ratio[0, 0] - mu) < 4 * np.sqrt(mu * (1 - mu) / 1200)
@@ -97,18 +108,30 @@ def test_simulation_round_robin_first_cycle_and_sampling_costs():
     [
         (lambda: allocate_downloads([3, 1], 2, [20, 20], 5), r"`sample_changes` must be <= `sample_size`"),
         (lambda: allocate_downloads([1, 1], 30, [20, 20], 5), r"`sample_size` must be <= `site_sizes`"),
-        (lambda: allocate_downloads([1.5, 1], 2, [20, 20], 5), r"`sample_changes` must hold whole numbers; got 1.5 at index 0"),
+        (
+            lambda: allocate_downloads([1.5, 1], 2, [20, 20], 5),
+            r"`sample_changes` must hold whole numbers; got 1.5 at index 0",
+        ),
         (lambda: allocate_downloads([1, -1], 2, [20, 20], 5), r"`sample_changes` must be >= 0; got -1.0 at index 1"),
         (lambda: allocate_downloads([1, 1], 2, [20, 20], -5), r"`remaining` must be >= 0; got -5.0"),
         (lambda: allocate_downloads([1, 1], 2, [20, 20], 5, policy="best"), r"`policy` must be one of"),
         (lambda: rule_of_thumb_sample_size(100, 1.5), r"`download_fraction` must be in \(0, 1\]; got 1.5"),
         (lambda: expected_change_ratio(60, 100, 0.5, [0.2]), r"`sample_size` must be <= rN = 50"),
         (lambda: expected_change_ratio(5, 100, 0.5, [1.2]), r"`change_fractions` must be in \[0, 1\]"),
-        (lambda: simulate_change_detection([1.0, -1.0], [0, 0], 1), r"`change_rates` must be >= 0; got -1.0 at index 1"),
+        (
+            lambda: simulate_change_detection([1.0, -1.0], [0, 0], 1),
+            r"`change_rates` must be >= 0; got -1.0 at index 1",
+        ),
         (lambda: simulate_change_detection([1.0, 1.0], [0, 2], 1), r"`site` must use every index"),
         (lambda: simulate_change_detection([1.0, 1.0], [0, 0], 3), r"`budget` must be <= the number of pages 2"),
-        (lambda: simulate_change_detection([1.0] * 4, [0, 0, 1, 1], 3, sample_size=2), r"`budget` 3 must exceed the samples"),
-        (lambda: simulate_change_detection([1.0] * 4, [0, 0, 1, 1], 3, confidence=1.0, policies="frequency"), r"`confidence` must be in \(0, 1\)"),
+        (
+            lambda: simulate_change_detection([1.0] * 4, [0, 0, 1, 1], 3, sample_size=2),
+            r"`budget` 3 must exceed the samples",
+        ),
+        (
+            lambda: simulate_change_detection([1.0] * 4, [0, 0, 1, 1], 3, confidence=1.0, policies="frequency"),
+            r"`confidence` must be in \(0, 1\)",
+        ),
     ],
 )
 def test_bad_input(call, match):

@@ -56,9 +56,13 @@ def test_closed_form_matches_value_iteration(alpha, inflow, cost):
 @pytest.mark.parametrize("method", ["policy_search", "value_iteration"])
 @pytest.mark.parametrize(("alpha", "inflow"), [(0.2, 1.0), (0.6, 3.0)])
 def test_indexable(method, alpha, inflow):
-    res = check_indexability(alpha=alpha, inflow=inflow, method=method,
-                             subsidies=None if method == "policy_search" else np.linspace(0.0, 1.2 * inflow / (1 - alpha), 15),
-                             states=None if method == "policy_search" else np.linspace(inflow, inflow / (1 - alpha), 12))
+    res = check_indexability(
+        alpha=alpha,
+        inflow=inflow,
+        method=method,
+        subsidies=None if method == "policy_search" else np.linspace(0.0, 1.2 * inflow / (1 - alpha), 15),
+        states=None if method == "policy_search" else np.linspace(inflow, inflow / (1 - alpha), 12),
+    )
     assert res.indexable and res.statistic == 0
     # passive sets run from empty to everything across the subsidy range
     assert not res.passive[0].any() and res.passive[-1].all()
@@ -69,7 +73,12 @@ def test_indexable(method, alpha, inflow):
     assert np.all((lam_switch >= g - 1e-9) & (lam_switch <= g + step + 1e-9))
 
 
-@given(st.floats(0.01, 0.99), st.floats(0.01, 100.0), st.floats(0.1, 10.0), st.lists(st.floats(0, 1), min_size=2, max_size=20))
+@given(
+    st.floats(0.01, 0.99),
+    st.floats(0.01, 100.0),
+    st.floats(0.1, 10.0),
+    st.lists(st.floats(0, 1), min_size=2, max_size=20),
+)
 def test_increasing_in_state_and_between_bounds(alpha, inflow, cost, fractions):
     ustar = inflow / (1 - alpha)
     x = np.sort(inflow + np.array(fractions) * (ustar - inflow))
@@ -95,7 +104,11 @@ def test_broadcasting_over_sources():
         (1.0, {"alpha": np.nan, "inflow": 1.0}, r"`alpha` must be finite; got nan"),
         (1.0, {"alpha": 0.5, "inflow": 0.0}, r"`inflow` must be > 0; got 0.0"),
         (1.0, {"alpha": 0.5, "inflow": 1.0, "cost": -1.0}, r"`cost` must be > 0; got -1.0"),
-        ([1.0, 0.5], {"alpha": 0.5, "inflow": 1.0}, r"`state` must lie in \[inflow, inflow/\(1-alpha\)\].*got 0.5 at index 1"),
+        (
+            [1.0, 0.5],
+            {"alpha": 0.5, "inflow": 1.0},
+            r"`state` must lie in \[inflow, inflow/\(1-alpha\)\].*got 0.5 at index 1",
+        ),
         (2.5, {"alpha": 0.5, "inflow": 1.0}, r"`state` must lie in .*got 2.5 .*interval is \[1.0, 2.0\]"),
         (np.nan, {"alpha": 0.5, "inflow": 1.0}, r"`state` must be finite; got nan"),
         ([1.0, 1.5], {"alpha": [0.5, 0.5, 0.5], "inflow": 1.0}, r"must broadcast together"),

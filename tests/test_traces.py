@@ -47,8 +47,9 @@ def test_trace_matches_sources_md(name):
 
 def test_trace_kinds_and_crawl_intervals():
     kinds = {n: trace_info(n).kind for n in list_traces()}
-    assert {n for n, k in kinds.items() if k == "crawl_detections"} == {n for n in list_traces()
-                                                                         if n.startswith("gitscrape_")}
+    assert {n for n, k in kinds.items() if k == "crawl_detections"} == {
+        n for n in list_traces() if n.startswith("gitscrape_")
+    }
     assert trace_info("gitscrape_scrape-hacker-news-by-domain_simonwillison-net").crawl_interval_hours == 1.0
     assert trace_info("wikipedia_oblast").crawl_interval_hours is None
     assert kinds["git_awesome-python_README"] == "commits"
@@ -101,8 +102,9 @@ def test_floats_are_kept_in_their_unit():
 
 
 def test_datetimes_become_hours_since_the_first_event():
-    et = as_event_times(np.array(["2020-01-01T00:00:00", "2020-01-01T01:30:00", "2020-01-02T00:00:00"],
-                                 dtype="datetime64[s]"))
+    et = as_event_times(
+        np.array(["2020-01-01T00:00:00", "2020-01-01T01:30:00", "2020-01-02T00:00:00"], dtype="datetime64[s]")
+    )
     assert et.values.tolist() == [0.0, 1.5, 24.0]
     assert et.unit == "hours" and et.origin == np.datetime64("2020-01-01T00:00:00")
     # 00:00, 01:30 and 24:00 are whole minutes, not whole hours: the precision is 1 min
@@ -133,9 +135,11 @@ def test_different_utc_offsets_are_exact_instants():
     import pandas as pd  # a dependency of statsmodels
 
     iso = ["2021-03-27T12:00:00+01:00", "2021-03-28T12:00:00+02:00", "2021-03-29T12:00:00+02:00"]
-    fixed = [dt.datetime(2021, 3, 27, 12, tzinfo=dt.timezone(dt.timedelta(hours=1))),
-             dt.datetime(2021, 3, 28, 12, tzinfo=dt.timezone(dt.timedelta(hours=2))),
-             dt.datetime(2021, 3, 29, 12, tzinfo=dt.timezone(dt.timedelta(hours=2)))]
+    fixed = [
+        dt.datetime(2021, 3, 27, 12, tzinfo=dt.timezone(dt.timedelta(hours=1))),
+        dt.datetime(2021, 3, 28, 12, tzinfo=dt.timezone(dt.timedelta(hours=2))),
+        dt.datetime(2021, 3, 29, 12, tzinfo=dt.timezone(dt.timedelta(hours=2))),
+    ]
     berlin = ZoneInfo("Europe/Berlin")
     zoned = [dt.datetime(2021, 3, d, 12, tzinfo=berlin) for d in (27, 28, 29)]
     index = pd.DatetimeIndex(["2021-03-27 12:00", "2021-03-28 12:00", "2021-03-29 12:00"]).tz_localize(berlin)
@@ -164,8 +168,11 @@ def test_utc_spellings_are_one_zone():
         (np.array([np.datetime64("2020-01-01"), np.datetime64("NaT")], dtype=object), 1, "NaT"),
         (["2020-01-01T00:00:00Z", "2020-01-01T01:00:00"], 1, "time zone none (naive) differs"),
         (["2020-01-01T00:00:00", "2020-01-01T01:00:00+02:00"], 1, "naive times (no UTC offset) mixed with"),
-        ([dt.datetime(2020, 1, 1, tzinfo=ZoneInfo("Europe/Paris")), np.datetime64("2020-01-02T00:00")], 1,
-         "time zone none (naive) differs from UTC+1:00:00 at row 0"),
+        (
+            [dt.datetime(2020, 1, 1, tzinfo=ZoneInfo("Europe/Paris")), np.datetime64("2020-01-02T00:00")],
+            1,
+            "time zone none (naive) differs from UTC+1:00:00 at row 0",
+        ),
         (["2020-01-02T00:00:00Z", "2020-01-01T00:00:00Z"], 1, "earlier than row 0"),
         (["2020-01-01T00:00:00Z", 3.5], 1, "cannot parse '3.5'"),
         (np.array(["2020-01-01T00:00:00Z", 3.5], dtype=object), 1, "expected a timestamp, got float"),
@@ -183,9 +190,19 @@ def test_pandas_nat_names_the_row():
         as_event_times(np.array([pd.Timestamp("2020-01-01"), pd.NaT], dtype=object))
 
 
-@pytest.mark.parametrize("bad, err", [("2020-01-01", TypeError), ([[0.0, 1.0]], ValueError), ([True, False], TypeError),
-                                      ([[0.0, 1.0], [2.0]], ValueError), ({1: 2}, TypeError), (7.0, TypeError),
-                                      ({3.0, 4.0}, TypeError), (None, TypeError)])
+@pytest.mark.parametrize(
+    "bad, err",
+    [
+        ("2020-01-01", TypeError),
+        ([[0.0, 1.0]], ValueError),
+        ([True, False], TypeError),
+        ([[0.0, 1.0], [2.0]], ValueError),
+        ({1: 2}, TypeError),
+        (7.0, TypeError),
+        ({3.0, 4.0}, TypeError),
+        (None, TypeError),
+    ],
+)
 def test_wrong_shapes_and_types(bad, err):
     with pytest.raises(err, match="`event_times`"):
         as_event_times(bad)

@@ -126,7 +126,7 @@ def test_run_replays_every_trace(tiny_result):
 def test_render_has_overview_and_a_section_per_trace(tiny_result):
     html = T.render(tiny_result)
     assert "Overview of the traces" in html
-    assert html.count("<h3 id=\"trace-") == 2
+    assert html.count('<h3 id="trace-') == 2
     assert html.count("data:image/png;base64") == 4
     assert "HDI" in html and "Finding about the data" in html  # rejections on real data are findings
     # how many tests ran on which kind of trace, and why the others did not ("15 tests" was wrong)

@@ -12,11 +12,13 @@ _IMPORT_ARVIZ = "import arviz"
 
 
 def _import_arviz(tmp_path, silence: bool) -> str:
-    code = ("from changerate_bayes._upstream import silence_harmless_upstream_output as s; s(); " if silence else
-            "") + _IMPORT_ARVIZ
+    code = (
+        "from changerate_bayes._upstream import silence_harmless_upstream_output as s; s(); " if silence else ""
+    ) + _IMPORT_ARVIZ
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / ("s" if silence else "n"))}  # ArviZ's daily stamp
-    proc = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, env=env,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-W", "default", "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     return proc.stderr
 
@@ -34,8 +36,10 @@ def test_only_the_listed_warnings_are_ignored():
         warnings.warn("PyTensor could not link to a BLAS installation. Operations ...", UserWarning)
         warnings.warn("some other deprecation", FutureWarning)
         warnings.warn("PyTensor could not link to a BLAS installation.", RuntimeWarning)  # other category
-    assert [str(w.message) for w in rec] == ["some other deprecation",
-                                             "PyTensor could not link to a BLAS installation."]
+    assert [str(w.message) for w in rec] == [
+        "some other deprecation",
+        "PyTensor could not link to a BLAS installation.",
+    ]
     assert logging.getLogger("pytensor.tensor.blas").getEffectiveLevel() == logging.ERROR
 
 

@@ -138,18 +138,33 @@ def test_every_study_has_a_cost_hint_so_that_the_longest_start_first():
 # The command as a shell at a terminal starts it: SIGINT delivered and handled by Python.
 # A child inherits its parent's signal mask and ignored signals, and the test process
 # (a pytest-xdist worker that has run other tests) is not a terminal's shell.
-_AT_A_TERMINAL = ("import signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
-                  "signal.signal(signal.SIGINT, signal.default_int_handler); "
-                  "from changerate_bayes.cli import main; sys.exit(main())")
+_AT_A_TERMINAL = (
+    "import signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
+    "signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "from changerate_bayes.cli import main; sys.exit(main())"
+)
 
 
 @pytest.mark.slow
 def test_ctrl_c_in_a_real_run_with_two_processes(tmp_path):
     out = tmp_path / "report"
     proc = subprocess.Popen(
-        [sys.executable, "-c", _AT_A_TERMINAL, "validate", "--quick", "--jobs", "2", "--out", str(out),
-         "--only", *FAST],
-        stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            _AT_A_TERMINAL,
+            "validate",
+            "--quick",
+            "--jobs",
+            "2",
+            "--out",
+            str(out),
+            "--only",
+            *FAST,
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     lines = []
     for line in proc.stderr:  # wait until the worker processes are being started

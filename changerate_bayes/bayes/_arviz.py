@@ -96,8 +96,10 @@ def make_summary_data(groups: dict[str, dict], *, coords: dict, attrs: dict):
     datasets = {}
     for group, content in groups.items():
         used = {d for _, dims_ in content.values() for d in dims_}
-        ds = xr.Dataset({name: (dims_, np.asarray(values)) for name, (values, dims_) in content.items()},
-                        coords={d: v for d, v in coords.items() if d in used})
+        ds = xr.Dataset(
+            {name: (dims_, np.asarray(values)) for name, (values, dims_) in content.items()},
+            coords={d: v for d, v in coords.items() if d in used},
+        )
         ds.attrs.update(attrs)
         datasets[group] = ds
     return az.InferenceData(**datasets)

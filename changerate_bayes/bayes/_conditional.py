@@ -56,8 +56,9 @@ def conditional_draws(changed, intervals, log_sup, population: str, loc, spread,
     return conditional_draws_of(lik, changed.shape[1], log_sup, population, loc, spread, rng)
 
 
-def conditional_draws_of(lik: ExactLikelihood, n_crawls: int, log_sup, population: str, loc, spread,
-                         rng: np.random.Generator):
+def conditional_draws_of(
+    lik: ExactLikelihood, n_crawls: int, log_sup, population: str, loc, spread, rng: np.random.Generator
+):
     """:func:`conditional_draws` from the pages' sufficient statistics (pages of any length).
 
     ``lik`` holds S0 and the changed intervals of every page; ``n_crawls`` (the largest

@@ -14,7 +14,10 @@ import numpy as np
 from scipy import stats
 
 __all__ = [
-    "conjugate_parameters", "conjugate_mean", "conjugate_posterior_draws", "conjugate_quantile",
+    "conjugate_parameters",
+    "conjugate_mean",
+    "conjugate_posterior_draws",
+    "conjugate_quantile",
 ]
 
 
@@ -42,8 +45,9 @@ BLOCK_PAGES = 8192
 THREADS = os.cpu_count() or 1
 
 
-def conjugate_posterior_draws(a, b, n_changed, n_crawls, crawl_rate, *, n_draws: int,
-                              rng: np.random.Generator) -> np.ndarray:
+def conjugate_posterior_draws(
+    a, b, n_changed, n_crawls, crawl_rate, *, n_draws: int, rng: np.random.Generator
+) -> np.ndarray:
     """Draws of Δ = p · G_α/G_β for every page, shape (n_draws, n_pages) (C order).
 
     G_α ~ Gamma(α) and G_β ~ Gamma(β) independent, α = a + Î_k, β = b + k − Î_k, so
@@ -75,8 +79,15 @@ def conjugate_posterior_draws(a, b, n_changed, n_crawls, crawl_rate, *, n_draws:
     def fill(j):
         lo, hi = j * BLOCK_PAGES, min(n, (j + 1) * BLOCK_PAGES)
         p = np.ascontiguousarray(rate[lo:hi])
-        kernels.ratio_block(kernels.sfc64_state(seeds[j]), *kernels.shape_constants(post_a[lo:hi]),
-                            *kernels.shape_constants(post_b[lo:hi]), p, np.log(p), out, lo)
+        kernels.ratio_block(
+            kernels.sfc64_state(seeds[j]),
+            *kernels.shape_constants(post_a[lo:hi]),
+            *kernels.shape_constants(post_b[lo:hi]),
+            p,
+            np.log(p),
+            out,
+            lo,
+        )
 
     if THREADS > 1 and n_blocks > 1:
         with ThreadPoolExecutor(max_workers=THREADS) as pool:

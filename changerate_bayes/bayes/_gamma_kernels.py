@@ -34,7 +34,13 @@ import numpy as np
 from scipy import optimize, special
 
 __all__ = [
-    "LAYERS", "ziggurat_tables", "sfc64_state", "shape_constants", "raw_fill", "normal_fill", "gamma_fill",
+    "LAYERS",
+    "ziggurat_tables",
+    "sfc64_state",
+    "shape_constants",
+    "raw_fill",
+    "normal_fill",
+    "gamma_fill",
     "ratio_block",
 ]
 
@@ -108,8 +114,12 @@ def _next(s):
     """
     a, b, c, k = s
     out = a + b + k
-    return (b ^ (b >> np.uint64(11)), c + (c << np.uint64(3)),
-            ((c << np.uint64(24)) | (c >> np.uint64(40))) + out, k + np.uint64(1)), out
+    return (
+        b ^ (b >> np.uint64(11)),
+        c + (c << np.uint64(3)),
+        ((c << np.uint64(24)) | (c >> np.uint64(40))) + out,
+        k + np.uint64(1),
+    ), out
 
 
 @nb.njit(inline="always", **_OPTS)

@@ -103,7 +103,8 @@ def _mode(lik, coef, *, tol=1e-9, max_iter=300):
         hi = np.where(bad_hi, hi + width, hi)
     else:
         raise FloatingPointError(
-            f"grid posterior: no bracket for the mode of log Δ of page {_first_page(bad_lo | bad_hi)}")
+            f"grid posterior: no bracket for the mode of log Δ of page {_first_page(bad_lo | bad_hi)}"
+        )
     u = np.clip(start, lo, hi)
     prev = prev2 = hi - lo
     done = np.zeros(lik.n_pages, dtype=bool)
@@ -216,8 +217,11 @@ def _tail_end(lik, coef, m, scale, level, side):
             if not work.any():
                 break
             newton = end - (f_out - level) / g_out  # from outside, stays outside
-            useful = np.isfinite(newton) & (side * (newton - inner) > 0) & (
-                np.abs(newton - end) >= 0.5 * np.abs(end - inner))
+            useful = (
+                np.isfinite(newton)
+                & (side * (newton - inner) > 0)
+                & (np.abs(newton - end) >= 0.5 * np.abs(end - inner))
+            )
             trial = np.where(useful, newton, 0.5 * (inner + end))
             f_t = _log_post(lik, coef, trial)
             g_t = _derivs(lik, coef, trial)[0]

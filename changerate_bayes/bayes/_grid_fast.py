@@ -18,8 +18,9 @@ __all__ = ["grid_posterior_draws", "BLOCK_PAGES"]
 BLOCK_PAGES = 1 << 14
 
 
-def grid_posterior_draws(changed, tau, offsets, coef: dict, *, n_draws: int, rng: np.random.Generator, size: int,
-                         shift=None) -> np.ndarray:
+def grid_posterior_draws(
+    changed, tau, offsets, coef: dict, *, n_draws: int, rng: np.random.Generator, size: int, shift=None
+) -> np.ndarray:
     """Independent draws of Δ for every page, shape (n_draws, n_pages) (C order).
 
     Parameters
@@ -78,8 +79,25 @@ def grid_posterior_draws(changed, tau, offsets, coef: dict, *, n_draws: int, rng
             if hi < n:
                 ahead = pool.submit(draw, k + 1, min(hi + BLOCK_PAGES, n) - hi)
             with numba.parallel_chunksize(CHUNK_TILES):
-                grid_draws_block(changed, tau, offsets, lo, hi, a["A"], a["B"], a["C"], a["M"], a["E"], a["L"],
-                                 shift, lin, uniforms, out, status, bad_mode)
+                grid_draws_block(
+                    changed,
+                    tau,
+                    offsets,
+                    lo,
+                    hi,
+                    a["A"],
+                    a["B"],
+                    a["C"],
+                    a["M"],
+                    a["E"],
+                    a["L"],
+                    shift,
+                    lin,
+                    uniforms,
+                    out,
+                    status,
+                    bad_mode,
+                )
             _raise_for_status(status[lo:hi], bad_mode[lo:hi], lo)
     return out
 

@@ -242,8 +242,6 @@ def _log_lik_derivs(u, tau, m, t0):
     return g - t0e, h - t0e
 
 
-
-
 #: bits of sqrt(1/2): y = 2^k · w with w in [sqrt(1/2), sqrt(2)) is read off bits(y) − this
 _SQRT_HALF_BITS = 0x3FE6A09E667F3BCD
 _MANTISSA = 0x000FFFFFFFFFFFFF
@@ -565,8 +563,9 @@ def _tail_end(mode, scale, level, side, tau, m, t0, A, B, C, M, E, L, qb, hb):
         if not work:
             break
         newton = end - (f_out - level) / g_out
-        useful = math.isfinite(newton) and (side * (newton - inner) > 0.0) and (
-            abs(newton - end) >= 0.5 * abs(end - inner))
+        useful = (
+            math.isfinite(newton) and (side * (newton - inner) > 0.0) and (abs(newton - end) >= 0.5 * abs(end - inner))
+        )
         trial = newton if useful else 0.5 * (inner + end)
         f_t = _post(trial, tau, m, t0, A, B, C, M, E, L, qb)
         if not (f_t > level):
@@ -697,8 +696,17 @@ def _fit_buffers(size, max_len):
     """The scratch of :func:`_fit` and of the CDF of one page at a time: the changed
     intervals and their two series terms (max_len), then the nodes s, log density, CDF,
     work and the float/int64 buffers of the vectorised exp (size)."""
-    return (np.empty(max_len), np.empty(max_len), np.empty(max_len), np.empty(size), np.empty(size),
-            np.empty(size), np.empty(size), np.empty(size), np.empty(size, dtype=np.int64))
+    return (
+        np.empty(max_len),
+        np.empty(max_len),
+        np.empty(max_len),
+        np.empty(size),
+        np.empty(size),
+        np.empty(size),
+        np.empty(size),
+        np.empty(size),
+        np.empty(size, dtype=np.int64),
+    )
 
 
 @nb.njit(**_OPTS)
@@ -745,12 +753,43 @@ def _cell(cdf, size, p, j):
 
 
 @nb.njit(**_OPTS)
-def _page(i, tau, m, t0, start, A, B, C, M, E, L, shift, lin, probs, out, col, s, logd, cdf, beta, work, table,
-          fbuf, ibuf, dz, dn, dj, dr, qb, hb):
+def _page(
+    i,
+    tau,
+    m,
+    t0,
+    start,
+    A,
+    B,
+    C,
+    M,
+    E,
+    L,
+    shift,
+    lin,
+    probs,
+    out,
+    col,
+    s,
+    logd,
+    cdf,
+    beta,
+    work,
+    table,
+    fbuf,
+    ibuf,
+    dz,
+    dn,
+    dj,
+    dr,
+    qb,
+    hb,
+):
     """Fit page i's grid and write its draws exp(u) · e^{−shift} to out[:, col]. Returns status."""
     # cdf and beta hold u and e^u at the nodes until the CDF needs them
-    status, mode, scale, _, lo_end, hi_end, fast = _fit(tau, m, t0, start, A, B, C, M, E, L, lin, s, cdf, beta, logd,
-                                                         work, fbuf, ibuf, qb, hb)
+    status, mode, scale, _, lo_end, hi_end, fast = _fit(
+        tau, m, t0, start, A, B, C, M, E, L, lin, s, cdf, beta, logd, work, fbuf, ibuf, qb, hb
+    )
     if status != 0:
         work[0] = mode
         return status
@@ -853,9 +892,38 @@ def grid_draws_block(changed, tau, offsets, lo, hi, A, B, C, M, E, L, shift, lin
                 half += buf[j]
             half /= 2.0
             start = math.log((m + 0.5) / (t0 + half))
-            st = _page(i, buf, m, t0, start, A[i], B[i], C[i], M[i], E[i], L[i], shift[i], lin,
-                       uniforms[i - lo], tile_out, i - first, s, logd, cdf, beta, work, table, fbuf, ibuf, dz, dn,
-                       dj, dr, qb, hb)
+            st = _page(
+                i,
+                buf,
+                m,
+                t0,
+                start,
+                A[i],
+                B[i],
+                C[i],
+                M[i],
+                E[i],
+                L[i],
+                shift[i],
+                lin,
+                uniforms[i - lo],
+                tile_out,
+                i - first,
+                s,
+                logd,
+                cdf,
+                beta,
+                work,
+                table,
+                fbuf,
+                ibuf,
+                dz,
+                dn,
+                dj,
+                dr,
+                qb,
+                hb,
+            )
             status[i] = st
             if st != 0:
                 bad_mode[i] = work[0]

@@ -81,8 +81,9 @@ def _checked_likelihood_args(change_rate, changed, intervals):
     if changed.ndim == 0:
         raise ValueError("`changed` must have a crawl axis, shape (k,) or (n_pages, k); got a scalar")
     if changed.shape != intervals.shape:
-        raise ValueError(f"`changed` and `intervals` must have the same shape; got {changed.shape} and "
-                         f"{intervals.shape}")
+        raise ValueError(
+            f"`changed` and `intervals` must have the same shape; got {changed.shape} and {intervals.shape}"
+        )
     bad = (changed != 0) & (changed != 1)
     if bad.any():
         raise ValueError(f"`changed` must hold 0 or 1 (did crawl j see a change); got {changed[bad].flat[0]}")
@@ -92,8 +93,9 @@ def _checked_likelihood_args(change_rate, changed, intervals):
     try:
         np.broadcast_shapes(delta.shape, changed.shape[:-1])
     except ValueError:
-        raise ValueError(f"`change_rate` of shape {delta.shape} does not broadcast against the pages, shape "
-                         f"{changed.shape[:-1]}") from None
+        raise ValueError(
+            f"`change_rate` of shape {delta.shape} does not broadcast against the pages, shape {changed.shape[:-1]}"
+        ) from None
     return delta, changed, intervals
 
 
@@ -304,7 +306,10 @@ class MarginalLikelihood:
         new = object.__new__(MarginalLikelihood)
         new.n_pages, new.n_crawls = stop - start, self.n_crawls
         new.n_changed, new.log_p, new.start = (
-            self.n_changed[start:stop], self.log_p[start:stop], self.start[start:stop])
+            self.n_changed[start:stop],
+            self.log_p[start:stop],
+            self.start[start:stop],
+        )
         return new
 
     def value(self, u):

@@ -263,8 +263,13 @@ def _table_times(table, table_t, weights):
         return [DisconnectedType()(), DisconnectedType()(), pt.dot(inputs[1], grads[0])]
 
     a, b, v = pt.dmatrix(), pt.dmatrix(), pt.dvector()
-    op = OpFromGraph([a, b, v], [pt.dot(a, v)], lop_overrides=lop,
-                     connection_pattern=[[False], [False], [True]], on_unused_input="ignore")
+    op = OpFromGraph(
+        [a, b, v],
+        [pt.dot(a, v)],
+        lop_overrides=lop,
+        connection_pattern=[[False], [False], [True]],
+        on_unused_input="ignore",
+    )
     return op(table, table_t, weights)
 
 
@@ -296,8 +301,9 @@ def marginal_log_likelihood(changed, intervals, population: str, loc: float, spr
     return marginal_log_likelihood_of(lik, changed.shape[1], population, loc, spread)
 
 
-def marginal_log_likelihood_of(lik: ExactLikelihood, n_crawls: int, population: str, loc: float,
-                               spread: float) -> np.ndarray:
+def marginal_log_likelihood_of(
+    lik: ExactLikelihood, n_crawls: int, population: str, loc: float, spread: float
+) -> np.ndarray:
     """:func:`marginal_log_likelihood` from the pages' sufficient statistics (any lengths).
 
     ``lik`` holds S0 and the changed intervals of every page

@@ -21,8 +21,17 @@ from .._validation import check_open_unit, check_positive_int
 from . import _arviz
 from ._likelihood import pt_sparse_log_likelihood
 
-__all__ = ["ReusableModel", "get_model", "resolve_sampler", "page_model", "pt_log_prior", "SAMPLERS", "MIN_TUNE",
-           "check_nuts_tune", "check_target_accept"]
+__all__ = [
+    "ReusableModel",
+    "get_model",
+    "resolve_sampler",
+    "page_model",
+    "pt_log_prior",
+    "SAMPLERS",
+    "MIN_TUNE",
+    "check_nuts_tune",
+    "check_target_accept",
+]
 
 SAMPLERS = ("auto", "nutpie", "pymc")
 #: Fewest NUTS warm-up draws per chain. nutpie's warm-up (nuts-rs ``GlobalStrategy``)

@@ -226,8 +226,14 @@ def pooled_posterior(
         post,
         n_pages=history.n_pages,
         unpaged=HYPER[population],
-        attrs={"method": "pooled", "pooling": opts["method"], "population": population,
-               "rate_scale": opts["rate_scale"], "sampler": opts["sampler"], **attrs},
+        attrs={
+            "method": "pooled",
+            "pooling": opts["method"],
+            "population": population,
+            "rate_scale": opts["rate_scale"],
+            "sampler": opts["sampler"],
+            **attrs,
+        },
         sample_stats=stats,
         **data_groups(history, crawl_rate=False),
     )
@@ -263,8 +269,9 @@ def _check_args(history, population, method, rate_scale, draws, chains, tune, nu
     if tau is None:
         history.require_intervals(method="pooled")  # ValueError naming what is missing
     if rate_scale is None:
-        rate_scale = (float(np.median(history.crawl_rate)) if history.crawl_rate is not None
-                      else 1.0 / float(np.mean(tau)))
+        rate_scale = (
+            float(np.median(history.crawl_rate)) if history.crawl_rate is not None else 1.0 / float(np.mean(tau))
+        )
     opts["rate_scale"] = check_positive_scalar(rate_scale, name="rate_scale")
     opts["target_accept"] = check_target_accept(target_accept)
     opts["sampler"] = resolve_sampler(opts["nuts_sampler"])
@@ -273,8 +280,12 @@ def _check_args(history, population, method, rate_scale, draws, chains, tune, nu
 
 def _sample(model, data: dict, opts: dict, gen):
     return model.sample(
-        data, draws=opts["draws"], tune=opts["tune"], chains=opts["chains"],
-        seed=int(gen.integers(0, 2**31 - 1)), target_accept=opts["target_accept"],
+        data,
+        draws=opts["draws"],
+        tune=opts["tune"],
+        chains=opts["chains"],
+        seed=int(gen.integers(0, 2**31 - 1)),
+        target_accept=opts["target_accept"],
     )
 
 
@@ -283,18 +294,31 @@ def _fit_marginal(history, opts, gen):
     population, lik = opts["population"], exact_likelihood(history)
     names = HYPER[population]
     table = likelihood_table_of(lik, history.n_crawls)
-    model = get_model(("pooled-marginal", population), lambda: _marginal_model(population),
-                      sampler=opts["sampler"], var_names=list(names))
-    data = {"likelihood_table": table.scaled, "likelihood_table_t": np.ascontiguousarray(table.scaled.T),
-            "grid_start": table.start, "grid_step": table.step,
-            "log_rate_scale": np.log(opts["rate_scale"])}
+    model = get_model(
+        ("pooled-marginal", population),
+        lambda: _marginal_model(population),
+        sampler=opts["sampler"],
+        var_names=list(names),
+    )
+    data = {
+        "likelihood_table": table.scaled,
+        "likelihood_table_t": np.ascontiguousarray(table.scaled.T),
+        "grid_start": table.start,
+        "grid_step": table.step,
+        "log_rate_scale": np.log(opts["rate_scale"]),
+    }
     post, stats = _sample(model, data, opts, gen)
     loc, spread = (post[v] for v in names)
-    rates, n_grid = conditional_draws_of(lik, history.n_crawls, table.log_max, population, loc.ravel(),
-                                         spread.ravel(), gen)
+    rates, n_grid = conditional_draws_of(
+        lik, history.n_crawls, table.log_max, population, loc.ravel(), spread.ravel(), gen
+    )
     post["change_rate"] = rates.reshape(*loc.shape, history.n_pages)
-    attrs = {"grid_step": table.step, "grid_size": table.size, "interpolation_error": table.interpolation_error,
-             "grid_fallback_draws": n_grid}
+    attrs = {
+        "grid_step": table.step,
+        "grid_size": table.size,
+        "interpolation_error": table.interpolation_error,
+        "grid_fallback_draws": n_grid,
+    }
     return post, stats, attrs
 
 
@@ -302,8 +326,9 @@ def _fit_joint(history, opts, gen):
     """All pages' log-rates and the hyperparameters in one NUTS run."""
     population, n = opts["population"], history.n_pages
     names = ["change_rate", *HYPER[population]]
-    model = get_model(("pooled-joint", population, n), lambda: _joint_model(population, n),
-                      sampler=opts["sampler"], var_names=names)
+    model = get_model(
+        ("pooled-joint", population, n), lambda: _joint_model(population, n), sampler=opts["sampler"], var_names=names
+    )
     lik = exact_likelihood(history)
     data = {"t0": lik.t0, "tau1": lik._tau, "page1": lik._page, "log_rate_scale": np.log(opts["rate_scale"])}
     post, stats = _sample(model, data, opts, gen)

@@ -44,10 +44,7 @@ def _check_prior(prior, history: CrawlHistory) -> Prior:
             )
         return DEFAULT_PRIOR
     if not isinstance(prior, Prior):
-        raise TypeError(
-            "`prior` must be a GammaPrior, LogNormalPrior or BetaPrimePrior; "
-            f"got {type(prior).__name__}"
-        )
+        raise TypeError(f"`prior` must be a GammaPrior, LogNormalPrior or BetaPrimePrior; got {type(prior).__name__}")
     if prior.needs_crawl_rate and history.crawl_rate is None:
         raise ValueError(f"`prior` {prior!r} is a prior on Δ/p: the history needs a crawl_rate")
     return prior
@@ -296,8 +293,9 @@ def _fit_grid(history, prior, gen, *, draws, chains, grid_size, **_):
     coef = prior.coefficients(crawl_rates(history)).as_arrays(n)
     refuse_improper(improper_pages(_Counts(n_changed, n_crawls), coef), prior, history)
     tau, coef, shift = time_rescaling(history, coef)
-    out = grid_posterior_draws(history.flat_changed, tau, history.offsets, coef, n_draws=chains * draws, rng=gen,
-                               size=grid_size, shift=shift)
+    out = grid_posterior_draws(
+        history.flat_changed, tau, history.offsets, coef, n_draws=chains * draws, rng=gen, size=grid_size, shift=shift
+    )
     return out.reshape(chains, draws, n), {"grid_size": grid_size}, None
 
 

@@ -67,8 +67,9 @@ def posterior_history(history: CrawlHistory) -> CrawlHistory:
     rate = history.crawl_rate
     if rate is not None:
         rate = np.broadcast_to(np.asarray(rate, dtype=np.float64), (n,)).copy()
-    return CrawlHistory.from_segments(flat_changed, flat_tau, lengths=lengths, crawl_rate=rate,
-                                      page_ids=history.page_ids)
+    return CrawlHistory.from_segments(
+        flat_changed, flat_tau, lengths=lengths, crawl_rate=rate, page_ids=history.page_ids
+    )
 
 
 def change_probability(history, interval, *, prior=None) -> np.ndarray:

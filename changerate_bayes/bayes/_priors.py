@@ -133,8 +133,7 @@ class Prior:
             return None
         if crawl_rate is None:
             raise ValueError(
-                f"{type(self).__name__} is a prior on Δ/p and needs the crawl rate p: "
-                "pass `crawl_rate` to CrawlHistory"
+                f"{type(self).__name__} is a prior on Δ/p and needs the crawl rate p: pass `crawl_rate` to CrawlHistory"
             )
         return np.asarray(crawl_rate, dtype=np.float64)
 

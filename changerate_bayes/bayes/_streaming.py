@@ -52,9 +52,7 @@ class _Config:
             self.p = as_float_array(crawl_rate, name="crawl_rate", positive=True, ndim=(0, 1))
         if self.likelihood == "conjugate":
             if not isinstance(prior, BetaPrimePrior):
-                raise ValueError(
-                    f"`prior` must be a BetaPrimePrior for likelihood 'conjugate'; got {prior!r}"
-                )
+                raise ValueError(f"`prior` must be a BetaPrimePrior for likelihood 'conjugate'; got {prior!r}")
             if self.p is None:
                 raise ValueError("likelihood 'conjugate' needs `crawl_rate` (p > 0)")
             return
@@ -122,8 +120,11 @@ def _warn_if_grid_misses(log_rates, log_post) -> None:
     narrow = sd_u < MIN_SD_SPACINGS * (log_rates[1] - log_rates[0])
     if at_edge.any() or narrow.any():
         page = int(np.flatnonzero(at_edge | narrow)[0])
-        what = (f"has more than {EDGE_MASS:g} of its mass at an end of" if at_edge[page]
-                else f"is narrower than {MIN_SD_SPACINGS:g} node spacings of")
+        what = (
+            f"has more than {EDGE_MASS:g} of its mass at an end of"
+            if at_edge[page]
+            else f"is narrower than {MIN_SD_SPACINGS:g} node spacings of"
+        )
         warnings.warn(
             f"the posterior of page {page} {what} the fixed `rate_grid` "
             f"[{np.exp(log_rates[0]):.3g}, {np.exp(log_rates[-1]):.3g}] ({size} nodes): its mean and "
@@ -317,11 +318,19 @@ class BayesianEstimator:
             ("likelihood", a.likelihood, b.likelihood, a.likelihood == b.likelihood),
             ("prior", a.prior, b.prior, a.prior == b.prior),
             ("n_pages", self.n_pages, other.n_pages, self.n_pages == other.n_pages),
-            ("crawl_rate", self.crawl_rate, other.crawl_rate,
-             (a.p is None) == (b.p is None) and (a.p is None or np.array_equal(a.p, b.p))),
-            ("rate_grid", self.rate_grid, other.rate_grid,
-             (a.log_rates is None) == (b.log_rates is None)
-             and (a.log_rates is None or np.array_equal(a.log_rates, b.log_rates))),
+            (
+                "crawl_rate",
+                self.crawl_rate,
+                other.crawl_rate,
+                (a.p is None) == (b.p is None) and (a.p is None or np.array_equal(a.p, b.p)),
+            ),
+            (
+                "rate_grid",
+                self.rate_grid,
+                other.rate_grid,
+                (a.log_rates is None) == (b.log_rates is None)
+                and (a.log_rates is None or np.array_equal(a.log_rates, b.log_rates)),
+            ),
         )
         for name, mine, theirs, same in checks:
             if not same:
@@ -329,8 +338,13 @@ class BayesianEstimator:
                     f"`{name}` differs: {mine!r} and {theirs!r} (estimators merge only with the same "
                     "likelihood, prior, crawl_rate, rate_grid and n_pages)"
                 )
-        merged = BayesianEstimator(prior=self.prior, crawl_rate=self.crawl_rate, likelihood=self.likelihood,
-                                   rate_grid=self.rate_grid, n_pages=self.n_pages)
+        merged = BayesianEstimator(
+            prior=self.prior,
+            crawl_rate=self.crawl_rate,
+            likelihood=self.likelihood,
+            rate_grid=self.rate_grid,
+            n_pages=self.n_pages,
+        )
         merged._changed = self._changed + other._changed
         if a.likelihood == "exact":
             if a.fixed_grid:
@@ -412,11 +426,16 @@ class BayesianEstimator:
             if cfg.prior.a == 0 and (self._changed == 0).any():
                 page = int(np.flatnonzero(self._changed == 0)[0])
                 raise ValueError(
-                    f"the posterior of page {page} is improper (prior a = 0, no change seen): "
-                    "no credible interval"
+                    f"the posterior of page {page} is improper (prior a = 0, no change seen): no credible interval"
                 )
-            q = conjugate_quantile(cfg.prior.a, cfg.prior.b, self._changed[:, None], self.n_crawls_,
-                                   np.reshape(cfg.p, (-1, 1)), probs[None, :])
+            q = conjugate_quantile(
+                cfg.prior.a,
+                cfg.prior.b,
+                self._changed[:, None],
+                self.n_crawls_,
+                np.reshape(cfg.p, (-1, 1)),
+                probs[None, :],
+            )
         elif cfg.fixed_grid:
             q = cfg.fixed_quantile(self.log_posterior_, probs)
         elif self.n_crawls_ == 0:
@@ -481,8 +500,9 @@ def posterior_mean_path(history, *, prior=None, likelihood="conjugate", rate_gri
     if cfg.likelihood == "conjugate":
         p = np.broadcast_to(np.asarray(cfg.p, dtype=np.float64).reshape(-1, 1), (n, 1))
         return shaped(conjugate_mean(cfg.prior.a, cfg.prior.b, np.cumsum(changed, axis=1), np.arange(1, k + 1), p))
-    est = BayesianEstimator(prior=cfg.prior, crawl_rate=history.crawl_rate, likelihood="exact",
-                            rate_grid=rate_grid, n_pages=n)
+    est = BayesianEstimator(
+        prior=cfg.prior, crawl_rate=history.crawl_rate, likelihood="exact", rate_grid=rate_grid, n_pages=n
+    )
     out = np.empty((n, k))
     for j in range(k):  # the recursion over crawls; vectorised over pages
         est.update(changed[:, j], tau[:, j])

@@ -17,8 +17,14 @@ from ..history import CrawlHistory
 from ._likelihood import ExactLikelihood
 
 __all__ = [
-    "exact_likelihood", "change_counts", "crawl_rates", "likelihood_from_parts", "changed_padded", "take_pages",
-    "data_groups", "time_rescaling",
+    "exact_likelihood",
+    "change_counts",
+    "crawl_rates",
+    "likelihood_from_parts",
+    "changed_padded",
+    "take_pages",
+    "data_groups",
+    "time_rescaling",
 ]
 
 

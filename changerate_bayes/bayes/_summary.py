@@ -68,21 +68,23 @@ class PosteriorSummary:
         import pandas as pd  # pandas: only for this table; the posteriors do not need it
 
         page = self.page_ids if self.page_ids is not None else np.arange(self.n_pages)
-        return pd.DataFrame(
-            {"page": page, "mean": self.mean, "sd": self.sd, "lower": self.lower, "upper": self.upper}
-        )
+        return pd.DataFrame({"page": page, "mean": self.mean, "sd": self.sd, "lower": self.lower, "upper": self.upper})
 
 
 def _check_args(history, method, level, grid_size) -> tuple[str, float, int]:
     """The checked ``method``, ``level`` and ``grid_size`` of :func:`posterior_summary`."""
     if not isinstance(history, CrawlHistory):
         raise TypeError(f"`history` must be a CrawlHistory; got {type(history).__name__}")
-    return (check_choice(method, name="method", choices=SUMMARY_METHODS), check_open_unit(level, name="level"),
-            check_positive_int(grid_size, name="grid_size", minimum=8))
+    return (
+        check_choice(method, name="method", choices=SUMMARY_METHODS),
+        check_open_unit(level, name="level"),
+        check_positive_int(grid_size, name="grid_size", minimum=8),
+    )
 
 
-def posterior_summary(history, *, prior=None, method: str = "grid", level: float = 0.9,
-                      grid_size: int = DEFAULT_GRID_SIZE) -> PosteriorSummary:
+def posterior_summary(
+    history, *, prior=None, method: str = "grid", level: float = 0.9, grid_size: int = DEFAULT_GRID_SIZE
+) -> PosteriorSummary:
     """Posterior mean, sd and equal-tailed credible interval of Δ for every page, exactly.
 
     No draws: ``"grid"`` integrates the exact posterior by adapted quadrature in log Δ
@@ -163,8 +165,9 @@ def posterior_summary(history, *, prior=None, method: str = "grid", level: float
     return _summary(history, prior=prior, method=method, level=level, grid_size=grid_size, with_sd=True)
 
 
-def posterior_mean_interval(history, *, prior=None, method: str = "grid", level: float = 0.9,
-                            grid_size: int = DEFAULT_GRID_SIZE) -> PosteriorSummary:
+def posterior_mean_interval(
+    history, *, prior=None, method: str = "grid", level: float = 0.9, grid_size: int = DEFAULT_GRID_SIZE
+) -> PosteriorSummary:
     """:func:`posterior_summary` without the standard deviation (``sd`` is None).
 
     The same mean and interval, bit for bit, without the grid of E[Δ²] that only the sd
@@ -189,11 +192,13 @@ def _summary(history, *, prior, method, level, grid_size, with_sd) -> PosteriorS
         coef = prior.coefficients(crawl_rates(history)).as_arrays(history.lengths.size)
         tau, coef, shift = time_rescaling(history, coef)
         n_changed, _ = change_counts(history)
-        t0 = np.bincount(history.page_index(), weights=np.where(history.flat_changed > 0, 0.0, tau),
-                         minlength=history.lengths.size)
+        t0 = np.bincount(
+            history.page_index(), weights=np.where(history.flat_changed > 0, 0.0, tau), minlength=history.lengths.size
+        )
         refuse_improper(improper_pages(_PageCounts(n_changed, t0), coef), prior, history)
-        mean, sd, lower, upper = grid_summary(history.flat_changed, tau, history.offsets, coef, probs,
-                                              size=grid_size, with_sd=with_sd)
+        mean, sd, lower, upper = grid_summary(
+            history.flat_changed, tau, history.offsets, coef, probs, size=grid_size, with_sd=with_sd
+        )
         _check_mean_against_interval(mean, lower, probs[0])
         _check_defined(history, mean, sd, lower, upper)
         if shift is not None:  # back from the rescaled time of overflowing pages (exact: powers of 2)
@@ -202,8 +207,16 @@ def _summary(history, *, prior, method, level, grid_size, with_sd) -> PosteriorS
             sd = None if sd is None else np.ldexp(sd, e)
     if not with_sd:
         sd = None
-    return PosteriorSummary(mean=mean, sd=sd, lower=lower, upper=upper, level=level, method=method,
-                            prior=repr(prior), page_ids=history.page_ids)
+    return PosteriorSummary(
+        mean=mean,
+        sd=sd,
+        lower=lower,
+        upper=upper,
+        level=level,
+        method=method,
+        prior=repr(prior),
+        page_ids=history.page_ids,
+    )
 
 
 def _check_mean_against_interval(mean, lower, p_low) -> None:
@@ -235,7 +248,7 @@ def _check_defined(history, mean, sd, lower, upper) -> None:
         bad |= np.isnan(sd)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        tau = history.flat_intervals[history.offsets[i]:history.offsets[i + 1]]
+        tau = history.flat_intervals[history.offsets[i] : history.offsets[i + 1]]
         raise ValueError(
             f"page {i}: the posterior reaches rates beyond the float64 range (its shortest interval is "
             f"{float(tau.min()):.3g} time units, so rates up to about its inverse fit the crawls), and its grid "
@@ -310,8 +323,11 @@ def distinct_pages(changed, tau, offsets, coefficients):
     cols = [key, n_changed.view(np.uint64), t0.view(np.uint64)]
     cols += [np.ascontiguousarray(c, dtype=np.float64).view(np.uint64) for c in coefficients]
     rows = np.ascontiguousarray(np.stack(cols, axis=1))
-    _, first, inverse = np.unique(rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel(),
-                                  return_index=True, return_inverse=True)
+    _, first, inverse = np.unique(
+        rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel(),
+        return_index=True,
+        return_inverse=True,
+    )
     inverse = inverse.ravel().astype(np.int64)
     rep_of_page = first[inverse].astype(np.int64)
     shared = np.flatnonzero(rep_of_page != np.arange(n))
@@ -322,8 +338,9 @@ def distinct_pages(changed, tau, offsets, coefficients):
     return reps.astype(np.int64), inverse.ravel().astype(np.int64), n_changed, t0
 
 
-def grid_summary(changed, tau, offsets, coef: dict, probs: np.ndarray, *, size: int = DEFAULT_GRID_SIZE,
-                 with_sd: bool = True):
+def grid_summary(
+    changed, tau, offsets, coef: dict, probs: np.ndarray, *, size: int = DEFAULT_GRID_SIZE, with_sd: bool = True
+):
     """Mean, sd and quantiles of Δ per page by adapted quadrature (compiled, both cores).
 
     Exactly what :func:`._grid.fit_grid` gives (to a few ulps): the mean is Z_1/Z_0 and
@@ -364,13 +381,30 @@ def grid_summary(changed, tau, offsets, coef: dict, probs: np.ndarray, *, size: 
     central, quant = np.full(k, np.nan), np.empty((k, probs.size))
     status, bad_mode = np.zeros(k, dtype=np.int32), np.zeros(k)
     with numba.parallel_chunksize(4):
-        summary_pages(changed, tau, offsets, reps, *shapes, a["B"], a["C"], a["M"], a["E"], a["L"],
-                      np.linspace(0.0, 1.0, size), np.ascontiguousarray(probs, dtype=np.float64), with_sd,
-                      *log_z, central, quant, status, bad_mode)
+        summary_pages(
+            changed,
+            tau,
+            offsets,
+            reps,
+            *shapes,
+            a["B"],
+            a["C"],
+            a["M"],
+            a["E"],
+            a["L"],
+            np.linspace(0.0, 1.0, size),
+            np.ascontiguousarray(probs, dtype=np.float64),
+            with_sd,
+            *log_z,
+            central,
+            quant,
+            status,
+            bad_mode,
+        )
     if status.any():  # name the first page (in page order) whose grid failed
         bad = np.flatnonzero(status[inverse])
         page = int(bad[0])
-        _raise_for_status(status[inverse][page:page + 1], bad_mode[inverse][page:page + 1], page)
+        _raise_for_status(status[inverse][page : page + 1], bad_mode[inverse][page : page + 1], page)
     log_z0, log_z1, log_z2 = (z[inverse] for z in log_z)
     quant = quant[inverse]
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):

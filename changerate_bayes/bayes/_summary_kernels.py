@@ -75,8 +75,33 @@ def _quantiles(mode, scale, s, logd, work, cdf, probs, out, row):
 
 
 @nb.njit(**_OPTS)
-def _summary_rows(changed, tau, offsets, pages, lo, hi, max_len, A0, A1, A2, B, C, M, E, L, lin, probs, with_sd,
-                  log_z0, log_z1, log_z2, central, quant, status, bad_mode):
+def _summary_rows(
+    changed,
+    tau,
+    offsets,
+    pages,
+    lo,
+    hi,
+    max_len,
+    A0,
+    A1,
+    A2,
+    B,
+    C,
+    M,
+    E,
+    L,
+    lin,
+    probs,
+    with_sd,
+    log_z0,
+    log_z1,
+    log_z2,
+    central,
+    quant,
+    status,
+    bad_mode,
+):
     """Rows lo:hi of :func:`summary_pages` (one thread's work item)."""
     size = lin.size
     buf, qb, hb, s, logd, cdf, work, fbuf, ibuf = _fit_buffers(size, max_len)
@@ -90,16 +115,19 @@ def _summary_rows(changed, tau, offsets, pages, lo, hi, max_len, A0, A1, A2, B, 
             half += buf[j]
         half /= 2.0
         start = math.log((m + 0.5) / (t0 + half))
-        st, mode, _, lz, _, _, _ = _fit(buf, m, t0, start, A1[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub, eub,
-                                        logd, work, fbuf, ibuf, qb, hb)
+        st, mode, _, lz, _, _, _ = _fit(
+            buf, m, t0, start, A1[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub, eub, logd, work, fbuf, ibuf, qb, hb
+        )
         log_z1[r] = lz
         if st == 0 and with_sd:
-            st, mode, _, lz, _, _, _ = _fit(buf, m, t0, start, A2[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub,
-                                            eub, logd, work, fbuf, ibuf, qb, hb)
+            st, mode, _, lz, _, _, _ = _fit(
+                buf, m, t0, start, A2[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub, eub, logd, work, fbuf, ibuf, qb, hb
+            )
             log_z2[r] = lz
         if st == 0:
-            st, mode, scale, lz, _, _, _ = _fit(buf, m, t0, start, A0[i], B[i], C[i], M[i], E[i], L[i], lin, s,
-                                                ub, eub, logd, work, fbuf, ibuf, qb, hb)
+            st, mode, scale, lz, _, _, _ = _fit(
+                buf, m, t0, start, A0[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub, eub, logd, work, fbuf, ibuf, qb, hb
+            )
             log_z0[r] = lz
         status[r] = st
         if st != 0:
@@ -116,8 +144,30 @@ def _summary_rows(changed, tau, offsets, pages, lo, hi, max_len, A0, A1, A2, B, 
 
 
 @nb.njit(parallel=True, **_OPTS)
-def summary_pages(changed, tau, offsets, pages, A0, A1, A2, B, C, M, E, L, lin, probs, with_sd,
-                  log_z0, log_z1, log_z2, central, quant, status, bad_mode):
+def summary_pages(
+    changed,
+    tau,
+    offsets,
+    pages,
+    A0,
+    A1,
+    A2,
+    B,
+    C,
+    M,
+    E,
+    L,
+    lin,
+    probs,
+    with_sd,
+    log_z0,
+    log_z1,
+    log_z2,
+    central,
+    quant,
+    status,
+    bad_mode,
+):
     """The grid summary's parts of pages ``pages`` into row r of the outputs (r = 0..len(pages)−1).
 
     Page i = pages[r] gets the grids with shape A0[i] (the posterior: log_z0, the
@@ -133,8 +183,33 @@ def summary_pages(changed, tau, offsets, pages, A0, A1, A2, B, C, M, E, L, lin, 
         i = pages[r]
         max_len = max(max_len, offsets[i + 1] - offsets[i])
     for tile in nb.prange(n_tiles):
-        _summary_rows(changed, tau, offsets, pages, tile * TILE, min(tile * TILE + TILE, n), max_len, A0, A1, A2,
-                      B, C, M, E, L, lin, probs, with_sd, log_z0, log_z1, log_z2, central, quant, status, bad_mode)
+        _summary_rows(
+            changed,
+            tau,
+            offsets,
+            pages,
+            tile * TILE,
+            min(tile * TILE + TILE, n),
+            max_len,
+            A0,
+            A1,
+            A2,
+            B,
+            C,
+            M,
+            E,
+            L,
+            lin,
+            probs,
+            with_sd,
+            log_z0,
+            log_z1,
+            log_z2,
+            central,
+            quant,
+            status,
+            bad_mode,
+        )
 
 
 @nb.njit(parallel=True, **_OPTS)

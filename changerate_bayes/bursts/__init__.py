@@ -19,5 +19,13 @@ from ._fit import BurstFit, BurstPredictive, burst_predictive, fit_bursts
 from ._model import BurstParameters
 from ._simulate import BurstPages, simulate_burst_pages
 
-__all__ = ["BurstFilter", "BurstFit", "BurstPages", "BurstParameters", "BurstPredictive", "burst_predictive",
-           "fit_bursts", "simulate_burst_pages"]
+__all__ = [
+    "BurstFilter",
+    "BurstFit",
+    "BurstPages",
+    "BurstParameters",
+    "BurstPredictive",
+    "burst_predictive",
+    "fit_bursts",
+    "simulate_burst_pages",
+]

@@ -92,8 +92,9 @@ class BurstFilter:
         ts = np.ones(n) if time_scale is None else page_vector(time_scale, n, name="time_scale", positive=True)
         self.time_scale = time_scale
         inv = 1.0 / ts
-        self._l0, self._l1, self._q01, self._q10 = (np.ascontiguousarray(x * inv)
-                                                    for x in check_rates_per_page(params, inv))
+        self._l0, self._l1, self._q01, self._q10 = (
+            np.ascontiguousarray(x * inv) for x in check_rates_per_page(params, inv)
+        )
         k = self._scales.size
         pb = params.busy_probability
         self.alpha_ = np.empty((n, k, 2))
@@ -104,8 +105,9 @@ class BurstFilter:
 
     # ------------------------------------------------------------ inputs
     def _vector(self, x, *, name, kind):
-        return page_vector(x, self.n_pages, name=name, binary=kind == "bool", nonnegative=kind == "nonneg",
-                           positive=kind == "pos")
+        return page_vector(
+            x, self.n_pages, name=name, binary=kind == "bool", nonnegative=kind == "nonneg", positive=kind == "pos"
+        )
 
     # ------------------------------------------------------------ updates
     def update(self, changed, interval, mask=None) -> None:
@@ -137,12 +139,15 @@ class BurstFilter:
             tau_in = np.where(m, tau_in, 1.0)  # entries outside the mask are ignored
         tau = self._vector(tau_in, name="interval", kind="pos")
         status = np.zeros(self.n_pages, dtype=np.int8)
-        _kernels().stream_update(self.alpha_, self.log_evidence_, c, tau, m, self._l0, self._l1, self._q01,
-                                 self._q10, self._scales, status)
+        _kernels().stream_update(
+            self.alpha_, self.log_evidence_, c, tau, m, self._l0, self._l1, self._q01, self._q10, self._scales, status
+        )
         if status.any():
             i = int(np.flatnonzero(status)[0])
-            raise ValueError(f"page {i}: the crawl (changed={bool(c[i])}, interval={tau[i]:g}) has probability 0 "
-                             f"under {self.params!r}; the filter state of this page is no longer valid")
+            raise ValueError(
+                f"page {i}: the crawl (changed={bool(c[i])}, interval={tau[i]:g}) has probability 0 "
+                f"under {self.params!r}; the filter state of this page is no longer valid"
+            )
         self.n_updates_ += m
 
     # ------------------------------------------------------------ reading
@@ -227,8 +232,9 @@ class BurstFilter:
         else:
             t2 = np.ascontiguousarray(t.reshape(n, -1))
         out = np.empty(t2.shape)
-        _kernels().stream_predict(self.alpha_, self.log_evidence_, t2, self._l0, self._l1, self._q01, self._q10,
-                                  self._scales, out)
+        _kernels().stream_predict(
+            self.alpha_, self.log_evidence_, t2, self._l0, self._l1, self._q01, self._q10, self._scales, out
+        )
         return out if t.ndim == 2 else out[:, 0]
 
     def __repr__(self) -> str:

@@ -115,8 +115,9 @@ def _run(changed, tau, mask, rates, scales, log_prior, *, serial=False):
     return pred, ll, status
 
 
-def burst_predictive(changed, intervals, mask=None, *, params, scales=DEFAULT_SCALES,
-                     time_scale=None) -> BurstPredictive:
+def burst_predictive(
+    changed, intervals, mask=None, *, params, scales=DEFAULT_SCALES, time_scale=None
+) -> BurstPredictive:
     """One-step predictive probabilities and log likelihood of crawl histories (burst model).
 
     Parameters
@@ -173,15 +174,16 @@ def _hessian(f, x, h=1e-3):
             ei[i] = h
             ej[j] = h
             if i == j:
-                v = (f(x + ei) - 2 * f0 + f(x - ei)) / h ** 2
+                v = (f(x + ei) - 2 * f0 + f(x - ei)) / h**2
             else:
-                v = (f(x + ei + ej) - f(x + ei - ej) - f(x - ei + ej) + f(x - ei - ej)) / (4 * h ** 2)
+                v = (f(x + ei + ej) - f(x + ei - ej) - f(x - ei + ej) + f(x - ei - ej)) / (4 * h**2)
             hess[i, j] = hess[j, i] = v
     return hess
 
 
-def fit_bursts(changed, intervals, mask=None, *, scales=DEFAULT_SCALES, time_scale=None, init=None,
-               maxiter: int = 3000) -> BurstFit:
+def fit_bursts(
+    changed, intervals, mask=None, *, scales=DEFAULT_SCALES, time_scale=None, init=None, maxiter: int = 3000
+) -> BurstFit:
     """Fit the burst model's four rates, shared by all pages, by maximum marginal likelihood.
 
     The likelihood of each page's crawls, p(I_1..I_K | τ, θ) with the quiet/busy path
@@ -248,8 +250,16 @@ def fit_bursts(changed, intervals, mask=None, *, scales=DEFAULT_SCALES, time_sca
     starts = []
     if init is not None:
         p0 = check_params(init)
-        starts.append(np.log([max(p0.quiet_rate, 1e-12), max(p0.busy_rate - p0.quiet_rate, 1e-12),
-                              max(p0.to_busy, 1e-12), max(p0.to_quiet, 1e-12)]))
+        starts.append(
+            np.log(
+                [
+                    max(p0.quiet_rate, 1e-12),
+                    max(p0.busy_rate - p0.quiet_rate, 1e-12),
+                    max(p0.to_busy, 1e-12),
+                    max(p0.to_quiet, 1e-12),
+                ]
+            )
+        )
     else:
         starts.append(np.log([r / 5.0, 5.0 * r, 0.1 / med, 0.5 / med]))
         starts.append(np.log([r / 10.0, 10.0 * r, 0.01 / med, 0.05 / med]))
@@ -265,8 +275,9 @@ def fit_bursts(changed, intervals, mask=None, *, scales=DEFAULT_SCALES, time_sca
 
     best = None
     for x0 in starts:
-        res = optimize.minimize(nll, x0, method="Nelder-Mead",
-                                options={"maxiter": int(maxiter), "xatol": 1e-5, "fatol": 1e-10})
+        res = optimize.minimize(
+            nll, x0, method="Nelder-Mead", options={"maxiter": int(maxiter), "xatol": 1e-5, "fatol": 1e-10}
+        )
         if best is None or res.fun < best.fun:
             best = res
     x = np.clip(best.x, lo, hi)
@@ -276,5 +287,12 @@ def fit_bursts(changed, intervals, mask=None, *, scales=DEFAULT_SCALES, time_sca
         se = np.sqrt(np.diag(cov)) if np.all(np.linalg.eigvalsh(hess) > 0) else np.full(4, np.nan)
     except np.linalg.LinAlgError:
         se = np.full(4, np.nan)
-    return BurstFit(params=_to_params(x), log_likelihood=-best.fun * n_crawls, standard_errors=se, n_pages=n,
-                    n_crawls=n_crawls, scales=tuple(float(s) for s in sc), converged=bool(best.success))
+    return BurstFit(
+        params=_to_params(x),
+        log_likelihood=-best.fun * n_crawls,
+        standard_errors=se,
+        n_pages=n,
+        n_crawls=n_crawls,
+        scales=tuple(float(s) for s in sc),
+        converged=bool(best.success),
+    )

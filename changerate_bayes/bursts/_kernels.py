@@ -187,8 +187,9 @@ def stream_update(alpha, log_ev, changed, tau, mask, l0, l1, q01, q10, scales, s
             continue
         for k in range(k_n):
             s = scales[k]
-            a0, a1, ll, _, ok = _step(alpha[i, k, 0], alpha[i, k, 1], changed[i], s * l0[i], s * l1[i],
-                                      s * q01[i], s * q10[i], tau[i])
+            a0, a1, ll, _, ok = _step(
+                alpha[i, k, 0], alpha[i, k, 1], changed[i], s * l0[i], s * l1[i], s * q01[i], s * q10[i], tau[i]
+            )
             if ok:
                 alpha[i, k, 0] = a0
                 alpha[i, k, 1] = a1
@@ -215,8 +216,7 @@ def stream_predict(alpha, log_ev, tau, l0, l1, q01, q10, scales, out):
             acc = 0.0
             for k in range(k_n):
                 s = scales[k]
-                _, _, _, _, _, _, _, _, _, p0, p1 = transition(s * l0[i], s * l1[i], s * q01[i], s * q10[i],
-                                                                 tau[i, j])
+                _, _, _, _, _, _, _, _, _, p0, p1 = transition(s * l0[i], s * l1[i], s * q01[i], s * q10[i], tau[i, j])
                 acc += w[k] * (alpha[i, k, 0] * p0 + alpha[i, k, 1] * p1)
             out[i, j] = min(max(acc, 0.0), 1.0)
 
@@ -255,8 +255,9 @@ def _batch_filter(changed, tau, mask, l0, l1, q01, q10, scales, log_prior, pred,
             acc = 0.0
             for k in range(k_n):
                 sc = scales[k]
-                a0, a1, ll, pc, ok = _step(a[k, 0], a[k, 1], changed[i, t], sc * l0[i], sc * l1[i], sc * q01[i],
-                                           sc * q10[i], tau[i, t])
+                a0, a1, ll, pc, ok = _step(
+                    a[k, 0], a[k, 1], changed[i, t], sc * l0[i], sc * l1[i], sc * q01[i], sc * q10[i], tau[i, t]
+                )
                 acc += w[k] / tot * pc
                 if ok:
                     a[k, 0] = a0

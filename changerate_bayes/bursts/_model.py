@@ -28,8 +28,10 @@ def _rate(x, name: str, *, positive: bool = False, limit: float | None = MAX_RAT
     if not math.isfinite(x) or x < 0 or (positive and x == 0):
         raise ValueError(f"`{name}` must be {'> 0' if positive else '>= 0'} and finite; got {x!r}")
     if limit is not None and x > limit:
-        raise ValueError(f"`{name}` must be <= {limit:g} per time unit (the filter multiplies two rates, which "
-                         f"must stay finite); got {x!r}: give the rates in a longer time unit")
+        raise ValueError(
+            f"`{name}` must be <= {limit:g} per time unit (the filter multiplies two rates, which "
+            f"must stay finite); got {x!r}: give the rates in a longer time unit"
+        )
     return x
 
 
@@ -80,8 +82,10 @@ class BurstParameters:
         if self.busy_rate < self.quiet_rate:
             raise ValueError(f"`busy_rate` must be >= `quiet_rate`; got {self.busy_rate!r} < {self.quiet_rate!r}")
         if self.busy_rate == 0 and self.to_busy == 0 and self.to_quiet == 0:
-            raise ValueError("`quiet_rate`, `busy_rate`, `to_busy` and `to_quiet` are all 0: a page that neither "
-                             "changes nor switches state is no burst model; give `busy_rate` or a switching rate > 0")
+            raise ValueError(
+                "`quiet_rate`, `busy_rate`, `to_busy` and `to_quiet` are all 0: a page that neither "
+                "changes nor switches state is no burst model; give `busy_rate` or a switching rate > 0"
+            )
 
     @property
     def busy_probability(self) -> float:
@@ -121,8 +125,10 @@ def check_rates_per_page(params: BurstParameters, inv_time_scale: np.ndarray) ->
     """``params.as_tuple()``, once each rate divided by a page's ``time_scale`` is checked to stay <= MAX_RATE."""
     top = max(params.as_tuple()) * float(np.max(inv_time_scale, initial=0.0))
     if not top <= MAX_RATE:
-        raise ValueError(f"`time_scale` is so small that a rate per page's time unit reaches {top:g}, above "
-                         f"{MAX_RATE:g} (the filter multiplies two rates); give `time_scale` in a larger unit")
+        raise ValueError(
+            f"`time_scale` is so small that a rate per page's time unit reaches {top:g}, above "
+            f"{MAX_RATE:g} (the filter multiplies two rates); give `time_scale` in a larger unit"
+        )
     return params.as_tuple()
 
 

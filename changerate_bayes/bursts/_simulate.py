@@ -33,8 +33,9 @@ class BurstPages:
     n_changes: np.ndarray
 
 
-def simulate_burst_pages(params, n_pages: int, n_crawls: int, *, crawl_interval: float = 1.0,
-                         regular: bool = False, rng=None) -> BurstPages:
+def simulate_burst_pages(
+    params, n_pages: int, n_crawls: int, *, crawl_interval: float = 1.0, regular: bool = False, rng=None
+) -> BurstPages:
     """Simulate the MMPP exactly (competing exponential clocks) and crawl it.
 
     Parameters

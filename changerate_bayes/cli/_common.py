@@ -24,9 +24,25 @@ from pathlib import Path
 from ..report import REPORT_FILES, folder_lock
 from ._signals import _SIGNALLED
 
-__all__ = ["add_columns_flag", "add_log_flags", "check_writable_folder", "cli_message", "error", "fail",
-           "new_folders", "output_lock", "parse_columns", "refuse_inputs_as_outputs", "remove_if_empty",
-           "report_files", "resolve_output", "run_removing_new_folders", "runs", "with_notes", "write_table"]
+__all__ = [
+    "add_columns_flag",
+    "add_log_flags",
+    "check_writable_folder",
+    "cli_message",
+    "error",
+    "fail",
+    "new_folders",
+    "output_lock",
+    "parse_columns",
+    "refuse_inputs_as_outputs",
+    "remove_if_empty",
+    "report_files",
+    "resolve_output",
+    "run_removing_new_folders",
+    "runs",
+    "with_notes",
+    "write_table",
+]
 
 
 #: the columns of a crawl log, as ``changerate_bayes.io.STANDARD_COLUMNS`` (repeated here so
@@ -61,8 +77,10 @@ def parse_columns(text: str | None, roles) -> dict | None:
     for item in str(text).split(","):
         role, eq, column = (s.strip() for s in item.partition("="))
         if not eq or not role or not column:
-            raise ValueError(f"--columns takes ROLE=COLUMN pairs separated by commas, e.g. "
-                             f"'page=url,fetch_time=timestamp'; got {item.strip()!r}")
+            raise ValueError(
+                f"--columns takes ROLE=COLUMN pairs separated by commas, e.g. "
+                f"'page=url,fetch_time=timestamp'; got {item.strip()!r}"
+            )
         if role not in roles:
             raise ValueError(f"--columns: unknown role {role!r}; the roles are {', '.join(roles)}")
         if role in out:
@@ -76,9 +94,11 @@ def parse_columns(text: str | None, roles) -> dict | None:
 
 def add_columns_flag(parser, roles, example: str) -> None:
     """Add ``--columns ROLE=COLUMN,...`` to ``parser`` for the roles ``roles``."""
-    parser.add_argument("--columns", metavar="ROLE=COLUMN,...",
-                        help=f"your column names, e.g. {example} (roles: {', '.join(roles)}; "
-                             "default: columns named after the roles)")
+    parser.add_argument(
+        "--columns",
+        metavar="ROLE=COLUMN,...",
+        help=f"your column names, e.g. {example} (roles: {', '.join(roles)}; default: columns named after the roles)",
+    )
 
 
 # Python-argument wording of the library's messages and what the command line calls it.
@@ -121,21 +141,45 @@ ENGINES = ("pandas", "buckets", "dask")
 def add_log_flags(parser, *, engine_help: str) -> None:
     """Add the flags of a command that reads crawl logs: LOG..., ``--log-format``, ``--columns``,
     ``--page-key``, ``--ota-changed``, ``--budget``, ``--engine`` and ``--scheduler``."""
-    parser.add_argument("logs", nargs="+", metavar="LOG", help="log files or folders of log files (read as one log; "
-                        "a folder stands for every file under it, e.g. hive-style page_bucket=K/ folders)")
-    parser.add_argument("--log-format", default="auto", choices=LOG_FORMATS,
-                        help="log format (default: from the file names, which all logs must share)")
+    parser.add_argument(
+        "logs",
+        nargs="+",
+        metavar="LOG",
+        help="log files or folders of log files (read as one log; "
+        "a folder stands for every file under it, e.g. hive-style page_bucket=K/ folders)",
+    )
+    parser.add_argument(
+        "--log-format",
+        default="auto",
+        choices=LOG_FORMATS,
+        help="log format (default: from the file names, which all logs must share)",
+    )
     add_columns_flag(parser, LOG_ROLES, "page=url,fetch_time=timestamp,digest=sha1")
-    parser.add_argument("--page-key", choices=("url", "surt"), default="url",
-                        help="CDX logs: name pages by their URL (default; as WARC logs do) or by the SURT key")
-    parser.add_argument("--ota-changed", choices=("filtered", "raw"), default=None,
-                        help="Open Terms Archive logs: which change column is I_k (default: filtered)")
-    parser.add_argument("--budget", type=float, metavar="CRAWLS_PER_DAY",
-                        help="crawls per day to share between the pages (default: the crawls per day the log shows)")
+    parser.add_argument(
+        "--page-key",
+        choices=("url", "surt"),
+        default="url",
+        help="CDX logs: name pages by their URL (default; as WARC logs do) or by the SURT key",
+    )
+    parser.add_argument(
+        "--ota-changed",
+        choices=("filtered", "raw"),
+        default=None,
+        help="Open Terms Archive logs: which change column is I_k (default: filtered)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        metavar="CRAWLS_PER_DAY",
+        help="crawls per day to share between the pages (default: the crawls per day the log shows)",
+    )
     parser.add_argument("--engine", choices=ENGINES, default=None, help=engine_help)
-    parser.add_argument("--scheduler", metavar="ADDRESS",
-                        help="dask scheduler address for --engine dask, e.g. tcp://10.0.0.5:8786 (default: a local "
-                        "cluster of 2 workers)")
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="dask scheduler address for --engine dask, e.g. tcp://10.0.0.5:8786 (default: a local "
+        "cluster of 2 workers)",
+    )
 
 
 def runs(parser, run, folders) -> None:
@@ -174,6 +218,7 @@ def error(msg: str, command: str | None = None) -> int:
 
 # Files a command writes
 
+
 def report_files(folder) -> list[Path]:
     """The files a report folder receives (``index.html`` and ``results.json``)."""
     return [Path(folder) / name for name in REPORT_FILES]
@@ -210,8 +255,10 @@ def refuse_inputs_as_outputs(inputs, outputs) -> None:
         for inp in inputs:
             if _same_file(inp, out):
                 how = "" if os.path.abspath(inp) == os.path.abspath(out) else " (through a link)"
-                raise ValueError(f"{flag} {str(out)!r} is the input file {str(inp)!r}{how}: writing it would "
-                                 f"destroy the input; choose another {flag}")
+                raise ValueError(
+                    f"{flag} {str(out)!r} is the input file {str(inp)!r}{how}: writing it would "
+                    f"destroy the input; choose another {flag}"
+                )
 
 
 def resolve_output(path) -> Path:
@@ -264,8 +311,9 @@ def check_writable_folder(flag: str, path, folder) -> None:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-test-"):
             pass
     except OSError as exc:
-        raise ValueError(f"{flag} {str(path)!r}: folder {str(folder)!r} is not writable "
-                         f"({exc.strerror or exc})") from None
+        raise ValueError(
+            f"{flag} {str(path)!r}: folder {str(folder)!r} is not writable ({exc.strerror or exc})"
+        ) from None
 
 
 def write_table(table, out) -> Path:
@@ -312,6 +360,7 @@ def output_lock(folder):
 
 
 # Folders a command creates
+
 
 def _missing(path) -> list[Path]:
     out = []

@@ -35,8 +35,9 @@ def stop_on_signals():
         raise KeyboardInterrupt
 
     _SIGNALLED.clear()
-    signals = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is signal.default_int_handler
-                                  else [])  # an ignored Ctrl-C stays ignored
+    signals = [signal.SIGTERM] + (
+        [signal.SIGINT] if signal.getsignal(signal.SIGINT) is signal.default_int_handler else []
+    )  # an ignored Ctrl-C stays ignored
     previous = {sig: signal.signal(sig, _raise) for sig in signals}
     try:
         yield

@@ -26,21 +26,24 @@ FLAGS = {"n_resamples": "--n-resamples", "out_dir": "--report", "event_times": "
 
 def register(p) -> None:
     """Add the flags of ``diagnose`` to its parser ``p``."""
-    p.description = ("Test the Poisson model on EVENTS.csv. Exact change times (a time column, ISO-8601 or "
+    p.description = (
+        "Test the Poisson model on EVENTS.csv. Exact change times (a time column, ISO-8601 or "
         "numbers, and for many pages a 'page' column) get every test of changerate_bayes.diagnostics.poisson_gof. "
         "A crawl log (visits with a 'changed', 'digest' or 'status' column) is read as visits: the crawls that saw "
         "a change are tested on their crawl grid, and the crawl interval calibration P(I = 1 | τ) = 1 − e^(−Δτ) is "
         "tested per page; tests for exact times never run on crawl detections. Writes DIR/index.html and "
-        "DIR/results.json (DIR from --report).")
+        "DIR/results.json (DIR from --report)."
+    )
     p.add_argument("events", metavar="EVENTS.csv")
     p.add_argument("--time-column", default=None, help="column of the times (default: time, timestamp or fetch_time)")
     p.add_argument("--page-column", default="page", help="column of the pages, if any (default: page)")
-    add_columns_flag(p, ("time", *LOG_ROLES), "page=url,time=ts (a crawl log: page=url,fetch_time=ts,"
-                                                     "digest=sha1)")
-    p.add_argument("--report", default="reports/diagnose", metavar="DIR",
-                   help="report folder (default: reports/diagnose)")
-    p.add_argument("--max-pages", type=int, default=20,
-                   help="pages tested, those with most events or changes seen (default 20)")
+    add_columns_flag(p, ("time", *LOG_ROLES), "page=url,time=ts (a crawl log: page=url,fetch_time=ts,digest=sha1)")
+    p.add_argument(
+        "--report", default="reports/diagnose", metavar="DIR", help="report folder (default: reports/diagnose)"
+    )
+    p.add_argument(
+        "--max-pages", type=int, default=20, help="pages tested, those with most events or changes seen (default 20)"
+    )
     p.add_argument("--n-resamples", type=int, default=199, help="Monte Carlo samples per p-value (default 199)")
     p.add_argument("--seed", type=int, default=0)
     runs(p, _run, lambda args: [args.report])  # a failure removes the report folders it created, if empty
@@ -88,8 +91,10 @@ def _report_goes_to(args) -> None:
 
 def _tested_line(n_tested: int, n_pages: int, what: str) -> str:
     if n_tested < n_pages:
-        return (f"tested the {n_tested} pages with most {what} of {n_pages} (--max-pages {n_tested}); the other "
-                f"{n_pages - n_tested} pages are not detailed")
+        return (
+            f"tested the {n_tested} pages with most {what} of {n_pages} (--max-pages {n_tested}); the other "
+            f"{n_pages - n_tested} pages are not detailed"
+        )
     return f"tested all {n_pages} page(s)"
 
 
@@ -109,16 +114,21 @@ def _run_crawl(args, mapping: dict, header: list, t0: float) -> int:
         return _err(str(exc))
     _report_goes_to(args)
     print(log.audit.format())
-    print("a crawl log (it has a 'changed', 'digest' or 'status' column): each row is a visit, not a change. "
-          "The visits that saw a change are tested on their crawl grid, and P(I = 1 | τ) = 1 − e^(−Δτ) is tested "
-          "per page; tests for exact change times are not run on crawl detections.")
+    print(
+        "a crawl log (it has a 'changed', 'digest' or 'status' column): each row is a visit, not a change. "
+        "The visits that saw a change are tested on their crawl grid, and P(I = 1 | τ) = 1 − e^(−Δτ) is tested "
+        "per page; tests for exact change times are not run on crawl detections."
+    )
     rows = crawl_diagnostics(log, max_pages=args.max_pages, seed=args.seed, n_resamples=args.n_resamples)
     print(_tested_line(len(rows), len(log.page_ids), "changes seen"))
     for r in rows:
-        print(f"{r['page']}: {r['visits']} visits, {r['detections']} changes seen, crawl step {r['step']:.3g} h; "
-              f"rejected at 5% (Holm): {r['rejected']}; interval calibration p = {_p(r['calibration_p'])}")
-    html, payload = diagnose_report(rows, sources=[args.events], seed=args.seed, kind="crawl",
-                                    n_pages=len(log.page_ids), started=t0)
+        print(
+            f"{r['page']}: {r['visits']} visits, {r['detections']} changes seen, crawl step {r['step']:.3g} h; "
+            f"rejected at 5% (Holm): {r['rejected']}; interval calibration p = {_p(r['calibration_p'])}"
+        )
+    html, payload = diagnose_report(
+        rows, sources=[args.events], seed=args.seed, kind="crawl", n_pages=len(log.page_ids), started=t0
+    )
     path = write_report(args.report, html=html, results=payload)
     print(f"wrote the report {path}")
     return 0
@@ -140,8 +150,10 @@ def _run_events(args, frame, mapping: dict, t0: float) -> int:
     if col is None:
         col = next((c for c in ("time", "timestamp", "fetch_time") if c in frame.columns), None)
     if col is None or col not in frame.columns:
-        return _err(f"{args.events}: line 1: missing time column {mapping.get('time') or 'time'!r}; "
-                    f"the file has {list(frame.columns)} (choose one with --time-column or --columns time=COLUMN)")
+        return _err(
+            f"{args.events}: line 1: missing time column {mapping.get('time') or 'time'!r}; "
+            f"the file has {list(frame.columns)} (choose one with --time-column or --columns time=COLUMN)"
+        )
     if frame.empty:
         return _err(f"{args.events}: no rows")
     times = frame[col]
@@ -152,9 +164,11 @@ def _run_events(args, frame, mapping: dict, t0: float) -> int:
     is_num = numeric.notna().to_numpy()
     if is_num.any() and not is_num.all():
         i, j = int(is_num.argmax()), int((~is_num).argmax())
-        return _err(f"{args.events}: column {col!r} mixes numbers (line {i + 2}: {times.iloc[i]!r}) and "
-                    f"non-numbers (line {j + 2}: {times.iloc[j]!r}): give every time as a number or every "
-                    "time as an ISO-8601 datetime")
+        return _err(
+            f"{args.events}: column {col!r} mixes numbers (line {i + 2}: {times.iloc[i]!r}) and "
+            f"non-numbers (line {j + 2}: {times.iloc[j]!r}): give every time as a number or every "
+            "time as an ISO-8601 datetime"
+        )
     values = numeric if is_num.all() else times
     _report_goes_to(args)
     page_col = mapping["page"]
@@ -174,8 +188,10 @@ def _run_events(args, frame, mapping: dict, t0: float) -> int:
                 res = poisson_gof(vals, n_resamples=args.n_resamples, rng=args.seed)
         except (ValueError, TypeError) as exc:
             text = _file_lines(str(exc), rows + 2)
-            return _err(f"{args.events}: page {page!r} (lines {rows[0] + 2}..{rows[-1] + 2} of the file), column "
-                        f"{col!r}: {text}")
+            return _err(
+                f"{args.events}: page {page!r} (lines {rows[0] + 2}..{rows[-1] + 2} of the file), column "
+                f"{col!r}: {text}"
+            )
         results.append((page, res))
         if not any(r.ran for r in res.tests.values()):  # too few or degenerate: say so, not "rejected: none"
             print(f"{page}: {res.summary()}")

@@ -31,22 +31,37 @@ __all__ = ["register"]
 
 def register(p) -> None:
     """Add the flags of ``estimate`` to its parser ``p``."""
-    p.description = ("Read crawl logs (CSV, Parquet, CDX, WARC or Open Terms Archive observations), print the "
-                     "audit of the rows read, and write one row per page: counts, first/last visit, the recommended "
-                     "change rate with its credible interval and how it was chosen (changes per day), and the optimal "
-                     "crawl interval.")
-    add_log_flags(p, engine_help="pandas (in process, the whole log in memory), buckets (CSV and Parquet logs reduced "
-                  "one bucket of pages at a time, in memory bounded by the pages) or dask (one task per file; a single "
-                  "CSV or Parquet file is read in blocks). Default: buckets for CSV and Parquet logs without --report, "
-                  "dask with --scheduler, else pandas")
+    p.description = (
+        "Read crawl logs (CSV, Parquet, CDX, WARC or Open Terms Archive observations), print the "
+        "audit of the rows read, and write one row per page: counts, first/last visit, the recommended "
+        "change rate with its credible interval and how it was chosen (changes per day), and the optimal "
+        "crawl interval."
+    )
+    add_log_flags(
+        p,
+        engine_help="pandas (in process, the whole log in memory), buckets (CSV and Parquet logs reduced "
+        "one bucket of pages at a time, in memory bounded by the pages) or dask (one task per file; a single "
+        "CSV or Parquet file is read in blocks). Default: buckets for CSV and Parquet logs without --report, "
+        "dask with --scheduler, else pandas",
+    )
     p.add_argument("--format", choices=LOG_FORMATS, dest="format_alias", help="deprecated: --log-format")
-    p.add_argument("--methods", nargs="+", default=[], choices=METHODS, metavar="METHOD",
-                   help=f"further estimators to report beside the recommended rate, for comparison (any of "
-                   f"{', '.join(METHODS)}; default: none)")
-    p.add_argument("--all-estimators", action="store_true",
-                   help="report all seven estimators beside the recommended rate (as --methods with all of them)")
-    p.add_argument("--out", default="estimates.parquet", help="the per-page table, .parquet or .csv "
-                   "(default: estimates.parquet)")
+    p.add_argument(
+        "--methods",
+        nargs="+",
+        default=[],
+        choices=METHODS,
+        metavar="METHOD",
+        help=f"further estimators to report beside the recommended rate, for comparison (any of "
+        f"{', '.join(METHODS)}; default: none)",
+    )
+    p.add_argument(
+        "--all-estimators",
+        action="store_true",
+        help="report all seven estimators beside the recommended rate (as --methods with all of them)",
+    )
+    p.add_argument(
+        "--out", default="estimates.parquet", help="the per-page table, .parquet or .csv (default: estimates.parquet)"
+    )
     p.add_argument("--report", metavar="DIR", help="also write a self-contained HTML report into DIR")
     p.add_argument("--level", type=float, default=0.9, help="credible interval probability (default 0.9)")
     p.add_argument("--seed", type=int, default=0, help="seed of the report's Monte Carlo p-values")
@@ -54,9 +69,18 @@ def register(p) -> None:
 
 
 #: the Python arguments behind this command's flags, for its error messages
-FLAGS = {"budget": "--budget", "level": "--level", "methods": "--methods", "out_dir": "--report",
-         "format": "--log-format", "ota_changed": "--ota-changed", "page_key": "--page-key", "paths": "LOG",
-         "engine": "--engine", "client": "--scheduler"}
+FLAGS = {
+    "budget": "--budget",
+    "level": "--level",
+    "methods": "--methods",
+    "out_dir": "--report",
+    "format": "--log-format",
+    "ota_changed": "--ota-changed",
+    "page_key": "--page-key",
+    "paths": "LOG",
+    "engine": "--engine",
+    "client": "--scheduler",
+}
 
 
 def _check_out(path: str) -> Path:
@@ -82,15 +106,18 @@ def _methods(args) -> tuple:
 def _plan_line(attrs) -> str:
     """The printed line naming the crawl plan's policy and the pages held at the revisit bound."""
     policy = attrs.get("policy", "?")
-    why = {"index_mean": " (the freshness index: it beat round robin in the replay of real pages at budgets from "
-                         "the total change rate up)",
-           "uniform": " (round robin: below the total change rate the index lost to it in the replay of real pages)",
-           }.get(policy, "")
+    why = {
+        "index_mean": " (the freshness index: it beat round robin in the replay of real pages at budgets from "
+        "the total change rate up)",
+        "uniform": " (round robin: below the total change rate the index lost to it in the replay of real pages)",
+    }.get(policy, "")
     line = f"crawl plan: {policy}{why}, {attrs.get('budget_per_day', float('nan')):.4g} crawls/day"
     n = int(attrs.get("n_at_revisit_bound", 0))
     if n:
-        line += (f"; {n} page(s) would be crawled less often or never and get the revisit bound "
-                 f"{attrs['max_interval_h']:.4g} h instead (column `at_revisit_bound`)")
+        line += (
+            f"; {n} page(s) would be crawled less often or never and get the revisit bound "
+            f"{attrs['max_interval_h']:.4g} h instead (column `at_revisit_bound`)"
+        )
     return line
 
 
@@ -101,8 +128,9 @@ def _run(args) -> int:
         args.log_format = args.format_alias
     try:
         files, _ = log_files(args.logs)  # listed once: the log is these files
-        refuse_inputs_as_outputs(files, [("--out", args.out)]
-                                 + [("--report", f) for f in (report_files(args.report) if args.report else [])])
+        refuse_inputs_as_outputs(
+            files, [("--out", args.out)] + [("--report", f) for f in (report_files(args.report) if args.report else [])]
+        )
         out = _check_out(args.out)
         if args.report:
             check_output_dir(args.report)
@@ -114,9 +142,20 @@ def _run(args) -> int:
     except (ValueError, OSError) as exc:
         return fail(str(exc), FLAGS)
     try:
-        res, notes = with_notes(estimate, files, engine=args.engine, format=args.log_format, columns=columns,
-                                ota_changed=args.ota_changed, page_key=args.page_key, methods=_methods(args),
-                                budget=args.budget, level=args.level, keep_log=bool(args.report), client=args.scheduler)
+        res, notes = with_notes(
+            estimate,
+            files,
+            engine=args.engine,
+            format=args.log_format,
+            columns=columns,
+            ota_changed=args.ota_changed,
+            page_key=args.page_key,
+            methods=_methods(args),
+            budget=args.budget,
+            level=args.level,
+            keep_log=bool(args.report),
+            client=args.scheduler,
+        )
     except (CrawlLogError, ValueError, OSError) as exc:
         return fail(str(exc), FLAGS)
     table = res.table
@@ -127,8 +166,9 @@ def _run(args) -> int:
         print(f"note: {msg}")
     html = None
     if args.report:  # built before anything is written: a failure leaves no file behind
-        html, results = estimate_report(table, res.audit, log=res.log, seed=args.seed,
-                                        attribution=log_attribution(files, res.format), started=t0)
+        html, results = estimate_report(
+            table, res.audit, log=res.log, seed=args.seed, attribution=log_attribution(files, res.format), started=t0
+        )
     with output_lock(resolve_output(out).parent):  # another run's table and report are never mixed with ours
         write_table(table, out)
         print(f"wrote {len(table)} pages to {out}")

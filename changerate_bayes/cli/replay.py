@@ -35,15 +35,25 @@ __all__ = ["register"]
 _ROLES = ("page", "timestamp", "start", "end")
 
 #: the Python arguments behind this command's flags, for its error messages
-FLAGS = {"budget": "--budget", "policies": "--policies", "window": "--windows/--window", "step": "--step",
-         "epoch": "--epoch", "n_boot": "--n-boot", "changes": "CHANGES.csv", "out_dir": "--report"}
+FLAGS = {
+    "budget": "--budget",
+    "policies": "--policies",
+    "window": "--windows/--window",
+    "step": "--step",
+    "epoch": "--epoch",
+    "n_boot": "--n-boot",
+    "changes": "CHANGES.csv",
+    "out_dir": "--report",
+}
 
 
 def register(p) -> None:
     """Add the flags of ``replay`` to its parser ``p``."""
-    p.description = ("Replay the change times of CHANGES.csv (columns page,timestamp; plus start,end per page "
+    p.description = (
+        "Replay the change times of CHANGES.csv (columns page,timestamp; plus start,end per page "
         "unless --windows or --window is given) under crawl policies with a budget of crawls per day; print "
-        "the table of metrics and optionally write a self-contained HTML report.")
+        "the table of metrics and optionally write a self-contained HTML report."
+    )
     p.add_argument("changes", metavar="CHANGES.csv", help="change times: columns page,timestamp[,start,end]")
     p.add_argument("--budget", type=float, nargs="+", required=True, metavar="B", help="crawls per day (one or more)")
     p.add_argument("--policies", nargs="+", metavar="POLICY", help="policy names (default: all the default ones)")
@@ -84,10 +94,13 @@ def _bound_notes(df) -> list[str]:
     within_budget says."""
     if "inc_rate" not in df.columns:
         return []
-    return [f"{r.policy} at {r.budget:g} crawls/day: the increase rate stopped at the search's bound "
-            f"({r.inc_rate:.3g}), so the budget is not matched (it spends {r.crawls_per_day:.3g} crawls/day, "
-            f"freshness {r.freshness:.3g}): read within_budget as not tuned" for r in df.itertuples()
-            if at_search_bound(r.inc_rate)]
+    return [
+        f"{r.policy} at {r.budget:g} crawls/day: the increase rate stopped at the search's bound "
+        f"({r.inc_rate:.3g}), so the budget is not matched (it spends {r.crawls_per_day:.3g} crawls/day, "
+        f"freshness {r.freshness:.3g}): read within_budget as not tuned"
+        for r in df.itertuples()
+        if at_search_bound(r.inc_rate)
+    ]
 
 
 def _window_value(x: str):
@@ -102,21 +115,50 @@ def _report_html(df, *, source: str, args, seconds: float) -> str:
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
     plot_freshness_budget(df, ax=ax)
-    cols = [c for c in ("policy", "budget", "budget_source", "inc_rate", "freshness", "freshness_lo", "freshness_hi",
-                        "freshness_weighted", "mean_age_days", "crawls_per_day", "within_budget",
-                        "detected_per_crawl", "vs_oracle", "vs_oracle_lo", "vs_oracle_hi") if c in df.columns]
-    records = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
-               for r in df[cols].to_dict("records")]
-    body = (f"<p>Replay of {source} with {args.step} steps and reallocation every {args.epoch}; budgets in crawls "
-            "per day. Freshness: fraction of page-time the copies equalled the live pages; intervals: bootstrap "
-            f"over resampled pages ({args.n_boot} resamples).</p>"
-            + str(figure_to_html(fig, alt="Freshness against crawls per day for each policy"))
-            + str(html_table(records, cols, caption="Metrics per policy and budget")))
-    meta = {"preset": "replay", "seed": args.seed, "total_seconds": seconds, "version": __version__,
-            "generated": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "versions": {"numpy": np.__version__, "pandas": pd.__version__}}
-    return render_page(title=f"Crawl replay: {source}", sections=[{"id": "replay", "title": "Replay",
-                                                                   "html": body, "seconds": seconds}], meta=meta)
+    cols = [
+        c
+        for c in (
+            "policy",
+            "budget",
+            "budget_source",
+            "inc_rate",
+            "freshness",
+            "freshness_lo",
+            "freshness_hi",
+            "freshness_weighted",
+            "mean_age_days",
+            "crawls_per_day",
+            "within_budget",
+            "detected_per_crawl",
+            "vs_oracle",
+            "vs_oracle_lo",
+            "vs_oracle_hi",
+        )
+        if c in df.columns
+    ]
+    records = [
+        {k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in df[cols].to_dict("records")
+    ]
+    body = (
+        f"<p>Replay of {source} with {args.step} steps and reallocation every {args.epoch}; budgets in crawls "
+        "per day. Freshness: fraction of page-time the copies equalled the live pages; intervals: bootstrap "
+        f"over resampled pages ({args.n_boot} resamples).</p>"
+        + str(figure_to_html(fig, alt="Freshness against crawls per day for each policy"))
+        + str(html_table(records, cols, caption="Metrics per policy and budget"))
+    )
+    meta = {
+        "preset": "replay",
+        "seed": args.seed,
+        "total_seconds": seconds,
+        "version": __version__,
+        "generated": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "versions": {"numpy": np.__version__, "pandas": pd.__version__},
+    }
+    return render_page(
+        title=f"Crawl replay: {source}",
+        sections=[{"id": "replay", "title": "Replay", "html": body, "seconds": seconds}],
+        meta=meta,
+    )
 
 
 def _run(args) -> int:
@@ -127,8 +169,10 @@ def _run(args) -> int:
         return 2
 
     try:
-        refuse_inputs_as_outputs([args.changes, args.windows], [("--csv", args.csv)]
-                                 + [("--report", f) for f in (report_files(args.report) if args.report else [])])
+        refuse_inputs_as_outputs(
+            [args.changes, args.windows],
+            [("--csv", args.csv)] + [("--report", f) for f in (report_files(args.report) if args.report else [])],
+        )
     except ValueError as exc:
         return fail(str(exc))
     try:
@@ -173,27 +217,52 @@ def _run(args) -> int:
     except (OSError, pd.errors.ParserError) as exc:
         return fail(f"{reading}: cannot be read: {exc}")
     except UnicodeDecodeError as exc:
-        return fail(f"{reading}: not UTF-8 text ({exc.reason}: byte {exc.object[exc.start]:#04x}); "
-                    "re-encode it as UTF-8")
+        return fail(
+            f"{reading}: not UTF-8 text ({exc.reason}: byte {exc.object[exc.start]:#04x}); re-encode it as UTF-8"
+        )
     except ValueError as exc:
         return fail(str(exc))
     t0 = time.perf_counter()
     try:
-        df = replay_policies(changes, window=windows, budget=args.budget,
-                             policies=args.policies or list(DEFAULT_POLICIES), step=args.step, epoch=args.epoch,
-                             n_boot=args.n_boot, rng=args.seed)
+        df = replay_policies(
+            changes,
+            window=windows,
+            budget=args.budget,
+            policies=args.policies or list(DEFAULT_POLICIES),
+            step=args.step,
+            epoch=args.epoch,
+            n_boot=args.n_boot,
+            rng=args.seed,
+        )
     except (TypeError, ValueError) as exc:
         return fail(_file_lines(str(exc), args.changes, args.windows))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(df[["policy", "budget", "budget_source", "freshness", "freshness_weighted", "mean_age_days",
-                  "crawls_per_day", "within_budget", "detected_per_crawl"]].to_string(index=False))
+        print(
+            df[
+                [
+                    "policy",
+                    "budget",
+                    "budget_source",
+                    "freshness",
+                    "freshness_weighted",
+                    "mean_age_days",
+                    "crawls_per_day",
+                    "within_budget",
+                    "detected_per_crawl",
+                ]
+            ].to_string(index=False)
+        )
     for note in _bound_notes(df):
         print(f"note: {note}")
     html = None
     if args.report:  # built before anything is written: a failure leaves no file behind
         html = _report_html(df, source=args.changes, args=args, seconds=time.perf_counter() - t0)
-        results = {"replay": [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
-                              for r in df.to_dict("records")]}
+        results = {
+            "replay": [
+                {k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+                for r in df.to_dict("records")
+            ]
+        }
     lock = output_lock(csv_out.parent) if csv_out is not None else contextlib.nullcontext()
     with lock:  # another run's table and report are never mixed with ours
         if csv_out is not None:

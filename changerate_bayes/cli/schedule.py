@@ -34,22 +34,41 @@ def register(p) -> None:
         "in hours, the page's recommended change rate (changes per day) and the probability that it will have "
         "changed by the next fetch. A page the allocation does not crawl, or crawls less often than "
         "--max-interval-h, is scheduled at --max-interval-h and marked interval_source=max_interval. "
-        "--format nutch-seeds writes `url<TAB>nutch.fetchInterval.fixed=<seconds>` lines for Nutch's injector.")
-    add_log_flags(p, engine_help="pandas (in process) or dask (one task per file for CDX, CDXJ, WARC and several "
-                  "CSV or Parquet files; a single CSV or Parquet file, or OTA logs, read in blocks). Default: pandas")
+        "--format nutch-seeds writes `url<TAB>nutch.fetchInterval.fixed=<seconds>` lines for Nutch's injector."
+    )
+    add_log_flags(
+        p,
+        engine_help="pandas (in process) or dask (one task per file for CDX, CDXJ, WARC and several "
+        "CSV or Parquet files; a single CSV or Parquet file, or OTA logs, read in blocks). Default: pandas",
+    )
     p.add_argument("--out", required=True, help="the schedule: .csv, .parquet, or any name with --format")
-    p.add_argument("--format", choices=SCHEDULE_FORMATS, dest="out_format",
-                   help="output format (default: from the --out extension, .csv or .parquet)")
-    p.add_argument("--max-interval-h", type=float, default=MAX_INTERVAL_H, metavar="HOURS",
-                   help=f"revisit limit in hours (default {MAX_INTERVAL_H:g}: 90 days, Nutch's "
-                   "db.fetch.interval.max)")
+    p.add_argument(
+        "--format",
+        choices=SCHEDULE_FORMATS,
+        dest="out_format",
+        help="output format (default: from the --out extension, .csv or .parquet)",
+    )
+    p.add_argument(
+        "--max-interval-h",
+        type=float,
+        default=MAX_INTERVAL_H,
+        metavar="HOURS",
+        help=f"revisit limit in hours (default {MAX_INTERVAL_H:g}: 90 days, Nutch's db.fetch.interval.max)",
+    )
     runs(p, _run, lambda args: [Path(args.out).parent])
 
 
 #: the Python arguments behind this command's flags, for the library's error messages
-FLAGS = {"budget": "--budget", "max_interval_h": "--max-interval-h", "format": "--log-format",
-         "ota_changed": "--ota-changed", "page_key": "--page-key", "paths": "LOG", "engine": "--engine",
-         "client": "--scheduler"}
+FLAGS = {
+    "budget": "--budget",
+    "max_interval_h": "--max-interval-h",
+    "format": "--log-format",
+    "ota_changed": "--ota-changed",
+    "page_key": "--page-key",
+    "paths": "LOG",
+    "engine": "--engine",
+    "client": "--scheduler",
+}
 
 
 def _check_args(args, files) -> tuple[Path, str]:
@@ -61,8 +80,9 @@ def _check_args(args, files) -> tuple[Path, str]:
     if fmt is None:
         fmt = _BY_SUFFIX.get(out.suffix)
         if fmt is None:
-            raise ValueError(f"--out {args.out!r}: end it in .csv or .parquet, or give --format "
-                             "(csv, parquet or nutch-seeds)")
+            raise ValueError(
+                f"--out {args.out!r}: end it in .csv or .parquet, or give --format (csv, parquet or nutch-seeds)"
+            )
     elif out.suffix in _BY_SUFFIX and _BY_SUFFIX[out.suffix] != fmt:
         raise ValueError(f"--format {fmt} does not match --out {args.out!r} (a {_BY_SUFFIX[out.suffix]} name)")
     refuse_inputs_as_outputs(files, [("--out", args.out)])  # also through links
@@ -73,8 +93,9 @@ def _check_args(args, files) -> tuple[Path, str]:
     if not (math.isfinite(limit) and limit * 3600 >= 1):
         raise ValueError(f"--max-interval-h must be finite and at least 1/3600 (one second); got {limit}")
     if fmt == "nutch-seeds" and round(limit * 3600) > 2**31 - 1:
-        raise ValueError(f"--max-interval-h {limit:g} is beyond what Nutch reads (2^31 - 1 seconds, "
-                         f"{(2**31 - 1) / 3600:.0f} h)")
+        raise ValueError(
+            f"--max-interval-h {limit:g} is beyond what Nutch reads (2^31 - 1 seconds, {(2**31 - 1) / 3600:.0f} h)"
+        )
     if args.scheduler and args.engine != "dask":
         raise ValueError("--scheduler needs --engine dask")
     return out, fmt
@@ -92,9 +113,18 @@ def _run(args) -> int:
     except (ValueError, OSError) as exc:
         return fail(str(exc), FLAGS)
     try:
-        res, notes = with_notes(schedule, files, engine=args.engine, format=args.log_format, columns=columns,
-                                ota_changed=args.ota_changed, page_key=args.page_key, budget=args.budget,
-                                max_interval_h=args.max_interval_h, client=args.scheduler)
+        res, notes = with_notes(
+            schedule,
+            files,
+            engine=args.engine,
+            format=args.log_format,
+            columns=columns,
+            ota_changed=args.ota_changed,
+            page_key=args.page_key,
+            budget=args.budget,
+            max_interval_h=args.max_interval_h,
+            client=args.scheduler,
+        )
     except (CrawlLogError, ValueError, OSError) as exc:
         return fail(str(exc), FLAGS)
     audit, table = res.audit, res.schedule
@@ -104,17 +134,23 @@ def _run(args) -> int:
     a = table.attrs
     print(f"note: {a['rate_rule']}")
     if a["n_max_interval"]:
-        print(f"note: {a['n_max_interval']} page(s) get no crawl (or a longer interval) from the allocation: "
-              f"they are scheduled at the revisit limit, --max-interval-h {a['max_interval_h']:g} "
-              "(interval_source=max_interval)")
+        print(
+            f"note: {a['n_max_interval']} page(s) get no crawl (or a longer interval) from the allocation: "
+            f"they are scheduled at the revisit limit, --max-interval-h {a['max_interval_h']:g} "
+            "(interval_source=max_interval)"
+        )
     if a["n_revisit_bound"]:
-        print(f"note: the allocation holds {a['n_revisit_bound']} page(s) at its revisit bound "
-              "(interval_source=revisit_bound)")
+        print(
+            f"note: the allocation holds {a['n_revisit_bound']} page(s) at its revisit bound "
+            "(interval_source=revisit_bound)"
+        )
     left_out = audit.single_visit_pages + audit.pages_without_usable_visit
     if left_out:
-        print(f"note: {left_out} page(s) of the log are not in the schedule: {audit.single_visit_pages} with a "
-              f"single usable visit (nothing to compare it with, so no change rate) and "
-              f"{audit.pages_without_usable_visit} with none; give them their crawler's own first interval")
+        print(
+            f"note: {left_out} page(s) of the log are not in the schedule: {audit.single_visit_pages} with a "
+            f"single usable visit (nothing to compare it with, so no change rate) and "
+            f"{audit.pages_without_usable_visit} with none; give them their crawler's own first interval"
+        )
     print(f"budget {a['budget_per_day']:.6g} crawls/day; the schedule spends {a['crawls_per_day']:.6g}")
     try:
         path = write_schedule(table, out, format=out_format)

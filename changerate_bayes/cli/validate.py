@@ -15,24 +15,45 @@ def register(val) -> None:
     """Add the flags of ``validate`` to its parser ``val``."""
     from changerate_bayes.validation import STUDIES  # the studies' package: imported when the command runs
 
-    val.description = ("Run the Monte Carlo and real-trace validation studies; write "
-                       "OUT/index.html (self-contained) and OUT/results.json.")
+    val.description = (
+        "Run the Monte Carlo and real-trace validation studies; write "
+        "OUT/index.html (self-contained) and OUT/results.json."
+    )
     val.epilog = "studies (for --only), in report order:\n" + "\n".join(f"  {name}" for name in STUDIES)
     val.formatter_class = argparse.RawDescriptionHelpFormatter
     size = val.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_const", const="quick", dest="preset",
-                      help="small studies: about 2 minutes of wall time on 2 idle cores with numba's cache built "
-                           "(about 4 minutes of CPU), about 3 in a fresh clone (numba compiling cold)")
-    size.add_argument("--full", action="store_const", const="full", dest="preset",
-                      help="the papers' scale: much longer (see the README's timings)")
+    size.add_argument(
+        "--quick",
+        action="store_const",
+        const="quick",
+        dest="preset",
+        help="small studies: about 2 minutes of wall time on 2 idle cores with numba's cache built "
+        "(about 4 minutes of CPU), about 3 in a fresh clone (numba compiling cold)",
+    )
+    size.add_argument(
+        "--full",
+        action="store_const",
+        const="full",
+        dest="preset",
+        help="the papers' scale: much longer (see the README's timings)",
+    )
     val.set_defaults(preset="default", func=run)
     val.add_argument("--out", default="reports", help="output folder (default: reports/)")
     val.add_argument("--seed", type=int, default=20201, help="master seed (default: 20201)")
-    val.add_argument("--only", nargs="+", metavar="STUDY",
-                     help="run only these studies (names listed below); the report then says it is partial")
-    val.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
-                     help="studies run at once in separate processes (default: all cores); "
-                          "the results do not depend on it")
+    val.add_argument(
+        "--only",
+        nargs="+",
+        metavar="STUDY",
+        help="run only these studies (names listed below); the report then says it is partial",
+    )
+    val.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=None,
+        metavar="N",
+        help="studies run at once in separate processes (default: all cores); the results do not depend on it",
+    )
 
 
 def run(args) -> int:
@@ -57,8 +78,7 @@ def run(args) -> int:
     if args.only:
         unknown = [s for s in args.only if s not in STUDIES]
         if unknown:
-            print(f"changerate-bayes: error: unknown study {unknown}; choose from {list(STUDIES)}",
-                  file=sys.stderr)
+            print(f"changerate-bayes: error: unknown study {unknown}; choose from {list(STUDIES)}", file=sys.stderr)
             return 2
     created = new_folders([args.out])
     try:

@@ -63,10 +63,29 @@ from .table import (
 )
 
 __all__ = [
-    "ENGINES", "IDENTIFIED_MIN", "MAX_INTERVAL_FACTOR", "MAX_INTERVAL_H", "PAGE_COLUMNS", "RATE_COLUMNS",
-    "RECOMMENDED_POLICY", "SCHEDULE_COLUMNS", "SCHEDULE_FORMATS", "DEFAULT_MEMORY_BYTES", "LogEstimates",
-    "LogSchedule", "allocate_crawls", "crawl_schedule", "estimate", "estimate_log", "estimate_pages",
-    "nutch_seed_lines", "page_table", "recommend_rate", "schedule", "schedule_pages", "write_schedule",
+    "ENGINES",
+    "IDENTIFIED_MIN",
+    "MAX_INTERVAL_FACTOR",
+    "MAX_INTERVAL_H",
+    "PAGE_COLUMNS",
+    "RATE_COLUMNS",
+    "RECOMMENDED_POLICY",
+    "SCHEDULE_COLUMNS",
+    "SCHEDULE_FORMATS",
+    "DEFAULT_MEMORY_BYTES",
+    "LogEstimates",
+    "LogSchedule",
+    "allocate_crawls",
+    "crawl_schedule",
+    "estimate",
+    "estimate_log",
+    "estimate_pages",
+    "nutch_seed_lines",
+    "page_table",
+    "recommend_rate",
+    "schedule",
+    "schedule_pages",
+    "write_schedule",
 ]
 
 #: The engines of :func:`estimate` (:func:`schedule` runs on "pandas" and "dask").
@@ -86,8 +105,10 @@ def _choose_engine(source, engine, client, *, fmt, keep_log, job) -> str:
         raise ValueError(f"`engine` must be None or one of {list(allowed)}; got {engine!r}")
     in_memory = isinstance(source, (CrawlLog, CrawlHistory, pd.DataFrame))
     if in_memory and engine not in (None, "pandas"):
-        raise ValueError(f"`engine` {engine!r} reads log files or a Dask DataFrame; a {type(source).__name__} "
-                         "is estimated by the pandas engine")
+        raise ValueError(
+            f"`engine` {engine!r} reads log files or a Dask DataFrame; a {type(source).__name__} "
+            "is estimated by the pandas engine"
+        )
     if _is_dask_frame(source) and engine not in (None, "dask"):
         raise ValueError(f"a Dask DataFrame is read by the Dask engine; got `engine` {engine!r}")
     if engine is not None:
@@ -101,8 +122,10 @@ def _choose_engine(source, engine, client, *, fmt, keep_log, job) -> str:
 
 def _check_source_options(fmt, *, columns, ota_changed) -> None:
     if ota_changed is not None and fmt != "ota":
-        raise ValueError(f"`ota_changed` applies to Open Terms Archive logs (a CSV whose header holds "
-                         f"changed_filtered and changed_raw); these logs are {fmt!r}")
+        raise ValueError(
+            f"`ota_changed` applies to Open Terms Archive logs (a CSV whose header holds "
+            f"changed_filtered and changed_raw); these logs are {fmt!r}"
+        )
     if columns and fmt not in ("csv", "parquet", "auto"):
         raise ValueError(f"`columns` maps the columns of CSV and Parquet logs; these logs are {fmt!r}")
 
@@ -113,8 +136,14 @@ def _log_of(source, *, fmt, columns, change_from, ota_changed, page_key):
         return source
     if isinstance(source, pd.DataFrame):
         return read_frame(source, columns=columns, change_from=change_from)
-    return read_log(source, format=fmt, ota_changed=ota_changed or "filtered", columns=columns,
-                    change_from=change_from, page_key=page_key)
+    return read_log(
+        source,
+        format=fmt,
+        ota_changed=ota_changed or "filtered",
+        columns=columns,
+        change_from=change_from,
+        page_key=page_key,
+    )
 
 
 def _files_of(source, format):
@@ -132,9 +161,24 @@ def _dask_input(files, fmt, columns, ota_changed):
     return ddf, columns, "auto"
 
 
-def estimate(source, *, engine=None, format="auto", columns=None, change_from="auto", ota_changed=None,
-             page_key="url", methods=(), prior=None, budget=None, level=0.9, posterior_method="grid",
-             keep_log=False, client=None, memory_bytes=DEFAULT_MEMORY_BYTES) -> LogEstimates:
+def estimate(
+    source,
+    *,
+    engine=None,
+    format="auto",
+    columns=None,
+    change_from="auto",
+    ota_changed=None,
+    page_key="url",
+    methods=(),
+    prior=None,
+    budget=None,
+    level=0.9,
+    posterior_method="grid",
+    keep_log=False,
+    client=None,
+    memory_bytes=DEFAULT_MEMORY_BYTES,
+) -> LogEstimates:
     """The per-page table of a crawl log (rates, intervals, crawl allocation) on any engine.
 
     Parameters
@@ -195,31 +239,70 @@ def estimate(source, *, engine=None, format="auto", columns=None, change_from="a
         _check_source_options(fmt, columns=columns, ota_changed=ota_changed)
     engine = _choose_engine(source, engine, client, fmt=fmt, keep_log=keep_log, job="estimate")
     if engine == "buckets":
-        res = estimate_log(files, format=fmt, columns=columns, change_from=change_from, methods=methods, prior=prior,
-                           budget=budget, level=level, posterior_method=posterior_method, memory_bytes=memory_bytes)
+        res = estimate_log(
+            files,
+            format=fmt,
+            columns=columns,
+            change_from=change_from,
+            methods=methods,
+            prior=prior,
+            budget=budget,
+            level=level,
+            posterior_method=posterior_method,
+            memory_bytes=memory_bytes,
+        )
         return dataclasses.replace(res, format=fmt)
     if engine == "pandas":
-        log = _log_of(source if files is None else files, fmt=fmt, columns=columns, change_from=change_from,
-                      ota_changed=ota_changed, page_key=page_key)
-        table = estimate_pages(log, methods=methods, prior=prior, budget=budget, level=level,
-                               posterior_method=posterior_method)
+        log = _log_of(
+            source if files is None else files,
+            fmt=fmt,
+            columns=columns,
+            change_from=change_from,
+            ota_changed=ota_changed,
+            page_key=page_key,
+        )
+        table = estimate_pages(
+            log, methods=methods, prior=prior, budget=budget, level=level, posterior_method=posterior_method
+        )
         audit = log.audit if isinstance(log, CrawlLog) else None
-        return LogEstimates(table=table, audit=audit, engine="pandas", log=log if keep_log else None,
-                            format=None if files is None else fmt)
+        return LogEstimates(
+            table=table,
+            audit=audit,
+            engine="pandas",
+            log=log if keep_log else None,
+            format=None if files is None else fmt,
+        )
     options = dict(methods=tuple(methods), prior=prior, budget=budget, level=level, posterior_method=posterior_method)
     ddf, change = source, change_from
     if files is not None:
         ddf, columns, change = _dask_input(files, fmt, columns, ota_changed)
     with dask_engine.dask_client(client) as dask:
         if ddf is None:
-            res, _ = dask_engine._estimate_files(files, buckets, format=fmt, columns=columns, change_from=change_from,
-                                                 partitioned="auto", page_key=page_key, npartitions=None,
-                                                 chunk_rows=None, client=dask, **options)
+            res, _ = dask_engine._estimate_files(
+                files,
+                buckets,
+                format=fmt,
+                columns=columns,
+                change_from=change_from,
+                partitioned="auto",
+                page_key=page_key,
+                npartitions=None,
+                chunk_rows=None,
+                client=dask,
+                **options,
+            )
             dask_engine.warn_table_notes(res.table)
             return dataclasses.replace(res, format=fmt)
         source_name = ", ".join(map(str, files)) if files is not None else "<dask dataframe>"
-        res = dask_engine.estimate_pages_dask(ddf, columns=columns, change_from=change, source=source_name,
-                                              npartitions=max(ddf.npartitions, 2), client=dask, **options)
+        res = dask_engine.estimate_pages_dask(
+            ddf,
+            columns=columns,
+            change_from=change,
+            source=source_name,
+            npartitions=max(ddf.npartitions, 2),
+            client=dask,
+            **options,
+        )
         if not keep_log:
             return dataclasses.replace(res, format=None if files is None else fmt)
         top = res.table.sort_values(["n_changes", "rate_per_day"], ascending=False).head(_BUSIEST)["page"]
@@ -229,9 +312,21 @@ def estimate(source, *, engine=None, format="auto", columns=None, change_from="a
     return dataclasses.replace(res, log=log, format=None if files is None else fmt)
 
 
-def schedule(source, *, engine=None, format="auto", columns=None, change_from="auto", ota_changed=None,
-             page_key="url", budget=None, prior=None, level=0.9, max_interval_h=MAX_INTERVAL_H,
-             client=None) -> LogSchedule:
+def schedule(
+    source,
+    *,
+    engine=None,
+    format="auto",
+    columns=None,
+    change_from="auto",
+    ota_changed=None,
+    page_key="url",
+    budget=None,
+    prior=None,
+    level=0.9,
+    max_interval_h=MAX_INTERVAL_H,
+    client=None,
+) -> LogSchedule:
     """The crawl schedule of a crawl log (every page's next fetch) on any engine.
 
     Parameters
@@ -266,16 +361,24 @@ def schedule(source, *, engine=None, format="auto", columns=None, change_from="a
     [12.0]
     """
     if isinstance(source, CrawlHistory):
-        raise TypeError("`source` must be log files, a CrawlLog or a data frame of visits: a schedule needs the "
-                        "log's fetch times, which a CrawlHistory does not hold")
+        raise TypeError(
+            "`source` must be log files, a CrawlLog or a data frame of visits: a schedule needs the "
+            "log's fetch times, which a CrawlHistory does not hold"
+        )
     fmt, files, buckets = format, None, None
     if not isinstance(source, (CrawlLog, pd.DataFrame)) and not _is_dask_frame(source):
         files, buckets, fmt = _files_of(source, format)
         _check_source_options(fmt, columns=columns, ota_changed=ota_changed)
     engine = _choose_engine(source, engine, client, fmt=fmt, keep_log=False, job="schedule")
     if engine == "pandas":
-        log = _log_of(source if files is None else files, fmt=fmt, columns=columns, change_from=change_from,
-                      ota_changed=ota_changed, page_key=page_key)
+        log = _log_of(
+            source if files is None else files,
+            fmt=fmt,
+            columns=columns,
+            change_from=change_from,
+            ota_changed=ota_changed,
+            page_key=page_key,
+        )
         table = schedule_pages(log, budget=budget, prior=prior, level=level, max_interval_h=max_interval_h)
         return LogSchedule(schedule=table, audit=log.audit, engine="pandas")
     ddf, change = source, change_from
@@ -284,11 +387,30 @@ def schedule(source, *, engine=None, format="auto", columns=None, change_from="a
     with dask_engine.dask_client(client) as dask:
         if ddf is None:  # one task per file
             table, audit = dask_engine._schedule_files(
-                files, buckets, format=fmt, columns=columns, change_from=change_from, page_key=page_key,
-                budget=budget, prior=prior, level=level, max_interval_h=max_interval_h, client=dask)
+                files,
+                buckets,
+                format=fmt,
+                columns=columns,
+                change_from=change_from,
+                page_key=page_key,
+                budget=budget,
+                prior=prior,
+                level=level,
+                max_interval_h=max_interval_h,
+                client=dask,
+            )
         else:
             source_name = ", ".join(map(str, files)) if files is not None else "<dask dataframe>"
             table, audit = dask_engine.schedule_pages_dask(
-                ddf, columns=columns, change_from=change, budget=budget, prior=prior, level=level,
-                max_interval_h=max_interval_h, source=source_name, npartitions=max(ddf.npartitions, 2), client=dask)
+                ddf,
+                columns=columns,
+                change_from=change,
+                budget=budget,
+                prior=prior,
+                level=level,
+                max_interval_h=max_interval_h,
+                source=source_name,
+                npartitions=max(ddf.npartitions, 2),
+                client=dask,
+            )
     return LogSchedule(schedule=table, audit=audit, engine="dask")

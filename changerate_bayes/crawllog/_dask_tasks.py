@@ -129,6 +129,7 @@ class _KindChanged(Exception):
 
 def _keyed_scan(files, store, stride):
     """A tabular scan that also records where each page was first seen (file index * stride + row)."""
+
     class Scan(TabularScan):
         def __init__(self):
             super().__init__(files, store)
@@ -176,15 +177,34 @@ def _tabular_group(files, indexes, fmt, mapping, change_from, chunk_rows, stride
             store.close()
             return None, facts + [(scan.kind, None, 0, (str(path), "", {}))]
         digest_col = scan.plans[-1].get("digest")
-        facts.append((scan.kind, digest_col, store.rows - before,
-                      (str(path), "row" if fmt == "parquet" else "line", scan.state["kinds"]),
-                      store.present if store.rows > before else None))
+        facts.append(
+            (
+                scan.kind,
+                digest_col,
+                store.rows - before,
+                (str(path), "row" if fmt == "parquet" else "line", scan.state["kinds"]),
+                store.present if store.rows > before else None,
+            )
+        )
     scan.files = list(files)
     return scan, facts
 
 
-def read_reduce_group(files, indexes, fmts, mapping, change_from, chunk_rows, page_key, sources, methods, prior,
-                      level, posterior_method, with_posterior=False):
+def read_reduce_group(
+    files,
+    indexes,
+    fmts,
+    mapping,
+    change_from,
+    chunk_rows,
+    page_key,
+    sources,
+    methods,
+    prior,
+    level,
+    posterior_method,
+    with_posterior=False,
+):
     """Read one group of files and reduce its pages to their rows of the page table.
 
     Returns
@@ -218,14 +238,27 @@ def read_reduce_group(files, indexes, fmts, mapping, change_from, chunk_rows, pa
                         for c, part in reduce_buckets(store, change_from=scan.kind, sources=sources):
                             audits.append(part.audit)
                             if part.history is not None:
-                                tables.append(page_table(part, methods=methods, prior=prior, level=level,
-                                                         posterior_method=posterior_method))
+                                tables.append(
+                                    page_table(
+                                        part,
+                                        methods=methods,
+                                        prior=prior,
+                                        level=level,
+                                        posterior_method=posterior_method,
+                                    )
+                                )
                                 codes.append(c)
                                 if with_posterior:  # its pages are named by their codes
                                     h = posterior_history(part.history)
-                                    out["histories"].append(CrawlHistory.from_segments(
-                                        h.flat_changed, h.flat_intervals, lengths=h.lengths,
-                                        crawl_rate=h.crawl_rate, page_ids=labels[c]))
+                                    out["histories"].append(
+                                        CrawlHistory.from_segments(
+                                            h.flat_changed,
+                                            h.flat_intervals,
+                                            lengths=h.lengths,
+                                            crawl_rate=h.crawl_rate,
+                                            page_ids=labels[c],
+                                        )
+                                    )
                 if audits:
                     out["audit"] = Audit.combine(audits, sources=sources)
                 if tables:
@@ -234,24 +267,43 @@ def read_reduce_group(files, indexes, fmts, mapping, change_from, chunk_rows, pa
                     table["page"] = labels[code]
                     out["table"], out["first_key"] = table, first_key[code]
         else:
-            pieces = [compact_file(f, k, file_index=i, columns=mapping, change_from=change_from,
-                                   chunk_rows=chunk_rows, page_key=page_key) for f, k, i in zip(files, fmts, indexes)]
-            out["files"] = [(p.kind, p.digest_column, 0 if p.v is None else p.v.page.size,
-                             (p.source, p.line_word, p.time_kinds) if p.v is not None else (p.source, "", {}))
-                            for p in pieces]
-            out["any_digest"] = any(p.v is not None and (p.v.has_digest is None or p.v.has_digest.any())
-                                    for p in pieces)
+            pieces = [
+                compact_file(
+                    f,
+                    k,
+                    file_index=i,
+                    columns=mapping,
+                    change_from=change_from,
+                    chunk_rows=chunk_rows,
+                    page_key=page_key,
+                )
+                for f, k, i in zip(files, fmts, indexes)
+            ]
+            out["files"] = [
+                (
+                    p.kind,
+                    p.digest_column,
+                    0 if p.v is None else p.v.page.size,
+                    (p.source, p.line_word, p.time_kinds) if p.v is not None else (p.source, "", {}),
+                )
+                for p in pieces
+            ]
+            out["any_digest"] = any(
+                p.v is not None and (p.v.has_digest is None or p.v.has_digest.any()) for p in pieces
+            )
             out["hashes"] = np.unique(page_hashes(np.concatenate([p.labels for p in pieces])))
             if len({p.kind for p in pieces}) == 1:
                 v, labels, first_key, extra = merge_pieces(pieces)
                 del pieces
                 if v is not None:
-                    log = build_log(v, labels, change_from=out["files"][0][0], sources=sources, empty_ok=True,
-                                    audit_extra=extra)
+                    log = build_log(
+                        v, labels, change_from=out["files"][0][0], sources=sources, empty_ok=True, audit_extra=extra
+                    )
                     out["audit"] = log.audit
                     if log.history is not None:
-                        table = page_table(log, methods=methods, prior=prior, level=level,
-                                           posterior_method=posterior_method)
+                        table = page_table(
+                            log, methods=methods, prior=prior, level=level, posterior_method=posterior_method
+                        )
                         out["table"] = table
                         if with_posterior:
                             out["histories"].append(posterior_history(log.history))

@@ -40,9 +40,15 @@ def check_budget(budget):
     return budget
 
 
-def allocate_crawls(table: pd.DataFrame, budget=None, *, policy: str = RECOMMENDED_POLICY,
-                    objective="binary_freshness", weights=None,
-                    max_interval_factor: float = MAX_INTERVAL_FACTOR) -> pd.DataFrame:
+def allocate_crawls(
+    table: pd.DataFrame,
+    budget=None,
+    *,
+    policy: str = RECOMMENDED_POLICY,
+    objective="binary_freshness",
+    weights=None,
+    max_interval_factor: float = MAX_INTERVAL_FACTOR,
+) -> pd.DataFrame:
     """Add a crawl rate and interval for every page to a page table (a copy), within ``budget``.
 
     ``policy="index_mean"`` is the stationary schedule of the index policy
@@ -115,14 +121,18 @@ def allocate_crawls(table: pd.DataFrame, budget=None, *, policy: str = RECOMMEND
     budget = check_budget(budget)
     if policy not in _POLICIES:
         raise ValueError(f"`policy` must be one of {list(_POLICIES)}; got {policy!r}")
-    if (isinstance(max_interval_factor, bool) or not isinstance(max_interval_factor, numbers.Real)
-            or not (np.isfinite(max_interval_factor) and max_interval_factor >= 1)):
+    if (
+        isinstance(max_interval_factor, bool)
+        or not isinstance(max_interval_factor, numbers.Real)
+        or not (np.isfinite(max_interval_factor) and max_interval_factor >= 1)
+    ):
         raise ValueError(f"`max_interval_factor` must be a finite number >= 1; got {max_interval_factor!r}")
     if budget is None:
         budget = float(np.nansum(_HOURS_PER_DAY / table["mean_interval_h"].to_numpy()))
         if not (np.isfinite(budget) and budget > 0):
-            raise ValueError("the log shows no crawls to reallocate (`mean_interval_h` gives no crawls per day): "
-                             "give `budget`")
+            raise ValueError(
+                "the log shows no crawls to reallocate (`mean_interval_h` gives no crawls per day): give `budget`"
+            )
     n = len(table)
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
     if w.shape != (n,) or not (np.isfinite(w).all() and (w >= 0).all()):
@@ -131,16 +141,21 @@ def allocate_crawls(table: pd.DataFrame, budget=None, *, policy: str = RECOMMEND
     bad = ~(np.isfinite(mean) & (mean >= 0))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"column 'posterior_mean' must be finite and >= 0 (changes per day); got {mean[i]} "
-                         f"at row {i}")
+        raise ValueError(f"column 'posterior_mean' must be finite and >= 0 (changes per day); got {mean[i]} at row {i}")
     out = table.copy()
     attrs = dict(table.attrs)
     if n == 0:
         out["crawls_per_day"] = np.zeros(0)
         out["crawl_interval_h"] = np.zeros(0)
         out["at_revisit_bound"] = np.zeros(0, dtype=bool)
-        out.attrs.update(attrs, budget_per_day=budget, objective=objective, policy=policy, max_interval_h=np.inf,
-                         n_at_revisit_bound=0)
+        out.attrs.update(
+            attrs,
+            budget_per_day=budget,
+            objective=objective,
+            policy=policy,
+            max_interval_h=np.inf,
+            n_at_revisit_bound=0,
+        )
         return out
     cap = float(max_interval_factor) * n / budget  # days
     if policy == "auto":
@@ -150,8 +165,9 @@ def allocate_crawls(table: pd.DataFrame, budget=None, *, policy: str = RECOMMEND
         bound = np.zeros(n, dtype=bool)
         extra = {}
     elif policy == "plug_in":
-        rates = optimal_crawl_rates(table["posterior_mean"].to_numpy(), w if weights is not None else 1.0, budget,
-                                    objective=objective)
+        rates = optimal_crawl_rates(
+            table["posterior_mean"].to_numpy(), w if weights is not None else 1.0, budget, objective=objective
+        )
         bound = rates < 1.0 / cap
         left = budget - bound.sum() / cap
         rest = rates[~bound].sum()
@@ -166,8 +182,7 @@ def allocate_crawls(table: pd.DataFrame, budget=None, *, policy: str = RECOMMEND
         log_lo, log_hi = np.log(np.where(ok, lo, 1.0)), np.log(np.where(ok, hi, 1.0))
         sd = (log_hi - log_lo) / (2.0 * norm.ppf(0.5 + 0.5 * float(table.attrs.get("level", 0.9))))
         median = np.where(ok, np.exp(0.5 * (log_lo + log_hi)), mean)
-        found = index_crawl_intervals(median, sd, budget, weights=w, max_interval=cap,
-                                      interval_range=_INTERVAL_RANGE)
+        found = index_crawl_intervals(median, sd, budget, weights=w, max_interval=cap, interval_range=_INTERVAL_RANGE)
         intervals, price = found.intervals, found.price
         bound = intervals >= cap * (1.0 - 1e-12)
         rates = 1.0 / intervals
@@ -183,6 +198,13 @@ def allocate_crawls(table: pd.DataFrame, budget=None, *, policy: str = RECOMMEND
     out["crawls_per_day"] = rates
     out["crawl_interval_h"] = _HOURS_PER_DAY / rates
     out["at_revisit_bound"] = bound
-    out.attrs.update(attrs, budget_per_day=budget, objective=objective, policy=policy,
-                     max_interval_h=cap * _HOURS_PER_DAY, n_at_revisit_bound=int(bound.sum()), **extra)
+    out.attrs.update(
+        attrs,
+        budget_per_day=budget,
+        objective=objective,
+        policy=policy,
+        max_interval_h=cap * _HOURS_PER_DAY,
+        n_at_revisit_bound=int(bound.sum()),
+        **extra,
+    )
     return out

@@ -56,16 +56,26 @@ from .allocate import allocate_crawls
 from .fetch_schedule import MAX_INTERVAL_H, _check_max_interval, crawl_schedule
 from .table import LogEstimates, concat_part_tables, page_table
 
-__all__ = ["ClusterEstimates", "DASK_FORMATS", "dask_client", "dask_frame", "estimate_files_dask",
-           "estimate_pages_dask", "per_page_partitions", "schedule_files_dask", "schedule_pages_dask"]
+__all__ = [
+    "ClusterEstimates",
+    "DASK_FORMATS",
+    "dask_client",
+    "dask_frame",
+    "estimate_files_dask",
+    "estimate_pages_dask",
+    "per_page_partitions",
+    "schedule_files_dask",
+    "schedule_pages_dask",
+]
 
 #: The result of the Dask engine: :class:`~changerate_bayes.crawllog.LogEstimates`
 #: (``engine="dask"``; ``n_partitions`` and ``shuffled`` as before).
 ClusterEstimates = LogEstimates
 
 
-def _partition(pdf: pd.DataFrame, columns, change_from, methods, prior, level, posterior_method, source,
-               with_posterior=False):
+def _partition(
+    pdf: pd.DataFrame, columns, change_from, methods, prior, level, posterior_method, source, with_posterior=False
+):
     """One partition (every visit of its pages): its page table, audit, pages' first rows, time kinds
     and, ``with_posterior``, the compact history that determines each page's posterior.
 
@@ -74,16 +84,24 @@ def _partition(pdf: pd.DataFrame, columns, change_from, methods, prior, level, p
     checks them over the whole log, as the pandas engine does.
     """
     with task_settings():
-        return _partition_body(pdf, columns, change_from, methods, prior, level, posterior_method, source,
-                               with_posterior)
+        return _partition_body(
+            pdf, columns, change_from, methods, prior, level, posterior_method, source, with_posterior
+        )
 
 
 def _partition_body(pdf, columns, change_from, methods, prior, level, posterior_method, source, with_posterior):
     pdf = pdf.sort_values("_row", kind="stable")
     rows = pdf["_row"].to_numpy()
     kinds: dict = {}
-    log = read_frame(pdf.drop(columns="_row"), columns=columns, change_from=change_from, source=source,
-                     rows=rows, empty_ok=True, time_kinds=kinds)
+    log = read_frame(
+        pdf.drop(columns="_row"),
+        columns=columns,
+        change_from=change_from,
+        source=source,
+        rows=rows,
+        empty_ok=True,
+        time_kinds=kinds,
+    )
     if log.history is None:
         return None, log.audit, None, kinds, None
     table = page_table(log, methods=methods, prior=prior, level=level, posterior_method=posterior_method)
@@ -93,9 +111,20 @@ def _partition_body(pdf, columns, change_from, methods, prior, level, posterior_
     return table, log.audit, first_row.reindex(table["page"]).to_numpy(), kinds, compact
 
 
-def per_page_partitions(visits, *, columns=None, change_from="auto", methods=(), prior=None, level=0.9,
-                        posterior_method="grid", npartitions=None, source="<dask dataframe>", client=None,
-                        with_posterior=False):
+def per_page_partitions(
+    visits,
+    *,
+    columns=None,
+    change_from="auto",
+    methods=(),
+    prior=None,
+    level=0.9,
+    posterior_method="grid",
+    npartitions=None,
+    source="<dask dataframe>",
+    client=None,
+    with_posterior=False,
+):
     """The shuffle and per-partition pass of :func:`estimate_pages_dask`, without the allocation.
 
     Returns ``(table, audit, n_partitions, histories)``: the page table (pages in order of
@@ -118,8 +147,10 @@ def per_page_partitions(visits, *, columns=None, change_from="auto", methods=(),
     shuffled = df.shuffle(on=plan["page"], npartitions=n)
     parts = shuffled.to_delayed()
     task = dask.delayed(_partition)
-    jobs = [task(p, mapping or None, kind, tuple(methods), prior, level, posterior_method, source, with_posterior)
-            for p in parts]
+    jobs = [
+        task(p, mapping or None, kind, tuple(methods), prior, level, posterior_method, source, with_posterior)
+        for p in parts
+    ]
     try:
         results = client.compute(jobs, sync=True) if client is not None else dask.compute(*jobs)
     except DECOMPRESSION_ERRORS as exc:  # a truncated or corrupt .gz/.bz2/.xz/.zst read by the workers
@@ -136,16 +167,28 @@ def per_page_partitions(visits, *, columns=None, change_from="auto", methods=(),
     if audit.rows_read == 0:
         raise CrawlLogError(f"{source}: no visits: the frame has no rows")
     if not tables:
-        raise CrawlLogError(f"{source}: no page has two usable visits, so there is nothing to estimate\n"
-                            + audit.format())
+        raise CrawlLogError(
+            f"{source}: no page has two usable visits, so there is nothing to estimate\n" + audit.format()
+        )
     table = concat_part_tables([t for t, _ in tables], [r for _, r in tables])
     histories = [h for t, _, _, _, h in results if t is not None] if with_posterior else None
     return table, audit, len(parts), histories
 
 
-def estimate_pages_dask(visits, *, columns=None, change_from="auto", methods=(), prior=None, budget=None,
-                        level=0.9, posterior_method="grid", npartitions=None, source="<dask dataframe>",
-                        client=None) -> ClusterEstimates:
+def estimate_pages_dask(
+    visits,
+    *,
+    columns=None,
+    change_from="auto",
+    methods=(),
+    prior=None,
+    budget=None,
+    level=0.9,
+    posterior_method="grid",
+    npartitions=None,
+    source="<dask dataframe>",
+    client=None,
+) -> ClusterEstimates:
     """:func:`changerate_bayes.estimate_pages` of a crawl log held in a Dask DataFrame.
 
     Every row gets its global row number (a cumulative sum over the partitions, so the
@@ -190,16 +233,33 @@ def estimate_pages_dask(visits, *, columns=None, change_from="auto", methods=(),
         decompressed, no rows, or no page with two usable visits.
     """
     table, audit, n_parts, _ = per_page_partitions(
-        visits, columns=columns, change_from=change_from, methods=methods, prior=prior, level=level,
-        posterior_method=posterior_method, npartitions=npartitions, source=source, client=client)
-    return LogEstimates(table=allocate_crawls(table, budget), audit=audit, engine="dask", n_parts=n_parts,
-                        shuffled=True)
+        visits,
+        columns=columns,
+        change_from=change_from,
+        methods=methods,
+        prior=prior,
+        level=level,
+        posterior_method=posterior_method,
+        npartitions=npartitions,
+        source=source,
+        client=client,
+    )
+    return LogEstimates(
+        table=allocate_crawls(table, budget), audit=audit, engine="dask", n_parts=n_parts, shuffled=True
+    )
 
 
 def _read_piece(path, fmt, file_index, mapping, change_from, chunk_rows, page_key):
     with task_settings():
-        return compact_file(path, fmt, file_index=file_index, columns=mapping, change_from=change_from,
-                            chunk_rows=chunk_rows, page_key=page_key)
+        return compact_file(
+            path,
+            fmt,
+            file_index=file_index,
+            columns=mapping,
+            change_from=change_from,
+            chunk_rows=chunk_rows,
+            page_key=page_key,
+        )
 
 
 def _read_reduce_group(*args):
@@ -211,8 +271,15 @@ def _piece_meta(piece):
         return piece.kind, piece.digest_column, False, page_hashes(piece.labels), 0, (piece.source, "", {})
     has = piece.v.has_digest
     present = tuple(getattr(piece.v, n) is not None for n in COMPACT_COLUMNS) if piece.v.page.size else None
-    return (piece.kind, piece.digest_column, bool(has is None or has.any()), page_hashes(piece.labels),
-            piece.v.page.size, (piece.source, piece.line_word, piece.time_kinds), present)
+    return (
+        piece.kind,
+        piece.digest_column,
+        bool(has is None or has.any()),
+        page_hashes(piece.labels),
+        piece.v.page.size,
+        (piece.source, piece.line_word, piece.time_kinds),
+        present,
+    )
 
 
 def _split(piece, n):
@@ -239,9 +306,23 @@ def _pages_of(pieces, kind, sources, methods, prior, level, posterior_method, wi
     return table, log.audit, first_key[where], history
 
 
-def estimate_files_dask(paths, *, format="auto", columns=None, change_from="auto", partitioned="auto",
-                        page_key="url", methods=(), prior=None, budget=None, level=0.9,
-                        posterior_method="grid", npartitions=None, chunk_rows=None, client=None) -> ClusterEstimates:
+def estimate_files_dask(
+    paths,
+    *,
+    format="auto",
+    columns=None,
+    change_from="auto",
+    partitioned="auto",
+    page_key="url",
+    methods=(),
+    prior=None,
+    budget=None,
+    level=0.9,
+    posterior_method="grid",
+    npartitions=None,
+    chunk_rows=None,
+    client=None,
+) -> ClusterEstimates:
     """:func:`changerate_bayes.estimate_pages` of log files read on a Dask cluster, one file per task.
 
     Each page's rows must meet in one task:
@@ -308,10 +389,23 @@ def estimate_files_dask(paths, *, format="auto", columns=None, change_from="auto
         ``partitioned=True`` with a page in two groups; no page with two usable visits.
     """
     files, buckets = log_files(paths)
-    res, _ = _estimate_files(files, buckets, format=format, columns=columns, change_from=change_from,
-                             partitioned=partitioned, page_key=page_key, methods=methods, prior=prior, budget=budget,
-                             level=level, posterior_method=posterior_method, npartitions=npartitions,
-                             chunk_rows=chunk_rows, client=client)
+    res, _ = _estimate_files(
+        files,
+        buckets,
+        format=format,
+        columns=columns,
+        change_from=change_from,
+        partitioned=partitioned,
+        page_key=page_key,
+        methods=methods,
+        prior=prior,
+        budget=budget,
+        level=level,
+        posterior_method=posterior_method,
+        npartitions=npartitions,
+        chunk_rows=chunk_rows,
+        client=client,
+    )
     warn_table_notes(res.table)
     return res
 
@@ -323,8 +417,25 @@ def warn_table_notes(table) -> None:
         warnings.warn(msg, StatisticalWarning, stacklevel=3)
 
 
-def _estimate_files(files, buckets, *, format, columns, change_from, partitioned, page_key, methods, prior, budget,
-                    level, posterior_method, npartitions, chunk_rows, client, with_posterior=False):
+def _estimate_files(
+    files,
+    buckets,
+    *,
+    format,
+    columns,
+    change_from,
+    partitioned,
+    page_key,
+    methods,
+    prior,
+    budget,
+    level,
+    posterior_method,
+    npartitions,
+    chunk_rows,
+    client,
+    with_posterior=False,
+):
     """:func:`estimate_files_dask` of the listed ``files`` (and their ``buckets``, from
     :func:`changerate_bayes.io.log_files`), without issuing the table's warnings; with
     ``with_posterior`` also the list of the tasks' :func:`~changerate_bayes.bayes.posterior_history`."""
@@ -351,15 +462,32 @@ def _estimate_files(files, buckets, *, format, columns, change_from, partitioned
     args = (tuple(methods), prior, level, posterior_method, with_posterior)
     table = audit = histories = None
     if partitioned is not False:
-        table, audit, histories = _unshuffled(client, files, fmts, members, mapping, change_from, chunk_rows,
-                                              page_key, sources, args, required=partitioned is True,
-                                              what="page_bucket folders" if group_of is buckets else "files")
+        table, audit, histories = _unshuffled(
+            client,
+            files,
+            fmts,
+            members,
+            mapping,
+            change_from,
+            chunk_rows,
+            page_key,
+            sources,
+            args,
+            required=partitioned is True,
+            what="page_bucket folders" if group_of is buckets else "files",
+        )
     disjoint = table is not None
     if not disjoint:
-        table, audit, n_parts, histories = _shuffled(client, files, fmts, mapping, change_from, chunk_rows, page_key,
-                                                     sources, args, npartitions)
-    res = LogEstimates(table=allocate_crawls(table, budget), audit=audit, engine="dask",
-                       n_parts=len(groups) if disjoint else n_parts, shuffled=not disjoint)
+        table, audit, n_parts, histories = _shuffled(
+            client, files, fmts, mapping, change_from, chunk_rows, page_key, sources, args, npartitions
+        )
+    res = LogEstimates(
+        table=allocate_crawls(table, budget),
+        audit=audit,
+        engine="dask",
+        n_parts=len(groups) if disjoint else n_parts,
+        shuffled=not disjoint,
+    )
     return res, histories
 
 
@@ -374,8 +502,10 @@ def _check_files(sources, files_meta, any_digest, *, tabular) -> str:
     """
     change_kinds = {m[0] for m in files_meta}
     if len(change_kinds) > 1:
-        raise CrawlLogError(f"{', '.join(sources)}: changes would be decided by {sorted(change_kinds)} in different "
-                            "files; give the files the same columns")
+        raise CrawlLogError(
+            f"{', '.join(sources)}: changes would be decided by {sorted(change_kinds)} in different "
+            "files; give the files the same columns"
+        )
     kind = change_kinds.pop()
     if tabular:  # the pandas engine reads all files into one set of columns, so it refuses files that differ
         present = [m[4] for m in files_meta if len(m) > 4 and m[4] is not None]
@@ -383,12 +513,15 @@ def _check_files(sources, files_meta, any_digest, *, tabular) -> str:
             if p != present[0]:
                 raise CrawlLogError(different_columns_message(p, present[0]))
     if not any(m[2] for m in files_meta):
-        raise CrawlLogError(f"{', '.join(sources)}: no visits" + (": the file(s) hold no data rows" if tabular
-                                                                  else " in the files"))
+        raise CrawlLogError(
+            f"{', '.join(sources)}: no visits" + (": the file(s) hold no data rows" if tabular else " in the files")
+        )
     check_time_kinds([m[3] for m in files_meta])
     if kind == "digest" and not any_digest:
-        raise CrawlLogError(f"{', '.join(sources)}: line 1, column {files_meta[0][1]!r}: the digest column is entirely "
-                            "empty; map another column with `columns=` or choose `change_from`")
+        raise CrawlLogError(
+            f"{', '.join(sources)}: line 1, column {files_meta[0][1]!r}: the digest column is entirely "
+            "empty; map another column with `columns=` or choose `change_from`"
+        )
     return kind
 
 
@@ -398,13 +531,15 @@ def _assemble(sources, parts):
     audit = Audit.combine([a for _, a, _ in parts], sources=sources)
     tables = [(t, r) for t, _, r in parts if t is not None]
     if not tables:
-        raise CrawlLogError(f"{', '.join(sources)}: no page has two usable visits, so there is nothing to estimate\n"
-                            + audit.format())
+        raise CrawlLogError(
+            f"{', '.join(sources)}: no page has two usable visits, so there is nothing to estimate\n" + audit.format()
+        )
     return concat_part_tables([t for t, _ in tables], [r for _, r in tables]), audit
 
 
-def _unshuffled(client, files, fmts, members, mapping, change_from, chunk_rows, page_key, sources, args, *, required,
-                what):
+def _unshuffled(
+    client, files, fmts, members, mapping, change_from, chunk_rows, page_key, sources, args, *, required, what
+):
     """Each group of files read and reduced by one task: (table, audit, posterior histories or None), or
     (None, None, None) if two groups share a page.
 
@@ -413,8 +548,21 @@ def _unshuffled(client, files, fmts, members, mapping, change_from, chunk_rows, 
     """
     from distributed import as_completed  # optional dependency, heavy: imported when the Dask engine runs
 
-    jobs = [client.submit(_read_reduce_group, [str(files[i]) for i in m], m, [fmts[i] for i in m], mapping,
-                          change_from, chunk_rows, page_key, sources, *args) for m in members]
+    jobs = [
+        client.submit(
+            _read_reduce_group,
+            [str(files[i]) for i in m],
+            m,
+            [fmts[i] for i in m],
+            mapping,
+            change_from,
+            chunk_rows,
+            page_key,
+            sources,
+            *args,
+        )
+        for m in members
+    ]
     seen: set = set()
     n_seen = 0
     shared = False
@@ -434,11 +582,17 @@ def _unshuffled(client, files, fmts, members, mapping, change_from, chunk_rows, 
         return None, None, None
     results = [got[j.key] for j in jobs] if len(got) == len(jobs) else _gather_in_order(client, jobs)
     meta = sorted((i, f) for m, r in zip(members, results) for i, f in zip(m, r["files"]))
-    _check_files(sources, [f for _, f in meta], any(r["any_digest"] is not False for r in results),
-                 tabular=fmts[0] in ("csv", "parquet"))
+    _check_files(
+        sources,
+        [f for _, f in meta],
+        any(r["any_digest"] is not False for r in results),
+        tabular=fmts[0] in ("csv", "parquet"),
+    )
     if shared:
-        raise CrawlLogError(f"{', '.join(sources)}: `partitioned=True` but some page occurs in two groups of files "
-                            f"({what}); pass partitioned='auto' or False to shuffle")
+        raise CrawlLogError(
+            f"{', '.join(sources)}: `partitioned=True` but some page occurs in two groups of files "
+            f"({what}); pass partitioned='auto' or False to shuffle"
+        )
     table, audit = _assemble(sources, [(r["table"], r["audit"], r["first_key"]) for r in results])
     histories = [h for r in results for h in r["histories"]] if args[-1] else None
     return table, audit, histories
@@ -458,15 +612,22 @@ def _gather_in_order(client, jobs):
 def _shuffled(client, files, fmts, mapping, change_from, chunk_rows, page_key, sources, args, npartitions):
     """Each file read by one task, its rows split by page hash and moved: (table, audit, parts, posterior
     histories or None)."""
-    pieces = [client.submit(_read_piece, str(f), fmt, i, mapping, change_from, chunk_rows, page_key)
-              for i, (f, fmt) in enumerate(zip(files, fmts))]
+    pieces = [
+        client.submit(_read_piece, str(f), fmt, i, mapping, change_from, chunk_rows, page_key)
+        for i, (f, fmt) in enumerate(zip(files, fmts))
+    ]
     meta = _gather_in_order(client, client.map(_piece_meta, pieces))
-    kind = _check_files(sources, [(m[0], m[1], m[4], m[5], m[6] if len(m) > 6 else None) for m in meta], any(m[2] for m in meta),
-                        tabular=fmts[0] in ("csv", "parquet"))
+    kind = _check_files(
+        sources,
+        [(m[0], m[1], m[4], m[5], m[6] if len(m) > 6 else None) for m in meta],
+        any(m[2] for m in meta),
+        tabular=fmts[0] in ("csv", "parquet"),
+    )
     n = npartitions or max(len(files), 2)
     splits = [client.submit(_split, p, n) for p in pieces]
-    jobs = [client.submit(_pages_of, [client.submit(_pick, s, b) for s in splits], kind, sources, *args)
-            for b in range(n)]
+    jobs = [
+        client.submit(_pages_of, [client.submit(_pick, s, b) for s in splits], kind, sources, *args) for b in range(n)
+    ]
     results = client.gather(jobs)
     del pieces
     table, audit = _assemble(sources, [r[:3] for r in results])
@@ -481,8 +642,11 @@ def _concat_histories(histories) -> CrawlHistory:
         np.concatenate([h.flat_changed for h in histories]),
         np.concatenate([h.flat_intervals for h in histories]),
         lengths=np.concatenate([h.lengths for h in histories]),
-        crawl_rate=None if any(r is None for r in rates) else np.concatenate(
-            [np.broadcast_to(np.asarray(r, dtype=np.float64), (h.lengths.size,)) for r, h in zip(rates, histories)]),
+        crawl_rate=None
+        if any(r is None for r in rates)
+        else np.concatenate(
+            [np.broadcast_to(np.asarray(r, dtype=np.float64), (h.lengths.size,)) for r, h in zip(rates, histories)]
+        ),
         page_ids=np.concatenate([np.asarray(h.page_ids, dtype=object) for h in histories]),
     )
 
@@ -495,12 +659,28 @@ def _reorder(history: CrawlHistory, order: np.ndarray) -> CrawlHistory:
     rate = history.crawl_rate
     if rate is not None:
         rate = np.broadcast_to(np.asarray(rate, dtype=np.float64), (history.lengths.size,))[order]
-    return CrawlHistory.from_segments(history.flat_changed[idx], history.flat_intervals[idx], lengths=lengths,
-                                      crawl_rate=rate, page_ids=np.asarray(history.page_ids, dtype=object)[order])
+    return CrawlHistory.from_segments(
+        history.flat_changed[idx],
+        history.flat_intervals[idx],
+        lengths=lengths,
+        crawl_rate=rate,
+        page_ids=np.asarray(history.page_ids, dtype=object)[order],
+    )
 
 
-def schedule_pages_dask(visits, *, columns=None, change_from="auto", budget=None, prior=None, level=0.9,
-                        max_interval_h=MAX_INTERVAL_H, npartitions=None, source="<dask dataframe>", client=None):
+def schedule_pages_dask(
+    visits,
+    *,
+    columns=None,
+    change_from="auto",
+    budget=None,
+    prior=None,
+    level=0.9,
+    max_interval_h=MAX_INTERVAL_H,
+    npartitions=None,
+    source="<dask dataframe>",
+    client=None,
+):
     """:func:`~changerate_bayes.crawllog.schedule_pages` of a crawl log held in a Dask DataFrame.
 
     The per-page pass of :func:`estimate_pages_dask` (visits
@@ -530,14 +710,34 @@ def schedule_pages_dask(visits, *, columns=None, change_from="auto", budget=None
     """
     _check_max_interval(max_interval_h)
     table, audit, _, histories = per_page_partitions(
-        visits, columns=columns, change_from=change_from, prior=prior, level=level, npartitions=npartitions,
-        source=source, client=client, with_posterior=True)
+        visits,
+        columns=columns,
+        change_from=change_from,
+        prior=prior,
+        level=level,
+        npartitions=npartitions,
+        source=source,
+        client=client,
+        with_posterior=True,
+    )
     table = allocate_crawls(table, budget)
     return _schedule_of(table, histories, max_interval_h=max_interval_h, prior=prior), audit
 
 
-def schedule_files_dask(paths, *, format="auto", columns=None, change_from="auto", page_key="url", budget=None,
-                        prior=None, level=0.9, max_interval_h=MAX_INTERVAL_H, chunk_rows=None, client=None):
+def schedule_files_dask(
+    paths,
+    *,
+    format="auto",
+    columns=None,
+    change_from="auto",
+    page_key="url",
+    budget=None,
+    prior=None,
+    level=0.9,
+    max_interval_h=MAX_INTERVAL_H,
+    chunk_rows=None,
+    client=None,
+):
     """:func:`~changerate_bayes.crawllog.schedule_pages` of log files (CSV, Parquet, CDX/CDXJ, WARC) read on a Dask cluster.
 
     The per-page table, its allocation and the audit are those of
@@ -568,19 +768,57 @@ def schedule_files_dask(paths, *, format="auto", columns=None, change_from="auto
         As :func:`estimate_files_dask` and :func:`~changerate_bayes.crawllog.fetch_schedule.crawl_schedule`.
     """
     files, buckets = log_files(paths)
-    return _schedule_files(files, buckets, format=format, columns=columns, change_from=change_from,
-                           page_key=page_key, budget=budget, prior=prior, level=level, max_interval_h=max_interval_h,
-                           chunk_rows=chunk_rows, client=client)
+    return _schedule_files(
+        files,
+        buckets,
+        format=format,
+        columns=columns,
+        change_from=change_from,
+        page_key=page_key,
+        budget=budget,
+        prior=prior,
+        level=level,
+        max_interval_h=max_interval_h,
+        chunk_rows=chunk_rows,
+        client=client,
+    )
 
 
-def _schedule_files(files, buckets, *, format, columns, change_from, page_key, budget, prior, level, max_interval_h,
-                    chunk_rows=None, client=None):
+def _schedule_files(
+    files,
+    buckets,
+    *,
+    format,
+    columns,
+    change_from,
+    page_key,
+    budget,
+    prior,
+    level,
+    max_interval_h,
+    chunk_rows=None,
+    client=None,
+):
     """:func:`schedule_files_dask` of the listed ``files`` and their ``buckets``."""
     _check_max_interval(max_interval_h)
-    res, histories = _estimate_files(files, buckets, format=format, columns=columns, change_from=change_from,
-                                     partitioned="auto", page_key=page_key, methods=(), prior=prior, budget=budget,
-                                     level=level, posterior_method="grid", npartitions=None, chunk_rows=chunk_rows,
-                                     client=client, with_posterior=True)
+    res, histories = _estimate_files(
+        files,
+        buckets,
+        format=format,
+        columns=columns,
+        change_from=change_from,
+        partitioned="auto",
+        page_key=page_key,
+        methods=(),
+        prior=prior,
+        budget=budget,
+        level=level,
+        posterior_method="grid",
+        npartitions=None,
+        chunk_rows=chunk_rows,
+        client=client,
+        with_posterior=True,
+    )
     return _schedule_of(res.table, histories, max_interval_h=max_interval_h, prior=prior), res.audit
 
 
@@ -627,8 +865,7 @@ def dask_frame(files, fmt: str, *, ota_changed=None):
         if fmt == "parquet":
             return dd.read_parquet([str(f) for f in files])
         gz = any(str(p).endswith((".gz", ".bz2", ".xz", ".zst")) for p in files)
-        return dd.read_csv([str(f) for f in files], dtype=str, keep_default_na=False,
-                           blocksize=None if gz else "64MB")
+        return dd.read_csv([str(f) for f in files], dtype=str, keep_default_na=False, blocksize=None if gz else "64MB")
     except DECOMPRESSION_ERRORS as exc:
         raise decompression_error(files[0], exc, files[0]) from None
 
@@ -655,8 +892,13 @@ def dask_client(client=None):
                 # ("Compute Failed" with the traceback) would print that error a second time, as a traceback.
                 # The dashboard on a free port: dashboard_address=None still tries Dask's default 8787, and
                 # warns (twice) whenever another cluster on the machine holds it
-                cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                                       silence_logs=logging.CRITICAL)
+                cluster = LocalCluster(
+                    n_workers=2,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=":0",
+                    silence_logs=logging.CRITICAL,
+                )
                 own = Client(cluster)
         else:
             own = Client(client)

@@ -29,8 +29,14 @@ from .allocate import allocate_crawls
 from .table import page_table
 
 __all__ = [
-    "MAX_INTERVAL_H", "SCHEDULE_COLUMNS", "SCHEDULE_FORMATS", "LogSchedule", "crawl_schedule", "nutch_seed_lines",
-    "schedule_pages", "write_schedule",
+    "MAX_INTERVAL_H",
+    "SCHEDULE_COLUMNS",
+    "SCHEDULE_FORMATS",
+    "LogSchedule",
+    "crawl_schedule",
+    "nutch_seed_lines",
+    "schedule_pages",
+    "write_schedule",
 ]
 
 #: Default revisit limit, hours: Nutch's ``db.fetch.interval.max`` default (7,776,000 s = 90 days,
@@ -38,8 +44,16 @@ __all__ = [
 #: scheduled at this interval.
 MAX_INTERVAL_H = 90 * 24.0
 #: Columns of a schedule, in order.
-SCHEDULE_COLUMNS = ("url", "last_fetch", "next_fetch", "interval_h", "interval_source", "rate_per_day",
-                    "rate_method", "p_changed")
+SCHEDULE_COLUMNS = (
+    "url",
+    "last_fetch",
+    "next_fetch",
+    "interval_h",
+    "interval_source",
+    "rate_per_day",
+    "rate_method",
+    "p_changed",
+)
 #: Output formats of :func:`write_schedule`.
 SCHEDULE_FORMATS = ("csv", "parquet", "nutch-seeds")
 _SECONDS_PER_HOUR = 3600
@@ -82,8 +96,9 @@ def _check_max_interval(max_interval_h) -> float:
     return value
 
 
-def crawl_schedule(table: pd.DataFrame, history: CrawlHistory, *, max_interval_h=MAX_INTERVAL_H,
-                   prior=None) -> pd.DataFrame:
+def crawl_schedule(
+    table: pd.DataFrame, history: CrawlHistory, *, max_interval_h=MAX_INTERVAL_H, prior=None
+) -> pd.DataFrame:
     """The schedule of pages whose crawl allocation is in ``table``.
 
     Parameters
@@ -130,29 +145,36 @@ def crawl_schedule(table: pd.DataFrame, history: CrawlHistory, *, max_interval_h
     """
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"`table` must be a pandas DataFrame; got {type(table).__name__}")
-    missing = [c for c in ("page", "last_visit", "rate_per_day", "rate_method", "crawl_interval_h")
-               if c not in table.columns]
+    missing = [
+        c for c in ("page", "last_visit", "rate_per_day", "rate_method", "crawl_interval_h") if c not in table.columns
+    ]
     if missing:
         raise ValueError(f"`table` lacks the column(s) {missing}: give it the output of estimate_pages")
     history = _check_history(history)
     limit = _check_max_interval(max_interval_h)
     if history.lengths.size != len(table):
         raise ValueError(f"`history` has {history.lengths.size} pages but `table` has {len(table)} rows")
-    if history.page_ids is not None and not np.array_equal(np.asarray(history.page_ids, dtype=object),
-                                                           table["page"].to_numpy(dtype=object)):
+    if history.page_ids is not None and not np.array_equal(
+        np.asarray(history.page_ids, dtype=object), table["page"].to_numpy(dtype=object)
+    ):
         raise ValueError("`history` and `table` must hold the same pages in the same order")
     last = pd.to_datetime(table["last_visit"], utc=True)
     if last.isna().any():
         i = int(np.flatnonzero(last.isna().to_numpy())[0])
-        raise ValueError(f"`table` row {i} (page {table['page'].iloc[i]!r}) has no last visit time: a schedule "
-                         "needs the log's fetch times")
+        raise ValueError(
+            f"`table` row {i} (page {table['page'].iloc[i]!r}) has no last visit time: a schedule "
+            "needs the log's fetch times"
+        )
     allocated = table["crawl_interval_h"].to_numpy(dtype=np.float64)
     if (allocated < 0).any():
         i = int(np.flatnonzero(allocated < 0)[0])
         raise ValueError(f"`table` column 'crawl_interval_h' must be >= 0; got {allocated[i]} at row {i}")
     bounded = ~(allocated <= limit)  # infinite, NaN or beyond the limit
-    at_bound = (table["at_revisit_bound"].to_numpy(dtype=bool) if "at_revisit_bound" in table.columns
-                else np.zeros(len(table), dtype=bool))  # held at the allocation's own bound
+    at_bound = (
+        table["at_revisit_bound"].to_numpy(dtype=bool)
+        if "at_revisit_bound" in table.columns
+        else np.zeros(len(table), dtype=bool)
+    )  # held at the allocation's own bound
     hours = np.where(bounded, limit, allocated)
     seconds = np.maximum(np.rint(hours * _SECONDS_PER_HOUR), 1.0).astype(np.int64)
     interval_h = seconds / _SECONDS_PER_HOUR
@@ -160,26 +182,36 @@ def crawl_schedule(table: pd.DataFrame, history: CrawlHistory, *, max_interval_h
     late = seconds > np.floor(room)  # the next fetch would overflow int64 nanoseconds
     if late.any():
         i = int(np.flatnonzero(late)[0])
-        raise ValueError(f"page {table['page'].iloc[i]!r}: its next fetch, {last.iloc[i]:%Y-%m-%dT%H:%M:%SZ} + "
-                         f"{interval_h[i]:g} h, is after {pd.Timestamp.max:%Y-%m-%d}, the last time a schedule can "
-                         "hold (int64 nanoseconds); lower `max_interval_h`")
-    out = pd.DataFrame({
-        "url": table["page"].to_numpy(),
-        "last_fetch": last.to_numpy(),
-        "next_fetch": (last + pd.to_timedelta(seconds, unit="s")).to_numpy(),
-        "interval_h": interval_h,
-        "interval_source": np.where(bounded, "max_interval",
-                                    np.where(at_bound, "revisit_bound", "allocation")).astype(object),
-        "rate_per_day": table["rate_per_day"].to_numpy(dtype=np.float64),
-        "rate_method": table["rate_method"].to_numpy(dtype=object),
-        "p_changed": change_probability(history, interval_h, prior=prior),
-    })
+        raise ValueError(
+            f"page {table['page'].iloc[i]!r}: its next fetch, {last.iloc[i]:%Y-%m-%dT%H:%M:%SZ} + "
+            f"{interval_h[i]:g} h, is after {pd.Timestamp.max:%Y-%m-%d}, the last time a schedule can "
+            "hold (int64 nanoseconds); lower `max_interval_h`"
+        )
+    out = pd.DataFrame(
+        {
+            "url": table["page"].to_numpy(),
+            "last_fetch": last.to_numpy(),
+            "next_fetch": (last + pd.to_timedelta(seconds, unit="s")).to_numpy(),
+            "interval_h": interval_h,
+            "interval_source": np.where(
+                bounded, "max_interval", np.where(at_bound, "revisit_bound", "allocation")
+            ).astype(object),
+            "rate_per_day": table["rate_per_day"].to_numpy(dtype=np.float64),
+            "rate_method": table["rate_method"].to_numpy(dtype=object),
+            "p_changed": change_probability(history, interval_h, prior=prior),
+        }
+    )
     out["last_fetch"] = pd.to_datetime(out["last_fetch"], utc=True)
     out["next_fetch"] = pd.to_datetime(out["next_fetch"], utc=True)
-    out.attrs.update(budget_per_day=table.attrs.get("budget_per_day"), max_interval_h=limit,
-                     n_max_interval=int(bounded.sum()), n_revisit_bound=int((at_bound & ~bounded).sum()),
-                     crawls_per_day=float(np.sum(24.0 / interval_h)), rates="changes per day",
-                     rate_rule=table.attrs.get("rate_rule"))
+    out.attrs.update(
+        budget_per_day=table.attrs.get("budget_per_day"),
+        max_interval_h=limit,
+        n_max_interval=int(bounded.sum()),
+        n_revisit_bound=int((at_bound & ~bounded).sum()),
+        crawls_per_day=float(np.sum(24.0 / interval_h)),
+        rates="changes per day",
+        rate_rule=table.attrs.get("rate_rule"),
+    )
     return out
 
 
@@ -269,12 +301,16 @@ def nutch_seed_lines(schedule: pd.DataFrame) -> str:
     bad = ~(np.isfinite(seconds) & (np.abs(seconds - whole) <= 1e-6) & (whole >= 1) & (whole <= _NUTCH_MAX_SECONDS))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"`schedule` row {i} (url {urls[i]!r}): interval_h {schedule['interval_h'].iloc[i]!r} is "
-                         f"not a whole number of seconds in 1..{_NUTCH_MAX_SECONDS} (Nutch reads an int)")
+        raise ValueError(
+            f"`schedule` row {i} (url {urls[i]!r}): interval_h {schedule['interval_h'].iloc[i]!r} is "
+            f"not a whole number of seconds in 1..{_NUTCH_MAX_SECONDS} (Nutch reads an int)"
+        )
     for i, url in enumerate(urls):
         if not url.strip() or "\t" in url or "\n" in url or "\r" in url or url.strip().startswith("#"):
-            raise ValueError(f"`schedule` row {i}: url {url!r} cannot be a Nutch seed (empty, a TAB or line break "
-                             "in it, or a leading '#', which Nutch skips as a comment)")
+            raise ValueError(
+                f"`schedule` row {i}: url {url!r} cannot be a Nutch seed (empty, a TAB or line break "
+                "in it, or a leading '#', which Nutch skips as a comment)"
+            )
     return "".join(f"{u}\t{_NUTCH_KEY}={int(s)}\n" for u, s in zip(urls, whole))
 
 
@@ -347,8 +383,11 @@ def write_schedule(schedule: pd.DataFrame, out, *, format: str | None = None) ->
             if format == "nutch-seeds":
                 fh.write(text.encode("utf-8"))
             elif format == "csv":
-                fh.write(schedule.to_csv(index=False, date_format=_time_format(schedule),
-                                         lineterminator="\n").encode("utf-8"))
+                fh.write(
+                    schedule.to_csv(index=False, date_format=_time_format(schedule), lineterminator="\n").encode(
+                        "utf-8"
+                    )
+                )
             else:
                 schedule.to_parquet(fh, index=False)
         os.chmod(tmp, _new_file_mode(path))

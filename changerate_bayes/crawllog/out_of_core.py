@@ -46,9 +46,22 @@ def _check_rows(value, name) -> int:
     return value
 
 
-def estimate_log(paths, *, format="auto", columns=None, change_from="auto", methods=(), prior=None,
-                 budget=None, level=0.9, posterior_method="grid", memory_bytes=DEFAULT_MEMORY_BYTES,
-                 bucket_rows=None, chunk_rows=None, folder=None) -> LogEstimates:
+def estimate_log(
+    paths,
+    *,
+    format="auto",
+    columns=None,
+    change_from="auto",
+    methods=(),
+    prior=None,
+    budget=None,
+    level=0.9,
+    posterior_method="grid",
+    memory_bytes=DEFAULT_MEMORY_BYTES,
+    bucket_rows=None,
+    chunk_rows=None,
+    folder=None,
+) -> LogEstimates:
     """:func:`changerate_bayes.estimate_pages` of CSV or Parquet crawl logs, bucket by bucket.
 
     The files are read in chunks; each chunk is reduced to compact columns (about 35
@@ -134,8 +147,9 @@ def estimate_log(paths, *, format="auto", columns=None, change_from="auto", meth
         raise ValueError(f"`memory_bytes` must be a number >= 0; got {memory_bytes!r}")
     if format not in ("csv", "parquet"):
         log = read_log(files, format=format, columns=columns, change_from=change_from, chunk_rows=chunk_rows)
-        table = estimate_pages(log, methods=methods, prior=prior, budget=budget, level=level,
-                               posterior_method=posterior_method)
+        table = estimate_pages(
+            log, methods=methods, prior=prior, budget=budget, level=level, posterior_method=posterior_method
+        )
         return LogEstimates(table=table, audit=log.audit, engine="pandas")
     mapping = check_columns(columns)
     rows = parquet_rows(files) if format == "parquet" else csv_rows_estimate(files)
@@ -154,8 +168,9 @@ def estimate_log(paths, *, format="auto", columns=None, change_from="auto", meth
                 audits.append(part.audit)
                 if part.history is None:
                     continue
-                tables.append(page_table(part, methods=methods, prior=prior, level=level,
-                                         posterior_method=posterior_method))
+                tables.append(
+                    page_table(part, methods=methods, prior=prior, level=level, posterior_method=posterior_method)
+                )
                 codes.append(c)
         n_buckets, spilled = store.n_buckets, store.spilled_bytes
     audit = Audit.combine(audits, sources=tuple(str(s) for s in files))

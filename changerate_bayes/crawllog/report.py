@@ -20,14 +20,23 @@ from ..diagnostics import interval_calibration, poisson_gof
 from ..io import Audit, CrawlLog
 from ..report import figure_to_html, html_table, render_page
 
-__all__ = ["crawl_diagnostics", "detection_times", "estimate_report", "diagnose_report", "log_attribution",
-           "shorten_label", "OTA_ATTRIBUTION"]
+__all__ = [
+    "crawl_diagnostics",
+    "detection_times",
+    "estimate_report",
+    "diagnose_report",
+    "log_attribution",
+    "shorten_label",
+    "OTA_ATTRIBUTION",
+]
 
 _HOURS_PER_DAY = 24.0
 
 #: Attribution of the shipped Open Terms Archive data (kept wherever the data is shown).
-OTA_ATTRIBUTION = ('Data: Open Terms Archive (licence ODC-BY 1.0), "Open Terms Archive contributors"; dating '
-                   'collection "Open Terms Archive with contributions from the Dating Privacy collective".')
+OTA_ATTRIBUTION = (
+    'Data: Open Terms Archive (licence ODC-BY 1.0), "Open Terms Archive contributors"; dating '
+    'collection "Open Terms Archive with contributions from the Dating Privacy collective".'
+)
 
 
 def log_attribution(paths, fmt: str) -> str | None:
@@ -154,11 +163,12 @@ def shorten_label(name, max_chars: int = 44) -> str:
     if len(text) <= max_chars:
         return text
     head = (max_chars - 1) * 2 // 5
-    return text[:head] + "…" + text[len(text) - (max_chars - 1 - head):]
+    return text[:head] + "…" + text[len(text) - (max_chars - 1 - head) :]
 
 
-def crawl_diagnostics(log: CrawlLog, *, pages=None, max_pages: int = 20, seed: int = 0, n_resamples: int = 199,
-                      alpha: float = 0.05) -> list[dict]:
+def crawl_diagnostics(
+    log: CrawlLog, *, pages=None, max_pages: int = 20, seed: int = 0, n_resamples: int = 199, alpha: float = 0.05
+) -> list[dict]:
     """Poisson diagnostics of a crawl log, page by page: crawl-grid tests of the crawls
     that saw a change, and the interval calibration of each page's history.
 
@@ -203,20 +213,33 @@ def crawl_diagnostics(log: CrawlLog, *, pages=None, max_pages: int = 20, seed: i
         t = times[page == i]
         lo, hi = h.offsets[i], h.offsets[i + 1]
         step = float(np.median(h.flat_intervals[lo:hi]))
-        row = {"page": p, "visits": int(hi - lo) + 1, "detections": int(t.size), "step": step,
-               "calibration_p": _calib_p(calib, i)}
+        row = {
+            "page": p,
+            "visits": int(hi - lo) + 1,
+            "detections": int(t.size),
+            "step": step,
+            "calibration_p": _calib_p(calib, i),
+        }
         if t.size < 3:
             rows.append({**row, "rejected": "—", "reading": "fewer than 3 changes seen: not tested", "tests": {}})
             continue
         with warnings.catch_warnings():  # in days, so that the readings' rates are per day
             warnings.simplefilter("ignore")
-            res = poisson_gof(t / _HOURS_PER_DAY, crawl_interval=step / _HOURS_PER_DAY, n_resamples=n_resamples,
-                              rng=seed)
+            res = poisson_gof(
+                t / _HOURS_PER_DAY, crawl_interval=step / _HOURS_PER_DAY, n_resamples=n_resamples, rng=seed
+            )
         rej = res.rejected(alpha)
         reading = res.summary(alpha).split("\n")[0].replace("per input time unit", "per day")
-        rows.append({**row, "rejected": ", ".join(rej) if rej else "none", "reading": reading,
-                     "tests": {k: {"pvalue": _json_safe(v.pvalue), "reading": v.reading}
-                               for k, v in res.tests.items() if v.ran}})
+        rows.append(
+            {
+                **row,
+                "rejected": ", ".join(rej) if rej else "none",
+                "reading": reading,
+                "tests": {
+                    k: {"pvalue": _json_safe(v.pvalue), "reading": v.reading} for k, v in res.tests.items() if v.ran
+                },
+            }
+        )
     return rows
 
 
@@ -225,18 +248,34 @@ def _gof_rows(log: CrawlLog | None, top: pd.DataFrame, *, seed: int, n_resamples
     if log is None:
         return []
     rows = crawl_diagnostics(log, pages=list(top["page"]), seed=seed, n_resamples=n_resamples)
-    return [{"page": r["page"], "detections": r["detections"], "crawl step (h)": r["step"],
-             "rejected (Holm 5%)": r["rejected"], "interval calibration p": r["calibration_p"],
-             "reading": r["reading"]} for r in rows]
+    return [
+        {
+            "page": r["page"],
+            "detections": r["detections"],
+            "crawl step (h)": r["step"],
+            "rejected (Holm 5%)": r["rejected"],
+            "interval calibration p": r["calibration_p"],
+            "reading": r["reading"],
+        }
+        for r in rows
+    ]
 
 
 def _calib_p(calib, i):
     return float(calib.pvalue[i]) if calib.status[i] == "ok" else calib.status[i]
 
 
-def estimate_report(table: pd.DataFrame, audit: Audit, *, log: CrawlLog | None = None, busiest: int = 6,
-                    seed: int = 0, n_resamples: int = 199, attribution: str | None = None,
-                    started: float | None = None):
+def estimate_report(
+    table: pd.DataFrame,
+    audit: Audit,
+    *,
+    log: CrawlLog | None = None,
+    busiest: int = 6,
+    seed: int = 0,
+    n_resamples: int = 199,
+    attribution: str | None = None,
+    started: float | None = None,
+):
     """HTML and JSON results of ``changerate-bayes estimate --report``.
 
     Parameters
@@ -270,17 +309,22 @@ def estimate_report(table: pd.DataFrame, audit: Audit, *, log: CrawlLog | None =
     rate = table["rate_per_day"].to_numpy()
     q = np.quantile(rate, [0.1, 0.5, 0.9])
     chosen = table["rate_method"].value_counts()
-    intro = (f"<p>{len(table)} pages; recommended change rate per day: 10% {q[0]:.3g}, median {q[1]:.3g}, "
-             f"90% {q[2]:.3g} ({int(chosen.get('mle', 0))} pages by the MLE, "
-             f"{int(chosen.get('posterior_mean', 0))} by the posterior mean). Prior {table.attrs.get('prior', '')}; "
-             f"budget {table.attrs.get('budget_per_day', float('nan')):.4g} crawls/day "
-             f"({table.attrs.get('objective', '')}). All rates in changes per day, intervals in hours.</p>"
-             f"<p>{_esc(table.attrs.get('rate_rule', ''))}.</p>")
+    intro = (
+        f"<p>{len(table)} pages; recommended change rate per day: 10% {q[0]:.3g}, median {q[1]:.3g}, "
+        f"90% {q[2]:.3g} ({int(chosen.get('mle', 0))} pages by the MLE, "
+        f"{int(chosen.get('posterior_mean', 0))} by the posterior mean). Prior {table.attrs.get('prior', '')}; "
+        f"budget {table.attrs.get('budget_per_day', float('nan')):.4g} crawls/day "
+        f"({table.attrs.get('objective', '')}). All rates in changes per day, intervals in hours.</p>"
+        f"<p>{_esc(table.attrs.get('rate_rule', ''))}.</p>"
+    )
     warn = table.attrs.get("warnings") or []
     warn_html = ""
     if warn:
-        warn_html = (f"<details><summary>Model checks of the estimators: {len(warn)} warning(s)</summary>"
-                     + "".join(f"<p class='verdict mixed'>{_esc(w)}</p>" for w in warn) + "</details>")
+        warn_html = (
+            f"<details><summary>Model checks of the estimators: {len(warn)} warning(s)</summary>"
+            + "".join(f"<p class='verdict mixed'>{_esc(w)}</p>" for w in warn)
+            + "</details>"
+        )
     rates_html = intro + str(_rate_figure(table)) + warn_html
     t1 = time.perf_counter()
     forest_html = str(_forest_figure(top, level))
@@ -289,35 +333,82 @@ def estimate_report(table: pd.DataFrame, audit: Audit, *, log: CrawlLog | None =
     t3 = time.perf_counter()
     audit_html = str(_audit_html(audit))
     t4 = time.perf_counter()
-    cols = ["page", "n_crawls", "n_changes", "mean_interval_h", "rate_per_day", "rate_lower_per_day",
-            "rate_upper_per_day", "rate_method", *methods, "crawl_interval_h"]
+    cols = [
+        "page",
+        "n_crawls",
+        "n_changes",
+        "mean_interval_h",
+        "rate_per_day",
+        "rate_lower_per_day",
+        "rate_upper_per_day",
+        "rate_method",
+        *methods,
+        "crawl_interval_h",
+    ]
     sections = [
         {"id": "rates", "title": "Change rates across pages", "seconds": t1 - t0, "html": rates_html},
-        {"id": "busiest", "title": f"The {len(top)} busiest pages", "seconds": t2 - t1,
-         "html": forest_html
-         + str(html_table(_records(top[cols]), cols, caption="Rates in changes per day; intervals in hours"))},
-        {"id": "poisson", "title": "Poisson diagnostics of the busiest pages", "seconds": t3 - t2,
-         "html": ("<p>Crawl-grid tests of the times at which crawls saw a change, and the interval calibration "
-                  "of each page's history (P(I = 1 | τ) = 1 − e<sup>−Δτ</sup> by interval bins). These are "
-                  "findings about the data: a rejection says these pages' changes are not a homogeneous Poisson "
-                  "process.</p>"
-                  + str(html_table(gof, ["page", "detections", "crawl step (h)", "rejected (Holm 5%)",
-                                         "interval calibration p", "reading"]))
-                  if gof else "<p>Not available for this engine.</p>")},
+        {
+            "id": "busiest",
+            "title": f"The {len(top)} busiest pages",
+            "seconds": t2 - t1,
+            "html": forest_html
+            + str(html_table(_records(top[cols]), cols, caption="Rates in changes per day; intervals in hours")),
+        },
+        {
+            "id": "poisson",
+            "title": "Poisson diagnostics of the busiest pages",
+            "seconds": t3 - t2,
+            "html": (
+                "<p>Crawl-grid tests of the times at which crawls saw a change, and the interval calibration "
+                "of each page's history (P(I = 1 | τ) = 1 − e<sup>−Δτ</sup> by interval bins). These are "
+                "findings about the data: a rejection says these pages' changes are not a homogeneous Poisson "
+                "process.</p>"
+                + str(
+                    html_table(
+                        gof,
+                        [
+                            "page",
+                            "detections",
+                            "crawl step (h)",
+                            "rejected (Holm 5%)",
+                            "interval calibration p",
+                            "reading",
+                        ],
+                    )
+                )
+                if gof
+                else "<p>Not available for this engine.</p>"
+            ),
+        },
         {"id": "audit", "title": "Audit of the log", "seconds": t4 - t3, "html": audit_html},
     ]
     if attribution:
         sections[0]["html"] = f"<p><em>{_esc(attribution)}</em></p>" + sections[0]["html"]
     sections[0]["html"] = f"<p>Sources: {_esc(', '.join(audit.sources))}</p>" + sections[0]["html"]
-    html = render_page(title="Change rates of your pages", sections=sections,
-                       meta=_meta("estimate", seed, time.perf_counter() - started))
-    results = {"audit": audit.as_dict(), "pages": _records(table), "diagnostics": gof,
-               "attrs": {k: (v if not isinstance(v, float) else _json_safe(v)) for k, v in table.attrs.items()}}
+    html = render_page(
+        title="Change rates of your pages",
+        sections=sections,
+        meta=_meta("estimate", seed, time.perf_counter() - started),
+    )
+    results = {
+        "audit": audit.as_dict(),
+        "pages": _records(table),
+        "diagnostics": gof,
+        "attrs": {k: (v if not isinstance(v, float) else _json_safe(v)) for k, v in table.attrs.items()},
+    }
     return html, results
 
 
-def diagnose_report(results: list, *, sources, alpha: float = 0.05, seed: int = 0, kind: str = "events",
-                    n_pages: int | None = None, started: float | None = None):
+def diagnose_report(
+    results: list,
+    *,
+    sources,
+    alpha: float = 0.05,
+    seed: int = 0,
+    kind: str = "events",
+    n_pages: int | None = None,
+    started: float | None = None,
+):
     """HTML and JSON results of ``changerate-bayes diagnose``: a summary and one section per page.
 
     Parameters
@@ -343,34 +434,67 @@ def diagnose_report(results: list, *, sources, alpha: float = 0.05, seed: int = 
     if kind == "events":
         for page, res in results:
             rej = res.rejected(alpha)
-            rows.append({"page": page, "events": res.n_events, "rate per hour": res.rate,
-                         "rejected (Holm)": ", ".join(rej) if rej else "none"})
+            rows.append(
+                {
+                    "page": page,
+                    "events": res.n_events,
+                    "rate per hour": res.rate,
+                    "rejected (Holm)": ", ".join(rej) if rej else "none",
+                }
+            )
             details[str(page)] = res.to_dict()
             tests = [{"test": k, "p-value": v.pvalue, "reading": v.reading} for k, v in res.tests.items()]
-            pages.append((page, f"<p>{_esc(res.summary(alpha))}</p>" + str(html_table(tests, ["test", "p-value", "reading"]))))
+            pages.append(
+                (page, f"<p>{_esc(res.summary(alpha))}</p>" + str(html_table(tests, ["test", "p-value", "reading"])))
+            )
         columns = ["page", "events", "rate per hour", "rejected (Holm)"]
         intro = "<p>Exact change times: every test of the homogeneous Poisson model.</p>"
         title = "Is it Poisson? Your change times"
     else:
         for r in results:
-            rows.append({"page": r["page"], "visits": r["visits"], "changes seen": r["detections"],
-                         "crawl step (h)": r["step"], "rejected (Holm)": r["rejected"],
-                         "interval calibration p": r["calibration_p"]})
+            rows.append(
+                {
+                    "page": r["page"],
+                    "visits": r["visits"],
+                    "changes seen": r["detections"],
+                    "crawl step (h)": r["step"],
+                    "rejected (Holm)": r["rejected"],
+                    "interval calibration p": r["calibration_p"],
+                }
+            )
             details[str(r["page"])] = {k: v for k, v in r.items() if k != "page"}
             tests = [{"test": k, "p-value": v["pvalue"], "reading": v["reading"]} for k, v in r["tests"].items()]
-            pages.append((r["page"], f"<p>{_esc(r['reading'])}</p>"
-                          + (str(html_table(tests, ["test", "p-value", "reading"])) if tests else "")))
+            pages.append(
+                (
+                    r["page"],
+                    f"<p>{_esc(r['reading'])}</p>"
+                    + (str(html_table(tests, ["test", "p-value", "reading"])) if tests else ""),
+                )
+            )
         columns = ["page", "visits", "changes seen", "crawl step (h)", "rejected (Holm)", "interval calibration p"]
-        intro = ("<p>A crawl log: each row is a visit, not a change. The visits that saw a change are tested on their "
-                 "crawl grid (independent crawls of the median step), and the interval calibration tests "
-                 "P(I = 1 | τ) = 1 − e<sup>−Δτ</sup> by interval bins; tests for exact change times are not run on "
-                 "crawl detections.</p>")
+        intro = (
+            "<p>A crawl log: each row is a visit, not a change. The visits that saw a change are tested on their "
+            "crawl grid (independent crawls of the median step), and the interval calibration tests "
+            "P(I = 1 | τ) = 1 − e<sup>−Δτ</sup> by interval bins; tests for exact change times are not run on "
+            "crawl detections.</p>"
+        )
         title = "Is it Poisson? Your crawl log"
-    tested = (f"<p>{len(results)} of {n_pages} pages tested (the busiest; --max-pages); the others are not "
-              "detailed.</p>" if len(results) < n_pages else f"<p>All {n_pages} page(s) tested.</p>")
-    sections = [{"id": "summary", "title": "Poisson diagnostics", "seconds": None,  # not timed apart
-                 "html": f"<p>Sources: {_esc(', '.join(map(str, sources)))}</p>" + intro + tested
-                 + str(html_table(rows, columns))}]
+    tested = (
+        f"<p>{len(results)} of {n_pages} pages tested (the busiest; --max-pages); the others are not detailed.</p>"
+        if len(results) < n_pages
+        else f"<p>All {n_pages} page(s) tested.</p>"
+    )
+    sections = [
+        {
+            "id": "summary",
+            "title": "Poisson diagnostics",
+            "seconds": None,  # not timed apart
+            "html": f"<p>Sources: {_esc(', '.join(map(str, sources)))}</p>"
+            + intro
+            + tested
+            + str(html_table(rows, columns)),
+        }
+    ]
     for page, body in pages:
         sections.append({"id": f"page-{len(sections)}", "title": f"Page {page}", "seconds": None, "html": body})
     html = render_page(title=title, sections=sections, meta=_meta("diagnose", seed, time.perf_counter() - started))
@@ -380,10 +504,20 @@ def diagnose_report(results: list, *, sources, alpha: float = 0.05, seed: int = 
 def _meta(command: str, seed: int, seconds: float) -> dict:
     import matplotlib  # optional dependency, heavy: its version only when a report is written
 
-    return {"preset": command, "seed": seed, "total_seconds": seconds, "version": __version__,
-            "generated": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "versions": {"python": platform.python_version(), "numpy": np.__version__, "pandas": pd.__version__,
-                         "scipy": scipy.__version__, "matplotlib": matplotlib.__version__}}
+    return {
+        "preset": command,
+        "seed": seed,
+        "total_seconds": seconds,
+        "version": __version__,
+        "generated": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "versions": {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "pandas": pd.__version__,
+            "scipy": scipy.__version__,
+            "matplotlib": matplotlib.__version__,
+        },
+    }
 
 
 def _esc(text: str) -> str:

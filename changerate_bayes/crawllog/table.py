@@ -24,16 +24,34 @@ from ..history import CrawlHistory
 from ..io import CrawlLog
 from .allocate import allocate_crawls
 
-__all__ = ["LogEstimates", "estimate_pages", "page_table", "recommend_rate", "merge_notes", "one_note_per_check", "concat_part_tables",
-           "PAGE_COLUMNS", "RATE_COLUMNS", "IDENTIFIED_MIN", "RATE_RULE"]
+__all__ = [
+    "LogEstimates",
+    "estimate_pages",
+    "page_table",
+    "recommend_rate",
+    "merge_notes",
+    "one_note_per_check",
+    "concat_part_tables",
+    "PAGE_COLUMNS",
+    "RATE_COLUMNS",
+    "IDENTIFIED_MIN",
+    "RATE_RULE",
+]
 
 
 #: Columns always present, in order (then the rate columns, one per requested method, the allocation).
 PAGE_COLUMNS = ("page", "n_crawls", "n_changes", "first_visit", "last_visit", "mean_interval_h")
 #: The recommended rate, its credible interval, how it was chosen, and the posterior's mean and
 #: interval, which the crawl allocation uses (all rates in changes per day).
-RATE_COLUMNS = ("rate_per_day", "rate_lower_per_day", "rate_upper_per_day", "rate_method", "posterior_mean",
-                "posterior_lower", "posterior_upper")
+RATE_COLUMNS = (
+    "rate_per_day",
+    "rate_lower_per_day",
+    "rate_upper_per_day",
+    "rate_method",
+    "posterior_mean",
+    "posterior_lower",
+    "posterior_upper",
+)
 #: A page's MLE is its recommended rate once at least this many of its crawls saw a change
 #: and at least this many did not; otherwise the posterior mean is.
 IDENTIFIED_MIN = 10
@@ -138,8 +156,7 @@ def recommend_rate(n_changes, n_crawls, mle, posterior_mean):
     n_crawls = np.asarray(n_crawls)
     mle = np.asarray(mle, dtype=np.float64)
     posterior_mean = np.asarray(posterior_mean, dtype=np.float64)
-    use_mle = ((n_changes >= IDENTIFIED_MIN) & (n_crawls - n_changes >= IDENTIFIED_MIN)
-               & np.isfinite(mle) & (mle > 0))
+    use_mle = (n_changes >= IDENTIFIED_MIN) & (n_crawls - n_changes >= IDENTIFIED_MIN) & np.isfinite(mle) & (mle > 0)
     return np.where(use_mle, mle, posterior_mean), np.where(use_mle, "mle", "posterior_mean").astype(object)
 
 
@@ -152,7 +169,7 @@ def merge_notes(messages) -> list[str]:
     merged: dict[str, list[str]] = {}
     for msg in dict.fromkeys(messages):
         m = _ASSUMES.match(msg)
-        key = msg[m.end():] if m else msg
+        key = msg[m.end() :] if m else msg
         merged.setdefault(key, []).append(m.group(1) if m else None)
     out = []
     for key, names in merged.items():
@@ -173,9 +190,12 @@ def one_note_per_check(notes: list[str]) -> list[str]:
     kinds: dict[str, list[str]] = {}
     for note in notes:  # the same check: the same words, whatever its numbers
         kinds.setdefault(re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", note), []).append(note)
-    return [same[0] if len(same) == 1 else
-            f"{same[0]} (this check ran on each of the parts' pages; {len(same)} parts failed it, "
-            "this is the first)" for same in kinds.values()]
+    return [
+        same[0]
+        if len(same) == 1
+        else f"{same[0]} (this check ran on each of the parts' pages; {len(same)} parts failed it, this is the first)"
+        for same in kinds.values()
+    ]
 
 
 def concat_part_tables(tables, keys) -> pd.DataFrame:
@@ -205,8 +225,9 @@ def _check_methods(methods) -> tuple:
     return methods
 
 
-def page_table(history_or_log, *, methods=(), prior=None, level=0.9, posterior_method="grid",
-               unit_hours=1.0) -> pd.DataFrame:
+def page_table(
+    history_or_log, *, methods=(), prior=None, level=0.9, posterior_method="grid", unit_hours=1.0
+) -> pd.DataFrame:
     """:func:`estimate_pages` without the crawl allocation (each row depends on its page only)."""
     if isinstance(history_or_log, CrawlLog):
         history, first, last = history_or_log.history, history_or_log.first_visit, history_or_log.last_visit
@@ -227,7 +248,9 @@ def page_table(history_or_log, *, methods=(), prior=None, level=0.9, posterior_m
     ids = history.page_ids if history.page_ids is not None else np.arange(n)
     nat = np.full(n, np.datetime64("NaT", "ns"))
     out = {
-        "page": ids, "n_crawls": lengths, "n_changes": n_changes,
+        "page": ids,
+        "n_crawls": lengths,
+        "n_changes": n_changes,
         "first_visit": pd.to_datetime(nat if first is None else first, utc=True),
         "last_visit": pd.to_datetime(nat if last is None else last, utc=True),
         "mean_interval_h": mean_tau,
@@ -258,8 +281,9 @@ def page_table(history_or_log, *, methods=(), prior=None, level=0.9, posterior_m
     table = pd.DataFrame(out)
     first = [*PAGE_COLUMNS, *RATE_COLUMNS]
     table = table[first + [c for c in table.columns if c not in first]]  # then the methods (and lm_rate)
-    table.attrs.update(level=float(level), prior=post.prior, rates="changes per day", rate_rule=RATE_RULE,
-                       warnings=merge_notes(caught))
+    table.attrs.update(
+        level=float(level), prior=post.prior, rates="changes per day", rate_rule=RATE_RULE, warnings=merge_notes(caught)
+    )
     return table
 
 
@@ -277,13 +301,15 @@ def _last_modified_rates(history, age) -> np.ndarray:
     out = np.full(lengths.size, np.nan)
     if dated.any():
         keep = dated[page]
-        out[dated] = last_modified_rate(history.flat_changed[keep], history.flat_intervals[keep], age[keep],
-                                        lengths=lengths[dated])
+        out[dated] = last_modified_rate(
+            history.flat_changed[keep], history.flat_intervals[keep], age[keep], lengths=lengths[dated]
+        )
     return out
 
 
-def estimate_pages(history_or_log, *, methods=(), prior=None, budget=None, level=0.9,
-                   posterior_method="grid", unit_hours=1.0) -> pd.DataFrame:
+def estimate_pages(
+    history_or_log, *, methods=(), prior=None, budget=None, level=0.9, posterior_method="grid", unit_hours=1.0
+) -> pd.DataFrame:
     """One row per page: counts, visit times, the recommended change rate with its interval, the crawl plan.
 
     Parameters
@@ -364,8 +390,14 @@ def estimate_pages(history_or_log, *, methods=(), prior=None, budget=None, level
     >>> float(round(t["crawls_per_day"].sum(), 12))
     4.0
     """
-    table = page_table(history_or_log, methods=methods, prior=prior, level=level,
-                       posterior_method=posterior_method, unit_hours=unit_hours)
+    table = page_table(
+        history_or_log,
+        methods=methods,
+        prior=prior,
+        level=level,
+        posterior_method=posterior_method,
+        unit_hours=unit_hours,
+    )
     out = allocate_crawls(table, budget)
     for msg in out.attrs["warnings"]:
         warnings.warn(msg, StatisticalWarning, stacklevel=2)

@@ -31,9 +31,19 @@ def surt(url: str) -> str:
     return ",".join(reversed(host.split("."))) + ")/" + path.lower()
 
 
-def write_cdxj_shards(path, n_urls: int, n_crawls: int, rng=None, *, n_shards: int = 4,
-                      crawl_interval_days: float = 30.0, crawl_days: float = 10.0, median_rate: float = 0.02,
-                      capture_probability: float = 0.9, failed_probability: float = 0.01) -> list[Path]:
+def write_cdxj_shards(
+    path,
+    n_urls: int,
+    n_crawls: int,
+    rng=None,
+    *,
+    n_shards: int = 4,
+    crawl_interval_days: float = 30.0,
+    crawl_days: float = 10.0,
+    median_rate: float = 0.02,
+    capture_probability: float = 0.9,
+    failed_probability: float = 0.01,
+) -> list[Path]:
     """Write a synthetic Common Crawl URL index: ``n_crawls`` crawls, each as ``n_shards`` CDXJ shards.
 
     The layout and lines are Common Crawl's: ``PATH/CC-MAIN-SYNTH-CC/indexes/cdx-NNNNN.gz``,
@@ -130,11 +140,18 @@ def write_cdxj_shards(path, n_urls: int, n_crawls: int, rng=None, *, n_shards: i
                     continue
                 payload = f"{urls[i]}#{version[c, i]}".encode() if not failed[c, i] else b"not found"
                 digest = base64.b32encode(hashlib.sha1(payload).digest()).decode("ascii")
-                meta = {"url": urls[i], "mime": "text/html", "mime-detected": "text/html",
-                        "status": "404" if failed[c, i] else "200", "digest": digest,
-                        "length": str(1000 + int(i) % 5000), "offset": str(int(i) * 7919),
-                        "filename": f"crawl-data/{crawl}/segments/1/warc/{crawl}-{s:05d}.warc.gz",
-                        "languages": "eng", "encoding": "UTF-8"}
+                meta = {
+                    "url": urls[i],
+                    "mime": "text/html",
+                    "mime-detected": "text/html",
+                    "status": "404" if failed[c, i] else "200",
+                    "digest": digest,
+                    "length": str(1000 + int(i) % 5000),
+                    "offset": str(int(i) * 7919),
+                    "filename": f"crawl-data/{crawl}/segments/1/warc/{crawl}-{s:05d}.warc.gz",
+                    "languages": "eng",
+                    "encoding": "UTF-8",
+                }
                 stamp = stamps[i].replace("-", "").replace("T", "").replace(":", "")
                 lines.append(f"{keys[i]} {stamp} {json.dumps(meta)}\n")
             shard = folder / f"cdx-{s:05d}.gz"

@@ -41,14 +41,22 @@ def burstiness_results(gaps: np.ndarray, *, n_resamples: int, rng, alpha: float 
         return insufficient("gap_cv", why), insufficient("burstiness", why)
     if gaps.size > NULL_SIZE:  # √m (CV - 1) has a limiting null law: simulate it at NULL_SIZE gaps
         cv = float(gap_cv(gaps))
-        p = subsize_pvalue(np.sqrt(gaps.size) * (cv - 1.0),
-                           lambda b: np.sqrt(NULL_SIZE) * (gap_cv(rng.standard_exponential((b, NULL_SIZE))) - 1.0),
-                           n_resamples=n_resamples, alternative="two-sided")
+        p = subsize_pvalue(
+            np.sqrt(gaps.size) * (cv - 1.0),
+            lambda b: np.sqrt(NULL_SIZE) * (gap_cv(rng.standard_exponential((b, NULL_SIZE))) - 1.0),
+            n_resamples=n_resamples,
+            alternative="two-sided",
+        )
         null = f"Monte Carlo at {NULL_SIZE} exponential gaps, √m (CV - 1) compared"
     else:
         res = stats.monte_carlo_test(
-            gaps, lambda size: rng.standard_exponential(size), gap_cv,
-            vectorized=True, n_resamples=n_resamples, alternative="two-sided", axis=-1,
+            gaps,
+            lambda size: rng.standard_exponential(size),
+            gap_cv,
+            vectorized=True,
+            n_resamples=n_resamples,
+            alternative="two-sided",
+            axis=-1,
         )
         cv, p = float(res.statistic), float(min(1.0, res.pvalue))
         null = "Monte Carlo, exponential gaps"
@@ -56,13 +64,17 @@ def burstiness_results(gaps: np.ndarray, *, n_resamples: int, rng, alpha: float 
     kind = "bursty (gaps more variable than exponential)" if cv > 1 else "more regular than Poisson"
     det = {"n_gaps": int(gaps.size), "n_resamples": int(n_resamples), "null": null}
     r_cv = DiagnosticResult(
-        "gap_cv", cv, p,
-        f"gap CV = {cv:.3g} (1 for Poisson); " + verdict_words(p, alpha, reject=f"the trace is {kind}",
-                                                                keep="gap variability as for Poisson"),
+        "gap_cv",
+        cv,
+        p,
+        f"gap CV = {cv:.3g} (1 for Poisson); "
+        + verdict_words(p, alpha, reject=f"the trace is {kind}", keep="gap variability as for Poisson"),
         details=det,
     )
     r_b = DiagnosticResult(
-        "burstiness", b, p,
+        "burstiness",
+        b,
+        p,
         f"Goh-Barabási B = {b:.3g} (0 for Poisson, 1 = maximally bursty); same test as gap_cv; "
         + verdict_words(p, alpha, reject=f"the trace is {kind}", keep="not bursty"),
         details=det,

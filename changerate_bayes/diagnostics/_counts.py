@@ -83,16 +83,15 @@ def dispersion_result(times: np.ndarray, *, n_windows: int | None = None, alpha:
         return insufficient("dispersion_index", f"{max(m, 0)} inner event(s); the test needs 10")
     k = default_n_windows(m) if n_windows is None else int(n_windows)
     if k < 2 or m / k < 5:
-        return insufficient(
-            "dispersion_index", f"{m} inner events in {k} windows: fewer than 5 expected per window"
-        )
+        return insufficient("dispersion_index", f"{m} inner events in {k} windows: fewer than 5 expected per window")
     index, chi2, p, _ = dispersion_statistic(times, k)
     index, chi2, p = float(index), float(chi2), float(p)
     return DiagnosticResult(
-        "dispersion_index", index, p,
+        "dispersion_index",
+        index,
+        p,
         f"variance/mean of counts in {k} windows = {index:.3g} (1 under Poisson); "
-        + verdict_words(p, alpha, reject="counts are clustered (over-dispersed)",
-                        keep="counts are not over-dispersed"),
+        + verdict_words(p, alpha, reject="counts are clustered (over-dispersed)", keep="counts are not over-dispersed"),
         details={"n_windows": k, "chi2": chi2, "df": k - 1, "window_length": float((times[-1] - times[0]) / k)},
     )
 
@@ -172,8 +171,9 @@ def seasonal_labels(kind: str) -> list[str]:
     return [f"{h:02d}h" for h in range(24)] if kind == "hour_of_day" else list(_DAYS)
 
 
-def seasonal_reading(kind: str, chi2: float, df, p: float, ratio: np.ndarray, alpha: float, *,
-                     rate: str = "rate", against: str = "") -> str:
+def seasonal_reading(
+    kind: str, chi2: float, df, p: float, ratio: np.ndarray, alpha: float, *, rate: str = "rate", against: str = ""
+) -> str:
     """The reading of an hour-of-day or day-of-week chi-square test: the statistic, and the
     busiest and quietest bins by ``ratio`` (observed over expected count, NaN for a bin no
     crawl falls in) when the test rejects."""
@@ -181,14 +181,17 @@ def seasonal_reading(kind: str, chi2: float, df, p: float, ratio: np.ndarray, al
     hi, lo = int(np.nanargmax(ratio)), int(np.nanargmin(ratio))
     what = "hour of day (UTC)" if kind == "hour_of_day" else "day of week (UTC)"
     return f"chi² = {chi2:.4g} on {df} df over the {what}{against}; " + verdict_words(
-        p, alpha,
+        p,
+        alpha,
         reject=f"the {rate} depends on the {what}: busiest {labels[hi]} ({ratio[hi]:.2f}× average), "
-               f"quietest {labels[lo]} ({ratio[lo]:.2f}×)",
-        keep=f"no detectable {what} pattern")
+        f"quietest {labels[lo]} ({ratio[lo]:.2f}×)",
+        keep=f"no detectable {what} pattern",
+    )
 
 
-def seasonality_result(prep_times: np.ndarray, hours_since_monday: float | None, kind: str, *,
-                       alpha: float = 0.05) -> DiagnosticResult:
+def seasonality_result(
+    prep_times: np.ndarray, hours_since_monday: float | None, kind: str, *, alpha: float = 0.05
+) -> DiagnosticResult:
     """Hour-of-day or day-of-week test on one sorted trace of datetimes (UTC clock)."""
     if hours_since_monday is None:
         return not_applicable(kind, "needs datetimes (a clock), got plain numbers")
@@ -199,13 +202,21 @@ def seasonality_result(prep_times: np.ndarray, hours_since_monday: float | None,
     chi2, p, counts, expected = seasonality_statistic(clock, kind)
     if not cochran_ok(expected):
         return insufficient(
-            kind, f"{m} inner events give expected counts down to {expected.min():.2g} per bin "
-            "(the chi-square approximation needs >= 1 everywhere and >= 5 in 80% of the bins)"
+            kind,
+            f"{m} inner events give expected counts down to {expected.min():.2g} per bin "
+            "(the chi-square approximation needs >= 1 everywhere and >= 5 in 80% of the bins)",
         )
     chi2, p = float(chi2), float(p)
     period, n_bins = _PERIODS[kind]
     return DiagnosticResult(
-        kind, chi2, p, seasonal_reading(kind, chi2, n_bins - 1, p, counts / expected, alpha),
-        details={"df": n_bins - 1, "labels": seasonal_labels(kind), "counts": counts.tolist(),
-                 "expected": [float(e) for e in expected]},
+        kind,
+        chi2,
+        p,
+        seasonal_reading(kind, chi2, n_bins - 1, p, counts / expected, alpha),
+        details={
+            "df": n_bins - 1,
+            "labels": seasonal_labels(kind),
+            "counts": counts.tolist(),
+            "expected": [float(e) for e in expected],
+        },
     )

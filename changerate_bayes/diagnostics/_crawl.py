@@ -78,8 +78,9 @@ def fit_cloglog_rate(n_windows: np.ndarray, n_detected: np.ndarray, tau: np.ndar
     import statsmodels.api as sm  # statsmodels: about 1 s to import, needed only here
 
     endog = np.column_stack([n_detected, n_windows - n_detected]).astype(np.float64)
-    model = sm.GLM(endog, np.ones((tau.size, 1)), family=sm.families.Binomial(link=sm.families.links.CLogLog()),
-                   offset=np.log(tau))
+    model = sm.GLM(
+        endog, np.ones((tau.size, 1)), family=sm.families.Binomial(link=sm.families.links.CLogLog()), offset=np.log(tau)
+    )
     res = model.fit()
     log_delta, se = float(res.params[0]), float(res.bse[0])
     return float(np.exp(log_delta)), float(np.exp(log_delta) * se)
@@ -97,16 +98,21 @@ def g_statistic(n_windows, n_detected, q0):
     return 2.0 * np.sum(ll1 - ll0, axis=-1)
 
 
-def calibration_result(times: np.ndarray, crawl_interval: float | None, *, rng, alpha: float = 0.05,
-                       time_scale: float = 1.0) -> DiagnosticResult:
+def calibration_result(
+    times: np.ndarray, crawl_interval: float | None, *, rng, alpha: float = 0.05, time_scale: float = 1.0
+) -> DiagnosticResult:
     """The ``crawl_calibration`` test on sorted detection times (see module docstring);
     ``times`` and ``crawl_interval`` in units of ``time_scale`` input units (Δ̂ and τ
     are reported in the input unit)."""
     name = "crawl_calibration"
     if crawl_interval is None:
-        return DiagnosticResult(name, None, None,
-                                "not applicable: exact change times, not crawl detections (no crawl interval given)",
-                                "not applicable")
+        return DiagnosticResult(
+            name,
+            None,
+            None,
+            "not applicable: exact change times, not crawl detections (no crawl interval given)",
+            "not applicable",
+        )
     n = times.size
     if n < 10 or times[-1] <= times[0]:
         return insufficient(name, f"{n} detection(s); the test needs 10")
@@ -119,8 +125,9 @@ def calibration_result(times: np.ndarray, crawl_interval: float | None, *, rng, 
     return calibration_from_windows(times, edges, m, mult, c, alpha=alpha, time_scale=time_scale)
 
 
-def calibration_from_windows(times, edges, m, multiples, crawl_interval, *, alpha: float = 0.05,
-                             time_scale: float = 1.0) -> DiagnosticResult:
+def calibration_from_windows(
+    times, edges, m, multiples, crawl_interval, *, alpha: float = 0.05, time_scale: float = 1.0
+) -> DiagnosticResult:
     """The calibration test for given virtual-crawl windows (see :func:`calibration_windows`)."""
     name = "crawl_calibration"
     if m.size < 2:
@@ -144,15 +151,26 @@ def calibration_from_windows(times, edges, m, multiples, crawl_interval, *, alph
     obs = n_d[use] / n_w[use]
     worst = int(np.argmax(np.abs(obs - q)))
     return DiagnosticResult(
-        name, g, p,
+        name,
+        g,
+        p,
         f"G = {g:.4g} on {df} df over {int(use.sum())} crawl-interval bins (Δ̂ = {delta:.3g} per time unit); "
         + verdict_words(
-            p, alpha,
+            p,
+            alpha,
             reject=f"detections do not follow 1 - exp(-Δτ): at τ = {tau[use][worst]:.3g} a change is seen "
-                   f"{obs[worst]:.2f} of the time, the Poisson model says {q[worst]:.2f}",
-            keep="the detection probability follows 1 - exp(-Δτ) at every crawl interval"),
-        details={"df": df, "delta": delta, "delta_se": se, "tau": tau[use].tolist(),
-                 "n_windows": n_w[use].tolist(), "n_detected": n_d[use].tolist(), "expected": q.tolist()},
+            f"{obs[worst]:.2f} of the time, the Poisson model says {q[worst]:.2f}",
+            keep="the detection probability follows 1 - exp(-Δτ) at every crawl interval",
+        ),
+        details={
+            "df": df,
+            "delta": delta,
+            "delta_se": se,
+            "tau": tau[use].tolist(),
+            "n_windows": n_w[use].tolist(),
+            "n_detected": n_d[use].tolist(),
+            "expected": q.tolist(),
+        },
     )
 
 

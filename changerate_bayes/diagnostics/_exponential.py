@@ -18,8 +18,15 @@ from scipy import stats
 
 from ._result import DiagnosticResult, insufficient, verdict_words
 
-__all__ = ["MIN_GAPS", "NULL_SIZE", "lilliefors_test", "anderson_test", "bootstrap_test", "edf_statistics",
-           "subsize_pvalue"]
+__all__ = [
+    "MIN_GAPS",
+    "NULL_SIZE",
+    "lilliefors_test",
+    "anderson_test",
+    "bootstrap_test",
+    "edf_statistics",
+    "subsize_pvalue",
+]
 
 MIN_GAPS = 5
 
@@ -54,6 +61,7 @@ def subsize_pvalue(observed: float, simulate, *, n_resamples: int, alternative: 
     less = (1 + np.count_nonzero(null <= observed)) / (1 + n_resamples)
     return float(min(1.0, 2 * min(greater, less)))
 
+
 _NAMES = {"ks": "ks_bootstrap", "ad": "ad_bootstrap", "cvm": "cvm_bootstrap"}
 _LABELS = {"ks": "Kolmogorov-Smirnov", "ad": "Anderson-Darling", "cvm": "Cramér-von Mises"}
 
@@ -75,8 +83,11 @@ def lilliefors_test(gaps: np.ndarray, *, alpha: float = 0.05) -> DiagnosticResul
     p = float(np.clip(p, 0.0, 1.0))
     bound = "upper" if p <= 0.001 + 1e-12 else ("lower" if p >= 0.99 - 1e-12 else None)
     return DiagnosticResult(
-        "ks_lilliefors", float(d), p,
-        f"KS distance {d:.3f} to the fitted exponential; " + verdict_words(p, alpha, reject=_REJECT, keep=_KEEP, bound=bound),
+        "ks_lilliefors",
+        float(d),
+        p,
+        f"KS distance {d:.3f} to the fitted exponential; "
+        + verdict_words(p, alpha, reject=_REJECT, keep=_KEEP, bound=bound),
         details={"n_gaps": int(gaps.size), "pvalue_bound": bound, "null": "Lilliefors table (statsmodels)"},
     )
 
@@ -93,9 +104,16 @@ def anderson_test(gaps: np.ndarray, *, alpha: float = 0.05) -> DiagnosticResult:
     a2, p = float(res.statistic), float(res.pvalue)
     bound = "upper" if p <= 0.01 else ("lower" if p >= 0.15 else None)
     return DiagnosticResult(
-        "anderson_darling", a2, p,
-        f"A² = {a2:.3g} against the fitted exponential; " + verdict_words(p, alpha, reject=_REJECT, keep=_KEEP, bound=bound),
-        details={"n_gaps": int(gaps.size), "pvalue_bound": bound, "null": "Stephens (1974) table (scipy.stats.anderson)"},
+        "anderson_darling",
+        a2,
+        p,
+        f"A² = {a2:.3g} against the fitted exponential; "
+        + verdict_words(p, alpha, reject=_REJECT, keep=_KEEP, bound=bound),
+        details={
+            "n_gaps": int(gaps.size),
+            "pvalue_bound": bound,
+            "null": "Stephens (1974) table (scipy.stats.anderson)",
+        },
     )
 
 
@@ -120,7 +138,9 @@ def bootstrap_test(gaps: np.ndarray, statistic: str, *, n_resamples: int, rng, a
         )
     t, p = float(res.statistic), float(res.pvalue)
     return DiagnosticResult(
-        name, t, p,
+        name,
+        t,
+        p,
         f"{_LABELS[statistic]} statistic {t:.3g}, rate refitted in {n_resamples} bootstrap samples; "
         + verdict_words(p, alpha, reject=_REJECT, keep=_KEEP),
         details={"n_gaps": int(gaps.size), "n_resamples": int(n_resamples), "null": "parametric bootstrap"},
@@ -141,14 +161,22 @@ def _large_bootstrap(gaps, statistic, *, n_resamples, rng, alpha):
     with np.errstate(divide="ignore"):  # log(0) in AD of an extreme draw: +inf, counted as extreme
         p = subsize_pvalue(
             t * _root_n(statistic, m),
-            lambda b: edf_statistics(rng.standard_exponential((b, NULL_SIZE)))[statistic] * _root_n(statistic, NULL_SIZE),
-            n_resamples=n_resamples)
+            lambda b: (
+                edf_statistics(rng.standard_exponential((b, NULL_SIZE)))[statistic] * _root_n(statistic, NULL_SIZE)
+            ),
+            n_resamples=n_resamples,
+        )
     return DiagnosticResult(
-        name, t, p,
+        name,
+        t,
+        p,
         f"{_LABELS[statistic]} statistic {t:.3g}, rate refitted in {n_resamples} bootstrap samples of "
         f"{NULL_SIZE} gaps (asymptotic scaling); " + verdict_words(p, alpha, reject=_REJECT, keep=_KEEP),
-        details={"n_gaps": int(m), "n_resamples": int(n_resamples),
-                 "null": f"parametric bootstrap at {NULL_SIZE} gaps, statistic on its asymptotic scale"},
+        details={
+            "n_gaps": int(m),
+            "n_resamples": int(n_resamples),
+            "null": f"parametric bootstrap at {NULL_SIZE} gaps, statistic on its asymptotic scale",
+        },
     )
 
 

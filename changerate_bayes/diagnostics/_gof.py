@@ -47,18 +47,37 @@ TEST_NAMES = (
 
 #: Tests that read the gaps of exact event times as exponential (invalid for tied times
 #: of unknown resolution, and for crawl detections, whose gaps are whole crawl intervals).
-GAP_TESTS = ("ks_lilliefors", "anderson_darling", "ks_bootstrap", "ad_bootstrap", "cvm_bootstrap",
-             "gap_cv", "burstiness", "time_rescaling")
+GAP_TESTS = (
+    "ks_lilliefors",
+    "anderson_darling",
+    "ks_bootstrap",
+    "ad_bootstrap",
+    "cvm_bootstrap",
+    "gap_cv",
+    "burstiness",
+    "time_rescaling",
+)
 
 #: Tests that run on crawl detections (``crawl_interval`` given), in their crawl-grid
 #: form with an exact null (hour and day of week need datetimes).
-CRAWL_TESTS = ("geometric_gaps", "laplace_trend", "mil_hdbk_189", "dispersion_index", "hour_of_day",
-               "day_of_week", "gap_cv", "burstiness", "segments_dispersion", "crawl_calibration")
+CRAWL_TESTS = (
+    "geometric_gaps",
+    "laplace_trend",
+    "mil_hdbk_189",
+    "dispersion_index",
+    "hour_of_day",
+    "day_of_week",
+    "gap_cv",
+    "burstiness",
+    "segments_dispersion",
+    "crawl_calibration",
+)
 
-_EXACT_ONLY = ("ks_lilliefors", "anderson_darling", "ks_bootstrap", "ad_bootstrap", "cvm_bootstrap",
-               "time_rescaling")
-_CRAWL_NA = ("crawl detections: the gaps are whole numbers of crawl intervals (geometric under a Poisson "
-             "change process), not exponential; geometric_gaps tests them")
+_EXACT_ONLY = ("ks_lilliefors", "anderson_darling", "ks_bootstrap", "ad_bootstrap", "cvm_bootstrap", "time_rescaling")
+_CRAWL_NA = (
+    "crawl detections: the gaps are whole numbers of crawl intervals (geometric under a Poisson "
+    "change process), not exponential; geometric_gaps tests them"
+)
 
 # "burstiness" repeats the gap_cv test (B is a monotone function of CV): left out of the
 # multiple-testing family so that it is not counted twice.
@@ -144,20 +163,26 @@ class PoissonGOFResult:
             return f"{self.n_events} events{ties}: {self.degenerate}; no test can run (insufficient data)."
         if not ran:
             if crawl and self.n_events >= 10 and self.crawl_grid.detection_probability >= 1:
-                return (f"{self.n_events} {what}{ties}: every crawl from the first to the last detection saw a "
-                        "change (q̂ = 1), so the change rate is not identified and no test can run; crawl more often.")
+                return (
+                    f"{self.n_events} {what}{ties}: every crawl from the first to the last detection saw a "
+                    "change (q̂ = 1), so the change rate is not identified and no test can run; crawl more often."
+                )
             return f"{self.n_events} {what}{ties}: too few for any test."
         rej = self.rejected(alpha)
         head = f"{self.n_events} {what}{ties}"
         if self.rate is not None:
             head += f", {'detection ' if crawl else ''}rate {self.rate:.4g} {self.rate_unit}"
         if crawl and self.crawl_grid.change_rate is not None and np.isfinite(self.crawl_grid.change_rate):
-            head += (f" (one crawl in {1 / self.crawl_grid.detection_probability:.3g} detects a change: change rate "
-                     f"{self.crawl_grid.change_rate:.4g} {self.rate_unit})")
+            head += (
+                f" (one crawl in {1 / self.crawl_grid.detection_probability:.3g} detects a change: change rate "
+                f"{self.crawl_grid.change_rate:.4g} {self.rate_unit})"
+            )
         head += ". "
         if not rej:
-            return head + (f"No test rejects the homogeneous Poisson model at family-wise level {alpha:g} "
-                           f"(Holm over {len(ran)} tests).")
+            return head + (
+                f"No test rejects the homogeneous Poisson model at family-wise level {alpha:g} "
+                f"(Holm over {len(ran)} tests)."
+            )
         parts = []
         t = self.tests
         if {"ks_lilliefors", "anderson_darling", "ks_bootstrap", "ad_bootstrap", "cvm_bootstrap"} & set(rej):
@@ -166,15 +191,20 @@ class PoissonGOFResult:
             parts.append("gaps between detections not geometric")
         if "gap_cv" in rej:
             cv, cv0 = t["gap_cv"].statistic, t["gap_cv"].details.get("expected", 1.0)
-            parts.append(f"bursty (gap CV {cv:.2f} against {cv0:.2f} for Poisson, B = {t['burstiness'].statistic:.2f})"
-                         if cv > cv0 else f"too regular (gap CV {cv:.2f} against {cv0:.2f} for Poisson)")
+            parts.append(
+                f"bursty (gap CV {cv:.2f} against {cv0:.2f} for Poisson, B = {t['burstiness'].statistic:.2f})"
+                if cv > cv0
+                else f"too regular (gap CV {cv:.2f} against {cv0:.2f} for Poisson)"
+            )
         if {"laplace_trend", "mil_hdbk_189"} & set(rej):
             z = t["laplace_trend"].statistic
             parts.append("rate trends " + ("up" if z is not None and z > 0 else "down") + " over time")
         if "dispersion_index" in rej:
             parts.append(f"window counts over-dispersed (index {t['dispersion_index'].statistic:.3g})")
-        for k, words in (("hour_of_day", "rate varies with the hour of day"),
-                         ("day_of_week", "rate varies with the day of week")):
+        for k, words in (
+            ("hour_of_day", "rate varies with the hour of day"),
+            ("day_of_week", "rate varies with the day of week"),
+        ):
             if k in rej:
                 parts.append(words)
         if {"segments_dispersion", "time_rescaling"} & set(rej):
@@ -183,8 +213,10 @@ class PoissonGOFResult:
             parts.append(f"a piecewise-constant rate with {self.segments.n_segments} segments fits")
         if "crawl_calibration" in rej:
             parts.append("crawl detections miscalibrated against 1 - exp(-Δτ)")
-        return head + (f"The homogeneous Poisson model is rejected by {len(rej)} of {len(ran)} tests "
-                       f"(Holm, family-wise {alpha:g}): " + "; ".join(parts) + ".")
+        return head + (
+            f"The homogeneous Poisson model is rejected by {len(rej)} of {len(ran)} tests "
+            f"(Holm, family-wise {alpha:g}): " + "; ".join(parts) + "."
+        )
 
     def to_dict(self) -> dict:
         """JSON-able summary: n_events, rate, the crawl grid (crawl detections), and per test
@@ -197,11 +229,16 @@ class PoissonGOFResult:
             "jittered": self.jittered,
             "n_segments": None if self.segments is None else self.segments.n_segments,
             "degenerate": self.degenerate,
-            "crawl_grid": None if self.crawl_grid is None else {
-                "crawl_interval": self.crawl_grid.crawl_interval, "n_crawls": self.crawl_grid.n_crawls,
+            "crawl_grid": None
+            if self.crawl_grid is None
+            else {
+                "crawl_interval": self.crawl_grid.crawl_interval,
+                "n_crawls": self.crawl_grid.n_crawls,
                 "detection_probability": self.crawl_grid.detection_probability,
-                "change_rate": self.crawl_grid.change_rate, "n_off_grid": self.crawl_grid.n_off_grid,
-                "n_shifted": self.crawl_grid.n_shifted},
+                "change_rate": self.crawl_grid.change_rate,
+                "n_off_grid": self.crawl_grid.n_off_grid,
+                "n_shifted": self.crawl_grid.n_shifted,
+            },
             "tests": {k: r.to_dict() for k, r in self.tests.items()},
         }
 
@@ -379,25 +416,40 @@ def poisson_gof(
     if prep.degenerate is not None:
         tests = {k: insufficient(k, prep.degenerate) for k in TEST_NAMES}
     elif grid is not None:
-        grid_tests, qq = grid_results(grid, clock0_hours=prep.hours_since_monday, segments=segments,
-                                      origin=float(times[0]), n_windows=n_windows, n_resamples=n_resamples,
-                                      rng=gen, alpha=alpha)
+        grid_tests, qq = grid_results(
+            grid,
+            clock0_hours=prep.hours_since_monday,
+            segments=segments,
+            origin=float(times[0]),
+            n_windows=n_windows,
+            n_resamples=n_resamples,
+            rng=gen,
+            alpha=alpha,
+        )
         tests.update(grid_tests)
         tests.update({k: not_applicable(k, _CRAWL_NA) for k in _EXACT_ONLY})
-        tests["crawl_calibration"] = calibration_result(prep.raw, prep.crawl_interval, rng=gen, alpha=alpha,
-                                                        time_scale=scale)
+        tests["crawl_calibration"] = calibration_result(
+            prep.raw, prep.crawl_interval, rng=gen, alpha=alpha, time_scale=scale
+        )
     else:
-        tests.update(_exact_time_tests(prep, segments, n_windows=n_windows, n_resamples=n_resamples, rng=gen,
-                                       alpha=alpha))
+        tests.update(
+            _exact_time_tests(prep, segments, n_windows=n_windows, n_resamples=n_resamples, rng=gen, alpha=alpha)
+        )
         if prep.gap_tests_valid:
             qq = exponential_qq(prep.gaps, rng=gen)
         tests["crawl_calibration"] = calibration_result(prep.raw, None, rng=gen, alpha=alpha)
         tests["geometric_gaps"] = not_applicable(
-            "geometric_gaps", "exact event times, not crawl detections (no `crawl_interval`): the exponential gap "
-                              "tests apply")
+            "geometric_gaps",
+            "exact event times, not crawl detections (no `crawl_interval`): the exponential gap tests apply",
+        )
     if scale != 1.0:  # report in the input unit
-        qq = dataclasses.replace(qq, theoretical=qq.theoretical * scale, observed=qq.observed * scale,
-                                 lower=qq.lower * scale, upper=qq.upper * scale)
+        qq = dataclasses.replace(
+            qq,
+            theoretical=qq.theoretical * scale,
+            observed=qq.observed * scale,
+            lower=qq.lower * scale,
+            upper=qq.upper * scale,
+        )
         if segments is not None:
             segments = Segments(segments.edges * scale, segments.counts, segments.rates / scale, segments.p0)
         if grid is not None:
@@ -432,8 +484,7 @@ def _exact_time_tests(prep, segments, *, n_windows, n_resamples, rng, alpha) -> 
         for s in ("ks", "ad", "cvm"):
             r = bootstrap_test(gaps, s, n_resamples=n_resamples, rng=rng, alpha=alpha)
             tests[r.name] = r
-        tests["gap_cv"], tests["burstiness"] = burstiness_results(gaps, n_resamples=n_resamples, rng=rng,
-                                                                  alpha=alpha)
+        tests["gap_cv"], tests["burstiness"] = burstiness_results(gaps, n_resamples=n_resamples, rng=rng, alpha=alpha)
     else:
         why = f"{prep.n_ties} tied time(s) of unknown resolution (pass `resolution`)"
         tests.update({k: not_applicable(k, why) for k in GAP_TESTS})
@@ -452,6 +503,7 @@ def _exact_time_tests(prep, segments, *, n_windows, n_resamples, rng, alpha) -> 
     else:
         tests["segments_dispersion"] = segments_dispersion_result(times, segments, alpha=alpha)
         if prep.gap_tests_valid:
-            tests["time_rescaling"] = time_rescaling_result(times, segments, n_resamples=n_resamples, rng=rng,
-                                                            alpha=alpha)
+            tests["time_rescaling"] = time_rescaling_result(
+                times, segments, n_resamples=n_resamples, rng=rng, alpha=alpha
+            )
     return tests

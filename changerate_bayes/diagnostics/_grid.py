@@ -139,8 +139,9 @@ def crawl_grid(times: np.ndarray, crawl_interval: float) -> CrawlGrid:
     nearest = np.round(pos).astype(np.int64)
     idx = np.arange(t.size)
     slots = np.maximum.accumulate(nearest - idx) + idx  # strictly increasing, >= nearest
-    return CrawlGrid(slots, float(crawl_interval), int(np.sum(slots != nearest)),
-                     int(np.sum(np.abs(pos - slots) > OFF_GRID)))
+    return CrawlGrid(
+        slots, float(crawl_interval), int(np.sum(slots != nearest)), int(np.sum(np.abs(pos - slots) > OFF_GRID))
+    )
 
 
 # ----------------------------------------------------------------------------- exact null
@@ -288,9 +289,19 @@ def _reading_null(n_resamples):
     return {"n_resamples": int(n_resamples), "null": "Monte Carlo: detection slots uniform given their number"}
 
 
-def grid_results(grid: CrawlGrid, *, clock0_hours: float | None, segments=None, origin: float = 0.0,
-                 n_windows: int | None = None, n_resamples: int, rng, alpha: float = 0.05,
-                 qq_level: float = 0.95, n_qq: int = 199):
+def grid_results(
+    grid: CrawlGrid,
+    *,
+    clock0_hours: float | None,
+    segments=None,
+    origin: float = 0.0,
+    n_windows: int | None = None,
+    n_resamples: int,
+    rng,
+    alpha: float = 0.05,
+    qq_level: float = 0.95,
+    n_qq: int = 199,
+):
     """The crawl-grid versions of the Poisson tests (see the module docstring).
 
     Parameters
@@ -314,8 +325,17 @@ def grid_results(grid: CrawlGrid, *, clock0_hours: float | None, segments=None, 
     """
     n, N, c = grid.slots.size, grid.n_crawls, grid.crawl_interval
     m, L = n - 2, N - 1
-    names = ("geometric_gaps", "gap_cv", "burstiness", "laplace_trend", "mil_hdbk_189", "dispersion_index",
-             "hour_of_day", "day_of_week", "segments_dispersion")
+    names = (
+        "geometric_gaps",
+        "gap_cv",
+        "burstiness",
+        "laplace_trend",
+        "mil_hdbk_189",
+        "dispersion_index",
+        "hour_of_day",
+        "day_of_week",
+        "segments_dispersion",
+    )
     empty_qq = QQData(np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0), float(qq_level), 0, "geometric")
     if n < 3 or N < 2:
         why = f"{n} detection(s) over {N} crawl interval(s)"
@@ -331,39 +351,58 @@ def grid_results(grid: CrawlGrid, *, clock0_hours: float | None, segments=None, 
 
     # Monte Carlo tests on the gaps and the MIL statistic: one exact null sample
     ks_null, cv_null, mil_null, qq_null = _null_statistics(grid, n_resamples, rng, n_qq)
-    common = {"n_gaps": int(gaps.size), "q": q, "change_rate": grid.change_rate, "crawl_interval": c,
-              **_reading_null(n_resamples)}
+    common = {
+        "n_gaps": int(gaps.size),
+        "q": q,
+        "change_rate": grid.change_rate,
+        "crawl_interval": c,
+        **_reading_null(n_resamples),
+    }
     if gaps.size < MIN_GAPS:
         why = f"{gaps.size} gap(s); the test needs at least {MIN_GAPS}"
-        out["geometric_gaps"], out["gap_cv"], out["burstiness"] = (insufficient(k, why) for k in
-                                                                   ("geometric_gaps", "gap_cv", "burstiness"))
+        out["geometric_gaps"], out["gap_cv"], out["burstiness"] = (
+            insufficient(k, why) for k in ("geometric_gaps", "gap_cv", "burstiness")
+        )
     else:
         d = float(geometric_ks(gaps, q))
         p = mc_pvalue(d, ks_null, "greater", rng)
         out["geometric_gaps"] = DiagnosticResult(
-            "geometric_gaps", d, p,
+            "geometric_gaps",
+            d,
+            p,
             f"KS distance {d:.3f} of the gaps (in crawl intervals) to the geometric law with q̂ = {q:.3g} "
-            "detections per crawl; " + verdict_words(
-                p, alpha, reject="the gaps between detections are not geometric, so the detections are not "
-                                 "independent crawls of a homogeneous Poisson change process",
-                keep="the gaps are consistent with independent detections per crawl (geometric gaps)"),
-            details=common)
+            "detections per crawl; "
+            + verdict_words(
+                p,
+                alpha,
+                reject="the gaps between detections are not geometric, so the detections are not "
+                "independent crawls of a homogeneous Poisson change process",
+                keep="the gaps are consistent with independent detections per crawl (geometric gaps)",
+            ),
+            details=common,
+        )
         cv = float(gap_cv(gaps))
         cv0 = float(np.median(cv_null))
         p = mc_pvalue(cv, cv_null, "two-sided", rng)
         kind = "bursty (gaps more variable than geometric)" if cv > cv0 else "more regular than independent crawls"
         det = {**common, "expected": cv0}
         out["gap_cv"] = DiagnosticResult(
-            "gap_cv", cv, p,
+            "gap_cv",
+            cv,
+            p,
             f"gap CV = {cv:.3g} ({cv0:.3g} expected for crawl detections of Poisson changes, about √(1 - q̂)); "
             + verdict_words(p, alpha, reject=f"the detections are {kind}", keep="gap variability as for Poisson"),
-            details=det)
+            details=det,
+        )
         b, b0 = float(burstiness_coefficient(cv)), float(burstiness_coefficient(cv0))
         out["burstiness"] = DiagnosticResult(
-            "burstiness", b, p,
+            "burstiness",
+            b,
+            p,
             f"Goh-Barabási B = {b:.3g} ({b0:.3g} expected for crawl detections of Poisson changes); same test "
             "as gap_cv; " + verdict_words(p, alpha, reject=f"the detections are {kind}", keep="not bursty"),
-            details={**det, "expected": b0})
+            details={**det, "expected": b0},
+        )
 
     # trend tests
     if m < MIN_INTERIOR or L - m < MIN_INTERIOR:
@@ -374,21 +413,34 @@ def grid_results(grid: CrawlGrid, *, clock0_hours: float | None, segments=None, 
         z, p = wilcoxon_trend(float(np.sum(inner)), m, L)
         z, p = float(z), float(p)
         out["laplace_trend"] = DiagnosticResult(
-            "laplace_trend", z, p,
-            f"z = {z:.2f} (Wilcoxon rank sum of detected against missed crawls); " + verdict_words(
-                p, alpha, reject=f"the detection rate {'increases' if z > 0 else 'decreases'} over the trace (trend)",
-                keep="no linear trend in the detection rate"),
-            details={"n_inner": m, "n_inner_crawls": L, "null": "exact moments of the rank sum, normal approximation"})
+            "laplace_trend",
+            z,
+            p,
+            f"z = {z:.2f} (Wilcoxon rank sum of detected against missed crawls); "
+            + verdict_words(
+                p,
+                alpha,
+                reject=f"the detection rate {'increases' if z > 0 else 'decreases'} over the trace (trend)",
+                keep="no linear trend in the detection rate",
+            ),
+            details={"n_inner": m, "n_inner_crawls": L, "null": "exact moments of the rank sum, normal approximation"},
+        )
         s = float(_mil_statistic(slots, N))
         p = mc_pvalue(s, mil_null, "two-sided", rng)
         s0 = float(np.mean(mil_null))
         out["mil_hdbk_189"] = DiagnosticResult(
-            "mil_hdbk_189", s, p,
-            f"2Σlog(N/j) = {s:.4g} over the detection slots j (mean {s0:.4g} under H0); " + verdict_words(
-                p, alpha, reject=f"the detection rate {'increases' if s < s0 else 'decreases'} over the trace "
-                                 "(power-law trend)",
-                keep="no power-law trend in the detection rate"),
-            details={"n_inner": m, "expected": s0, **_reading_null(n_resamples)})
+            "mil_hdbk_189",
+            s,
+            p,
+            f"2Σlog(N/j) = {s:.4g} over the detection slots j (mean {s0:.4g} under H0); "
+            + verdict_words(
+                p,
+                alpha,
+                reject=f"the detection rate {'increases' if s < s0 else 'decreases'} over the trace (power-law trend)",
+                keep="no power-law trend in the detection rate",
+            ),
+            details={"n_inner": m, "expected": s0, **_reading_null(n_resamples)},
+        )
 
     out["dispersion_index"] = _dispersion(inner, m, L, n_windows, alpha)
     for kind in ("hour_of_day", "day_of_week"):
@@ -423,11 +475,16 @@ def _dispersion(inner, m, L, n_windows, alpha) -> DiagnosticResult:
     chi2, df, _ = _pearson_hypergeometric(np.bincount(win, minlength=k), _window_cells(L, k), m, L)
     index, p = chi2 / df, float(stats.chi2.sf(chi2, df))
     return DiagnosticResult(
-        name, index, p,
+        name,
+        index,
+        p,
         f"variance/mean of detections in {k} windows of crawls = {index:.3g} (1 under H0, after the "
-        "correction for crawls drawn without replacement); " + verdict_words(
-            p, alpha, reject="detections are clustered (over-dispersed)", keep="detections are not over-dispersed"),
-        details={"n_windows": k, "chi2": chi2, "df": df, "null": "hypergeometric, scaled chi-square"})
+        "correction for crawls drawn without replacement); "
+        + verdict_words(
+            p, alpha, reject="detections are clustered (over-dispersed)", keep="detections are not over-dispersed"
+        ),
+        details={"n_windows": k, "chi2": chi2, "df": df, "null": "hypergeometric, scaled chi-square"},
+    )
 
 
 def _seasonality(inner, m, L, c, clock0, kind, alpha) -> DiagnosticResult:
@@ -446,18 +503,29 @@ def _seasonality(inner, m, L, c, clock0, kind, alpha) -> DiagnosticResult:
     chi2, df, expected = _pearson_hypergeometric(observed, exposure, m, L)
     if not cochran_ok(expected):
         return insufficient(
-            kind, f"{m} inner detections give expected counts down to {expected.min():.2g} per bin "
-            "(the chi-square approximation needs >= 1 everywhere and >= 5 in 80% of the bins)")
+            kind,
+            f"{m} inner detections give expected counts down to {expected.min():.2g} per bin "
+            "(the chi-square approximation needs >= 1 everywhere and >= 5 in 80% of the bins)",
+        )
     p = float(stats.chi2.sf(chi2, df))
     use = exposure > 0
     ratio = np.full(n_bins, np.nan)
     ratio[use] = observed[use] / (m * exposure[use] / L)
     return DiagnosticResult(
-        kind, chi2, p,
-        seasonal_reading(kind, chi2, df, p, ratio, alpha, rate="detection rate",
-                         against=", against the crawls in each bin"),
-        details={"df": df, "labels": seasonal_labels(kind), "counts": observed.tolist(), "crawls": exposure.tolist(),
-                 "null": "hypergeometric, scaled chi-square"})
+        kind,
+        chi2,
+        p,
+        seasonal_reading(
+            kind, chi2, df, p, ratio, alpha, rate="detection rate", against=", against the crawls in each bin"
+        ),
+        details={
+            "df": df,
+            "labels": seasonal_labels(kind),
+            "counts": observed.tolist(),
+            "crawls": exposure.tolist(),
+            "null": "hypergeometric, scaled chi-square",
+        },
+    )
 
 
 def _segments_dispersion(slots, segments, origin, c, alpha) -> DiagnosticResult:
@@ -496,10 +564,22 @@ def _segments_dispersion(slots, segments, origin, c, alpha) -> DiagnosticResult:
     p = float(stats.chi2.sf(chi2, df))
     index = chi2 / df
     return DiagnosticResult(
-        name, index, p,
+        name,
+        index,
+        p,
         f"variance/mean of detections in sub-windows of {int(use.sum())} of {n_seg} segment(s) = {index:.3g} "
-        "(1 under H0, corrected for crawls drawn without replacement); " + verdict_words(
-            p, alpha, reject="within segments of constant rate the detections still cluster",
-            keep="within segments the detections are not over-dispersed"),
-        details={"chi2": chi2, "df": df, "n_segments_tested": int(use.sum()), "n_segments": n_seg,
-                 "null": "hypergeometric within segments, scaled chi-square"})
+        "(1 under H0, corrected for crawls drawn without replacement); "
+        + verdict_words(
+            p,
+            alpha,
+            reject="within segments of constant rate the detections still cluster",
+            keep="within segments the detections are not over-dispersed",
+        ),
+        details={
+            "chi2": chi2,
+            "df": df,
+            "n_segments_tested": int(use.sum()),
+            "n_segments": n_seg,
+            "null": "hypergeometric within segments, scaled chi-square",
+        },
+    )

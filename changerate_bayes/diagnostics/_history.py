@@ -125,11 +125,18 @@ def interval_calibration(history, *, n_bins: int = 5) -> IntervalCalibration:
     n_changed = np.add.reduceat(changed, history.offsets[:-1])
     tmin = np.minimum.reduceat(tau, history.offsets[:-1])
     tmax = np.maximum.reduceat(tau, history.offsets[:-1])
-    ok = (finite & (counts.min(axis=1) >= 5) & (n_changed >= 5) & (lengths - n_changed >= 5)
-          & (tmax > tmin) & (var.min(axis=1) > 0))
+    ok = (
+        finite
+        & (counts.min(axis=1) >= 5)
+        & (n_changed >= 5)
+        & (lengths - n_changed >= 5)
+        & (tmax > tmin)
+        & (var.min(axis=1) > 0)
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         x2 = np.where(ok, ((obs - exp) ** 2 / np.where(var > 0, var, 1.0)).sum(axis=1), np.nan)
     p = np.where(ok, stats.chi2.sf(np.where(ok, x2, 0.0), n_bins - 1), np.nan)
     status = np.where(ok, "ok", "insufficient data")
-    return IntervalCalibration(rate=rate, statistic=x2, df=n_bins - 1, pvalue=p, status=status, n_bins=n_bins,
-                               page_ids=history.page_ids)
+    return IntervalCalibration(
+        rate=rate, statistic=x2, df=n_bins - 1, pvalue=p, status=status, n_bins=n_bins, page_ids=history.page_ids
+    )

@@ -68,8 +68,9 @@ def rate_over_time(times, *, n_bins: int | None = None) -> RateSeries:
         lo = float(t[0]) if t.size else 0.0
         return RateSeries(np.array([lo, lo]), np.array([t.size]), np.array([0.0]))
     if not t[-1] > t[0]:
-        raise ValueError(f"`times` has zero span ({t.size} events all at {t[0]:g}): the rate over time is "
-                         "undefined (infinite)")
+        raise ValueError(
+            f"`times` has zero span ({t.size} events all at {t[0]:g}): the rate over time is undefined (infinite)"
+        )
     edges = np.linspace(t[0], t[-1], n_bins + 1)
     counts, _ = np.histogram(t, bins=edges)
     return RateSeries(edges, counts, counts / np.diff(edges))
@@ -126,8 +127,7 @@ def plot_qq(result, ax=None, *, envelope: bool = True, log: bool = False, **kwar
         ax.text(0.5, 0.5, "no gaps to plot", ha="center", va="center", transform=ax.transAxes)
         return ax
     if envelope and qq.n_simulations:
-        ax.fill_between(qq.theoretical, qq.lower, qq.upper, color="0.8",
-                        label=f"{qq.level:.0%} simulation envelope")
+        ax.fill_between(qq.theoretical, qq.lower, qq.upper, color="0.8", label=f"{qq.level:.0%} simulation envelope")
     kw = {"s": 6, "color": "C0", "label": "gaps"} | kwargs
     ax.scatter(qq.theoretical, qq.observed, **kw)
     top = float(np.nanmax(np.r_[qq.theoretical, qq.observed]))
@@ -145,8 +145,18 @@ def plot_qq(result, ax=None, *, envelope: bool = True, log: bool = False, **kwar
     return ax
 
 
-def plot_rate(result, ax=None, *, n_bins: int | None = None, log: bool = True, segments=None, rate=None,
-              origin=None, rate_unit: str = "per hour", **kwargs):
+def plot_rate(
+    result,
+    ax=None,
+    *,
+    n_bins: int | None = None,
+    log: bool = True,
+    segments=None,
+    rate=None,
+    origin=None,
+    rate_unit: str = "per hour",
+    **kwargs,
+):
     """Empirical event rate over time with the fitted constant-rate segments.
 
     Parameters
@@ -190,8 +200,14 @@ def plot_rate(result, ax=None, *, n_bins: int | None = None, log: bool = True, s
         kw = {"color": "0.6", "baseline": None, "label": f"events per bin ({series.counts.size} bins)"} | kwargs
         ax.stairs(series.rates, _clock(series.edges, origin), **kw)
     if segments is not None:
-        ax.stairs(segments.rates, _clock(segments.edges, origin), color="C3", lw=1.6, baseline=None,
-                  label=f"Bayesian blocks ({segments.n_segments} segments)")
+        ax.stairs(
+            segments.rates,
+            _clock(segments.edges, origin),
+            color="C3",
+            lw=1.6,
+            baseline=None,
+            label=f"Bayesian blocks ({segments.n_segments} segments)",
+        )
     if rate is not None:
         ax.axhline(rate, color="k", ls="--", lw=0.8, label="overall rate")
     if log and series is not None and np.any(series.rates > 0):

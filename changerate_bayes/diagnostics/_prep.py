@@ -79,8 +79,9 @@ def time_scale(values: np.ndarray) -> float:
         return 1.0
     half_span = x[-1] / 2 - x[0] / 2  # finite even when the span is not
     if half_span > np.finfo(np.float64).max / 2:
-        raise ValueError(f"`event_times` span from {x[0]:g} to {x[-1]:g} exceeds the float range; "
-                         "express the times in a larger unit")
+        raise ValueError(
+            f"`event_times` span from {x[0]:g} to {x[-1]:g} exceeds the float range; express the times in a larger unit"
+        )
     mean_gap = 2 * half_span / (x.size - 1)
     big = max(abs(x[0]), abs(x[-1]))
     if (mean_gap == 0 or 1e-100 <= mean_gap <= 1e100) and big <= 1e200:
@@ -136,8 +137,10 @@ def prepare_events(event_times, *, resolution=None, crawl_interval=None, rng=Non
     mean_gap = float(raw[-1] - raw[0]) / max(raw.size - 1, 1) if raw.size > 1 else 0.0
     unit_word = "h" if et.unit == "hours" else "time units"
     if scale != 1.0:
-        notes.append(f"times were divided by {scale:.6g} (a power of two, exact) for the computations; rates, "
-                     "spans and quantiles are reported in the input unit")
+        notes.append(
+            f"times were divided by {scale:.6g} (a power of two, exact) for the computations; rates, "
+            "spans and quantiles are reported in the input unit"
+        )
 
     if crawl_interval is not None:
         crawl_interval = check_positive_scalar(crawl_interval, name="crawl_interval") / scale
@@ -159,8 +162,7 @@ def prepare_events(event_times, *, resolution=None, crawl_interval=None, rng=Non
     if raw.size >= 2 and raw[-1] == raw[0]:
         degenerate = f"all {raw.size} events at the same time (zero span)"
         gap_tests_valid = False
-        caveats.append(f"{degenerate}: there is no rate and no spacing to test; every test reports "
-                       "insufficient data")
+        caveats.append(f"{degenerate}: there is no rate and no spacing to test; every test reports insufficient data")
         notes.append(caveats[-1])
     elif crawl_interval is not None and raw.size:
         grid = crawl_grid(raw, crawl_interval)
@@ -170,7 +172,10 @@ def prepare_events(event_times, *, resolution=None, crawl_interval=None, rng=Non
             f"crawl detections: tested as detections of independent crawls every {crawl_interval * scale:.4g} "
             f"{unit_word} ({grid.n_crawls} crawls from the first to the last detection, q̂ = "
             f"{grid.detection_probability:.3g} per crawl); gaps are whole numbers of crawl intervals, "
-            "geometric under H0" if grid.n_crawls else "crawl detections")
+            "geometric under H0"
+            if grid.n_crawls
+            else "crawl detections"
+        )
         if raw.size > 1 and grid.n_off_grid > 0.05 * raw.size:
             caveats.append(
                 f"the detections do not sit on a regular crawl grid of step {crawl_interval * scale:.4g}: "
@@ -186,8 +191,13 @@ def prepare_events(event_times, *, resolution=None, crawl_interval=None, rng=Non
         times = np.sort(raw + gen.uniform(0.0, resolution, raw.size))
         jittered = "within resolution"
         why = f"{n_ties} tied time(s)" if n_ties else "times quantised"
-        source = ("given" if resolution_given else
-                  "the timestamp precision" if et.resolution is not None else "inferred from the decimals")
+        source = (
+            "given"
+            if resolution_given
+            else "the timestamp precision"
+            if et.resolution is not None
+            else "inferred from the decimals"
+        )
         notes.append(
             f"{why} at resolution {resolution * scale:.4g} {unit_word} ({source}): each time was jittered "
             "uniformly within its resolution cell, which restores a Poisson process exactly under H0; gap tests "

@@ -34,8 +34,17 @@ from .._event_times import as_event_times
 from ._exponential import NULL_SIZE, subsize_pvalue
 from ._result import DiagnosticResult, insufficient, verdict_words
 
-__all__ = ["Segments", "segment_rates", "fit_segments", "rescaled_gaps", "time_rescaling_result", "segments_dispersion_result",
-           "MIN_EVENTS", "EXACT_BLOCKS_MAX", "MAX_CELLS"]
+__all__ = [
+    "Segments",
+    "segment_rates",
+    "fit_segments",
+    "rescaled_gaps",
+    "time_rescaling_result",
+    "segments_dispersion_result",
+    "MIN_EVENTS",
+    "EXACT_BLOCKS_MAX",
+    "MAX_CELLS",
+]
 
 MIN_EVENTS = 10
 
@@ -223,8 +232,9 @@ def _large_time_rescaling(times, segments: Segments, *, n_resamples: int, rng) -
     return d, subsize_pvalue(np.sqrt(n) * d, simulate, n_resamples=n_resamples)
 
 
-def time_rescaling_result(times: np.ndarray, segments: Segments, *, n_resamples: int, rng,
-                          alpha: float = 0.05) -> DiagnosticResult:
+def time_rescaling_result(
+    times: np.ndarray, segments: Segments, *, n_resamples: int, rng, alpha: float = 0.05
+) -> DiagnosticResult:
     """Time-rescaling test: KS of the rescaled gaps Λ(t_{i+1}) - Λ(t_i) against Exp(1).
 
     The rates are fitted to the same events, which makes the textbook KS p-value
@@ -264,17 +274,23 @@ def time_rescaling_result(times: np.ndarray, segments: Segments, *, n_resamples:
         d, p = _large_time_rescaling(times, segments, n_resamples=n_resamples, rng=rng)
         null = f"Monte Carlo at {NULL_SIZE} events spread over the segments as the data, √n·KS compared"
     else:
-        res = stats.monte_carlo_test(times, rvs, statistic, vectorized=True, n_resamples=n_resamples,
-                                     alternative="greater", axis=-1)
+        res = stats.monte_carlo_test(
+            times, rvs, statistic, vectorized=True, n_resamples=n_resamples, alternative="greater", axis=-1
+        )
         d, p = float(res.statistic), float(res.pvalue)
         null = "Monte Carlo, uniform positions within segments"
     return DiagnosticResult(
-        "time_rescaling", d, p,
+        "time_rescaling",
+        d,
+        p,
         f"KS distance {d:.3f} of the gaps rescaled by the {segments.n_segments}-segment rate to Exp(1); "
-        + verdict_words(p, alpha,
-                        reject="even with the rate allowed to change between segments, the events are not Poisson "
-                               "(clustering within segments)",
-                        keep="a Poisson process with the segmented rate fits"),
+        + verdict_words(
+            p,
+            alpha,
+            reject="even with the rate allowed to change between segments, the events are not Poisson "
+            "(clustering within segments)",
+            keep="a Poisson process with the segmented rate fits",
+        ),
         details={"n_segments": segments.n_segments, "n_resamples": int(n_resamples), "null": null},
     )
 
@@ -315,11 +331,17 @@ def segments_dispersion_result(times: np.ndarray, segments: Segments, *, alpha: 
     p = float(stats.chi2.sf(chi2, df))  # upper tail: clustering (see dispersion_statistic)
     index = chi2 / df
     return DiagnosticResult(
-        "segments_dispersion", index, p,
+        "segments_dispersion",
+        index,
+        p,
         f"variance/mean of counts in sub-windows of {int(use.sum())} of {n_seg} segment(s) = {index:.3g} "
-        f"(1 under Poisson); " + verdict_words(
-            p, alpha, reject="within segments of constant rate the events still cluster",
-            keep="within segments the counts are not over-dispersed"),
+        f"(1 under Poisson); "
+        + verdict_words(
+            p,
+            alpha,
+            reject="within segments of constant rate the events still cluster",
+            keep="within segments the counts are not over-dispersed",
+        ),
         details={"chi2": chi2, "df": df, "n_segments_tested": int(use.sum()), "n_segments": n_seg},
     )
 

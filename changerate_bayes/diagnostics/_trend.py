@@ -86,10 +86,16 @@ def laplace_result(times: np.ndarray, *, alpha: float = 0.05) -> DiagnosticResul
     z, p = laplace_statistic(times)
     z, p = float(z), float(p)
     return DiagnosticResult(
-        "laplace_trend", z, p,
-        f"z = {z:.2f}; " + verdict_words(
-            p, alpha, reject=f"the event rate {_direction(z > 0)} over the trace (trend)",
-            keep="no linear trend in the event rate"),
+        "laplace_trend",
+        z,
+        p,
+        f"z = {z:.2f}; "
+        + verdict_words(
+            p,
+            alpha,
+            reject=f"the event rate {_direction(z > 0)} over the trace (trend)",
+            keep="no linear trend in the event rate",
+        ),
         details={"n_inner": m},
     )
 
@@ -102,9 +108,15 @@ def mil_hdbk_189_result(times: np.ndarray, *, alpha: float = 0.05) -> Diagnostic
     stat, p, df = mil_hdbk_189_statistic(times)
     stat, p = float(stat), float(p)
     return DiagnosticResult(
-        "mil_hdbk_189", stat, p,
-        f"2Σlog = {stat:.4g} on {df} df (mean {df}); " + verdict_words(
-            p, alpha, reject=f"the event rate {_direction(stat < df)} over the trace (power-law trend)",
-            keep="no power-law trend in the event rate"),
+        "mil_hdbk_189",
+        stat,
+        p,
+        f"2Σlog = {stat:.4g} on {df} df (mean {df}); "
+        + verdict_words(
+            p,
+            alpha,
+            reject=f"the event rate {_direction(stat < df)} over the trace (power-law trend)",
+            keep="no power-law trend in the event rate",
+        ),
         details={"df": df, "n_inner": m},
     )

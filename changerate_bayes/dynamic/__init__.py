@@ -21,6 +21,16 @@ from ._model import DEFAULT_GRID_SIZE, DEFAULT_PRIOR, DEFAULT_SIGMAS, UNIT_FREE_
 from ._posterior import DEFAULT_LEVELS, dynamic_posterior
 from ._simulate import DRIFT_KINDS, DriftingPages, simulate_drifting_pages
 
-__all__ = ["DEFAULT_GRID_SIZE", "DEFAULT_LEVELS", "DEFAULT_PRIOR", "DEFAULT_SIGMAS", "DRIFT_KINDS", "UNIT_FREE_SIGMAS",
-           "DriftingPages", "DynamicRateFilter",
-           "dynamic_posterior", "mixture_weights", "simulate_drifting_pages"]
+__all__ = [
+    "DEFAULT_GRID_SIZE",
+    "DEFAULT_LEVELS",
+    "DEFAULT_PRIOR",
+    "DEFAULT_SIGMAS",
+    "DRIFT_KINDS",
+    "UNIT_FREE_SIGMAS",
+    "DriftingPages",
+    "DynamicRateFilter",
+    "dynamic_posterior",
+    "mixture_weights",
+    "simulate_drifting_pages",
+]

@@ -196,14 +196,16 @@ class DynamicRateFilter:
         for sel, sig in self._groups(mask, tau):
             # Ctrl-C is acted on between chunks of pages
             for a, b in page_chunks(self._n, sig.size * lat.u.size, max_pages=None):
-                _kernels.stream_update(self._w, self._log_ev, changed, tau, sel, lat.rates, 2.0 * np.log(lat.h), sig,
-                                       status, a, b)
+                _kernels.stream_update(
+                    self._w, self._log_ev, changed, tau, sel, lat.rates, 2.0 * np.log(lat.h), sig, status, a, b
+                )
         if status.any():
             i = int(np.flatnonzero(status)[0])
             raise ValueError(
                 f"page {i}: the crawl (changed={bool(changed[i])}, interval={tau[i]:g}) has probability 0 at every "
                 f"lattice node [{lat.rates[0]:.3g}, {lat.rates[-1]:.3g}]: widen `grid`; the filter state of this "
-                "page is no longer valid")
+                "page is no longer valid"
+            )
         self.n_updates += mask
 
     def _groups(self, mask, tau):
@@ -320,5 +322,7 @@ class DynamicRateFilter:
         return self._out(q[:, 0])
 
     def __repr__(self) -> str:
-        return (f"DynamicRateFilter(n_pages={self.n_pages}, sigma={self._sigmas.tolist()}, prior={self.prior!r}, "
-                f"grid={self._lattice.u.size} nodes [{self._lattice.rates[0]:.3g}, {self._lattice.rates[-1]:.3g}])")
+        return (
+            f"DynamicRateFilter(n_pages={self.n_pages}, sigma={self._sigmas.tolist()}, prior={self.prior!r}, "
+            f"grid={self._lattice.u.size} nodes [{self._lattice.rates[0]:.3g}, {self._lattice.rates[-1]:.3g}])"
+        )

@@ -231,15 +231,23 @@ def _prefix(kern, b, prefix):
 def _buffers(g):
     """Scratch of one worker: kernel taps, their prefix sums, the padded sources (3G),
     the diffused weights, e^{−x}, 1 − e^{−x}, and the exp's float/int buffers."""
-    return (np.empty(g), np.empty(g), np.zeros(3 * g), np.empty(g), np.empty(g), np.empty(g), np.empty(g),
-            np.empty(g, dtype=np.int64))
+    return (
+        np.empty(g),
+        np.empty(g),
+        np.zeros(3 * g),
+        np.empty(g),
+        np.empty(g),
+        np.empty(g),
+        np.empty(g),
+        np.empty(g, dtype=np.int64),
+    )
 
 
 @njit(cache=True)
 def _max_bits(w, lo, hi):
     """The largest bit pattern of w[lo..hi] as int64: for w >= 0 (no NaN) the order of the
     patterns is the order of the values, and an integer maximum vectorises."""
-    src = w[lo:hi + 1].view(np.int64)
+    src = w[lo : hi + 1].view(np.int64)
     mx = 0
     for i in range(hi + 1 - lo):
         v = src[i]
@@ -270,7 +278,7 @@ def _lik_run(rates, tau, lo, n, e, om, fbuf, ibuf):
     (x <= ln(2)/2) 1 − e^{−x} = −p keeps full relative accuracy; for x > UNDERFLOW_X,
     e^{−x} = 0 and 1 − e^{−x} = 1.
     """
-    r_run = rates[lo:lo + n]
+    r_run = rates[lo : lo + n]
     fbits = fbuf.view(np.int64)
     scale = ibuf.view(np.float64)
     for i in range(n):
@@ -310,8 +318,8 @@ def _sources(w, lo, hi, thr, kern, prefix, b, g, vp, o_lo, o_hi):
     c = min(hi, s3 - 1)
     if c >= a:
         inv = 1.0 / (prefix[b] + prefix[b] - k0)
-        src = w[a:c + 1]
-        dst = vp[base + a:base + c + 1]
+        src = w[a : c + 1]
+        dst = vp[base + a : base + c + 1]
         for j in range(c + 1 - a):
             wj = src[j]
             dst[j] = wj * inv if wj > thr else 0.0
@@ -325,14 +333,14 @@ def _sources(w, lo, hi, thr, kern, prefix, b, g, vp, o_lo, o_hi):
 def _convolve(vp, kern, b, g, o_lo, n_out, out):
     """out[i] = k_0 v_{o_lo+i} + Σ_{d=1..b} k_d (v_{o_lo+i−d} + v_{o_lo+i+d}), i < n_out."""
     base = g + o_lo
-    src = vp[base:base + n_out]
+    src = vp[base : base + n_out]
     k0 = kern[0]
     for i in range(n_out):
         out[i] = k0 * src[i]
     for d in range(1, b + 1):
         kd = kern[d]
-        lft = vp[base - d:base - d + n_out]
-        rgt = vp[base + d:base + d + n_out]
+        lft = vp[base - d : base - d + n_out]
+        rgt = vp[base + d : base + d + n_out]
         for i in range(n_out):
             out[i] += kd * (lft[i] + rgt[i])
 
@@ -351,8 +359,8 @@ def _dot2(a, b, c, n):
 @njit(cache=True, fastmath=FASTMATH)
 def _write_update(w, o_lo, n, out, lik, inv, rates):
     """w[o_lo + i] = out[i]·lik[i]·inv; returns Σ w Δ and Σ w over the range."""
-    dst = w[o_lo:o_lo + n]
-    r_run = rates[o_lo:o_lo + n]
+    dst = w[o_lo : o_lo + n]
+    r_run = rates[o_lo : o_lo + n]
     mean = 0.0
     tot = 0.0
     for i in range(n):
@@ -399,10 +407,10 @@ def _step(w, rng, bufs, rates, h2, sigma, tau, changed, update, shared):
         o_lo = lo
         o_hi = hi
         n_out = hi - lo + 1
-        src = w[lo:hi + 1]
+        src = w[lo : hi + 1]
     if shared:
-        e = e[o_lo:o_lo + n_out]
-        om = om[o_lo:o_lo + n_out]
+        e = e[o_lo : o_lo + n_out]
+        om = om[o_lo : o_lo + n_out]
     else:
         _lik_run(rates, tau, o_lo, n_out, e, om, fbuf, ibuf)
     p0, p1 = _dot2(src, e, om, n_out)
@@ -445,12 +453,12 @@ def _stream_pages(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, st
                 rng[0] = 0
                 rng[1] = g - 1
                 if predict:
-                    _, p1, _, _, _ = _step(weights[s, i], rng, bufs, rates, h2, sigmas[s], tau[i], False, False,
-                                           shared)
+                    _, p1, _, _, _ = _step(weights[s, i], rng, bufs, rates, h2, sigmas[s], tau[i], False, False, shared)
                     out[s, i] = p1
                     continue
-                p0, p1, st, _, _ = _step(weights[s, i], rng, bufs, rates, h2, sigmas[s], tau[i], changed[i], True,
-                                         shared)
+                p0, p1, st, _, _ = _step(
+                    weights[s, i], rng, bufs, rates, h2, sigmas[s], tau[i], changed[i], True, shared
+                )
                 z = p1 if changed[i] else p0
                 log_ev[s, i] += math.log(z) if z > 0.0 else -np.inf
                 if st != OK:
@@ -463,16 +471,30 @@ def stream_update(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, st
     weights : (S, n, G); log_ev : (S, n) log marginal likelihood so far;
     changed : (n,) bool; tau : (n,); mask : (n,) bool; status : (n,) int8 out.
     """
-    _stream_pages(weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, status, np.empty((0, 0)), p_lo, p_hi,
-                  False)
+    _stream_pages(
+        weights, log_ev, changed, tau, mask, rates, log_h2, sigmas, status, np.empty((0, 0)), p_lo, p_hi, False
+    )
 
 
 def stream_predict(weights, tau, rates, log_h2, sigmas, out, p_lo, p_hi):
     """P(I = 1) of the next crawl at interval tau[i] of page i in [p_lo, p_hi) under each
     volatility: out (S, n)."""
     unused = np.empty(0, dtype=np.bool_)
-    _stream_pages(weights, np.empty((0, 0)), unused, tau, unused, rates, log_h2, sigmas, np.empty(0, dtype=np.int8),
-                  out, p_lo, p_hi, True)
+    _stream_pages(
+        weights,
+        np.empty((0, 0)),
+        unused,
+        tau,
+        unused,
+        rates,
+        log_h2,
+        sigmas,
+        np.empty(0, dtype=np.int8),
+        out,
+        p_lo,
+        p_hi,
+        True,
+    )
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -529,7 +551,7 @@ def summarize_range(m, lo, hi, rates, q_nodes, h, probs, q_out, bs):
     cell of each quantile is found from sums of blocks of four nodes, then node by node.
     """
     n = hi - lo + 1
-    mean, tot = _moments(m[lo:hi + 1], rates[lo:hi + 1], n)
+    mean, tot = _moments(m[lo : hi + 1], rates[lo : hi + 1], n)
     return _summarize(m, lo, hi, mean, tot, q_nodes, h, probs, q_out, bs)
 
 
@@ -537,7 +559,7 @@ def summarize_range(m, lo, hi, rates, q_nodes, h, probs, q_out, bs):
 def _summarize(m, lo, hi, mean, tot, q_nodes, h, probs, q_out, bs):
     """:func:`summarize_range` given mean = Σ m_i Δ_i and tot = Σ m_i."""
     n = hi - lo + 1
-    mr = m[lo:hi + 1]
+    mr = m[lo : hi + 1]
     mean /= tot
     nb = n // 4
     _block_sums(mr, n, bs)
@@ -569,8 +591,26 @@ def node_quantile_base(u0, h, g):
 
 
 @njit(cache=True, parallel=True)
-def batch_filter(prior_w, changed, tau, mask, rates, u0, h, sigmas, probs, smooth,
-                 pred, f_mean, f_q, s_mean, s_q, wpath, log_ev, status):
+def batch_filter(
+    prior_w,
+    changed,
+    tau,
+    mask,
+    rates,
+    u0,
+    h,
+    sigmas,
+    probs,
+    smooth,
+    pred,
+    f_mean,
+    f_q,
+    s_mean,
+    s_q,
+    wpath,
+    log_ev,
+    status,
+):
     """Forward filtering (and forward-backward smoothing) of whole histories.
 
     prior_w : (n, G) prior node probabilities, or (1, G) shared by all pages;
@@ -598,16 +638,89 @@ def batch_filter(prior_w, changed, tau, mask, rates, u0, h, sigmas, probs, smoot
         lev = np.zeros(n_s)
         filt = np.empty((n_s, k, g)) if smooth else np.empty((1, 1, 1))
         for i in range(blk * BLOCK, min(n, (blk + 1) * BLOCK)):
-            _filter_page(i, prior_w, changed, tau, mask, rates, q_nodes, h, h2, sigmas, probs, smooth,
-                         pred, f_mean, f_q, wpath, log_ev, status, bufs, bs, mix, qbuf, pi, w, rng, lev, filt)
+            _filter_page(
+                i,
+                prior_w,
+                changed,
+                tau,
+                mask,
+                rates,
+                q_nodes,
+                h,
+                h2,
+                sigmas,
+                probs,
+                smooth,
+                pred,
+                f_mean,
+                f_q,
+                wpath,
+                log_ev,
+                status,
+                bufs,
+                bs,
+                mix,
+                qbuf,
+                pi,
+                w,
+                rng,
+                lev,
+                filt,
+            )
             if smooth:
-                _smooth_page(i, changed, tau, mask, rates, q_nodes, h, h2, sigmas, probs, s_mean, s_q,
-                             bufs, bs, mix, qbuf, pi, lev, filt)
+                _smooth_page(
+                    i,
+                    changed,
+                    tau,
+                    mask,
+                    rates,
+                    q_nodes,
+                    h,
+                    h2,
+                    sigmas,
+                    probs,
+                    s_mean,
+                    s_q,
+                    bufs,
+                    bs,
+                    mix,
+                    qbuf,
+                    pi,
+                    lev,
+                    filt,
+                )
 
 
 @njit(cache=True)
-def _filter_page(i, prior_w, changed, tau, mask, rates, q_nodes, h, h2, sigmas, probs, smooth,
-                 pred, f_mean, f_q, wpath, log_ev, status, bufs, bs, mix, qbuf, pi, w, rng, lev, filt):
+def _filter_page(
+    i,
+    prior_w,
+    changed,
+    tau,
+    mask,
+    rates,
+    q_nodes,
+    h,
+    h2,
+    sigmas,
+    probs,
+    smooth,
+    pred,
+    f_mean,
+    f_q,
+    wpath,
+    log_ev,
+    status,
+    bufs,
+    bs,
+    mix,
+    qbuf,
+    pi,
+    w,
+    rng,
+    lev,
+    filt,
+):
     k = changed.shape[1]
     g = rates.shape[0]
     n_s = sigmas.shape[0]
@@ -636,8 +749,9 @@ def _filter_page(i, prior_w, changed, tau, mask, rates, q_nodes, h, h2, sigmas, 
         if shared:  # the likelihood at every node, once for all volatilities
             _lik_run(rates, tau[i, c], 0, g, bufs[4], bufs[5], bufs[6], bufs[7])
         for s in range(n_s):
-            p0, p1, st, mean, tot = _step(w[s], rng[s], bufs, rates, h2, sigmas[s], tau[i, c], changed[i, c],
-                                          True, shared)
+            p0, p1, st, mean, tot = _step(
+                w[s], rng[s], bufs, rates, h2, sigmas[s], tau[i, c], changed[i, c], True, shared
+            )
             p_mix += pi[s] * p1
             z = p1 if changed[i, c] else p0
             lev[s] += math.log(z) if z > 0.0 else -np.inf
@@ -683,7 +797,7 @@ def _beta_step(lik, beta_row, kern, prefix, b, g, vp, out):
     for j in range(b):
         vp[base - 1 - j] = 0.0
         vp[base + g + j] = 0.0
-    dst = vp[base:base + g]
+    dst = vp[base : base + g]
     for j in range(g):
         dst[j] = lik[j] * beta_row[j]
     _convolve(vp, kern, b, g, 0, g, out)
@@ -703,8 +817,9 @@ def _beta_step(lik, beta_row, kern, prefix, b, g, vp, out):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _smooth_page(i, changed, tau, mask, rates, q_nodes, h, h2, sigmas, probs, s_mean, s_q,
-                 bufs, bs, mix, qbuf, pi, lev, filt):
+def _smooth_page(
+    i, changed, tau, mask, rates, q_nodes, h, h2, sigmas, probs, s_mean, s_q, bufs, bs, mix, qbuf, pi, lev, filt
+):
     """Backward pass: beta_c(x) = p(I_{c+1..K} | Δ_c = x), normalised to max 1."""
     kern, prefix, vp, scratch, e, om, fbuf, ibuf = bufs
     k = changed.shape[1]

@@ -9,8 +9,18 @@ import numpy as np
 from .._validation import as_float_array, check_positive_int
 from ..bayes import LogNormalPrior, Prior, log_prior_u
 
-__all__ = ["DEFAULT_PRIOR", "DEFAULT_SIGMAS", "DEFAULT_GRID_SIZE", "UNIT_FREE_SIGMAS", "Lattice", "make_lattice",
-           "check_sigmas", "typical_intervals", "rounded_intervals", "page_chunks"]
+__all__ = [
+    "DEFAULT_PRIOR",
+    "DEFAULT_SIGMAS",
+    "DEFAULT_GRID_SIZE",
+    "UNIT_FREE_SIGMAS",
+    "Lattice",
+    "make_lattice",
+    "check_sigmas",
+    "typical_intervals",
+    "rounded_intervals",
+    "page_chunks",
+]
 
 #: default prior on Δ: log Δ ~ Normal(0, 3), Δ per unit of the intervals (with hours,
 #: 95% prior mass between one change in 17 days and 400 per hour)
@@ -102,9 +112,11 @@ def _default_span(prior, crawl_rate):
         hi = float(np.log(np.max(dist.ppf(1.0 - GRID_TAIL))))
         mid = float(np.log(np.median(dist.median())))
     if not (np.isfinite(mid) and u_min <= mid <= u_max):
-        raise ValueError(f"`prior` {prior!r} has its median rate {np.exp(mid):.3g} outside the rates a default "
-                         f"lattice can hold [{RATE_RANGE[0]:g}, {RATE_RANGE[1]:g}] per time unit: rescale the "
-                         "time unit or the prior, or pass `grid`")
+        raise ValueError(
+            f"`prior` {prior!r} has its median rate {np.exp(mid):.3g} outside the rates a default "
+            f"lattice can hold [{RATE_RANGE[0]:g}, {RATE_RANGE[1]:g}] per time unit: rescale the "
+            "time unit or the prior, or pass `grid`"
+        )
     lo, hi = max(lo, u_min), min(hi, u_max)
     if hi - lo > MAX_GRID_SPAN:
         lo, hi = max(lo, mid - MAX_GRID_SPAN / 2), min(hi, mid + MAX_GRID_SPAN / 2)
@@ -114,7 +126,8 @@ def _default_span(prior, crawl_rate):
             f"`prior` {prior!r} spreads over more of log Δ than a default lattice holds: the {hi - lo:.3g} units of "
             f"log Δ around its median, rates [{np.exp(lo):.3g}, {np.exp(hi):.3g}], hold only "
             f"{float(np.nanmin(mass)):.2g} of its mass (at least {MIN_GRID_MASS:g} needed); pass `grid` with the "
-            "rates your pages can have, e.g. numpy.geomspace(1e-6, 1e2, 200), or a prior with less spread")
+            "rates your pages can have, e.g. numpy.geomspace(1e-6, 1e2, 200), or a prior with less spread"
+        )
     return float(lo), float(hi)
 
 
@@ -144,8 +157,10 @@ def make_lattice(grid, prior: Prior, crawl_rate, n_pages: int) -> Lattice:
         if not (steps > 0).all():
             raise ValueError(f"`grid` must be increasing; rate {int(np.argmin(steps)) + 1} is not above the one before")
         if np.max(np.abs(steps - steps.mean())) > 1e-9 * max(1.0, np.abs(u).max()):
-            raise ValueError("`grid` must be equally spaced in log Δ (e.g. numpy.geomspace(low, high, size)); "
-                             f"log-spacings range from {steps.min():.6g} to {steps.max():.6g}")
+            raise ValueError(
+                "`grid` must be equally spaced in log Δ (e.g. numpy.geomspace(low, high, size)); "
+                f"log-spacings range from {steps.min():.6g} to {steps.max():.6g}"
+            )
         u = u[0] + steps.mean() * np.arange(u.size)
     coef = prior.coefficients(crawl_rate).as_arrays(n_pages)
     if all(np.ptp(v) == 0 for v in coef.values()):

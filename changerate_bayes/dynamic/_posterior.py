@@ -62,19 +62,31 @@ def _inputs(history, mask):
             raise TypeError(f"`mask` must be boolean (True = a crawl); got dtype {m.dtype}")
         tau = np.asarray(tau)
         if tau.shape != changed.shape or m.shape != changed.shape:
-            raise ValueError(f"`changed`, `intervals` and `mask` must have one shape; got {changed.shape}, "
-                             f"{tau.shape}, {m.shape}")
+            raise ValueError(
+                f"`changed`, `intervals` and `mask` must have one shape; got {changed.shape}, {tau.shape}, {m.shape}"
+            )
         bad = m & (changed != 0) & (changed != 1)
         if bad.any():
             raise ValueError(f"`changed` must be 0 or 1 where `mask` is True; got {changed[bad][0]!r}")
         tau_ok = as_float_array(np.where(m, tau, 1.0), name="intervals", positive=True)
         return (changed == 1) & m, tau_ok, m, changed.shape[0], None
-    raise TypeError("`history` must be a CrawlHistory or a tuple (changed, intervals[, mask]) of (n_pages, k) arrays; "
-                    f"got {type(history).__name__}")
+    raise TypeError(
+        "`history` must be a CrawlHistory or a tuple (changed, intervals[, mask]) of (n_pages, k) arrays; "
+        f"got {type(history).__name__}"
+    )
 
 
-def dynamic_posterior(history, *, sigma=None, prior=None, grid=None, smooth: bool = True,
-                      levels=DEFAULT_LEVELS, mask=None, crawl_rate=None):
+def dynamic_posterior(
+    history,
+    *,
+    sigma=None,
+    prior=None,
+    grid=None,
+    smooth: bool = True,
+    levels=DEFAULT_LEVELS,
+    mask=None,
+    crawl_rate=None,
+):
     """Filtered and smoothed posteriors of a drifting change rate Δ_t at every crawl.
 
     The model of :class:`DynamicRateFilter`: log Δ follows a Gaussian random walk with
@@ -183,11 +195,14 @@ def dynamic_posterior(history, *, sigma=None, prior=None, grid=None, smooth: boo
     lat = make_lattice(grid, prior, p, n)
     k = changed.shape[1]
     out = {
-        "pred": np.empty((n, k)), "f_mean": np.empty((n, k)), "f_q": np.empty((n, k, probs.size)),
+        "pred": np.empty((n, k)),
+        "f_mean": np.empty((n, k)),
+        "f_q": np.empty((n, k, probs.size)),
         # the smoothed summaries are only written (and only allocated) when smoothing
         "s_mean": np.full((n, k), np.nan) if smooth else np.empty((n, 0)),
         "s_q": np.full((n, k, probs.size), np.nan) if smooth else np.empty((n, 0, 0)),
-        "wpath": np.empty((n, k, sigmas.size)), "log_ev": np.empty((n, sigmas.size)),
+        "wpath": np.empty((n, k, sigmas.size)),
+        "log_ev": np.empty((n, sigmas.size)),
         "status": np.zeros(n, dtype=np.int8),
     }
     changed_c = np.ascontiguousarray(changed)
@@ -210,15 +225,28 @@ def dynamic_posterior(history, *, sigma=None, prior=None, grid=None, smooth: boo
             w0 = lat.prior_weights(1) if np.ndim(lat.log_prior) == 1 else _block_prior(lat, sel)  # (1, G): shared
             bufs = [out[key][sel] for key in keys]  # views for a slice, copies for an index array
             with numba.parallel_chunksize(1):  # blocks of pages handed out one at a time (load balance)
-                _kernels.batch_filter(w0, changed_c[sel], tau_c[sel], m_c[sel], lat.rates, float(lat.u[0]), lat.h,
-                                      np.ascontiguousarray(sig), probs, bool(smooth), *bufs)
+                _kernels.batch_filter(
+                    w0,
+                    changed_c[sel],
+                    tau_c[sel],
+                    m_c[sel],
+                    lat.rates,
+                    float(lat.u[0]),
+                    lat.h,
+                    np.ascontiguousarray(sig),
+                    probs,
+                    bool(smooth),
+                    *bufs,
+                )
             if rows is not None:
                 for key, buf in zip(keys, bufs):
                     out[key][sel] = buf
     if out["status"].any():
         i = int(np.flatnonzero(out["status"])[0])
-        raise ValueError(f"page {i}: a crawl has probability 0 at every lattice node "
-                         f"[{lat.rates[0]:.3g}, {lat.rates[-1]:.3g}]: widen `grid`")
+        raise ValueError(
+            f"page {i}: a crawl has probability 0 at every lattice node "
+            f"[{lat.rates[0]:.3g}, {lat.rates[-1]:.3g}]: widen `grid`"
+        )
     return _to_idata(out, changed, tau, m, n_pages, probs, lv, sigmas, prior, lat, smooth, typical)
 
 
@@ -249,9 +277,16 @@ def _to_idata(out, changed, tau, m, n_pages, probs, levels, sigmas, prior, lat, 
     if not single:
         coords["page"] = np.arange(changed.shape[0])
     attrs = {
-        "method": "dynamic", "prior": repr(prior), "levels": list(levels), "quantile_levels": probs.tolist(),
-        "sigmas": sigmas.tolist(), "grid_size": int(lat.u.size), "grid_low": float(lat.rates[0]),
-        "grid_high": float(lat.rates[-1]), "smoothed": bool(smooth), "unit_free_sigma": typical is not None,
+        "method": "dynamic",
+        "prior": repr(prior),
+        "levels": list(levels),
+        "quantile_levels": probs.tolist(),
+        "sigmas": sigmas.tolist(),
+        "grid_size": int(lat.u.size),
+        "grid_low": float(lat.rates[0]),
+        "grid_high": float(lat.rates[-1]),
+        "smoothed": bool(smooth),
+        "unit_free_sigma": typical is not None,
     }
     dd = pdims + ("crawl",)
     const = {"intervals": (pc(np.where(m, tau, np.nan)), dd), "mask": (pc(m), dd)}
@@ -264,7 +299,9 @@ def _to_idata(out, changed, tau, m, n_pages, probs, levels, sigmas, prior, lat, 
             "observed_data": {"changed": (pc(changed.astype(np.int8)), dd)},
             "constant_data": const,
         },
-        coords=coords, attrs=attrs)
+        coords=coords,
+        attrs=attrs,
+    )
 
 
 def _final_weights(log_ev):

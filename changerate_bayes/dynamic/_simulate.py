@@ -36,10 +36,20 @@ class DriftingPages:
     change_probability: np.ndarray
 
 
-def simulate_drifting_pages(kind: str, n_pages: int, n_crawls: int, *, crawl_rate: float = 0.5,
-                            log_rate_mean: float = np.log(0.5), log_rate_sd: float = 1.0, sigma: float = 0.1,
-                            segment_mean: float = 48.0, amplitude: float = 1.0, period: float = 24.0,
-                            rng=None) -> DriftingPages:
+def simulate_drifting_pages(
+    kind: str,
+    n_pages: int,
+    n_crawls: int,
+    *,
+    crawl_rate: float = 0.5,
+    log_rate_mean: float = np.log(0.5),
+    log_rate_sd: float = 1.0,
+    sigma: float = 0.1,
+    segment_mean: float = 48.0,
+    amplitude: float = 1.0,
+    period: float = 24.0,
+    rng=None,
+) -> DriftingPages:
     """Simulate pages whose rate drifts, crawled at Poisson times.
 
     Parameters

@@ -137,8 +137,11 @@ class StreamingEstimator:
         self.n_pages = n_pages
         self.n_crawls_ = 0
         self.counts_ = None  # per-page crawl counts once a mask has made them differ
-        self._p_flat = None if crawl_rate is None else np.ascontiguousarray(
-            np.atleast_1d(np.asarray(crawl_rate, dtype=np.float64)))
+        self._p_flat = (
+            None
+            if crawl_rate is None
+            else np.ascontiguousarray(np.atleast_1d(np.asarray(crawl_rate, dtype=np.float64)))
+        )
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -184,8 +187,10 @@ class StreamingEstimator:
         if mask is None:
             return None
         if self.n_pages is None:
-            raise ValueError("`mask` is for estimators of several pages (n_pages given); "
-                             "a one-page estimator is crawled at every update")
+            raise ValueError(
+                "`mask` is for estimators of several pages (n_pages given); "
+                "a one-page estimator is crawled at every update"
+            )
         m = np.asarray(mask)
         if m.dtype != bool:
             raise TypeError(f"`mask` must be a boolean array (True = page crawled); got dtype {m.dtype}")
@@ -199,9 +204,7 @@ class StreamingEstimator:
         shape = self._shape
         if interval is None:
             if self.needs_intervals:
-                raise ValueError(
-                    f"method {self.method!r} needs the crawl interval τ: pass `interval` to update()"
-                )
+                raise ValueError(f"method {self.method!r} needs the crawl interval τ: pass `interval` to update()")
             return None
         if mask is None:
             tau = as_float_array(interval, name="interval", positive=True)
@@ -212,8 +215,10 @@ class StreamingEstimator:
             tau = tau.astype(np.float64, copy=False)
             bad = mask & ~(np.isfinite(tau) & (tau > 0)) if tau.shape == shape else None
             if bad is not None and bad.any():
-                raise ValueError(f"`interval` must be finite and > 0 on the crawled pages; got "
-                                 f"{tau[bad].flat[0]} at index {first_bad_index(bad)}")
+                raise ValueError(
+                    f"`interval` must be finite and > 0 on the crawled pages; got "
+                    f"{tau[bad].flat[0]} at index {first_bad_index(bad)}"
+                )
         if tau.shape != shape:
             raise ValueError(f"`interval` must have shape {shape} (n_pages={self.n_pages}); got {tau.shape}")
         return tau

@@ -103,8 +103,7 @@ def poisson_distance_segments(history):
     n = history.lengths.size
     per_page = np.empty(n)
     counts = np.zeros(N_EDGES, dtype=np.int64)
-    _kernels.exp_cell_distance(history.flat_intervals, history.offsets, p, edges, table, LOOKUP_SCALE,
-                               per_page, counts)
+    _kernels.exp_cell_distance(history.flat_intervals, history.offsets, p, edges, table, LOOKUP_SCALE, per_page, counts)
     # as the per-page distances: exact integers, one rounding
     gaps = np.abs(N_EDGES * np.cumsum(counts)[:-1] - np.arange(1, N_EDGES) * history.n_visits)
     pooled = float(gaps.max() / (N_EDGES * history.n_visits))
@@ -138,9 +137,11 @@ def warn_if_not_poisson(history, method: str, *, stacklevel: int) -> bool:
     if n_pages == 1:
         where = f"Kolmogorov distance of p·τ from Exp(1) D = {per_page[0]:.3f} > {eps_page:.3f}"
     else:
-        where = (f"Kolmogorov distance of p·τ from Exp(1) D = {pooled:.3f} pooled over the {n_pages} pages "
-                 f"(flagged above {eps_pool:.3f}), and {int(flagged.sum())} page(s) above the per-page level "
-                 f"{eps_page:.3f}" + (" (at the shortest page's length)" if history.is_ragged else ""))
+        where = (
+            f"Kolmogorov distance of p·τ from Exp(1) D = {pooled:.3f} pooled over the {n_pages} pages "
+            f"(flagged above {eps_pool:.3f}), and {int(flagged.sum())} page(s) above the per-page level "
+            f"{eps_page:.3f}" + (" (at the shortest page's length)" if history.is_ragged else "")
+        )
     warnings.warn(
         f"method {method!r} assumes Poisson crawling: intervals τ exponential with mean 1/p, so that "
         f"E[I] = Δ/(Δ + p) (paper eq. 4). These intervals are not (a test that Poisson crawls fail with "

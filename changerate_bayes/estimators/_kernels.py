@@ -710,13 +710,19 @@ def _series_block18(xs, m, g, bound):
         gf[416 + b] = g13
         g14 = -0.07142857142857142 * (c * g13 + (2.0 * (g6 * g7 + g5 * g8 + g4 * g9 + g3 * g10 + g2 * g11 + g1 * g12)))
         gf[448 + b] = g14
-        g15 = -0.06666666666666667 * (c * g14 + (g7 * g7 + 2.0 * (g6 * g8 + g5 * g9 + g4 * g10 + g3 * g11 + g2 * g12 + g1 * g13)))
+        g15 = -0.06666666666666667 * (
+            c * g14 + (g7 * g7 + 2.0 * (g6 * g8 + g5 * g9 + g4 * g10 + g3 * g11 + g2 * g12 + g1 * g13))
+        )
         gf[480 + b] = g15
         g16 = -0.0625 * (c * g15 + (2.0 * (g7 * g8 + g6 * g9 + g5 * g10 + g4 * g11 + g3 * g12 + g2 * g13 + g1 * g14)))
         gf[512 + b] = g16
-        g17 = -0.058823529411764705 * (c * g16 + (g8 * g8 + 2.0 * (g7 * g9 + g6 * g10 + g5 * g11 + g4 * g12 + g3 * g13 + g2 * g14 + g1 * g15)))
+        g17 = -0.058823529411764705 * (
+            c * g16 + (g8 * g8 + 2.0 * (g7 * g9 + g6 * g10 + g5 * g11 + g4 * g12 + g3 * g13 + g2 * g14 + g1 * g15))
+        )
         gf[544 + b] = g17
-        g18 = -0.05555555555555555 * (c * g17 + (2.0 * (g8 * g9 + g7 * g10 + g6 * g11 + g5 * g12 + g4 * g13 + g3 * g14 + g2 * g15 + g1 * g16)))
+        g18 = -0.05555555555555555 * (
+            c * g17 + (2.0 * (g8 * g9 + g7 * g10 + g6 * g11 + g5 * g12 + g4 * g13 + g3 * g14 + g2 * g15 + g1 * g16))
+        )
         gf[576 + b] = g18
 
 
@@ -942,8 +948,29 @@ def _mle_local_call(changed, tau, lo, hi, target, n1, point, h, local_tol, xs, u
 
 
 @nb.njit(**_JIT_MLE)
-def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, write, coef, xs, g, bound, acc, hloc,
-              lx, lu, ct, stats):
+def _mle_page(
+    changed,
+    tau,
+    lo,
+    hi,
+    order,
+    k_exact,
+    certify,
+    tail,
+    out,
+    row,
+    write,
+    coef,
+    xs,
+    g,
+    bound,
+    acc,
+    hloc,
+    lx,
+    lu,
+    ct,
+    stats,
+):
     """The MLE after every crawl of one page (crawls lo..hi−1); returns the last root.
 
     The first ``k_exact`` prefixes are solved exactly (``_mle_exact_phase``: a predictor from
@@ -958,16 +985,16 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, wri
     (``_certified``). Otherwise the prefix is solved exactly and the series is re-anchored
     at its root (O(k)).
     """
-    j0, n1, n0, target, root = _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, lu, ct,
-                                                stats)
+    j0, n1, n0, target, root = _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, lu, ct, stats)
     if j0 >= hi - lo:
         return root
     # anchor the series at the exact root of crawls lo..lo + j0 (n1 > 0 and n0 > 0 from here on)
     anchor = root
     t = 0.0
     cap = xs.size
-    err, b_used, b_have = _expand(changed, tau, lo, lo + j0 + 1, hi, anchor, order, coef, xs, g, bound, acc,
-                                  _FIRST_BLOCK)  # series of the next changed crawls: g[:, b_used:b_have]
+    err, b_used, b_have = _expand(
+        changed, tau, lo, lo + j0 + 1, hi, anchor, order, coef, xs, g, bound, acc, _FIRST_BLOCK
+    )  # series of the next changed crawls: g[:, b_used:b_have]
     err *= tail
     b_want = _FIRST_BLOCK
     stats[1] += 1
@@ -1003,8 +1030,9 @@ def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, wri
             # the root left the disk: re-anchor at Halley's estimate of it (the series
             # converges there) and solve on the new series
             anchor = anchor * (1.0 + tn)
-            err, b_used, b_have = _expand(changed, tau, lo, gi + 1, hi, anchor, order, coef, xs, g, bound, acc,
-                                          _FIRST_BLOCK)
+            err, b_used, b_have = _expand(
+                changed, tau, lo, gi + 1, hi, anchor, order, coef, xs, g, bound, acc, _FIRST_BLOCK
+            )
             err *= tail
             b_want = _FIRST_BLOCK
             stats[1] += 1
@@ -1054,8 +1082,29 @@ def mle_segments(changed, tau, offsets, pages, order, k_exact, certify, out, fin
         st = np.zeros(2, dtype=np.int64)
         for r in range(ch * n // n_chunks, (ch + 1) * n // n_chunks):
             i = pages[r]
-            final[r] = _mle_page(changed, tau, offsets[i], offsets[i + 1], order, k_exact, certify,
-                                 tail, out, r, write, coef, xs, g, bound, acc, hloc, lx, lu, ct, st)
+            final[r] = _mle_page(
+                changed,
+                tau,
+                offsets[i],
+                offsets[i + 1],
+                order,
+                k_exact,
+                certify,
+                tail,
+                out,
+                r,
+                write,
+                coef,
+                xs,
+                g,
+                bound,
+                acc,
+                hloc,
+                lx,
+                lu,
+                ct,
+                st,
+            )
         exact[ch] = st[0]
         anchors[ch] = st[1]
     stats[0] += exact.sum()

@@ -73,8 +73,10 @@ def last_modified_rate(changed, intervals, ages, *, lengths=None, method="cgm"):
     if method not in ("cgm", "mle"):
         raise ValueError(f"`method` must be 'cgm' or 'mle'; got {method!r}")
     if not (c.ndim == tau.ndim == age.ndim == 1 and c.size == tau.size == age.size):
-        raise ValueError(f"`changed`, `intervals` and `ages` must be 1-D of one length; got shapes "
-                         f"{c.shape}, {tau.shape}, {age.shape}")
+        raise ValueError(
+            f"`changed`, `intervals` and `ages` must be 1-D of one length; got shapes "
+            f"{c.shape}, {tau.shape}, {age.shape}"
+        )
     if c.size == 0:
         raise ValueError("`changed` must hold at least one crawl")
     if not np.isin(c, (0, 1)).all():
@@ -86,8 +88,10 @@ def last_modified_rate(changed, intervals, ages, *, lengths=None, method="cgm"):
     bad = c & ~(np.isfinite(age) & (age >= 0) & (age <= tau))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"`ages` of changed crawls must lie in [0, interval]; got {float(age[i])} (interval "
-                         f"{float(tau[i])}) at index {i}")
+        raise ValueError(
+            f"`ages` of changed crawls must lie in [0, interval]; got {float(age[i])} (interval "
+            f"{float(tau[i])}) at index {i}"
+        )
     n_visits = c.size
     lengths = np.array([n_visits]) if lengths is None else np.asarray(lengths, dtype=np.int64)
     if lengths.ndim != 1 or (lengths < 1).any() or lengths.sum() != n_visits:

@@ -52,7 +52,9 @@ def alpha_sequence(alpha, k: np.ndarray) -> np.ndarray:
     try:
         out = np.broadcast_to(out.astype(np.float64), kf.shape)
     except ValueError:
-        raise ValueError(f"`alpha(k)` must return an array broadcastable to {kf.shape}; got shape {out.shape}") from None
+        raise ValueError(
+            f"`alpha(k)` must return an array broadcastable to {kf.shape}; got shape {out.shape}"
+        ) from None
     bad = ~(np.isfinite(out) & (out > 0))
     if bad.any():
         i = int(np.flatnonzero(bad.ravel())[0])

@@ -75,8 +75,7 @@ def _mle_compiled(history, tau, pages, *, path: bool):
     if path:
         stats = np.zeros(2, dtype=np.int64)
         with numba.parallel_chunksize(1):  # blocks of pages handed out one at a time (load balance)
-            _kernels.mle_segments(changed, tau, history.offsets, pages, ORDER, MLE_K_EXACT, CERTIFY, out, final,
-                                  stats)
+            _kernels.mle_segments(changed, tau, history.offsets, pages, ORDER, MLE_K_EXACT, CERTIFY, out, final, stats)
     else:
         with numba.parallel_chunksize(256):
             _kernels.mle_final_segments(changed, tau, history.offsets, pages, final)
@@ -153,8 +152,9 @@ def root_final(history, kind) -> np.ndarray:
     safe = _safe_pages(history, tau)
     fast = np.flatnonzero(regular & safe)
     if fast.size:
-        out[fast] = _mle_compiled(history, tau, fast, path=False)[1] if kind is MLE_KIND else _mm_compiled(
-            history, tau, fast)
+        out[fast] = (
+            _mle_compiled(history, tau, fast, path=False)[1] if kind is MLE_KIND else _mm_compiled(history, tau, fast)
+        )
     regular &= ~safe
     regular = np.flatnonzero(regular)
     if regular.size == 0:
@@ -195,8 +195,13 @@ class RootEstimator(StreamingEstimator):
         buf_c[:, : changed.shape[1]] = changed
         buf_t[:, : changed.shape[1]] = tau
         n1 = changed.sum(axis=1)
-        self._pages = {"changed": buf_c, "tau": buf_t, "n1": n1, "n0": changed.shape[1] - n1,
-                       "root": self.solver_.root.copy()}
+        self._pages = {
+            "changed": buf_c,
+            "tau": buf_t,
+            "n1": n1,
+            "n0": changed.shape[1] - n1,
+            "root": self.solver_.root.copy(),
+        }
 
     def _update_pages(self, changed, interval, mask):
         """Add a crawl to the masked pages and solve each of their prefixes exactly (O(k) each)."""
@@ -225,8 +230,9 @@ class RootEstimator(StreamingEstimator):
             for group, m in length_buckets(lengths):
                 sub = rows[regular[group]]
                 inside = np.arange(m)[None, :] < lengths[group][:, None]
-                new[regular[group]] = solve_robust(self._kind, st["changed"][sub, :m], st["tau"][sub, :m], inside,
-                                                   st["root"][sub])
+                new[regular[group]] = solve_robust(
+                    self._kind, st["changed"][sub, :m], st["tau"][sub, :m], inside, st["root"][sub]
+                )
         st["root"][rows] = new
 
     def _rate(self):
@@ -247,8 +253,10 @@ class RootEstimator(StreamingEstimator):
         """
         self._check_mergeable(other)
         if self._pages is not None or other._pages is not None:
-            raise ValueError(f"{type(self).__name__}.merge needs estimators whose pages have all had the "
-                             "same crawls; one of them was updated with a `mask`")
+            raise ValueError(
+                f"{type(self).__name__}.merge needs estimators whose pages have all had the "
+                "same crawls; one of them was updated with a `mask`"
+            )
         out = type(self)(crawl_rate=self.crawl_rate, n_pages=self.n_pages)
         for est in (self, other):
             changed, tau = est.solver_.history()

@@ -215,8 +215,14 @@ class RootPath:
             loc = idx[is_local[idx]]
             if loc.size:  # derivatives at the new root, for the next crawl's predictor
                 sub = rows[loc]
-                h = local_sums(kind, root[loc], _rows(self._changed, sub, j), _rows(self._tau, sub, j),
-                               self.target[sub], self.n_unchanged[sub])
+                h = local_sums(
+                    kind,
+                    root[loc],
+                    _rows(self._changed, sub, j),
+                    _rows(self._tau, sub, j),
+                    self.target[sub],
+                    self.n_unchanged[sub],
+                )
                 self.local[:, sub] = shift(h, np.zeros(loc.size))
         self.has_local[rows] = regular & is_local
         self.root[rows] = root
@@ -250,8 +256,14 @@ class RootPath:
         kind = self.kind
         for _ in range(LOCAL_ITER):
             sub = rows[todo]
-            h = local_sums(kind, point[todo], _rows(self._changed, sub, j), _rows(self._tau, sub, j),
-                           self.target[sub], self.n_unchanged[sub])
+            h = local_sums(
+                kind,
+                point[todo],
+                _rows(self._changed, sub, j),
+                _rows(self._tau, sub, j),
+                self.target[sub],
+                self.n_unchanged[sub],
+            )
             step = cubic_root(h)
             new = point[todo] * (1.0 + step)
             ok = local_error(h, step) <= LOCAL_TOL

@@ -125,8 +125,9 @@ def _sa_segments(history, eta, initial, *, path: bool):
     out = np.full((n, k) if path else (n, 0), np.nan)
     final = np.empty(n)
     diverged = np.zeros(n, dtype=bool)
-    _kernels.sa_segments(history.flat_changed, history.offsets, p / up, etas, float(initial) / up, up, out, final,
-                         diverged)
+    _kernels.sa_segments(
+        history.flat_changed, history.offsets, p / up, etas, float(initial) / up, up, out, final, diverged
+    )
     if diverged.any():
         warn_overflow(int(diverged.sum()), n, stacklevel=4)
     return out, final
@@ -223,8 +224,7 @@ class SAEstimator(StreamingEstimator):
         self._check_interval(interval, mask)
         if mask is None:
             eta_k = float(stepsize_at(self.eta, self.n_crawls_))
-            bad, n_over = _kernels.sa_update(arr.reshape(-1), self._y.reshape(-1), self._p_run, eta_k,
-                                             self._frozen)
+            bad, n_over = _kernels.sa_update(arr.reshape(-1), self._y.reshape(-1), self._p_run, eta_k, self._frozen)
         else:
             self._start_counts()
             need = int(self.counts_.max()) + 1

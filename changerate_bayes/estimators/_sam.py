@@ -138,8 +138,9 @@ def _sam_segments(history, eta, beta, omega, initial, *, path: bool):
     out = np.full((n, k) if path else (n, 0), np.nan)
     final = np.empty(n)
     diverged = np.zeros(n, dtype=bool)
-    _kernels.sam_segments(history.flat_changed, history.offsets, p / up, etas, zetas, float(initial) / up, up, out,
-                          final, diverged)
+    _kernels.sam_segments(
+        history.flat_changed, history.offsets, p / up, etas, zetas, float(initial) / up, up, out, final, diverged
+    )
     if diverged.any():
         warn_divergence(diverged, eta, beta, omega, stacklevel=5)
     return out, final
@@ -261,8 +262,15 @@ class SAMEstimator(StreamingEstimator):
             eta_k = float(stepsize_at(self.eta, k))
             zeta_k = float(momentum_at(self.eta, self.beta, self.omega, k))
             # z_{k+1} is written over z_{k-1}; then the two buffers swap roles
-            bad, n_new = _kernels.sam_update(arr.reshape(-1), self._z.reshape(-1), self._zp.reshape(-1),
-                                             self.diverged_.reshape(-1), self._p_run, eta_k, zeta_k)
+            bad, n_new = _kernels.sam_update(
+                arr.reshape(-1),
+                self._z.reshape(-1),
+                self._zp.reshape(-1),
+                self.diverged_.reshape(-1),
+                self._p_run,
+                eta_k,
+                zeta_k,
+            )
             if bad < 0:
                 self._zp, self._z = self._z, self._zp
         else:
@@ -272,8 +280,9 @@ class SAMEstimator(StreamingEstimator):
                 size = max(need, 2 * self._etas.size)
                 self._etas = np.ascontiguousarray(stepsizes(self.eta, size))
                 self._zetas = np.ascontiguousarray(momenta(self.eta, self.beta, self.omega, size))
-            bad, n_new = _kernels.sam_update_masked(arr, mask, self._z, self._zp, self.diverged_, self.counts_,
-                                                    self._p_run, self._etas, self._zetas)
+            bad, n_new = _kernels.sam_update_masked(
+                arr, mask, self._z, self._zp, self.diverged_, self.counts_, self._p_run, self._etas, self._zetas
+            )
         if bad >= 0:
             self._raise_bad_changed(arr, bad)
         if n_new:

@@ -8,16 +8,16 @@ __all__ = ["Audit", "DROP_REASONS"]
 
 #: Why a row of a log is not used, in the order the rules are applied.
 DROP_REASONS: tuple[str, ...] = (
-    "not_a_capture",                   # WARC revisit of another profile; unparsable CDX capture kind
-    "missing_status",                  # status column present, value missing (not a 304/revisit)
-    "failed_status",                   # HTTP status >= 400, or not an HTTP status (< 100, fractional)
-    "redirect",                        # 3xx other than 304: the redirect's body, not the page's content
-    "missing_digest",                  # digests decide changes and this visit has none
-    "missing_changed",                 # the 0/1 ``changed`` column decides and is empty here
-    "last_modified_unreliable",        # last_modified decides and the page's server reports the fetch time
-    "missing_last_modified",           # last_modified decides and is missing or not before the fetch
-    "duplicate",                       # same page, same time as a visit kept before it
-    "not_modified_before_reference",   # a 304/revisit before the page's first copy with a digest
+    "not_a_capture",  # WARC revisit of another profile; unparsable CDX capture kind
+    "missing_status",  # status column present, value missing (not a 304/revisit)
+    "failed_status",  # HTTP status >= 400, or not an HTTP status (< 100, fractional)
+    "redirect",  # 3xx other than 304: the redirect's body, not the page's content
+    "missing_digest",  # digests decide changes and this visit has none
+    "missing_changed",  # the 0/1 ``changed`` column decides and is empty here
+    "last_modified_unreliable",  # last_modified decides and the page's server reports the fetch time
+    "missing_last_modified",  # last_modified decides and is missing or not before the fetch
+    "duplicate",  # same page, same time as a visit kept before it
+    "not_modified_before_reference",  # a 304/revisit before the page's first copy with a digest
 )
 
 
@@ -136,18 +136,29 @@ class Audit:
             f"last_modified at/after fetch time ignored: {self.last_modified_ignored}",
         ]
         if self.truncated_records:
-            lines.append(f"WARNING: {self.truncated_records} record(s) cut short by the end of the file, dropped "
-                         f"(truncated: {', '.join(self.truncated_files)})")
+            lines.append(
+                f"WARNING: {self.truncated_records} record(s) cut short by the end of the file, dropped "
+                f"(truncated: {', '.join(self.truncated_files)})"
+            )
         if self.records_without_page:
             lines.append(f"skipped {self.records_without_page} WARC record(s) without WARC-Target-URI")
         if self.last_modified_unreliable_pages:
             dropped = dict(self.dropped).get("last_modified_unreliable", 0)
-            lines.append(f"Last-Modified ignored on {self.last_modified_unreliable_pages} page(s) whose server "
-                         "reports the fetch time, or a change the content does not show, on most visits"
-                         + (f"; Last-Modified alone decided their changes, so their {dropped} row(s) are dropped "
-                            "(last_modified_unreliable)" if dropped else "")
-                         + (f"; their changes are decided by the {self.last_modified_fallback} column instead"
-                            if self.last_modified_fallback else ""))
+            lines.append(
+                f"Last-Modified ignored on {self.last_modified_unreliable_pages} page(s) whose server "
+                "reports the fetch time, or a change the content does not show, on most visits"
+                + (
+                    f"; Last-Modified alone decided their changes, so their {dropped} row(s) are dropped "
+                    "(last_modified_unreliable)"
+                    if dropped
+                    else ""
+                )
+                + (
+                    f"; their changes are decided by the {self.last_modified_fallback} column instead"
+                    if self.last_modified_fallback
+                    else ""
+                )
+            )
         return "\n".join(lines)
 
     @staticmethod
@@ -166,13 +177,30 @@ class Audit:
         if len(kinds) > 1:
             raise ValueError(f"the audits used different change sources: {sorted(kinds)}")
         counts = {}
-        for name in ("rows_read", "pages", "pages_kept", "visits_kept", "reference_visits", "out_of_order",
-                     "single_visit_pages", "pages_without_usable_visit", "last_modified_ignored",
-                     "truncated_records", "records_without_page", "last_modified_unreliable_pages"):
+        for name in (
+            "rows_read",
+            "pages",
+            "pages_kept",
+            "visits_kept",
+            "reference_visits",
+            "out_of_order",
+            "single_visit_pages",
+            "pages_without_usable_visit",
+            "last_modified_ignored",
+            "truncated_records",
+            "records_without_page",
+            "last_modified_unreliable_pages",
+        ):
             counts[name] = int(sum(getattr(a, name) for a in parts))
         dropped = tuple((r, int(sum(dict(a.dropped)[r] for a in parts))) for r in DROP_REASONS)
         src = tuple(sources) if sources is not None else parts[0].sources
         truncated = tuple(dict.fromkeys(f for a in parts for f in a.truncated_files))
         fallback = next((a.last_modified_fallback for a in parts if a.last_modified_fallback), "")
-        return Audit(sources=src, change_source=parts[0].change_source, dropped=dropped,
-                     truncated_files=truncated, last_modified_fallback=fallback, **counts)
+        return Audit(
+            sources=src,
+            change_source=parts[0].change_source,
+            dropped=dropped,
+            truncated_files=truncated,
+            last_modified_fallback=fallback,
+            **counts,
+        )

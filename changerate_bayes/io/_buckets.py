@@ -228,8 +228,7 @@ def reduce_buckets(store: PageBuckets, *, change_from: str, sources):
 def no_pages_error(audit: Audit) -> CrawlLogError:
     """The error of a log where no page has two usable visits (as :func:`build_log` raises it)."""
     return CrawlLogError(
-        f"{', '.join(audit.sources)}: no page has two usable visits, so there is nothing to estimate\n"
-        + audit.format()
+        f"{', '.join(audit.sources)}: no page has two usable visits, so there is nothing to estimate\n" + audit.format()
     )
 
 
@@ -274,11 +273,19 @@ def build_log_bucketed(store: PageBuckets, labels, *, change_from: str, sources)
     new_starts = np.concatenate(([0], np.cumsum(new_lengths)[:-1]))
     gather = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts[order] - new_starts, new_lengths)
     history = CrawlHistory.from_segments(
-        np.concatenate(changed)[gather], np.concatenate(tau)[gather], lengths=new_lengths,
-        crawl_rate=np.concatenate(rate)[order], page_ids=labels[codes[order]],
+        np.concatenate(changed)[gather],
+        np.concatenate(tau)[gather],
+        lengths=new_lengths,
+        crawl_rate=np.concatenate(rate)[order],
+        page_ids=labels[codes[order]],
     )
     age = None if any(a is None for a in ages) else np.concatenate(ages)[gather]
     liar = None if any(a is None for a in liars) else np.concatenate(liars)[order]
-    return CrawlLog(history=history, first_visit=np.concatenate(first)[order],
-                    last_visit=np.concatenate(last)[order], audit=audit, last_modified_age=age,
-                    last_modified_unreliable=liar)
+    return CrawlLog(
+        history=history,
+        first_visit=np.concatenate(first)[order],
+        last_visit=np.concatenate(last)[order],
+        audit=audit,
+        last_modified_age=age,
+        last_modified_unreliable=liar,
+    )

@@ -55,8 +55,10 @@ def _parse_line(text: str, *, src: str, line: int) -> list[str] | None:
         except json.JSONDecodeError as exc:
             raise CrawlLogError(f"{src}: line {line}: the CDXJ JSON block is not valid JSON ({exc.msg})") from None
         if not isinstance(meta, dict):
-            raise CrawlLogError(f"{src}: line {line}: the CDXJ JSON block must be an object "
-                                f"({{\"url\": ..., \"digest\": ...}}); got {type(meta).__name__}")
+            raise CrawlLogError(
+                f"{src}: line {line}: the CDXJ JSON block must be an object "
+                f'({{"url": ..., "digest": ...}}); got {type(meta).__name__}'
+            )
         return [parts[0], parts[1], *(_json_field(meta, key) for key in ("url", "mime", "status", "digest"))]
     if len(parts) < 7:
         raise CrawlLogError(
@@ -133,8 +135,12 @@ def _compact_cdx_file(path, *, chunk_rows, page_key="url", labels=None, state=No
     """Compact columns of one CDX file: (list of VisitColumns, labels)."""
     labels = pd.Index([], dtype=object) if labels is None else labels
     state = {} if state is None else state
-    names = {"page": "url" if page_key == "url" else "urlkey", "fetch_time": "timestamp", "status": "statuscode",
-             "digest": "digest"}
+    names = {
+        "page": "url" if page_key == "url" else "urlkey",
+        "fetch_time": "timestamp",
+        "status": "statuscode",
+        "digest": "digest",
+    }
     src = str(path)
     parts = []
     with open_text(path) as fh:  # gzip, bz2, xz or zstd by the magic bytes; a UTF-8 BOM dropped
@@ -169,8 +175,10 @@ def _not_utf8(path, src: str) -> CrawlLogError:
                 try:
                     raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    return CrawlLogError(f"{src}: line {line}: not UTF-8 text (byte {raw[exc.start]:#04x} at "
-                                         f"column {exc.start + 1}); a CDX index is UTF-8: re-encode the file")
+                    return CrawlLogError(
+                        f"{src}: line {line}: not UTF-8 text (byte {raw[exc.start]:#04x} at "
+                        f"column {exc.start + 1}); a CDX index is UTF-8: re-encode the file"
+                    )
     except DECOMPRESSION_ERRORS as exc:
         return decompression_error(src, exc, path)
     return CrawlLogError(f"{src}: not a text CDX file (not UTF-8)")
@@ -182,10 +190,19 @@ def _chunk(rows, src, labels, state, names, page_key):
     bad = ~df["fetch_time"].str.fullmatch(r"\d{14}")
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise CrawlLogError(f"{src}: line {lines[i]}, field 'timestamp': expected 14 digits YYYYMMDDhhmmss (UTC); "
-                            f"got {df['fetch_time'].iloc[i]!r}")
-    part, labels = compact_frame(df, source=src, first_line=int(lines[0]), line_word="line", labels=labels,
-                                 state=state, names=names, time_format=_TIME_FORMAT, lines=lines)
+        raise CrawlLogError(
+            f"{src}: line {lines[i]}, field 'timestamp': expected 14 digits YYYYMMDDhhmmss (UTC); "
+            f"got {df['fetch_time'].iloc[i]!r}"
+        )
+    part, labels = compact_frame(
+        df,
+        source=src,
+        first_line=int(lines[0]),
+        line_word="line",
+        labels=labels,
+        state=state,
+        names=names,
+        time_format=_TIME_FORMAT,
+        lines=lines,
+    )
     return part, labels
-
-

@@ -27,7 +27,7 @@ DECOMPRESSION_ERRORS = (EOFError, OSError, zlib.error, lzma.LZMAError, _zstd_err
 
 
 def compression_of(path) -> str | None:
-    """"gzip", "bz2", "xz", "zstd" from the file's first bytes, or None for an uncompressed file."""
+    """ "gzip", "bz2", "xz", "zstd" from the file's first bytes, or None for an uncompressed file."""
     with open(path, "rb") as fh:
         head = fh.read(6)
     return next((kind for magic, kind in _MAGIC if head.startswith(magic)), None)
@@ -106,8 +106,10 @@ def decompression_error(src: str, exc: BaseException, path=None) -> CrawlLogErro
     if isinstance(exc, OSError) and exc.errno is not None:  # a real I/O error, not a bad stream
         return CrawlLogError(f"{src}: cannot be read ({exc.strerror})")
     if path is None:  # e.g. a cluster run over several files: which one failed is not known
-        return CrawlLogError(f"{src}: cannot be decompressed ({type(exc).__name__}: {exc}); a compressed file "
-                             "is truncated or corrupt, or not compressed as its name says")
+        return CrawlLogError(
+            f"{src}: cannot be decompressed ({type(exc).__name__}: {exc}); a compressed file "
+            "is truncated or corrupt, or not compressed as its name says"
+        )
     name = str(path).lower()
     said = next((kind for suffix, kind in _SUFFIX.items() if name.endswith(suffix)), None)
     try:

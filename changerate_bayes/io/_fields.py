@@ -42,10 +42,15 @@ def check_field_counts(path, *, src: str, sep: str = ",") -> None:
 
 
 def _mismatch(src: str, line: int, got: int, want: int) -> CrawlLogError:
-    what = "a field too many" if got == want + 1 else ("a field too few" if got == want - 1 else
-                                                          ("fields too many" if got > want else "fields too few"))
-    return CrawlLogError(f"{src}: line {line}: {got} fields, but the header (line 1) has {want} ({what}); "
-                         "give every row one field per column (quote a field that holds the separator)")
+    what = (
+        "a field too many"
+        if got == want + 1
+        else ("a field too few" if got == want - 1 else ("fields too many" if got > want else "fields too few"))
+    )
+    return CrawlLogError(
+        f"{src}: line {line}: {got} fields, but the header (line 1) has {want} ({what}); "
+        "give every row one field per column (quote a field that holds the separator)"
+    )
 
 
 def _fast(path, *, src: str, sep: int) -> bool:
@@ -68,7 +73,7 @@ def _fast(path, *, src: str, sep: int) -> bool:
     convert = pacsv.ConvertOptions(include_columns=["f0"], column_types={"f0": pa.binary()})
     codec = _ARROW_CODECS.get(compression_of(path), "")
     try:  # pyarrow's own decompression where it has the codec (the python modules' is slower)
-        with (open_bytes(path) if codec == "" else pa.input_stream(str(path), compression=codec)) as fh:
+        with open_bytes(path) if codec == "" else pa.input_stream(str(path), compression=codec) as fh:
             for _ in pacsv.open_csv(fh, read_options=read, parse_options=parse, convert_options=convert):
                 pass
     except (pa.ArrowException, OSError, EOFError):

@@ -11,15 +11,19 @@ from ._errors import CrawlLogError
 if TYPE_CHECKING:  # only for the annotations: the readers import pandas on first use
     from ._semantics import CrawlLog
 
-__all__ = ["BUCKET_FOLDER", "FORMATS", "common_format", "detect_format", "log_files", "mixed_formats_error",
-           "read_log"]
+__all__ = ["BUCKET_FOLDER", "FORMATS", "common_format", "detect_format", "log_files", "mixed_formats_error", "read_log"]
 
 #: Format names accepted by :func:`read_log` (and ``estimate --format``).
 FORMATS = ("csv", "parquet", "cdx", "warc", "ota", "auto")
 
 _SUFFIXES = {
-    ".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".cdx": "cdx", ".cdxj": "cdx",
-    ".warc": "warc", ".arc": "warc",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".cdx": "cdx",
+    ".cdxj": "cdx",
+    ".warc": "warc",
+    ".arc": "warc",
 }
 _COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
 
@@ -140,8 +144,10 @@ def mixed_formats_error(paths, kinds) -> CrawlLogError:
             f"read the {k1!r} file(s) separately"
         )
     p1, k1 = next((p, k) for p, k in zip(paths, kinds) if k != kinds[0])
-    return CrawlLogError(f"{paths[0]}, {p1}: the files must share one format, but {paths[0]} is {kinds[0]!r} "
-                         f"and {p1} is {k1!r}; read each format separately")
+    return CrawlLogError(
+        f"{paths[0]}, {p1}: the files must share one format, but {paths[0]} is {kinds[0]!r} "
+        f"and {p1} is {k1!r}; read each format separately"
+    )
 
 
 #: The folder name of a hive-style partition of the log by page: ``page_bucket=K/``.
@@ -169,8 +175,11 @@ def log_files(paths) -> tuple[list, list]:
     files = []
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(f for f in p.rglob("*") if f.is_file()
-                           and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts))
+            found = sorted(
+                f
+                for f in p.rglob("*")
+                if f.is_file() and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts)
+            )
             if not found:
                 raise CrawlLogError(f"{p}: the folder holds no log file")
             files.extend(found)
@@ -197,13 +206,16 @@ def refuse_surt_for_warc(files, format: str, page_key) -> None:
         return
     for f in files:
         if (format if format != "auto" else detect_format(f)) == "warc":
-            raise CrawlLogError(f"{f}: `page_key` surt keys the pages of CDX/CDXJ indexes by their SURT urlkey, "
-                                "but WARC records name their page only by URL (WARC-Target-URI); key by URL "
-                                "(`page_key` url, the default) or read the CDX index alone")
+            raise CrawlLogError(
+                f"{f}: `page_key` surt keys the pages of CDX/CDXJ indexes by their SURT urlkey, "
+                "but WARC records name their page only by URL (WARC-Target-URI); key by URL "
+                "(`page_key` url, the default) or read the CDX index alone"
+            )
 
 
-def read_log(paths, *, format="auto", columns=None, change_from="auto", ota_changed="filtered",
-             chunk_rows=None, page_key="url") -> CrawlLog:
+def read_log(
+    paths, *, format="auto", columns=None, change_from="auto", ota_changed="filtered", chunk_rows=None, page_key="url"
+) -> CrawlLog:
     """Read crawl logs of any supported format into a ragged history.
 
     Parameters
@@ -248,8 +260,7 @@ def read_log(paths, *, format="auto", columns=None, change_from="auto", ota_chan
         if kinds == {"cdx", "warc"}:  # one log of the same pages in both, keyed by URL
             from ._pieces import read_pieces
 
-            return read_pieces(files, [detect_format(p) for p in files], chunk_rows=chunk_rows,
-                               page_key=page_key)
+            return read_pieces(files, [detect_format(p) for p in files], chunk_rows=chunk_rows, page_key=page_key)
         format = common_format(files)
     chunk = DEFAULT_CHUNK_ROWS if chunk_rows is None else chunk_rows
     if format == "csv":

@@ -12,8 +12,16 @@ from ._tabular import _plan, check_columns
 __all__ = ["read_frame"]
 
 
-def read_frame(frame, *, columns=None, change_from="auto", source="<dataframe>", rows=None,
-               empty_ok: bool = False, time_kinds: dict | None = None) -> CrawlLog:
+def read_frame(
+    frame,
+    *,
+    columns=None,
+    change_from="auto",
+    source="<dataframe>",
+    rows=None,
+    empty_ok: bool = False,
+    time_kinds: dict | None = None,
+) -> CrawlLog:
     """Read a crawl log held in a pandas DataFrame (one row per visit, in log order).
 
     Same columns, change rules, result and errors as :func:`read_csv`; "row" numbers in
@@ -68,9 +76,16 @@ def read_frame(frame, *, columns=None, change_from="auto", source="<dataframe>",
     cols = list(plan.values()) + (["not_modified"] if "not_modified" in frame.columns else [])
     std = frame[cols].rename(columns=inv)
     state = {} if time_kinds is None else {"defer": True, "kinds": time_kinds}
-    part, labels = compact_frame(std, source=source, first_line=1, line_word="row",
-                                 labels=pd.Index([], dtype=object), state=state, names=plan,
-                                 lines=None if rows is None else np.asarray(rows, dtype=np.int64))
+    part, labels = compact_frame(
+        std,
+        source=source,
+        first_line=1,
+        line_word="row",
+        labels=pd.Index([], dtype=object),
+        state=state,
+        names=plan,
+        lines=None if rows is None else np.asarray(rows, dtype=np.int64),
+    )
     if kind == "digest":
         check_digest_not_empty(part, source=source, column=plan["digest"])
     return build_log(part, labels, change_from=kind, sources=(source,), empty_ok=empty_ok)

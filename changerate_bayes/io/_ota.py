@@ -54,5 +54,6 @@ def read_ota(paths=None, *, changed="filtered", chunk_rows=DEFAULT_CHUNK_ROWS) -
         from ..datasets import dataset_path
 
         paths = dataset_path("ota_crawls_dating")
-    return read_csv(paths, columns={"changed": OTA_CHANGE_COLUMNS[changed]}, change_from="changed",
-                    chunk_rows=chunk_rows)
+    return read_csv(
+        paths, columns={"changed": OTA_CHANGE_COLUMNS[changed]}, change_from="changed", chunk_rows=chunk_rows
+    )

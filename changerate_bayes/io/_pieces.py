@@ -66,8 +66,9 @@ def _tabular(path, fmt, mapping, change_from, chunk_rows, state):
     return scan.parts, scan.labels, scan.kind, scan.plans[0].get("digest")
 
 
-def compact_file(path, fmt: str, *, file_index: int = 0, columns=None, change_from="auto", chunk_rows=None,
-                 page_key="url") -> Piece:
+def compact_file(
+    path, fmt: str, *, file_index: int = 0, columns=None, change_from="auto", chunk_rows=None, page_key="url"
+) -> Piece:
     """Read one log file (``fmt`` one of "csv", "parquet", "cdx", "warc") into a :class:`Piece`.
 
     Raises
@@ -95,11 +96,18 @@ def compact_file(path, fmt: str, *, file_index: int = 0, columns=None, change_fr
     else:
         raise ValueError(f"`fmt` must be one of ['csv', 'parquet', 'cdx', 'warc']; got {fmt!r}")
     v = VisitColumns.concat(parts) if parts else None  # None: no visit in the file
-    return Piece(v=v, labels=np.asarray(labels, dtype=object),
-                 pos=np.arange(0 if v is None else v.page.size, dtype=np.int64),
-                 file_index=file_index, source=str(path), kind=kind, digest_column=digest_column,
-                 extra=extra if fmt == "warc" else None, time_kinds=state["kinds"],
-                 line_word={"parquet": "row", "warc": "record"}.get(fmt, "line"))
+    return Piece(
+        v=v,
+        labels=np.asarray(labels, dtype=object),
+        pos=np.arange(0 if v is None else v.page.size, dtype=np.int64),
+        file_index=file_index,
+        source=str(path),
+        kind=kind,
+        digest_column=digest_column,
+        extra=extra if fmt == "warc" else None,
+        time_kinds=state["kinds"],
+        line_word={"parquet": "row", "warc": "record"}.get(fmt, "line"),
+    )
 
 
 def check_time_kinds(found) -> None:
@@ -118,8 +126,10 @@ def check_time_kinds(found) -> None:
 def _take(piece: Piece, mask: np.ndarray) -> Piece:
     codes = piece.v.page[mask]
     used = np.unique(codes)  # codes are in order of first appearance, so this keeps that order
-    cols = {f.name: (None if getattr(piece.v, f.name) is None else getattr(piece.v, f.name)[mask])
-            for f in fields(VisitColumns)}
+    cols = {
+        f.name: (None if getattr(piece.v, f.name) is None else getattr(piece.v, f.name)[mask])
+        for f in fields(VisitColumns)
+    }
     cols["page"] = np.searchsorted(used, codes).astype(np.int64)
     return replace(piece, v=VisitColumns(**cols), labels=piece.labels[used], pos=piece.pos[mask])
 
@@ -162,12 +172,16 @@ def merge_pieces(pieces: list[Piece]) -> tuple[VisitColumns, np.ndarray, np.ndar
         if any(getattr(p.v, name) is None for p in pieces) and not all(getattr(p.v, name) is None for p in pieces):
             from ._semantics import _NAT  # e.g. CDX (no dates) and WARC (Last-Modified and Date headers) together
 
-            pieces = [p if getattr(p.v, name) is not None else replace(
-                p, v=replace(p.v, **{name: np.full(p.v.page.size, _NAT, dtype=np.int64)})) for p in pieces]
+            pieces = [
+                p
+                if getattr(p.v, name) is not None
+                else replace(p, v=replace(p.v, **{name: np.full(p.v.page.size, _NAT, dtype=np.int64)}))
+                for p in pieces
+            ]
     parts = []
     first_key = np.full(uniques.size, np.iinfo(np.int64).max, dtype=np.int64)
     for p, off in zip(pieces, offsets[:-1]):
-        remap = codes[off:off + p.labels.size]
+        remap = codes[off : off + p.labels.size]
         page = remap[p.v.page].astype(np.int64)
         parts.append(replace(p.v, page=page))
         used, at = np.unique(page, return_index=True)  # each page's first row in this piece
@@ -199,18 +213,25 @@ def read_pieces(files, formats, *, columns=None, change_from="auto", chunk_rows=
     """
     from ._semantics import build_log
 
-    pieces = [compact_file(f, fmt, file_index=i, columns=columns, change_from=change_from, chunk_rows=chunk_rows,
-                           page_key=page_key) for i, (f, fmt) in enumerate(zip(files, formats))]
+    pieces = [
+        compact_file(
+            f, fmt, file_index=i, columns=columns, change_from=change_from, chunk_rows=chunk_rows, page_key=page_key
+        )
+        for i, (f, fmt) in enumerate(zip(files, formats))
+    ]
     kinds = sorted({p.kind for p in pieces})
     names = ", ".join(map(str, files))
     if len(kinds) > 1:
-        raise CrawlLogError(f"{names}: changes would be decided by {kinds} in different files; "
-                            "give the files the same columns")
+        raise CrawlLogError(
+            f"{names}: changes would be decided by {kinds} in different files; give the files the same columns"
+        )
     if all(p.v is None for p in pieces):
         raise CrawlLogError(f"{names}: no visits in the files")
     check_time_kinds([(p.source, p.line_word, p.time_kinds) for p in pieces])
     if kinds[0] == "digest" and not any(p.v.has_digest.any() for p in pieces if p.v is not None):
-        raise CrawlLogError(f"{names}: line 1, column {pieces[0].digest_column!r}: the digest column is entirely "
-                            "empty; map another column with `columns=` or choose `change_from`")
+        raise CrawlLogError(
+            f"{names}: line 1, column {pieces[0].digest_column!r}: the digest column is entirely "
+            "empty; map another column with `columns=` or choose `change_from`"
+        )
     v, labels, _, extra = merge_pieces(pieces)
     return build_log(v, labels, change_from=kinds[0], sources=files, audit_extra=extra)

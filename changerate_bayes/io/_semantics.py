@@ -69,9 +69,20 @@ from ._audit import DROP_REASONS, Audit
 from ._errors import CrawlLogError, plain, where
 from ._times import _HI, _LO, _NAT, _kinds, parse_time_column
 
-__all__ = ["CHANGE_SOURCES", "LIAR_MIN_VISITS", "LIAR_SHARE", "LM_NOW_NS", "STANDARD_COLUMNS", "CrawlLog",
-           "VisitColumns", "build_log", "compact_batch", "compact_frame", "last_modified_liars",
-           "resolve_change_source"]
+__all__ = [
+    "CHANGE_SOURCES",
+    "LIAR_MIN_VISITS",
+    "LIAR_SHARE",
+    "LM_NOW_NS",
+    "STANDARD_COLUMNS",
+    "CrawlLog",
+    "VisitColumns",
+    "build_log",
+    "compact_batch",
+    "compact_frame",
+    "last_modified_liars",
+    "resolve_change_source",
+]
 
 #: The columns a log may have (``page`` and ``fetch_time`` are required).
 STANDARD_COLUMNS = ("page", "fetch_time", "status", "digest", "changed", "last_modified")
@@ -122,15 +133,15 @@ class CrawlLog:
 class VisitColumns:
     """Compact columns of a log (internal): one entry per row, in file order."""
 
-    page: np.ndarray            # int64 codes into ``labels``
-    time: np.ndarray            # int64 UTC ns
-    status: np.ndarray | None   # float64, NaN = missing (None: no status column)
-    not_modified: np.ndarray    # bool: HTTP 304 / WARC revisit
-    digest: np.ndarray | None   # uint64 hashes (None: no digest column)
+    page: np.ndarray  # int64 codes into ``labels``
+    time: np.ndarray  # int64 UTC ns
+    status: np.ndarray | None  # float64, NaN = missing (None: no status column)
+    not_modified: np.ndarray  # bool: HTTP 304 / WARC revisit
+    digest: np.ndarray | None  # uint64 hashes (None: no digest column)
     has_digest: np.ndarray | None
     changed: np.ndarray | None  # int8 0/1, -1 = missing (None: no changed column)
     last_modified: np.ndarray | None  # int64 UTC ns, _NAT = missing
-    not_capture: np.ndarray     # bool: dropped as "not_a_capture"
+    not_capture: np.ndarray  # bool: dropped as "not_a_capture"
     server_date: np.ndarray | None = None  # int64 UTC ns of the server's Date header, _NAT = missing (WARC)
 
     @staticmethod
@@ -232,13 +243,24 @@ def _booleans(values: pd.Series, *, source, column, lines, line_word) -> np.ndar
     bad = ~(yes | no)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: expected 0/1 or true/false; "
-                            f"got {plain(values.iloc[i])!r}")
+        raise CrawlLogError(
+            f"{where(source, line_word, lines[i], column)}: expected 0/1 or true/false; got {plain(values.iloc[i])!r}"
+        )
     return yes
 
 
-def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_word: str, labels: pd.Index,
-                  state: dict, names: dict | None = None, time_format: str | None = None, lines=None):
+def compact_frame(
+    frame: pd.DataFrame,
+    *,
+    source: str,
+    first_line: int,
+    line_word: str,
+    labels: pd.Index,
+    state: dict,
+    names: dict | None = None,
+    time_format: str | None = None,
+    lines=None,
+):
     """Compact columns of one chunk of a log whose columns have the standard names.
 
     Parameters
@@ -288,15 +310,24 @@ def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_wor
         state["label_codes"].update(zip(uniques[new].tolist(), known[new].tolist()))
         labels = _append_labels(labels, uniques[new])
     codes = known[codes]
-    time = parse_time_column(frame["fetch_time"], source=source, column=col("fetch_time"), lines=lines,
-                             line_word=line_word, required=True, state=state, fmt=time_format)
+    time = parse_time_column(
+        frame["fetch_time"],
+        source=source,
+        column=col("fetch_time"),
+        lines=lines,
+        line_word=line_word,
+        required=True,
+        state=state,
+        fmt=time_format,
+    )
     status = None
     if "status" in frame:
         status = _numbers(frame["status"], source=source, column=col("status"), lines=lines, line_word=line_word)
     nm = np.zeros(n, bool)
     if "not_modified" in frame:
-        nm = _booleans(frame["not_modified"], source=source, column=col("not_modified"), lines=lines,
-                       line_word=line_word)
+        nm = _booleans(
+            frame["not_modified"], source=source, column=col("not_modified"), lines=lines, line_word=line_word
+        )
     if status is not None:
         nm = nm | (status == 304)
     digest = has_digest = None
@@ -304,8 +335,14 @@ def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_wor
         digest, has_digest = _hash_strings(frame["digest"])
     changed = None
     if "changed" in frame:
-        num = _numbers(_booleans_as_numbers(frame["changed"]), source=source, column=col("changed"), lines=lines,
-                       line_word=line_word, want="0 or 1 (or true/false)")
+        num = _numbers(
+            _booleans_as_numbers(frame["changed"]),
+            source=source,
+            column=col("changed"),
+            lines=lines,
+            line_word=line_word,
+            want="0 or 1 (or true/false)",
+        )
         bad = ~np.isnan(num) & (num != 0) & (num != 1)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
@@ -313,19 +350,35 @@ def compact_frame(frame: pd.DataFrame, *, source: str, first_line: int, line_wor
         changed = np.where(np.isnan(num), -1, num).astype(np.int8)
     last_modified = None
     if "last_modified" in frame:
-        last_modified = parse_time_column(frame["last_modified"], source=source, column=col("last_modified"),
-                                          lines=lines, line_word=line_word, required=False, state=state)
+        last_modified = parse_time_column(
+            frame["last_modified"],
+            source=source,
+            column=col("last_modified"),
+            lines=lines,
+            line_word=line_word,
+            required=False,
+            state=state,
+        )
     not_capture = frame["not_capture"].to_numpy(dtype=bool) if "not_capture" in frame else np.zeros(n, bool)
     server_date = None
     if "server_date" in frame:
-        server_date = parse_time_column(frame["server_date"], source=source, column=col("server_date"),
-                                        lines=lines, line_word=line_word, required=False, state=state)
-    return VisitColumns(codes, time, status, nm, digest, has_digest, changed, last_modified, not_capture,
-                        server_date), labels
+        server_date = parse_time_column(
+            frame["server_date"],
+            source=source,
+            column=col("server_date"),
+            lines=lines,
+            line_word=line_word,
+            required=False,
+            state=state,
+        )
+    return VisitColumns(
+        codes, time, status, nm, digest, has_digest, changed, last_modified, not_capture, server_date
+    ), labels
 
 
-def compact_batch(batch, *, source: str, first_line: int, labels: pd.Index, state: dict, inv: dict,
-                  names: dict | None = None):
+def compact_batch(
+    batch, *, source: str, first_line: int, labels: pd.Index, state: dict, inv: dict, names: dict | None = None
+):
     """:func:`compact_frame` of one Parquet record batch, read from its Arrow buffers where it can.
 
     The common columns (``page`` as a dictionary of strings without nulls, ``fetch_time``
@@ -343,13 +396,15 @@ def compact_batch(batch, *, source: str, first_line: int, labels: pd.Index, stat
     (VisitColumns, pandas.Index)
         The batch and the updated labels.
     """
-    part = _compact_arrow(batch, source=source, first_line=first_line, labels=labels, state=state, inv=inv,
-                          names=names or {})
+    part = _compact_arrow(
+        batch, source=source, first_line=first_line, labels=labels, state=state, inv=inv, names=names or {}
+    )
     if part is not None:
         return part
     chunk = batch.to_pandas().rename(columns=inv)
-    return compact_frame(chunk, source=source, first_line=first_line, line_word="row", labels=labels, state=state,
-                         names=names)
+    return compact_frame(
+        chunk, source=source, first_line=first_line, line_word="row", labels=labels, state=state, names=names
+    )
 
 
 def _string_dictionary(column, pa):
@@ -392,8 +447,9 @@ def _compact_arrow(batch, *, source, first_line, labels, state, inv, names):
     if ((arr < lo) | (arr >= hi)).any():
         return None  # compact_frame names the row and the time
     kind = "aware" if ft.type.tz is not None else "naive"
-    _kinds(state, {kind: (first_line, None)}, source=source, column=names.get("fetch_time", "fetch_time"),
-           line_word="row")
+    _kinds(
+        state, {kind: (first_line, None)}, source=source, column=names.get("fetch_time", "fetch_time"), line_word="row"
+    )
     time = arr.astype("datetime64[ns]").astype(np.int64)
     uniques = pd.Index(values, dtype=object)
     known = _label_codes(uniques, labels, state)
@@ -429,8 +485,9 @@ def _compact_arrow(batch, *, source, first_line, labels, state, inv, names):
 def _append_labels(labels: pd.Index, new) -> pd.Index:
     """``labels`` followed by ``new``, an object Index (``Index.append`` would infer a string dtype,
     a pass over every label, at each chunk)."""
-    return pd.Index(np.concatenate((labels.to_numpy(dtype=object), np.asarray(new, dtype=object))), dtype=object,
-                    copy=False)
+    return pd.Index(
+        np.concatenate((labels.to_numpy(dtype=object), np.asarray(new, dtype=object))), dtype=object, copy=False
+    )
 
 
 def _label_codes(uniques: pd.Index, labels: pd.Index, state: dict) -> np.ndarray:
@@ -449,12 +506,15 @@ def _label_codes(uniques: pd.Index, labels: pd.Index, state: dict) -> np.ndarray
 def check_digest_not_empty(v: VisitColumns, *, source: str, column: str) -> None:
     """A digest column that is entirely empty is an error (it cannot decide anything)."""
     if v.has_digest is not None and v.has_digest.size and not v.has_digest.any():
-        raise CrawlLogError(f"{source}: line 1, column {column!r}: the digest column is entirely empty; "
-                            "map another column with `columns=` or choose `change_from`")
+        raise CrawlLogError(
+            f"{source}: line 1, column {column!r}: the digest column is entirely empty; "
+            "map another column with `columns=` or choose `change_from`"
+        )
 
 
-def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: bool = False,
-              audit_extra: dict | None = None) -> CrawlLog:
+def build_log(
+    v: VisitColumns, labels, *, change_from: str, sources, empty_ok: bool = False, audit_extra: dict | None = None
+) -> CrawlLog:
     """Apply the change semantics (module docstring) to compact columns: a :class:`CrawlLog`.
 
     ``audit_extra`` holds audit fields the reader counted itself (e.g. truncated records).
@@ -574,8 +634,7 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
     kept_per_page = np.bincount(pg, minlength=labels.size)
     lm_age, lm_liars, liar = None, 0, None
     if v.last_modified is not None:
-        lm_age, liar = _last_modified_ages(v, lm_ok, order, pg, tm, first, chg, nm, change_from, labels.size,
-                                           says_now)
+        lm_age, liar = _last_modified_ages(v, lm_ok, order, pg, tm, first, chg, nm, change_from, labels.size, says_now)
         lm_liars = int(np.count_nonzero(liar & ((kept_per_page > 0) | says_now)))
     n_pages = int(np.count_nonzero(counts_all))
     single = int(np.count_nonzero(kept_per_page == 1))
@@ -583,16 +642,30 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
     obs_pages = np.flatnonzero(kept_per_page >= 2)  # page codes of the history, in label order
     dropped = tuple((name, int(np.count_nonzero(reason == _R[name]))) for name in DROP_REASONS)
     audit = Audit(
-        sources=tuple(str(s) for s in sources), change_source=change_from, rows_read=int(n), pages=n_pages,
-        pages_kept=int(obs_pages.size), visits_kept=int(np.count_nonzero(obs & (kept_per_page[pg] >= 2))),
-        reference_visits=int(np.count_nonzero(first)), dropped=dropped, out_of_order=out_of_order,
-        single_visit_pages=single, pages_without_usable_visit=none_usable, last_modified_ignored=lm_ignored,
-        last_modified_unreliable_pages=lm_liars, last_modified_fallback=fallback or "", **(audit_extra or {}),
+        sources=tuple(str(s) for s in sources),
+        change_source=change_from,
+        rows_read=int(n),
+        pages=n_pages,
+        pages_kept=int(obs_pages.size),
+        visits_kept=int(np.count_nonzero(obs & (kept_per_page[pg] >= 2))),
+        reference_visits=int(np.count_nonzero(first)),
+        dropped=dropped,
+        out_of_order=out_of_order,
+        single_visit_pages=single,
+        pages_without_usable_visit=none_usable,
+        last_modified_ignored=lm_ignored,
+        last_modified_unreliable_pages=lm_liars,
+        last_modified_fallback=fallback or "",
+        **(audit_extra or {}),
     )
     if obs_pages.size == 0:
         if empty_ok:  # a partition of a cluster run may hold no usable page
-            return CrawlLog(history=None, first_visit=np.zeros(0, "datetime64[ns]"),
-                            last_visit=np.zeros(0, "datetime64[ns]"), audit=audit)
+            return CrawlLog(
+                history=None,
+                first_visit=np.zeros(0, "datetime64[ns]"),
+                last_visit=np.zeros(0, "datetime64[ns]"),
+                audit=audit,
+            )
         raise CrawlLogError(
             f"{', '.join(audit.sources)}: no page has two usable visits, so there is nothing to estimate\n"
             + audit.format()
@@ -606,17 +679,24 @@ def build_log(v: VisitColumns, labels, *, change_from: str, sources, empty_ok: b
     flat_tau = tau[obs]
     sums = np.add.reduceat(flat_tau, np.concatenate(([0], np.cumsum(lengths)[:-1])))
     history = CrawlHistory.from_segments(
-        chg[obs], flat_tau, lengths=lengths.astype(np.int64), crawl_rate=lengths / sums,
+        chg[obs],
+        flat_tau,
+        lengths=lengths.astype(np.int64),
+        crawl_rate=lengths / sums,
         page_ids=labels[obs_pages],
     )
     first_t = tm[first][kept_per_page[pg[first]] >= 2]
     last = np.ones(m, dtype=bool)
     last[:-1] = pg[1:] != pg[:-1]
     last_t = tm[last][kept_per_page[pg[last]] >= 2]
-    return CrawlLog(history=history, first_visit=first_t.astype("datetime64[ns]"),
-                    last_visit=last_t.astype("datetime64[ns]"), audit=audit,
-                    last_modified_age=None if lm_age is None else lm_age[obs],
-                    last_modified_unreliable=None if liar is None else liar[obs_pages])
+    return CrawlLog(
+        history=history,
+        first_visit=first_t.astype("datetime64[ns]"),
+        last_visit=last_t.astype("datetime64[ns]"),
+        audit=audit,
+        last_modified_age=None if lm_age is None else lm_age[obs],
+        last_modified_unreliable=None if liar is None else liar[obs_pages],
+    )
 
 
 def _first_visits(page, time, ok) -> np.ndarray:

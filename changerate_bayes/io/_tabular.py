@@ -49,8 +49,9 @@ def _as_paths(paths) -> list[Path]:
         first = seen.setdefault(p.resolve(), p)
         if first is not p:
             same = "twice" if str(first) == str(p) else f"twice (as {str(first)!r} and {str(p)!r})"
-            raise CrawlLogError(f"{p}: the same file is given {same}; give each log once (its visits would "
-                                "be read twice)")
+            raise CrawlLogError(
+                f"{p}: the same file is given {same}; give each log once (its visits would be read twice)"
+            )
     return out
 
 
@@ -82,8 +83,9 @@ def _plan(header: list[str], mapping: dict, *, source: str, change_from: str):
     file_cols = set(header)
     for std, name in mapping.items():
         if name not in file_cols:
-            raise CrawlLogError(f"{source}: line 1: missing column {name!r} (given for {std!r} in `columns`); "
-                                f"the file has {header}")
+            raise CrawlLogError(
+                f"{source}: line 1: missing column {name!r} (given for {std!r} in `columns`); the file has {header}"
+            )
     plan = {}
     for std in STANDARD_COLUMNS:
         name = mapping.get(std, std)
@@ -93,13 +95,16 @@ def _plan(header: list[str], mapping: dict, *, source: str, change_from: str):
         plan["digest"] = "etag"  # an ETag names a version of the content as a digest does
     for std in ("page", "fetch_time"):
         if std not in plan:
-            raise CrawlLogError(f"{source}: line 1: missing required column {mapping.get(std, std)!r}; "
-                                f"the file has {header} (map yours with `columns=`)")
+            raise CrawlLogError(
+                f"{source}: line 1: missing required column {mapping.get(std, std)!r}; "
+                f"the file has {header} (map yours with `columns=`)"
+            )
     # under "auto", a digest or ``changed`` column the caller maps in ``columns`` decides ahead of one
     # found by its standard name (a mapped last_modified is read in any case: its dates and audit)
     explicit = [c for c in ("digest", "changed") if c in mapping]
-    kind = resolve_change_source(explicit[0] if change_from == "auto" and explicit else change_from, set(plan),
-                                 source=source)
+    kind = resolve_change_source(
+        explicit[0] if change_from == "auto" and explicit else change_from, set(plan), source=source
+    )
     # read only what decides changes, plus status and last_modified (audit); where last_modified
     # decides, also the digest (else ``changed``): it decides for pages whose server reports the fetch time;
     # a column mapped in ``columns`` is always read, so that its values are checked
@@ -111,8 +116,10 @@ def _plan(header: list[str], mapping: dict, *, source: str, change_from: str):
     roles: dict = {}
     for std, name in plan.items():
         if name in roles:
-            raise ValueError(f"{source}: the column {name!r} would be read as both {roles[name]!r} and {std!r}; "
-                             "give each role its own column (`columns` maps a role to one column)")
+            raise ValueError(
+                f"{source}: the column {name!r} would be read as both {roles[name]!r} and {std!r}; "
+                "give each role its own column (`columns` maps a role to one column)"
+            )
         roles[name] = std
     return plan, kind
 
@@ -132,8 +139,11 @@ def check_scan_rows(scan: _Scan) -> None:
     if scan.store.rows == 0:
         raise CrawlLogError(f"{', '.join(map(str, scan.files))}: no visits: the file(s) hold no data rows")
     if scan.kind == "digest" and scan.store.any_digest() is False:
-        check_digest_not_empty(SimpleNamespace(has_digest=np.zeros(1, bool)),
-                               source=", ".join(map(str, scan.files)), column=scan.plans[0]["digest"])
+        check_digest_not_empty(
+            SimpleNamespace(has_digest=np.zeros(1, bool)),
+            source=", ".join(map(str, scan.files)),
+            column=scan.plans[0]["digest"],
+        )
 
 
 def _finish(scan: _Scan) -> CrawlLog:
@@ -275,22 +285,38 @@ def scan_csv(scan: _Scan, *, mapping: dict, change_from: str, chunk_rows: int, s
         inv = {v: s for s, v in plan.items()}
         line = 2
         try:
-            with pd.read_csv(path, sep=sep, usecols=_with_not_modified(plan, header), dtype=str,
-                             keep_default_na=False, chunksize=chunk_rows) as reader:  # closed on a bad value too
+            with pd.read_csv(
+                path,
+                sep=sep,
+                usecols=_with_not_modified(plan, header),
+                dtype=str,
+                keep_default_na=False,
+                chunksize=chunk_rows,
+            ) as reader:  # closed on a bad value too
                 for chunk in reader:
                     chunk = chunk.rename(columns=inv)
-                    part, scan.labels = compact_frame(chunk, source=src, first_line=line, line_word="line",
-                                                      labels=scan.labels, state=scan.state, names=plan)
+                    part, scan.labels = compact_frame(
+                        chunk,
+                        source=src,
+                        first_line=line,
+                        line_word="line",
+                        labels=scan.labels,
+                        state=scan.state,
+                        names=plan,
+                    )
                     scan.add(part)
                     line += len(chunk)
         except CrawlLogError as exc:
             raise _at_physical_lines(exc, path, src=src, sep=sep) from None
         except pd.errors.ParserError as exc:
-            raise _at_physical_lines(CrawlLogError(f"{src}: near line {line}: malformed CSV ({exc})"), path,
-                                     src=src, sep=sep) from None
+            raise _at_physical_lines(
+                CrawlLogError(f"{src}: near line {line}: malformed CSV ({exc})"), path, src=src, sep=sep
+            ) from None
         except UnicodeDecodeError as exc:
-            raise CrawlLogError(f"{src}: at or after line {line}: not UTF-8 text ({exc.reason}: byte "
-                                f"{exc.object[exc.start]:#04x}); re-encode the file as UTF-8") from None
+            raise CrawlLogError(
+                f"{src}: at or after line {line}: not UTF-8 text ({exc.reason}: byte "
+                f"{exc.object[exc.start]:#04x}); re-encode the file as UTF-8"
+            ) from None
         except DECOMPRESSION_ERRORS as exc:
             raise decompression_error(src, exc, path) from None
 
@@ -354,16 +380,20 @@ def scan_parquet(scan: _Scan, *, mapping: dict, change_from: str, chunk_rows: in
         plan, scan.kind = _plan_next_file(header, mapping, source=src, change_from=change_from, kind=scan.kind)
         scan.plans.append(plan)
         schema = pf.schema_arrow
-        as_dict = [plan[c] for c in ("page", "digest") if c in plan
-                   and (pa.types.is_string(schema.field(plan[c]).type)
-                        or pa.types.is_large_string(schema.field(plan[c]).type))]
+        as_dict = [
+            plan[c]
+            for c in ("page", "digest")
+            if c in plan
+            and (pa.types.is_string(schema.field(plan[c]).type) or pa.types.is_large_string(schema.field(plan[c]).type))
+        ]
         if as_dict:
             pf = _open_parquet(path, read_dictionary=as_dict)
         inv = {v: s for s, v in plan.items()}
         row = 1
         for batch in read_ahead(pf.iter_batches(batch_size=chunk_rows, columns=_with_not_modified(plan, header))):
-            part, scan.labels = compact_batch(batch, source=src, first_line=row, labels=scan.labels,
-                                              state=scan.state, inv=inv, names=plan)
+            part, scan.labels = compact_batch(
+                batch, source=src, first_line=row, labels=scan.labels, state=scan.state, inv=inv, names=plan
+            )
             scan.add(part)
             row += batch.num_rows
 

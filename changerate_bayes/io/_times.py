@@ -21,8 +21,10 @@ _HTTP_FORMAT = "%a, %d %b %Y %H:%M:%S GMT"
 # (``Sun Nov  6 08:49:37 1994``, GMT by definition). Parsed by email.utils.
 _ZONE = r"(?:[Gg][Mm][Tt]|[Uu][Tt][Cc]?|[Zz]|[+-]\d{4})"
 _HTTP_OTHER = (
-    r"(?:[A-Za-z]{3},\s*)?\d{1,2} [A-Za-z]{3} \d{4} \d\d:\d\d(?::\d\d)? " + _ZONE
-    + r"|[A-Za-z]{6,9}, \d\d-[A-Za-z]{3}-\d\d \d\d:\d\d:\d\d " + _ZONE
+    r"(?:[A-Za-z]{3},\s*)?\d{1,2} [A-Za-z]{3} \d{4} \d\d:\d\d(?::\d\d)? "
+    + _ZONE
+    + r"|[A-Za-z]{6,9}, \d\d-[A-Za-z]{3}-\d\d \d\d:\d\d:\d\d "
+    + _ZONE
     + r"|[A-Za-z]{3} [A-Za-z]{3} [ \d]?\d \d\d:\d\d:\d\d \d{4}"
 )
 #: A time written as a number: seconds since 1970-01-01T00:00:00Z (sign, digits, an optional fraction).
@@ -39,8 +41,17 @@ _HI = np.datetime64(f"{_LAST_YEAR + 1}-01-01", "s")
 _KIND_NAMES = {"naive": "naive", "aware": "time-zone-aware"}
 
 
-def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.ndarray, line_word: str,
-                      required: bool, state: dict, fmt: str | None = None) -> np.ndarray:
+def parse_time_column(
+    values: pd.Series,
+    *,
+    source: str,
+    column: str,
+    lines: np.ndarray,
+    line_word: str,
+    required: bool,
+    state: dict,
+    fmt: str | None = None,
+) -> np.ndarray:
     """UTC nanoseconds since the epoch (int64) of one chunk of a time column.
 
     ISO-8601 strings (or datetime dtypes) are accepted; HTTP dates (a Last-Modified
@@ -73,24 +84,43 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
         if required and missing.any():
             i = int(np.flatnonzero(missing)[0])
             raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: missing time")
-        _kinds(state, {("aware" if aware else "naive"): (int(lines[0]), None)}, source=source, column=column,
-               line_word=line_word)
-        out = _to_ns(arr, missing, source=source, column=column, lines=lines, line_word=line_word,
-                     shown=lambda i: str(ts.iloc[i]))
+        _kinds(
+            state,
+            {("aware" if aware else "naive"): (int(lines[0]), None)},
+            source=source,
+            column=column,
+            line_word=line_word,
+        )
+        out = _to_ns(
+            arr,
+            missing,
+            source=source,
+            column=column,
+            lines=lines,
+            line_word=line_word,
+            shown=lambda i: str(ts.iloc[i]),
+        )
         return out
     if values.dtype.kind in "biuf":  # seconds since 1970-01-01 UTC
         if values.dtype.kind == "b":
             i = int(np.flatnonzero(values.notna().to_numpy())[0]) if values.notna().any() else 0
-            raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: times must be ISO-8601 datetimes "
-                                f"or seconds since 1970-01-01 UTC; got the boolean {plain(values.iloc[i])!r}")
+            raise CrawlLogError(
+                f"{where(source, line_word, lines[i], column)}: times must be ISO-8601 datetimes "
+                f"or seconds since 1970-01-01 UTC; got the boolean {plain(values.iloc[i])!r}"
+            )
         missing = values.isna().to_numpy()
         if required and missing.any():
             i = int(np.flatnonzero(missing)[0])
             raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: missing time")
         out = _epoch_numbers(values, missing, source=source, column=column, lines=lines, line_word=line_word)
         if (~missing).any():
-            _kinds(state, {"aware": (int(lines[int(np.argmax(~missing))]), None)}, source=source, column=column,
-                   line_word=line_word)
+            _kinds(
+                state,
+                {"aware": (int(lines[int(np.argmax(~missing))]), None)},
+                source=source,
+                column=column,
+                line_word=line_word,
+            )
         return out
     s = values.astype("string").str.strip()
     missing = (s.isna() | (s == "") | (s == "-")).to_numpy(dtype=bool)
@@ -117,14 +147,16 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
             epoch = np.zeros(len(sp), dtype=bool)
             epoch[rest] = rest_s.str.fullmatch(_EPOCH).to_numpy(dtype=bool, na_value=False)
             if epoch.any():
-                extra_ns[epoch] = _epoch_strings(sp[epoch], source=source, column=column, lines=lines[rows[epoch]],
-                                                 line_word=line_word)
+                extra_ns[epoch] = _epoch_strings(
+                    sp[epoch], source=source, column=column, lines=lines[rows[epoch]], line_word=line_word
+                )
             other = rest & ~epoch  # digits only, or with letters: the two never match the same text
             if other.any():
                 other[other] = sp[other].str.fullmatch(_HTTP_OTHER).to_numpy(dtype=bool, na_value=False)
             if other.any():
-                extra_ns[other] = _http_dates(sp[other], source=source, column=column, lines=lines[rows[other]],
-                                              line_word=line_word)
+                extra_ns[other] = _http_dates(
+                    sp[other], source=source, column=column, lines=lines[rows[other]], line_word=line_word
+                )
                 other &= extra_ns != _NAT
                 http = http | other
             extra = other | epoch
@@ -134,8 +166,9 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
         i = int(np.flatnonzero(present)[j])
-        raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: unparsable time {sp.iloc[j]!r} "
-                            f"(expected {want})")
+        raise CrawlLogError(
+            f"{where(source, line_word, lines[i], column)}: unparsable time {sp.iloc[j]!r} (expected {want})"
+        )
     idx = np.flatnonzero(present)
     if fmt is None:
         aware = _aware_strings(sp) | http | extra
@@ -148,8 +181,9 @@ def parse_time_column(values: pd.Series, *, source: str, column: str, lines: np.
         firsts = {"aware": (int(lines[idx[0]]), sp.iloc[0])}
     _kinds(state, firsts, source=source, column=column, line_word=line_word)
     arr = parsed.dt.tz_localize(None).to_numpy()
-    ns = _to_ns(arr, extra, source=source, column=column, lines=lines[idx], line_word=line_word,
-                shown=lambda j: sp.iloc[j])
+    ns = _to_ns(
+        arr, extra, source=source, column=column, lines=lines[idx], line_word=line_word, shown=lambda j: sp.iloc[j]
+    )
     if extra.any():
         ns[extra] = extra_ns[extra]
     out[present] = ns
@@ -181,8 +215,9 @@ def _http_dates(values: pd.Series, *, source, column, lines, line_word) -> np.nd
     ok_u = np.array([v is not None for v in secs], dtype=bool)
     sec_u = np.array([0 if v is None else v for v in secs], dtype=np.float64)
     ok, sec = ok_u[codes], sec_u[codes]
-    _check_seconds_range(sec, ok, source=source, column=column, lines=lines, line_word=line_word,
-                         shown=lambda i: values.iloc[i], unit="")
+    _check_seconds_range(
+        sec, ok, source=source, column=column, lines=lines, line_word=line_word, shown=lambda i: values.iloc[i], unit=""
+    )
     return np.where(ok, sec.astype(np.int64) * 10**9, _NAT)
 
 
@@ -205,10 +240,18 @@ def _epoch_numbers(values: pd.Series, missing: np.ndarray, *, source, column, li
     big = ok & ~(np.abs(x.astype(np.float64)) < EPOCH_LIMIT)
     if big.any():
         i = int(np.flatnonzero(big)[0])
-        raise _epoch_refused(repr(plain(values.iloc[i])), source=source, column=column, line=lines[i],
-                             line_word=line_word)
-    _check_seconds_range(np.where(ok, x, 0).astype(np.float64), ok, source=source, column=column, lines=lines,
-                         line_word=line_word, shown=lambda i: plain(values.iloc[i]))
+        raise _epoch_refused(
+            repr(plain(values.iloc[i])), source=source, column=column, line=lines[i], line_word=line_word
+        )
+    _check_seconds_range(
+        np.where(ok, x, 0).astype(np.float64),
+        ok,
+        source=source,
+        column=column,
+        lines=lines,
+        line_word=line_word,
+        shown=lambda i: plain(values.iloc[i]),
+    )
     if x.dtype.kind in "iu":
         out[:] = x.astype(np.int64) * 10**9
     else:
@@ -240,13 +283,29 @@ def _epoch_strings(values: pd.Series, *, source, column, lines, line_word) -> np
     frac = pc.utf8_rpad(pc.utf8_slice_codeunits(frac_t, 0, 9), 9, "0")
     frac = pc.cast(frac, pa.int64()).to_numpy(zero_copy_only=False)
     sign = np.where(pc.equal(sign_t, "-").to_numpy(zero_copy_only=False), -1, 1)
-    _check_seconds_range(sign * (sec + frac / 1e9), np.ones(sec.size, bool), source=source, column=column,
-                         lines=lines, line_word=line_word, shown=lambda i: values.iloc[i])
+    _check_seconds_range(
+        sign * (sec + frac / 1e9),
+        np.ones(sec.size, bool),
+        source=source,
+        column=column,
+        lines=lines,
+        line_word=line_word,
+        shown=lambda i: values.iloc[i],
+    )
     return sign * (sec * 10**9 + frac)
 
 
-def _check_seconds_range(sec: np.ndarray, ok: np.ndarray, *, source, column, lines, line_word, shown,
-                         unit: str = " (seconds since 1970-01-01 UTC)") -> None:
+def _check_seconds_range(
+    sec: np.ndarray,
+    ok: np.ndarray,
+    *,
+    source,
+    column,
+    lines,
+    line_word,
+    shown,
+    unit: str = " (seconds since 1970-01-01 UTC)",
+) -> None:
     """Refuse times (seconds since 1970, float64) outside the years int64 nanoseconds hold, naming the line."""
     lo, hi = float(_LO.astype(np.int64)), float(_HI.astype(np.int64))
     bad = ok & ~((sec >= lo) & (sec < hi))

@@ -136,10 +136,14 @@ def read_warc(paths, *, chunk_rows=DEFAULT_CHUNK_ROWS) -> CrawlLog:
         more, labels = _compact_warc_file(path, chunk_rows=chunk_rows, labels=labels, state=state, extra=extra)
         parts.extend(more)
     if not parts:
-        skipped = "".join(f"; {n} {what}" for n, what in ((extra["truncated_records"], "record(s) cut short by the "
-                                                          "end of the file"),
-                                                         (extra["records_without_page"], "without WARC-Target-URI"))
-                          if n)
+        skipped = "".join(
+            f"; {n} {what}"
+            for n, what in (
+                (extra["truncated_records"], "record(s) cut short by the end of the file"),
+                (extra["records_without_page"], "without WARC-Target-URI"),
+            )
+            if n
+        )
         raise CrawlLogError(f"{', '.join(map(str, files))}: no response or revisit records{skipped}")
     v = VisitColumns.concat(parts)
     return build_log(v, labels, change_from="digest", sources=files, audit_extra=extra)
@@ -170,8 +174,13 @@ def _compact_warc_file(path, *, chunk_rows, labels=None, state=None, extra=None)
     state = {} if state is None else state
     extra = new_extra() if extra is None else extra
     parts = []
-    names = {"page": "WARC-Target-URI", "fetch_time": "WARC-Date", "status": "HTTP status",
-             "digest": "WARC-Payload-Digest", "server_date": "Date"}
+    names = {
+        "page": "WARC-Target-URI",
+        "fetch_time": "WARC-Date",
+        "status": "HTTP status",
+        "digest": "WARC-Payload-Digest",
+        "server_date": "Date",
+    }
     src = str(path)
     rows, nums = [], []
     number = 0
@@ -180,13 +189,32 @@ def _compact_warc_file(path, *, chunk_rows, labels=None, state=None, extra=None)
         nonlocal labels
         if not rows:
             return
-        df = pd.DataFrame(rows, columns=["page", "fetch_time", "status", "digest", "not_modified", "not_capture",
-                                         "last_modified", "server_date"])
+        df = pd.DataFrame(
+            rows,
+            columns=[
+                "page",
+                "fetch_time",
+                "status",
+                "digest",
+                "not_modified",
+                "not_capture",
+                "last_modified",
+                "server_date",
+            ],
+        )
         df["digest"] = strip_digest_algorithm(df["digest"])  # as in a CDX index of the same captures
         df["last_modified"] = http_dates(df["last_modified"])
         df["server_date"] = http_dates(df["server_date"])
-        part, labels = compact_frame(df, source=src, first_line=0, line_word="record", labels=labels,
-                                     state=state, names=names, lines=np.asarray(nums, dtype=np.int64))
+        part, labels = compact_frame(
+            df,
+            source=src,
+            first_line=0,
+            line_word="record",
+            labels=labels,
+            state=state,
+            names=names,
+            lines=np.asarray(nums, dtype=np.int64),
+        )
         parts.append(part)
         rows.clear()
         nums.clear()
@@ -219,13 +247,15 @@ def _compact_warc_file(path, *, chunk_rows, labels=None, state=None, extra=None)
                 modified = (http.get_header("Last-Modified") or "") if http else ""
                 served = (http.get_header("Date") or "") if http else ""
                 if kind == "response":
-                    rows.append((page, head.get_header("WARC-Date"), status or "", digest, False, False, modified,
-                                 served))
+                    rows.append(
+                        (page, head.get_header("WARC-Date"), status or "", digest, False, False, modified, served)
+                    )
                 else:
                     profile = head.get_header("WARC-Profile") or ""
                     known = any(profile.rstrip("/").endswith(p) for p in NOT_MODIFIED_PROFILES)
-                    rows.append((page, head.get_header("WARC-Date"), status or "", digest, known, not known,
-                                 modified, served))
+                    rows.append(
+                        (page, head.get_header("WARC-Date"), status or "", digest, known, not known, modified, served)
+                    )
                 nums.append(number)
                 if len(rows) >= chunk_rows:
                     flush()
@@ -240,8 +270,12 @@ def _compact_warc_file(path, *, chunk_rows, labels=None, state=None, extra=None)
     if cuts:
         extra["truncated_records"] += cuts
         extra["truncated_files"] += (src,)
-        warnings.warn(f"{src}: {cuts} record(s) cut short (fewer bytes than their Content-Length, or a gzip "
-                      "member that ends early: a download or copy that stopped early?); dropped, see the "
-                      "audit's truncated_records", UserWarning, stacklevel=2)
+        warnings.warn(
+            f"{src}: {cuts} record(s) cut short (fewer bytes than their Content-Length, or a gzip "
+            "member that ends early: a download or copy that stopped early?); dropped, see the "
+            "audit's truncated_records",
+            UserWarning,
+            stacklevel=2,
+        )
     flush()
     return parts, labels

@@ -136,8 +136,18 @@ class ReplayResult:
     def part(self, start: int, stop: int) -> ReplayResult:
         """The pages start .. stop - 1 (one copy of a tiled replay)."""
         s = slice(start, stop)
-        return ReplayResult(self.policy, self.budget, self.span_days, self.window_days[s], self.fresh_days[s],
-                            self.age_area[s], self.crawls[s], self.detected[s], self.changes[s], self.weights[s])
+        return ReplayResult(
+            self.policy,
+            self.budget,
+            self.span_days,
+            self.window_days[s],
+            self.fresh_days[s],
+            self.age_area[s],
+            self.crawls[s],
+            self.detected[s],
+            self.changes[s],
+            self.weights[s],
+        )
 
 
 def _steps(pages: ReplayPages, dt_ms: int):
@@ -148,8 +158,9 @@ def _steps(pages: ReplayPages, dt_ms: int):
     return t0, n_steps, first.astype(np.int64), last.astype(np.int64)
 
 
-def run_replay(pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_000, epoch_steps: int = 24,
-               rng=None) -> ReplayResult:
+def run_replay(
+    pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_000, epoch_steps: int = 24, rng=None
+) -> ReplayResult:
     """Replay ``pages`` under ``policy`` (internal: arguments are trusted; see ``replay_policies``).
 
     ``budget`` (crawls per day) is enforced: a budgeted policy may have crawled at most
@@ -163,13 +174,28 @@ def run_replay(pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_00
     dt = dt_ms / MS_PER_DAY
     t0, n_steps, first, last = _steps(pages, dt_ms)
     ctx = ReplayContext(
-        n_pages=n, dt=dt, n_steps=n_steps, first_step=first, last_step=last,
-        start=(pages.start_ms - t0) / MS_PER_DAY, weights=pages.weights,
-        budget=None if not policy.budgeted else float(budget), epoch_steps=int(epoch_steps), rng=rng,
+        n_pages=n,
+        dt=dt,
+        n_steps=n_steps,
+        first_step=first,
+        last_step=last,
+        start=(pages.start_ms - t0) / MS_PER_DAY,
+        weights=pages.weights,
+        budget=None if not policy.budgeted else float(budget),
+        epoch_steps=int(epoch_steps),
+        rng=rng,
         true_rates=pages.true_rates if getattr(policy, "oracle", False) else None,
-        changes=(dict(change_ms=pages.change_ms - t0, offsets=pages.offsets, start_ms=pages.start_ms - t0,
-                      end_ms=pages.end_ms - t0, dt_ms=int(dt_ms))
-                 if getattr(policy, "clairvoyant", False) else None),
+        changes=(
+            dict(
+                change_ms=pages.change_ms - t0,
+                offsets=pages.offsets,
+                start_ms=pages.start_ms - t0,
+                end_ms=pages.end_ms - t0,
+                dt_ms=int(dt_ms),
+            )
+            if getattr(policy, "clairvoyant", False)
+            else None
+        ),
     )
     policy.reset(ctx)
 
@@ -206,11 +232,39 @@ def run_replay(pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_00
         while compiled and k < min(policy.next_alloc, policy.next_change, active_until, n_steps + 1):
             # a built-in credit grid between reallocations: the same steps, compiled
             k, added, n_ev, status, step, allowed, size = _k.rate_steps(
-                int(k), int(min(policy.next_alloc, policy.next_change, active_until)), n_steps, dt_ms, ctx.budget,
-                dt, spent, int(policy.spent), policy.due, policy.c0, policy.p, policy.m, int(policy.k_alloc),
-                int(policy.next_alloc), int(policy.next_change), active, stale_ms, last_ms, fresh, age, crawls,
-                detected, key, change, pages.offsets, _PAGE_SHIFT, never, learn is not None, ev_page, ev_changed,
-                ev_tau, cap)
+                int(k),
+                int(min(policy.next_alloc, policy.next_change, active_until)),
+                n_steps,
+                dt_ms,
+                ctx.budget,
+                dt,
+                spent,
+                int(policy.spent),
+                policy.due,
+                policy.c0,
+                policy.p,
+                policy.m,
+                int(policy.k_alloc),
+                int(policy.next_alloc),
+                int(policy.next_change),
+                active,
+                stale_ms,
+                last_ms,
+                fresh,
+                age,
+                crawls,
+                detected,
+                key,
+                change,
+                pages.offsets,
+                _PAGE_SHIFT,
+                never,
+                learn is not None,
+                ev_page,
+                ev_changed,
+                ev_tau,
+                cap,
+            )
             spent += added
             policy.spent += added
             if n_ev:
@@ -218,8 +272,9 @@ def run_replay(pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_00
             if status == 1:
                 raise RuntimeError(f"policy {policy.name!r} crawled a page outside its window at step {step}")
             if status == 2:
-                raise RuntimeError(f"policy {policy.name!r} overspent its budget at step {step}: "
-                                   f"{size} crawls, {allowed} allowed")
+                raise RuntimeError(
+                    f"policy {policy.name!r} overspent its budget at step {step}: {size} crawls, {allowed} allowed"
+                )
             if n_ev + n <= cap or not n_ev:
                 break  # stopped at a step the loop below handles (or past the end)
         k = int(policy.next_step(k))
@@ -237,15 +292,32 @@ def run_replay(pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_00
             if idx[-1] >= n:
                 active[idx]  # IndexError: a mask longer than the pages
             # the checks (a page outside its window, then the budget) and the scoring, compiled
-            status = _k.crawl_pages(idx.astype(np.int64, copy=False), t_ms, active, allowed is not None,
-                                    0 if allowed is None else allowed, stale_ms, last_ms, fresh, age, crawls,
-                                    detected, changed_full, interval_full, key, change, pages.offsets, _PAGE_SHIFT,
-                                    never)
+            status = _k.crawl_pages(
+                idx.astype(np.int64, copy=False),
+                t_ms,
+                active,
+                allowed is not None,
+                0 if allowed is None else allowed,
+                stale_ms,
+                last_ms,
+                fresh,
+                age,
+                crawls,
+                detected,
+                changed_full,
+                interval_full,
+                key,
+                change,
+                pages.offsets,
+                _PAGE_SHIFT,
+                never,
+            )
             if status == 1:
                 raise RuntimeError(f"policy {policy.name!r} crawled a page outside its window at step {k}")
             if status == 2:
-                raise RuntimeError(f"policy {policy.name!r} overspent its budget at step {k}: "
-                                   f"{idx.size} crawls, {allowed} allowed")
+                raise RuntimeError(
+                    f"policy {policy.name!r} overspent its budget at step {k}: {idx.size} crawls, {allowed} allowed"
+                )
             spent += idx.size
             policy.observe(k, t_ms / MS_PER_DAY, changed_full, interval_full, mask)
             _k.clear_pages(idx.astype(np.int64, copy=False), changed_full, interval_full)
@@ -253,5 +325,15 @@ def run_replay(pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_00
     fresh += (np.minimum(stale_ms, end) - last_ms) / MS_PER_DAY
     late = np.where(stale_ms < end, (end - stale_ms) / MS_PER_DAY, 0.0)
     age += 0.5 * late * late
-    return ReplayResult(policy.name, ctx.budget, pages.span_days, pages.window_days, fresh, age, crawls, detected,
-                        counts.copy(), pages.weights)
+    return ReplayResult(
+        policy.name,
+        ctx.budget,
+        pages.span_days,
+        pages.window_days,
+        fresh,
+        age,
+        crawls,
+        detected,
+        counts.copy(),
+        pages.weights,
+    )

@@ -33,6 +33,8 @@ from ._learners import KnownRates
 __all__ = ["freshness_index", "predictive_freshness_index", "IndexPolicy", "HindsightIndexPolicy", "ClairvoyantPolicy"]
 
 _NEVER = np.iinfo(np.int64).max // 4
+
+
 class IndexPolicy:
     r"""Crawl the pages with the largest freshness index w ν(elapsed), within a budget.
 
@@ -82,14 +84,18 @@ class IndexPolicy:
     budgeted = True
     oracle = False
 
-    def __init__(self, learner, *, name: str, form: str = "mean", max_interval_factor: float = 4.0,
-                 pace: str = "collection"):
+    def __init__(
+        self, learner, *, name: str, form: str = "mean", max_interval_factor: float = 4.0, pace: str = "collection"
+    ):
         if form not in ("mean", "thompson"):
             raise ValueError(f"`form` must be 'mean' or 'thompson'; got {form!r}")
         if pace not in ("collection", "pages"):
             raise ValueError(f"`pace` must be 'collection' or 'pages'; got {pace!r}")
-        if (isinstance(max_interval_factor, bool) or not isinstance(max_interval_factor, numbers.Real)
-                or not (math.isfinite(max_interval_factor) and max_interval_factor >= 1)):
+        if (
+            isinstance(max_interval_factor, bool)
+            or not isinstance(max_interval_factor, numbers.Real)
+            or not (math.isfinite(max_interval_factor) and max_interval_factor >= 1)
+        ):
             raise ValueError(f"`max_interval_factor` must be a finite number >= 1; got {max_interval_factor!r}")
         self.make_learner = learner
         self.name = name
@@ -113,7 +119,7 @@ class IndexPolicy:
             ok = ctx.last_step >= ctx.first_step
             np.add.at(delta, np.clip(ctx.first_step[ok], 0, ns + 1), 1.0)
             np.add.at(delta, np.clip(ctx.last_step[ok] + 1, 0, ns + 1), -1.0)
-            counts = np.cumsum(delta)[:ns + 1]
+            counts = np.cumsum(delta)[: ns + 1]
             page_steps = np.cumsum(counts)
             self.page_rate = ctx.budget * ns / page_steps[-1] if page_steps[-1] > 0 else 0.0  # b, per page-day
             self.paced = self.page_rate * ctx.dt * page_steps  # crawls allowed by step k
@@ -134,8 +140,11 @@ class IndexPolicy:
     def _index(self, k, elapsed) -> np.ndarray:
         if self.form == "thompson":
             if self.theta is None or k >= self.next_draw:
-                self.theta = np.clip(np.nan_to_num(np.asarray(self.learner.sample(self.ctx.rng), dtype=np.float64),
-                                                   nan=0.0, posinf=1e6), 0.0, 1e6)
+                self.theta = np.clip(
+                    np.nan_to_num(np.asarray(self.learner.sample(self.ctx.rng), dtype=np.float64), nan=0.0, posinf=1e6),
+                    0.0,
+                    1e6,
+                )
                 e = self.ctx.epoch_steps
                 self.next_draw = (k // e + 1) * e
             nu = np.empty(elapsed.size)
@@ -225,12 +234,15 @@ class HindsightIndexPolicy(IndexPolicy):
     def reset(self, ctx) -> None:
         rates = ctx.true_rates
         if rates is None:
-            raise ValueError(f"policy {self.name!r} is a hindsight reference and needs each page's true rate "
-                             "(`ctx.true_rates`, n_i/T_i per day, given by the replay engine to policies with "
-                             "`oracle = True`); got None")
+            raise ValueError(
+                f"policy {self.name!r} is a hindsight reference and needs each page's true rate "
+                "(`ctx.true_rates`, n_i/T_i per day, given by the replay engine to policies with "
+                "`oracle = True`); got None"
+            )
         if np.shape(rates) != (ctx.n_pages,):
-            raise ValueError(f"`ctx.true_rates` must have one rate per page, shape ({ctx.n_pages},); "
-                             f"got shape {np.shape(rates)}")
+            raise ValueError(
+                f"`ctx.true_rates` must have one rate per page, shape ({ctx.n_pages},); got shape {np.shape(rates)}"
+            )
         self.make_learner = lambda n: KnownRates(rates)
         super().reset(ctx)
 

@@ -68,8 +68,26 @@ def _score_crawl(i, t_ms, stale, last, fresh, age, crawls, detected, key, change
 
 
 @nb.njit(**_JIT)
-def crawl_pages(idx, t_ms, active, budgeted, allowed, stale, last, fresh, age, crawls, detected, changed, interval,
-                key, change, offsets, shift, never):
+def crawl_pages(
+    idx,
+    t_ms,
+    active,
+    budgeted,
+    allowed,
+    stale,
+    last,
+    fresh,
+    age,
+    crawls,
+    detected,
+    changed,
+    interval,
+    key,
+    change,
+    offsets,
+    shift,
+    never,
+):
     """Score the crawls of pages ``idx`` (in range) at time ``t_ms`` and look up their next change.
 
     First the engine's checks, before anything is changed: returns 1 if a page is not
@@ -87,8 +105,9 @@ def crawl_pages(idx, t_ms, active, budgeted, allowed, stale, last, fresh, age, c
         return 2
     for j in range(idx.size):
         i = idx[j]
-        changed[i], interval[i] = _score_crawl(i, t_ms, stale, last, fresh, age, crawls, detected, key, change,
-                                               offsets, shift, never)
+        changed[i], interval[i] = _score_crawl(
+            i, t_ms, stale, last, fresh, age, crawls, detected, key, change, offsets, shift, never
+        )
     return 0
 
 
@@ -160,9 +179,40 @@ def rate_select(k, allowed, due, c0, p, m, k_alloc, dt):
 
 
 @nb.njit(**_JIT)
-def rate_steps(k, k_stop, n_steps, dt_ms, budget, dt, spent, spent_policy, due, c0, p, m, k_alloc, next_alloc, next_change,
-               active, stale, last, fresh, age, crawls, detected, key, change, offsets, shift, never,
-               record, ev_page, ev_changed, ev_tau, ev_cap):
+def rate_steps(
+    k,
+    k_stop,
+    n_steps,
+    dt_ms,
+    budget,
+    dt,
+    spent,
+    spent_policy,
+    due,
+    c0,
+    p,
+    m,
+    k_alloc,
+    next_alloc,
+    next_change,
+    active,
+    stale,
+    last,
+    fresh,
+    age,
+    crawls,
+    detected,
+    key,
+    change,
+    offsets,
+    shift,
+    never,
+    record,
+    ev_page,
+    ev_changed,
+    ev_tau,
+    ev_cap,
+):
     """The engine's loop over the steps k, k + 1, ... of a built-in ``RatePolicy``, up to the
     first step the policy acts at that is >= ``k_stop`` (a reallocation or a page entering or
     leaving), compiled: ``next_step``, the budget, ``select``, the checks and the scoring as
@@ -205,8 +255,9 @@ def rate_steps(k, k_stop, n_steps, dt_ms, budget, dt, spent, spent_policy, due, 
                 return k, added, n_ev, 2, k, allowed, idx.size
             for j in range(idx.size):
                 i = idx[j]
-                ch, tau_days = _score_crawl(i, t_ms, stale, last, fresh, age, crawls, detected, key, change,
-                                            offsets, shift, never)
+                ch, tau_days = _score_crawl(
+                    i, t_ms, stale, last, fresh, age, crawls, detected, key, change, offsets, shift, never
+                )
                 if record:
                     ev_page[n_ev] = i
                     ev_changed[n_ev] = ch
@@ -265,8 +316,20 @@ def _java_round(x):
 
 
 @nb.njit(inline="always", **_JIT)
-def _nutch_fetch(t_ms, state, interval_s, modified_ms, inc_rate, dec_rate, min_interval_s, max_interval_s,
-                 max_fetch_interval_s, sync_delta, sync_delta_rate, v122):
+def _nutch_fetch(
+    t_ms,
+    state,
+    interval_s,
+    modified_ms,
+    inc_rate,
+    dec_rate,
+    min_interval_s,
+    max_interval_s,
+    max_fetch_interval_s,
+    sync_delta,
+    sync_delta_rate,
+    v122,
+):
     """One fetch in Nutch's CrawlDb update: ``AdaptiveFetchSchedule.setFetchSchedule`` then
     CrawlDbReducer's ``forceRefetch`` check (see ``_policies.nutch_update``).
 
@@ -323,20 +386,64 @@ def _nutch_fetch(t_ms, state, interval_s, modified_ms, inc_rate, dec_rate, min_i
 
 
 @nb.njit(**_JIT)
-def nutch_fetch(t_ms, state, interval_s, modified_ms, inc_rate, dec_rate, min_interval_s, max_interval_s,
-                max_fetch_interval_s, sync_delta, sync_delta_rate, v122, next_ms, reset):
+def nutch_fetch(
+    t_ms,
+    state,
+    interval_s,
+    modified_ms,
+    inc_rate,
+    dec_rate,
+    min_interval_s,
+    max_interval_s,
+    max_fetch_interval_s,
+    sync_delta,
+    sync_delta_rate,
+    v122,
+    next_ms,
+    reset,
+):
     """``_nutch_fetch`` of every entry (arrays of one length; ``interval_s`` and ``modified_ms``
     are updated in place, ``next_ms`` and ``reset`` written)."""
     for i in range(interval_s.size):
         interval_s[i], next_ms[i], modified_ms[i], reset[i] = _nutch_fetch(
-            t_ms[i], state[i], interval_s[i], modified_ms[i], inc_rate[i], dec_rate[i], min_interval_s[i],
-            max_interval_s[i], max_fetch_interval_s[i], sync_delta, sync_delta_rate[i], v122)
+            t_ms[i],
+            state[i],
+            interval_s[i],
+            modified_ms[i],
+            inc_rate[i],
+            dec_rate[i],
+            min_interval_s[i],
+            max_interval_s[i],
+            max_fetch_interval_s[i],
+            sync_delta,
+            sync_delta_rate[i],
+            v122,
+        )
 
 
 @nb.njit(**_JIT)
-def nutch_observe(idx, t_ms, changed, interval_s, modified_ms, next_ms, has_sig, inc_rate, dec_rate, min_interval_s,
-                  max_interval_s, max_fetch_interval_s, sync_delta, sync_delta_rate, v122, due, dt_ms, first, last,
-                  k_min):
+def nutch_observe(
+    idx,
+    t_ms,
+    changed,
+    interval_s,
+    modified_ms,
+    next_ms,
+    has_sig,
+    inc_rate,
+    dec_rate,
+    min_interval_s,
+    max_interval_s,
+    max_fetch_interval_s,
+    sync_delta,
+    sync_delta_rate,
+    v122,
+    due,
+    dt_ms,
+    first,
+    last,
+    k_min,
+):
     """``NutchPolicy.observe`` of the pages ``idx`` fetched at ``t_ms``: the fetch state (UNKNOWN
     without a stored signature, else MODIFIED / NOTMODIFIED), ``_nutch_fetch``, the signature
     kept unless reset, then the due step: k_min if the Generator at the next cycle
@@ -351,9 +458,20 @@ def nutch_observe(idx, t_ms, changed, interval_s, modified_ms, next_ms, has_sig,
             state = 1
         else:
             state = 2
-        iv, nxt, mod, reset = _nutch_fetch(t_ms, state, interval_s[i], modified_ms[i], inc_rate[i], dec_rate[i],
-                                           min_interval_s[i], max_interval_s[i], max_fetch_interval_s[i],
-                                           sync_delta, sync_delta_rate[i], v122)
+        iv, nxt, mod, reset = _nutch_fetch(
+            t_ms,
+            state,
+            interval_s[i],
+            modified_ms[i],
+            inc_rate[i],
+            dec_rate[i],
+            min_interval_s[i],
+            max_interval_s[i],
+            max_fetch_interval_s[i],
+            sync_delta,
+            sync_delta_rate[i],
+            v122,
+        )
         interval_s[i] = iv
         modified_ms[i] = mod
         has_sig[i] = not reset
@@ -366,8 +484,22 @@ def nutch_observe(idx, t_ms, changed, interval_s, modified_ms, next_ms, has_sig,
 
 
 @nb.njit(**_JIT)
-def stormcrawler_observe(idx, t_ms, changed, interval_min, next_ms, inc_rate, dec_rate, min_interval_min,
-                         max_interval_min, due, dt_ms, first, last, k_min):
+def stormcrawler_observe(
+    idx,
+    t_ms,
+    changed,
+    interval_min,
+    next_ms,
+    inc_rate,
+    dec_rate,
+    min_interval_min,
+    max_interval_min,
+    due,
+    dt_ms,
+    first,
+    last,
+    k_min,
+):
     """``StormCrawlerPolicy.observe`` of the pages ``idx`` fetched at ``t_ms``: the
     AdaptiveScheduler's whole-minute interval (Java float arithmetic, truncated to int),
     the next fetch t + interval, then the due step (>= k_min)."""

@@ -61,12 +61,18 @@ class _IndexTable:
         rows = np.flatnonzero(self.dirty)
         if rows.size:
             coef, rates = terms_of(rows)
-            k.signed_table(np.ascontiguousarray(coef, dtype=np.float64), np.ascontiguousarray(rates, dtype=np.float64),
-                           rows, self.LOG_T0, self.H, self.ylog, self.slope)
+            k.signed_table(
+                np.ascontiguousarray(coef, dtype=np.float64),
+                np.ascontiguousarray(rates, dtype=np.float64),
+                rows,
+                self.LOG_T0,
+                self.H,
+                self.ylog,
+                self.slope,
+            )
             self.dirty[rows] = False
         out = np.empty(self.ylog.shape[0])
-        k.table_index(self.ylog, self.slope, self.LOG_T0, self.H, np.ascontiguousarray(elapsed, dtype=np.float64),
-                      out)
+        k.table_index(self.ylog, self.slope, self.LOG_T0, self.H, np.ascontiguousarray(elapsed, dtype=np.float64), out)
         return out
 
     def read(self, probs_of, rates, elapsed) -> np.ndarray:
@@ -78,8 +84,7 @@ class _IndexTable:
             k.mixture_table(probs, rates, rows, self.LOG_T0, self.H, self.ylog, self.slope)
             self.dirty[rows] = False
         out = np.empty(self.ylog.shape[0])
-        k.table_index(self.ylog, self.slope, self.LOG_T0, self.H, np.ascontiguousarray(elapsed, dtype=np.float64),
-                      out)
+        k.table_index(self.ylog, self.slope, self.LOG_T0, self.H, np.ascontiguousarray(elapsed, dtype=np.float64), out)
         return out
 
 
@@ -167,8 +172,16 @@ class GridLearner:
     index E[(1 − e^{−Δt}(1 + Δt))/Δ] (sums over the grid nodes).
     """
 
-    def __init__(self, n_pages: int, *, estimate: str = "mean", prior_median: float = 1.0 / 30.0,
-                 prior_sigma: float = 2.0, grid_size: int = 128, width: float = 4.5):
+    def __init__(
+        self,
+        n_pages: int,
+        *,
+        estimate: str = "mean",
+        prior_median: float = 1.0 / 30.0,
+        prior_sigma: float = 2.0,
+        grid_size: int = 128,
+        width: float = 4.5,
+    ):
         if estimate not in ("mean", "mle"):
             raise ValueError(f"`estimate` must be 'mean' or 'mle'; got {estimate!r}")
         self.estimate = estimate
@@ -196,18 +209,21 @@ class GridLearner:
         if not m.shape == c.shape == tau.shape == self.exposure.shape:
             m, c, tau = (np.ascontiguousarray(x) for x in np.broadcast_arrays(m, c, tau))
             if m.shape != self.exposure.shape:
-                raise ValueError(f"`changed`, `interval` and `mask` must have shape {self.exposure.shape}; "
-                                 f"got {m.shape}")
+                raise ValueError(
+                    f"`changed`, `interval` and `mask` must have shape {self.exposure.shape}; got {m.shape}"
+                )
         # counts, exposure Σ(1 − I)τ of the crawls that saw no change, dirty flags
-        hit = _kernels().grid_counts(m, c, tau, self.exposure, self.n_unchanged, self.n_changed, self._dirty,
-                                     self._dirty_mle)
+        hit = _kernels().grid_counts(
+            m, c, tau, self.exposure, self.n_unchanged, self.n_changed, self._dirty, self._dirty_mle
+        )
         if hit.size:
             self._pending.append((hit, tau[hit]))
 
     def _update_events(self, page, changed, interval) -> None:
         """``update`` of crawls given one by one, in order: page (int64), I (bool), τ (days)."""
-        pos = _kernels().grid_events(page, changed, interval, self.exposure, self.n_unchanged, self.n_changed,
-                                     self._dirty, self._dirty_mle)
+        pos = _kernels().grid_events(
+            page, changed, interval, self.exposure, self.n_unchanged, self.n_changed, self._dirty, self._dirty_mle
+        )
         if pos.size:
             self._pending.append((page[pos], interval[pos]))
 
@@ -464,6 +480,7 @@ def burst_learner(n_pages: int, *, params, scales):
     scales : sequence of float
         Per-page rate scales averaged over.
     """
+
     class _BurstLearner(BurstFilter):
         def __init__(self):
             super().__init__(n_pages, params=params, scales=scales)

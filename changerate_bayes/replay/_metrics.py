@@ -70,8 +70,14 @@ def _resampled(result: ReplayResult, counts: np.ndarray, weighted: bool) -> np.n
     return (counts @ (w * result.fresh_days)) / (counts @ (w * result.window_days))
 
 
-def bootstrap_ratio(result: ReplayResult, counts: np.ndarray, *, reference: ReplayResult | None = None,
-                    weighted: bool = False, level: float = 0.95):
+def bootstrap_ratio(
+    result: ReplayResult,
+    counts: np.ndarray,
+    *,
+    reference: ReplayResult | None = None,
+    weighted: bool = False,
+    level: float = 0.95,
+):
     """Percentile interval of freshness (or of its ratio to ``reference``) over resampled pages.
 
     The same ``counts`` for every policy makes the intervals of ratios paired.
@@ -100,8 +106,15 @@ def gap_share(result: ReplayResult, low: ReplayResult, high: ReplayResult, *, we
     return (f - lo) / (hi - lo) if hi != lo else float("nan")
 
 
-def bootstrap_gap_share(result: ReplayResult, low: ReplayResult, high: ReplayResult, counts: np.ndarray, *,
-                        weighted: bool = True, level: float = 0.95):
+def bootstrap_gap_share(
+    result: ReplayResult,
+    low: ReplayResult,
+    high: ReplayResult,
+    counts: np.ndarray,
+    *,
+    weighted: bool = True,
+    level: float = 0.95,
+):
     """Percentile interval of :func:`gap_share` over resampled pages (the same ``counts`` for the three
     replays, so the interval is paired).
 

@@ -81,8 +81,13 @@ class ReplayPages:
         starts = self.offsets[index]
         flat = np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1])
         return ReplayPages(
-            tuple(self.names[i] for i in index), self.start_ms[index], self.end_ms[index],
-            self.change_ms[flat], offsets, self.weights[index], self.origin,
+            tuple(self.names[i] for i in index),
+            self.start_ms[index],
+            self.end_ms[index],
+            self.change_ms[flat],
+            offsets,
+            self.weights[index],
+            self.origin,
         )
 
     def tile(self, copies: int) -> ReplayPages:
@@ -96,12 +101,17 @@ class ReplayPages:
 def _parse_times(values, *, what: str, labels, datetimes: bool):
     """int64 ms (and the origin-free values) from a column; errors name the row."""
     if datetimes:
-        numeric = [i for i, v in enumerate(values)
-                   if isinstance(v, (numbers.Real, np.number)) and not isinstance(v, (bool, np.bool_)) and v == v]
+        numeric = [
+            i
+            for i, v in enumerate(values)
+            if isinstance(v, (numbers.Real, np.number)) and not isinstance(v, (bool, np.bool_)) and v == v
+        ]
         if numeric:  # pandas would read a number as nanoseconds after 1970 and carry on
             i = numeric[0]
-            raise ValueError(f"{what} of {labels[i]} is a number ({plain(values[i])!r}), but the times are datetimes: "
-                             "give a datetime or an ISO-8601 string, or give every time as days (numbers)")
+            raise ValueError(
+                f"{what} of {labels[i]} is a number ({plain(values[i])!r}), but the times are datetimes: "
+                "give a datetime or an ISO-8601 string, or give every time as days (numbers)"
+            )
         parsed = pd.to_datetime(pd.Series(values), utc=True, errors="coerce", format="mixed")
         bad = parsed.isna().to_numpy()
         if bad.any():
@@ -139,7 +149,8 @@ def _check_awareness(columns) -> None:
             raise ValueError(
                 f"{places[i]}: naive and time-zone-aware times are mixed ({first[1]} is {name[first[0]]}: "
                 f"{str(first[2])!r}, this one {name[int(kinds[i])]}: {str(values[i])!r}); their order and gaps "
-                "are ambiguous: give every time a UTC offset, or none")
+                "are ambiguous: give every time a UTC offset, or none"
+            )
 
 
 def _is_datetime_like(values) -> bool:
@@ -187,7 +198,9 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
         windows), a repeated page in the window table, or bad weights.
     """
     if not isinstance(changes, pd.DataFrame):
-        raise TypeError(f"`changes` must be a pandas DataFrame with columns page, timestamp; got {type(changes).__name__}")
+        raise TypeError(
+            f"`changes` must be a pandas DataFrame with columns page, timestamp; got {type(changes).__name__}"
+        )
     missing = [c for c in ("page", "timestamp") if c not in changes.columns]
     if missing:
         raise ValueError(f"`changes` lacks column(s) {missing}; it has {list(changes.columns)}")
@@ -205,7 +218,8 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
         first = win.drop_duplicates("page")
         dup = win.merge(first, on="page", suffixes=("", "_first"))
         differs = (dup["start"].astype(str) != dup["start_first"].astype(str)) | (
-            dup["end"].astype(str) != dup["end_first"].astype(str))
+            dup["end"].astype(str) != dup["end_first"].astype(str)
+        )
         if differs.any():
             i = int(np.flatnonzero(differs.to_numpy())[0])
             raise ValueError(f"row {labels[i]!r}: page {page[i]!r} has a window different from its first row's")
@@ -230,7 +244,9 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
         wrows = ["`window` {col}"] * len(names)
         per_page = False
     else:
-        raise TypeError(f"`window` must be a DataFrame (page, start, end), a (start, end) tuple or None; got {window!r}")
+        raise TypeError(
+            f"`window` must be a DataFrame (page, start, end), a (start, end) tuple or None; got {window!r}"
+        )
     if len(win) == 0:
         raise ValueError("no pages: `window` (or `changes`) lists no page")
 
@@ -239,16 +255,26 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
         datetimes = _is_datetime_like(win["start"])
     start = _parse_times(win["start"].to_numpy(), what="start", labels=wlabels, datetimes=datetimes)
     end = _parse_times(win["end"].to_numpy(), what="end", labels=wlabels, datetimes=datetimes)
-    change = _parse_times(ts, what="timestamp", labels=[f"row {x!r}" for x in labels], datetimes=datetimes) if len(changes) else np.zeros(0, np.int64)
+    change = (
+        _parse_times(ts, what="timestamp", labels=[f"row {x!r}" for x in labels], datetimes=datetimes)
+        if len(changes)
+        else np.zeros(0, np.int64)
+    )
     if datetimes:
-        _check_awareness([(ts, [f"row {x!r}, column 'timestamp'" for x in labels]),
-                          (win["start"].to_numpy(), [w.format(col="start") for w in wrows]),
-                          (win["end"].to_numpy(), [w.format(col="end") for w in wrows])])
+        _check_awareness(
+            [
+                (ts, [f"row {x!r}, column 'timestamp'" for x in labels]),
+                (win["start"].to_numpy(), [w.format(col="start") for w in wrows]),
+                (win["end"].to_numpy(), [w.format(col="end") for w in wrows]),
+            ]
+        )
     bad = end <= start
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"page {win['page'].iloc[i]!r} has an empty window: end {plain(win['end'].iloc[i])!r} "
-                         f"is not after start {plain(win['start'].iloc[i])!r}")
+        raise ValueError(
+            f"page {win['page'].iloc[i]!r} has an empty window: end {plain(win['end'].iloc[i])!r} "
+            f"is not after start {plain(win['start'].iloc[i])!r}"
+        )
     names = tuple(win["page"])
     pos = {n: i for i, n in enumerate(names)}
 
@@ -263,14 +289,18 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
     if back.any():
         j = int(np.flatnonzero(back)[0]) + 1
         i = int(order[j])
-        raise ValueError(f"row {labels[i]!r}: timestamp {plain(ts[i])!r} of page {page[i]!r} is earlier than the page's "
-                         "previous change: change times must be sorted within each page")
+        raise ValueError(
+            f"row {labels[i]!r}: timestamp {plain(ts[i])!r} of page {page[i]!r} is earlier than the page's "
+            "previous change: change times must be sorted within each page"
+        )
     lo, hi = start[ps], end[ps]
     outside = (cs < lo) | (cs > hi)
     if per_page and outside.any():
         i = int(order[int(np.flatnonzero(outside)[0])])
-        raise ValueError(f"row {labels[i]!r}: timestamp {plain(ts[i])!r} of page {page[i]!r} lies outside its window "
-                         f"[{plain(win['start'].iloc[pidx[i]])!r}, {plain(win['end'].iloc[pidx[i]])!r}]")
+        raise ValueError(
+            f"row {labels[i]!r}: timestamp {plain(ts[i])!r} of page {page[i]!r} lies outside its window "
+            f"[{plain(win['start'].iloc[pidx[i]])!r}, {plain(win['end'].iloc[pidx[i]])!r}]"
+        )
     keep = (cs > lo) & (cs <= hi)  # a change at the start is in the initial copy
     ps, cs = ps[keep], cs[keep]
     counts = np.bincount(ps, minlength=len(names))

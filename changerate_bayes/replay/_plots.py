@@ -57,8 +57,16 @@ def plot_freshness_budget(table: pd.DataFrame, *, weighted: bool = True, ax=None
         err = None
         if f"{col}_lo" in own:
             err = [[r[col] - r[f"{col}_lo"]], [r[f"{col}_hi"] - r[col]]]
-        ax.errorbar([r["crawls_per_day"]], [r[col]], yerr=err, marker=mk, ms=8, ls="none", color="k",
-                    label=f"{r['policy']} (own schedule)")
+        ax.errorbar(
+            [r["crawls_per_day"]],
+            [r[col]],
+            yerr=err,
+            marker=mk,
+            ms=8,
+            ls="none",
+            color="k",
+            label=f"{r['policy']} (own schedule)",
+        )
     ax.set_xscale("log")
     ax.set_xlabel("crawls per day spent")
     ax.set_ylabel("time-averaged freshness" + (" (weighted)" if weighted else ""))

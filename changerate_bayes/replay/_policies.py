@@ -53,14 +53,23 @@ _NEVER = np.iinfo(np.int64).max // 4
 #: conf/nutch-default.xml of Nutch 1.22 (days): db.fetch.schedule.adaptive.{inc_rate, dec_rate,
 #: min_interval (60 s), max_interval (365 d), sync_delta, sync_delta_rate}, db.fetch.interval.max
 #: (90 d, whole seconds) and db.fetch.interval.default (30 d).
-NUTCH_DEFAULTS = dict(inc_rate=0.4, dec_rate=0.2, min_interval=60 * _SECOND, max_interval=365.0,
-                      max_fetch_interval=90.0, sync_delta=True, sync_delta_rate=0.3, initial_interval=30.0)
+NUTCH_DEFAULTS = dict(
+    inc_rate=0.4,
+    dec_rate=0.2,
+    min_interval=60 * _SECOND,
+    max_interval=365.0,
+    max_fetch_interval=90.0,
+    sync_delta=True,
+    sync_delta_rate=0.3,
+    initial_interval=30.0,
+)
 
 #: StormCrawler 3.x AdaptiveScheduler defaults (days; it counts whole minutes):
 #: scheduler.adaptive.fetchInterval.rate.{incr, decr}, fetchInterval.min (60 min), .max
 #: (14 d), and the DefaultScheduler's fetchInterval.default (1 d).
-STORMCRAWLER_DEFAULTS = dict(inc_rate=0.5, dec_rate=0.5, min_interval=60 * _MINUTE, max_interval=14.0,
-                             initial_interval=1.0)
+STORMCRAWLER_DEFAULTS = dict(
+    inc_rate=0.5, dec_rate=0.5, min_interval=60 * _MINUTE, max_interval=14.0, initial_interval=1.0
+)
 
 
 _KERNELS = []
@@ -158,8 +167,9 @@ class RatePolicy:
             self._allocate(k, active)
         # the pages with due <= k (most credit first when the budget binds); their crawl count
         # and next due step (>= k + 1: at most one crawl per step), as ``_credit`` / ``_due_after``
-        due = _kernels().rate_select(int(k), int(allowed), self.due, self.c0, self.p, self.m, int(self.k_alloc),
-                                     float(self.ctx.dt))
+        due = _kernels().rate_select(
+            int(k), int(allowed), self.due, self.c0, self.p, self.m, int(self.k_alloc), float(self.ctx.dt)
+        )
         mask = np.zeros(self.ctx.n_pages, dtype=bool)
         mask[due] = True
         self.spent += due.size
@@ -185,8 +195,7 @@ def compiled_steps(policy):
         if getattr(cls, name) is not getattr(RatePolicy, name):
             return False, None
     state = (policy.due, policy.c0, policy.p, policy.m)
-    if not all(isinstance(x, np.ndarray) and x.flags.c_contiguous and x.shape == (policy.ctx.n_pages,)
-               for x in state):
+    if not all(isinstance(x, np.ndarray) and x.flags.c_contiguous and x.shape == (policy.ctx.n_pages,) for x in state):
         return False, None
     if policy.due.dtype != np.int64 or any(x.dtype != np.float64 for x in state[1:]):
         return False, None
@@ -297,27 +306,45 @@ def _check_version(version) -> bool:
     return version == "1.22"
 
 
-def _nutch_units(n, *, inc_rate, dec_rate, min_interval, max_interval, max_fetch_interval, sync_delta,
-                 sync_delta_rate):
+def _nutch_units(n, *, inc_rate, dec_rate, min_interval, max_interval, max_fetch_interval, sync_delta, sync_delta_rate):
     """Nutch's settings (days) per page in its own units: float seconds for the adaptive
     bounds, whole seconds for db.fetch.interval.max (an int property)."""
+
     def arr(x):
         return np.broadcast_to(np.asarray(x, dtype=np.float64), (n,)).copy()
 
     if not isinstance(sync_delta, (bool, np.bool_)):
         raise TypeError(f"`sync_delta` must be a bool; got {type(sync_delta).__name__}")
-    return dict(inc_rate=arr(inc_rate), dec_rate=arr(dec_rate), min_interval_s=arr(min_interval) * 86400.0,
-                max_interval_s=arr(max_interval) * 86400.0,
-                max_fetch_interval_s=np.rint(arr(max_fetch_interval) * 86400.0).astype(np.int64),
-                sync_delta=bool(sync_delta), sync_delta_rate=arr(sync_delta_rate))
+    return dict(
+        inc_rate=arr(inc_rate),
+        dec_rate=arr(dec_rate),
+        min_interval_s=arr(min_interval) * 86400.0,
+        max_interval_s=arr(max_interval) * 86400.0,
+        max_fetch_interval_s=np.rint(arr(max_fetch_interval) * 86400.0).astype(np.int64),
+        sync_delta=bool(sync_delta),
+        sync_delta_rate=arr(sync_delta_rate),
+    )
 
 
 def _ms(days) -> np.ndarray:
     return np.rint(np.asarray(days, dtype=np.float64) * 86_400_000.0).astype(np.int64)
 
 
-def nutch_update(interval, modified, t, state, *, inc_rate, dec_rate, min_interval, max_interval,
-                 max_fetch_interval, sync_delta, sync_delta_rate, version="1.22"):
+def nutch_update(
+    interval,
+    modified,
+    t,
+    state,
+    *,
+    inc_rate,
+    dec_rate,
+    min_interval,
+    max_interval,
+    max_fetch_interval,
+    sync_delta,
+    sync_delta_rate,
+    version="1.22",
+):
     """One successful fetch in Apache Nutch's CrawlDb update (arrays over pages, days).
 
     Reproduces, from the sources of Nutch releases 1.22 and 1.21,
@@ -396,9 +423,16 @@ def nutch_update(interval, modified, t, state, *, inc_rate, dec_rate, min_interv
     state = np.broadcast_to(np.asarray(state), (n,))
     if state.size and (not np.issubdtype(state.dtype, np.integer) or state.min() < 0 or state.max() > 2):
         raise ValueError(f"`state` must hold 0 (UNKNOWN), 1 (MODIFIED) or 2 (NOTMODIFIED); got {np.unique(state)}")
-    par = _nutch_units(n, inc_rate=inc_rate, dec_rate=dec_rate, min_interval=min_interval,
-                       max_interval=max_interval, max_fetch_interval=max_fetch_interval, sync_delta=sync_delta,
-                       sync_delta_rate=sync_delta_rate)
+    par = _nutch_units(
+        n,
+        inc_rate=inc_rate,
+        dec_rate=dec_rate,
+        min_interval=min_interval,
+        max_interval=max_interval,
+        max_fetch_interval=max_fetch_interval,
+        sync_delta=sync_delta,
+        sync_delta_rate=sync_delta_rate,
+    )
     k = _kernels()
     modified = np.broadcast_to(np.asarray(modified, dtype=np.float64), (n,))
     mod_ms = np.where(np.isnan(modified), k.NO_TIME, _ms(np.nan_to_num(modified)))
@@ -406,9 +440,22 @@ def nutch_update(interval, modified, t, state, *, inc_rate, dec_rate, min_interv
     t_ms = np.broadcast_to(_ms(t), (n,)).copy()
     next_ms = np.empty(n, dtype=np.int64)
     reset = np.empty(n, dtype=bool)
-    k.nutch_fetch(t_ms, state.astype(np.int64), iv_s, mod_ms, par["inc_rate"], par["dec_rate"],
-                  par["min_interval_s"], par["max_interval_s"], par["max_fetch_interval_s"], par["sync_delta"],
-                  par["sync_delta_rate"], v122, next_ms, reset)
+    k.nutch_fetch(
+        t_ms,
+        state.astype(np.int64),
+        iv_s,
+        mod_ms,
+        par["inc_rate"],
+        par["dec_rate"],
+        par["min_interval_s"],
+        par["max_interval_s"],
+        par["max_fetch_interval_s"],
+        par["sync_delta"],
+        par["sync_delta_rate"],
+        v122,
+        next_ms,
+        reset,
+    )
     mod = np.where(mod_ms == k.NO_TIME, np.nan, mod_ms / 86_400_000.0)
     return iv_s / 86400.0, next_ms / 86_400_000.0, mod, reset
 
@@ -468,9 +515,22 @@ def stormcrawler_update(interval, t, changed, *, inc_rate, dec_rate, min_interva
     idx = np.arange(n, dtype=np.int64)
     for tv in np.unique(t_ms):  # the kernel takes one fetch time: a loop over distinct times
         j = idx[t_ms == tv]
-        _kernels().stormcrawler_observe(j, int(tv), changed, iv, next_ms, par["inc_rate"], par["dec_rate"],
-                                        par["min_interval_min"], par["max_interval_min"], due, 1,
-                                        np.zeros(n, dtype=np.int64), np.full(n, _NEVER, dtype=np.int64), 0)
+        _kernels().stormcrawler_observe(
+            j,
+            int(tv),
+            changed,
+            iv,
+            next_ms,
+            par["inc_rate"],
+            par["dec_rate"],
+            par["min_interval_min"],
+            par["max_interval_min"],
+            due,
+            1,
+            np.zeros(n, dtype=np.int64),
+            np.full(n, _NEVER, dtype=np.int64),
+            0,
+        )
     return iv / 1440.0, next_ms / 86_400_000.0
 
 
@@ -478,9 +538,12 @@ def _storm_units(n, *, inc_rate, dec_rate, min_interval, max_interval):
     def arr(x):
         return np.broadcast_to(np.asarray(x, dtype=np.float64), (n,)).copy()
 
-    return dict(inc_rate=arr(inc_rate), dec_rate=arr(dec_rate),
-                min_interval_min=np.rint(arr(min_interval) * 1440.0).astype(np.int64),
-                max_interval_min=np.rint(arr(max_interval) * 1440.0).astype(np.int64))
+    return dict(
+        inc_rate=arr(inc_rate),
+        dec_rate=arr(dec_rate),
+        min_interval_min=np.rint(arr(min_interval) * 1440.0).astype(np.int64),
+        max_interval_min=np.rint(arr(max_interval) * 1440.0).astype(np.int64),
+    )
 
 
 class _SchedulePolicy:
@@ -579,9 +642,22 @@ class NutchPolicy(_SchedulePolicy):
         par = {key: (v[i] if isinstance(v, np.ndarray) else v) for key, v in self.params.items()}
         iv, mod = self.interval_s[i].copy(), self.modified_ms[i].copy()
         nxt, reset = np.empty(i.size, dtype=np.int64), np.empty(i.size, dtype=bool)
-        k.nutch_fetch(np.full(i.size, _ms(t), dtype=np.int64), state.astype(np.int64), iv, mod, par["inc_rate"],
-                      par["dec_rate"], par["min_interval_s"], par["max_interval_s"], par["max_fetch_interval_s"],
-                      par["sync_delta"], par["sync_delta_rate"], self._v122, nxt, reset)
+        k.nutch_fetch(
+            np.full(i.size, _ms(t), dtype=np.int64),
+            state.astype(np.int64),
+            iv,
+            mod,
+            par["inc_rate"],
+            par["dec_rate"],
+            par["min_interval_s"],
+            par["max_interval_s"],
+            par["max_fetch_interval_s"],
+            par["sync_delta"],
+            par["sync_delta_rate"],
+            self._v122,
+            nxt,
+            reset,
+        )
         self.interval_s[i], self.modified_ms[i], self.next_ms[i] = iv, mod, nxt
         self.has_signature[i] = ~reset
 
@@ -602,10 +678,27 @@ class NutchPolicy(_SchedulePolicy):
         # the same update as ``_update`` + ``_set_due``, compiled
         ctx, par = self.ctx, self.params
         _kernels().nutch_observe(
-            i, int(k) * self.dt_ms, changed, self.interval_s, self.modified_ms, self.next_ms, self.has_signature,
-            par["inc_rate"], par["dec_rate"], par["min_interval_s"], par["max_interval_s"],
-            par["max_fetch_interval_s"], par["sync_delta"], par["sync_delta_rate"], self._v122, self.due,
-            self.dt_ms, ctx.first_step, ctx.last_step, int(k) + 1)
+            i,
+            int(k) * self.dt_ms,
+            changed,
+            self.interval_s,
+            self.modified_ms,
+            self.next_ms,
+            self.has_signature,
+            par["inc_rate"],
+            par["dec_rate"],
+            par["min_interval_s"],
+            par["max_interval_s"],
+            par["max_fetch_interval_s"],
+            par["sync_delta"],
+            par["sync_delta_rate"],
+            self._v122,
+            self.due,
+            self.dt_ms,
+            ctx.first_step,
+            ctx.last_step,
+            int(k) + 1,
+        )
 
 
 class StormCrawlerPolicy(_SchedulePolicy):
@@ -620,7 +713,9 @@ class StormCrawlerPolicy(_SchedulePolicy):
     def __init__(self, name: str = "stormcrawler", **settings):
         unknown = set(settings) - set(STORMCRAWLER_DEFAULTS)
         if unknown:
-            raise ValueError(f"unknown StormCrawler setting(s) {sorted(unknown)}; valid: {sorted(STORMCRAWLER_DEFAULTS)}")
+            raise ValueError(
+                f"unknown StormCrawler setting(s) {sorted(unknown)}; valid: {sorted(STORMCRAWLER_DEFAULTS)}"
+            )
         self.name = name
         self.settings = {**STORMCRAWLER_DEFAULTS, **settings}
 
@@ -646,9 +741,22 @@ class StormCrawlerPolicy(_SchedulePolicy):
         due = np.empty(iv.size, dtype=np.int64)
         ch = np.zeros(iv.size, dtype=bool)
         ch[i] = changed
-        _kernels().stormcrawler_observe(np.asarray(i, dtype=np.int64), int(_ms(t)), ch, iv, nxt, par["inc_rate"],
-                                        par["dec_rate"], par["min_interval_min"], par["max_interval_min"], due, 1,
-                                        np.zeros(iv.size, dtype=np.int64), np.full(iv.size, _NEVER, dtype=np.int64), 0)
+        _kernels().stormcrawler_observe(
+            np.asarray(i, dtype=np.int64),
+            int(_ms(t)),
+            ch,
+            iv,
+            nxt,
+            par["inc_rate"],
+            par["dec_rate"],
+            par["min_interval_min"],
+            par["max_interval_min"],
+            due,
+            1,
+            np.zeros(iv.size, dtype=np.int64),
+            np.full(iv.size, _NEVER, dtype=np.int64),
+            0,
+        )
         self.interval_min[i], self.next_ms[i] = iv[i], nxt[i]
 
     def observe(self, k, t, changed, interval, mask) -> None:
@@ -661,9 +769,21 @@ class StormCrawlerPolicy(_SchedulePolicy):
         # the same update as ``_update`` + ``_set_due``, compiled
         ctx, par = self.ctx, self.params
         _kernels().stormcrawler_observe(
-            i, int(k) * self.dt_ms, changed, self.interval_min, self.next_ms, par["inc_rate"], par["dec_rate"],
-            par["min_interval_min"], par["max_interval_min"], self.due, self.dt_ms, ctx.first_step, ctx.last_step,
-            int(k) + 1)
+            i,
+            int(k) * self.dt_ms,
+            changed,
+            self.interval_min,
+            self.next_ms,
+            par["inc_rate"],
+            par["dec_rate"],
+            par["min_interval_min"],
+            par["max_interval_min"],
+            self.due,
+            self.dt_ms,
+            ctx.first_step,
+            ctx.last_step,
+            int(k) + 1,
+        )
 
 
 #: Volatilities (per √day) averaged by the dynamic learners, and their lattice size: fewer
@@ -704,8 +824,7 @@ POLICIES = {
     "nutch_nosync": lambda **kw: NutchPolicy(**{"name": "nutch_nosync", "sync_delta": False, **kw}),
     "stormcrawler": lambda **kw: StormCrawlerPolicy(**kw),
     "lln": lambda: PlugInPolicy(LLNLearner, name="lln", exploration=PLUG_IN_EXPLORATION),
-    "mle": lambda: PlugInPolicy(lambda n: GridLearner(n, estimate="mle"), name="mle",
-                                exploration=PLUG_IN_EXPLORATION),
+    "mle": lambda: PlugInPolicy(lambda n: GridLearner(n, estimate="mle"), name="mle", exploration=PLUG_IN_EXPLORATION),
     "posterior_mean": lambda: PlugInPolicy(GridLearner, name="posterior_mean", exploration=PLUG_IN_EXPLORATION),
     "thompson": lambda: ThompsonPolicy(GridLearner, name="thompson"),
     "dynamic_mean": lambda: PlugInPolicy(_dynamic_learner, name="dynamic_mean", exploration=PLUG_IN_EXPLORATION),
@@ -714,11 +833,13 @@ POLICIES = {
     "index_thompson": lambda: IndexPolicy(GridLearner, name="index_thompson", form="thompson"),
     "paced_uniform": lambda: IndexPolicy(OldestFirst, name="paced_uniform", pace="pages"),
     "paced_index_mean": lambda: IndexPolicy(GridLearner, name="paced_index_mean", form="mean", pace="pages"),
-    "paced_index_thompson": lambda: IndexPolicy(GridLearner, name="paced_index_thompson", form="thompson",
-                                                pace="pages"),
+    "paced_index_thompson": lambda: IndexPolicy(
+        GridLearner, name="paced_index_thompson", form="thompson", pace="pages"
+    ),
     "dynamic_index_mean": lambda: IndexPolicy(_dynamic_index_learner, name="dynamic_index_mean", form="mean"),
-    "dynamic_index_thompson": lambda: IndexPolicy(_dynamic_index_learner, name="dynamic_index_thompson",
-                                                  form="thompson"),
+    "dynamic_index_thompson": lambda: IndexPolicy(
+        _dynamic_index_learner, name="dynamic_index_thompson", form="thompson"
+    ),
     "burst_index_mean": lambda: IndexPolicy(_burst_learner, name="burst_index_mean", form="mean"),
     "burst_index_thompson": lambda: IndexPolicy(_burst_learner, name="burst_index_thompson", form="thompson"),
     "clairvoyant": lambda: ClairvoyantPolicy(),

@@ -19,9 +19,22 @@ __all__ = ["replay_policies", "tune_increase_rate", "POLICY_NAMES", "DEFAULT_POL
 TUNED = {"nutch_tuned": "nutch", "nutch_nosync_tuned": "nutch_nosync", "stormcrawler_tuned": "stormcrawler"}
 #: Every policy name :func:`replay_policies` knows.
 POLICY_NAMES = tuple(POLICIES) + tuple(TUNED)
-DEFAULT_POLICIES = ("uniform", "nutch", "nutch_tuned", "stormcrawler", "stormcrawler_tuned", "lln", "mle",
-                    "posterior_mean", "thompson", "index_mean", "index_thompson", "oracle", "oracle_proportional",
-                    "clairvoyant")
+DEFAULT_POLICIES = (
+    "uniform",
+    "nutch",
+    "nutch_tuned",
+    "stormcrawler",
+    "stormcrawler_tuned",
+    "lln",
+    "mle",
+    "posterior_mean",
+    "thompson",
+    "index_mean",
+    "index_thompson",
+    "oracle",
+    "oracle_proportional",
+    "clairvoyant",
+)
 _INC_BOUNDS = (1e-3, 100.0)
 #: the largest budget, in crawls per day (over ten million a second): the engine counts
 #: the crawls a budget allows, floor(B·t), in int64, which holds B·t for t up to 25,000 years
@@ -92,8 +105,16 @@ def _check_policies(policies) -> list:
     return out
 
 
-def tune_increase_rate(pages: ReplayPages, family: str, budgets, *, dt_ms: int = 3_600_000, iterations: int = 12,
-                       bounds=_INC_BOUNDS, rng=None):
+def tune_increase_rate(
+    pages: ReplayPages,
+    family: str,
+    budgets,
+    *,
+    dt_ms: int = 3_600_000,
+    iterations: int = 12,
+    bounds=_INC_BOUNDS,
+    rng=None,
+):
     """Increase rate of a crawler's adaptive schedule that spends each budget (bisection).
 
     The decrease rate and the other settings keep their defaults. All budgets are tuned
@@ -152,9 +173,21 @@ def tune_increase_rate(pages: ReplayPages, family: str, budgets, *, dt_ms: int =
     return np.exp(hi), res
 
 
-def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, weights=None, step="1h",
-                    epoch="1D", match_schedules=True, n_boot=0, level=0.95, tune_iterations=12,
-                    rng=None) -> pd.DataFrame:
+def replay_policies(
+    changes,
+    *,
+    budget,
+    policies=DEFAULT_POLICIES,
+    window=None,
+    weights=None,
+    step="1h",
+    epoch="1D",
+    match_schedules=True,
+    n_boot=0,
+    level=0.95,
+    tune_iterations=12,
+    rng=None,
+) -> pd.DataFrame:
     """Replay real change histories under crawl policies and a crawl budget.
 
     Every policy sees only what its own crawls reveal, (I, τ) per crawl, never the
@@ -270,8 +303,12 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
         return POLICIES[p](**kw) if isinstance(p, str) else p
 
     runs = []  # (policy name, budget, source, inc_rate, result)
-    schedules = [p for p in pols if (isinstance(p, str) and p in POLICIES and not make(p).budgeted)
-                 or (not isinstance(p, str) and not p.budgeted)]
+    schedules = [
+        p
+        for p in pols
+        if (isinstance(p, str) and p in POLICIES and not make(p).budgeted)
+        or (not isinstance(p, str) and not p.budgeted)
+    ]
     extra = []
     for p in schedules:
         res = run_replay(pages, make(p), dt_ms=dt_ms, epoch_steps=epoch_steps, rng=next(seed_iter))
@@ -293,8 +330,9 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
     n = pages.n_pages
     for p in pols:
         if isinstance(p, str) and p in TUNED:
-            rates, res = tune_increase_rate(pages, TUNED[p], budgets, dt_ms=dt_ms, iterations=tune_iterations,
-                                            rng=next(seed_iter))
+            rates, res = tune_increase_rate(
+                pages, TUNED[p], budgets, dt_ms=dt_ms, iterations=tune_iterations, rng=next(seed_iter)
+            )
             for j, b in enumerate(budgets):
                 part = res.part(j * n, (j + 1) * n)
                 runs.append((p, b, "given", float(rates[j]), part))
@@ -306,12 +344,19 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
     rows = []
     for name, b, source, rate, res in runs:
         m = replay_metrics(res)
-        row = {"policy": name, "budget": b, "budget_source": source, "inc_rate": rate, **m,
-               "within_budget": bool(m["crawls"] <= np.floor(b * res.span_days + 1e-9))}
+        row = {
+            "policy": name,
+            "budget": b,
+            "budget_source": source,
+            "inc_rate": rate,
+            **m,
+            "within_budget": bool(m["crawls"] <= np.floor(b * res.span_days + 1e-9)),
+        }
         if counts is not None:
             row["freshness_lo"], row["freshness_hi"] = bootstrap_ratio(res, counts, level=level)
             row["freshness_weighted_lo"], row["freshness_weighted_hi"] = bootstrap_ratio(
-                res, counts, weighted=True, level=level)
+                res, counts, weighted=True, level=level
+            )
         at = (b, source if source != "own schedule" else f"spent by {name}")
         low, high = uniform.get(at), clairvoyant.get(at)
         if low is not None and high is not None:
@@ -323,7 +368,8 @@ def replay_policies(changes, *, budget, policies=DEFAULT_POLICIES, window=None, 
             if ref is not None:
                 row[col] = m["freshness_weighted"] / replay_metrics(ref)["freshness_weighted"]
                 if counts is not None:
-                    row[f"{col}_lo"], row[f"{col}_hi"] = bootstrap_ratio(res, counts, reference=ref,
-                                                                         weighted=True, level=level)
+                    row[f"{col}_lo"], row[f"{col}_hi"] = bootstrap_ratio(
+                        res, counts, reference=ref, weighted=True, level=level
+                    )
         rows.append(row)
     return pd.DataFrame(rows)

@@ -19,9 +19,23 @@ import jinja2
 import numpy as np
 from markupsafe import Markup, escape
 
-__all__ = ["VERDICT_KINDS", "VERDICT_SEVERITY", "check_output_dir", "figure_context", "figure_to_html",
-           "format_duration", "format_pvalue", "format_value", "html_table", "render_page", "section_outcome",
-           "summary_row", "verdict_boxes", "verdict_html", "write_report"]
+__all__ = [
+    "VERDICT_KINDS",
+    "VERDICT_SEVERITY",
+    "check_output_dir",
+    "figure_context",
+    "figure_to_html",
+    "format_duration",
+    "format_pvalue",
+    "format_value",
+    "html_table",
+    "render_page",
+    "section_outcome",
+    "summary_row",
+    "verdict_boxes",
+    "verdict_html",
+    "write_report",
+]
 
 _ENV = None
 
@@ -38,8 +52,9 @@ def _env() -> jinja2.Environment:
         _ENV.filters["fmt"] = format_value
         _ENV.filters["fmt_p"] = format_pvalue
         _ENV.filters["duration"] = format_duration
-        _ENV.tests["number"] = lambda x: isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(
-            x, (bool, np.bool_))
+        _ENV.tests["number"] = lambda x: (
+            isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+        )
     return _ENV
 
 
@@ -153,9 +168,7 @@ def figure_to_html(fig, *, alt: str, dpi: int = 90) -> Markup:
     fig.savefig(buf, format="png", dpi=dpi)
     plt.close(fig)
     data = base64.b64encode(_palette_png(buf.getvalue())).decode("ascii")
-    return Markup(
-        f'<figure><img src="data:image/png;base64,{data}" alt="{escape(alt)}"></figure>'
-    )
+    return Markup(f'<figure><img src="data:image/png;base64,{data}" alt="{escape(alt)}"></figure>')
 
 
 def _axis_values(ax, which: str) -> np.ndarray:
@@ -223,9 +236,7 @@ def html_table(records, columns, *, caption: str | None = None, digits: int = 4)
     cols = [(c, c) if isinstance(c, str) else tuple(c) for c in columns]
     cols = [(key, header, is_pvalue_column(key, header)) for key, header in cols]
     return Markup(
-        _env().get_template("table.html.j2").render(
-            records=records, columns=cols, caption=caption, digits=digits
-        )
+        _env().get_template("table.html.j2").render(records=records, columns=cols, caption=caption, digits=digits)
     )
 
 
@@ -338,8 +349,9 @@ def section_outcome(summary: dict, html: str) -> dict:
     n = boxes.count(worst)
     what = {"fails": "does not hold" if n == 1 else "do not hold", "mixed": "is mixed" if n == 1 else "are mixed"}
     verdict = summary["verdict"].rstrip()
-    verdict += ("" if verdict.endswith(".") else ".") + f" But {n} check{'s' if n > 1 else ''} in this section " \
-        f"{what[worst]}."
+    verdict += (
+        "" if verdict.endswith(".") else "."
+    ) + f" But {n} check{'s' if n > 1 else ''} in this section {what[worst]}."
     return {**summary, "verdict": verdict, "kind": worst}
 
 
@@ -357,9 +369,10 @@ def render_page(*, title: str, sections: list[dict], meta: dict) -> str:
     meta : dict
         Shown in the header (preset, seed, versions, date).
     """
-    sections = [dict(s, html=Markup(s["html"]),
-                     summary=section_outcome(s["summary"], s["html"]) if s.get("summary") else None)
-                for s in sections]
+    sections = [
+        dict(s, html=Markup(s["html"]), summary=section_outcome(s["summary"], s["html"]) if s.get("summary") else None)
+        for s in sections
+    ]
     return _env().get_template("report.html.j2").render(title=title, sections=sections, meta=meta)
 
 
@@ -494,4 +507,3 @@ def folder_lock(folder):
             os.unlink(path)
     finally:
         held.discard(key)
-

@@ -25,8 +25,16 @@ from pathlib import Path
 
 __all__ = ["BrowserCheck", "browser_check", "find_chromium"]
 
-_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-          "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage")
+_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+)
 
 _PROBE = """
 <script>
@@ -88,8 +96,10 @@ class BrowserCheck:
     def problems(self) -> list[str]:
         """The failures in words (empty if :attr:`ok`)."""
         out = [f"image did not load: {a}" for a in self.broken_images]
-        out += [f"table wider than its box ({t['width']:.0f} px > {t['box']:.0f} px): {t['caption'][:80]}"
-                for t in self.wide_tables]
+        out += [
+            f"table wider than its box ({t['width']:.0f} px > {t['box']:.0f} px): {t['caption'][:80]}"
+            for t in self.wide_tables
+        ]
         if self.page_width > self.window_width:
             out.append(f"page scrolls sideways: {self.page_width} px wide at a {self.window_width} px window")
         return out
@@ -103,8 +113,9 @@ def find_chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def browser_check(html_path, *, width: int = 1280, height: int = 900, chromium: str | None = None,
-                  timeout: float = 120.0) -> BrowserCheck:
+def browser_check(
+    html_path, *, width: int = 1280, height: int = 900, chromium: str | None = None, timeout: float = 120.0
+) -> BrowserCheck:
     """Load ``html_path`` in headless Chromium at ``width`` px and measure it.
 
     Parameters
@@ -144,8 +155,15 @@ def browser_check(html_path, *, width: int = 1280, height: int = 900, chromium: 
     with tempfile.TemporaryDirectory(prefix="report-check-") as tmp:
         probe = Path(tmp) / "index.html"
         probe.write_text(html, encoding="utf-8")
-        cmd = [binary, *_FLAGS, f"--user-data-dir={Path(tmp) / 'profile'}", f"--window-size={width},{height}",
-               "--virtual-time-budget=20000", "--dump-dom", probe.as_uri()]
+        cmd = [
+            binary,
+            *_FLAGS,
+            f"--user-data-dir={Path(tmp) / 'profile'}",
+            f"--window-size={width},{height}",
+            "--virtual-time-budget=20000",
+            "--dump-dom",
+            probe.as_uri(),
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     start = proc.stdout.find('<pre id="browser-check-result">')
     if start < 0:
@@ -153,9 +171,15 @@ def browser_check(html_path, *, width: int = 1280, height: int = 900, chromium: 
     body = proc.stdout[start:].split(">", 1)[1].split("</pre>", 1)[0]
 
     data = json.loads(_html.unescape(body))
-    return BrowserCheck(images=int(data["images"]), broken_images=tuple(data["broken"]), tables=int(data["tables"]),
-                        wide_tables=tuple(data["wide_tables"]), page_width=int(data["page_width"]),
-                        window_width=int(data["window_width"]), height=int(data["height"]))
+    return BrowserCheck(
+        images=int(data["images"]),
+        broken_images=tuple(data["broken"]),
+        tables=int(data["tables"]),
+        wide_tables=tuple(data["wide_tables"]),
+        page_width=int(data["page_width"]),
+        window_width=int(data["window_width"]),
+        height=int(data["height"]),
+    )
 
 
 def main(argv=None) -> int:
@@ -171,8 +195,10 @@ def main(argv=None) -> int:
         except FileNotFoundError as exc:
             print(f"{path}: {exc}", file=sys.stderr)
             return 2
-        print(f"{path}: {res.images} images, {res.tables} tables, {res.page_width} px wide at "
-              f"{res.window_width} px, {res.height} px tall: {'OK' if res.ok else 'PROBLEMS'}")
+        print(
+            f"{path}: {res.images} images, {res.tables} tables, {res.page_width} px wide at "
+            f"{res.window_width} px, {res.height} px tall: {'OK' if res.ok else 'PROBLEMS'}"
+        )
         for p in res.problems():
             print(f"  {p}")
         status = status or (0 if res.ok else 1)

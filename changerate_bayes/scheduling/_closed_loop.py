@@ -75,7 +75,7 @@ class ClosedLoopResult:
         for j, name in enumerate(self.policies):
             f = self.freshness[j, :, sl].mean(axis=1)
             r = self.regret[j, :, -1]
-            se = (lambda v: float(v.std(ddof=1) / np.sqrt(n_rep)) if n_rep > 1 else None)
+            se = lambda v: float(v.std(ddof=1) / np.sqrt(n_rep)) if n_rep > 1 else None
             rows.append(
                 {
                     "policy": name,
@@ -256,7 +256,9 @@ def simulate_closed_loop(
     try:
         w = np.broadcast_to(w, delta.shape)
     except ValueError:
-        raise ValueError(f"`weights` must broadcast to the shape of `change_rates` {delta.shape}; got {w.shape}") from None
+        raise ValueError(
+            f"`weights` must broadcast to the shape of `change_rates` {delta.shape}; got {w.shape}"
+        ) from None
     if np.any(w.sum(axis=1) <= 0):
         raise ValueError("`weights` must not be all zero for a crawler")
     budget = check_positive_scalar(budget, name="budget")
@@ -273,7 +275,9 @@ def simulate_closed_loop(
     if not 0.0 <= exploration < 1.0:
         raise ValueError(f"`exploration` must be in [0, 1); got {exploration}")
     n_rep, n_pages = delta.shape
-    prior_median = budget / n_pages if prior_median is None else check_positive_scalar(prior_median, name="prior_median")
+    prior_median = (
+        budget / n_pages if prior_median is None else check_positive_scalar(prior_median, name="prior_median")
+    )
     prior_sigma = check_positive_scalar(prior_sigma, name="prior_sigma")
     grid_size = check_positive_int(grid_size, name="grid_size", minimum=8)
 
@@ -292,17 +296,39 @@ def simulate_closed_loop(
     for j, name in enumerate(policies):  # a handful of policies
         rngs = [g[j] for g in gens]
         freshness[j], est_error[j], crawled[j] = _run_policy(
-            name, delta, w, budgets, p_oracle, rngs,
-            n_epochs=n_epochs, epoch_length=epoch_length, exploration=exploration,
-            prior_median=prior_median, prior_sigma=prior_sigma, grid_size=grid_size,
+            name,
+            delta,
+            w,
+            budgets,
+            p_oracle,
+            rngs,
+            n_epochs=n_epochs,
+            epoch_length=epoch_length,
+            exploration=exploration,
+            prior_median=prior_median,
+            prior_sigma=prior_sigma,
+            grid_size=grid_size,
         )
     regret = np.cumsum((oracle_value[None, :, None] - freshness) * epoch_length, axis=2)
     ends = epoch_length * np.arange(1, n_epochs + 1)
     return ClosedLoopResult(policies, ends, freshness, oracle_value, regret, est_error, crawled)
 
 
-def _run_policy(name, delta, w, budgets, p_oracle, rngs, *, n_epochs, epoch_length, exploration,
-                prior_median, prior_sigma, grid_size):
+def _run_policy(
+    name,
+    delta,
+    w,
+    budgets,
+    p_oracle,
+    rngs,
+    *,
+    n_epochs,
+    epoch_length,
+    exploration,
+    prior_median,
+    prior_sigma,
+    grid_size,
+):
     n_rep, n_pages = delta.shape
     uniform = np.broadcast_to((budgets / n_pages)[:, None], delta.shape)
     last_crawl = np.zeros(delta.shape)  # the initial copy is taken at time 0
@@ -368,8 +394,9 @@ def _run_policy(name, delta, w, budgets, p_oracle, rngs, *, n_epochs, epoch_leng
         is_last[-1:] = True  # no-op when the epoch has no crawl at all
         last_time[flat_page[is_last]] = times[is_last]
         ft = np.exp(-d_flat * (t0 - last_crawl.reshape(-1))) * _expected_fresh_time(d_flat, first_time - t0)
-        inner = np.bincount(flat_page[~first], weights=_expected_fresh_time(d_crawl[~first], tau[~first]),
-                            minlength=delta.size)
+        inner = np.bincount(
+            flat_page[~first], weights=_expected_fresh_time(d_crawl[~first], tau[~first]), minlength=delta.size
+        )
         tail = np.where(has, _expected_fresh_time(d_flat, t1 - last_time), 0.0)
         fresh_page = ((ft + inner + tail) / epoch_length).reshape(delta.shape)
         fresh[:, e] = (w * fresh_page).sum(axis=1) / wsum

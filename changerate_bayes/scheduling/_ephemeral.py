@@ -351,7 +351,7 @@ def simulate_ephemeral_crawling(
     if not stochastic:  # average over whole periods of the (eventually periodic) schedule
         period = schedule_period(crawled[burn_in:])
         if period is not None:
-            tail = tail[len(tail) % period:]
+            tail = tail[len(tail) % period :]
     return EphemeralSimulation(policy, states, crawled, rewards, float(tail.mean()), burn_in)
 
 

@@ -106,8 +106,9 @@ def freshness_index(rate, elapsed, *, weight=1.0):
     try:
         d, t, w = np.broadcast_arrays(d, t, w)
     except ValueError:
-        raise ValueError(f"`rate`, `elapsed` and `weight` must broadcast together; got shapes "
-                         f"{d.shape}, {t.shape}, {w.shape}") from None
+        raise ValueError(
+            f"`rate`, `elapsed` and `weight` must broadcast together; got shapes {d.shape}, {t.shape}, {w.shape}"
+        ) from None
     out = np.empty(d.size)
     index_kernels().poisson_index(np.ascontiguousarray(d.ravel()), np.ascontiguousarray(t.ravel()), out)
     return (w.ravel() * out).reshape(d.shape)

@@ -137,8 +137,11 @@ def _price_search(z, arrays, inv_cap, live_budget):
     jump = False
     for steps in range(1, 400):  # noqa: B007 (the count is returned)
         spend, dspend, _ = solve(z, shift)
-        phi = np.log(spend) - np.log(live_budget) if spend > 0 and live_budget > 0 else (
-            -np.inf if live_budget > 0 else np.inf)
+        phi = (
+            np.log(spend) - np.log(live_budget)
+            if spend > 0 and live_budget > 0
+            else (-np.inf if live_budget > 0 else np.inf)
+        )
         if phi > 0:
             z_lo = z
         else:
@@ -196,8 +199,9 @@ def _check_scalar(value, name, *, low=0.0, allow_inf=False):
     return value
 
 
-def index_crawl_intervals(rate, log_sd, budget, *, weights=None, max_interval=np.inf,
-                          interval_range=(1e-4, 1e5)) -> IndexIntervals:
+def index_crawl_intervals(
+    rate, log_sd, budget, *, weights=None, max_interval=np.inf, interval_range=(1e-4, 1e5)
+) -> IndexIntervals:
     r"""Each page's crawl interval under the freshness index policy's price that spends ``budget``.
 
     Page i's posterior is log Δ_i ~ N(log ``rate[i]``, ``log_sd[i]``²) (a point mass at
@@ -319,7 +323,7 @@ def index_crawl_intervals(rate, log_sd, budget, *, weights=None, max_interval=np
     arrays = (m, s, b, dead, ulo, utop, u, k1, k2, state)
     n_live = int(live.sum())
     if n_live > 4 * _SAMPLE:  # the price of a sample of the pages first: a close start for all
-        every = np.flatnonzero(live)[::n_live // _SAMPLE]
+        every = np.flatnonzero(live)[:: n_live // _SAMPLE]
         sample = tuple(x[every].copy() for x in arrays)
         share = live_budget * every.size / n_live
         z = _first_price(sample[0], sample[2], sample[1], ~sample[3], share)

@@ -109,8 +109,12 @@ def table_index(ylog, slope, log_t0, h, elapsed, out):
             s = u - j
             s2 = s * s
             s3 = s2 * s
-            y = ((2.0 * s3 - 3.0 * s2 + 1.0) * ylog[i, j] + (s3 - 2.0 * s2 + s) * h * slope[i, j]
-                 + (-2.0 * s3 + 3.0 * s2) * ylog[i, j + 1] + (s3 - s2) * h * slope[i, j + 1])
+            y = (
+                (2.0 * s3 - 3.0 * s2 + 1.0) * ylog[i, j]
+                + (s3 - 2.0 * s2 + s) * h * slope[i, j]
+                + (-2.0 * s3 + 3.0 * s2) * ylog[i, j + 1]
+                + (s3 - s2) * h * slope[i, j + 1]
+            )
             out[i] = np.exp(y)
 
 

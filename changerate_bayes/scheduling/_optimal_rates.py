@@ -339,9 +339,10 @@ def _binary_freshness_rows(d: np.ndarray, w: np.ndarray, budget: np.ndarray) -> 
     while todo.size:  # every pass shrinks the bracket (lo, up) of each row in `todo`
         c = m[todo]
         feasible, optimal, log_q = _binary_freshness_probe(
-            key_s[todo], ld_s[todo], c, None if ratio_s is None else ratio_s[todo])
+            key_s[todo], ld_s[todo], c, None if ratio_s is None else ratio_s[todo]
+        )
         log_q_best[todo[feasible], : log_q.shape[1]] = log_q[feasible]
-        log_q_best[todo[feasible], log_q.shape[1]:] = -np.inf
+        log_q_best[todo[feasible], log_q.shape[1] :] = -np.inf
         lo[todo] = np.where(feasible, c, lo[todo])
         up[todo] = np.where(feasible, up[todo], c)
         nxt = np.where(feasible, c + step[todo], c - step[todo])  # gallop from the guess,

@@ -130,8 +130,13 @@ def plot_closed_loop(result, *, kind="freshness", ax=None, **kwargs):
     if kind == "freshness":
         ax.axhline(float(result.oracle_freshness.mean()), color="k", ls=":", lw=1, label="oracle steady state")
     ax.set_xlabel("time (end of epoch)")
-    ax.set_ylabel({"freshness": "weighted freshness", "regret": "cumulative regret",
-                   "estimate_within_2x": "weight of pages with Δ̂ within 2× of Δ"}[kind])
+    ax.set_ylabel(
+        {
+            "freshness": "weighted freshness",
+            "regret": "cumulative regret",
+            "estimate_within_2x": "weight of pages with Δ̂ within 2× of Δ",
+        }[kind]
+    )
     ax.legend(fontsize="small")
     return ax
 

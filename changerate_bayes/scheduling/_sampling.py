@@ -419,7 +419,9 @@ def simulate_change_detection(
     if not 0 < confidence < 1:
         raise ValueError(f"`confidence` must be in (0, 1); got {confidence}")
     if any(p in ("greedy", "proportional", "adaptive") for p in policies) and int(np.minimum(k, sizes).sum()) >= budget:
-        raise ValueError(f"`budget` {budget} must exceed the samples, Σ min(k, site size) = {int(np.minimum(k, sizes).sum())}")
+        raise ValueError(
+            f"`budget` {budget} must exceed the samples, Σ min(k, site size) = {int(np.minimum(k, sizes).sum())}"
+        )
     prior_median = budget / delta.size if prior_median is None else float(prior_median)
     grid_size = check_positive_int(grid_size, name="grid_size", minimum=8)
 

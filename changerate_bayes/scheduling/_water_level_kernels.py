@@ -77,6 +77,7 @@ def select_kernel(r, sq, delta):
             break
     return act_min, idle_max, True
 
+
 @numba.njit(cache=True)
 def allocate_kernel(r, delta, act_min, idle_max, budget, out):
     # Neumaier-compensated sums of F = Σ δ e and G = Σ δ g over the crawled pages

@@ -294,9 +294,7 @@ class IndexabilityResult:
     statistic: int
 
 
-def check_indexability(
-    *, alpha, inflow, cost=1.0, subsidies=None, states=None, margin=1e-10, method="policy_search"
-):
+def check_indexability(*, alpha, inflow, cost=1.0, subsidies=None, states=None, margin=1e-10, method="policy_search"):
     """Check Whittle indexability numerically: passive sets must grow with the subsidy.
 
     Parameters

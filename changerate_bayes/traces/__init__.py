@@ -118,8 +118,10 @@ def read_trace_csv(path) -> np.ndarray:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise ValueError(f"trace file {path} line {line}: not valid UTF-8 (byte {raw[exc.start]:#04x} at "
-                         f"offset {exc.start}); save the file as UTF-8") from None
+        raise ValueError(
+            f"trace file {path} line {line}: not valid UTF-8 (byte {raw[exc.start]:#04x} at "
+            f"offset {exc.start}); save the file as UTF-8"
+        ) from None
     rows = list(csv.reader(io.StringIO(text, newline="")))
     if not rows or [c.strip() for c in rows[0]] != ["timestamp"]:
         raise ValueError(f"trace file {path}: the first line must be the header 'timestamp'")

@@ -112,8 +112,11 @@ def recursion_moments(change_rate, crawl_rate, etas, zetas, n_crawls, initial=0.
         eta, zet = etas[k], zetas[k]
         alpha = 1.0 - eta * a + zet
         noise = eta * eta * q * (s00 + 2.0 * c * m0 + c * c)
-        s00, s01, s11 = (alpha * alpha * s00 - 2.0 * alpha * zet * s01 + zet * zet * s11 + noise,
-                         alpha * s00 - zet * s01, s00)
+        s00, s01, s11 = (
+            alpha * alpha * s00 - 2.0 * alpha * zet * s01 + zet * zet * s11 + noise,
+            alpha * s00 - zet * s01,
+            s00,
+        )
         m0, m1 = alpha * m0 - zet * m1, m0
         mean[k], var[k] = m0, s00 - m0 * m0
     return mean, var

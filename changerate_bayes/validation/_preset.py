@@ -75,8 +75,14 @@ class Progress:
 
     def child(self, prefix: str) -> Progress:
         """A progress printer sharing this one's clock and bar, with a prefix."""
-        return Progress(stream=self.stream, prefix=prefix, _t0=self._t0, quiet=self.quiet,
-                        bar_mode=self.bar_mode, _active=self._active)
+        return Progress(
+            stream=self.stream,
+            prefix=prefix,
+            _t0=self._t0,
+            quiet=self.quiet,
+            bar_mode=self.bar_mode,
+            _active=self._active,
+        )
 
     def draws_bar(self) -> bool:
         """True if :meth:`bar` draws a bar: ``bar_mode`` "on", or "auto" and a terminal."""

@@ -66,17 +66,44 @@ TITLE = "Changes in bursts: a quiet/busy model of each page, judged by predictin
 KEYS = ("bursts",)
 
 SIZES = {
-    "quick": {"R": 2, "max_crawls": 500, "ota_max": 600, "fit_crawls": 200, "trace_folds": 3, "folds": 3,
-              "n_boot": 200},
-    "default": {"R": 5, "max_crawls": 3000, "ota_max": None, "fit_crawls": 800, "trace_folds": 4, "folds": 5,
-                "n_boot": 500},
-    "full": {"R": 10, "max_crawls": 5000, "ota_max": None, "fit_crawls": 1500, "trace_folds": 12, "folds": 5,
-             "n_boot": 1000},
+    "quick": {
+        "R": 2,
+        "max_crawls": 500,
+        "ota_max": 600,
+        "fit_crawls": 200,
+        "trace_folds": 3,
+        "folds": 3,
+        "n_boot": 200,
+    },
+    "default": {
+        "R": 5,
+        "max_crawls": 3000,
+        "ota_max": None,
+        "fit_crawls": 800,
+        "trace_folds": 4,
+        "folds": 5,
+        "n_boot": 500,
+    },
+    "full": {
+        "R": 10,
+        "max_crawls": 5000,
+        "ota_max": None,
+        "fit_crawls": 1500,
+        "trace_folds": 12,
+        "folds": 5,
+        "n_boot": 1000,
+    },
 }
 SCALES = tuple(float(x) for x in np.round(10.0 ** np.linspace(-1.0, 1.0, 5), 4))
 METHODS = ("burst", "burst_scaled", "dynamic", "dynamic_absolute", "sa_0.5", "lln")
-LABELS = {"burst": "burst, shared θ", "burst_scaled": "burst, per-page scale", "dynamic": "random walk (unit-free σ)",
-          "dynamic_absolute": "random walk (σ per √hour)", "sa_0.5": "SA η=0.5", "lln": "LLN"}
+LABELS = {
+    "burst": "burst, shared θ",
+    "burst_scaled": "burst, per-page scale",
+    "dynamic": "random walk (unit-free σ)",
+    "dynamic_absolute": "random walk (σ per √hour)",
+    "sa_0.5": "SA η=0.5",
+    "lln": "LLN",
+}
 BURSTS = ("burst", "burst_scaled")
 
 
@@ -89,12 +116,19 @@ def baseline_predictions(changed: np.ndarray, tau: np.ndarray, mask: np.ndarray,
     default, with the same prior and lattice moved to per-hour rates.
     """
     idata = dynamic_posterior((changed, tau, mask), prior=_prior(), grid=GRID, smooth=False)
-    out = {"dynamic": idata.predictions["change_probability"].values,
-           "dynamic_absolute": np.full(changed.shape, np.nan)}
+    out = {
+        "dynamic": idata.predictions["change_probability"].values,
+        "dynamic_absolute": np.full(changed.shape, np.nan),
+    }
     for h in np.unique(hours):
         rows = np.flatnonzero(hours == h)
-        idata = dynamic_posterior((changed[rows], tau[rows] * h, mask[rows]), sigma=DEFAULT_SIGMAS,
-                                  prior=LogNormalPrior(-float(np.log(h)), PRIOR_SD), grid=GRID / h, smooth=False)
+        idata = dynamic_posterior(
+            (changed[rows], tau[rows] * h, mask[rows]),
+            sigma=DEFAULT_SIGMAS,
+            prior=LogNormalPrior(-float(np.log(h)), PRIOR_SD),
+            grid=GRID / h,
+            smooth=False,
+        )
         out["dynamic_absolute"][rows] = idata.predictions["change_probability"].values
     # padding sits after each page's last crawl, so the causal estimates at real crawls are
     # those of the page alone (as in the prequential study)
@@ -120,8 +154,14 @@ def fit_held_out(train_changed, train_tau, train_mask, fit_crawls: int, warm: di
 
 def _params_record(fit) -> dict:
     p = fit.params
-    return {"quiet_rate": p.quiet_rate, "busy_rate": p.busy_rate, "to_busy": p.to_busy, "to_quiet": p.to_quiet,
-            "busy_probability": p.busy_probability, "converged": fit.converged}
+    return {
+        "quiet_rate": p.quiet_rate,
+        "busy_rate": p.busy_rate,
+        "to_busy": p.to_busy,
+        "to_quiet": p.to_quiet,
+        "busy_probability": p.busy_probability,
+        "converged": fit.converged,
+    }
 
 
 def _score(label, changed, tau, mask, preds, n_boot, gen) -> dict:
@@ -131,12 +171,26 @@ def _score(label, changed, tau, mask, preds, n_boot, gen) -> dict:
     rows = []
     for m in METHODS:
         lo, hi = block_bootstrap_diff(sc[m][0] - sc["dynamic"][0], n_boot, gen)
-        rows.append({"method": m, "log_score": mean[m][0], "brier": mean[m][1],
-                     "diff_vs_dynamic": mean[m][0] - mean["dynamic"][0], "ci_low": lo, "ci_high": hi})
+        rows.append(
+            {
+                "method": m,
+                "log_score": mean[m][0],
+                "brier": mean[m][1],
+                "diff_vs_dynamic": mean[m][0] - mean["dynamic"][0],
+                "ci_low": lo,
+                "ci_high": hi,
+            }
+        )
     use = mask.copy()
     use[:, :BURN_IN] = False
-    return {"label": label, "n_rows": int(changed.shape[0]), "n_scored": int(use.sum()),
-            "fraction_changed": float(changed[use].mean()), "winner": winner, "rows": rows}
+    return {
+        "label": label,
+        "n_rows": int(changed.shape[0]),
+        "n_scored": int(use.sum()),
+        "fraction_changed": float(changed[use].mean()),
+        "winner": winner,
+        "rows": rows,
+    }
 
 
 def _crawl_unit_hours(name: str, ratio: float) -> float:
@@ -156,9 +210,9 @@ def _pad(blocks):
     m = np.zeros((n, k), dtype=bool)
     r = 0
     for bc, bt in blocks:
-        c[r:r + bc.shape[0], :bc.shape[1]] = bc
-        t[r:r + bc.shape[0], :bc.shape[1]] = bt
-        m[r:r + bc.shape[0], :bc.shape[1]] = True
+        c[r : r + bc.shape[0], : bc.shape[1]] = bc
+        t[r : r + bc.shape[0], : bc.shape[1]] = bt
+        m[r : r + bc.shape[0], : bc.shape[1]] = True
         r += bc.shape[0]
     return c, t, m
 
@@ -186,11 +240,19 @@ def run(preset, *, seed: int, progress) -> dict:
             for m, fit in fits.items():
                 preds[m] = burst_predictive(changed, tau, params=fit.params, scales=fit.scales).change_probability
             b = _score(name, changed, tau, mask, preds, cfg["n_boot"], gen)
-            b.update({"trace": name, "ratio": ratio, "n_crawls": int(changed.shape[1]), "fold": int(trace_fold[j]),
-                      "fits": {m: _params_record(f) for m, f in fits.items()}})
+            b.update(
+                {
+                    "trace": name,
+                    "ratio": ratio,
+                    "n_crawls": int(changed.shape[1]),
+                    "fold": int(trace_fold[j]),
+                    "fits": {m: _params_record(f) for m, f in fits.items()},
+                }
+            )
             blocks.append(b)
-            progress(f"{name} p = rate/{round(1 / ratio)}: winner {LABELS[b['winner']]} "
-                     f"({time.perf_counter() - t0:.0f} s)")
+            progress(
+                f"{name} p = rate/{round(1 / ratio)}: winner {LABELS[b['winner']]} ({time.perf_counter() - t0:.0f} s)"
+            )
     changed, tau, mask, pages, mean_tau = ota_history(cfg["ota_max"])
     n = changed.shape[0]
     fold = np.random.default_rng(s_fold).permutation(n) % cfg["folds"]
@@ -202,17 +264,36 @@ def run(preset, *, seed: int, progress) -> dict:
         test, train = fold == f, fold != f
         fits = fit_held_out(changed[train], tau[train], mask[train], cfg["fit_crawls"], fits)
         for m, fit in fits.items():
-            preds[m][test] = burst_predictive(changed[test], tau[test], mask[test], params=fit.params,
-                                              scales=fit.scales).change_probability
+            preds[m][test] = burst_predictive(
+                changed[test], tau[test], mask[test], params=fit.params, scales=fit.scales
+            ).change_probability
         ota_fits.append({m: _params_record(fit) for m, fit in fits.items()})
     ota = _score("Open Terms Archive (dating)", changed, tau, mask, preds, cfg["n_boot"], gen)
-    ota.update({"n_pages": int(n), "median_interval_hours": float(np.median(mean_tau)), "fits": ota_fits,
-                "max_visits": cfg["ota_max"]})
+    ota.update(
+        {
+            "n_pages": int(n),
+            "median_interval_hours": float(np.median(mean_tau)),
+            "fits": ota_fits,
+            "max_visits": cfg["ota_max"],
+        }
+    )
     progress(f"OTA: winner {LABELS[ota['winner']]} ({time.perf_counter() - t0:.0f} s)")
-    return {"bursts": {"traces": blocks, "ota": ota, "settings": {
-        "R": cfg["R"], "max_crawls": cfg["max_crawls"], "fit_crawls": cfg["fit_crawls"], "folds": cfg["folds"],
-        "trace_folds": cfg["trace_folds"],
-        "n_boot": cfg["n_boot"], "scales": list(SCALES), "ota_max": cfg["ota_max"]}}}
+    return {
+        "bursts": {
+            "traces": blocks,
+            "ota": ota,
+            "settings": {
+                "R": cfg["R"],
+                "max_crawls": cfg["max_crawls"],
+                "fit_crawls": cfg["fit_crawls"],
+                "folds": cfg["folds"],
+                "trace_folds": cfg["trace_folds"],
+                "n_boot": cfg["n_boot"],
+                "scales": list(SCALES),
+                "ota_max": cfg["ota_max"],
+            },
+        }
+    }
 
 
 # ----------------------------------------------------------------------------- words
@@ -235,8 +316,11 @@ def _best_burst(b) -> str:
 
 def _counts(blocks, m):
     rows = [_row(b, m) for b in blocks]
-    return (sum(r["diff_vs_dynamic"] > 0 for r in rows), [b for b, r in zip(blocks, rows) if r["ci_low"] > 0],
-            [b for b, r in zip(blocks, rows) if r["ci_high"] < 0])
+    return (
+        sum(r["diff_vs_dynamic"] > 0 for r in rows),
+        [b for b, r in zip(blocks, rows) if r["ci_low"] > 0],
+        [b for b, r in zip(blocks, rows) if r["ci_high"] < 0],
+    )
 
 
 def verdict(result: dict) -> tuple[str, bool | None]:
@@ -248,25 +332,32 @@ def verdict(result: dict) -> tuple[str, bool | None]:
     parts = []
     for m in BURSTS:
         better, sig_better, sig_worse = _counts(blocks, m)
-        parts.append(f"{LABELS[m]}: better than the unit-free random walk on {better} of {n} settings (95% "
-                     f"block-bootstrap interval above 0 on {len(sig_better)}, below 0 on {len(sig_worse)})")
-    text = ("The burst model, fitted only on other traces or other pages, against the random walk in predicting "
-            "the next crawl. " + "; ".join(parts) + f". Mean log score over the {len(res['traces'])} trace "
-            f"settings: burst shared {ms['burst']:.4f}, per-page scale {ms['burst_scaled']:.4f}, random walk "
-            f"unit-free {ms['dynamic']:.4f}, former default σ per √hour {ms['dynamic_absolute']:.4f}, SA η=0.5 "
-            f"{ms['sa_0.5']:.4f}, "
-            f"LLN {ms['lln']:.4f}. On the Open Terms Archive crawls: burst shared "
-            f"{_row(ota, 'burst')['log_score']:.4f}, per-page scale {_row(ota, 'burst_scaled')['log_score']:.4f}, "
-            f"random walk unit-free {_row(ota, 'dynamic')['log_score']:.4f}, per √hour "
-            f"{_row(ota, 'dynamic_absolute')['log_score']:.4f}.")
+        parts.append(
+            f"{LABELS[m]}: better than the unit-free random walk on {better} of {n} settings (95% "
+            f"block-bootstrap interval above 0 on {len(sig_better)}, below 0 on {len(sig_worse)})"
+        )
+    text = (
+        "The burst model, fitted only on other traces or other pages, against the random walk in predicting "
+        "the next crawl. " + "; ".join(parts) + f". Mean log score over the {len(res['traces'])} trace "
+        f"settings: burst shared {ms['burst']:.4f}, per-page scale {ms['burst_scaled']:.4f}, random walk "
+        f"unit-free {ms['dynamic']:.4f}, former default σ per √hour {ms['dynamic_absolute']:.4f}, SA η=0.5 "
+        f"{ms['sa_0.5']:.4f}, "
+        f"LLN {ms['lln']:.4f}. On the Open Terms Archive crawls: burst shared "
+        f"{_row(ota, 'burst')['log_score']:.4f}, per-page scale {_row(ota, 'burst_scaled')['log_score']:.4f}, "
+        f"random walk unit-free {_row(ota, 'dynamic')['log_score']:.4f}, per √hour "
+        f"{_row(ota, 'dynamic_absolute')['log_score']:.4f}."
+    )
     best = {b["label"] + str(b.get("ratio")): max(_row(b, m)["diff_vs_dynamic"] for m in BURSTS) for b in blocks}
     wins = [b for b in blocks if best[b["label"] + str(b.get("ratio"))] > 0]
     losses = [b for b in blocks if best[b["label"] + str(b.get("ratio"))] <= 0]
     if wins:
         text += " A burst variant scores higher on: " + "; ".join(_setting(b) for b in wins) + "."
     if losses:
-        text += " Both score lower on: " + "; ".join(
-            f"{_setting(b)} ({best[b['label'] + str(b.get('ratio'))]:+.4f})" for b in losses) + "."
+        text += (
+            " Both score lower on: "
+            + "; ".join(f"{_setting(b)} ({best[b['label'] + str(b.get('ratio'))]:+.4f})" for b in losses)
+            + "."
+        )
     ok = True if not losses else (False if not wins else None)
     return text, ok
 
@@ -277,8 +368,11 @@ def summarize(result: dict) -> dict:
     res = result["bursts"]
     blocks = res["traces"] + [res["ota"]]
     wins = sum(1 for b in blocks if max(_row(b, m)["diff_vs_dynamic"] for m in BURSTS) > 0)
-    return {"verdict": text, "key_number": f"a burst variant beats the random walk on {wins} of {len(blocks)}",
-            "kind": "finding"}
+    return {
+        "verdict": text,
+        "key_number": f"a burst variant beats the random walk on {wins} of {len(blocks)}",
+        "kind": "finding",
+    }
 
 
 # ----------------------------------------------------------------------------- report
@@ -300,48 +394,113 @@ def render(result: dict) -> str:
         f"pages. Scores as in the prequential section: mean one-step log score after 20 crawls, probabilities "
         f"clipped to [0.001, 0.999]; traces crawled at Poisson times, p = rate/3 and rate/15, {st['R']} "
         f"replications, at most {st['max_crawls']} crawls. Differences are against the random walk with the "
-        f"unit-free default volatilities, with 95% moving-block bootstrap intervals ({st['n_boot']} resamples).</p>"]
+        f"unit-free default volatilities, with 95% moving-block bootstrap intervals ({st['n_boot']} resamples).</p>",
+    ]
     text, ok = verdict(result)
     parts.append(verdict_html(text, ok))
     rows = []
     for b in res["traces"] + [res["ota"]]:
-        r = {"data": b["label"], "p": f"rate/{round(1 / b['ratio'])}" if "ratio" in b else "as crawled",
-             "seen": b["fraction_changed"], "winner": LABELS[b["winner"]]}
+        r = {
+            "data": b["label"],
+            "p": f"rate/{round(1 / b['ratio'])}" if "ratio" in b else "as crawled",
+            "seen": b["fraction_changed"],
+            "winner": LABELS[b["winner"]],
+        }
         for m in METHODS:
             r[m] = _row(b, m)["log_score"]
         d = _row(b, "burst_scaled")
         r["diff"] = d["diff_vs_dynamic"]
         r["ci"] = f"[{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"
         rows.append(r)
-    parts.append(html_table(rows, [("data", "data"), ("p", "crawl rate"), ("seen", "P(I=1)"),
-                                   ("winner", "winner")] + [(m, LABELS[m]) for m in METHODS]
-                            + [("diff", "burst (scale) − random walk"), ("ci", "95% bootstrap CI")],
-                            caption="Mean one-step log score per crawl, by data set (higher is better)", digits=4))
+    parts.append(
+        html_table(
+            rows,
+            [("data", "data"), ("p", "crawl rate"), ("seen", "P(I=1)"), ("winner", "winner")]
+            + [(m, LABELS[m]) for m in METHODS]
+            + [("diff", "burst (scale) − random walk"), ("ci", "95% bootstrap CI")],
+            caption="Mean one-step log score per crawl, by data set (higher is better)",
+            digits=4,
+        )
+    )
     ms = mean_scores(res["traces"])
-    parts.append(html_table(
-        [{"method": LABELS[m], "traces": ms[m], "ota": _row(res["ota"], m)["log_score"],
-          "brier": float(np.mean([_row(b, m)["brier"] for b in res["traces"]]))} for m in METHODS],
-        [("method", "method"), ("traces", "log score, traces (mean)"), ("brier", "Brier, traces (mean)"),
-         ("ota", "log score, OTA")], caption="Scores by method", digits=4))
+    parts.append(
+        html_table(
+            [
+                {
+                    "method": LABELS[m],
+                    "traces": ms[m],
+                    "ota": _row(res["ota"], m)["log_score"],
+                    "brier": float(np.mean([_row(b, m)["brier"] for b in res["traces"]])),
+                }
+                for m in METHODS
+            ],
+            [
+                ("method", "method"),
+                ("traces", "log score, traces (mean)"),
+                ("brier", "Brier, traces (mean)"),
+                ("ota", "log score, OTA"),
+            ],
+            caption="Scores by method",
+            digits=4,
+        )
+    )
     fit_rows = []
     for b in res["traces"]:
         f = b["fits"]["burst"]
-        fit_rows.append({"data": _setting(b), "l0": f["quiet_rate"], "l1": f["busy_rate"], "q01": f["to_busy"],
-                         "q10": f["to_quiet"], "pb": f["busy_probability"]})
-    parts.append(html_table(fit_rows, [("data", "held-out trace"), ("l0", "λ0"), ("l1", "λ1"), ("q01", "q01"),
-                                       ("q10", "q10"), ("pb", "P(busy)")],
-                            caption="Shared θ fitted without each trace's fold (per mean crawl interval)", digits=3))
+        fit_rows.append(
+            {
+                "data": _setting(b),
+                "l0": f["quiet_rate"],
+                "l1": f["busy_rate"],
+                "q01": f["to_busy"],
+                "q10": f["to_quiet"],
+                "pb": f["busy_probability"],
+            }
+        )
+    parts.append(
+        html_table(
+            fit_rows,
+            [("data", "held-out trace"), ("l0", "λ0"), ("l1", "λ1"), ("q01", "q01"), ("q10", "q10"), ("pb", "P(busy)")],
+            caption="Shared θ fitted without each trace's fold (per mean crawl interval)",
+            digits=3,
+        )
+    )
     ota = res["ota"]
     hrs = ota["median_interval_hours"]
-    parts.append(html_table(
-        [{"fold": i + 1, "variant": LABELS[m], "l0": f[m]["quiet_rate"] / hrs, "l1": f[m]["busy_rate"] / hrs,
-          "q01": f[m]["to_busy"] / hrs, "q10": f[m]["to_quiet"] / hrs, "pb": f[m]["busy_probability"]}
-         for i, f in enumerate(ota["fits"]) for m in BURSTS],
-        [("fold", "held-out fold"), ("variant", "variant"), ("l0", "λ0 per hour"), ("l1", "λ1 per hour"),
-         ("q01", "q01 per hour"), ("q10", "q10 per hour"), ("pb", "P(busy)")],
-        caption=(f"θ fitted on the Open Terms Archive pages outside each fold, per mean crawl interval, shown per "
-                 f"hour at the pages' median mean interval of {hrs:.1f} h (the per-page-scale variant's rates are "
-                 "its middle scale, s = 1)"), digits=4))
-    parts.append("<p><small>Open Terms Archive data: ODC-BY 1.0, \"Open Terms Archive contributors\" (see "
-                 "changerate_bayes/datasets/data/README.md).</small></p>")
+    parts.append(
+        html_table(
+            [
+                {
+                    "fold": i + 1,
+                    "variant": LABELS[m],
+                    "l0": f[m]["quiet_rate"] / hrs,
+                    "l1": f[m]["busy_rate"] / hrs,
+                    "q01": f[m]["to_busy"] / hrs,
+                    "q10": f[m]["to_quiet"] / hrs,
+                    "pb": f[m]["busy_probability"],
+                }
+                for i, f in enumerate(ota["fits"])
+                for m in BURSTS
+            ],
+            [
+                ("fold", "held-out fold"),
+                ("variant", "variant"),
+                ("l0", "λ0 per hour"),
+                ("l1", "λ1 per hour"),
+                ("q01", "q01 per hour"),
+                ("q10", "q10 per hour"),
+                ("pb", "P(busy)"),
+            ],
+            caption=(
+                f"θ fitted on the Open Terms Archive pages outside each fold, per mean crawl interval, shown per "
+                f"hour at the pages' median mean interval of {hrs:.1f} h (the per-page-scale variant's rates are "
+                "its middle scale, s = 1)"
+            ),
+            digits=4,
+        )
+    )
+    parts.append(
+        '<p><small>Open Terms Archive data: ODC-BY 1.0, "Open Terms Archive contributors" (see '
+        "changerate_bayes/datasets/data/README.md).</small></p>"
+    )
     return "\n".join(str(p) for p in parts)

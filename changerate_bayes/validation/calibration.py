@@ -84,6 +84,8 @@ def ppc_fits(ppp: float, alpha: float = PPP_ALPHA) -> bool:
     """Whether a posterior predictive check passes: a test at level ``alpha`` rejects
     when p ≤ ``alpha`` (so p = 0.010 at level 0.01 is a misfit, not a pass)."""
     return bool(ppp > alpha)
+
+
 LLN_ALPHAS = (0.5, 1.0, 2.0)
 
 
@@ -135,16 +137,18 @@ def interval_coverage(ranks: np.ndarray, n_draws: int, levels=LEVELS, confidence
             raise ValueError(f"level {level} needs (1 - level)(L + 1)/2 integer; L = {n_draws}")
         covered = int(((ranks >= lo) & (ranks <= hi)).sum())
         b_lo, b_hi = stats.binom.interval(confidence, n, level)
-        out.append({
-            "level": level,
-            "n": int(n),
-            "covered": covered,
-            "coverage": covered / n,
-            "binom_low": int(b_lo),
-            "binom_high": int(b_hi),
-            "pvalue": float(stats.binomtest(covered, n, level).pvalue),
-            "ok": bool(b_lo <= covered <= b_hi),
-        })
+        out.append(
+            {
+                "level": level,
+                "n": int(n),
+                "covered": covered,
+                "coverage": covered / n,
+                "binom_low": int(b_lo),
+                "binom_high": int(b_hi),
+                "pvalue": float(stats.binomtest(covered, n, level).pvalue),
+                "ok": bool(b_lo <= covered <= b_hi),
+            }
+        )
     return out
 
 
@@ -155,8 +159,9 @@ def thin(draws: np.ndarray, n_keep: int) -> np.ndarray:
     return flat[:, idx]
 
 
-def ppc_bins(changed: np.ndarray, intervals: np.ndarray, rate_draws: np.ndarray, *, n_bins=PPC_BINS,
-             band=PPC_BAND, rng) -> dict:
+def ppc_bins(
+    changed: np.ndarray, intervals: np.ndarray, rate_draws: np.ndarray, *, n_bins=PPC_BINS, band=PPC_BAND, rng
+) -> dict:
     """Observed vs posterior-predicted P(I = 1 | τ) in τ-quantile bins of one page.
 
     For each posterior draw Δ_s, replicated indicators I_rep ~ Bernoulli(1 − e^{−Δ_s τ_j})
@@ -192,17 +197,19 @@ def ppc_bins(changed: np.ndarray, intervals: np.ndarray, rate_draws: np.ndarray,
     bins = []
     for b in range(n_bins):  # a handful of bins
         obs = float(obs_count[b] / n_b[b])
-        bins.append({
-            "bin": b,
-            "tau_low": float(edges[b]),
-            "tau_high": float(edges[b + 1]),
-            "n": int(n_b[b]),
-            "observed": obs,
-            "predicted": float(expected[:, b].mean() / n_b[b]),
-            "band_low": float(lo[b]),
-            "band_high": float(hi[b]),
-            "inside": bool(lo[b] <= obs <= hi[b]),
-        })
+        bins.append(
+            {
+                "bin": b,
+                "tau_low": float(edges[b]),
+                "tau_high": float(edges[b + 1]),
+                "n": int(n_b[b]),
+                "observed": obs,
+                "predicted": float(expected[:, b].mean() / n_b[b]),
+                "band_low": float(lo[b]),
+                "band_high": float(hi[b]),
+                "inside": bool(lo[b] <= obs <= hi[b]),
+            }
+        )
     return {"bins": bins, "ppp": float(np.mean(t_rep >= t_obs))}
 
 
@@ -243,8 +250,9 @@ def sbc_vectorised(method: str, prior_name: str, n: int, *, seed: int) -> dict:
     return _summarise(method, f"{method}, {type(prior).__name__}", truth, kept, time.perf_counter() - t0)
 
 
-def sbc_nuts(n: int, *, batch: int, tune: int, seed: int, progress, draws: int = NUTS_DRAWS,
-             chains: int = NUTS_CHAINS) -> dict:
+def sbc_nuts(
+    n: int, *, batch: int, tune: int, seed: int, progress, draws: int = NUTS_DRAWS, chains: int = NUTS_CHAINS
+) -> dict:
     """SBC of ``"nuts"`` in batches of ``batch`` pages, plus NUTS-vs-grid agreement."""
     prior = _priors()["gamma"]
     truth, history = _simulate(prior, n, seed)
@@ -266,7 +274,8 @@ def sbc_nuts(n: int, *, batch: int, tune: int, seed: int, progress, draws: int =
     grid = posterior(history, prior=prior, method="grid", draws=2000, chains=1, rng=seed + 2)
     g = grid.posterior["change_rate"].values[0]  # (draw, page)
     z = (np.concatenate(nuts_mean) - g.mean(axis=0)) / np.sqrt(
-        np.concatenate(nuts_mcse) ** 2 + g.var(axis=0, ddof=1) / g.shape[0])
+        np.concatenate(nuts_mcse) ** 2 + g.var(axis=0, ddof=1) / g.shape[0]
+    )
     outside = int((np.abs(z) > Z_AGREE).sum())
     allowed = int(stats.binom.ppf(BINOMIAL_LEVEL, n, 2 * stats.norm.sf(Z_AGREE)))
     agreement = {
@@ -277,12 +286,19 @@ def sbc_nuts(n: int, *, batch: int, tune: int, seed: int, progress, draws: int =
         "ok": outside <= allowed,
         "z_hist": np.histogram(np.clip(z, -5, 5), bins=20, range=(-5, 5))[0].tolist(),
     }
-    return _summarise("nuts", f"nuts ({batch} pages per model), GammaPrior", truth, kept, seconds,
-                      {"diagnostics": diags, "agreement": agreement})
+    return _summarise(
+        "nuts",
+        f"nuts ({batch} pages per model), GammaPrior",
+        truth,
+        kept,
+        seconds,
+        {"diagnostics": diags, "agreement": agreement},
+    )
 
 
-def sbc_nuts_single(n: int, *, tune: int, seed: int, progress, draws: int = NUTS_DRAWS,
-                    chains: int = NUTS_CHAINS) -> dict:
+def sbc_nuts_single(
+    n: int, *, tune: int, seed: int, progress, draws: int = NUTS_DRAWS, chains: int = NUTS_CHAINS
+) -> dict:
     """SBC of ``"nuts"`` with one page per fit (the one-page model compiled once)."""
     prior = _priors()["gamma"]
     truth, history = _simulate(prior, n, seed)
@@ -291,14 +307,21 @@ def sbc_nuts_single(n: int, *, tune: int, seed: int, progress, draws: int = NUTS
     for i in range(n):  # one data set per fit, by design of this check
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            idata = posterior(history.page(i), prior=prior, method="nuts", draws=draws, tune=tune, chains=chains,
-                              rng=seed + 100 + i)
+            idata = posterior(
+                history.page(i), prior=prior, method="nuts", draws=draws, tune=tune, chains=chains, rng=seed + 100 + i
+            )
         kept.append(thin(idata.posterior["change_rate"].values[..., None], N_RANK_DRAWS)[0])
         diags.append(sampler_diagnostics(idata).to_record() | {"batch": i, "pages": 1})
         if (i + 1) % 25 == 0:
             progress(f"one-page NUTS SBC {i + 1}/{n}")
-    return _summarise("nuts", "nuts (one page per model), GammaPrior", truth, np.array(kept),
-                      time.perf_counter() - t0, {"diagnostics": diags})
+    return _summarise(
+        "nuts",
+        "nuts (one page per model), GammaPrior",
+        truth,
+        np.array(kept),
+        time.perf_counter() - t0,
+        {"diagnostics": diags},
+    )
 
 
 def _rows(history, start, stop):
@@ -328,7 +351,7 @@ def ppc_trace(name: str, seed: int) -> dict:
     draws = idata.posterior["change_rate"].values.ravel()
     return {
         "source": f"trace {name}: {times.size} revisions over {span:.0f} h, Poisson crawls at p = {p:.4g}/h, "
-                  f"k = {h.n_crawls}",
+        f"k = {h.n_crawls}",
         "checks": {"grid": ppc_bins(h.changed, h.intervals, draws, rng=np.random.default_rng(seed + 2))},
     }
 
@@ -343,15 +366,17 @@ def lln_identity(seed: int) -> list[dict]:
         bayes = posterior_mean_path(h, prior=prior)
         idata = posterior(h, prior=prior, method="conjugate", draws=20000, chains=1, rng=seed + 1)
         d = idata.posterior["change_rate"].values.ravel()
-        out.append({
-            "alpha": alpha,
-            "prior": repr(prior),
-            "max_abs_diff": float(np.max(np.abs(lln - bayes))),
-            "lln_final": float(lln[-1]),
-            "closed_form_mean": float(bayes[-1]),
-            "draws_mean": float(d.mean()),
-            "draws_mcse": float(d.std(ddof=1) / np.sqrt(d.size)),
-        })
+        out.append(
+            {
+                "alpha": alpha,
+                "prior": repr(prior),
+                "max_abs_diff": float(np.max(np.abs(lln - bayes))),
+                "lln_final": float(lln[-1]),
+                "closed_form_mean": float(bayes[-1]),
+                "draws_mean": float(d.mean()),
+                "draws_mcse": float(d.std(ddof=1) / np.sqrt(d.size)),
+            }
+        )
     return out
 
 
@@ -419,8 +444,14 @@ def _ppc_figure(ppc):
     fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 2.8))
     for ax, (source, method, rows) in zip(np.atleast_1d(axes), panels):
         mid = [np.sqrt(r["tau_low"] * r["tau_high"]) if r["tau_low"] > 0 else r["tau_high"] / 2 for r in rows]
-        ax.fill_between(mid, [r["band_low"] for r in rows], [r["band_high"] for r in rows], color="C1", alpha=0.3,
-                        label=f"{PPC_BAND:.0%} predictive band")
+        ax.fill_between(
+            mid,
+            [r["band_low"] for r in rows],
+            [r["band_high"] for r in rows],
+            color="C1",
+            alpha=0.3,
+            label=f"{PPC_BAND:.0%} predictive band",
+        )
         ax.plot(mid, [r["predicted"] for r in rows], "C1-", label="predicted")
         ax.plot(mid, [r["observed"] for r in rows], "ko", ms=4, label="observed")
         ax.set_xscale("log")
@@ -428,11 +459,15 @@ def _ppc_figure(ppc):
         ax.set_ylabel("P(I = 1 | τ)", fontsize=8)
         ax.set_title(f"{method}: {source.split(':')[0]}", fontsize=8)
     np.atleast_1d(axes)[0].legend(fontsize=8)
-    return figure_to_html(fig, alt="Posterior predictive check: observed and predicted fraction of crawls that saw a change, by crawl-interval bin")
+    return figure_to_html(
+        fig,
+        alt="Posterior predictive check: observed and predicted fraction of crawls that saw a change, by crawl-interval bin",
+    )
 
 
 def nuts_diagnostics_summary(diagnostics: list[dict]) -> dict:
     """Worst values over the NUTS fits of one SBC record, and which checks failed in how many fits."""
+
     def worst(key, fn):
         vals = [d[key] for d in diagnostics if d[key] is not None]
         return fn(vals) if vals else None
@@ -449,10 +484,14 @@ def nuts_diagnostics_summary(diagnostics: list[dict]) -> dict:
         if d["n_divergences"] > d["max_divergences"]:
             failed["divergences"] = failed.get("divergences", 0) + 1
     return {
-        "fits": len(diagnostics), "fits_ok": sum(bool(d["ok"]) for d in diagnostics),
-        "r_hat_max": worst("r_hat_max", max), "r_hat_threshold": diagnostics[0]["r_hat_threshold"],
-        "ess_bulk_min": worst("ess_bulk_min", min), "ess_tail_min": worst("ess_tail_min", min),
-        "ess_threshold": diagnostics[0]["ess_threshold"], "divergences": sum(d["n_divergences"] for d in diagnostics),
+        "fits": len(diagnostics),
+        "fits_ok": sum(bool(d["ok"]) for d in diagnostics),
+        "r_hat_max": worst("r_hat_max", max),
+        "r_hat_threshold": diagnostics[0]["r_hat_threshold"],
+        "ess_bulk_min": worst("ess_bulk_min", min),
+        "ess_tail_min": worst("ess_tail_min", min),
+        "ess_threshold": diagnostics[0]["ess_threshold"],
+        "divergences": sum(d["n_divergences"] for d in diagnostics),
         "failed_checks": ", ".join(f"{k} in {v}" for k, v in failed.items()) or "none",
     }
 
@@ -465,27 +504,46 @@ def sbc_verdict(pvalues: list[float], alpha: float, nuts_summaries: list[dict]) 
     """
     n_checks, smallest = len(pvalues), min(pvalues)
     if smallest > alpha:  # a check fails at p <= alpha, as the predictive check does
-        text, ok = (f"all {n_checks} checks (rank uniformity and 50/90/95% coverage of every method) pass at "
-                    f"the {alpha:g} level"), True
+        text, ok = (
+            (
+                f"all {n_checks} checks (rank uniformity and 50/90/95% coverage of every method) pass at "
+                f"the {alpha:g} level"
+            ),
+            True,
+        )
     elif smallest > alpha / n_checks:
-        text, ok = (f"{sum(p <= alpha for p in pvalues)} of {n_checks} checks fall at or below {alpha:g} (smallest p = "
-                    f"{smallest:.3g}) but none at or below the Bonferroni level {alpha / n_checks:.1e} of the whole family: "
-                    "consistent with chance among many checks, not evidence of miscalibration"), None
+        text, ok = (
+            (
+                f"{sum(p <= alpha for p in pvalues)} of {n_checks} checks fall at or below {alpha:g} (smallest p = "
+                f"{smallest:.3g}) but none at or below the Bonferroni level {alpha / n_checks:.1e} of the whole family: "
+                "consistent with chance among many checks, not evidence of miscalibration"
+            ),
+            None,
+        )
     else:
-        text, ok = (f"a check fails at or beyond the Bonferroni level {alpha / n_checks:.1e} (smallest p = {smallest:.3g}): "
-                    "a method's posterior is miscalibrated (see the table)"), False
+        text, ok = (
+            (
+                f"a check fails at or beyond the Bonferroni level {alpha / n_checks:.1e} (smallest p = {smallest:.3g}): "
+                "a method's posterior is miscalibrated (see the table)"
+            ),
+            False,
+        )
     n_fits = sum(s["fits"] for s in nuts_summaries)
     n_bad = n_fits - sum(s["fits_ok"] for s in nuts_summaries)
     if n_bad:
         checks = "; ".join(s["failed_checks"] for s in nuts_summaries if s["failed_checks"] != "none")
         r_hats = [s["r_hat_max"] for s in nuts_summaries if s["r_hat_max"] is not None]
         worst = f", worst R-hat {max(r_hats):.3f}" if r_hats else ""
-        return (f"{text}; but {n_bad} of {n_fits} NUTS fits fail the package's own convergence thresholds "
-                f"({checks}{worst}; see the diagnostics table), so the NUTS rows rest on draws whose convergence "
-                "is not established and do not show that NUTS is calibrated"), False
+        return (
+            f"{text}; but {n_bad} of {n_fits} NUTS fits fail the package's own convergence thresholds "
+            f"({checks}{worst}; see the diagnostics table), so the NUTS rows rest on draws whose convergence "
+            "is not established and do not show that NUTS is calibrated"
+        ), False
     if n_fits:
-        text += (f", and all {n_fits} NUTS fits pass the convergence thresholds (R-hat ≤ 1.01, bulk and tail ESS "
-                 "≥ 100 per chain, no divergent transition)")
+        text += (
+            f", and all {n_fits} NUTS fits pass the convergence thresholds (R-hat ≤ 1.01, bulk and tail ESS "
+            "≥ 100 per chain, no divergent transition)"
+        )
     return text + (": the posteriors are calibrated" if ok else ""), ok
 
 
@@ -506,10 +564,16 @@ def render(result: dict) -> str:
         unif = rec["ranks"]["pvalue"] >= st["uniformity_alpha"]
         cov_ok = all(c["ok"] for c in rec["coverage"])
         pvalues += [rec["ranks"]["pvalue"]] + [c["pvalue"] for c in rec["coverage"]]
-        row = {"method": rec["label"], "datasets": rec["n_datasets"], "chi2_p": rec["ranks"]["pvalue"],
-               "seconds": rec["seconds"]}
+        row = {
+            "method": rec["label"],
+            "datasets": rec["n_datasets"],
+            "chi2_p": rec["ranks"]["pvalue"],
+            "seconds": rec["seconds"],
+        }
         for c in rec["coverage"]:
-            row[f"cov{int(c['level'] * 100)}"] = f"{c['coverage']:.3f} [{c['binom_low'] / c['n']:.3f}, {c['binom_high'] / c['n']:.3f}]"
+            row[f"cov{int(c['level'] * 100)}"] = (
+                f"{c['coverage']:.3f} [{c['binom_low'] / c['n']:.3f}, {c['binom_high'] / c['n']:.3f}]"
+            )
         row["ok"] = unif and cov_ok
         rows.append(row)
     cols = [("method", "method"), ("datasets", "data sets"), ("chi2_p", "rank χ² p")]
@@ -522,56 +586,116 @@ def render(result: dict) -> str:
     verdict, ok = sbc_verdict(pvalues, alpha, summaries)
     parts.append(verdict_html(verdict, ok))
     for rec, worst in zip(nuts, summaries):
-        parts.append(html_table([worst], ["fits", "fits_ok", "r_hat_max", "r_hat_threshold", "ess_bulk_min",
-                                          "ess_tail_min", "ess_threshold", "divergences", "failed_checks"],
-                                caption=f"NUTS sampler diagnostics over all fits: {rec['label']}, "
-                                        f"{st.get('nuts_chains', '?')} chains × {st.get('nuts_draws', '?')} draws after "
-                                        f"{st.get('nuts_tune', '?')} warm-up draws (worst page of any fit; thresholds "
-                                        "R-hat ≤ 1.01, ESS ≥ 100 per chain, 0 divergences)"))
+        parts.append(
+            html_table(
+                [worst],
+                [
+                    "fits",
+                    "fits_ok",
+                    "r_hat_max",
+                    "r_hat_threshold",
+                    "ess_bulk_min",
+                    "ess_tail_min",
+                    "ess_threshold",
+                    "divergences",
+                    "failed_checks",
+                ],
+                caption=f"NUTS sampler diagnostics over all fits: {rec['label']}, "
+                f"{st.get('nuts_chains', '?')} chains × {st.get('nuts_draws', '?')} draws after "
+                f"{st.get('nuts_tune', '?')} warm-up draws (worst page of any fit; thresholds "
+                "R-hat ≤ 1.01, ESS ≥ 100 per chain, 0 divergences)",
+            )
+        )
         if "agreement" in rec:
             a = rec["agreement"]
-            parts.append(verdict_html(
-                f"NUTS and grid posterior means agree on the {a['n']} SBC data sets: {a['outside']} "
-                f"differ{'s' if a['outside'] == 1 else ''} by more "
-                f"than {Z_AGREE:g} combined Monte Carlo SEs (at most {a['allowed']} expected by chance; "
-                f"largest |z| = {a['max_abs_z']:.2f})", a["ok"]))
+            parts.append(
+                verdict_html(
+                    f"NUTS and grid posterior means agree on the {a['n']} SBC data sets: {a['outside']} "
+                    f"differ{'s' if a['outside'] == 1 else ''} by more "
+                    f"than {Z_AGREE:g} combined Monte Carlo SEs (at most {a['allowed']} expected by chance; "
+                    f"largest |z| = {a['max_abs_z']:.2f})",
+                    a["ok"],
+                )
+            )
     ppc_rows = []
     for p in res["ppc"]:
         for method, chk in p["checks"].items():
             for r in chk["bins"]:
                 ppc_rows.append({"data": p["source"].split(":")[0], "method": method, **r})
     parts.append(_ppc_figure(res["ppc"]))
-    parts.append(html_table(ppc_rows, [("data", "data"), ("method", "method"), ("tau_low", "τ from (h)"),
-                                       ("tau_high", "τ to (h)"), ("n", "crawls"), ("observed", "observed"),
-                                       ("predicted", "predicted"), ("band_low", "5%"), ("band_high", "95%"),
-                                       ("inside", "inside 90% band")],
-                            caption="Posterior predictive check of P(I = 1 | τ) by τ-quintile"))
+    parts.append(
+        html_table(
+            ppc_rows,
+            [
+                ("data", "data"),
+                ("method", "method"),
+                ("tau_low", "τ from (h)"),
+                ("tau_high", "τ to (h)"),
+                ("n", "crawls"),
+                ("observed", "observed"),
+                ("predicted", "predicted"),
+                ("band_low", "5%"),
+                ("band_high", "95%"),
+                ("inside", "inside 90% band"),
+            ],
+            caption="Posterior predictive check of P(I = 1 | τ) by τ-quintile",
+        )
+    )
     for p in res["ppc"]:
         for method, chk in p["checks"].items():
             fit = ppc_fits(chk["ppp"])
             miss = [b for b in chk["bins"] if not b["inside"]]
-            detail = "; ".join(f"τ {b['tau_low']:.3g}–{b['tau_high']:.3g} h: observed {b['observed']:.3f} vs "
-                               f"predicted {b['predicted']:.3f}" for b in miss)
-            parts.append(verdict_html(
-                f"{p['source']} ({method}): posterior predictive p = {chk['ppp']:.3f} (the model misfits when "
-                f"p ≤ {PPP_ALPHA:g}); "
-                + (f"{len(miss)} of {len(chk['bins'])} τ bins outside the 90% band ({detail}). " if miss else
-                   "every τ bin inside the 90% band. ")
-                + ("The model P(I = 1 | τ) = 1 − e^{−Δτ} describes these crawls." if fit else
-                   "The model P(I = 1 | τ) = 1 − e^{−Δτ} with one constant Δ does not describe these crawls: "
-                   "changes are not a homogeneous Poisson process here."),
-                fit))
+            detail = "; ".join(
+                f"τ {b['tau_low']:.3g}–{b['tau_high']:.3g} h: observed {b['observed']:.3f} vs "
+                f"predicted {b['predicted']:.3f}"
+                for b in miss
+            )
+            parts.append(
+                verdict_html(
+                    f"{p['source']} ({method}): posterior predictive p = {chk['ppp']:.3f} (the model misfits when "
+                    f"p ≤ {PPP_ALPHA:g}); "
+                    + (
+                        f"{len(miss)} of {len(chk['bins'])} τ bins outside the 90% band ({detail}). "
+                        if miss
+                        else "every τ bin inside the 90% band. "
+                    )
+                    + (
+                        "The model P(I = 1 | τ) = 1 − e^{−Δτ} describes these crawls."
+                        if fit
+                        else "The model P(I = 1 | τ) = 1 − e^{−Δτ} with one constant Δ does not describe these crawls: "
+                        "changes are not a homogeneous Poisson process here."
+                    ),
+                    fit,
+                )
+            )
     lln = res["lln_identity"]
-    parts.append(html_table(lln, [("alpha", "α"), ("prior", "prior"), ("max_abs_diff", "max |LLN − posterior mean| over k"),
-                                  ("lln_final", "LLN at k = 200"), ("closed_form_mean", "posterior mean (closed form)"),
-                                  ("draws_mean", "mean of 20 000 conjugate draws"), ("draws_mcse", "MCSE")],
-                            caption="LLN identity: x_k = p Î_k/(k + α − Î_k) is the posterior mean under Δ/p ~ BetaPrime(0, 1 + α)"))
+    parts.append(
+        html_table(
+            lln,
+            [
+                ("alpha", "α"),
+                ("prior", "prior"),
+                ("max_abs_diff", "max |LLN − posterior mean| over k"),
+                ("lln_final", "LLN at k = 200"),
+                ("closed_form_mean", "posterior mean (closed form)"),
+                ("draws_mean", "mean of 20 000 conjugate draws"),
+                ("draws_mcse", "MCSE"),
+            ],
+            caption="LLN identity: x_k = p Î_k/(k + α − Î_k) is the posterior mean under Δ/p ~ BetaPrime(0, 1 + α)",
+        )
+    )
     ok = all(r["max_abs_diff"] <= 1e-12 for r in lln) and all(
-        abs(r["draws_mean"] - r["closed_form_mean"]) <= 3 * r["draws_mcse"] for r in lln)
-    parts.append(verdict_html(
-        "the LLN estimate equals the conjugate posterior mean under the improper BetaPrime(0, 1 + α) prior at every k "
-        "(to 1e-12), and the mean of the conjugate posterior draws agrees within 3 Monte Carlo SEs" if ok else
-        "the LLN identity fails (see the table)", ok))
+        abs(r["draws_mean"] - r["closed_form_mean"]) <= 3 * r["draws_mcse"] for r in lln
+    )
+    parts.append(
+        verdict_html(
+            "the LLN estimate equals the conjugate posterior mean under the improper BetaPrime(0, 1 + α) prior at every k "
+            "(to 1e-12), and the mean of the conjugate posterior draws agrees within 3 Monte Carlo SEs"
+            if ok
+            else "the LLN identity fails (see the table)",
+            ok,
+        )
+    )
     return "\n".join(str(p) for p in parts)
 
 
@@ -587,5 +711,8 @@ def summarize(result: dict) -> dict:
     verdict, ok = sbc_verdict(pvalues, st["uniformity_alpha"], summaries)
     kind = {True: "holds", False: "fails", None: "mixed"}[ok]
     n_pass = sum(p >= st["uniformity_alpha"] for p in pvalues)
-    return summary_row(verdict=verdict[0].upper() + verdict[1:] + ".",
-                       key_number=f"{n_pass} / {len(pvalues)} checks pass at {st['uniformity_alpha']:g}", kind=kind)
+    return summary_row(
+        verdict=verdict[0].upper() + verdict[1:] + ".",
+        key_number=f"{n_pass} / {len(pvalues)} checks pass at {st['uniformity_alpha']:g}",
+        kind=kind,
+    )

@@ -102,30 +102,41 @@ def _verdict(slope, low, high, theory, reason_flatter, predicted=None, name="the
     if slope is None:
         return "no slope: some estimates are infinite (diverged)"
     ci = f"{slope:.3f} [{low:.3f}, {high:.3f}]"
-    pred = ("" if predicted is None else
-            f"; the exact first two moments of the recursion predict {predicted:.3f} over these k")
+    pred = (
+        ""
+        if predicted is None
+        else f"; the exact first two moments of the recursion predict {predicted:.3f} over these k"
+    )
     if high < theory - TOL:
-        return (f"consistent: the measured slope {ci} is steeper than {name} {theory:.3f} "
-                f"(a rate is an upper bound; here the error falls faster over these k){pred}")
+        return (
+            f"consistent: the measured slope {ci} is steeper than {name} {theory:.3f} "
+            f"(a rate is an upper bound; here the error falls faster over these k){pred}"
+        )
     if low <= theory + TOL:
         return f"consistent: the measured slope {ci} matches {name} {theory:.3f} (within {TOL}){pred}"
-    return (f"not consistent with the rate over these k: slope {ci} is flatter than {name} {theory:.3f}; "
-            f"{reason_flatter}{pred}")
+    return (
+        f"not consistent with the rate over these k: slope {ci} is flatter than {name} {theory:.3f}; "
+        f"{reason_flatter}{pred}"
+    )
 
 
 def _lln_reason(alpha, k_lo, k_hi):
     mu = DELTA / (DELTA + P)
     seq = alpha_sequence(alpha, np.array([k_lo, k_hi]))
     r_lo, r_hi = seq[0] / k_lo, seq[1] / k_hi
-    return (f"not yet asymptotic: the bias term α_k/k is {r_lo:.3g} at k={k_lo} and {r_hi:.3g} at "
-            f"k={k_hi}, not small against 1 − μ = {1 - mu:.3f}, so the error ≈ Δ(α_k/k)/(1 − μ + α_k/k) "
-            "still bends towards its asymptotic slope")
+    return (
+        f"not yet asymptotic: the bias term α_k/k is {r_lo:.3g} at k={k_lo} and {r_hi:.3g} at "
+        f"k={k_hi}, not small against 1 − μ = {1 - mu:.3f}, so the error ≈ Δ(α_k/k)/(1 − μ + α_k/k) "
+        "still bends towards its asymptotic slope"
+    )
 
 
 def _sa_reason(eta, a, k_hi):
-    return (f"not yet asymptotic: with η_k = (k+1)^-{eta:g} the noise has not equilibrated "
-            f"(2a·k^(1−η)/η = {2 * a * k_hi ** (1 - eta) / eta:.2g} at k={k_hi}, should be ≫ 1; "
-            f"a = p/(Δ+p) = {a:.3f}); the error decays like the η = 1 case, k^-min(1/2, a), for now")
+    return (
+        f"not yet asymptotic: with η_k = (k+1)^-{eta:g} the noise has not equilibrated "
+        f"(2a·k^(1−η)/η = {2 * a * k_hi ** (1 - eta) / eta:.2g} at k={k_hi}, should be ≫ 1; "
+        f"a = p/(Δ+p) = {a:.3f}); the error decays like the η = 1 case, k^-min(1/2, a), for now"
+    )
 
 
 def _slowest_mode(omega, a):
@@ -148,18 +159,25 @@ def _sam_theory(eta, beta, omega, a, fit_grid):
     re = _slowest_mode(omega, a)
     k = fit_grid.astype(np.float64)
     disc = omega**2 - 4 * a
-    eig = (f"complex eigenvalues (ω ± i√(4a − ω²))/2, so Re λ = ω/2 = {re:.3f}" if disc < 0 else
-           f"real eigenvalues (ω ± √(ω² − 4a))/2, the slowest Re λ = {re:.3f}")
-    text = (f"with β_k = γ_k = 1/(k+1) the error decays like SA's with η = 1: k^-min(1/2, Re λ), λ the "
-            f"eigenvalues of the linearised ODE matrix [[ω, a], [−1, 0]] (eq. 14; a = p/(Δ+p) = {a:.3f}), here "
-            f"{eig}")
+    eig = (
+        f"complex eigenvalues (ω ± i√(4a − ω²))/2, so Re λ = ω/2 = {re:.3f}"
+        if disc < 0
+        else f"real eigenvalues (ω ± √(ω² − 4a))/2, the slowest Re λ = {re:.3f}"
+    )
+    text = (
+        f"with β_k = γ_k = 1/(k+1) the error decays like SA's with η = 1: k^-min(1/2, Re λ), λ the "
+        f"eigenvalues of the linearised ODE matrix [[ω, a], [−1, 0]] (eq. 14; a = p/(Δ+p) = {a:.3f}), here "
+        f"{eig}"
+    )
     if abs(re - 0.5) <= 1e-9:
         log_slope = float(loglog_slope(k, k**-0.5 * np.sqrt(np.log(k)))[0])
         full_log = float(loglog_slope(k, k**-0.5 * np.log(k))[0])
-        text += (f". At Re λ = 1/2 exactly the mode λ + λ̄ = 1 resonates with the 1/k² noise: the error variance "
-                 f"decays like (log k)/k, so the error like k^-1/2·(log k)^1/2, the logarithmic factor Õ hides. "
-                 f"Fitted over k in [{int(k[0])}, {int(k[-1])}] that curve has slope {log_slope:.3f} "
-                 f"(k^-1/2·log k would give {full_log:.3f}); this is the slope to compare with")
+        text += (
+            f". At Re λ = 1/2 exactly the mode λ + λ̄ = 1 resonates with the 1/k² noise: the error variance "
+            f"decays like (log k)/k, so the error like k^-1/2·(log k)^1/2, the logarithmic factor Õ hides. "
+            f"Fitted over k in [{int(k[0])}, {int(k[-1])}] that curve has slope {log_slope:.3f} "
+            f"(k^-1/2·log k would give {full_log:.3f}); this is the slope to compare with"
+        )
         return log_slope, text
     return -min(0.5, re), text
 
@@ -174,8 +192,12 @@ def _predicted_slopes(delta, keep, fit_mask, specs):
     zetas = np.zeros_like(etas)
     sam = [i for i, (_, _, b, _) in enumerate(specs) if b is not None]
     if sam:
-        zetas[:, sam] = momenta(np.array([specs[i][1] for i in sam]), np.array([specs[i][2] for i in sam]),
-                                np.array([specs[i][3] for i in sam]), n)
+        zetas[:, sam] = momenta(
+            np.array([specs[i][1] for i in sam]),
+            np.array([specs[i][2] for i in sam]),
+            np.array([specs[i][3] for i in sam]),
+            n,
+        )
     with np.errstate(over="ignore", invalid="ignore"):
         mean, var = recursion_moments(delta, P, etas, zetas, n)
         mae = folded_normal_mean(mean[keep - 1], var[keep - 1])
@@ -223,19 +245,33 @@ def run(preset, *, seed: int, progress) -> dict:
     limit = P * DELTA / (DELTA + P)
     mean_end = float(est["naive"][:, -1].mean())
     se_end = float(est["naive"][:, -1].std(ddof=1) / math.sqrt(R))
-    rows.append(_row(
-        "naive", {}, DELTA, slope, icpt, low, high, 0.0,
-        f"biased, as predicted: mean estimate {mean_end:.4f} ± {1.96 * se_end:.4f} at k={k_max} against the limit "
-        f"pΔ/(Δ+p) = {limit:.4f}; the error tends to Δ²/(Δ+p) = {DELTA - limit:.4f}, not 0, so its slope "
-        f"tends to 0 (measured {slope:.3f}).",
-        keep, mae, fit, limit=limit, mean_at_k_max=mean_end,
-    ))
+    rows.append(
+        _row(
+            "naive",
+            {},
+            DELTA,
+            slope,
+            icpt,
+            low,
+            high,
+            0.0,
+            f"biased, as predicted: mean estimate {mean_end:.4f} ± {1.96 * se_end:.4f} at k={k_max} against the limit "
+            f"pΔ/(Δ+p) = {limit:.4f}; the error tends to Δ²/(Δ+p) = {DELTA - limit:.4f}, not 0, so its slope "
+            f"tends to 0 (measured {slope:.3f}).",
+            keep,
+            mae,
+            fit,
+            limit=limit,
+            mean_at_k_max=mean_end,
+        )
+    )
     # Theorem 1: LLN
     for alpha, name, theory in LLN_ALPHAS:
         mae, slope, icpt, low, high = _fit(keep, est[f"lln α={name}"], DELTA, fit_mask, weights)
         verdict = _verdict(slope, low, high, theory, _lln_reason(alpha, fit[0], fit[1]))
-        rows.append(_row("lln", {"alpha": name}, DELTA, slope, icpt, low, high, theory,
-                         "Theorem 1: " + verdict, keep, mae, fit))
+        rows.append(
+            _row("lln", {"alpha": name}, DELTA, slope, icpt, low, high, theory, "Theorem 1: " + verdict, keep, mae, fit)
+        )
     # exact-moment predictions for SA and for the SAM settings whose momentum stays bounded (η >= β)
     specs = [(f"sa η={eta:g}", eta, None, None) for eta in SA_ETAS]
     specs += [(_sam_label(e, b, w), e, b, w) for e, b, w, _ in SAM_SETTINGS if e >= b]
@@ -247,8 +283,23 @@ def run(preset, *, seed: int, progress) -> dict:
         mae, slope, icpt, low, high = _fit(keep, est[label], DELTA, fit_mask, weights)
         tag = "Theorem 2" if eta < 1 else f"η = 1: rate k^-min(1/2, p/(Δ+p)) = k^{theory:.3f}"
         verdict = _verdict(slope, low, high, theory, _sa_reason(eta, a, fit[1]), predicted[label])
-        rows.append(_row("sa", {"eta": eta}, DELTA, slope, icpt, low, high, theory, f"{tag}: {verdict}",
-                         keep, mae, fit, predicted_slope=predicted[label]))
+        rows.append(
+            _row(
+                "sa",
+                {"eta": eta},
+                DELTA,
+                slope,
+                icpt,
+                low,
+                high,
+                theory,
+                f"{tag}: {verdict}",
+                keep,
+                mae,
+                fit,
+                predicted_slope=predicted[label],
+            )
+        )
     # Theorem 3 and Remarks 6-8: SAM
 
     for eta, beta, omega, case in SAM_SETTINGS:
@@ -262,13 +313,25 @@ def run(preset, *, seed: int, progress) -> dict:
         earlier = mae[np.searchsorted(keep, k_max // 10)]
         converged = bool(diverged == 0 and final is not None and final < 0.1 * DELTA and final < earlier)
         check = check_sam_stepsizes(eta, beta, omega)
-        regimes.append({
-            "eta": eta, "beta": beta, "omega": omega, "regime": check.regime, "converged": converged,
-            "final_mae": final, "group": case, "condition": check.condition,
-            "diverged_fraction": diverged, "half_diverged_by_k": int(keep[half[0]]) if half.size else None,
-            "slope": slope, "ci_low": low, "ci_high": high,
-            "k": [int(k) for k in keep], "mae": [finite_or_none(m) for m in mae],
-        })
+        regimes.append(
+            {
+                "eta": eta,
+                "beta": beta,
+                "omega": omega,
+                "regime": check.regime,
+                "converged": converged,
+                "final_mae": final,
+                "group": case,
+                "condition": check.condition,
+                "diverged_fraction": diverged,
+                "half_diverged_by_k": int(keep[half[0]]) if half.size else None,
+                "slope": slope,
+                "ci_low": low,
+                "ci_high": high,
+                "k": [int(k) for k in keep],
+                "mae": [finite_or_none(m) for m in mae],
+            }
+        )
         if check.valid or (omega != 1.0 and converged):  # Theorem 3's regimes and Remark 7
             theory = -beta / 2
             tag = "Remark 8 (conjectured Õ(k^-β/2))" if check.valid else "Remark 7 (outside Theorem 3)"
@@ -279,22 +342,60 @@ def run(preset, *, seed: int, progress) -> dict:
             verdict = _verdict(slope, low, high, compare, reason, predicted.get(label), name)
             if fit_theory is not None:
                 verdict = f"{why}. Measured: {verdict}"
-            rows.append(_row("sam", {"eta": eta, "beta": beta, "omega": omega}, DELTA, slope, icpt, low, high,
-                             theory, f"{tag}: {verdict}", keep, mae, fit, regime=check.regime,
-                             predicted_slope=predicted.get(label), theory_slope_over_fit=fit_theory))
+            rows.append(
+                _row(
+                    "sam",
+                    {"eta": eta, "beta": beta, "omega": omega},
+                    DELTA,
+                    slope,
+                    icpt,
+                    low,
+                    high,
+                    theory,
+                    f"{tag}: {verdict}",
+                    keep,
+                    mae,
+                    fit,
+                    regime=check.regime,
+                    predicted_slope=predicted.get(label),
+                    theory_slope_over_fit=fit_theory,
+                )
+            )
 
     # SA with η = 1 where p/(Δ+p) > 1/2: the rate is k^-1/2
     progress(f"Δ={DELTA_FAST:g}, p={P:g}: SA with η = 1")
-    fast = run_replications(DELTA_FAST, P, k_max, R, seed=int(seeds[1]),
-                            settings=[Setting("sa η=1", "sa", {"eta": 1.0})], keep=keep, progress=progress)
+    fast = run_replications(
+        DELTA_FAST,
+        P,
+        k_max,
+        R,
+        seed=int(seeds[1]),
+        settings=[Setting("sa η=1", "sa", {"eta": 1.0})],
+        keep=keep,
+        progress=progress,
+    )
     a_fast = P / (DELTA_FAST + P)
     theory = -min(0.5, a_fast)
     pred_fast = _predicted_slopes(DELTA_FAST, keep, fit_mask, [("sa η=1", 1.0, None, None)])["sa η=1"]
     mae, slope, icpt, low, high = _fit(keep, fast["sa η=1"], DELTA_FAST, fit_mask, weights)
-    rows.append(_row("sa", {"eta": 1.0}, DELTA_FAST, slope, icpt, low, high, theory,
-                     f"η = 1 with p/(Δ+p) = {a_fast:.2f} > 1/2: rate k^-1/2: "
-                     + _verdict(slope, low, high, theory, _sa_reason(1.0, a_fast, fit[1]), pred_fast), keep, mae, fit,
-                     predicted_slope=pred_fast))
+    rows.append(
+        _row(
+            "sa",
+            {"eta": 1.0},
+            DELTA_FAST,
+            slope,
+            icpt,
+            low,
+            high,
+            theory,
+            f"η = 1 with p/(Δ+p) = {a_fast:.2f} > 1/2: rate k^-1/2: "
+            + _verdict(slope, low, high, theory, _sa_reason(1.0, a_fast, fit[1]), pred_fast),
+            keep,
+            mae,
+            fit,
+            predicted_slope=pred_fast,
+        )
+    )
 
     # MLE (against the Cramér-Rao bound) and MM
     R_m, k_m = size["R_mle"], size["k_mle"]
@@ -304,8 +405,16 @@ def run(preset, *, seed: int, progress) -> dict:
     fit_mask_m = np.isin(keep_m, fit_grid_m)
     weights_m = bootstrap_weights(R_m, size["n_boot"], seeds[4])
     progress(f"Δ={DELTA:g}, p={P:g}: MLE and MM, {R_m} replications × {k_m} crawls")
-    roots = run_replications(DELTA, P, k_m, R_m, seed=int(seeds[2]),
-                             settings=[Setting("mle", "mle"), Setting("mm", "mm")], keep=keep_m, progress=progress)
+    roots = run_replications(
+        DELTA,
+        P,
+        k_m,
+        R_m,
+        seed=int(seeds[2]),
+        settings=[Setting("mle", "mle"), Setting("mm", "mm")],
+        keep=keep_m,
+        progress=progress,
+    )
     info = fisher_information(DELTA, P)
     for name in ("mle", "mm"):
         values = roots[name]
@@ -314,16 +423,36 @@ def run(preset, *, seed: int, progress) -> dict:
         ratio = float(k_m * end.var(ddof=1) * info)
         boot = k_m * info * (weights_m @ end**2 - (weights_m @ end) ** 2) * R_m / (R_m - 1)
         r_low, r_high = (float(v) for v in np.quantile(boot, [0.025, 0.975]))
-        crlb = (f"k·Var(Δ̂)·I(Δ) = {ratio:.3f} [{r_low:.3f}, {r_high:.3f}] at k={k_m} "
-                f"(I(Δ) = (2p/Δ³)ζ(3, 1+p/Δ) = {info:.5f} per crawl; 1 means the Cramér-Rao bound is attained)")
+        crlb = (
+            f"k·Var(Δ̂)·I(Δ) = {ratio:.3f} [{r_low:.3f}, {r_high:.3f}] at k={k_m} "
+            f"(I(Δ) = (2p/Δ³)ζ(3, 1+p/Δ) = {info:.5f} per crawl; 1 means the Cramér-Rao bound is attained)"
+        )
         verdict = _verdict(slope, low, high, -0.5, "flatter than k^-1/2 over these k")
         if name == "mle":
             efficient = r_low <= 1.1 and r_high >= 0.9
             verdict += ("; efficient: " if efficient else "; not (yet) efficient: ") + crlb
         else:
             verdict += f"; variance relative to the MLE's bound: {crlb}"
-        rows.append(_row(name, {}, DELTA, slope, icpt, low, high, -0.5, verdict, keep_m, mae, fit_m,
-                         crlb_ratio=ratio, crlb_ci_low=r_low, crlb_ci_high=r_high, fisher_information=info))
+        rows.append(
+            _row(
+                name,
+                {},
+                DELTA,
+                slope,
+                icpt,
+                low,
+                high,
+                -0.5,
+                verdict,
+                keep_m,
+                mae,
+                fit_m,
+                crlb_ratio=ratio,
+                crlb_ci_low=r_low,
+                crlb_ci_high=r_high,
+                fisher_information=info,
+            )
+        )
     return {"convergence_rates": rows, "sam_regimes": regimes}
 
 
@@ -341,8 +470,9 @@ _GREEK = {"alpha": "α", "eta": "η", "beta": "β", "omega": "ω"}
 
 
 def _params_text(params):
-    return ", ".join(f"{_GREEK.get(p, p)}={v:g}" if isinstance(v, float) else f"{_GREEK.get(p, p)}={v}"
-                     for p, v in params.items())
+    return ", ".join(
+        f"{_GREEK.get(p, p)}={v:g}" if isinstance(v, float) else f"{_GREEK.get(p, p)}={v}" for p, v in params.items()
+    )
 
 
 def _loglog_panel(ax, rows, title):
@@ -379,11 +509,13 @@ def render(result: dict) -> str:
 
     rows = result["convergence_rates"]
     regimes = result["sam_regimes"]
-    parts = ["<p>Each theorem bounds the mean absolute error E|estimate − Δ| by C·k^s; the slope s is "
-             "fitted by OLS of log MAE on log k (lines), with a bootstrap 95% CI over replications. "
-             "A bound is an upper bound: a steeper measured slope is consistent with it, a flatter one "
-             f"is not (we allow {TOL} for the curvature of finite k). Δ = {DELTA:g}, p = {P:g} unless "
-             "stated.</p>"]
+    parts = [
+        "<p>Each theorem bounds the mean absolute error E|estimate − Δ| by C·k^s; the slope s is "
+        "fitted by OLS of log MAE on log k (lines), with a bootstrap 95% CI over replications. "
+        "A bound is an upper bound: a steeper measured slope is consistent with it, a flatter one "
+        f"is not (we allow {TOL} for the curvature of finite k). Δ = {DELTA:g}, p = {P:g} unless "
+        "stated.</p>"
+    ]
     panels = [
         ([r for r in rows if r["estimator"] == "lln"], "Theorem 1: LLN, α_k choices"),
         ([r for r in rows if r["estimator"] == "sa"], "Theorem 2: SA, η choices (and η = 1)"),
@@ -397,46 +529,85 @@ def render(result: dict) -> str:
     if base:
         info = base[0]["fisher_information"]
         kk = np.geomspace(10, base[0]["k"][-1], 50)
-        axes[1, 1].loglog(kk, np.sqrt(2 / (math.pi * kk * info)), "k--", lw=1,
-                          label="Cramér-Rao: √(2/(π k I(Δ)))")
+        axes[1, 1].loglog(kk, np.sqrt(2 / (math.pi * kk * info)), "k--", lw=1, label="Cramér-Rao: √(2/(π k I(Δ)))")
         axes[1, 1].legend(fontsize=8.5)
-    parts.append(figure_to_html(fig, alt="Log-log mean absolute error against k with fitted slope lines "
-                                         "for the LLN, SA, SAM, Naive, MLE and MM estimators"))
+    parts.append(
+        figure_to_html(
+            fig,
+            alt="Log-log mean absolute error against k with fitted slope lines "
+            "for the LLN, SA, SAM, Naive, MLE and MM estimators",
+        )
+    )
     table = [dict(r, params=_params_text(r["params"]) or "—") for r in rows]
-    parts.append(html_table(table, [("estimator", "estimator"), ("params", "parameters"),
-                                    ("change_rate", "Δ"), ("slope", "slope"), ("ci_low", "CI low"),
-                                    ("ci_high", "CI high"), ("theory_slope", "theorem's slope"),
-                                    ("predicted_slope", "predicted over these k (exact moments)"),
-                                    ("verdict", "verdict")],
-                            caption="Measured error slopes against the theorems (slopes of log MAE on log k)"))
+    parts.append(
+        html_table(
+            table,
+            [
+                ("estimator", "estimator"),
+                ("params", "parameters"),
+                ("change_rate", "Δ"),
+                ("slope", "slope"),
+                ("ci_low", "CI low"),
+                ("ci_high", "CI high"),
+                ("theory_slope", "theorem's slope"),
+                ("predicted_slope", "predicted over these k (exact moments)"),
+                ("verdict", "verdict"),
+            ],
+            caption="Measured error slopes against the theorems (slopes of log MAE on log k)",
+        )
+    )
     bad = [r for r in rows if "not consistent" in r["verdict"]]
     ok = not bad
-    summary = (f"{len(rows) - len(bad)} of {len(rows)} measured rates are consistent with their theorem or "
-               "conjecture.")
+    summary = f"{len(rows) - len(bad)} of {len(rows)} measured rates are consistent with their theorem or conjecture."
     if bad:
-        summary += " Not consistent over the measured k: " + "; ".join(
-            f"{r['estimator']} {_params_text(r['params'])} (slope {r['slope']:.3f} vs {r['theory_slope']:.3f})"
-            for r in bad
-        ) + ". The reasons are given in the table."
+        summary += (
+            " Not consistent over the measured k: "
+            + "; ".join(
+                f"{r['estimator']} {_params_text(r['params'])} (slope {r['slope']:.3f} vs {r['theory_slope']:.3f})"
+                for r in bad
+            )
+            + ". The reasons are given in the table."
+        )
     parts.append(verdict_html(summary, ok if ok else None))
 
     fig, ax = plt.subplots(figsize=(11, 5.5), layout="constrained")
     for i, g in enumerate(regimes):
         k, mae = _curve(g, 1e3 * DELTA)
         style = "-" if g["regime"] != "invalid" else "--"
-        ax.loglog(k, mae, style, color=f"C{i % 10}", label=f"η={g['eta']:g} β={g['beta']:g} ω={g['omega']:g} "
-                  f"({g['regime']}{', diverged' if g['diverged_fraction'] > 0 else ''})")
+        ax.loglog(
+            k,
+            mae,
+            style,
+            color=f"C{i % 10}",
+            label=f"η={g['eta']:g} β={g['beta']:g} ω={g['omega']:g} "
+            f"({g['regime']}{', diverged' if g['diverged_fraction'] > 0 else ''})",
+        )
     ax.set_xlabel("crawls k")
     ax.set_ylabel("mean absolute error")
-    ax.set_title("SAM stepsize regimes (dashed: outside Theorem 3; lines end where the error exceeds 1000Δ)", fontsize=10)
+    ax.set_title(
+        "SAM stepsize regimes (dashed: outside Theorem 3; lines end where the error exceeds 1000Δ)", fontsize=10
+    )
     ax.legend(fontsize=8.5, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.grid(True, which="both", alpha=0.3)
     parts.append(figure_to_html(fig, alt="SAM mean absolute error against k for valid and invalid stepsize regimes"))
-    parts.append(html_table(regimes, [("eta", "η"), ("beta", "β"), ("omega", "ω"), ("regime", "regime"),
-                                      ("group", "case"), ("converged", "converged"), ("final_mae", "final MAE"),
-                                      ("diverged_fraction", "diverged"), ("condition", "condition")],
-                            caption="SAM regimes (converged: no overflow, final MAE < 0.1Δ and still falling; "
-                                    "diverged: share of runs whose iterates overflowed)"))
+    parts.append(
+        html_table(
+            regimes,
+            [
+                ("eta", "η"),
+                ("beta", "β"),
+                ("omega", "ω"),
+                ("regime", "regime"),
+                ("group", "case"),
+                ("converged", "converged"),
+                ("final_mae", "final MAE"),
+                ("diverged_fraction", "diverged"),
+                ("condition", "condition"),
+            ],
+            caption="SAM regimes (converged: no overflow, final MAE < 0.1Δ and still falling; "
+            "diverged: share of runs whose iterates overflowed)",
+        )
+    )
     parts.append(verdict_html(_regimes_verdict(regimes), _regimes_ok(regimes)))
     return "\n".join(str(p) for p in parts)
 
@@ -461,26 +632,41 @@ def _regimes_verdict(regimes):
     """The SAM regimes in words, naming every setting and the paper's remark it tests."""
     valid = [g for g in regimes if g["regime"] != "invalid"]
     bad = [g for g in valid if not g["converged"]]
-    text = (f"Every stepsize choice inside Theorem 3 converged ({'; '.join(_setting(g) for g in valid)}). "
-            if not bad else
-            "Inside Theorem 3 but not converged within the measured k: "
-            + "; ".join(f"{_setting(g)}: {_outcome(g)}" for g in bad) + ". ")
+    text = (
+        f"Every stepsize choice inside Theorem 3 converged ({'; '.join(_setting(g) for g in valid)}). "
+        if not bad
+        else "Inside Theorem 3 but not converged within the measured k: "
+        + "; ".join(f"{_setting(g)}: {_outcome(g)}" for g in bad)
+        + ". "
+    )
     races = [g for g in regimes if g["eta"] < g["beta"]]
     if races:
-        text += "With η < β (γ_k = η_k/β_k → ∞, ζ_k → −∞, outside Theorem 3) the iterates raced to infinity: " + "; ".join(
-            f"{_setting(g)} in {100 * g['diverged_fraction']:.0f}% of the runs"
-            + (f" (half of the runs had overflowed by k = {g['half_diverged_by_k']})"
-               if g.get("half_diverged_by_k") else "")
-            for g in races) + " (reported as ±inf, without overflow warnings). "
+        text += (
+            "With η < β (γ_k = η_k/β_k → ∞, ζ_k → −∞, outside Theorem 3) the iterates raced to infinity: "
+            + "; ".join(
+                f"{_setting(g)} in {100 * g['diverged_fraction']:.0f}% of the runs"
+                + (
+                    f" (half of the runs had overflowed by k = {g['half_diverged_by_k']})"
+                    if g.get("half_diverged_by_k")
+                    else ""
+                )
+                for g in races
+            )
+            + " (reported as ±inf, without overflow warnings). "
+        )
     for g in regimes:
         if g["regime"] != "invalid" or g["eta"] < g["beta"]:
             continue
         if g["eta"] > 2 * g["beta"]:
-            text += (f"Remark 6 (η > 2β: γ_k/β_k → 0, reversed timescales) reports that simulations suggest a race "
-                     f"to infinity; here {_setting(g)} {_outcome(g)}. ")
+            text += (
+                f"Remark 6 (η > 2β: γ_k/β_k → 0, reversed timescales) reports that simulations suggest a race "
+                f"to infinity; here {_setting(g)} {_outcome(g)}. "
+            )
         elif g["eta"] == g["beta"] and g["omega"] != 1.0:
-            text += (f"Remark 7 (η = β, constant momentum ζ_k → 1 − ω = {1 - g['omega']:g}), which the paper says "
-                     f"shows promise: {_setting(g)} {_outcome(g)}. ")
+            text += (
+                f"Remark 7 (η = β, constant momentum ζ_k → 1 − ω = {1 - g['omega']:g}), which the paper says "
+                f"shows promise: {_setting(g)} {_outcome(g)}. "
+            )
         elif g["eta"] == g["beta"]:
             text += f"η = β with ω = 1 (ζ_k → 0, SA-like, Section 2): {_setting(g)} {_outcome(g)}. "
         elif g["beta"] <= 0.5:
@@ -496,8 +682,10 @@ def summarize(result: dict) -> dict:
     rows, regimes = result["convergence_rates"], result["sam_regimes"]
     bad = [r for r in rows if "not consistent" in r["verdict"]]
     regimes_ok = _regimes_ok(regimes)
-    verdict = (f"{len(rows) - len(bad)} of {len(rows)} fitted error slopes are consistent with their theorem; "
-               + ("the SAM stepsize regimes behave as Theorem 3 says." if regimes_ok else
-                  "some SAM stepsize regimes do not behave as Theorem 3 says."))
+    verdict = f"{len(rows) - len(bad)} of {len(rows)} fitted error slopes are consistent with their theorem; " + (
+        "the SAM stepsize regimes behave as Theorem 3 says."
+        if regimes_ok
+        else "some SAM stepsize regimes do not behave as Theorem 3 says."
+    )
     kind = "holds" if not bad and regimes_ok else ("mixed" if len(bad) < len(rows) else "fails")
     return summary_row(verdict=verdict, key_number=f"{len(rows) - len(bad)} / {len(rows)} slopes", kind=kind)

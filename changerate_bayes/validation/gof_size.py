@@ -98,12 +98,30 @@ KEYS = ("gof_size", "gof_power")
 ALPHA = 0.05
 N_EVENTS = (20, 100, 1000)
 SIZES = {
-    "quick": {"n_datasets": 300, "n_null": 1999, "n_seg": {20: 100, 100: 60, 1000: 12}, "m_tr": 99,
-              "n_crawl": {20: 300, 100: 300, 1000: 100}, "m_crawl": 39},
-    "default": {"n_datasets": 2000, "n_null": 9999, "n_seg": {20: 600, 100: 300, 1000: 80}, "m_tr": 199,
-                "n_crawl": {20: 1000, 100: 1000, 1000: 200}, "m_crawl": 199},
-    "full": {"n_datasets": 2000, "n_null": 9999, "n_seg": {20: 2000, 100: 1000, 1000: 200}, "m_tr": 199,
-             "n_crawl": {20: 2000, 100: 2000, 1000: 400}, "m_crawl": 199},
+    "quick": {
+        "n_datasets": 300,
+        "n_null": 1999,
+        "n_seg": {20: 100, 100: 60, 1000: 12},
+        "m_tr": 99,
+        "n_crawl": {20: 300, 100: 300, 1000: 100},
+        "m_crawl": 39,
+    },
+    "default": {
+        "n_datasets": 2000,
+        "n_null": 9999,
+        "n_seg": {20: 600, 100: 300, 1000: 80},
+        "m_tr": 199,
+        "n_crawl": {20: 1000, 100: 1000, 1000: 200},
+        "m_crawl": 199,
+    },
+    "full": {
+        "n_datasets": 2000,
+        "n_null": 9999,
+        "n_seg": {20: 2000, 100: 1000, 1000: 200},
+        "m_tr": 199,
+        "n_crawl": {20: 2000, 100: 2000, 1000: 400},
+        "m_crawl": 199,
+    },
 }
 SCENARIOS = ("poisson", "weibull", "hawkes", "drift")
 SCENARIO_LABELS = {
@@ -126,15 +144,32 @@ SEASON_MEAN_GAP_HOURS = 20.0  # clock scale of the seasonality tests: n = 100 ev
 
 #: Tests of poisson_gof measured on exact event times (plus the pitfall "ks_plugin", shown apart).
 TESTS = (
-    "ks_lilliefors", "anderson_darling", "ks_bootstrap", "ad_bootstrap", "cvm_bootstrap",
-    "laplace_trend", "mil_hdbk_189", "dispersion_index", "hour_of_day", "day_of_week",
-    "gap_cv", "segments_dispersion", "time_rescaling",
+    "ks_lilliefors",
+    "anderson_darling",
+    "ks_bootstrap",
+    "ad_bootstrap",
+    "cvm_bootstrap",
+    "laplace_trend",
+    "mil_hdbk_189",
+    "dispersion_index",
+    "hour_of_day",
+    "day_of_week",
+    "gap_cv",
+    "segments_dispersion",
+    "time_rescaling",
 )
 PITFALL = "ks_plugin"
 #: Tests of poisson_gof measured on crawl detections (plus the pitfall "ks_jittered").
 CRAWL_TESTS = (
-    "geometric_gaps", "laplace_trend", "mil_hdbk_189", "dispersion_index", "hour_of_day", "day_of_week",
-    "gap_cv", "segments_dispersion", "crawl_calibration",
+    "geometric_gaps",
+    "laplace_trend",
+    "mil_hdbk_189",
+    "dispersion_index",
+    "hour_of_day",
+    "day_of_week",
+    "gap_cv",
+    "segments_dispersion",
+    "crawl_calibration",
 )
 CRAWL_PITFALL = "ks_jittered"
 EXACT, CRAWL = "event times", "crawl detections"
@@ -216,8 +251,16 @@ def simulate_hawkes(n: int, gens, *, branching: float = HAWKES_BRANCHING, speed:
     return out
 
 
-def simulate_crawl_detections(scenario: str, n: int, gens, *, ratio: float, crawl_interval: float = 1.0,
-                              delay: float = CRAWL_DELAY, schedule_delay: float = 0.0):
+def simulate_crawl_detections(
+    scenario: str,
+    n: int,
+    gens,
+    *,
+    ratio: float,
+    crawl_interval: float = 1.0,
+    delay: float = CRAWL_DELAY,
+    schedule_delay: float = 0.0,
+):
     """Crawl detections of a change process on a crawl grid, about n per row.
 
     Changes (Poisson, or Hawkes with branching 0.5 and offspring delays of mean
@@ -361,8 +404,15 @@ def pvalues_crawl(detections, gens, *, n_resamples: int, n_seg: int, crawl_inter
     for i, (t, g) in enumerate(zip(detections, gens)):  # bounded: each dataset has its own exact null
         grid = crawl_grid(t, c)
         seg = fit_segments(t[0] + grid.slots * c) if i < n_seg and t.size >= 2 else None
-        res, _ = grid_results(grid, clock0_hours=g.uniform(0.0, 168.0), segments=seg, origin=float(t[0]),
-                              n_resamples=n_resamples, rng=g, n_qq=0)
+        res, _ = grid_results(
+            grid,
+            clock0_hours=g.uniform(0.0, 168.0),
+            segments=seg,
+            origin=float(t[0]),
+            n_resamples=n_resamples,
+            rng=g,
+            n_qq=0,
+        )
         for k in names:
             if k == "segments_dispersion" and seg is None:
                 continue
@@ -387,14 +437,30 @@ def _rate(p: np.ndarray) -> tuple[float | None, int]:
     return (float(np.mean(p[ran] <= ALPHA)) if d else None), d
 
 
-def _rows(pv: dict, tests, *, n: int, n_totals: dict, null: bool, data: str, ratio: float | None,
-          alternative: str | None = None) -> list[dict]:
+def _rows(
+    pv: dict,
+    tests,
+    *,
+    n: int,
+    n_totals: dict,
+    null: bool,
+    data: str,
+    ratio: float | None,
+    alternative: str | None = None,
+) -> list[dict]:
     """Tidy rows (rejection rate, binomial interval under H0) for the tests in ``tests``."""
     rows = []
     for test in tests:
         rate, d = _rate(pv[test])
-        row = {"test": test, "data": data, "crawl_ratio": ratio, "n_events": n, "n_datasets": d,
-               "rejection_rate": rate, "n_insufficient": n_totals.get(test, n_totals[None]) - d}
+        row = {
+            "test": test,
+            "data": data,
+            "crawl_ratio": ratio,
+            "n_events": n,
+            "n_datasets": d,
+            "rejection_rate": rate,
+            "n_insufficient": n_totals.get(test, n_totals[None]) - d,
+        }
         if null:
             lo, hi = binomial_interval(d) if d else (None, None)
             row.update(interval_low=lo, interval_high=hi, within=None if rate is None else bool(lo <= rate <= hi))
@@ -407,8 +473,11 @@ def _rows(pv: dict, tests, *, n: int, n_totals: dict, null: bool, data: str, rat
 def run(preset, *, seed: int, progress) -> dict:
     cfg = SIZES[preset.name]
     d_all = cfg["n_datasets"]
-    crawl_runs = ([("poisson", r, 0.0) for r in CRAWL_RATIOS] + [("hawkes", CRAWL_POWER_RATIO, 0.0)]
-                  + [("poisson", CRAWL_POWER_RATIO, IRREGULAR_DELAY)])
+    crawl_runs = (
+        [("poisson", r, 0.0) for r in CRAWL_RATIOS]
+        + [("hawkes", CRAWL_POWER_RATIO, 0.0)]
+        + [("poisson", CRAWL_POWER_RATIO, IRREGULAR_DELAY)]
+    )
     blocks = np.random.SeedSequence(seed).spawn(len(N_EVENTS) * (1 + len(SCENARIOS) + 2 * len(crawl_runs)))
     bi = iter(blocks)
     size_rows, power_rows = [], []
@@ -422,21 +491,37 @@ def run(preset, *, seed: int, progress) -> dict:
             offset = np.array([g.uniform(0, 168.0) for g in gens])  # clock phase of each dataset (hours)
             pv = pvalues_vectorised(times, offset, null)
             pv.update(pvalues_segments(times[:n_seg], gens[:n_seg], cfg["m_tr"]))
-            rows = _rows(pv, (*TESTS, PITFALL), n=n, null=scenario == "poisson", data=EXACT, ratio=None,
-                         alternative=scenario,
-                         n_totals={None: d_all, "segments_dispersion": n_seg, "time_rescaling": n_seg})
+            rows = _rows(
+                pv,
+                (*TESTS, PITFALL),
+                n=n,
+                null=scenario == "poisson",
+                data=EXACT,
+                ratio=None,
+                alternative=scenario,
+                n_totals={None: d_all, "segments_dispersion": n_seg, "time_rescaling": n_seg},
+            )
             (size_rows if scenario == "poisson" else power_rows).extend(rows)
         d_crawl = cfg["n_crawl"][n]
         for scenario, ratio, late in crawl_runs:
-            progress(f"n = {n}: crawl detections of {scenario} changes, c / mean gap = {ratio:g}"
-                     + (f", crawls up to {late:g} c late" if late else ""))
+            progress(
+                f"n = {n}: crawl detections of {scenario} changes, c / mean gap = {ratio:g}"
+                + (f", crawls up to {late:g} c late" if late else "")
+            )
             gens = replication_generators(next(bi), d_crawl)
             det, horizon = simulate_crawl_detections(scenario, n, gens, ratio=ratio, schedule_delay=late)
             pv = pvalues_crawl(det, gens, n_resamples=cfg["m_crawl"], n_seg=min(n_seg, d_crawl))
             pv["crawl_calibration"] = pvalues_calibration(det, horizon, np.random.default_rng(next(bi)), ratio=ratio)
-            rows = _rows(pv, (*CRAWL_TESTS, CRAWL_PITFALL), n=n, null=scenario == "poisson", data=CRAWL,
-                         ratio=ratio, alternative=f"{scenario} (crawled)",
-                         n_totals={None: d_crawl, "segments_dispersion": min(n_seg, d_crawl)})
+            rows = _rows(
+                pv,
+                (*CRAWL_TESTS, CRAWL_PITFALL),
+                n=n,
+                null=scenario == "poisson",
+                data=CRAWL,
+                ratio=ratio,
+                alternative=f"{scenario} (crawled)",
+                n_totals={None: d_crawl, "segments_dispersion": min(n_seg, d_crawl)},
+            )
             for r in rows:
                 r.update(n_resamples=cfg["m_crawl"], schedule=IRREGULAR if late else REGULAR)
             (size_rows if scenario == "poisson" else power_rows).extend(rows)
@@ -505,14 +590,26 @@ def _crawl_size_figure(rows):
     tests = [t for t in CRAWL_TESTS if any(r["test"] == t and r["rejection_rate"] is not None for r in rows)]
     fig, axes = plt.subplots(1, len(ns), figsize=(4.2 * len(ns), 4.4), sharey=True)
     for ax, n in zip(np.atleast_1d(axes), ns):
-        _interval_plot(ax, [r for r in rows if r["n_events"] == n], tests, CRAWL_RATIOS, "crawl_ratio",
-                       lambda q: f"c / mean gap = {q:g} (bar: 99% interval)")
+        _interval_plot(
+            ax,
+            [r for r in rows if r["n_events"] == n],
+            tests,
+            CRAWL_RATIOS,
+            "crawl_ratio",
+            lambda q: f"c / mean gap = {q:g} (bar: 99% interval)",
+        )
         ax.set_title(f"crawl detections, n = {n}", fontsize=9)
     ax0 = np.atleast_1d(axes)[0]
     ax0.set_ylabel("rejection rate under H0 at α = 0.05")
     ax0.legend(fontsize=8.5, loc="upper left")
-    ax0.set_ylim(0, max(0.25, max((r["interval_high"] or 0) for r in rows
-                                  if r["test"] in tests and r["n_datasets"] >= MIN_PLOTTED) + 0.02))
+    ax0.set_ylim(
+        0,
+        max(
+            0.25,
+            max((r["interval_high"] or 0) for r in rows if r["test"] in tests and r["n_datasets"] >= MIN_PLOTTED)
+            + 0.02,
+        ),
+    )
     return fig
 
 
@@ -522,17 +619,35 @@ def _power_figure(rows):
     alts = [a for a in SCENARIOS[1:] if any(r["alternative"] == a for r in rows)]
     crawl_alt = sorted({r["alternative"] for r in rows if r["data"] == CRAWL})
     panels = [(a, TESTS, SCENARIO_LABELS[a]) for a in alts] + [
-        (a, CRAWL_TESTS, f"crawl detections (c / mean gap {CRAWL_POWER_RATIO:g}) of Hawkes changes, delays "
-                         f"~{CRAWL_HAWKES_DELAY:g} crawls") for a in crawl_alt]
+        (
+            a,
+            CRAWL_TESTS,
+            f"crawl detections (c / mean gap {CRAWL_POWER_RATIO:g}) of Hawkes changes, delays "
+            f"~{CRAWL_HAWKES_DELAY:g} crawls",
+        )
+        for a in crawl_alt
+    ]
     names = list(dict.fromkeys([t for _, tests, _ in panels for t in tests]))
     fig, axes = plt.subplots(1, len(panels), figsize=(3.3 * len(panels), 4.8), sharey=True)
     for ax, (alt, tests, title) in zip(np.atleast_1d(axes), panels):
         for t in tests:
-            rr = [r for r in rows if r["alternative"] == alt and r["test"] == t and r["rejection_rate"] is not None
-                  and r["n_datasets"] >= MIN_PLOTTED]
+            rr = [
+                r
+                for r in rows
+                if r["alternative"] == alt
+                and r["test"] == t
+                and r["rejection_rate"] is not None
+                and r["n_datasets"] >= MIN_PLOTTED
+            ]
             if rr:
-                ax.plot([r["n_events"] for r in rr], [r["rejection_rate"] for r in rr], "o-", ms=3,
-                        color=plt.cm.tab20(names.index(t)), label=_TEST_LABELS[t])
+                ax.plot(
+                    [r["n_events"] for r in rr],
+                    [r["rejection_rate"] for r in rr],
+                    "o-",
+                    ms=3,
+                    color=plt.cm.tab20(names.index(t)),
+                    label=_TEST_LABELS[t],
+                )
         ax.set_xscale("log")
         ax.set_title(textwrap.fill(title, 34), fontsize=7)
         ax.set_xlabel("events n")
@@ -549,15 +664,22 @@ def _power_figure(rows):
 def _size_verdict(rows, what):
     valid = [r for r in rows if r["test"] not in (PITFALL, CRAWL_PITFALL) and r["within"] is not None]
     bad = [r for r in valid if not r["within"]]
-    where = (lambda r: f"n = {r['n_events']}" + (f", c / mean gap {r['crawl_ratio']:g}" if r["crawl_ratio"] else ""))
+    where = lambda r: f"n = {r['n_events']}" + (f", c / mean gap {r['crawl_ratio']:g}" if r["crawl_ratio"] else "")
     if bad:
-        txt = "; ".join(f"{_TEST_LABELS[r['test']]} at {where(r)}: {r['rejection_rate']:.3f} "
-                        f"outside [{r['interval_low']:.3f}, {r['interval_high']:.3f}]" for r in bad)
-        return verdict_html(f"{what}: {len(valid) - len(bad)} of {len(valid)} size checks lie within their 99% "
-                            f"binomial interval; outside: {txt}.", False if len(bad) > 1 else None)
+        txt = "; ".join(
+            f"{_TEST_LABELS[r['test']]} at {where(r)}: {r['rejection_rate']:.3f} "
+            f"outside [{r['interval_low']:.3f}, {r['interval_high']:.3f}]"
+            for r in bad
+        )
+        return verdict_html(
+            f"{what}: {len(valid) - len(bad)} of {len(valid)} size checks lie within their 99% "
+            f"binomial interval; outside: {txt}.",
+            False if len(bad) > 1 else None,
+        )
     dims = "test × n × ratio" if "crawl" in what.lower() else "test × n"
-    return verdict_html(f"{what}: all {len(valid)} size checks ({dims}) lie within their 99% binomial interval "
-                        "of 0.05.", True)
+    return verdict_html(
+        f"{what}: all {len(valid)} size checks ({dims}) lie within their 99% binomial interval of 0.05.", True
+    )
 
 
 def render(result: dict) -> str:
@@ -567,113 +689,194 @@ def render(result: dict) -> str:
     crawl = [r for r in crawl_all if r.get("schedule", REGULAR) == REGULAR]
     irregular = [r for r in crawl_all if r.get("schedule", REGULAR) != REGULAR]
     pit = [r for r in exact if r["test"] == PITFALL]
-    parts = ["<p>Each test is run on datasets simulated under H0 (homogeneous Poisson, rate 1) with n events, and "
-             "its rejection rate at α = 0.05 is compared with the central 99% interval of Bin(D, 0.05)/D for the "
-             "D datasets on which it ran (seasonality tests run only where Cochran's rule holds). Empty cells: the "
-             "test had too few events.</p>"]
+    parts = [
+        "<p>Each test is run on datasets simulated under H0 (homogeneous Poisson, rate 1) with n events, and "
+        "its rejection rate at α = 0.05 is compared with the central 99% interval of Bin(D, 0.05)/D for the "
+        "D datasets on which it ran (seasonality tests run only where Cochran's rule holds). Empty cells: the "
+        "test had too few events.</p>"
+    ]
     parts.append(_size_verdict(exact, "Exact event times"))
     if pit:
-        parts.append(verdict_html(
-            "The pitfall: plain KS with the rate plugged in from the same data and the textbook p-value rejects "
-            + ", ".join(f"{r['rejection_rate']:.4f} at n = {r['n_events']}" for r in pit)
-            + " instead of 0.05: far too conservative. Lilliefors' table or a parametric bootstrap of the same "
-              "statistic fixes it.", kind="finding"))
-    parts.append(figure_to_html(_size_figure(exact), alt="Rejection rate under H0 of every test on exact event "
-                                                         "times with its 99% binomial interval, by number of events"))
-    cols = [("test", "test"), ("n_events", "n"), ("n_datasets", "datasets run"), ("n_insufficient", "too few data"),
-            ("rejection_rate", "rejection rate"), ("interval_low", "99% low"), ("interval_high", "99% high"),
-            ("within", "within")]
-    parts.append(html_table([dict(r, test=_TEST_LABELS[r["test"]]) for r in exact], cols,
-                            caption="Size at α = 0.05 under H0, exact event times"))
+        parts.append(
+            verdict_html(
+                "The pitfall: plain KS with the rate plugged in from the same data and the textbook p-value rejects "
+                + ", ".join(f"{r['rejection_rate']:.4f} at n = {r['n_events']}" for r in pit)
+                + " instead of 0.05: far too conservative. Lilliefors' table or a parametric bootstrap of the same "
+                "statistic fixes it.",
+                kind="finding",
+            )
+        )
+    parts.append(
+        figure_to_html(
+            _size_figure(exact),
+            alt="Rejection rate under H0 of every test on exact event "
+            "times with its 99% binomial interval, by number of events",
+        )
+    )
+    cols = [
+        ("test", "test"),
+        ("n_events", "n"),
+        ("n_datasets", "datasets run"),
+        ("n_insufficient", "too few data"),
+        ("rejection_rate", "rejection rate"),
+        ("interval_low", "99% low"),
+        ("interval_high", "99% high"),
+        ("within", "within"),
+    ]
+    parts.append(
+        html_table(
+            [dict(r, test=_TEST_LABELS[r["test"]]) for r in exact],
+            cols,
+            caption="Size at α = 0.05 under H0, exact event times",
+        )
+    )
     if crawl:
         parts.append(
             "<h3>Crawl detections</h3><p>Poisson changes seen by crawls every c (detection times carry a "
             f"scheduling delay of up to {CRAWL_DELAY:g} c), at c / mean gap between detections = "
             + ", ".join(f"{q:g}" for q in CRAWL_RATIOS)
             + ", with n detections; every test that <code>poisson_gof(..., crawl_interval=c)</code> runs. A "
-              "detection says only that at least one change fell in its crawl interval, so gaps between "
-              "detections are whole numbers of crawl intervals (geometric), not exponential: the tests use that "
-              "exact model, conditioning on the first and last detections and their number.</p>")
+            "detection says only that at least one change fell in its crawl interval, so gaps between "
+            "detections are whole numbers of crawl intervals (geometric), not exponential: the tests use that "
+            "exact model, conditioning on the first and last detections and their number.</p>"
+        )
         parts.append(_size_verdict(crawl, "Crawl detections"))
         cp = [r for r in crawl if r["test"] == CRAWL_PITFALL and r["rejection_rate"] is not None]
         if cp:
             worst = max(cp, key=lambda r: r["rejection_rate"])
-            parts.append(verdict_html(
-                "The crawl pitfall: Lilliefors on detections jittered back into their crawl interval (the "
-                "approximation used before) rejects Poisson changes in "
-                + ", ".join(f"{r['rejection_rate']:.2f} (n = {r['n_events']}, ratio {r['crawl_ratio']:g})"
-                            for r in cp if r["crawl_ratio"] >= 0.1)
-                + f" of datasets, up to {worst['rejection_rate']:.2f}: a detection merges every change of its "
-                  "crawl interval, so the jittered gaps are not exponential unless c is tiny against the mean "
-                  "gap. It is not run on crawl detections any more.", kind="finding"))
-        parts.append(figure_to_html(_crawl_size_figure(crawl), alt="Rejection rate under H0 of every crawl-"
-                                    "detection test with its 99% binomial interval, by ratio c / mean gap and n"))
+            parts.append(
+                verdict_html(
+                    "The crawl pitfall: Lilliefors on detections jittered back into their crawl interval (the "
+                    "approximation used before) rejects Poisson changes in "
+                    + ", ".join(
+                        f"{r['rejection_rate']:.2f} (n = {r['n_events']}, ratio {r['crawl_ratio']:g})"
+                        for r in cp
+                        if r["crawl_ratio"] >= 0.1
+                    )
+                    + f" of datasets, up to {worst['rejection_rate']:.2f}: a detection merges every change of its "
+                    "crawl interval, so the jittered gaps are not exponential unless c is tiny against the mean "
+                    "gap. It is not run on crawl detections any more.",
+                    kind="finding",
+                )
+            )
+        parts.append(
+            figure_to_html(
+                _crawl_size_figure(crawl),
+                alt="Rejection rate under H0 of every crawl-"
+                "detection test with its 99% binomial interval, by ratio c / mean gap and n",
+            )
+        )
         if irregular:
             checks = [r for r in irregular if r["test"] != CRAWL_PITFALL and r["within"] is not None]
             high = [r for r in checks if r["rejection_rate"] > r["interval_high"]]
-            head = (f"An irregular schedule breaks the crawl model, not the change process. With crawls running "
-                    f"U(0, {IRREGULAR_DELAY:g} c) late (crawl intervals between 0 and {1 + IRREGULAR_DELAY:g} c, as on "
-                    "a busy scheduler: two of the shipped crawl records sit that far off their nominal grid), "
-                    f"{sum(1 for r in checks if r['within'])} of {len(checks)} size checks of Poisson changes lie "
-                    "within their 99% interval")
+            head = (
+                f"An irregular schedule breaks the crawl model, not the change process. With crawls running "
+                f"U(0, {IRREGULAR_DELAY:g} c) late (crawl intervals between 0 and {1 + IRREGULAR_DELAY:g} c, as on "
+                "a busy scheduler: two of the shipped crawl records sit that far off their nominal grid), "
+                f"{sum(1 for r in checks if r['within'])} of {len(checks)} size checks of Poisson changes lie "
+                "within their 99% interval"
+            )
             if high:
-                head += ("; rejected too often: " + "; ".join(
-                    f"{_TEST_LABELS[r['test']]} at n = {r['n_events']} ({r['rejection_rate']:.2f})" for r in high)
-                         + ". On such records a rejection by these tests may reflect the schedule.")
+                head += (
+                    "; rejected too often: "
+                    + "; ".join(
+                        f"{_TEST_LABELS[r['test']]} at n = {r['n_events']} ({r['rejection_rate']:.2f})" for r in high
+                    )
+                    + ". On such records a rejection by these tests may reflect the schedule."
+                )
             else:
-                head += (": random delays of up to a crawl interval do not, at these sizes, make the crawl tests "
-                         "reject Poisson changes. A schedule whose crawl interval itself changes over time is not "
-                         "covered by this check.")
+                head += (
+                    ": random delays of up to a crawl interval do not, at these sizes, make the crawl tests "
+                    "reject Poisson changes. A schedule whose crawl interval itself changes over time is not "
+                    "covered by this check."
+                )
             parts.append(verdict_html(head, None if high else True))
-        parts.append(html_table(
-            [dict(r, test=_TEST_LABELS[r["test"]], schedule=r.get("schedule", REGULAR)) for r in crawl_all],
-            [cols[0], ("schedule", "crawl schedule"), ("crawl_ratio", "c / mean gap"), *cols[1:]],
-            caption="Size at α = 0.05 under H0, crawl detections of Poisson changes"))
+        parts.append(
+            html_table(
+                [dict(r, test=_TEST_LABELS[r["test"]], schedule=r.get("schedule", REGULAR)) for r in crawl_all],
+                [cols[0], ("schedule", "crawl schedule"), ("crawl_ratio", "c / mean gap"), *cols[1:]],
+                caption="Size at α = 0.05 under H0, crawl detections of Poisson changes",
+            )
+        )
     parts.append("<h3>Power</h3>")
-    parts.append(figure_to_html(_power_figure(power), alt="Power of every test against Weibull gaps, a Hawkes "
-                                                           "process, a linear drift and crawled Hawkes changes, by "
-                                                           "number of events"))
+    parts.append(
+        figure_to_html(
+            _power_figure(power),
+            alt="Power of every test against Weibull gaps, a Hawkes "
+            "process, a linear drift and crawled Hawkes changes, by "
+            "number of events",
+        )
+    )
     best = {}
     for alt in sorted({r["alternative"] for r in power}, key=lambda a: (a not in SCENARIOS, a)):
-        rr = [r for r in power if r["alternative"] == alt and r["n_events"] == 100 and r["rejection_rate"] is not None
-              and r["test"] not in (PITFALL, CRAWL_PITFALL)]
+        rr = [
+            r
+            for r in power
+            if r["alternative"] == alt
+            and r["n_events"] == 100
+            and r["rejection_rate"] is not None
+            and r["test"] not in (PITFALL, CRAWL_PITFALL)
+        ]
         if rr:
             top = max(rr, key=lambda r: r["rejection_rate"])
             label = SCENARIO_LABELS.get(alt, f"crawled Hawkes changes (ratio {CRAWL_POWER_RATIO:g})")
             best[label] = f"{_TEST_LABELS[top['test']]} ({top['rejection_rate']:.2f})"
-    parts.append("<p>Power at n = 100, best test per alternative: "
-                 + "; ".join(f"{a}: {b}" for a, b in best.items())
-                 + ". Gap-distribution tests (KS, AD, CvM, CV; geometric gaps on crawl data) catch burstiness; the "
-                   "trend tests and the dispersion index catch drift, which leaves the gap distribution nearly "
-                   "exponential; the segmentation tests, by design, absorb slow drift into segments and respond to "
-                   "clustering within them. The hour-of-day and day-of-week tests also reject under the Hawkes "
-                   "alternative, which has no cycle, when its bursts fall within one bin: bursts over-disperse any "
-                   "count chi-square, so on a bursty trace their rejection says 'not Poisson' before it says 'a daily "
-                   "or weekly cycle'. On crawl detections bursts lasting a few crawls spread over adjacent hours and "
-                   "hardly move the hour-of-day test. The crawl-calibration test has modest power against bursts: "
-                   "changes merged into single detections leave the detections close to independent. "
-                   + "".join(f"The crawl tests here use {m} Monte Carlo samples (exact size at α = 0.05; less power "
-                             "than with the library's default 999). "
-                             for m in sorted({r["n_resamples"] for r in crawl if r.get("n_resamples")})
-                             if m < 999)
-                 + "</p>")
-    parts.append(html_table(
-        [dict(r, test=_TEST_LABELS[r["test"]], crawl_ratio=r.get("crawl_ratio")) for r in power
-         if r["test"] != PITFALL],
-        [("alternative", "alternative"), ("test", "test"), ("crawl_ratio", "c / mean gap"), ("n_events", "n"),
-         ("n_datasets", "datasets"), ("rejection_rate", "power")],
-        caption="Power at α = 0.05"))
+    parts.append(
+        "<p>Power at n = 100, best test per alternative: "
+        + "; ".join(f"{a}: {b}" for a, b in best.items())
+        + ". Gap-distribution tests (KS, AD, CvM, CV; geometric gaps on crawl data) catch burstiness; the "
+        "trend tests and the dispersion index catch drift, which leaves the gap distribution nearly "
+        "exponential; the segmentation tests, by design, absorb slow drift into segments and respond to "
+        "clustering within them. The hour-of-day and day-of-week tests also reject under the Hawkes "
+        "alternative, which has no cycle, when its bursts fall within one bin: bursts over-disperse any "
+        "count chi-square, so on a bursty trace their rejection says 'not Poisson' before it says 'a daily "
+        "or weekly cycle'. On crawl detections bursts lasting a few crawls spread over adjacent hours and "
+        "hardly move the hour-of-day test. The crawl-calibration test has modest power against bursts: "
+        "changes merged into single detections leave the detections close to independent. "
+        + "".join(
+            f"The crawl tests here use {m} Monte Carlo samples (exact size at α = 0.05; less power "
+            "than with the library's default 999). "
+            for m in sorted({r["n_resamples"] for r in crawl if r.get("n_resamples")})
+            if m < 999
+        )
+        + "</p>"
+    )
+    parts.append(
+        html_table(
+            [
+                dict(r, test=_TEST_LABELS[r["test"]], crawl_ratio=r.get("crawl_ratio"))
+                for r in power
+                if r["test"] != PITFALL
+            ],
+            [
+                ("alternative", "alternative"),
+                ("test", "test"),
+                ("crawl_ratio", "c / mean gap"),
+                ("n_events", "n"),
+                ("n_datasets", "datasets"),
+                ("rejection_rate", "power"),
+            ],
+            caption="Power at α = 0.05",
+        )
+    )
     return "\n".join(str(p) for p in parts)
 
 
 def summarize(result: dict) -> dict:
     """The summary-table row: how many size checks (test × n, and × crawl ratio on crawl
     detections of a regular schedule) lie within their 99% binomial interval."""
-    rows = [r for r in result["gof_size"] if r.get("schedule", REGULAR) == REGULAR
-            and r["test"] not in (PITFALL, CRAWL_PITFALL) and r["within"] is not None]
+    rows = [
+        r
+        for r in result["gof_size"]
+        if r.get("schedule", REGULAR) == REGULAR
+        and r["test"] not in (PITFALL, CRAWL_PITFALL)
+        and r["within"] is not None
+    ]
     bad = [r for r in rows if not r["within"]]
-    verdict = (f"{len(rows) - len(bad)} of {len(rows)} size checks of the Poisson tests under H0 lie within their "
-               "99% binomial interval of 0.05")
+    verdict = (
+        f"{len(rows) - len(bad)} of {len(rows)} size checks of the Poisson tests under H0 lie within their "
+        "99% binomial interval of 0.05"
+    )
     verdict += "." if not bad else ("; outside: " + ", ".join(sorted({_TEST_LABELS[r["test"]] for r in bad})) + ".")
     kind = "holds" if not bad else ("mixed" if len(bad) == 1 else "fails")
     return summary_row(verdict=verdict, key_number=f"{len(rows) - len(bad)} / {len(rows)} sizes within", kind=kind)

@@ -67,19 +67,27 @@ def _estimates(changed, age) -> dict:
     with warnings.catch_warnings():  # the crawling-model notes are not what is measured
         warnings.simplefilter("ignore")
         mle, reg = final_estimates(h, "mle"), final_estimates(h, "regular")
-    return {"lm_cgm": last_modified_rate(changed.ravel(), tau.ravel(), age.ravel(), lengths=lengths),
-            "lm_mle": last_modified_rate(changed.ravel(), tau.ravel(), age.ravel(), lengths=lengths, method="mle"),
-            "regular": reg, "mle": mle}
+    return {
+        "lm_cgm": last_modified_rate(changed.ravel(), tau.ravel(), age.ravel(), lengths=lengths),
+        "lm_mle": last_modified_rate(changed.ravel(), tau.ravel(), age.ravel(), lengths=lengths, method="mle"),
+        "regular": reg,
+        "mle": mle,
+    }
 
 
 def _summary(est: np.ndarray, lam: float) -> dict:
     finite = np.isfinite(est)
     e = est[finite] / lam - 1.0
     m = e.size
-    rmse = float(np.sqrt(np.mean(e ** 2)))
-    return {"bias": float(e.mean()), "bias_se": float(e.std(ddof=1) / np.sqrt(m)), "rmse": rmse,
-            "rmse_se": float((e ** 2).std(ddof=1) / (2 * rmse * np.sqrt(m))) if rmse > 0 else 0.0,
-            "infinite_share": float(1.0 - finite.mean()), "replications": int(m)}
+    rmse = float(np.sqrt(np.mean(e**2)))
+    return {
+        "bias": float(e.mean()),
+        "bias_se": float(e.std(ddof=1) / np.sqrt(m)),
+        "rmse": rmse,
+        "rmse_se": float((e**2).std(ddof=1) / (2 * rmse * np.sqrt(m))) if rmse > 0 else 0.0,
+        "infinite_share": float(1.0 - finite.mean()),
+        "replications": int(m),
+    }
 
 
 def run(preset, *, seed: int, progress) -> dict:
@@ -97,9 +105,11 @@ def run(preset, *, seed: int, progress) -> dict:
 def rmse_ratios(result: dict) -> list[dict]:
     """RMSE of ``lm_cgm`` over that of ``regular``, per scenario."""
     by = {(r["rate_per_interval"], r["crawls"], r["estimator"]): r for r in result["last_modified"]["rows"]}
-    return [{"rate_per_interval": lc, "crawls": n,
-             "ratio": by[(lc, n, "lm_cgm")]["rmse"] / by[(lc, n, "regular")]["rmse"]}
-            for lc in RATES for n in CRAWLS]
+    return [
+        {"rate_per_interval": lc, "crawls": n, "ratio": by[(lc, n, "lm_cgm")]["rmse"] / by[(lc, n, "regular")]["rmse"]}
+        for lc in RATES
+        for n in CRAWLS
+    ]
 
 
 def summarize(result: dict) -> dict:
@@ -107,9 +117,12 @@ def summarize(result: dict) -> dict:
     ratios = rmse_ratios(result)
     wins = sum(r["ratio"] < 1.0 for r in ratios)
     lo, hi = min(r["ratio"] for r in ratios), max(r["ratio"] for r in ratios)
-    return summary_row(verdict=f"With Last-Modified, RMSE {lo:.2f}-{hi:.2f} times that of change/no-change at equal "
-                               f"crawls; lower in {wins} of {len(ratios)} scenarios.",
-                       key_number=f"RMSE ratio {lo:.2f}-{hi:.2f}", kind="finding")
+    return summary_row(
+        verdict=f"With Last-Modified, RMSE {lo:.2f}-{hi:.2f} times that of change/no-change at equal "
+        f"crawls; lower in {wins} of {len(ratios)} scenarios.",
+        key_number=f"RMSE ratio {lo:.2f}-{hi:.2f}",
+        kind="finding",
+    )
 
 
 def _saving(values) -> str:
@@ -119,9 +132,17 @@ def _saving(values) -> str:
 
 def render(result: dict) -> str:
     res = result["last_modified"]
-    rows = [{"λc": r["rate_per_interval"], "N": r["crawls"], "estimator": r["estimator"],
-             "bias": f"{r['bias']:+.3f} ± {r['bias_se']:.3f}", "RMSE": f"{r['rmse']:.3f} ± {r['rmse_se']:.3f}",
-             "infinite": f"{r['infinite_share']:.1%}"} for r in res["rows"]]
+    rows = [
+        {
+            "λc": r["rate_per_interval"],
+            "N": r["crawls"],
+            "estimator": r["estimator"],
+            "bias": f"{r['bias']:+.3f} ± {r['bias_se']:.3f}",
+            "RMSE": f"{r['rmse']:.3f} ± {r['rmse_se']:.3f}",
+            "infinite": f"{r['infinite_share']:.1%}",
+        }
+        for r in res["rows"]
+    ]
     ratios = rmse_ratios(result)
     wins = [r for r in ratios if r["ratio"] < 1.0]
     low = [1 - r["ratio"] for r in ratios if r["rate_per_interval"] <= 1]
@@ -131,13 +152,15 @@ def render(result: dict) -> str:
         f"<p>{res['replications']} replications per scenario; crawls every c, N crawls, Poisson changes of rate λ. "
         "Bias and RMSE are relative to λ (λ̂/λ − 1), ± one Monte Carlo standard error. The change/no-change MLE is "
         "infinite when every crawl saw a change: its bias and RMSE are over the finite replications only.</p>",
-        verdict_html(f"RMSE of Cho & Garcia-Molina's estimator with the last-modification date over that of their "
-                     f"change/no-change estimator, at equal crawls: {text}. It saves error in {len(wins)} of "
-                     f"{len(ratios)} scenarios (ratio below 1): by {_saving(low)} while pages change at most once per "
-                     f"crawl interval (λc <= 1), by {_saving(high)} where they change several times (λc >= 2), "
-                     "where the change/no-change estimator saturates (nearly every crawl sees a change) and, "
-                     "bounded, trades bias for variance.",
-                     kind="finding"),
+        verdict_html(
+            f"RMSE of Cho & Garcia-Molina's estimator with the last-modification date over that of their "
+            f"change/no-change estimator, at equal crawls: {text}. It saves error in {len(wins)} of "
+            f"{len(ratios)} scenarios (ratio below 1): by {_saving(low)} while pages change at most once per "
+            f"crawl interval (λc <= 1), by {_saving(high)} where they change several times (λc >= 2), "
+            "where the change/no-change estimator saturates (nearly every crawl sees a change) and, "
+            "bounded, trades bias for variance.",
+            kind="finding",
+        ),
         html_table(rows, ["λc", "N", "estimator", "bias", "RMSE", "infinite"]),
     ]
     return "\n".join(parts)

@@ -52,8 +52,10 @@ def _six(eta, beta=0.6):
 
 
 def _fig5():
-    lln = [Setting(f"LLN α_k={n}", "lln", {"alpha": a})
-           for a, n in ((1.0, "1"), ("log", "log(k+1)"), ("sqrt", "√k"), (PowerSequence(0.9), "k^0.9"))]
+    lln = [
+        Setting(f"LLN α_k={n}", "lln", {"alpha": a})
+        for a, n in ((1.0, "1"), ("log", "log(k+1)"), ("sqrt", "√k"), (PowerSequence(0.9), "k^0.9"))
+    ]
     sa = [Setting(f"SA η={e:g}", "sa", {"eta": e}) for e in (0.5, 0.75, 1.0)]
     sam_b = [Setting(f"SAM η=0.8 β={b:g}", "sam", {"eta": 0.8, "beta": b}) for b in (0.4, 0.5, 0.6, 0.7)]
     sam_e = [Setting(f"SAM β=0.4 η={e:g}", "sam", {"eta": e, "beta": 0.4}) for e in (0.5, 0.6, 0.7)]
@@ -75,17 +77,19 @@ def _summaries(est: dict, settings, truth: float, keep: np.ndarray) -> list:
             sq = (x - truth) ** 2
         rmse = np.where(np.isfinite(sq).all(axis=0), np.sqrt(np.where(np.isfinite(sq), sq, 0).mean(axis=0)), np.inf)
         low, high = np.quantile(x, [0.025, 0.975], axis=0, method="inverted_cdf")
-        out.append({
-            "label": s.label,
-            "method": s.method,
-            "params": s.describe(),
-            "k": [int(k) for k in keep],
-            "single": [finite_or_none(v) for v in x[0]],
-            "low": [finite_or_none(v) for v in low],
-            "high": [finite_or_none(v) for v in high],
-            "rmse": [finite_or_none(v) for v in rmse],
-            "infinite_fraction": [float(v) for v in (~np.isfinite(x)).mean(axis=0)],
-        })
+        out.append(
+            {
+                "label": s.label,
+                "method": s.method,
+                "params": s.describe(),
+                "k": [int(k) for k in keep],
+                "single": [finite_or_none(v) for v in x[0]],
+                "low": [finite_or_none(v) for v in low],
+                "high": [finite_or_none(v) for v in high],
+                "rmse": [finite_or_none(v) for v in rmse],
+                "infinite_fraction": [float(v) for v in (~np.isfinite(x)).mean(axis=0)],
+            }
+        )
     return out
 
 
@@ -101,8 +105,15 @@ def _ratio_row(scenario, claim, a, b, est, truth, keep, k, weights, *, above=1.0
     else:
         holds, criterion = bool(low > above), f"CI lower bound > {above:g}"
     return {
-        "scenario": scenario, "claim": claim, "statement": f"RMSE({a}) / RMSE({b}) at k = {int(keep[j])}",
-        "k": int(keep[j]), "ratio": ratio, "ci_low": low, "ci_high": high, "criterion": criterion, "holds": holds,
+        "scenario": scenario,
+        "claim": claim,
+        "statement": f"RMSE({a}) / RMSE({b}) at k = {int(keep[j])}",
+        "k": int(keep[j]),
+        "ratio": ratio,
+        "ci_low": low,
+        "ci_high": high,
+        "criterion": criterion,
+        "holds": holds,
     }
 
 
@@ -123,18 +134,49 @@ def run(preset, *, seed: int, progress) -> dict:
         keep = np.union1d(log_grid(1, k_max, 60), [FEW])
         est = run_replications(delta, p, k_max, R, seed=int(seeds[i]), settings=settings, keep=keep, progress=progress)
         results[fig] = (est, keep, delta)
-        figures.append({"figure": fig, "change_rate": delta, "crawl_rate": p, "n_replications": R,
-                        "n_crawls": k_max, "estimators": _summaries(est, settings, delta, keep)})
+        figures.append(
+            {
+                "figure": fig,
+                "change_rate": delta,
+                "crawl_rate": p,
+                "n_replications": R,
+                "n_crawls": k_max,
+                "estimators": _summaries(est, settings, delta, keep),
+            }
+        )
 
     # Practical recommendations (end of Section 4), measured
     est, keep, delta = results["2"]
     hi = "High-frequency crawling (p comparable to Δ; Fig. 2: Δ=5, p=3)"
     for x in ("LLN", "SA", "SAM", "MLE"):
-        recs.append(_ratio_row(hi, f"all estimators perform well except Naive: Naive is worse than {x}",
-                               "Naive", x, est, delta, keep, keep[-1], weights))
+        recs.append(
+            _ratio_row(
+                hi,
+                f"all estimators perform well except Naive: Naive is worse than {x}",
+                "Naive",
+                x,
+                est,
+                delta,
+                keep,
+                keep[-1],
+                weights,
+            )
+        )
     for x in ("LLN", "SA", "SAM"):
-        recs.append(_ratio_row(hi, f"{x} performs well: its RMSE is within a factor {COMPARABLE:g} of the MLE's",
-                               x, "MLE", est, delta, keep, keep[-1], weights, below=COMPARABLE))
+        recs.append(
+            _ratio_row(
+                hi,
+                f"{x} performs well: its RMSE is within a factor {COMPARABLE:g} of the MLE's",
+                x,
+                "MLE",
+                est,
+                delta,
+                keep,
+                keep[-1],
+                weights,
+                below=COMPARABLE,
+            )
+        )
     est, keep, delta = results["3"]
     lo = "Relatively very low p (Fig. 3: Δ=500, p=3)"
     recs.append(_ratio_row(lo, "the Naive estimator is very bad", "Naive", "LLN", est, delta, keep, keep[-1], weights))
@@ -142,29 +184,56 @@ def run(preset, *, seed: int, progress) -> dict:
     recs.append(_ratio_row(lo, "SAM outperforms SA", "SA", "SAM", est, delta, keep, keep[-1], weights))
     est, keep, delta = results["4"]
     mid = "Relatively moderate p (Fig. 4: Δ=500, p=50)"
-    recs.append(_ratio_row(mid, "the Naive estimator is a bad choice", "Naive", "LLN", est, delta, keep, keep[-1],
-                           weights))
+    recs.append(
+        _ratio_row(mid, "the Naive estimator is a bad choice", "Naive", "LLN", est, delta, keep, keep[-1], weights)
+    )
     for x in ("SA", "SAM", "MLE"):
-        recs.append(_ratio_row(mid, f"with many I_k, LLN is recommended: LLN beats {x}", x, "LLN", est, delta, keep,
-                               keep[-1], weights))
+        recs.append(
+            _ratio_row(
+                mid, f"with many I_k, LLN is recommended: LLN beats {x}", x, "LLN", est, delta, keep, keep[-1], weights
+            )
+        )
     for x in ("SAM", "MLE"):
-        recs.append(_ratio_row(mid, f"with few I_k, use {x} instead of LLN: {x} beats LLN", "LLN", x, est, delta,
-                               keep, FEW, weights))
+        recs.append(
+            _ratio_row(
+                mid, f"with few I_k, use {x} instead of LLN: {x} beats LLN", "LLN", x, est, delta, keep, FEW, weights
+            )
+        )
 
     # Fig. 5 (Δ = 500, p = 10): stepsize choices
     settings5, panels = _fig5()
     progress(f"Fig. 5: Δ=500, p=10, {R} runs × {size['k5']} crawls, {len(settings5)} estimators")
     keep5 = log_grid(1, size["k5"], 60)
-    est5 = run_replications(500.0, 10.0, size["k5"], R, seed=int(seeds[5]), settings=settings5, keep=keep5,
-                            progress=progress)
+    est5 = run_replications(
+        500.0, 10.0, size["k5"], R, seed=int(seeds[5]), settings=settings5, keep=keep5, progress=progress
+    )
     summ = {s["label"]: s for s in _summaries(est5, settings5, 500.0, keep5)}
     for panel, labels in panels.items():
-        figures.append({"figure": panel, "change_rate": 500.0, "crawl_rate": 10.0, "n_replications": R,
-                        "n_crawls": size["k5"], "estimators": [summ[lab] for lab in labels]})
+        figures.append(
+            {
+                "figure": panel,
+                "change_rate": 500.0,
+                "crawl_rate": 10.0,
+                "n_replications": R,
+                "n_crawls": size["k5"],
+                "estimators": [summ[lab] for lab in labels],
+            }
+        )
     f5 = "Stepsize choices (Fig. 5: Δ=500, p=10)"
     for x in ("1", "log(k+1)", "√k"):
-        recs.append(_ratio_row(f5, f"α_k = k^0.9 has the worst performance (Theorem 1): worse than α_k = {x}",
-                               "LLN α_k=k^0.9", f"LLN α_k={x}", est5, 500.0, keep5, keep5[-1], weights))
+        recs.append(
+            _ratio_row(
+                f5,
+                f"α_k = k^0.9 has the worst performance (Theorem 1): worse than α_k = {x}",
+                "LLN α_k=k^0.9",
+                f"LLN α_k={x}",
+                est5,
+                500.0,
+                keep5,
+                keep5[-1],
+                weights,
+            )
+        )
     recs.append(_spread_row(f5, est5, keep5, weights))
     return {"monte_carlo": {"figures": figures, "recommendations": recs}}
 
@@ -187,8 +256,12 @@ def _spread_row(scenario, est, keep, weights):
         "scenario": scenario,
         "claim": "the major factor in SAM's performance is β (the momentum stepsize), not η",
         "statement": f"(max/min RMSE over β) / (max/min RMSE over η) at k = {int(keep[j])}",
-        "k": int(keep[j]), "ratio": ratio, "ci_low": low, "ci_high": high,
-        "criterion": "CI lower bound > 1", "holds": bool(low > 1.0),
+        "k": int(keep[j]),
+        "ratio": ratio,
+        "ci_low": low,
+        "ci_high": high,
+        "criterion": "CI lower bound > 1",
+        "holds": bool(low > 1.0),
     }
 
 
@@ -233,8 +306,10 @@ def _figure(entry):
         ax.grid(True, which="both", alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=10, frameon=False)
-    fig.suptitle(f"Fig. {entry['figure']}: Δ = {delta:g}, p = {entry['crawl_rate']:g}, "
-                 f"{entry['n_replications']} runs", fontsize=12)
+    fig.suptitle(
+        f"Fig. {entry['figure']}: Δ = {delta:g}, p = {entry['crawl_rate']:g}, {entry['n_replications']} runs",
+        fontsize=12,
+    )
     return fig
 
 
@@ -245,8 +320,9 @@ def _fig5_figure(entries):
     n = len(entries)
     rows = 1 if n <= 2 else 2
     cols = -(-n // rows)
-    fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, 4.2 * rows), layout="constrained", sharey=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(6.2 * cols, 4.2 * rows), layout="constrained", sharey=True, squeeze=False
+    )
     for ax in axes.ravel()[n:]:
         ax.set_visible(False)
     for ax, entry in zip(axes.ravel(), entries):
@@ -265,48 +341,92 @@ def _fig5_figure(entries):
 def render(result: dict) -> str:
     data = result["monte_carlo"]
     figs = data["figures"]
-    parts = ["<p>Synthetic pages changing as a Poisson process with rate Δ, crawled at Poisson times with "
-             "rate p (paper Section 4.2-4.3). Each figure shows (a) the estimate Δ̂ in one run, (b) the 2.5% "
-             "and 97.5% quantiles of Δ̂ over the runs at each k (the band holding 95% of the estimates) and "
-             "(c) the root mean squared error of Δ̂ against k. RMSE is missing where an estimator is infinite "
-             "in some run (MLE/MM before the first crawl without a change).</p>"]
+    parts = [
+        "<p>Synthetic pages changing as a Poisson process with rate Δ, crawled at Poisson times with "
+        "rate p (paper Section 4.2-4.3). Each figure shows (a) the estimate Δ̂ in one run, (b) the 2.5% "
+        "and 97.5% quantiles of Δ̂ over the runs at each k (the band holding 95% of the estimates) and "
+        "(c) the root mean squared error of Δ̂ against k. RMSE is missing where an estimator is infinite "
+        "in some run (MLE/MM before the first crawl without a change).</p>"
+    ]
     for entry in figs:
         if not entry["figure"].startswith("5"):
-            parts.append(figure_to_html(_figure(entry), alt=f"Fig. {entry['figure']}: trajectories, 95% bands "
-                                        "and RMSE of the six estimators against the number of crawls"))
+            parts.append(
+                figure_to_html(
+                    _figure(entry),
+                    alt=f"Fig. {entry['figure']}: trajectories, 95% bands "
+                    "and RMSE of the six estimators against the number of crawls",
+                )
+            )
             rows = []
             for e in entry["estimators"]:
-                rows.append({"estimator": e["label"], "rmse_end": e["rmse"][-1], "band_low": e["low"][-1],
-                             "band_high": e["high"][-1],
-                             "inf_first": e["infinite_fraction"][min(9, len(e["k"]) - 1)]})
+                rows.append(
+                    {
+                        "estimator": e["label"],
+                        "rmse_end": e["rmse"][-1],
+                        "band_low": e["low"][-1],
+                        "band_high": e["high"][-1],
+                        "inf_first": e["infinite_fraction"][min(9, len(e["k"]) - 1)],
+                    }
+                )
             k_last = entry["n_crawls"]
             k_early = entry["estimators"][0]["k"][min(9, len(entry["estimators"][0]["k"]) - 1)]
-            parts.append(html_table(rows, [("estimator", "estimator"), ("rmse_end", f"RMSE at k = {k_last}"),
-                                           ("band_low", f"2.5% quantile of Δ̂ over runs at k = {k_last}"),
-                                           ("band_high", f"97.5% quantile of Δ̂ over runs at k = {k_last}"),
-                                           ("inf_first", f"share of runs with Δ̂ = ∞ at k = {k_early}")],
-                                    caption=f"Fig. {entry['figure']} (Δ = {entry['change_rate']:g}, "
-                                            f"p = {entry['crawl_rate']:g}): the estimates over "
-                                            f"{entry['n_replications']} runs"))
+            parts.append(
+                html_table(
+                    rows,
+                    [
+                        ("estimator", "estimator"),
+                        ("rmse_end", f"RMSE at k = {k_last}"),
+                        ("band_low", f"2.5% quantile of Δ̂ over runs at k = {k_last}"),
+                        ("band_high", f"97.5% quantile of Δ̂ over runs at k = {k_last}"),
+                        ("inf_first", f"share of runs with Δ̂ = ∞ at k = {k_early}"),
+                    ],
+                    caption=f"Fig. {entry['figure']} (Δ = {entry['change_rate']:g}, "
+                    f"p = {entry['crawl_rate']:g}): the estimates over "
+                    f"{entry['n_replications']} runs",
+                )
+            )
     five = [e for e in figs if e["figure"].startswith("5")]
     if five:
-        parts.append(figure_to_html(_fig5_figure(five), alt="Fig. 5: RMSE against k for different α_k, η and "
-                                    "β choices of the LLN, SA and SAM estimators"))
+        parts.append(
+            figure_to_html(
+                _fig5_figure(five),
+                alt="Fig. 5: RMSE against k for different α_k, η and β choices of the LLN, SA and SAM estimators",
+            )
+        )
     recs = data["recommendations"]
-    parts.append("<p>Each practical recommendation (end of Section 4), and the stepsize findings of Fig. 5, as a "
-                 "measured RMSE ratio with a paired bootstrap 95% CI over runs.</p>")
-    parts.append(html_table(recs, [("scenario", "scenario"), ("claim", "paper's claim"),
-                                   ("statement", "measured"), ("ratio", "ratio"), ("ci_low", "CI low"),
-                                   ("ci_high", "CI high"), ("criterion", "holds if"), ("holds", "holds")],
-                            caption="Practical recommendations, measured"))
+    parts.append(
+        "<p>Each practical recommendation (end of Section 4), and the stepsize findings of Fig. 5, as a "
+        "measured RMSE ratio with a paired bootstrap 95% CI over runs.</p>"
+    )
+    parts.append(
+        html_table(
+            recs,
+            [
+                ("scenario", "scenario"),
+                ("claim", "paper's claim"),
+                ("statement", "measured"),
+                ("ratio", "ratio"),
+                ("ci_low", "CI low"),
+                ("ci_high", "CI high"),
+                ("criterion", "holds if"),
+                ("holds", "holds"),
+            ],
+            caption="Practical recommendations, measured",
+        )
+    )
     held = [r for r in recs if r["holds"] is True]
     failed = [r for r in recs if r["holds"] is False]
     unmeasured = [r for r in recs if r["holds"] is None]
     text = f"{len(held)} of {len(recs)} measured statements hold."
     if failed:
-        text += " Not supported here: " + "; ".join(
-            f"{r['claim']} ({r['statement']} = {r['ratio']:.3g}, CI [{r['ci_low']:.3g}, {r['ci_high']:.3g}])"
-            for r in failed) + "."
+        text += (
+            " Not supported here: "
+            + "; ".join(
+                f"{r['claim']} ({r['statement']} = {r['ratio']:.3g}, CI [{r['ci_low']:.3g}, {r['ci_high']:.3g}])"
+                for r in failed
+            )
+            + "."
+        )
     if unmeasured:
         text += " Not measurable: " + "; ".join(f"{r['claim']} ({r['criterion']})" for r in unmeasured) + "."
     parts.append(verdict_html(text, True if not failed and not unmeasured else (None if held else False)))
@@ -322,8 +442,10 @@ def summarize(result: dict) -> dict:
     verdict = f"{held} of {len(recs)} measured statements of the paper's practical recommendations hold as RMSE ratios"
     if failed:
         claims = list(dict.fromkeys(r["claim"].split(":")[0] for r in failed))  # each recommendation once
-        verdict += (f"; {len(failed)} statement{'s' if len(failed) > 1 else ''} not supported here, from "
-                    f"{len(claims)} recommendation{'s' if len(claims) > 1 else ''} ({'; '.join(claims)})")
+        verdict += (
+            f"; {len(failed)} statement{'s' if len(failed) > 1 else ''} not supported here, from "
+            f"{len(claims)} recommendation{'s' if len(claims) > 1 else ''} ({'; '.join(claims)})"
+        )
     if unmeasured:
         verdict += f"; {unmeasured} not measurable"
     kind = "holds" if not failed and not unmeasured else ("mixed" if held else "fails")

@@ -60,12 +60,27 @@ TITLE = "Pooling pages: hierarchical posterior vs per-page estimates at small k"
 KEYS = ("pooling",)
 
 _SIZES = {
-    "quick": dict(truths=("lognormal",), populations=("lognormal",), pages=1000, ks=(1, 2, 5), reps=1,
-                  draws=400, tune=400),
-    "default": dict(truths=("lognormal", "lomax"), populations=("lognormal", "gamma"), pages=800,
-                    ks=(1, 2, 3, 5), reps=1, draws=600, tune=500),
-    "full": dict(truths=("lognormal", "lomax"), populations=("lognormal", "gamma"), pages=1000,
-                 ks=(1, 2, 3, 5), reps=2, draws=600, tune=500),
+    "quick": dict(
+        truths=("lognormal",), populations=("lognormal",), pages=1000, ks=(1, 2, 5), reps=1, draws=400, tune=400
+    ),
+    "default": dict(
+        truths=("lognormal", "lomax"),
+        populations=("lognormal", "gamma"),
+        pages=800,
+        ks=(1, 2, 3, 5),
+        reps=1,
+        draws=600,
+        tune=500,
+    ),
+    "full": dict(
+        truths=("lognormal", "lomax"),
+        populations=("lognormal", "gamma"),
+        pages=1000,
+        ks=(1, 2, 3, 5),
+        reps=2,
+        draws=600,
+        tune=500,
+    ),
 }
 CRAWL_RATE = 1.0
 LOGNORMAL_TRUTH = (np.log(0.5), 1.0)
@@ -116,8 +131,13 @@ def _diagnostics(idata, truth, rep, k, pop, sampler_diagnostics) -> dict:
     hyper = sampler_diagnostics(idata, [v for v in idata.posterior.data_vars if v != "change_rate"])
     pages = sampler_diagnostics(idata, "change_rate")
     return {
-        "truth": truth, "replication": rep, "k": k, "population": pop, **hyper.to_record(),
-        "hyper_r_hat_max": hyper.r_hat_max, "hyper_ess_bulk_min": hyper.ess_bulk_min,
+        "truth": truth,
+        "replication": rep,
+        "k": k,
+        "population": pop,
+        **hyper.to_record(),
+        "hyper_r_hat_max": hyper.r_hat_max,
+        "hyper_ess_bulk_min": hyper.ess_bulk_min,
         "page_r_hat_max": pages.r_hat_max,
         "page_frac_r_hat_over": float(np.mean(pages.r_hat > pages.r_hat_threshold)),
         "page_ess_bulk_min": pages.ess_bulk_min,
@@ -140,12 +160,19 @@ def run(preset, *, seed: int, progress) -> dict:
                 for pop in sz["populations"]:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")  # diagnostics are recorded below
-                        idata = pooled_posterior(history.head(k), population=pop, draws=sz["draws"], tune=sz["tune"],
-                                                 chains=2, rng=int(gen.integers(2**31)))
+                        idata = pooled_posterior(
+                            history.head(k),
+                            population=pop,
+                            draws=sz["draws"],
+                            tune=sz["tune"],
+                            chains=2,
+                            rng=int(gen.integers(2**31)),
+                        )
                     est[f"pooled, {pop} population"] = idata.posterior["change_rate"].values.mean(axis=(0, 1))
                     diags.append(_diagnostics(idata, truth_name, rep, k, pop, sampler_diagnostics))
-                    progress(f"{truth_name} rep {rep + 1}/{sz['reps']} k={k} {pop} pooled "
-                             f"({time.perf_counter() - t0:.1f} s)")
+                    progress(
+                        f"{truth_name} rep {rep + 1}/{sz['reps']} k={k} {pop} pooled ({time.perf_counter() - t0:.1f} s)"
+                    )
                 store = pieces.setdefault((truth_name, k), {"truth": []})
                 store["truth"].append(delta)
                 for name, value in est.items():
@@ -157,21 +184,34 @@ def run(preset, *, seed: int, progress) -> dict:
                 x = np.concatenate(values)
                 m = paired_mse(x, lln, truth)
                 nonfinite = int((~np.isfinite(x)).sum() + (x == 0).sum() * (name == "MLE"))
-                rows.append({
-                    "truth": tname,
-                    "k": k,
-                    "estimator": name,
-                    "n_pages": int(truth.size),
-                    "rmse": None if m["mse"] is None else float(np.sqrt(m["mse"])),
-                    "rmse_ratio_to_lln": None if m["mse"] is None else float(np.sqrt(m["mse"]) / np.sqrt(np.mean((lln - truth) ** 2))),
-                    "mse_gain_vs_lln": m["diff"],
-                    "mse_gain_se": m["diff_se"],
-                    "z": None if m["diff"] is None or m["diff_se"] in (None, 0.0) else m["diff"] / m["diff_se"],
-                    "n_zero_or_inf": nonfinite if name == "MLE" else int((~np.isfinite(x)).sum()),
-                })
-    return {"pooling": {"settings": {**{k: list(v) if isinstance(v, tuple) else v for k, v in sz.items()},
-                                     "crawl_rate": CRAWL_RATE, "z_win": Z_WIN, "preset": preset.name},
-                        "rows": rows, "diagnostics": diags}}
+                rows.append(
+                    {
+                        "truth": tname,
+                        "k": k,
+                        "estimator": name,
+                        "n_pages": int(truth.size),
+                        "rmse": None if m["mse"] is None else float(np.sqrt(m["mse"])),
+                        "rmse_ratio_to_lln": None
+                        if m["mse"] is None
+                        else float(np.sqrt(m["mse"]) / np.sqrt(np.mean((lln - truth) ** 2))),
+                        "mse_gain_vs_lln": m["diff"],
+                        "mse_gain_se": m["diff_se"],
+                        "z": None if m["diff"] is None or m["diff_se"] in (None, 0.0) else m["diff"] / m["diff_se"],
+                        "n_zero_or_inf": nonfinite if name == "MLE" else int((~np.isfinite(x)).sum()),
+                    }
+                )
+    return {
+        "pooling": {
+            "settings": {
+                **{k: list(v) if isinstance(v, tuple) else v for k, v in sz.items()},
+                "crawl_rate": CRAWL_RATE,
+                "z_win": Z_WIN,
+                "preset": preset.name,
+            },
+            "rows": rows,
+            "diagnostics": diags,
+        }
+    }
 
 
 def _figure(rows, truth):
@@ -180,8 +220,11 @@ def _figure(rows, truth):
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
     names = sorted({r["estimator"] for r in rows if r["truth"] == truth and r["rmse"] is not None})
     for i, name in enumerate(names):
-        pts = sorted((r["k"], r["rmse"]) for r in rows if r["truth"] == truth and r["estimator"] == name
-                     and r["rmse"] is not None)
+        pts = sorted(
+            (r["k"], r["rmse"])
+            for r in rows
+            if r["truth"] == truth and r["estimator"] == name and r["rmse"] is not None
+        )
         style = "-o" if name.startswith("pooled") else ("--" if name.startswith("oracle") else ":s")
         ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=f"C{i}", ms=4, label=name)
     ax.set_xlabel("crawls per page k")
@@ -199,17 +242,29 @@ def render(result: dict) -> str:
         f"times (p = {st['crawl_rate']:g}/h); change rates heavy-tailed across pages (truths: "
         f"{', '.join(_TRUTH_WORDS.get(t, t) for t in st['truths'])}). Each estimator's RMSE over pages; "
         "'MSE gain' is the LLN's MSE minus the estimator's, with its Monte Carlo SE from paired per-page "
-        "differences (positive: better than the LLN). Pooled fits use <code>method=\"marginal\"</code>: NUTS on the "
+        'differences (positive: better than the LLN). Pooled fits use <code>method="marginal"</code>: NUTS on the '
         "two population hyperparameters with every page's rate integrated out by quadrature, then each page's rate "
         "drawn exactly given them.</p>"
     ]
     for truth in st["truths"]:
         parts.append(_figure(rows, truth))
         sub = [r for r in rows if r["truth"] == truth]
-        parts.append(html_table(sub, [("k", "k"), ("estimator", "estimator"), ("rmse", "RMSE"),
-                                      ("rmse_ratio_to_lln", "RMSE / LLN RMSE"), ("mse_gain_vs_lln", "MSE gain vs LLN"),
-                                      ("mse_gain_se", "SE"), ("z", "gain / SE"), ("n_zero_or_inf", "pages at 0 or ∞")],
-                                caption=f"Truth {truth}: RMSE by k"))
+        parts.append(
+            html_table(
+                sub,
+                [
+                    ("k", "k"),
+                    ("estimator", "estimator"),
+                    ("rmse", "RMSE"),
+                    ("rmse_ratio_to_lln", "RMSE / LLN RMSE"),
+                    ("mse_gain_vs_lln", "MSE gain vs LLN"),
+                    ("mse_gain_se", "SE"),
+                    ("z", "gain / SE"),
+                    ("n_zero_or_inf", "pages at 0 or ∞"),
+                ],
+                caption=f"Truth {truth}: RMSE by k",
+            )
+        )
         for pop in st["populations"]:
             name = f"pooled, {pop} population"
             mine = sorted((r for r in sub if r["estimator"] == name), key=lambda r: r["k"])
@@ -217,41 +272,73 @@ def render(result: dict) -> str:
             losses = [r["k"] for r in mine if r["z"] is not None and r["z"] < -st["z_win"]]
             ratios = ", ".join(f"k={r['k']}: {r['rmse_ratio_to_lln']:.3f}" for r in mine)
             mle = [r for r in sub if r["estimator"] == "MLE"]
-            mle_txt = "; the per-page MLE is 0 or ∞ on " + ", ".join(
-                f"{r['n_zero_or_inf']} pages at k={r['k']}" for r in mle) + " (RMSE infinite where any is ∞)"
-            text = (f"Truth {truth}, {name}: RMSE ratio to the LLN {ratios}. Lower than the LLN by more than "
-                    f"{st['z_win']:g} SE at " + (f"k = {_join(wins)}" if wins else "no k")
-                    + (f"; higher at k = {_join(losses)}" if losses else "")
-                    + mle_txt + ".")
+            mle_txt = (
+                "; the per-page MLE is 0 or ∞ on "
+                + ", ".join(f"{r['n_zero_or_inf']} pages at k={r['k']}" for r in mle)
+                + " (RMSE infinite where any is ∞)"
+            )
+            text = (
+                f"Truth {truth}, {name}: RMSE ratio to the LLN {ratios}. Lower than the LLN by more than "
+                f"{st['z_win']:g} SE at "
+                + (f"k = {_join(wins)}" if wins else "no k")
+                + (f"; higher at k = {_join(losses)}" if losses else "")
+                + mle_txt
+                + "."
+            )
             ok = True if (wins and not losses) else (False if not wins else None)
             parts.append(verdict_html(text, ok))
     diags = res["diagnostics"]
-    parts.append(html_table(diags, [("truth", "truth"), ("replication", "rep"), ("k", "k"), ("population", "population"),
-                                    ("hyper_r_hat_max", "hyper R-hat max"), ("hyper_ess_bulk_min", "hyper bulk ESS min"),
-                                    ("page_r_hat_max", "page R-hat max"),
-                                    ("page_frac_r_hat_over", "pages with R-hat > 1.01"),
-                                    ("page_ess_bulk_min", "page bulk ESS min"), ("ess_threshold", "ESS threshold"),
-                                    ("n_divergences", "divergences"), ("ok", "all thresholds met")],
-                            caption="Pooled NUTS diagnostics: 'all thresholds met' (R-hat ≤ 1.01, ESS ≥ 100 per "
-                                    "chain, no divergences) is checked on the population hyperparameters, the "
-                                    "variables NUTS samples; page rates shown for information"))
+    parts.append(
+        html_table(
+            diags,
+            [
+                ("truth", "truth"),
+                ("replication", "rep"),
+                ("k", "k"),
+                ("population", "population"),
+                ("hyper_r_hat_max", "hyper R-hat max"),
+                ("hyper_ess_bulk_min", "hyper bulk ESS min"),
+                ("page_r_hat_max", "page R-hat max"),
+                ("page_frac_r_hat_over", "pages with R-hat > 1.01"),
+                ("page_ess_bulk_min", "page bulk ESS min"),
+                ("ess_threshold", "ESS threshold"),
+                ("n_divergences", "divergences"),
+                ("ok", "all thresholds met"),
+            ],
+            caption="Pooled NUTS diagnostics: 'all thresholds met' (R-hat ≤ 1.01, ESS ≥ 100 per "
+            "chain, no divergences) is checked on the population hyperparameters, the "
+            "variables NUTS samples; page rates shown for information",
+        )
+    )
     bad = [d for d in diags if not d["ok"]]
-    slow = [d for d in diags if d["hyper_ess_bulk_min"] < d["ess_threshold"] or d["hyper_r_hat_max"] > d["r_hat_threshold"]]
+    slow = [
+        d for d in diags if d["hyper_ess_bulk_min"] < d["ess_threshold"] or d["hyper_r_hat_max"] > d["r_hat_threshold"]
+    ]
     div = sum(d["n_divergences"] for d in diags)
-    text = (f"{len(diags) - len(bad)} of {len(diags)} pooled fits meet every threshold; {div} divergent transitions in all. ")
+    text = f"{len(diags) - len(bad)} of {len(diags)} pooled fits meet every threshold; {div} divergent transitions in all. "
     if slow:
-        text += ("The population hyperparameters miss a threshold in " + ", ".join(
-            f"k={d['k']} ({d['population']}: bulk ESS {d['hyper_ess_bulk_min']:.0f}"
-            + (" < " if d["hyper_ess_bulk_min"] < d["ess_threshold"] else " ≥ ") + f"{d['ess_threshold']:.0f}, "
-            f"R-hat {d['hyper_r_hat_max']:.3f}" + (" > " if d["hyper_r_hat_max"] > d["r_hat_threshold"] else " ≤ ")
-            + f"{d['r_hat_threshold']:g})" for d in slow)
+        text += (
+            "The population hyperparameters miss a threshold in "
+            + ", ".join(
+                f"k={d['k']} ({d['population']}: bulk ESS {d['hyper_ess_bulk_min']:.0f}"
+                + (" < " if d["hyper_ess_bulk_min"] < d["ess_threshold"] else " ≥ ")
+                + f"{d['ess_threshold']:.0f}, "
+                f"R-hat {d['hyper_r_hat_max']:.3f}"
+                + (" > " if d["hyper_r_hat_max"] > d["r_hat_threshold"] else " ≤ ")
+                + f"{d['r_hat_threshold']:g})"
+                for d in slow
+            )
             + f": with few crawls per page the population spread is weakly identified, and R-hat from "
             f"{diags[0]['n_chains']} chains of {diags[0]['n_draws']} draws is itself noisy; rerun such a fit with "
-            "more chains before trusting its hyperparameter intervals. ")
-    text += ("Page rates: at most " + f"{max(d['page_frac_r_hat_over'] for d in diags):.1%}"
-             + " of pages per fit have R-hat above 1.01: each page's rate is an exact draw given the "
-             "hyperparameters, so its chains mix as theirs do, and these are chance exceedances among hundreds of "
-             "noisy R-hat estimates from short chains, not a mixing failure of their own.")
+            "more chains before trusting its hyperparameter intervals. "
+        )
+    text += (
+        "Page rates: at most "
+        + f"{max(d['page_frac_r_hat_over'] for d in diags):.1%}"
+        + " of pages per fit have R-hat above 1.01: each page's rate is an exact draw given the "
+        "hyperparameters, so its chains mix as theirs do, and these are chance exceedances among hundreds of "
+        "noisy R-hat estimates from short chains, not a mixing failure of their own."
+    )
     parts.append(verdict_html(text, True if not bad else None))
     return "\n".join(str(p) for p in parts)
 
@@ -267,9 +354,15 @@ def summarize(result: dict) -> dict:
     losses = sum(1 for r in pooled if r["z"] < -st["z_win"])
     diags = res.get("diagnostics", [])
     bad = sum(1 for d in diags if not d["ok"])
-    verdict = (f"The pooled posterior beats the per-page LLN by more than {st['z_win']:g} SE in {wins} of "
-               f"{len(pooled)} (truth, population, k) settings" + (f" and loses in {losses}" if losses else "")
-               + (f"; {bad} of {len(diags)} pooled fits miss a convergence threshold." if bad else
-                  "; every pooled fit meets the convergence thresholds."))
+    verdict = (
+        f"The pooled posterior beats the per-page LLN by more than {st['z_win']:g} SE in {wins} of "
+        f"{len(pooled)} (truth, population, k) settings"
+        + (f" and loses in {losses}" if losses else "")
+        + (
+            f"; {bad} of {len(diags)} pooled fits miss a convergence threshold."
+            if bad
+            else "; every pooled fit meets the convergence thresholds."
+        )
+    )
     kind = "holds" if wins and not losses and not bad else ("fails" if not wins else "mixed")
     return summary_row(verdict=verdict, key_number=f"{wins} / {len(pooled)} wins", kind=kind)

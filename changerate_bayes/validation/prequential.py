@@ -67,9 +67,18 @@ PRIOR_SD = 2.0
 LEVELS = (0.5, 0.9)
 ONLINE = ("lln", "sa_0.5", "sa_0.75", "sa_1", "sam", "mle", "mm")
 METHODS = ONLINE + ("static", "dynamic", "discounted")
-LABELS = {"lln": "LLN", "sa_0.5": "SA η=0.5", "sa_0.75": "SA η=0.75", "sa_1": "SA η=1", "sam": "SAM", "mle": "MLE",
-          "mm": "MM", "static": "static grid posterior", "dynamic": "dynamic posterior",
-          "discounted": f"discounted counts (γ={DISCOUNT})"}
+LABELS = {
+    "lln": "LLN",
+    "sa_0.5": "SA η=0.5",
+    "sa_0.75": "SA η=0.75",
+    "sa_1": "SA η=1",
+    "sam": "SAM",
+    "mle": "MLE",
+    "mm": "MM",
+    "static": "static grid posterior",
+    "dynamic": "dynamic posterior",
+    "discounted": f"discounted counts (γ={DISCOUNT})",
+}
 MISSPEC_SIGMAS = (0.0, 0.01, 0.1, 1.0)
 TRUE_SIGMA = 0.1
 SIM_CRAWL_RATE = 1.0
@@ -107,8 +116,15 @@ def predictions(changed: np.ndarray, tau: np.ndarray) -> dict:
     """
     hist = CrawlHistory(changed, tau, 1.0)
     out = {}
-    specs = {"lln": ("lln", {}), "sa_0.5": ("sa", {"eta": 0.5}), "sa_0.75": ("sa", {"eta": 0.75}),
-             "sa_1": ("sa", {"eta": 1.0}), "sam": ("sam", {}), "mle": ("mle", {}), "mm": ("mm", {})}
+    specs = {
+        "lln": ("lln", {}),
+        "sa_0.5": ("sa", {"eta": 0.5}),
+        "sa_0.75": ("sa", {"eta": 0.75}),
+        "sa_1": ("sa", {"eta": 1.0}),
+        "sam": ("sam", {}),
+        "mle": ("mle", {}),
+        "mm": ("mm", {}),
+    }
     for name, (m, kw) in specs.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # non-Poisson crawls, SAM overflow: inf is clipped below
@@ -169,8 +185,9 @@ def reliability(p: np.ndarray, changed: np.ndarray, use: np.ndarray, n_bins: int
     for j in range(edges.size - 1):
         sel = b == j
         if sel.sum() >= 20:
-            out.append({"bin": j, "predicted": float(pp[sel].mean()), "observed": float(ii[sel].mean()),
-                        "n": int(sel.sum())})
+            out.append(
+                {"bin": j, "predicted": float(pp[sel].mean()), "observed": float(ii[sel].mean()), "n": int(sel.sum())}
+            )
     return out
 
 
@@ -226,16 +243,32 @@ def _score_block(label, changed, tau, mask, n_boot, gen):
     rows = []
     for m in METHODS:
         lo, hi = block_bootstrap_diff(sc[m][0] - sc[best_online][0], n_boot, gen)
-        rows.append({"method": m, "log_score": mean[m][0], "brier": mean[m][1],
-                     "diff_vs_best_online": mean[m][0] - mean[best_online][0], "ci_low": lo, "ci_high": hi})
+        rows.append(
+            {
+                "method": m,
+                "log_score": mean[m][0],
+                "brier": mean[m][1],
+                "diff_vs_best_online": mean[m][0] - mean[best_online][0],
+                "ci_low": lo,
+                "ci_high": hi,
+            }
+        )
     use = mask.copy()
     use[:, :BURN_IN] = False
     rel = {m: reliability(pred[m], changed, use) for m in ("dynamic", "static", "sa_0.5", "discounted", "mle")}
 
-    return {"label": label, "n_rows": int(changed.shape[0]), "n_scored": int(use.sum()),
-            "fraction_changed": float(changed[use].mean()), "best_online": best_online, "winner": winner,
-            "rows": rows, "reliability": rel, "sigmas": list(UNIT_FREE_SIGMAS),
-            "sigma_weights_mean": np.mean(weights, axis=0).tolist()}
+    return {
+        "label": label,
+        "n_rows": int(changed.shape[0]),
+        "n_scored": int(use.sum()),
+        "fraction_changed": float(changed[use].mean()),
+        "best_online": best_online,
+        "winner": winner,
+        "rows": rows,
+        "reliability": rel,
+        "sigmas": list(UNIT_FREE_SIGMAS),
+        "sigma_weights_mean": np.mean(weights, axis=0).tolist(),
+    }
 
 
 def _calibration(cfg, seed, progress):
@@ -246,8 +279,18 @@ def _calibration(cfg, seed, progress):
     a99 = {lv: (stats.binom.ppf(0.005, n, lv) / n, stats.binom.ppf(0.995, n, lv) / n) for lv in LEVELS}
     seqs = seed.spawn(4)
     for kind, s in zip(("random_walk", "jumps", "daily"), seqs):
-        sim = simulate_drifting_pages(kind, n, k, crawl_rate=SIM_CRAWL_RATE, log_rate_mean=0.0, log_rate_sd=1.0,
-                                      sigma=TRUE_SIGMA, segment_mean=20.0, period=24.0, rng=np.random.default_rng(s))
+        sim = simulate_drifting_pages(
+            kind,
+            n,
+            k,
+            crawl_rate=SIM_CRAWL_RATE,
+            log_rate_mean=0.0,
+            log_rate_sd=1.0,
+            sigma=TRUE_SIGMA,
+            segment_mean=20.0,
+            period=24.0,
+            rng=np.random.default_rng(s),
+        )
         idata = dynamic_posterior((sim.changed, sim.intervals), prior=prior, levels=LEVELS)
         rec = {"kind": kind, "coverage": []}
         for which in ("filtered", "smoothed"):
@@ -258,15 +301,25 @@ def _calibration(cfg, seed, progress):
                 inside = (lo <= sim.true_rate) & (sim.true_rate <= hi)
                 for c in crawl_at:
                     cov = float(inside[:, c].mean())
-                    rec["coverage"].append({"which": which, "level": lv, "crawl": c + 1, "coverage": cov,
-                                            "low": a99[lv][0], "high": a99[lv][1],
-                                            "ok": bool(a99[lv][0] <= cov <= a99[lv][1])})
+                    rec["coverage"].append(
+                        {
+                            "which": which,
+                            "level": lv,
+                            "crawl": c + 1,
+                            "coverage": cov,
+                            "low": a99[lv][0],
+                            "high": a99[lv][1],
+                            "ok": bool(a99[lv][0] <= cov <= a99[lv][1]),
+                        }
+                    )
         pred = idata.predictions["change_probability"].values
         rec["reliability"] = reliability(pred, sim.changed, np.ones_like(sim.changed, dtype=bool))
         rec["sigma_weights_mean"] = idata.posterior["sigma_weights_final"].values.mean(axis=0).tolist()
         out["kinds"].append(rec)
-        progress(f"calibration {kind}: " + ", ".join(f"{r['which']} {r['level']:.0%}@{r['crawl']}={r['coverage']:.2f}"
-                                                     for r in rec["coverage"]))
+        progress(
+            f"calibration {kind}: "
+            + ", ".join(f"{r['which']} {r['level']:.0%}@{r['crawl']}={r['coverage']:.2f}" for r in rec["coverage"])
+        )
         if kind == "random_walk":
             for sig in MISSPEC_SIGMAS + ("averaged",):
                 kw = {} if sig == "averaged" else {"sigma": sig}
@@ -275,10 +328,14 @@ def _calibration(cfg, seed, progress):
                 inside = (q.sel(quantile=0.05).values <= sim.true_rate) & (sim.true_rate <= q.sel(quantile=0.95).values)
                 p = np.clip(fit.predictions["change_probability"].values, CLIP, 1 - CLIP)
                 ls = np.where(sim.changed > 0, np.log(p), np.log1p(-p))[:, BURN_IN:]
-                out["misspecification"].append({"sigma": sig if sig == "averaged" else float(sig),
-                                                "coverage90_smoothed": float(inside[:, k - 1].mean()),
-                                                "coverage90_all": float(inside.mean()),
-                                                "log_score": float(ls.mean())})
+                out["misspecification"].append(
+                    {
+                        "sigma": sig if sig == "averaged" else float(sig),
+                        "coverage90_smoothed": float(inside[:, k - 1].mean()),
+                        "coverage90_all": float(inside.mean()),
+                        "log_score": float(ls.mean()),
+                    }
+                )
     return out
 
 
@@ -293,18 +350,32 @@ def run(preset, *, seed: int, progress) -> dict:
         b = _score_block(name, changed, tau, np.ones_like(changed, dtype=bool), cfg["n_boot"], gen)
         b.update({"trace": name, "ratio": ratio, "n_crawls": int(changed.shape[1])})
         blocks.append(b)
-        progress(f"{name} p = rate/{round(1 / ratio)}: winner {LABELS[b['winner']]}, best online "
-                 f"{LABELS[b['best_online']]}")
+        progress(
+            f"{name} p = rate/{round(1 / ratio)}: winner {LABELS[b['winner']]}, best online {LABELS[b['best_online']]}"
+        )
     changed, tau, mask, pages, mean_tau = ota_history(cfg["ota_max"])
     ota = _score_block("Open Terms Archive (dating)", changed, tau, mask, cfg["n_boot"], gen)
-    ota.update({"n_pages": int(pages.size), "median_interval_hours": float(np.median(mean_tau)),
-                "max_visits": cfg["ota_max"]})
+    ota.update(
+        {"n_pages": int(pages.size), "median_interval_hours": float(np.median(mean_tau)), "max_visits": cfg["ota_max"]}
+    )
     progress(f"OTA: winner {LABELS[ota['winner']]} ({time.perf_counter() - t0:.1f} s)")
-    return {"dynamic_calibration": cal,
-            "prequential": {"traces": blocks, "ota": ota, "settings": {
-                "R": cfg["R"], "max_crawls": cfg["max_crawls"], "burn_in": BURN_IN, "clip": CLIP,
-                "ratios": list(RATIOS), "n_boot": cfg["n_boot"], "grid": [float(GRID[0]), float(GRID[-1]), GRID.size],
-                "prior_sd": PRIOR_SD}}}
+    return {
+        "dynamic_calibration": cal,
+        "prequential": {
+            "traces": blocks,
+            "ota": ota,
+            "settings": {
+                "R": cfg["R"],
+                "max_crawls": cfg["max_crawls"],
+                "burn_in": BURN_IN,
+                "clip": CLIP,
+                "ratios": list(RATIOS),
+                "n_boot": cfg["n_boot"],
+                "grid": [float(GRID[0]), float(GRID[-1]), GRID.size],
+                "prior_sd": PRIOR_SD,
+            },
+        },
+    }
 
 
 # ----------------------------------------------------------------------------- words
@@ -325,13 +396,18 @@ def verdict(result: dict) -> tuple[str, bool | None]:
     sig_better = sum(1 for r in dyn_vs if r["ci_low"] > 0)
     sig_worse = sum(1 for r in dyn_vs if r["ci_high"] < 0)
     med_gain = float(np.median([r["diff_vs_best_online"] for r in dyn_vs]))
-    losses = [f"{_setting(b)} (winner {LABELS[b['winner']]}, by "
-              f"{_row(b, b['winner'])['log_score'] - _row(b, 'dynamic')['log_score']:.4f})"
-              for b in blocks if b["winner"] != "dynamic"]
-    text = (f"The dynamic posterior predicts the next crawl best (highest mean log score) on {len(dyn_wins)} of {n} "
-            f"trace × crawl-rate settings and data sets. Against the best of the paper's online estimators in each "
-            f"setting, its log score differs by a median of {med_gain:+.3f} per crawl; the 95% block-bootstrap "
-            f"interval of that difference is above 0 in {sig_better} settings and below 0 in {sig_worse}.")
+    losses = [
+        f"{_setting(b)} (winner {LABELS[b['winner']]}, by "
+        f"{_row(b, b['winner'])['log_score'] - _row(b, 'dynamic')['log_score']:.4f})"
+        for b in blocks
+        if b["winner"] != "dynamic"
+    ]
+    text = (
+        f"The dynamic posterior predicts the next crawl best (highest mean log score) on {len(dyn_wins)} of {n} "
+        f"trace × crawl-rate settings and data sets. Against the best of the paper's online estimators in each "
+        f"setting, its log score differs by a median of {med_gain:+.3f} per crawl; the 95% block-bootstrap "
+        f"interval of that difference is above 0 in {sig_better} settings and below 0 in {sig_worse}."
+    )
     if losses:
         text += " It does not win on: " + "; ".join(losses[:8]) + ("; ..." if len(losses) > 8 else "") + "."
     ok = True if len(dyn_wins) == n else (False if not dyn_wins else None)
@@ -353,17 +429,23 @@ def _calibration_words(cal) -> tuple[str, bool | None]:
         bad = [r for r in rec["coverage"] if not r["ok"]]
         all_ok &= not bad if rec["kind"] == "random_walk" else True
         if bad:
-            parts.append(f"{rec['kind'].replace('_', ' ')}: {len(bad)} of {len(rec['coverage'])} coverages outside "
-                         "their binomial 99% interval ("
-                         + ", ".join(f"{r['which']} {r['level']:.0%} at crawl {r['crawl']}: {r['coverage']:.2f}"
-                                     for r in bad) + ")")
+            parts.append(
+                f"{rec['kind'].replace('_', ' ')}: {len(bad)} of {len(rec['coverage'])} coverages outside "
+                "their binomial 99% interval ("
+                + ", ".join(f"{r['which']} {r['level']:.0%} at crawl {r['crawl']}: {r['coverage']:.2f}" for r in bad)
+                + ")"
+            )
         else:
-            parts.append(f"{rec['kind'].replace('_', ' ')}: all {len(rec['coverage'])} coverages within their "
-                         "binomial 99% intervals")
+            parts.append(
+                f"{rec['kind'].replace('_', ' ')}: all {len(rec['coverage'])} coverages within their "
+                "binomial 99% intervals"
+            )
     rw = next(r for r in cal["kinds"] if r["kind"] == "random_walk")
-    text = ("Bands of Δ_t on simulated pages (σ averaged over the default grid): " + "; ".join(parts) + ". The random "
-            "walk is the model itself, so there coverage must be nominal; jumps and daily cycles are outside the model "
-            "and show what it does with them.")
+    text = (
+        "Bands of Δ_t on simulated pages (σ averaged over the default grid): " + "; ".join(parts) + ". The random "
+        "walk is the model itself, so there coverage must be nominal; jumps and daily cycles are outside the model "
+        "and show what it does with them."
+    )
     return text, (all(r["ok"] for r in rw["coverage"]))
 
 
@@ -377,8 +459,14 @@ def _reliability_figure(panels):
         ax.plot([CLIP, 1], [CLIP, 1], color="k", lw=0.8, ls=":")
         for j, (m, pts) in enumerate(rel.items()):
             if pts:
-                ax.plot([p["predicted"] for p in pts], [p["observed"] for p in pts], marker="o", ms=3,
-                        color=f"C{j}", label=LABELS.get(m, m))
+                ax.plot(
+                    [p["predicted"] for p in pts],
+                    [p["observed"] for p in pts],
+                    marker="o",
+                    ms=3,
+                    color=f"C{j}",
+                    label=LABELS.get(m, m),
+                )
         ax.set_xscale("log")
         ax.set_yscale("symlog", linthresh=1e-3)
         ax.set_xlabel("predicted P(I = 1 | τ)")
@@ -412,30 +500,70 @@ def render(result: dict) -> str:
         f"<p>{cal['n_pages']} pages × {cal['n_crawls']} Poisson crawls (one per hour), log Δ at the start ~ N(0, 1); "
         f"random walk with σ = {TRUE_SIGMA} per √hour (the model), jumps to a fresh level after exponential times "
         "(mean 20 h), or a daily cycle log Δ(t) = m + sin(2πt/24 + φ). Coverage is read at two crawl indices, "
-        "where the pages are independent, against the binomial 99% interval.</p>"]
+        "where the pages are independent, against the binomial 99% interval.</p>",
+    ]
     text, ok = _calibration_words(cal)
     parts.append(verdict_html(text, ok))
     rows = [{"kind": rec["kind"].replace("_", " "), **r} for rec in cal["kinds"] for r in rec["coverage"]]
-    parts.append(html_table(rows, [("kind", "true Δ_t"), ("which", "band of"), ("level", "level"), ("crawl", "crawl"),
-                                   ("coverage", "coverage"), ("low", "99% low"), ("high", "99% high"),
-                                   ("ok", "within")], caption="Coverage of the credible bands of Δ_t"))
-    parts.append(figure_to_html(_reliability_figure(
-        [(f"simulated: {rec['kind'].replace('_', ' ')}", {"dynamic": rec["reliability"]}) for rec in cal["kinds"]]),
-        alt="Reliability of the dynamic posterior's one-step predictive probabilities on simulated pages"))
+    parts.append(
+        html_table(
+            rows,
+            [
+                ("kind", "true Δ_t"),
+                ("which", "band of"),
+                ("level", "level"),
+                ("crawl", "crawl"),
+                ("coverage", "coverage"),
+                ("low", "99% low"),
+                ("high", "99% high"),
+                ("ok", "within"),
+            ],
+            caption="Coverage of the credible bands of Δ_t",
+        )
+    )
+    parts.append(
+        figure_to_html(
+            _reliability_figure(
+                [
+                    (f"simulated: {rec['kind'].replace('_', ' ')}", {"dynamic": rec["reliability"]})
+                    for rec in cal["kinds"]
+                ]
+            ),
+            alt="Reliability of the dynamic posterior's one-step predictive probabilities on simulated pages",
+        )
+    )
     ms = cal["misspecification"]
-    parts.append(html_table(
-        [{"sigma": m["sigma"], "c_last": m["coverage90_smoothed"], "c_all": m["coverage90_all"],
-          "ls": m["log_score"]} for m in ms],
-        [("sigma", "σ used (true 0.1)"), ("c_last", "90% smoothed coverage, last crawl"),
-         ("c_all", "90% smoothed coverage, all crawls"), ("ls", "mean log score")],
-        caption="σ misspecified, random-walk pages"))
+    parts.append(
+        html_table(
+            [
+                {
+                    "sigma": m["sigma"],
+                    "c_last": m["coverage90_smoothed"],
+                    "c_all": m["coverage90_all"],
+                    "ls": m["log_score"],
+                }
+                for m in ms
+            ],
+            [
+                ("sigma", "σ used (true 0.1)"),
+                ("c_last", "90% smoothed coverage, last crawl"),
+                ("c_all", "90% smoothed coverage, all crawls"),
+                ("ls", "mean log score"),
+            ],
+            caption="σ misspecified, random-walk pages",
+        )
+    )
     by = {m["sigma"]: m for m in ms}
-    parts.append(verdict_html(
-        f"A σ too small (0 or 0.01 for a true 0.1) makes the bands too narrow: 90% smoothed coverage "
-        f"{by[0.0]['coverage90_all']:.2f} and {by[0.01]['coverage90_all']:.2f} over all crawls; a σ ten times too "
-        f"large gives {by[1.0]['coverage90_all']:.2f} (too wide or too jumpy) and log score "
-        f"{by[1.0]['log_score']:.4f} against {by[0.1]['log_score']:.4f} at the true σ; averaging over the grid "
-        f"gives {by['averaged']['coverage90_all']:.2f} and {by['averaged']['log_score']:.4f}.", None))
+    parts.append(
+        verdict_html(
+            f"A σ too small (0 or 0.01 for a true 0.1) makes the bands too narrow: 90% smoothed coverage "
+            f"{by[0.0]['coverage90_all']:.2f} and {by[0.01]['coverage90_all']:.2f} over all crawls; a σ ten times too "
+            f"large gives {by[1.0]['coverage90_all']:.2f} (too wide or too jumpy) and log score "
+            f"{by[1.0]['log_score']:.4f} against {by[0.1]['log_score']:.4f} at the true σ; averaging over the grid "
+            f"gives {by['averaged']['coverage90_all']:.2f} and {by['averaged']['log_score']:.4f}.",
+            None,
+        )
+    )
 
     parts.append("<h3>Prequential scores on real data</h3>")
     parts.append(
@@ -449,44 +577,99 @@ def render(result: dict) -> str:
         "copy) are used as they are: their crawls are scheduled, not Poisson, so LLN, SA and SAM (built on "
         "E[I] = Δ/(Δ + p)) are outside their assumptions there. Differences are against the best of the paper's "
         f"online estimators (LLN, SA, SAM, MLE, MM) in each setting, with 95% moving-block bootstrap intervals "
-        f"({st['n_boot']} resamples, blocks of crawls).</p>")
+        f"({st['n_boot']} resamples, blocks of crawls).</p>"
+    )
     text, ok = verdict(result)
     parts.append(verdict_html(text, ok))
     win_rows = []
     for b in pq["traces"] + [pq["ota"]]:
         d = _row(b, "dynamic")
-        win_rows.append({"data": b["label"], "p": f"rate/{round(1 / b['ratio'])}" if "ratio" in b else "as crawled",
-                         "crawls": b["n_scored"], "seen": b["fraction_changed"], "winner": LABELS[b["winner"]],
-                         "best_online": LABELS[b["best_online"]], "dyn": d["log_score"],
-                         "best": _row(b, b["best_online"])["log_score"], "diff": d["diff_vs_best_online"],
-                         "ci": f"[{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]"})
-    parts.append(html_table(win_rows, [("data", "data"), ("p", "crawl rate"), ("crawls", "scored crawls"),
-                                       ("seen", "P(I=1)"), ("winner", "winner (log score)"),
-                                       ("best_online", "best online estimator"), ("dyn", "dynamic"),
-                                       ("best", "best online"), ("diff", "dynamic − best online"),
-                                       ("ci", "95% bootstrap CI")],
-                            caption="Winner per trace and crawl rate (mean log score per crawl)"))
+        win_rows.append(
+            {
+                "data": b["label"],
+                "p": f"rate/{round(1 / b['ratio'])}" if "ratio" in b else "as crawled",
+                "crawls": b["n_scored"],
+                "seen": b["fraction_changed"],
+                "winner": LABELS[b["winner"]],
+                "best_online": LABELS[b["best_online"]],
+                "dyn": d["log_score"],
+                "best": _row(b, b["best_online"])["log_score"],
+                "diff": d["diff_vs_best_online"],
+                "ci": f"[{d['ci_low']:+.4f}, {d['ci_high']:+.4f}]",
+            }
+        )
+    parts.append(
+        html_table(
+            win_rows,
+            [
+                ("data", "data"),
+                ("p", "crawl rate"),
+                ("crawls", "scored crawls"),
+                ("seen", "P(I=1)"),
+                ("winner", "winner (log score)"),
+                ("best_online", "best online estimator"),
+                ("dyn", "dynamic"),
+                ("best", "best online"),
+                ("diff", "dynamic − best online"),
+                ("ci", "95% bootstrap CI"),
+            ],
+            caption="Winner per trace and crawl rate (mean log score per crawl)",
+        )
+    )
     agg = []
     blocks = pq["traces"]
     for m in METHODS:
-        agg.append({"method": LABELS[m],
-                    "log": float(np.mean([_row(b, m)["log_score"] for b in blocks])),
-                    "brier": float(np.mean([_row(b, m)["brier"] for b in blocks])),
-                    "wins": sum(1 for b in blocks if b["winner"] == m),
-                    "ota_log": _row(pq["ota"], m)["log_score"], "ota_brier": _row(pq["ota"], m)["brier"]})
-    parts.append(html_table(agg, [("method", "method"), ("log", "log score, traces (mean)"),
-                                  ("brier", "Brier, traces (mean)"), ("wins", "wins, traces"),
-                                  ("ota_log", "log score, OTA"), ("ota_brier", "Brier, OTA")],
-                            caption="Scores by method (higher log score and lower Brier score are better)", digits=4))
-    parts.append(figure_to_html(_reliability_figure([
-        ("shipped traces, pooled", {m: _pooled_reliability(pq["traces"], m)
-                                    for m in ("dynamic", "static", "sa_0.5", "discounted", "mle")}),
-        ("Open Terms Archive", pq["ota"]["reliability"])]),
-        alt="Reliability diagrams of the one-step predictive probabilities on the real data"))
+        agg.append(
+            {
+                "method": LABELS[m],
+                "log": float(np.mean([_row(b, m)["log_score"] for b in blocks])),
+                "brier": float(np.mean([_row(b, m)["brier"] for b in blocks])),
+                "wins": sum(1 for b in blocks if b["winner"] == m),
+                "ota_log": _row(pq["ota"], m)["log_score"],
+                "ota_brier": _row(pq["ota"], m)["brier"],
+            }
+        )
+    parts.append(
+        html_table(
+            agg,
+            [
+                ("method", "method"),
+                ("log", "log score, traces (mean)"),
+                ("brier", "Brier, traces (mean)"),
+                ("wins", "wins, traces"),
+                ("ota_log", "log score, OTA"),
+                ("ota_brier", "Brier, OTA"),
+            ],
+            caption="Scores by method (higher log score and lower Brier score are better)",
+            digits=4,
+        )
+    )
+    parts.append(
+        figure_to_html(
+            _reliability_figure(
+                [
+                    (
+                        "shipped traces, pooled",
+                        {
+                            m: _pooled_reliability(pq["traces"], m)
+                            for m in ("dynamic", "static", "sa_0.5", "discounted", "mle")
+                        },
+                    ),
+                    ("Open Terms Archive", pq["ota"]["reliability"]),
+                ]
+            ),
+            alt="Reliability diagrams of the one-step predictive probabilities on the real data",
+        )
+    )
     sw = pq["ota"]["sigma_weights_mean"]
-    parts.append("<p>Mean posterior weight of each c (σ per √(median crawl interval)) on the OTA pages: "
-                 + ", ".join(f"c = {s:g}: {w:.2f}" for s, w in zip(pq["ota"]["sigmas"], sw)) + ".</p>")
-    parts.append("<p><small>Open Terms Archive data: ODC-BY 1.0, \"Open Terms Archive contributors\"; dating "
-                 "collection \"Open Terms Archive with contributions from the Dating Privacy collective\" (see "
-                 "changerate_bayes/datasets/data/README.md).</small></p>")
+    parts.append(
+        "<p>Mean posterior weight of each c (σ per √(median crawl interval)) on the OTA pages: "
+        + ", ".join(f"c = {s:g}: {w:.2f}" for s, w in zip(pq["ota"]["sigmas"], sw))
+        + ".</p>"
+    )
+    parts.append(
+        '<p><small>Open Terms Archive data: ODC-BY 1.0, "Open Terms Archive contributors"; dating '
+        'collection "Open Terms Archive with contributions from the Dating Privacy collective" (see '
+        "changerate_bayes/datasets/data/README.md).</small></p>"
+    )
     return "\n".join(str(p) for p in parts)

@@ -101,8 +101,7 @@ def _run_study(name: str, preset: Preset, seed: int, progress) -> dict:
     with figure_context():
         html = str(mod.render(result))
     summary = mod.summarize(result) if hasattr(mod, "summarize") else None  # row of the summary table
-    return {"result": result, "html": html, "seconds": time.perf_counter() - t0, "title": mod.TITLE,
-            "summary": summary}
+    return {"result": result, "html": html, "seconds": time.perf_counter() - t0, "title": mod.TITLE, "summary": summary}
 
 
 class _QueueProgress(Progress):
@@ -216,8 +215,9 @@ _COST_HINT: dict[str, float] = {
 }
 
 
-def run_validation(out_dir="reports", *, preset="default", seed: int = 20201, only=None, progress=None,
-                   jobs: int = 1) -> Path:
+def run_validation(
+    out_dir="reports", *, preset="default", seed: int = 20201, only=None, progress=None, jobs: int = 1
+) -> Path:
     """Run the studies and write ``index.html`` and ``results.json`` to ``out_dir``.
 
     Parameters
@@ -294,8 +294,15 @@ def run_validation(out_dir="reports", *, preset="default", seed: int = 20201, on
         if clash:
             raise RuntimeError(f"study {name} repeats results.json keys {sorted(clash)}")
         results.update(out["result"])
-        sections.append({"id": name, "title": out["title"], "html": out["html"], "seconds": out["seconds"],
-                         "summary": out["summary"]})
+        sections.append(
+            {
+                "id": name,
+                "title": out["title"],
+                "html": out["html"],
+                "seconds": out["seconds"],
+                "summary": out["summary"],
+            }
+        )
     total = time.perf_counter() - t_start
     meta = {
         "version": __version__,

@@ -65,12 +65,15 @@ def _records(res, suffix=""):
         name = row["policy"]
         j = res.policies.index(name)
         est = res.estimate_within_2x[j, :, -1]
-        summary.append(dict(
-            row, policy=name + suffix,
-            estimate_within_2x=None if np.isnan(est).all() else float(est.mean()),
-            crawled_fraction=float(res.crawled_fraction[j, :, -1].mean()),
-            relative_freshness=row["freshness"] / row["oracle_freshness"],
-        ))
+        summary.append(
+            dict(
+                row,
+                policy=name + suffix,
+                estimate_within_2x=None if np.isnan(est).all() else float(est.mean()),
+                crawled_fraction=float(res.crawled_fraction[j, :, -1].mean()),
+                relative_freshness=row["freshness"] / row["oracle_freshness"],
+            )
+        )
         for e, t in enumerate(res.epoch_end):
             rec = {"policy": name + suffix, "epoch": e + 1, "time": float(t)}
             for kind, b in bands.items():
@@ -89,27 +92,41 @@ def run(preset, *, seed: int, progress) -> dict:
     budget = n / 2
     res = simulate_closed_loop(delta, w, budget, policies=POLICIES, n_epochs=n_epochs, rng=seed + 1)
     progress("pure policies done")
-    res_eps = simulate_closed_loop(delta, w, budget, policies=EXPLORING, n_epochs=n_epochs, rng=seed + 2,
-                                   exploration=EXPLORATION)
+    res_eps = simulate_closed_loop(
+        delta, w, budget, policies=EXPLORING, n_epochs=n_epochs, rng=seed + 2, exploration=EXPLORATION
+    )
     progress("exploring policies done")
     curves, summary = _records(res)
     c2, s2 = _records(res_eps, suffix=" + ε")
-    sensitivity = [dict(epoch_length=1.0, policy=r["policy"], relative_freshness=r["relative_freshness"])
-                   for r in summary + s2]
+    sensitivity = [
+        dict(epoch_length=1.0, policy=r["policy"], relative_freshness=r["relative_freshness"]) for r in summary + s2
+    ]
     for length in SENSITIVITY_EPOCHS:  # two more epoch lengths over the same horizon
         k = max(1, int(round(n_epochs / length)))
         for eps, pols, suffix in ((0.0, POLICIES[2:], ""), (EXPLORATION, EXPLORING, " + ε")):
-            r2 = simulate_closed_loop(delta, w, budget, policies=pols, n_epochs=k, epoch_length=length,
-                                      rng=seed + 3, exploration=eps)
+            r2 = simulate_closed_loop(
+                delta, w, budget, policies=pols, n_epochs=k, epoch_length=length, rng=seed + 3, exploration=eps
+            )
             _, rows = _records(r2, suffix=suffix)
-            sensitivity += [dict(epoch_length=length, policy=r["policy"], relative_freshness=r["relative_freshness"])
-                            for r in rows]
+            sensitivity += [
+                dict(epoch_length=length, policy=r["policy"], relative_freshness=r["relative_freshness"]) for r in rows
+            ]
         progress(f"epochs of {length:g} days done")
-    return {"scheduling_closed_loop": {
-        "settings": {"n_replications": n_rep, "n_pages": n, "n_epochs": n_epochs, "budget": budget,
-                     "epoch_length": 1.0, "exploration": EXPLORATION},
-        "summary": summary + s2, "curves": curves + c2, "epoch_sensitivity": sensitivity,
-    }}
+    return {
+        "scheduling_closed_loop": {
+            "settings": {
+                "n_replications": n_rep,
+                "n_pages": n,
+                "n_epochs": n_epochs,
+                "budget": budget,
+                "epoch_length": 1.0,
+                "exploration": EXPLORATION,
+            },
+            "summary": summary + s2,
+            "curves": curves + c2,
+            "epoch_sensitivity": sensitivity,
+        }
+    }
 
 
 def _curve_figure(curves, kind, ylabel, policies):
@@ -122,8 +139,9 @@ def _curve_figure(curves, kind, ylabel, policies):
             continue
         t = [r["time"] for r in rr]
         (line,) = ax.plot(t, [r[kind] for r in rr], label=name, ls="--" if "ε" in name else "-")
-        ax.fill_between(t, [r[f"{kind}_lo"] for r in rr], [r[f"{kind}_hi"] for r in rr], color=line.get_color(),
-                        alpha=0.15, lw=0)
+        ax.fill_between(
+            t, [r[f"{kind}_lo"] for r in rr], [r[f"{kind}_hi"] for r in rr], color=line.get_color(), alpha=0.15, lw=0
+        )
     ax.set_xlabel("day")
     ax.set_ylabel(ylabel)
     ax.legend(fontsize="small", ncol=2)
@@ -151,47 +169,86 @@ def render(result: dict) -> str:
         "per page per epoch both keep a small-sample bias that more epochs do not remove.</p>",
     ]
     ok = by[best]["relative_freshness"] > 0.95
-    parts.append(verdict_html(
-        f"Best learner: {best}, at {by[best]['relative_freshness']:.1%} of the oracle's freshness over the last third "
-        f"of the run (final regret {by[best]['final_regret']:.2f} days of full weighted freshness, vs "
-        f"{by['uniform']['final_regret']:.2f} for uniform crawling).", ok))
+    parts.append(
+        verdict_html(
+            f"Best learner: {best}, at {by[best]['relative_freshness']:.1%} of the oracle's freshness over the last third "
+            f"of the run (final regret {by[best]['final_regret']:.2f} days of full weighted freshness, vs "
+            f"{by['uniform']['final_regret']:.2f} for uniform crawling).",
+            ok,
+        )
+    )
     plug = [p for p in ("lln", "sam") if p in by]
     starved = [p for p in plug if by[p]["freshness"] < by["uniform"]["freshness"]]
     if starved:
-        parts.append(verdict_html(
-            "Plug-in " + " and ".join(starved) + " end up worse than uniform crawling: an estimate of 0 (no change "
-            "seen yet) or a large overestimate gives p = 0, the page is never crawled again and its estimate is "
-            "never corrected; by the end only "
-            + ", ".join(f"{by[p]['crawled_fraction']:.0%} ({p})" for p in starved)
-            + " of the weight is still crawled. Spreading 10% of the budget uniformly (+ ε) keeps every page "
-              "crawled but helps only partly: "
-            + ", ".join(f"{p} + ε at {by[p + ' + ε']['relative_freshness']:.1%} of the oracle with "
-                        f"{by[p + ' + ε']['estimate_within_2x']:.0%} of the weight estimated within 2×"
-                        for p in starved if p + " + ε" in by)
-            + ": the per-epoch estimates themselves are poor (see the epoch-length table below).", False))
+        parts.append(
+            verdict_html(
+                "Plug-in " + " and ".join(starved) + " end up worse than uniform crawling: an estimate of 0 (no change "
+                "seen yet) or a large overestimate gives p = 0, the page is never crawled again and its estimate is "
+                "never corrected; by the end only "
+                + ", ".join(f"{by[p]['crawled_fraction']:.0%} ({p})" for p in starved)
+                + " of the weight is still crawled. Spreading 10% of the budget uniformly (+ ε) keeps every page "
+                "crawled but helps only partly: "
+                + ", ".join(
+                    f"{p} + ε at {by[p + ' + ε']['relative_freshness']:.1%} of the oracle with "
+                    f"{by[p + ' + ε']['estimate_within_2x']:.0%} of the weight estimated within 2×"
+                    for p in starved
+                    if p + " + ε" in by
+                )
+                + ": the per-epoch estimates themselves are poor (see the epoch-length table below).",
+                False,
+            )
+        )
     pm, ts = by.get("posterior_mean"), by.get("thompson")
     if pm and ts:
-        parts.append(verdict_html(
-            f"Thompson sampling ({ts['relative_freshness']:.1%} of the oracle) explores by itself; the posterior mean "
-            f"({pm['relative_freshness']:.1%}) also starves pages whose mean says they change too fast, less badly "
-            "than the plug-in LLN/SAM because the prior keeps estimates away from 0.",
-            ts["relative_freshness"] >= pm["relative_freshness"]))
+        parts.append(
+            verdict_html(
+                f"Thompson sampling ({ts['relative_freshness']:.1%} of the oracle) explores by itself; the posterior mean "
+                f"({pm['relative_freshness']:.1%}) also starves pages whose mean says they change too fast, less badly "
+                "than the plug-in LLN/SAM because the prior keeps estimates away from 0.",
+                ts["relative_freshness"] >= pm["relative_freshness"],
+            )
+        )
     pure = [p for p in names if "ε" not in p]
-    parts.append(figure_to_html(_curve_figure(curves, "freshness", "weighted freshness", names),
-                                alt="Weighted freshness per day for each policy with 95% bands"))
-    parts.append(figure_to_html(_curve_figure(curves, "regret", "cumulative regret (days)", names),
-                                alt="Cumulative regret against the oracle per policy"))
-    parts.append(figure_to_html(
-        _curve_figure(curves, "estimate_within_2x", "weight of pages with Δ̂ within 2× of Δ",
-                      [p for p in names if p not in ("oracle", "uniform")]),
-        alt="Fraction of weight whose change-rate estimate is within a factor 2 of the truth"))
-    parts.append(html_table(
-        summary,
-        [("policy", "policy"), ("freshness", "freshness (last third)"), ("freshness_se", "± SE"),
-         ("relative_freshness", "÷ oracle F*"), ("final_regret", "final regret"), ("final_regret_se", "± SE"),
-         ("estimate_within_2x", "Δ̂ within 2× (weight)"), ("crawled_fraction", "weight crawled")],
-        caption=f"Closed loop after {st['n_epochs']} days (pure policies: {', '.join(pure)}; "
-                f"+ ε: {st['exploration']:.0%} of the budget uniform)"))
+    parts.append(
+        figure_to_html(
+            _curve_figure(curves, "freshness", "weighted freshness", names),
+            alt="Weighted freshness per day for each policy with 95% bands",
+        )
+    )
+    parts.append(
+        figure_to_html(
+            _curve_figure(curves, "regret", "cumulative regret (days)", names),
+            alt="Cumulative regret against the oracle per policy",
+        )
+    )
+    parts.append(
+        figure_to_html(
+            _curve_figure(
+                curves,
+                "estimate_within_2x",
+                "weight of pages with Δ̂ within 2× of Δ",
+                [p for p in names if p not in ("oracle", "uniform")],
+            ),
+            alt="Fraction of weight whose change-rate estimate is within a factor 2 of the truth",
+        )
+    )
+    parts.append(
+        html_table(
+            summary,
+            [
+                ("policy", "policy"),
+                ("freshness", "freshness (last third)"),
+                ("freshness_se", "± SE"),
+                ("relative_freshness", "÷ oracle F*"),
+                ("final_regret", "final regret"),
+                ("final_regret_se", "± SE"),
+                ("estimate_within_2x", "Δ̂ within 2× (weight)"),
+                ("crawled_fraction", "weight crawled"),
+            ],
+            caption=f"Closed loop after {st['n_epochs']} days (pure policies: {', '.join(pure)}; "
+            f"+ ε: {st['exploration']:.0%} of the budget uniform)",
+        )
+    )
     sens = res["epoch_sensitivity"]
     lengths = sorted({r["epoch_length"] for r in sens})
     table = []
@@ -201,14 +258,23 @@ def render(result: dict) -> str:
             hit = [r["relative_freshness"] for r in sens if r["policy"] == name and r["epoch_length"] == length]
             row[f"e{length:g}"] = hit[0] if hit else None
         table.append(row)
-    parts.append("<p><strong>Epoch length.</strong> With daily epochs a page gets about B/N = 0.5 crawls per epoch, "
-                 "so the per-epoch LLN/SAM (which must drop the crawl whose interval straddles the epoch boundary) "
-                 "see almost no data; longer epochs give them more crawls at a fixed p but react more slowly. "
-                 "Relative freshness (÷ F*, last third of the horizon) by epoch length:</p>")
-    parts.append(html_table(table, [("policy", "policy")] + [(f"e{x:g}", f"epochs of {x:g} d") for x in lengths],
-                            caption="Sensitivity to the reallocation period (same horizon)"))
-    parts.append("<p>Every copy is fresh at day 0, so all policies start above F* and the regret starts "
-                 "negative; the oracle's stays there.</p>")
+    parts.append(
+        "<p><strong>Epoch length.</strong> With daily epochs a page gets about B/N = 0.5 crawls per epoch, "
+        "so the per-epoch LLN/SAM (which must drop the crawl whose interval straddles the epoch boundary) "
+        "see almost no data; longer epochs give them more crawls at a fixed p but react more slowly. "
+        "Relative freshness (÷ F*, last third of the horizon) by epoch length:</p>"
+    )
+    parts.append(
+        html_table(
+            table,
+            [("policy", "policy")] + [(f"e{x:g}", f"epochs of {x:g} d") for x in lengths],
+            caption="Sensitivity to the reallocation period (same horizon)",
+        )
+    )
+    parts.append(
+        "<p>Every copy is fresh at day 0, so all policies start above F* and the regret starts "
+        "negative; the oracle's stays there.</p>"
+    )
     return "\n".join(parts)
 
 
@@ -219,6 +285,7 @@ def summarize(result: dict) -> dict:
     best = max(learners, key=lambda p: by[p]["freshness"])
     rel = by[best]["relative_freshness"]
     ok = rel > 0.95
-    verdict = (f"Learning Δ while crawling, the best policy ({best}) reaches {rel:.1%} of the oracle's freshness "
-               + ("(goal: above 95%)." if ok else "(below the 95% goal)."))
+    verdict = f"Learning Δ while crawling, the best policy ({best}) reaches {rel:.1%} of the oracle's freshness " + (
+        "(goal: above 95%)." if ok else "(below the 95% goal)."
+    )
     return summary_row(verdict=verdict, key_number=f"{rel:.1%} of oracle", kind="holds" if ok else "fails")

@@ -74,7 +74,11 @@ def reference_crawl_rates(delta, w, budget, objective="binary_freshness", *, fto
         g = lambda p: -w * delta / (np.maximum(p, 1e-300) * (p + delta))
         lower = 1e-9
     res = optimize.minimize(
-        f, np.full(delta.size, budget / delta.size), jac=g, method="SLSQP", bounds=[(lower, budget)] * delta.size,
+        f,
+        np.full(delta.size, budget / delta.size),
+        jac=g,
+        method="SLSQP",
+        bounds=[(lower, budget)] * delta.size,
         constraints=[{"type": "eq", "fun": lambda p: p.sum() - budget, "jac": lambda p: np.ones_like(p)}],
         options={"ftol": ftol, "maxiter": maxiter},
     )
@@ -108,22 +112,34 @@ def run(preset, *, seed: int, progress) -> dict:
             v_ours = crawl_objective(ours, delta, w, objective=objective)
             v_ref = crawl_objective(ref, delta, w, objective=objective)
             better = (v_ours - v_ref) if objective == "binary_freshness" else (v_ref - v_ours)
-            slsqp_rows.append({
-                "objective": objective, "problem": i, "n_pages": sz["n_small"], "slsqp_success": ok,
-                "objective_gain": float(better / abs(v_ref)),
-                "max_rate_difference": float(np.max(np.abs(ours - ref)) / budget),
-            })
+            slsqp_rows.append(
+                {
+                    "objective": objective,
+                    "problem": i,
+                    "n_pages": sz["n_small"],
+                    "slsqp_success": ok,
+                    "objective_gain": float(better / abs(v_ref)),
+                    "max_rate_difference": float(np.max(np.abs(ours - ref)) / budget),
+                }
+            )
     progress("SLSQP comparisons done")
     kkt_rows = []
     delta, w, budget = _problem(gen, sz["n_kkt"])
     for objective in OBJECTIVES:
         p = optimal_crawl_rates(delta, w, budget, objective=objective)
         lam, spread, violation, frac = _kkt(delta, w, p, objective)
-        kkt_rows.append({
-            "objective": objective, "n_pages": sz["n_kkt"], "multiplier": lam, "max_relative_spread": spread,
-            "max_inactive_violation": violation, "budget_error": float(abs(p.sum() / budget - 1)),
-            "fraction_crawled": frac, "min_rate": float(p.min()),
-        })
+        kkt_rows.append(
+            {
+                "objective": objective,
+                "n_pages": sz["n_kkt"],
+                "multiplier": lam,
+                "max_relative_spread": spread,
+                "max_inactive_violation": violation,
+                "budget_error": float(abs(p.sum() / budget - 1)),
+                "fraction_crawled": frac,
+                "min_rate": float(p.min()),
+            }
+        )
     progress("KKT certificates done")
     timing_rows = []
     for n in sz["timed"]:  # a handful of sizes
@@ -137,8 +153,12 @@ def run(preset, *, seed: int, progress) -> dict:
     delta, w, budget = _problem(np.random.default_rng(seed + 1), 2000)
     scatter = [
         {"change_rate": float(d), "weight": float(wi), "binary_freshness": float(pb), "harmonic_staleness": float(ph)}
-        for d, wi, pb, ph in zip(delta, w, optimal_crawl_rates(delta, w, budget),
-                                 optimal_crawl_rates(delta, w, budget, objective="harmonic_staleness"))
+        for d, wi, pb, ph in zip(
+            delta,
+            w,
+            optimal_crawl_rates(delta, w, budget),
+            optimal_crawl_rates(delta, w, budget, objective="harmonic_staleness"),
+        )
     ]
     return {"scheduling_rates": {"slsqp": slsqp_rows, "kkt": kkt_rows, "timing": timing_rows, "scatter": scatter}}
 
@@ -184,38 +204,77 @@ def render(result: dict) -> str:
         verdict_html(
             f"Against SLSQP on {len(sl)} small problems our objective is never worse (worst relative gain "
             f"{worst_gain:+.1e}; positive = ours better) and the rates agree to {worst_diff:.1e} × B, the accuracy of "
-            "SLSQP's stopping rule.", worst_gain > -1e-9 and worst_diff < 1e-4),
+            "SLSQP's stopping rule.",
+            worst_gain > -1e-9 and worst_diff < 1e-4,
+        ),
     ]
-    kkt_ok = all(r["max_relative_spread"] < 1e-8 and r["max_inactive_violation"] < 1e-8 and r["budget_error"] < 1e-9
-                 for r in kkt)
-    parts.append(verdict_html(
-        "KKT certificate on N = " + ", ".join(f"{r['n_pages']:,}" for r in kkt[:1]) + ": the multiplier is common to "
-        "all crawled pages to " + ", ".join(f"{r['max_relative_spread']:.1e} ({r['objective']})" for r in kkt)
-        + "; no page left out has w/Δ above it; Σp = B to "
-        + ", ".join(f"{r['budget_error']:.1e}" for r in kkt) + ". "
-        + f"Binary freshness leaves {1 - kkt[0]['fraction_crawled']:.1%} of the pages uncrawled (their Δ is too "
-          "large for their weight); harmonic staleness crawls every page.", kkt_ok))
-    parts.append(html_table(kkt, [("objective", "objective"), ("n_pages", "N"), ("multiplier", "λ"),
-                                  ("max_relative_spread", "max |λ_i/λ − 1| (crawled)"),
-                                  ("max_inactive_violation", "max (w/Δ)/λ − 1 (uncrawled)"),
-                                  ("budget_error", "|Σp/B − 1|"), ("fraction_crawled", "fraction crawled")],
-                            caption="KKT certificate on a large problem"))
-    parts.append(figure_to_html(_scatter_figure(res["scatter"]), alt="Optimal crawl rate against change rate for "
-                                "2000 pages, coloured by weight, for both objectives"))
-    parts.append("<p>Binary freshness: for a given weight the optimal rate first rises with Δ and then falls to "
-                 "zero — p<sub>i</sub> is <em>not</em> monotone in Δ<sub>i</sub> (it is monotone in w<sub>i</sub>); "
-                 "pages that change too fast to be kept fresh are abandoned. Harmonic staleness never abandons a page "
-                 "and its rates increase with both Δ and w (both monotonicities are property-tested).</p>")
+    kkt_ok = all(
+        r["max_relative_spread"] < 1e-8 and r["max_inactive_violation"] < 1e-8 and r["budget_error"] < 1e-9 for r in kkt
+    )
+    parts.append(
+        verdict_html(
+            "KKT certificate on N = "
+            + ", ".join(f"{r['n_pages']:,}" for r in kkt[:1])
+            + ": the multiplier is common to "
+            "all crawled pages to "
+            + ", ".join(f"{r['max_relative_spread']:.1e} ({r['objective']})" for r in kkt)
+            + "; no page left out has w/Δ above it; Σp = B to "
+            + ", ".join(f"{r['budget_error']:.1e}" for r in kkt)
+            + ". "
+            + f"Binary freshness leaves {1 - kkt[0]['fraction_crawled']:.1%} of the pages uncrawled (their Δ is too "
+            "large for their weight); harmonic staleness crawls every page.",
+            kkt_ok,
+        )
+    )
+    parts.append(
+        html_table(
+            kkt,
+            [
+                ("objective", "objective"),
+                ("n_pages", "N"),
+                ("multiplier", "λ"),
+                ("max_relative_spread", "max |λ_i/λ − 1| (crawled)"),
+                ("max_inactive_violation", "max (w/Δ)/λ − 1 (uncrawled)"),
+                ("budget_error", "|Σp/B − 1|"),
+                ("fraction_crawled", "fraction crawled"),
+            ],
+            caption="KKT certificate on a large problem",
+        )
+    )
+    parts.append(
+        figure_to_html(
+            _scatter_figure(res["scatter"]),
+            alt="Optimal crawl rate against change rate for 2000 pages, coloured by weight, for both objectives",
+        )
+    )
+    parts.append(
+        "<p>Binary freshness: for a given weight the optimal rate first rises with Δ and then falls to "
+        "zero — p<sub>i</sub> is <em>not</em> monotone in Δ<sub>i</sub> (it is monotone in w<sub>i</sub>); "
+        "pages that change too fast to be kept fresh are abandoned. Harmonic staleness never abandons a page "
+        "and its rates increase with both Δ and w (both monotonicities are property-tested).</p>"
+    )
     largest = max(r["n_pages"] for r in timing)
     t_big = {r["objective"]: r["seconds"] for r in timing if r["n_pages"] == largest}
     parts.append(figure_to_html(_timing_figure(timing), alt="Wall time of optimal_crawl_rates against N"))
-    parts.append(f"<p>Wall time at N = {largest:,}: binary freshness {t_big['binary_freshness']:.2f} s (dominated "
-                 f"by the sort), harmonic staleness {t_big['harmonic_staleness']:.2f} s. The benchmark script "
-                 "<code>benchmarks/bench_optimal_rates.py</code> times 10<sup>7</sup> pages.</p>")
-    parts.append(html_table(sl, [("objective", "objective"), ("problem", "problem"), ("n_pages", "N"),
-                                 ("slsqp_success", "SLSQP converged"), ("objective_gain", "relative gain over SLSQP"),
-                                 ("max_rate_difference", "max |p − p_SLSQP| / B")],
-                            caption="Against scipy.optimize (SLSQP)"))
+    parts.append(
+        f"<p>Wall time at N = {largest:,}: binary freshness {t_big['binary_freshness']:.2f} s (dominated "
+        f"by the sort), harmonic staleness {t_big['harmonic_staleness']:.2f} s. The benchmark script "
+        "<code>benchmarks/bench_optimal_rates.py</code> times 10<sup>7</sup> pages.</p>"
+    )
+    parts.append(
+        html_table(
+            sl,
+            [
+                ("objective", "objective"),
+                ("problem", "problem"),
+                ("n_pages", "N"),
+                ("slsqp_success", "SLSQP converged"),
+                ("objective_gain", "relative gain over SLSQP"),
+                ("max_rate_difference", "max |p − p_SLSQP| / B"),
+            ],
+            caption="Against scipy.optimize (SLSQP)",
+        )
+    )
     return "\n".join(parts)
 
 
@@ -226,10 +285,21 @@ def summarize(result: dict) -> dict:
     worst_gain = min(r["objective_gain"] for r in sl)
     worst_diff = max(r["max_rate_difference"] for r in sl)
     spread = max(r["max_relative_spread"] for r in kkt)
-    ok = (worst_gain > -1e-9 and worst_diff < 1e-4 and all(
-        r["max_relative_spread"] < 1e-8 and r["max_inactive_violation"] < 1e-8 and r["budget_error"] < 1e-9
-        for r in kkt))
-    verdict = ("The exact crawl-rate solver is never worse than SLSQP and meets its KKT conditions to machine "
-               "precision." if ok else "The exact crawl-rate solver misses SLSQP's objective or its KKT conditions.")
-    return summary_row(verdict=verdict, key_number=f"KKT spread {spread:.1e}, rates to {worst_diff:.1e} × B",
-                       kind="holds" if ok else "fails")
+    ok = (
+        worst_gain > -1e-9
+        and worst_diff < 1e-4
+        and all(
+            r["max_relative_spread"] < 1e-8 and r["max_inactive_violation"] < 1e-8 and r["budget_error"] < 1e-9
+            for r in kkt
+        )
+    )
+    verdict = (
+        "The exact crawl-rate solver is never worse than SLSQP and meets its KKT conditions to machine precision."
+        if ok
+        else "The exact crawl-rate solver misses SLSQP's objective or its KKT conditions."
+    )
+    return summary_row(
+        verdict=verdict,
+        key_number=f"KKT spread {spread:.1e}, rates to {worst_diff:.1e} × B",
+        kind="holds" if ok else "fails",
+    )

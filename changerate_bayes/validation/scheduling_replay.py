@@ -43,8 +43,18 @@ TITLE = "Scheduling on real pages: replaying real change histories under a crawl
 KEYS = ("scheduling_replay",)
 
 MULTIPLES = (0.1, 0.3, 1.0, 3.0)
-LEARNED = ("uniform", "lln", "mle", "posterior_mean", "thompson", "index_mean", "index_thompson", "paced_uniform",
-           "paced_index_mean", "paced_index_thompson")
+LEARNED = (
+    "uniform",
+    "lln",
+    "mle",
+    "posterior_mean",
+    "thompson",
+    "index_mean",
+    "index_thompson",
+    "paced_uniform",
+    "paced_index_mean",
+    "paced_index_thompson",
+)
 SCHEDULES = ("nutch", "nutch_nosync", "stormcrawler")
 #: Hindsight references (given the true rates or the change times): never the freshest learner.
 REFERENCES = ("oracle", "oracle_proportional", "index_oracle", "paced_oracle", "clairvoyant")
@@ -52,9 +62,11 @@ REFERENCES = ("oracle", "oracle_proportional", "index_oracle", "paced_oracle", "
 PACED = ("paced_uniform", "paced_index_mean", "paced_index_thompson")
 #: Not replayed by the study (see ``study_policies``).
 SLOW = ("dynamic_index_mean", "dynamic_index_thompson", "burst_index_mean", "burst_index_thompson")
-ATTRIBUTION = ("Open Terms Archive data: licence ODC-BY 1.0, \"Open Terms Archive contributors\" (dating "
-               "collection: \"Open Terms Archive with contributions from the Dating Privacy collective\"); see "
-               "changerate_bayes/datasets/data/README.md. Traces: see changerate_bayes/traces/data/SOURCES.md.")
+ATTRIBUTION = (
+    'Open Terms Archive data: licence ODC-BY 1.0, "Open Terms Archive contributors" (dating '
+    'collection: "Open Terms Archive with contributions from the Dating Privacy collective"); see '
+    "changerate_bayes/datasets/data/README.md. Traces: see changerate_bayes/traces/data/SOURCES.md."
+)
 
 
 def _sizes(preset):
@@ -111,8 +123,16 @@ def _total_rate(changes, win) -> float:
 def _records(df: pd.DataFrame) -> list[dict]:
     out = []
     for rec in df.to_dict("records"):
-        out.append({k: (None if isinstance(v, float) and not math.isfinite(v) else
-                        (v.item() if isinstance(v, np.generic) else v)) for k, v in rec.items()})
+        out.append(
+            {
+                k: (
+                    None
+                    if isinstance(v, float) and not math.isfinite(v)
+                    else (v.item() if isinstance(v, np.generic) else v)
+                )
+                for k, v in rec.items()
+            }
+        )
     return out
 
 
@@ -126,14 +146,23 @@ def study_policies(preset_name: str) -> list:
 
 def _replay(changes, win, rate, *, step, epoch, sizes, seed):
     budgets = [m * rate for m in MULTIPLES]
-    df = replay_policies(changes, window=win, budget=budgets, policies=sizes["policies"], step=step, epoch=epoch,
-                         n_boot=sizes["n_boot"], tune_iterations=sizes["iterations"], rng=seed)
+    df = replay_policies(
+        changes,
+        window=win,
+        budget=budgets,
+        policies=sizes["policies"],
+        step=step,
+        epoch=epoch,
+        n_boot=sizes["n_boot"],
+        tune_iterations=sizes["iterations"],
+        rng=seed,
+    )
     return budgets, df
 
 
 def run(preset, *, seed: int, progress) -> dict:
     sizes = dict(_sizes(preset), policies=study_policies(preset.name))
-    changes, win, empty = ota_table(n_pages=sizes["n_pages"], days=sizes["days"], seed=seed % (2 ** 32))
+    changes, win, empty = ota_table(n_pages=sizes["n_pages"], days=sizes["days"], seed=seed % (2**32))
     rate = _total_rate(changes, win)
     progress(f"Open Terms Archive: {len(win)} documents, {len(changes)} changes, {rate:.3g} changes/day")
     budgets, df = _replay(changes, win, rate, step="6h", epoch="7D", sizes=sizes, seed=seed)
@@ -143,12 +172,26 @@ def run(preset, *, seed: int, progress) -> dict:
     tbudgets, tdf = _replay(tchanges, twin, trate, step="1h", epoch="1D", sizes=sizes, seed=seed + 1)
     progress("traces replayed")
     result = {
-        "settings": {"preset": preset.name, "n_documents": len(win), "n_empty_windows": empty,
-                     "n_changes": int(len(changes)), "total_change_rate": rate, "multiples": list(MULTIPLES),
-                     "budgets": budgets, "days": sizes["days"], "n_boot": sizes["n_boot"],
-                     "iterations": sizes["iterations"], "step": "6h", "epoch": "7D",
-                     "n_traces": len(twin), "trace_days": sizes["trace_days"], "trace_change_rate": trate,
-                     "trace_budgets": tbudgets, "trace_step": "1h", "trace_epoch": "1D"},
+        "settings": {
+            "preset": preset.name,
+            "n_documents": len(win),
+            "n_empty_windows": empty,
+            "n_changes": int(len(changes)),
+            "total_change_rate": rate,
+            "multiples": list(MULTIPLES),
+            "budgets": budgets,
+            "days": sizes["days"],
+            "n_boot": sizes["n_boot"],
+            "iterations": sizes["iterations"],
+            "step": "6h",
+            "epoch": "7D",
+            "n_traces": len(twin),
+            "trace_days": sizes["trace_days"],
+            "trace_change_rate": trate,
+            "trace_budgets": tbudgets,
+            "trace_step": "1h",
+            "trace_epoch": "1D",
+        },
         "ota": _records(df),
         "traces": _records(tdf),
     }
@@ -159,8 +202,11 @@ def run(preset, *, seed: int, progress) -> dict:
 # ----------------------------------------------------------------------------- verdict
 def _row(rows, policy, source="given", budget=None):
     for r in rows:
-        if r["policy"] == policy and r["budget_source"] == source and (budget is None or
-                                                                         math.isclose(r["budget"], budget)):
+        if (
+            r["policy"] == policy
+            and r["budget_source"] == source
+            and (budget is None or math.isclose(r["budget"], budget))
+        ):
             return r
     return None
 
@@ -174,46 +220,78 @@ def _verdict(rows, budgets) -> dict:
         mine = _row(rows, best, f"spent by {s}")
         if own is None or mine is None:
             continue
-        comps[s] = {"spent": own["crawls_per_day"], "schedule": own["freshness_weighted"],
-                    "best": mine["freshness_weighted"], "gain": mine["freshness_weighted"] - own["freshness_weighted"]}
+        comps[s] = {
+            "spent": own["crawls_per_day"],
+            "schedule": own["freshness_weighted"],
+            "best": mine["freshness_weighted"],
+            "gain": mine["freshness_weighted"] - own["freshness_weighted"],
+        }
     tuned = {}
     for s in ("nutch_tuned", "nutch_nosync_tuned", "stormcrawler_tuned"):
         for b in budgets:
             t, m = _row(rows, s, budget=b), _row(rows, best, budget=b)
             if t is not None and m is not None:
-                tuned.setdefault(s, []).append({"budget": b, "reachable": tuned_reached(t),
-                                                "spent": t["crawls_per_day"],
-                                                "inc_rate": t["inc_rate"], "tuned": t["freshness_weighted"],
-                                                "best": m["freshness_weighted"],
-                                                "gain": m["freshness_weighted"] - t["freshness_weighted"]})
+                tuned.setdefault(s, []).append(
+                    {
+                        "budget": b,
+                        "reachable": tuned_reached(t),
+                        "spent": t["crawls_per_day"],
+                        "inc_rate": t["inc_rate"],
+                        "tuned": t["freshness_weighted"],
+                        "best": m["freshness_weighted"],
+                        "gain": m["freshness_weighted"] - t["freshness_weighted"],
+                    }
+                )
     by_budget = []
     for b in budgets:  # the freshest policy that kept within the budget, the hindsight references excluded
-        cands = [r for r in rows if r["budget_source"] == "given" and math.isclose(r["budget"], b)
-                 and r["within_budget"] and r["policy"] not in REFERENCES]
+        cands = [
+            r
+            for r in rows
+            if r["budget_source"] == "given"
+            and math.isclose(r["budget"], b)
+            and r["within_budget"]
+            and r["policy"] not in REFERENCES
+        ]
         top = max(cands, key=lambda r: r["freshness_weighted"])
-        by_budget.append({"budget": b, "policy": top["policy"], "freshness": top["freshness_weighted"],
-                          "vs_oracle": top.get("vs_oracle")})
+        by_budget.append(
+            {
+                "budget": b,
+                "policy": top["policy"],
+                "freshness": top["freshness_weighted"],
+                "vs_oracle": top.get("vs_oracle"),
+            }
+        )
     gap = {}
     for p in LEARNED + SLOW:
         cells = []
         for b in budgets:
             r = _row(rows, p, budget=b)
             if r is not None and r.get("gap_share") is not None:
-                cells.append({"budget": b, "share": r["gap_share"], "lo": r.get("gap_share_lo"),
-                              "hi": r.get("gap_share_hi")})
+                cells.append(
+                    {"budget": b, "share": r["gap_share"], "lo": r.get("gap_share_lo"), "hi": r.get("gap_share_hi")}
+                )
         if cells:
             gap[p] = cells
-    mean_gap = {p: float(np.mean([c["share"] for c in cells])) for p, cells in gap.items()
-                if len(cells) == len(budgets)}
+    mean_gap = {
+        p: float(np.mean([c["share"] for c in cells])) for p, cells in gap.items() if len(cells) == len(budgets)
+    }
     best_gap = max(mean_gap, key=mean_gap.get) if mean_gap else None
     vs_paced = {}
     for p in PACED:
         cells = [_row(rows, p, budget=b) for b in budgets]
         if all(r is not None and r.get("vs_paced_oracle") is not None for r in cells):
             vs_paced[p] = float(np.mean([r["vs_paced_oracle"] for r in cells]))
-    return {"best": best, "mean_vs_oracle": mean_ratio, "vs_schedules": comps, "vs_tuned": tuned,
-            "best_by_budget": by_budget, "gap_share": gap, "mean_gap_share": mean_gap, "best_gap": best_gap,
-            "mean_vs_paced_oracle": vs_paced}
+    return {
+        "best": best,
+        "mean_vs_oracle": mean_ratio,
+        "vs_schedules": comps,
+        "vs_tuned": tuned,
+        "best_by_budget": by_budget,
+        "gap_share": gap,
+        "mean_gap_share": mean_gap,
+        "best_gap": best_gap,
+        "mean_vs_paced_oracle": vs_paced,
+    }
 
 
 def summarize(result: dict) -> dict:
@@ -226,14 +304,20 @@ def summarize(result: dict) -> dict:
         parts.append(f"{c['gain'] * 100:+.1f} points of freshness vs {s} at its own {c['spent']:.3g} crawls/day")
     beats = all(c["gain"] > 0 for c in v["vs_schedules"].values())
     overall = ", ".join(f"{r['policy']} at {r['budget']:.3g}/day" for r in v.get("best_by_budget", []))
-    text = (f"On {res['settings']['n_documents']} real documents the freshest policy within budget is {overall}; "
-            f"the best budget allocation is {best} "
-            f"({v['mean_vs_oracle'][best]:.1%} of the hindsight-optimal static rates on average over the budgets); "
-            + "; ".join(parts) + ".")
+    text = (
+        f"On {res['settings']['n_documents']} real documents the freshest policy within budget is {overall}; "
+        f"the best budget allocation is {best} "
+        f"({v['mean_vs_oracle'][best]:.1%} of the hindsight-optimal static rates on average over the budgets); "
+        + "; ".join(parts)
+        + "."
+    )
     if not beats:
         text += " It does not beat every adaptive schedule at that schedule's own spend."
-    return {"verdict": text, "key_number": f"{best}: {v['mean_vs_oracle'][best]:.3f} × hindsight-optimal",
-            "kind": "finding"}
+    return {
+        "verdict": text,
+        "key_number": f"{best}: {v['mean_vs_oracle'][best]:.3f} × hindsight-optimal",
+        "kind": "finding",
+    }
 
 
 # ----------------------------------------------------------------------------- render
@@ -326,39 +410,76 @@ def _matched_table(rows):
 
 def _section(rows, budgets, multiples, label):
     parts = [figure_to_html(_figure(rows, budgets, label), alt=f"Freshness against budget, {label}")]
-    cols = [("policy", "policy")] + [(f"b{j}", f"{m:g}× ({b:.3g}/day)") for j, (m, b) in
-                                     enumerate(zip(multiples, budgets))]
-    parts.append(html_table(_ratio_table(rows, budgets), cols,
-                            caption=f"{label}: weighted freshness ÷ hindsight-optimal static rates, by budget "
-                                    "(× total change rate), 95% paired bootstrap interval"))
-    parts.append(html_table(_ratio_table(rows, budgets, "vs_paced_oracle", list(PACED)), cols,
-                            caption=f"{label}: weighted freshness of the paced policies ÷ paced_oracle's (the "
-                                    "freshness index of the true rates at the same pace), by budget, 95% paired "
-                                    "bootstrap interval"))
+    cols = [("policy", "policy")] + [
+        (f"b{j}", f"{m:g}× ({b:.3g}/day)") for j, (m, b) in enumerate(zip(multiples, budgets))
+    ]
+    parts.append(
+        html_table(
+            _ratio_table(rows, budgets),
+            cols,
+            caption=f"{label}: weighted freshness ÷ hindsight-optimal static rates, by budget "
+            "(× total change rate), 95% paired bootstrap interval",
+        )
+    )
+    parts.append(
+        html_table(
+            _ratio_table(rows, budgets, "vs_paced_oracle", list(PACED)),
+            cols,
+            caption=f"{label}: weighted freshness of the paced policies ÷ paced_oracle's (the "
+            "freshness index of the true rates at the same pace), by budget, 95% paired "
+            "bootstrap interval",
+        )
+    )
     gap, heads = _gap_table(rows, budgets, multiples)
-    parts.append(html_table(gap, [("policy", "policy")] + heads,
-                            caption=f"{label}: share of the weighted-freshness gap from uniform (0) to the clairvoyant "
-                                    "reference (1) that each policy closes, at each budget and at the crawls each "
-                                    "default schedule spent (the schedule's own share in its row), 95% paired "
-                                    "bootstrap interval"))
-    parts.append(html_table(_matched_table(rows),
-                            [("schedule", "schedule (defaults)"), ("spent", "crawls/day it spent")]
-                            + [(s, f"{s}") for s in SCHEDULES]
-                            + [(p, p) for p in LEARNED + ("oracle", "paced_oracle")],
-                            caption=f"{label}: freshness of each policy given the crawls each default schedule spent "
-                                    "(the schedule's own freshness in its column)"))
+    parts.append(
+        html_table(
+            gap,
+            [("policy", "policy")] + heads,
+            caption=f"{label}: share of the weighted-freshness gap from uniform (0) to the clairvoyant "
+            "reference (1) that each policy closes, at each budget and at the crawls each "
+            "default schedule spent (the schedule's own share in its row), 95% paired "
+            "bootstrap interval",
+        )
+    )
+    parts.append(
+        html_table(
+            _matched_table(rows),
+            [("schedule", "schedule (defaults)"), ("spent", "crawls/day it spent")]
+            + [(s, f"{s}") for s in SCHEDULES]
+            + [(p, p) for p in LEARNED + ("oracle", "paced_oracle")],
+            caption=f"{label}: freshness of each policy given the crawls each default schedule spent "
+            "(the schedule's own freshness in its column)",
+        )
+    )
     tuned = []
     for s in ("nutch_tuned", "nutch_nosync_tuned", "stormcrawler_tuned"):
         for b, m in zip(budgets, multiples):
             r = _row(rows, s, budget=b)
             if r:
-                tuned.append({"schedule": s, "budget": f"{m:g}× ({b:.3g}/day)", "inc_rate": r["inc_rate"],
-                              "spent": r["crawls_per_day"], "reachable": tuned_outcome(r),
-                              "freshness": r["freshness_weighted"]})
-    parts.append(html_table(tuned, [("schedule", "schedule"), ("budget", "budget"), ("inc_rate", "increase rate"),
-                                    ("spent", "crawls/day spent"), ("reachable", "within budget"),
-                                    ("freshness", "freshness")],
-                            caption=f"{label}: increase rate found by bisection for each budget (decrease rate kept)"))
+                tuned.append(
+                    {
+                        "schedule": s,
+                        "budget": f"{m:g}× ({b:.3g}/day)",
+                        "inc_rate": r["inc_rate"],
+                        "spent": r["crawls_per_day"],
+                        "reachable": tuned_outcome(r),
+                        "freshness": r["freshness_weighted"],
+                    }
+                )
+    parts.append(
+        html_table(
+            tuned,
+            [
+                ("schedule", "schedule"),
+                ("budget", "budget"),
+                ("inc_rate", "increase rate"),
+                ("spent", "crawls/day spent"),
+                ("reachable", "within budget"),
+                ("freshness", "freshness"),
+            ],
+            caption=f"{label}: increase rate found by bisection for each budget (decrease rate kept)",
+        )
+    )
     return parts
 
 
@@ -369,7 +490,8 @@ def render(result: dict) -> str:
     parts = [
         f"<p>{st['n_documents']} Open Terms Archive documents ({st['n_changes']} changes; {st['n_empty_windows']} "
         f"documents with an empty window left out"
-        + (f"; the last {st['days']} days only" if st["days"] else "") + f"), replayed in calendar time with "
+        + (f"; the last {st['days']} days only" if st["days"] else "")
+        + f"), replayed in calendar time with "
         f"{st['step']} steps and reallocation every {st['epoch']}; total change rate {st['total_change_rate']:.3g} "
         "changes/day. A policy sees only what its crawls reveal (changed since the last crawl? and the interval). "
         "Freshness: the fraction of page-time the copies equalled the live pages. Budgets are hard limits on crawls "
@@ -408,44 +530,64 @@ def render(result: dict) -> str:
     ]
     gains = "; ".join(
         f"at {s}'s own spend ({c['spent']:.3g} crawls/day) {best} reaches {c['best']:.3f} vs {c['schedule']:.3f}"
-        f" ({c['gain'] * 100:+.1f} points)" for s, c in v["vs_schedules"].items())
+        f" ({c['gain'] * 100:+.1f} points)"
+        for s, c in v["vs_schedules"].items()
+    )
     tuned_txt = []
     for s, rows in v["vs_tuned"].items():
         reach = [r for r in rows if r["reachable"]]
         if not reach:
-            tuned_txt.append(f"{s} cannot spend as little as any of the budgets (its crawls have a floor: the "
-                             "maximum interval caps the interval of every page, and Nutch's forceRefetch refetches "
-                             "a page at least every 90 days)")
+            tuned_txt.append(
+                f"{s} cannot spend as little as any of the budgets (its crawls have a floor: the "
+                "maximum interval caps the interval of every page, and Nutch's forceRefetch refetches "
+                "a page at least every 90 days)"
+            )
         else:
-            tuned_txt.append(f"{s} at the budgets it can reach: " + ", ".join(
-                f"{r['budget']:.3g}/day {r['gain'] * 100:+.1f} points" for r in reach))
+            tuned_txt.append(
+                f"{s} at the budgets it can reach: "
+                + ", ".join(f"{r['budget']:.3g}/day {r['gain'] * 100:+.1f} points" for r in reach)
+            )
     beats = all(c["gain"] > 0 for c in v["vs_schedules"].values())
-    overall = "; ".join(f"{m:g}× ({r['budget']:.3g}/day): {r['policy']} ({r['freshness']:.3f})"
-                        for m, r in zip(st["multiples"], v["best_by_budget"]))
+    overall = "; ".join(
+        f"{m:g}× ({r['budget']:.3g}/day): {r['policy']} ({r['freshness']:.3f})"
+        for m, r in zip(st["multiples"], v["best_by_budget"])
+    )
     gap_txt = ""
     if v.get("best_gap"):
         bg = v["best_gap"]
-        cells = ", ".join(f"{c['share']:.3f}" + (f" [{c['lo']:.3f}, {c['hi']:.3f}]" if c.get("lo") is not None else "")
-                          for c in v["gap_share"][bg])
-        gap_txt = (f" Of the gap from uniform to the clairvoyant reference, the learning policy that closes the "
-                   f"most on average over the budgets is {bg} ({v['mean_gap_share'][bg]:.3f}; by budget {cells}).")
+        cells = ", ".join(
+            f"{c['share']:.3f}" + (f" [{c['lo']:.3f}, {c['hi']:.3f}]" if c.get("lo") is not None else "")
+            for c in v["gap_share"][bg]
+        )
+        gap_txt = (
+            f" Of the gap from uniform to the clairvoyant reference, the learning policy that closes the "
+            f"most on average over the budgets is {bg} ({v['mean_gap_share'][bg]:.3f}; by budget {cells})."
+        )
     paced_txt = ""
     if v.get("mean_vs_paced_oracle"):
-        paced_txt = (" Against the hindsight rates' index at the same pace (paced_oracle), on average over the "
-                     "budgets: " + ", ".join(f"{p} {r:.3f}" for p, r in v["mean_vs_paced_oracle"].items()) + ".")
-    parts.append(verdict_html(
-        f"Freshest policy that kept within each budget (the hindsight references excluded): {overall}.{gap_txt}"
-        f"{paced_txt} "
-        f"Among the budget allocations, a crawler engineer should use {best}: on average over the four budgets it reaches "
-        f"{v['mean_vs_oracle'][best]:.1%} of the hindsight-optimal static rates' freshness. Against the adaptive "
-        f"schedules: {gains}. Against the schedules tuned to each budget ({best} minus tuned): "
-        + "; ".join(tuned_txt) + "." + ("" if beats else
-                                         " It does not beat every default schedule at that schedule's own spend."),
-        None))
+        paced_txt = (
+            " Against the hindsight rates' index at the same pace (paced_oracle), on average over the "
+            "budgets: " + ", ".join(f"{p} {r:.3f}" for p, r in v["mean_vs_paced_oracle"].items()) + "."
+        )
+    parts.append(
+        verdict_html(
+            f"Freshest policy that kept within each budget (the hindsight references excluded): {overall}.{gap_txt}"
+            f"{paced_txt} "
+            f"Among the budget allocations, a crawler engineer should use {best}: on average over the four budgets it reaches "
+            f"{v['mean_vs_oracle'][best]:.1%} of the hindsight-optimal static rates' freshness. Against the adaptive "
+            f"schedules: {gains}. Against the schedules tuned to each budget ({best} minus tuned): "
+            + "; ".join(tuned_txt)
+            + "."
+            + ("" if beats else " It does not beat every default schedule at that schedule's own spend."),
+            None,
+        )
+    )
     parts += _section(res["ota"], st["budgets"], st["multiples"], "Open Terms Archive documents")
-    parts.append(f"<p>Shipped event traces: {st['n_traces']} pages, each shifted to start at 0 and cut to its first "
-                 f"{st['trace_days']} days; {st['trace_step']} steps, reallocation every {st['trace_epoch']}; total "
-                 f"change rate {st['trace_change_rate']:.3g} changes/day.</p>")
+    parts.append(
+        f"<p>Shipped event traces: {st['n_traces']} pages, each shifted to start at 0 and cut to its first "
+        f"{st['trace_days']} days; {st['trace_step']} steps, reallocation every {st['trace_epoch']}; total "
+        f"change rate {st['trace_change_rate']:.3g} changes/day.</p>"
+    )
     parts += _section(res["traces"], st["trace_budgets"], st["multiples"], "Shipped traces")
     parts.append(f"<p class='attribution'>{ATTRIBUTION}</p>")
     return "\n".join(str(p) for p in parts)

@@ -64,29 +64,67 @@ def run(preset, *, seed: int, progress) -> dict:
     mean_field = np.array([expected_change_ratio(int(k), n, FRACTION, rho) for k in ks])  # loop over k
     k_opt = int(ks[np.argmax(mean_field)])
     k_rule = rule_of_thumb_sample_size(n, FRACTION)
-    sim_ks = sorted({1, 2, 3, max(1, k_opt // 2), k_opt, int(round(k_rule)), 2 * k_opt, 4 * k_opt, k_max // 2, k_max - 1}
-                    & set(range(1, k_max)))
+    sim_ks = sorted(
+        {1, 2, 3, max(1, k_opt // 2), k_opt, int(round(k_rule)), 2 * k_opt, 4 * k_opt, k_max // 2, k_max - 1}
+        & set(range(1, k_max))
+    )
     curve = [{"sample_size": int(k), "expected": float(v), "simulated": None} for k, v in zip(ks, mean_field)]
     for k in sim_ks:  # one simulated first cycle per sample size
-        res = simulate_change_detection(delta, site, budget, policies=("greedy",), n_cycles=1, sample_size=int(k),
-                                        rng=np.random.default_rng([seed, k]))
+        res = simulate_change_detection(
+            delta,
+            site,
+            budget,
+            policies=("greedy",),
+            n_cycles=1,
+            sample_size=int(k),
+            rng=np.random.default_rng([seed, k]),
+        )
         curve[k - 1]["simulated"] = float(res.change_ratio[0, 0])
     progress(f"sample size curve done (optimum k = {k_opt}, rule of thumb {k_rule:.1f})")
     k_use = max(1, int(round(k_rule)))
-    res = simulate_change_detection(delta, site, budget, policies=POLICIES, n_cycles=n_cycles, sample_size=k_use,
-                                    batch=max(1, int(np.ceil(k_use / 4))), rng=np.random.default_rng([seed, 0]))
+    res = simulate_change_detection(
+        delta,
+        site,
+        budget,
+        policies=POLICIES,
+        n_cycles=n_cycles,
+        sample_size=k_use,
+        batch=max(1, int(np.ceil(k_use / 4))),
+        rng=np.random.default_rng([seed, 0]),
+    )
     progress("download cycles done")
-    cycles = [{"policy": p, "cycle": c + 1, "change_ratio": float(res.change_ratio[j, c]),
-               "samples": float(res.samples[j, c])}
-              for j, p in enumerate(res.policies) for c in range(n_cycles)]
-    return {"scheduling_sampling": {
-        "settings": {"n_sites": n_sites, "site_size": n, "n_pages": int(delta.size), "budget": budget,
-                     "download_fraction": FRACTION, "n_cycles": n_cycles, "sample_size": k_use,
-                     "mean_first_cycle_change": float(rho.mean())},
-        "sample_size": {"optimal": k_opt, "optimal_change_ratio": float(mean_field.max()), "rule_of_thumb": k_rule,
-                        "rule_change_ratio": float(mean_field[k_use - 1]), "curve": curve},
-        "cycles": cycles,
-    }}
+    cycles = [
+        {
+            "policy": p,
+            "cycle": c + 1,
+            "change_ratio": float(res.change_ratio[j, c]),
+            "samples": float(res.samples[j, c]),
+        }
+        for j, p in enumerate(res.policies)
+        for c in range(n_cycles)
+    ]
+    return {
+        "scheduling_sampling": {
+            "settings": {
+                "n_sites": n_sites,
+                "site_size": n,
+                "n_pages": int(delta.size),
+                "budget": budget,
+                "download_fraction": FRACTION,
+                "n_cycles": n_cycles,
+                "sample_size": k_use,
+                "mean_first_cycle_change": float(rho.mean()),
+            },
+            "sample_size": {
+                "optimal": k_opt,
+                "optimal_change_ratio": float(mean_field.max()),
+                "rule_of_thumb": k_rule,
+                "rule_change_ratio": float(mean_field[k_use - 1]),
+                "curve": curve,
+            },
+            "cycles": cycles,
+        }
+    }
 
 
 def _k_figure(ss):
@@ -131,12 +169,19 @@ def render(result: dict) -> str:
         "(~1400 pages per site, r ≈ 0.28) — the “~20” of their slide 25.</p>",
     ]
     ratio = ss["rule_change_ratio"] / ss["optimal_change_ratio"]
-    parts.append(verdict_html(
-        f"Computed optimal sample size k = {ss['optimal']} (expected ChangeRatio {ss['optimal_change_ratio']:.3f}); "
-        f"the rule of thumb √(rN) = {ss['rule_of_thumb']:.1f} reaches {ratio:.1%} of the optimum. The curve is flat "
-        "near its maximum, as in the slides (“optimal sample size ~10 through 60”).", ratio > 0.97))
-    parts.append(figure_to_html(_k_figure(ss), alt="Expected and simulated ChangeRatio of the greedy policy "
-                                                   "against the sample size"))
+    parts.append(
+        verdict_html(
+            f"Computed optimal sample size k = {ss['optimal']} (expected ChangeRatio {ss['optimal_change_ratio']:.3f}); "
+            f"the rule of thumb √(rN) = {ss['rule_of_thumb']:.1f} reaches {ratio:.1%} of the optimum. The curve is flat "
+            "near its maximum, as in the slides (“optimal sample size ~10 through 60”).",
+            ratio > 0.97,
+        )
+    )
+    parts.append(
+        figure_to_html(
+            _k_figure(ss), alt="Expected and simulated ChangeRatio of the greedy policy against the sample size"
+        )
+    )
     by = {}
     for r in cycles:
         by.setdefault(r["policy"], []).append(r)
@@ -145,9 +190,16 @@ def render(result: dict) -> str:
     rows = []
     for p, rr in by.items():
         cr = np.array([r["change_ratio"] for r in rr])
-        rows.append({"policy": p, "first_cycle": float(cr[0]), "early": float(cr[:h].mean()),
-                     "late": float(cr[-h:].mean()), "mean": float(cr.mean()),
-                     "samples_per_cycle": float(np.mean([r["samples"] for r in rr]))})
+        rows.append(
+            {
+                "policy": p,
+                "first_cycle": float(cr[0]),
+                "early": float(cr[:h].mean()),
+                "late": float(cr[-h:].mean()),
+                "mean": float(cr.mean()),
+                "samples_per_cycle": float(np.mean([r["samples"] for r in rr])),
+            }
+        )
     rb = {r["policy"]: r for r in rows}
     parts.append(figure_to_html(_cycle_figure(cycles), alt="ChangeRatio per download cycle for each policy"))
     early_best = max(("greedy", "frequency"), key=lambda p: rb[p]["early"])
@@ -155,31 +207,51 @@ def render(result: dict) -> str:
     # binomial standard error of the difference of two late means (budget·h downloads each)
     se = np.sqrt(sum(rb[p]["late"] * (1 - rb[p]["late"]) for p in ("greedy", "frequency")) / (st["budget"] * h))
     if diff > 3 * se:
-        late_txt = (f"frequency-based policy overtakes sampling once it has a history (by {diff:.3f}, "
-                    f"{diff / se:.0f} binomial standard errors), as the slides expect when change frequencies are stable.")
+        late_txt = (
+            f"frequency-based policy overtakes sampling once it has a history (by {diff:.3f}, "
+            f"{diff / se:.0f} binomial standard errors), as the slides expect when change frequencies are stable."
+        )
     elif diff > -3 * se:
-        late_txt = (f"frequency-based policy catches up with sampling once it has a history (difference "
-                    f"{diff:+.3f}, within 3 binomial standard errors of {se:.4f}).")
+        late_txt = (
+            f"frequency-based policy catches up with sampling once it has a history (difference "
+            f"{diff:+.3f}, within 3 binomial standard errors of {se:.4f})."
+        )
     else:
         late_txt = f"frequency-based policy is still behind sampling ({diff:+.3f}) at the end of the horizon."
-    parts.append(verdict_html(
-        f"Short term, sampling wins: in the first {h} cycle(s) greedy sampling reaches a ChangeRatio of "
-        f"{rb['greedy']['early']:.3f} against {rb['frequency']['early']:.3f} for the frequency-based policy, "
-        f"which has no history yet (round robin {rb['round_robin']['early']:.3f}). Long term (last {h} cycles): "
-        f"greedy {rb['greedy']['late']:.3f}, frequency {rb['frequency']['late']:.3f}, oracle "
-        f"{rb['oracle']['late']:.3f} — the " + late_txt,
-        early_best == "greedy"))
-    parts.append(verdict_html(
-        f"Greedy beats proportional allocation of the same samples ({rb['greedy']['mean']:.3f} vs "
-        f"{rb['proportional']['mean']:.3f} on average), as the slides' optimality theorem says. The adaptive policy "
-        f"spends {rb['adaptive']['samples_per_cycle']:.0f} samples per cycle instead of "
-        f"{rb['greedy']['samples_per_cycle']:.0f} for a ChangeRatio of {rb['adaptive']['mean']:.3f} "
-        f"(greedy {rb['greedy']['mean']:.3f}).",
-        rb["greedy"]["mean"] >= rb["proportional"]["mean"]))
-    parts.append(html_table(rows, [("policy", "policy"), ("first_cycle", "cycle 1"), ("early", f"first {h}"),
-                                   ("late", f"last {h}"), ("mean", "all cycles"),
-                                   ("samples_per_cycle", "samples / cycle")],
-                            caption=f"ChangeRatio over {n_c} cycles (sample size k = {st['sample_size']})"))
+    parts.append(
+        verdict_html(
+            f"Short term, sampling wins: in the first {h} cycle(s) greedy sampling reaches a ChangeRatio of "
+            f"{rb['greedy']['early']:.3f} against {rb['frequency']['early']:.3f} for the frequency-based policy, "
+            f"which has no history yet (round robin {rb['round_robin']['early']:.3f}). Long term (last {h} cycles): "
+            f"greedy {rb['greedy']['late']:.3f}, frequency {rb['frequency']['late']:.3f}, oracle "
+            f"{rb['oracle']['late']:.3f} — the " + late_txt,
+            early_best == "greedy",
+        )
+    )
+    parts.append(
+        verdict_html(
+            f"Greedy beats proportional allocation of the same samples ({rb['greedy']['mean']:.3f} vs "
+            f"{rb['proportional']['mean']:.3f} on average), as the slides' optimality theorem says. The adaptive policy "
+            f"spends {rb['adaptive']['samples_per_cycle']:.0f} samples per cycle instead of "
+            f"{rb['greedy']['samples_per_cycle']:.0f} for a ChangeRatio of {rb['adaptive']['mean']:.3f} "
+            f"(greedy {rb['greedy']['mean']:.3f}).",
+            rb["greedy"]["mean"] >= rb["proportional"]["mean"],
+        )
+    )
+    parts.append(
+        html_table(
+            rows,
+            [
+                ("policy", "policy"),
+                ("first_cycle", "cycle 1"),
+                ("early", f"first {h}"),
+                ("late", f"last {h}"),
+                ("mean", "all cycles"),
+                ("samples_per_cycle", "samples / cycle"),
+            ],
+            caption=f"ChangeRatio over {n_c} cycles (sample size k = {st['sample_size']})",
+        )
+    )
     return "\n".join(parts)
 
 
@@ -194,7 +266,9 @@ def summarize(result: dict) -> dict:
         mean.setdefault(r["policy"], []).append(r["change_ratio"])
     greedy, prop = float(np.mean(mean["greedy"])), float(np.mean(mean["proportional"]))
     ok = ratio > 0.97 and greedy >= prop
-    verdict = (f"The rule of thumb √(rN) reaches {ratio:.1%} of the optimal sample size's ChangeRatio; greedy "
-               f"sampling {'beats' if greedy >= prop else 'loses to'} proportional allocation ({greedy:.3f} vs "
-               f"{prop:.3f}).")
+    verdict = (
+        f"The rule of thumb √(rN) reaches {ratio:.1%} of the optimal sample size's ChangeRatio; greedy "
+        f"sampling {'beats' if greedy >= prop else 'loses to'} proportional allocation ({greedy:.3f} vs "
+        f"{prop:.3f})."
+    )
     return summary_row(verdict=verdict, key_number=f"{ratio:.1%} of optimum", kind="holds" if ok else "fails")

@@ -206,9 +206,15 @@ def estimator_errors(history: CrawlHistory, target: np.ndarray, visible: np.ndar
             try:
                 path = estimate_path(history, m)
             except RuntimeError as exc:  # a solver failure is a finding to report, not a reason to stop
-                summary[m] = {"median_abs_rel_error": None, "median_rel_error": None, "rmse_rel_error": None,
-                              "n_infinite": 0, "failed": f"{type(exc).__name__}: {exc}",
-                              "median_abs_rel_error_visible": None, "median_rel_error_visible": None}
+                summary[m] = {
+                    "median_abs_rel_error": None,
+                    "median_rel_error": None,
+                    "rmse_rel_error": None,
+                    "n_infinite": 0,
+                    "failed": f"{type(exc).__name__}: {exc}",
+                    "median_abs_rel_error_visible": None,
+                    "median_rel_error_visible": None,
+                }
                 paths[m] = np.full(history.n_crawls, np.nan)
                 continue
         final = path[:, -1]
@@ -269,7 +275,9 @@ def _trace_record(name, info, res) -> dict:
         "n_tests_run": sum(1 for k, t in res.tests.items() if t.ran and k != "burstiness"),
         "verdict": res.summary(ALPHA),
         "notes": list(res.notes),
-        "crawl_grid": None if res.crawl_grid is None else {
+        "crawl_grid": None
+        if res.crawl_grid is None
+        else {
             "crawl_interval_hours": res.crawl_grid.crawl_interval,
             "n_crawls": res.crawl_grid.n_crawls,
             "detection_probability": _clean(res.crawl_grid.detection_probability),
@@ -279,16 +287,27 @@ def _trace_record(name, info, res) -> dict:
         },
     }
     for k, t in res.tests.items():
-        rec[k] = {"statistic": _clean(t.statistic) if t.statistic is not None else None, "pvalue": t.pvalue,
-                  "status": t.status, "reading": t.reading}
+        rec[k] = {
+            "statistic": _clean(t.statistic) if t.statistic is not None else None,
+            "pvalue": t.pvalue,
+            "status": t.status,
+            "reading": t.reading,
+        }
 
     idx = thin_indices(qq.observed.size, _QQ_POINTS, tail=20)
     series = rate_over_time(res.times, n_bins=120)
     rec["plot"] = {
         "origin": str(res.origin),
-        "qq": {"theoretical": _clean_list(qq.theoretical[idx]), "observed": _clean_list(qq.observed[idx]),
-               "lower": _clean_list(qq.lower[idx]), "upper": _clean_list(qq.upper[idx]), "level": qq.level,
-               "n_simulations": qq.n_simulations, "n_gaps": int(qq.observed.size), "distribution": qq.distribution},
+        "qq": {
+            "theoretical": _clean_list(qq.theoretical[idx]),
+            "observed": _clean_list(qq.observed[idx]),
+            "lower": _clean_list(qq.lower[idx]),
+            "upper": _clean_list(qq.upper[idx]),
+            "level": qq.level,
+            "n_simulations": qq.n_simulations,
+            "n_gaps": int(qq.observed.size),
+            "distribution": qq.distribution,
+        },
         "rate_series": {"edges": _clean_list(series.edges, 12), "counts": series.counts.tolist()},
         "segments": {"edges": _clean_list(res.segments.edges, 12), "counts": res.segments.counts.tolist()},
     }
@@ -318,10 +337,18 @@ def _replay(name, times, ratio, cfg, seq, progress) -> dict:
     rows = []
     for m in METHODS:
         a, b = err_real[m]["median_abs_rel_error"], err_pois[m]["median_abs_rel_error"]
-        rows.append({"method": m, "real": err_real[m], "poisson": err_pois[m],
-                     "degradation": _clean(a / b) if a is not None and b else None})
-    progress(f"{name}: p = {p:.3g}/h (r = {ratio:.3g}), k = {k}: coverage {post_real['coverage']:.2f} "
-             f"(Poisson {post_pois['coverage']:.2f})")
+        rows.append(
+            {
+                "method": m,
+                "real": err_real[m],
+                "poisson": err_pois[m],
+                "degradation": _clean(a / b) if a is not None and b else None,
+            }
+        )
+    progress(
+        f"{name}: p = {p:.3g}/h (r = {ratio:.3g}), k = {k}: coverage {post_real['coverage']:.2f} "
+        f"(Poisson {post_pois['coverage']:.2f})"
+    )
     return {
         "name": name,
         "ratio": ratio,
@@ -363,11 +390,16 @@ def run(preset, *, seed: int, progress) -> dict:
         stamps = load_trace(name)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the caveats are kept in the result's notes
-            res = poisson_gof(stamps, crawl_interval=info.crawl_interval_hours, n_resamples=cfg["n_resamples"],
-                              rng=np.random.default_rng(s_gof))
+            res = poisson_gof(
+                stamps,
+                crawl_interval=info.crawl_interval_hours,
+                n_resamples=cfg["n_resamples"],
+                rng=np.random.default_rng(s_gof),
+            )
         traces.append(_trace_record(name, info, res))
-        progress(f"{name}: {res.n_events} events, {len(traces[-1]['rejected'])} of "
-                 f"{traces[-1]['n_tests_run']} tests reject")
+        progress(
+            f"{name}: {res.n_events} events, {len(traces[-1]['rejected'])} of {traces[-1]['n_tests_run']} tests reject"
+        )
         times = as_event_times(stamps).values
         for ratio, s in zip(cfg["ratios"], s_rep.spawn(len(cfg["ratios"]))):
             replays.append(_replay(name, times, ratio, cfg, s, progress))
@@ -415,8 +447,15 @@ def _diagnostic_figure(tr):
     pl = tr["plot"]
     q = pl["qq"]
     dist = q.get("distribution", "exponential")
-    qq = QQData(_nan(q["theoretical"]), _nan(q["observed"]), _nan(q["lower"]), _nan(q["upper"]), q["level"],
-                q["n_simulations"], dist)
+    qq = QQData(
+        _nan(q["theoretical"]),
+        _nan(q["observed"]),
+        _nan(q["lower"]),
+        _nan(q["upper"]),
+        q["level"],
+        q["n_simulations"],
+        dist,
+    )
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.8))
     plot_qq(qq, ax=a1, log=True)
     a1.set_xlabel(f"{dist} quantile (hours)")
@@ -476,7 +515,7 @@ def replay_ylim(paths: dict, target: float, *, skip: float = 0.05) -> tuple[floa
     finite value of the paths after the first ``skip`` fraction of crawls. The panel's
     x-axis starts there too (:func:`replay_xstart`), so no drawn value is clipped; early
     transients and infinite MLE/MM values (counted in the table) would flatten the rest."""
-    vals = [np.asarray(p, dtype=np.float64)[int(skip * len(p)):] for p in paths.values()]
+    vals = [np.asarray(p, dtype=np.float64)[int(skip * len(p)) :] for p in paths.values()]
     vals = np.concatenate(vals) if vals else np.zeros(0)
     vals = vals[np.isfinite(vals)]
     top = max(float(target) if target is not None else 0.0, float(vals.max()) if vals.size else 0.0)
@@ -500,10 +539,15 @@ def tests_by_kind(traces) -> list[dict]:
             if k != "burstiness" and k not in ran:
                 why = next(t[k]["reading"] for t in tt if t[k]["status"] != "ok")
                 na.setdefault(why, []).append(_TEST_LABELS[k])
-        rows.append({"kind": kind.replace("_", " "), "traces": len(tt),
-                     "n_tests": " or ".join(str(c) for c in sorted({t["n_tests_run"] for t in tt})),
-                     "tests": ", ".join(_TEST_LABELS[k] for k in ran),
-                     "not_run": "; ".join(f"{', '.join(v)}: {w}" for w, v in na.items())})
+        rows.append(
+            {
+                "kind": kind.replace("_", " "),
+                "traces": len(tt),
+                "n_tests": " or ".join(str(c) for c in sorted({t["n_tests_run"] for t in tt})),
+                "tests": ", ".join(_TEST_LABELS[k] for k in ran),
+                "not_run": "; ".join(f"{', '.join(v)}: {w}" for w, v in na.items()),
+            }
+        )
     return rows
 
 
@@ -518,36 +562,59 @@ def crawl_traces_words(traces) -> str:
         frac = 1 - g["n_off_grid"] / t["n_events"]
         (on_grid if frac >= 0.9 else off_grid).append((t, frac))
     rej = "; ".join(f"{t['name']} by {len(t['rejected'])} of {t['n_tests_run']}" for t in crawl)
-    text = (f"The {len(crawl)} crawl-detection traces are tested on their crawl grid with exact nulls (a detection "
-            f"means at least one change in its crawl interval) and are rejected: {rej}.")
+    text = (
+        f"The {len(crawl)} crawl-detection traces are tested on their crawl grid with exact nulls (a detection "
+        f"means at least one change in its crawl interval) and are rejected: {rej}."
+    )
     if on_grid:
-        text += (" " + " and ".join(f"{t['name']} ({f:.0%} of detections on the grid)" for t, f in on_grid)
-                 + " follow their nominal schedule: their rejections are about the changes.")
+        text += (
+            " "
+            + " and ".join(f"{t['name']} ({f:.0%} of detections on the grid)" for t, f in on_grid)
+            + " follow their nominal schedule: their rejections are about the changes."
+        )
     if off_grid:
-        coarse = ("laplace_trend", "mil_hdbk_189", "dispersion_index", "hour_of_day", "day_of_week",
-                  "segments_dispersion")
+        coarse = (
+            "laplace_trend",
+            "mil_hdbk_189",
+            "dispersion_index",
+            "hour_of_day",
+            "day_of_week",
+            "segments_dispersion",
+        )
         words = []
         for t, f in off_grid:
             rej = [_TEST_LABELS[k] for k in coarse if k in t["rejected"]]
-            words.append(f"{t['name']} (only {f:.0%} on the grid; rejected by "
-                         + (", ".join(rej) if rej else "none of the tests that count detections over hours to weeks")
-                         + ")")
-        text += (" " + " and ".join(words) + " do not follow a regular schedule (late crawls, or a crawl interval "
-                 "that changed): there the tests of gaps between detections (geometric gaps, gap CV, calibration) "
-                 "may test the schedule as much as the changes; the trend, dispersion, seasonality and "
-                 "within-segment tests do not depend on minute-scale timing.")
+            words.append(
+                f"{t['name']} (only {f:.0%} on the grid; rejected by "
+                + (", ".join(rej) if rej else "none of the tests that count detections over hours to weeks")
+                + ")"
+            )
+        text += (
+            " " + " and ".join(words) + " do not follow a regular schedule (late crawls, or a crawl interval "
+            "that changed): there the tests of gaps between detections (geometric gaps, gap CV, calibration) "
+            "may test the schedule as much as the changes; the trend, dispersion, seasonality and "
+            "within-segment tests do not depend on minute-scale timing."
+        )
     return text
 
 
 def _overview_rows(traces):
     rows = []
     for t in traces:
-        rows.append({
-            "trace": t["name"], "kind": t["kind"], "events": t["n_events"], "rate": t["rate"],
-            "cv": t["gap_cv"]["statistic"], "B": t["burstiness"]["statistic"],
-            "laplace": t["laplace_trend"]["statistic"], "dispersion": t["dispersion_index"]["statistic"],
-            "segments": t["n_segments"], "rejected": f"{len(t['rejected'])} / {t['n_tests_run']}",
-        })
+        rows.append(
+            {
+                "trace": t["name"],
+                "kind": t["kind"],
+                "events": t["n_events"],
+                "rate": t["rate"],
+                "cv": t["gap_cv"]["statistic"],
+                "B": t["burstiness"]["statistic"],
+                "laplace": t["laplace_trend"]["statistic"],
+                "dispersion": t["dispersion_index"]["statistic"],
+                "segments": t["n_segments"],
+                "rejected": f"{len(t['rejected'])} / {t['n_tests_run']}",
+            }
+        )
     return rows
 
 
@@ -559,20 +626,31 @@ def _method_summary(replays):
         rr = [r for r in replays if r["ratio"] == ratio]
         for m in METHODS:
             es = [e for r in rr for e in r["errors"] if e["method"] == m]
-            real, pois, bias = (_nan([e[k]["median_abs_rel_error" if k != "bias" else "median_rel_error"]
-                                      for e in es]) if k != "bias" else _nan([e["real"]["median_rel_error"]
-                                                                              for e in es])
-                                for k in ("real", "poisson", "bias"))
+            real, pois, bias = (
+                _nan([e[k]["median_abs_rel_error" if k != "bias" else "median_rel_error"] for e in es])
+                if k != "bias"
+                else _nan([e["real"]["median_rel_error"] for e in es])
+                for k in ("real", "poisson", "bias")
+            )
             vis = _nan([e["real"].get("median_abs_rel_error_visible") for e in es])
             bias_v = _nan([e["real"].get("median_rel_error_visible") for e in es])
             real_m, vis_m = _clean(np.nanmedian(real)), _clean(np.nanmedian(vis)) if np.isfinite(vis).any() else None
-            tracks = None if real_m is None or vis_m is None else ("crawl-visible rate" if vis_m < real_m
-                                                                   else "count rate")
-            rows.append({"ratio": _frac(ratio), "method": _METHOD_LABELS[m],
-                         "real": real_m, "poisson": _clean(np.nanmedian(pois)),
-                         "excess": _clean(np.nanmedian(real - pois)), "bias": _clean(np.nanmedian(bias)),
-                         "visible": vis_m, "bias_visible": _clean(np.nanmedian(bias_v))
-                         if np.isfinite(bias_v).any() else None, "tracks": tracks})
+            tracks = (
+                None if real_m is None or vis_m is None else ("crawl-visible rate" if vis_m < real_m else "count rate")
+            )
+            rows.append(
+                {
+                    "ratio": _frac(ratio),
+                    "method": _METHOD_LABELS[m],
+                    "real": real_m,
+                    "poisson": _clean(np.nanmedian(pois)),
+                    "excess": _clean(np.nanmedian(real - pois)),
+                    "bias": _clean(np.nanmedian(bias)),
+                    "visible": vis_m,
+                    "bias_visible": _clean(np.nanmedian(bias_v)) if np.isfinite(bias_v).any() else None,
+                    "tracks": tracks,
+                }
+            )
     return rows
 
 
@@ -584,42 +662,74 @@ def render(result: dict) -> str:
         f"<p>{len(traces)} real traces (SOURCES.md): wiki revisions (exact change times), crawl detections "
         "(times a scheduled crawl saw a change) and README commits. Each is tested against the homogeneous "
         f"Poisson process the estimators assume (overall verdict with Holm's correction at family-wise level "
-        f"{ALPHA} over the tests that ran), then replayed as in the paper's Experiment 1.</p>")
+        f"{ALPHA} over the tests that ran), then replayed as in the paper's Experiment 1.</p>"
+    )
     by_kind = tests_by_kind(traces)
     parts.append(
         "<p>Not every test applies to every trace: "
-        + "; ".join(f"{r['n_tests']} tests ran on the {r['kind']} trace{'s' if r['traces'] > 1 else ''}"
-                    for r in by_kind)
+        + "; ".join(
+            f"{r['n_tests']} tests ran on the {r['kind']} trace{'s' if r['traces'] > 1 else ''}" for r in by_kind
+        )
         + ". Crawl detections are not change times (a detection means at least one change in its crawl "
-          "interval), so their gaps are whole crawl intervals, geometric under a Poisson change process: the "
-          "exponential gap tests and time rescaling do not apply to them, and the crawl-grid tests (geometric gaps, "
-          "and the trend, dispersion, seasonality, gap-CV and within-segment tests on the grid, with exact nulls) "
-          "and the calibration test run instead. The Goh-Barabási B is shown but not counted: it repeats the "
-          "gap-CV test.</p>")
-    parts.append(html_table(by_kind, [("kind", "kind"), ("traces", "traces"), ("n_tests", "tests run"),
-                                      ("tests", "tests"), ("not_run", "not run, and why")],
-                            caption="Which tests run on which kind of trace"))
+        "interval), so their gaps are whole crawl intervals, geometric under a Poisson change process: the "
+        "exponential gap tests and time rescaling do not apply to them, and the crawl-grid tests (geometric gaps, "
+        "and the trend, dispersion, seasonality, gap-CV and within-segment tests on the grid, with exact nulls) "
+        "and the calibration test run instead. The Goh-Barabási B is shown but not counted: it repeats the "
+        "gap-CV test.</p>"
+    )
+    parts.append(
+        html_table(
+            by_kind,
+            [
+                ("kind", "kind"),
+                ("traces", "traces"),
+                ("n_tests", "tests run"),
+                ("tests", "tests"),
+                ("not_run", "not run, and why"),
+            ],
+            caption="Which tests run on which kind of trace",
+        )
+    )
     cvs = [t["gap_cv"]["statistic"] for t in traces if t["gap_cv"]["statistic"] is not None]
-    text = (f"The homogeneous Poisson model is rejected on {n_rej} of {len(traces)} traces. Gap CVs range from "
-            f"{min(cvs):.2f} to {max(cvs):.2f} (1 for Poisson event times, √(1 - q) ≈ 0.87 to 0.98 for the crawl "
-            f"detections of Poisson changes here); Bayesian blocks find "
-            f"{min(t['n_segments'] for t in traces)} to {max(t['n_segments'] for t in traces)} constant-rate "
-            "segments.")
+    text = (
+        f"The homogeneous Poisson model is rejected on {n_rej} of {len(traces)} traces. Gap CVs range from "
+        f"{min(cvs):.2f} to {max(cvs):.2f} (1 for Poisson event times, √(1 - q) ≈ 0.87 to 0.98 for the crawl "
+        f"detections of Poisson changes here); Bayesian blocks find "
+        f"{min(t['n_segments'] for t in traces)} to {max(t['n_segments'] for t in traces)} constant-rate "
+        "segments."
+    )
     if n_rej:
-        text += (" Edits come in bursts and the rate drifts: the paper's Q-Q check on one five-month Wikipedia "
-                 "trace does not carry over to these traces.")
+        text += (
+            " Edits come in bursts and the rate drifts: the paper's Q-Q check on one five-month Wikipedia "
+            "trace does not carry over to these traces."
+        )
     crawl_words = crawl_traces_words(traces)
     if crawl_words:
         text += " " + crawl_words
     parts.append(verdict_html(text, kind="finding"))
-    parts.append('<nav class="subnav"><strong>Traces:</strong> ' + " · ".join(
-        f'<a href="#trace-{t["name"]}">{t["name"]}</a>' for t in traces) + "</nav>")
-    parts.append(html_table(
-        _overview_rows(traces),
-        [("trace", "trace"), ("kind", "kind"), ("events", "events"), ("rate", "rate (per hour)"),
-         ("cv", "gap CV"), ("B", "burstiness B"), ("laplace", "Laplace z"), ("dispersion", "dispersion index"),
-         ("segments", "segments"), ("rejected", "tests rejecting (Holm)")],
-        caption="Overview of the traces"))
+    parts.append(
+        '<nav class="subnav"><strong>Traces:</strong> '
+        + " · ".join(f'<a href="#trace-{t["name"]}">{t["name"]}</a>' for t in traces)
+        + "</nav>"
+    )
+    parts.append(
+        html_table(
+            _overview_rows(traces),
+            [
+                ("trace", "trace"),
+                ("kind", "kind"),
+                ("events", "events"),
+                ("rate", "rate (per hour)"),
+                ("cv", "gap CV"),
+                ("B", "burstiness B"),
+                ("laplace", "Laplace z"),
+                ("dispersion", "dispersion index"),
+                ("segments", "segments"),
+                ("rejected", "tests rejecting (Holm)"),
+            ],
+            caption="Overview of the traces",
+        )
+    )
 
     # replay summary
     summ = _method_summary(replays)
@@ -635,7 +745,8 @@ def render(result: dict) -> str:
         "crawl-visible rate p q/(1 − q), q the probability that a Poisson crawl interval of the window holds a "
         "change (the two are equal for Poisson changes). The same crawls are run on Poisson surrogates with the "
         "same rate and length. Errors are median |relative error| over replications, then the median over "
-        "traces.</p>")
+        "traces.</p>"
+    )
     vis_ratio = float(np.median([r["visible_to_count"] for r in replays])) if replays else 1.0
     est_rows = [s for s in summ if s["method"] != "Naive"]
     real_err = float(np.nanmedian(_nan([s["real"] for s in est_rows])))
@@ -645,88 +756,172 @@ def render(result: dict) -> str:
     for s in est_rows:
         tracking.setdefault(s["method"], set()).add(s["tracks"])
     vis_trackers = [m for m, t in tracking.items() if t == {"crawl-visible rate"}]
-    text = (f"Two rates per trace: the count rate (changes per hour in the crawled window) and the crawl-visible "
-            f"rate (the rate of a Poisson process with the same probability that a crawl interval holds a change; "
-            f"median ratio crawl-visible / count = {vis_ratio:.2f}). Every estimator sees only whether a crawl "
-            "interval held at least one change, so what it can estimate is the crawl-visible rate: changes that "
-            "cluster between two crawls count once, and the count rate cannot be identified from the crawls. "
-            f"Against the count rate the median error is {real_err:.2f} (Poisson surrogates {pois_err:.2f}); "
-            f"against the crawl-visible rate it is {vis_err:.2f}. "
-            + (f"{', '.join(vis_trackers)} track the crawl-visible rate (smaller error against it at every p)"
-               if vis_trackers else "No estimator is closer to the crawl-visible rate at every p")
-            + "; the table says which rate each estimator is closer to at each p. The gap to the count rate is "
-              "the burstiness of the changes, not a failure of the estimators.")
+    text = (
+        f"Two rates per trace: the count rate (changes per hour in the crawled window) and the crawl-visible "
+        f"rate (the rate of a Poisson process with the same probability that a crawl interval holds a change; "
+        f"median ratio crawl-visible / count = {vis_ratio:.2f}). Every estimator sees only whether a crawl "
+        "interval held at least one change, so what it can estimate is the crawl-visible rate: changes that "
+        "cluster between two crawls count once, and the count rate cannot be identified from the crawls. "
+        f"Against the count rate the median error is {real_err:.2f} (Poisson surrogates {pois_err:.2f}); "
+        f"against the crawl-visible rate it is {vis_err:.2f}. "
+        + (
+            f"{', '.join(vis_trackers)} track the crawl-visible rate (smaller error against it at every p)"
+            if vis_trackers
+            else "No estimator is closer to the crawl-visible rate at every p"
+        )
+        + "; the table says which rate each estimator is closer to at each p. The gap to the count rate is "
+        "the burstiness of the changes, not a failure of the estimators."
+    )
     parts.append(verdict_html(text, kind="holds" if vis_err <= max(2 * pois_err, 0.1) else "finding"))
     cov_vis = np.array([r.get("coverage_visible", np.nan) for r in replays], dtype=np.float64)
-    parts.append(verdict_html(
-        f"Posterior credible intervals: the {HDI_PROB:.0%} HDI of the grid posterior holds the crawl-visible rate "
-        f"in {np.nanmean(cov_vis):.0%} of real-trace replays and the count rate in {np.mean(real_cov):.0%} "
-        f"(Poisson surrogates: {np.mean(pois_cov):.0%}). "
-        + ("The static posterior assumes a constant rate; where the rate drifts its interval is too narrow even for "
-           "the rate it can see (see the prequential section for a model of moving rates)."
-           if np.nanmean(cov_vis) < 0.85 else "Coverage of the rate the crawler can see holds."),
-        kind="holds" if np.nanmean(cov_vis) > 0.85 else "finding"))
-    failures = [f"{_METHOD_LABELS[e['method']]} on {r['name']} at p = {_of_rate(r['ratio'])} "
-                f"({e['real'].get('failed') or e['poisson'].get('failed')})"
-                for r in replays for e in r["errors"] if e["real"].get("failed") or e["poisson"].get("failed")]
+    parts.append(
+        verdict_html(
+            f"Posterior credible intervals: the {HDI_PROB:.0%} HDI of the grid posterior holds the crawl-visible rate "
+            f"in {np.nanmean(cov_vis):.0%} of real-trace replays and the count rate in {np.mean(real_cov):.0%} "
+            f"(Poisson surrogates: {np.mean(pois_cov):.0%}). "
+            + (
+                "The static posterior assumes a constant rate; where the rate drifts its interval is too narrow even for "
+                "the rate it can see (see the prequential section for a model of moving rates)."
+                if np.nanmean(cov_vis) < 0.85
+                else "Coverage of the rate the crawler can see holds."
+            ),
+            kind="holds" if np.nanmean(cov_vis) > 0.85 else "finding",
+        )
+    )
+    failures = [
+        f"{_METHOD_LABELS[e['method']]} on {r['name']} at p = {_of_rate(r['ratio'])} "
+        f"({e['real'].get('failed') or e['poisson'].get('failed')})"
+        for r in replays
+        for e in r["errors"]
+        if e["real"].get("failed") or e["poisson"].get("failed")
+    ]
     if failures:
-        parts.append(verdict_html("Estimator failures (left out of the medians): " + "; ".join(failures) + ".",
-                                  False))
-    parts.append(html_table(
-        summ, [("ratio", "p / rate"), ("method", "estimator"), ("real", "error vs count rate, real"),
-               ("visible", "error vs crawl-visible rate, real"), ("tracks", "closer to"),
-               ("poisson", "error, Poisson"), ("excess", "excess (count rate)"),
-               ("bias", "median relative error vs count rate"), ("bias_visible", "vs crawl-visible rate")],
-        caption="Median |relative error| of the final estimate, median over traces"))
-    parts.append(html_table(
-        [{"trace": r["name"], "ratio": _frac(r["ratio"]), "k": r["n_crawls"], "seen": r["fraction_changed"],
-          "seen_p": r["fraction_changed_poisson"], "coverage": r["coverage"], "coverage_p": r["coverage_poisson"],
-          "count": r["empirical_rate_median"], "visible": r.get("visible_rate_median"),
-          "coverage_v": r.get("coverage_visible"), "width": r["hdi_rel_width"]} for r in replays],
-        [("trace", "trace"), ("ratio", "p / rate"), ("k", "crawls"), ("count", "count rate (per hour)"),
-         ("visible", "crawl-visible rate"), ("seen", "P(I=1), real"),
-         ("seen_p", "P(I=1), Poisson"), ("coverage", f"{HDI_PROB:.0%} HDI coverage of count rate, real"),
-         ("coverage_v", "of crawl-visible rate"),
-         ("coverage_p", "coverage, Poisson"), ("width", "HDI width / rate")],
-        caption="Replay per trace: fraction of crawls that saw a change and posterior coverage"))
+        parts.append(verdict_html("Estimator failures (left out of the medians): " + "; ".join(failures) + ".", False))
+    parts.append(
+        html_table(
+            summ,
+            [
+                ("ratio", "p / rate"),
+                ("method", "estimator"),
+                ("real", "error vs count rate, real"),
+                ("visible", "error vs crawl-visible rate, real"),
+                ("tracks", "closer to"),
+                ("poisson", "error, Poisson"),
+                ("excess", "excess (count rate)"),
+                ("bias", "median relative error vs count rate"),
+                ("bias_visible", "vs crawl-visible rate"),
+            ],
+            caption="Median |relative error| of the final estimate, median over traces",
+        )
+    )
+    parts.append(
+        html_table(
+            [
+                {
+                    "trace": r["name"],
+                    "ratio": _frac(r["ratio"]),
+                    "k": r["n_crawls"],
+                    "seen": r["fraction_changed"],
+                    "seen_p": r["fraction_changed_poisson"],
+                    "coverage": r["coverage"],
+                    "coverage_p": r["coverage_poisson"],
+                    "count": r["empirical_rate_median"],
+                    "visible": r.get("visible_rate_median"),
+                    "coverage_v": r.get("coverage_visible"),
+                    "width": r["hdi_rel_width"],
+                }
+                for r in replays
+            ],
+            [
+                ("trace", "trace"),
+                ("ratio", "p / rate"),
+                ("k", "crawls"),
+                ("count", "count rate (per hour)"),
+                ("visible", "crawl-visible rate"),
+                ("seen", "P(I=1), real"),
+                ("seen_p", "P(I=1), Poisson"),
+                ("coverage", f"{HDI_PROB:.0%} HDI coverage of count rate, real"),
+                ("coverage_v", "of crawl-visible rate"),
+                ("coverage_p", "coverage, Poisson"),
+                ("width", "HDI width / rate"),
+            ],
+            caption="Replay per trace: fraction of crawls that saw a change and posterior coverage",
+        )
+    )
 
     # per-trace sections
     for t in traces:
         reps = [r for r in replays if r["name"] == t["name"]]
         parts.append(f'<h3 id="trace-{t["name"]}">{t["name"]}</h3>')
         parts.append('<p class="top"><a href="#traces_study">↑ list of traces</a> · <a href="#top">↑ top</a></p>')
-        extra = (f" Crawl interval about {t['crawl_interval_hours'] * 60:.0f} min." if t["crawl_interval_hours"]
-                 else "")
-        parts.append(f"<p>{_KIND_WORDS[t['kind']]}: {t['n_events']} events over {t['span_hours'] / 24:.0f} days, "
-                     f"{t['rate']:.4g} per hour; {t['n_ties']} tied timestamps.{extra}</p>")
+        extra = f" Crawl interval about {t['crawl_interval_hours'] * 60:.0f} min." if t["crawl_interval_hours"] else ""
+        parts.append(
+            f"<p>{_KIND_WORDS[t['kind']]}: {t['n_events']} events over {t['span_hours'] / 24:.0f} days, "
+            f"{t['rate']:.4g} per hour; {t['n_ties']} tied timestamps.{extra}</p>"
+        )
         parts.append(verdict_html(t["verdict"], kind="finding"))
         if t["notes"]:
             parts.append("<p><small>" + ". ".join(n[0].upper() + n[1:] for n in t["notes"]) + ".</small></p>")
-        parts.append(figure_to_html(_diagnostic_figure(t), alt=f"Q-Q plot of the gaps with simulation envelope "
-                                                               f"and rate over time of {t['name']}"))
-        rows = [{"test": _TEST_LABELS[k], "statistic": t[k]["statistic"], "pvalue": t[k]["pvalue"],
-                 "reading": t[k]["reading"]} for k in _TEST_LABELS]
-        parts.append(html_table(rows, [("test", "test"), ("statistic", "statistic"), ("pvalue", "p-value"),
-                                       ("reading", "reading")], caption=f"Poisson tests on {t['name']}"))
+        parts.append(
+            figure_to_html(
+                _diagnostic_figure(t),
+                alt=f"Q-Q plot of the gaps with simulation envelope and rate over time of {t['name']}",
+            )
+        )
+        rows = [
+            {
+                "test": _TEST_LABELS[k],
+                "statistic": t[k]["statistic"],
+                "pvalue": t[k]["pvalue"],
+                "reading": t[k]["reading"],
+            }
+            for k in _TEST_LABELS
+        ]
+        parts.append(
+            html_table(
+                rows,
+                [("test", "test"), ("statistic", "statistic"), ("pvalue", "p-value"), ("reading", "reading")],
+                caption=f"Poisson tests on {t['name']}",
+            )
+        )
         if reps:
-            parts.append(figure_to_html(_replay_figure(reps), alt=f"Estimator trajectories and posterior of the "
-                                                                   f"Experiment-1 replay of {t['name']}"))
+            parts.append(
+                figure_to_html(
+                    _replay_figure(reps),
+                    alt=f"Estimator trajectories and posterior of the Experiment-1 replay of {t['name']}",
+                )
+            )
             err_rows = []
             for r in reps:
                 for e in r["errors"]:
-                    err_rows.append({"ratio": _frac(r["ratio"]), "method": _METHOD_LABELS[e["method"]],
-                                     "real": e["real"]["median_abs_rel_error"],
-                                     "visible": e["real"].get("median_abs_rel_error_visible"),
-                                     "bias": e["real"]["median_rel_error"],
-                                     "poisson": e["poisson"]["median_abs_rel_error"],
-                                     "inf": e["real"]["n_infinite"],
-                                     "failed": e["real"].get("failed") or e["poisson"].get("failed")})
-            parts.append(html_table(err_rows, [("ratio", "p / rate"), ("method", "estimator"),
-                                               ("real", "|rel. error| vs count rate, real"),
-                                               ("visible", "vs crawl-visible rate"), ("bias", "rel. error, real"),
-                                               ("poisson", "|rel. error|, Poisson"), ("inf", "infinite"),
-                                               ("failed", "solver failure")],
-                                    caption="Final-estimate error (median over replications)"))
+                    err_rows.append(
+                        {
+                            "ratio": _frac(r["ratio"]),
+                            "method": _METHOD_LABELS[e["method"]],
+                            "real": e["real"]["median_abs_rel_error"],
+                            "visible": e["real"].get("median_abs_rel_error_visible"),
+                            "bias": e["real"]["median_rel_error"],
+                            "poisson": e["poisson"]["median_abs_rel_error"],
+                            "inf": e["real"]["n_infinite"],
+                            "failed": e["real"].get("failed") or e["poisson"].get("failed"),
+                        }
+                    )
+            parts.append(
+                html_table(
+                    err_rows,
+                    [
+                        ("ratio", "p / rate"),
+                        ("method", "estimator"),
+                        ("real", "|rel. error| vs count rate, real"),
+                        ("visible", "vs crawl-visible rate"),
+                        ("bias", "rel. error, real"),
+                        ("poisson", "|rel. error|, Poisson"),
+                        ("inf", "infinite"),
+                        ("failed", "solver failure"),
+                    ],
+                    caption="Final-estimate error (median over replications)",
+                )
+            )
     return "\n".join(str(p) for p in parts)
 
 
@@ -737,12 +932,21 @@ def summarize(result: dict) -> dict:
     n_rej = sum(1 for t in traces if t["rejected"])
     summ = _method_summary(replays)
     real_err = float(np.nanmedian(_nan([s["real"] for s in summ if s["method"] != "Naive"]))) if summ else float("nan")
-    pois_err = float(np.nanmedian(_nan([s["poisson"] for s in summ if s["method"] != "Naive"]))) if summ else float("nan")
+    pois_err = (
+        float(np.nanmedian(_nan([s["poisson"] for s in summ if s["method"] != "Naive"]))) if summ else float("nan")
+    )
     failures = sum(1 for r in replays for e in r["errors"] if e["real"].get("failed") or e["poisson"].get("failed"))
     verdict = f"The homogeneous Poisson model is rejected on {n_rej} of {len(traces)} real traces"
-    verdict += (f"; replayed crawls estimate their rate with median error {real_err:.2f} against {pois_err:.2f} on "
-                "Poisson surrogates." if summ else ".")
+    verdict += (
+        f"; replayed crawls estimate their rate with median error {real_err:.2f} against {pois_err:.2f} on "
+        "Poisson surrogates."
+        if summ
+        else "."
+    )
     if failures:
         verdict += f" {failures} estimator run(s) failed."
-    return summary_row(verdict=verdict, key_number=f"{n_rej} / {len(traces)} traces not Poisson",
-                       kind="fails" if failures else "finding")
+    return summary_row(
+        verdict=verdict,
+        key_number=f"{n_rej} / {len(traces)} traces not Poisson",
+        kind="fails" if failures else "finding",
+    )

@@ -39,20 +39,33 @@ TABLE_POLICIES = ["uniform", "thompson", "oracle", "lln", "nutch", "stormcrawler
 def table_inputs():
     """The changes and windows of the ``replay_policies`` table (pages of staggered_pages(5))."""
     pages = staggered_pages(5, n_pages=16, days=30.0)
-    rows = [(pages.names[i], t / MS_PER_DAY) for i in range(pages.n_pages)
-            for t in pages.change_ms[pages.offsets[i]:pages.offsets[i + 1]]]
+    rows = [
+        (pages.names[i], t / MS_PER_DAY)
+        for i in range(pages.n_pages)
+        for t in pages.change_ms[pages.offsets[i] : pages.offsets[i + 1]]
+    ]
     changes = pd.DataFrame(rows, columns=["page", "timestamp"])
-    win = pd.DataFrame({"page": list(pages.names), "start": pages.start_ms / MS_PER_DAY,
-                        "end": pages.end_ms / MS_PER_DAY})
-    kw = dict(window=win, budget=[0.5, 3.0], policies=TABLE_POLICIES, step="4h", epoch="1D", n_boot=20,
-              tune_iterations=3, rng=7)
+    win = pd.DataFrame(
+        {"page": list(pages.names), "start": pages.start_ms / MS_PER_DAY, "end": pages.end_ms / MS_PER_DAY}
+    )
+    kw = dict(
+        window=win,
+        budget=[0.5, 3.0],
+        policies=TABLE_POLICIES,
+        step="4h",
+        epoch="1D",
+        n_boot=20,
+        tune_iterations=3,
+        rng=7,
+    )
     return changes, kw
 
 
 def replay(label, seed, n_pages, days, policy, budget, hours, epoch, rng):
     pages = staggered_pages(seed, n_pages=n_pages, days=days)
-    return _engine.run_replay(pages, _policies.POLICIES[policy](), budget=budget, dt_ms=hours * HOUR_MS,
-                              epoch_steps=epoch, rng=rng)
+    return _engine.run_replay(
+        pages, _policies.POLICIES[policy](), budget=budget, dt_ms=hours * HOUR_MS, epoch_steps=epoch, rng=rng
+    )
 
 
 def main():
