@@ -24,7 +24,7 @@ from ._ephemeral import (
     simulate_ephemeral_crawling,
     solve_ephemeral_dp,
 )
-from ._optimal_rates import crawl_objective, optimal_crawl_rates
+from ._optimal_rates import CappedCrawlRates, capped_crawl_rates, crawl_objective, optimal_crawl_rates
 from ._plots import (
     closed_loop_bands,
     plot_change_ratio,
@@ -48,6 +48,8 @@ from ._whittle import IndexabilityResult, check_indexability, whittle_index, whi
 __all__ = [
     # optimal rates
     "optimal_crawl_rates",
+    "capped_crawl_rates",
+    "CappedCrawlRates",
     "crawl_objective",
     # closed loop
     "CLOSED_LOOP_POLICIES",
