@@ -226,6 +226,29 @@ def test_cap_binding_only_after_the_price_falls():
     assert res.at_cap.tolist() == [True, True, False]
 
 
+def test_cap_equal_to_budget():
+    """The capped host takes the whole budget; λ is its level (the idle host's pages must
+    not be worth more than λ)."""
+    d = np.ones(4)
+    w = np.array([1.0, 1.0, 106.0, 43.0])
+    res = capped_crawl_rates(d, w, 1.5, hosts=[0, 0, 1, 1], host_budgets={1: 1.5})
+    np.testing.assert_allclose(res.rates, [0, 0, *optimal_crawl_rates(d[2:], w[2:], 1.5)], rtol=1e-14)
+    assert res.price >= 1.0 and res.host_prices[0] == 0
+
+
+def test_integer_and_string_labels_agree():
+    rng = np.random.default_rng(11)
+    d, w = rng.lognormal(size=300), rng.lognormal(size=300)
+    ints = rng.integers(5, 40, size=300) * 3
+    caps = {int(h): 2.0 for h in np.unique(ints)[::2]}
+    by_int = capped_crawl_rates(d, w, 200.0, hosts=ints, host_budgets=caps)
+    by_str = capped_crawl_rates(d, w, 200.0, hosts=ints.astype(str).astype(object),
+                                host_budgets={str(h): c for h, c in caps.items()})
+    np.testing.assert_array_equal(by_int.hosts, np.unique(ints))
+    np.testing.assert_array_equal(by_int.rates, by_str.rates)
+    assert by_int.at_cap.any()
+
+
 def test_no_page_changes_split_equally_within_caps():
     res = capped_crawl_rates(np.zeros(4), 1.0, 4.0, hosts=["a", "a", "a", "b"], host_budgets={"a": 0.3})
     np.testing.assert_allclose(res.rates, [0.1, 0.1, 0.1, 3.7], rtol=1e-14)

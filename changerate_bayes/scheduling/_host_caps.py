@@ -19,7 +19,8 @@ def _kernels() -> dict:
     if not _KERNELS:
         from . import _host_caps_kernels as k
 
-        _KERNELS.update(binary=k.binary_hosts_kernel, harmonic=k.harmonic_hosts_kernel)
+        _KERNELS.update(binary=k.binary_hosts_kernel, harmonic=k.harmonic_hosts_kernel, group=k.group_pages,
+                        gather=k.gather, scatter=k.scatter, prices=k.top_prices)
     return _KERNELS
 
 
@@ -71,6 +72,14 @@ def check_hosts(hosts, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
             raise ValueError(f"`hosts` must not hold None or NaN; got {flat[bad]!r} at index {bad}")
     if flat.dtype.kind not in "biufUSO":
         raise TypeError(f"`hosts` must hold hashable labels (strings or numbers); got dtype {flat.dtype}")
+    if flat.dtype.kind in "iu" and flat.size:
+        lo, hi = int(flat.min()), int(flat.max())
+        if hi - lo <= 2 * flat.size + 1024:  # small integer labels: a table instead of a hash
+            shifted = (flat - lo).astype(np.int64, copy=False)
+            present = np.zeros(hi - lo + 1, dtype=bool)
+            present[shifted] = True
+            rank = np.cumsum(present, dtype=np.int64) - 1
+            return rank[shifted], (np.flatnonzero(present) + lo).astype(flat.dtype)
     try:
         codes, labels = pd.factorize(flat, sort=True)
     except TypeError:  # labels of mixed types that cannot be ordered
@@ -137,64 +146,41 @@ def _price_at_top(p, d, w, objective) -> float:
     return float(np.exp(_marginal_log(p[i:i + 1], d[i:i + 1], w[i:i + 1], objective)[0]))
 
 
-def _host_prices(p, d, w, starts, objective) -> np.ndarray:
-    """Per host segment [starts[h], starts[h+1]) the multiplier at its largest rate."""
-    n_hosts = starts.size - 1
-    out = np.zeros(n_hosts)
-    if n_hosts == 0:
-        return out
-    counts = np.diff(starts)
-    nonempty = counts > 0
-    top = np.zeros(n_hosts)
-    top[nonempty] = np.maximum.reduceat(p, starts[:-1][nonempty])
-    is_top = p == np.repeat(top, counts)
-    first = np.flatnonzero(is_top)
-    at = first[np.searchsorted(first, starts[:-1][nonempty])]
-    ok = (p[at] > 0) & (d[at] > 0) & (w[at] > 0)
-    vals = np.zeros(at.size)
-    vals[ok] = np.exp(_marginal_log(p[at[ok]], d[at[ok]], w[at[ok]], objective))
-    out[nonempty] = vals
-    return out
-
-
 def _solve_hosts(d, w, codes, caps, chosen, objective, fallback):
     """Rates of the pages of the ``chosen`` hosts, each host spending exactly its cap.
 
-    Pages are grouped by host with one stable sort; the numba kernels then water-fill
+    Pages are grouped by host with one counting sort; the numba kernels then water-fill
     each group (selection + compensated KKT allocation for binary freshness, safeguarded
     Newton for harmonic staleness). Binary-freshness hosts the selection solver declines
     are solved together by the log-domain row solver ``fallback`` on a padded array.
-    Returns (pages, rates, host_prices_at_their_level) with ``pages`` sorted by host.
+    Returns (pages, rates, chosen hosts, their prices μ_h) with ``pages`` grouped by host.
     """
-    sel = np.flatnonzero(chosen[codes])
-    order = np.argsort(codes[sel], kind="stable")
-    pages = sel[order]
-    host_of = codes[pages]
+    k = _kernels()
     hosts_sel = np.flatnonzero(chosen)
-    counts = np.bincount(host_of, minlength=caps.size)[hosts_sel]
-    starts = np.zeros(hosts_sel.size + 1, dtype=np.int64)
-    np.cumsum(counts, out=starts[1:])
-    dd = np.ascontiguousarray(d[pages])
-    wd = np.ascontiguousarray(w[pages])
+    slot = np.full(caps.size, -1, dtype=np.int64)
+    slot[hosts_sel] = np.arange(hosts_sel.size)
+    pages, starts = k["group"](codes, slot, hosts_sel.size)
+    dd = k["gather"](d, pages)
+    wd = k["gather"](w, pages)
     cc = np.ascontiguousarray(caps[hosts_sel])
     out = np.zeros(pages.size)
     if objective == "binary_freshness":
         failed = np.zeros(hosts_sel.size, dtype=bool)
-        _kernels()["binary"](dd, wd, starts, cc, out, failed)
+        k["binary"](dd, wd, starts, cc, out, failed)
         if failed.any():
             fh = np.flatnonzero(failed)
-            width = int(counts[fh].max())
-            pad_d = np.zeros((fh.size, width))
-            pad_w = np.zeros((fh.size, width))
-            row = np.repeat(np.arange(fh.size), counts[fh])
-            col = np.arange(row.size) - np.repeat(np.cumsum(counts[fh]) - counts[fh], counts[fh])
-            pos = col + np.repeat(starts[fh], counts[fh])
+            counts = np.diff(starts)[fh]
+            row = np.repeat(np.arange(fh.size), counts)
+            col = np.arange(row.size) - np.repeat(np.cumsum(counts) - counts, counts)
+            pos = col + np.repeat(starts[fh], counts)
+            pad_d = np.zeros((fh.size, int(counts.max())))
+            pad_w = np.zeros_like(pad_d)
             pad_d[row, col] = dd[pos]
             pad_w[row, col] = wd[pos]
             out[pos] = fallback(pad_d, pad_w, cc[fh])[row, col]
     else:
-        _kernels()["harmonic"](dd, wd, starts, cc, out)
-    prices = _host_prices(out, dd, wd, starts, objective)
+        k["harmonic"](dd, wd, starts, cc, out)
+    prices = k["prices"](out, dd, wd, starts, objective != "binary_freshness")
     return pages, out, hosts_sel, prices
 
 
@@ -216,32 +202,32 @@ def solve_capped(d, w, codes, caps, budget, objective, uncapped, fallback) -> tu
         return _equal_split_capped(codes, caps, budget), 0.0, zeros, _equal_split_at_cap(codes, caps, budget)
     host_active = np.bincount(codes, weights=active, minlength=n_hosts) > 0
     capped = np.isfinite(caps) & host_active
+    rates = np.zeros(d.size)
+    price = 0.0
+    exhausted = False  # the caps at hand already use B (a tie, to rounding)
     if not (host_active & ~capped).any() and caps[capped].sum() <= budget:
         at_cap = capped  # every host that matters is at its cap; the rest of B is not spent
     else:
         at_cap = over & host_active
         while True:  # the set at cap only grows, the price of the free pages only falls
-            free = ~at_cap[codes]
+            free = np.flatnonzero(~at_cap[codes])
             left = budget - caps[at_cap].sum()
-            if not (left > 0 and (active & free).any()):
+            if not (left > 0 and active[free].any()):
+                exhausted = left <= 0
                 break
             pf = uncapped(d[free], w[free], left)
             grown = (np.bincount(codes[free], weights=pf, minlength=n_hosts) > caps) & ~at_cap
-            if not grown.any():
+            if not grown.any():  # the KKT point: pf are the free pages' rates
+                rates[free] = pf
+                price = _price_at_top(pf, d[free], w[free], objective)
                 break
             at_cap = at_cap | grown
-    rates = np.zeros(d.size)
-    free = ~at_cap[codes]
-    left = budget - caps[at_cap].sum()
-    price = 0.0
-    if left > 0 and (active & free).any():
-        idx = np.flatnonzero(free)
-        rates[idx] = uncapped(d[idx], w[idx], left)
-        price = _price_at_top(rates[idx], d[idx], w[idx], objective)
     eta = np.zeros(n_hosts)
     if at_cap.any():
         pages, pr, hosts_sel, mu = _solve_hosts(d, w, codes, caps, at_cap, objective, fallback)
-        rates[pages] = pr
+        _kernels()["scatter"](rates, pages, pr)
+        if exhausted:  # Σ_{h∈K} c_h = B: λ is the lowest level among them, where G(λ) = B
+            price = float(mu.min())
         eta[hosts_sel] = np.maximum(mu - price, 0.0)
     return rates, price, eta, at_cap
 

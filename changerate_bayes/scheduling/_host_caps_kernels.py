@@ -22,6 +22,60 @@ def _log_quotient(x, y):
 
 
 @numba.njit(cache=True)
+def group_pages(codes, slot, n_slots):
+    """Pages whose host has a slot >= 0, grouped by slot (counting sort, stable), and the
+    start of each group: ``pages[starts[k]:starts[k+1]]`` are the pages of slot k."""
+    counts = np.zeros(n_slots + 1, dtype=np.int64)
+    for i in range(codes.size):
+        k = slot[codes[i]]
+        if k >= 0:
+            counts[k + 1] += 1
+    for k in range(n_slots):
+        counts[k + 1] += counts[k]
+    starts = counts.copy()
+    pages = np.empty(counts[n_slots], dtype=np.int64)
+    for i in range(codes.size):
+        k = slot[codes[i]]
+        if k >= 0:
+            pages[counts[k]] = i
+            counts[k] += 1
+    return pages, starts
+
+
+@numba.njit(cache=True)
+def gather(x, pages):
+    out = np.empty(pages.size)
+    for j in range(pages.size):
+        out[j] = x[pages[j]]
+    return out
+
+
+@numba.njit(cache=True)
+def scatter(out, pages, values):
+    for j in range(pages.size):
+        out[pages[j]] = values[j]
+
+
+@numba.njit(cache=True)
+def top_prices(p, d, w, starts, harmonic):
+    """Per group, the marginal value f'(p) at its largest rate (0 if no rate is > 0)."""
+    n = starts.size - 1
+    out = np.zeros(n)
+    for h in range(n):
+        best = -1
+        for i in range(starts[h], starts[h + 1]):
+            if p[i] > 0.0 and d[i] > 0.0 and w[i] > 0.0 and (best < 0 or p[i] > p[best]):
+                best = i
+        if best >= 0:
+            if harmonic:
+                lg = math.log(w[best]) + math.log(d[best]) - math.log(p[best]) - math.log(p[best] + d[best])
+            else:
+                lg = math.log(w[best]) + math.log(d[best]) - 2.0 * math.log(p[best] + d[best])
+            out[h] = math.exp(lg)
+    return out
+
+
+@numba.njit(cache=True)
 def binary_hosts_kernel(d, w, starts, caps, out, failed):
     """Binary freshness per host: pages of host h are d[starts[h]:starts[h+1]], budget caps[h].
 
