@@ -249,6 +249,24 @@ def test_integer_and_string_labels_agree():
     assert by_int.at_cap.any()
 
 
+@pytest.mark.parametrize("objective", OBJECTIVES)
+@pytest.mark.parametrize("scale", [2.0**-600, 1e-100, 1e100, 2.0**600])
+def test_extreme_magnitudes(objective, scale):
+    """Multiplying Δ, B and the caps by s multiplies the rates by s (w only by a constant
+    factor: nothing changes), even beyond the range of the compiled selection solver."""
+    rng = np.random.default_rng(1)
+    d, w, host_of = rng.lognormal(0, 1, 40), rng.lognormal(0, 1, 40), rng.integers(0, 4, 40)
+    caps = {0: 3.0, 1: 2.0, 2: 5.0}
+    base = capped_crawl_rates(d, w, 12.0, objective=objective, hosts=host_of, host_budgets=caps)
+    assert base.at_cap.sum() >= 2
+    res = capped_crawl_rates(d * scale, w * 1e150, 12.0 * scale, objective=objective, hosts=host_of,
+                             host_budgets={h: c * scale for h, c in caps.items()})
+    np.testing.assert_allclose(res.rates / scale, base.rates, rtol=1e-12, atol=1e-14)
+    assert res.rates.sum() == pytest.approx(12.0 * scale, rel=1e-13)
+    np.testing.assert_array_equal(res.at_cap, base.at_cap)
+    assert np.all(res.host_prices >= 0) and not np.isnan(res.price)
+
+
 def test_no_page_changes_split_equally_within_caps():
     res = capped_crawl_rates(np.zeros(4), 1.0, 4.0, hosts=["a", "a", "a", "b"], host_budgets={"a": 0.3})
     np.testing.assert_allclose(res.rates, [0.1, 0.1, 0.1, 3.7], rtol=1e-14)

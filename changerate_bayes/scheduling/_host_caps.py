@@ -137,13 +137,23 @@ def _marginal_log(p, d, w, objective):
 
 
 def _price_at_top(p, d, w, objective) -> float:
-    """The multiplier read at the largest positive rate (fewest rounding errors); 0 if none."""
+    """log of the multiplier read at the largest positive rate (fewest rounding errors); -inf if none."""
     if p.size == 0:
-        return 0.0
+        return -np.inf
     i = int(np.argmax(p))
     if not (p[i] > 0 and d[i] > 0 and w[i] > 0):
-        return 0.0
-    return float(np.exp(_marginal_log(p[i:i + 1], d[i:i + 1], w[i:i + 1], objective)[0]))
+        return -np.inf
+    return float(_marginal_log(p[i:i + 1], d[i:i + 1], w[i:i + 1], objective)[0])
+
+
+def _prices(log_lam: float, log_mu: np.ndarray) -> tuple[float, np.ndarray]:
+    """λ and η = max(0, μ - λ) = λ expm1(log μ - log λ) from their logs (inf beyond the floats)."""
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        lam = float(np.exp(log_lam))
+        gap = log_mu - log_lam if np.isfinite(log_lam) else np.full_like(log_mu, np.inf)
+        eta = np.where(gap > 0, np.exp(log_lam + np.log(np.expm1(np.maximum(gap, 0.0)))), 0.0)
+        eta = np.where(np.isfinite(log_lam), eta, np.exp(log_mu))
+    return lam, np.where(np.isnan(eta), 0.0, eta)
 
 
 def _solve_hosts(d, w, codes, caps, chosen, objective, fallback):
@@ -197,13 +207,13 @@ def solve_capped(d, w, codes, caps, budget, objective, uncapped, fallback) -> tu
     zeros = np.zeros(n_hosts)
     active = (d > 0) & (w > 0)
     if not over.any():  # no cap binds: today's answer, unchanged
-        return p0, _price_at_top(p0, d, w, objective), zeros, over
+        return p0, _prices(_price_at_top(p0, d, w, objective), zeros)[0], zeros, over
     if not active.any():  # objective constant: equal split, within the caps
         return _equal_split_capped(codes, caps, budget), 0.0, zeros, _equal_split_at_cap(codes, caps, budget)
     host_active = np.bincount(codes, weights=active, minlength=n_hosts) > 0
     capped = np.isfinite(caps) & host_active
     rates = np.zeros(d.size)
-    price = 0.0
+    log_lam = -np.inf
     exhausted = False  # the caps at hand already use B (a tie, to rounding)
     if not (host_active & ~capped).any() and caps[capped].sum() <= budget:
         at_cap = capped  # every host that matters is at its cap; the rest of B is not spent
@@ -219,7 +229,7 @@ def solve_capped(d, w, codes, caps, budget, objective, uncapped, fallback) -> tu
             grown = (np.bincount(codes[free], weights=pf, minlength=n_hosts) > caps) & ~at_cap
             if not grown.any():  # the KKT point: pf are the free pages' rates
                 rates[free] = pf
-                price = _price_at_top(pf, d[free], w[free], objective)
+                log_lam = _price_at_top(pf, d[free], w[free], objective)
                 break
             at_cap = at_cap | grown
     eta = np.zeros(n_hosts)
@@ -227,9 +237,10 @@ def solve_capped(d, w, codes, caps, budget, objective, uncapped, fallback) -> tu
         pages, pr, hosts_sel, mu = _solve_hosts(d, w, codes, caps, at_cap, objective, fallback)
         _kernels()["scatter"](rates, pages, pr)
         if exhausted:  # Σ_{h∈K} c_h = B: λ is the lowest level among them, where G(λ) = B
-            price = float(mu.min())
-        eta[hosts_sel] = np.maximum(mu - price, 0.0)
-    return rates, price, eta, at_cap
+            log_lam = float(mu.min())
+        eta_sel = _prices(log_lam, mu)[1]
+        eta[hosts_sel] = eta_sel
+    return rates, _prices(log_lam, zeros[:0])[0], eta, at_cap
 
 
 def _equal_split_level(codes, caps, budget):

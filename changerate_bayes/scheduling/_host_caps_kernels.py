@@ -58,9 +58,9 @@ def scatter(out, pages, values):
 
 @numba.njit(cache=True)
 def top_prices(p, d, w, starts, harmonic):
-    """Per group, the marginal value f'(p) at its largest rate (0 if no rate is > 0)."""
+    """Per group, the log of the marginal value f'(p) at its largest rate (-inf if no rate is > 0)."""
     n = starts.size - 1
-    out = np.zeros(n)
+    out = np.full(n, -math.inf)
     for h in range(n):
         best = -1
         for i in range(starts[h], starts[h + 1]):
@@ -71,7 +71,7 @@ def top_prices(p, d, w, starts, harmonic):
                 lg = math.log(w[best]) + math.log(d[best]) - math.log(p[best]) - math.log(p[best] + d[best])
             else:
                 lg = math.log(w[best]) + math.log(d[best]) - 2.0 * math.log(p[best] + d[best])
-            out[h] = math.exp(lg)
+            out[h] = lg
     return out
 
 
