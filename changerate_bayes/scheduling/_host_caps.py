@@ -212,35 +212,72 @@ def solve_capped(d, w, codes, caps, budget, objective, uncapped, fallback) -> tu
         return _equal_split_capped(codes, caps, budget), 0.0, zeros, _equal_split_at_cap(codes, caps, budget)
     host_active = np.bincount(codes, weights=active, minlength=n_hosts) > 0
     capped = np.isfinite(caps) & host_active
-    rates = np.zeros(d.size)
-    log_lam = -np.inf
-    exhausted = False  # the caps at hand already use B (a tie, to rounding)
     if not (host_active & ~capped).any() and caps[capped].sum() <= budget:
-        at_cap = capped  # every host that matters is at its cap; the rest of B is not spent
-    else:
-        at_cap = over & host_active
-        while True:  # the set at cap only grows, the price of the free pages only falls
-            free = np.flatnonzero(~at_cap[codes])
-            left = budget - caps[at_cap].sum()
-            if not (left > 0 and active[free].any()):
-                exhausted = left <= 0
-                break
-            pf = uncapped(d[free], w[free], left)
-            grown = (np.bincount(codes[free], weights=pf, minlength=n_hosts) > caps) & ~at_cap
-            if not grown.any():  # the KKT point: pf are the free pages' rates
-                rates[free] = pf
-                log_lam = _price_at_top(pf, d[free], w[free], objective)
-                break
-            at_cap = at_cap | grown
-    eta = np.zeros(n_hosts)
-    if at_cap.any():
+        # every host that matters is at its cap; the rest of B is not spent
+        rates, log_lam, at_cap = np.zeros(d.size), -np.inf, capped
         pages, pr, hosts_sel, mu = _solve_hosts(d, w, codes, caps, at_cap, objective, fallback)
-        _kernels()["scatter"](rates, pages, pr)
+    else:
+        sure = over & host_active  # at cap at the optimum: the price only falls from here
+        guess = sure | (_predicted_over(p0, d, codes, spend, caps, sure, objective) & host_active)
+        rates, log_lam, at_cap, exhausted = _grow(d, w, codes, caps, budget, active, guess, uncapped, objective)
+        pages, pr, hosts_sel, mu = _solve_hosts(d, w, codes, caps, at_cap, objective, fallback)
         if exhausted:  # Σ_{h∈K} c_h = B: λ is the lowest level among them, where G(λ) = B
             log_lam = float(mu.min())
-        eta_sel = _prices(log_lam, mu)[1]
-        eta[hosts_sel] = eta_sel
+        # KKT: every host held at its cap must be worth at least λ there (μ_h >= λ); the
+        # guess beyond the sure hosts may have held one too many: start again from them
+        if (guess != sure).any() and (exhausted or np.any(mu < log_lam - 1e-12)):
+            rates, log_lam, at_cap, exhausted = _grow(d, w, codes, caps, budget, active, sure, uncapped,
+                                                      objective)
+            pages, pr, hosts_sel, mu = _solve_hosts(d, w, codes, caps, at_cap, objective, fallback)
+            if exhausted:
+                log_lam = float(mu.min())
+    _kernels()["scatter"](rates, pages, pr)
+    eta = np.zeros(n_hosts)
+    eta[hosts_sel] = _prices(log_lam, mu)[1]
     return rates, _prices(log_lam, zeros[:0])[0], eta, at_cap
+
+
+def _predicted_over(p0, d, codes, spend, caps, sure, objective):
+    """Hosts expected to exceed their caps once the ``sure`` hosts are held at theirs.
+
+    First-order prediction from the answer without caps: at the relative price drop x,
+    page i gains x g_i, g_i = -λ dp_i/dλ (binary: (p_i + Δ_i)/2; harmonic:
+    p_i (p_i + Δ_i)/(2 p_i + Δ_i)); x is set so that the free hosts absorb the excess
+    of the sure hosts. Only a guess: the KKT check of :func:`solve_capped` decides.
+    """
+    with np.errstate(all="ignore"):
+        if objective == "binary_freshness":
+            g = np.where(p0 > 0, 0.5 * (p0 + d), 0.0)
+        else:
+            g = p0 * ((p0 + d) / (2.0 * p0 + d))
+        gain = np.bincount(codes, weights=g, minlength=caps.size)
+        excess = np.sum(spend[sure] - caps[sure])
+        x = excess / gain[~sure].sum()
+        if not (np.isfinite(x) and x > 0):
+            return np.zeros(caps.size, dtype=bool)
+        return (spend + x * gain > caps) & ~sure
+
+
+def _grow(d, w, codes, caps, budget, active, at_cap, uncapped, objective):
+    """Grow the set of hosts at cap from ``at_cap`` until no free host exceeds its cap.
+
+    Returns (rates with the free pages filled in, log λ, the set, exhausted). While the
+    set holds only hosts at cap at the optimum, the price of the free pages only falls
+    from one round to the next, so every host that joins is at cap at the optimum too.
+    """
+    n_hosts = caps.size
+    rates = np.zeros(d.size)
+    while True:
+        free = np.flatnonzero(~at_cap[codes])
+        left = budget - caps[at_cap].sum()
+        if not (left > 0 and active[free].any()):
+            return rates, -np.inf, at_cap, left <= 0  # exhausted: the caps at hand use B (a tie)
+        pf = uncapped(d[free], w[free], left)
+        grown = (np.bincount(codes[free], weights=pf, minlength=n_hosts) > caps) & ~at_cap
+        if not grown.any():  # the KKT point: pf are the free pages' rates
+            rates[free] = pf
+            return rates, _price_at_top(pf, d[free], w[free], objective), at_cap, False
+        at_cap = at_cap | grown
 
 
 def _equal_split_level(codes, caps, budget):

@@ -267,9 +267,11 @@ def capped_crawl_rates(change_rates, weights, budget, *, objective="binary_fresh
     whose spend then exceeds its cap joins K. The price of the free pages only falls
     from one round to the next (the hosts that join spent more than the caps that
     replace them), so every host that joins stays at its cap at the optimum, and the
-    rounds end, when no host joins, at the exact KKT point; each round is O(N) and
-    few are needed in practice (a host joins only when the falling price pushes it past
-    its cap). (iii) The hosts in K are grouped with one stable sort of their pages and
+    rounds end, when no host joins, at the exact KKT point. Each round is one O(N)
+    solve without caps; there is at most one round per capped host, and few in practice
+    (a host joins only when the falling price pushes it past its cap: two or three
+    solves in all on 10^7 pages of 10^5 Zipf-sized hosts, ``benchmarks/bench_host_caps.py``).
+    (iii) The hosts in K are grouped with one counting sort of their pages and
     each is water-filled to spend exactly c_h by a compiled kernel (selection and
     compensated KKT allocation for binary freshness; safeguarded Newton in log σ for
     harmonic staleness), host after host in one pass, with the same numerics as the
