@@ -21,7 +21,8 @@ minimum of each kept (``time.perf_counter``), on the same arrays in the same pro
 ``optimal_crawl_rates(Δ, w, B)`` and ``capped_crawl_rates(Δ, w, B, hosts=...,
 host_budgets=...)`` (which includes factorising the host labels and the
 uncapped solve it starts from). The goal is capped/uncapped <= 3. Peak memory is the
-``tracemalloc`` peak during each call (numpy reports its buffers to tracemalloc). The
+``tracemalloc`` peak during one more, untimed call of each (numpy reports its buffers
+to tracemalloc). The
 number of rounds of the growing set of hosts at cap is counted in a separate, untimed
 call.
 """
@@ -59,13 +60,17 @@ def make_problem(pages: int, hosts: int, crawls_per_page: float, delay: float, s
 
 
 def timed(fun):
-    tracemalloc.start()
     t0 = time.perf_counter()
     out = fun()
-    elapsed = time.perf_counter() - t0
+    return out, time.perf_counter() - t0
+
+
+def peak_memory(fun) -> int:
+    tracemalloc.start()
+    fun()
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    return out, elapsed, peak
+    return peak
 
 
 def count_rounds(delta, w, host_of, budget, cap, objective):
@@ -110,13 +115,15 @@ def main(argv=None) -> int:
         capped_crawl_rates(warm[0], warm[1], warm[3], objective=objective, hosts=warm[2],
                            host_budgets=warm[3] / 40)
 
+    plain = lambda: optimal_crawl_rates(delta, w, budget, objective=args.objective)  # noqa: E731
+    capped = lambda: capped_crawl_rates(delta, w, budget, objective=args.objective,  # noqa: E731
+                                        hosts=host_of, host_budgets=cap)
     t_plain = t_caps = np.inf
     for _ in range(args.repeats):  # alternated, the minimum of each: the machine may be shared
-        _, t, m_plain = timed(lambda: optimal_crawl_rates(delta, w, budget, objective=args.objective))
-        t_plain = min(t_plain, t)
-        res, t, m_caps = timed(lambda: capped_crawl_rates(delta, w, budget, objective=args.objective,
-                                                          hosts=host_of, host_budgets=cap))
+        t_plain = min(t_plain, timed(plain)[1])
+        res, t = timed(capped)
         t_caps = min(t_caps, t)
+    m_plain, m_caps = peak_memory(plain), peak_memory(capped)
     rounds = count_rounds(delta, w, host_of, budget, cap, args.objective)
     spend = np.bincount(np.searchsorted(res.hosts, host_of), weights=res.rates)
     hosts_at_cap = res.at_cap.mean()
