@@ -299,3 +299,28 @@ def test_bad_hosts():
         optimal_crawl_rates([1.0, 2.0], 1.0, 1.0, hosts=[1.0, float("nan")], host_budgets=1.0)
     with pytest.raises(ValueError, match="host_budgets.*needs `hosts`"):
         optimal_crawl_rates([1.0, 2.0], 1.0, 1.0, host_budgets=1.0)
+
+
+def test_guess_of_capped_hosts_corrected(monkeypatch):
+    """The first-order guess of the hosts at cap can hold one too many; the KKT check
+    must then start again, and the answer still matches the reference."""
+    import changerate_bayes.scheduling._host_caps as hc
+
+    rounds = []
+    grow = hc._grow
+    monkeypatch.setattr(hc, "_grow", lambda *a: rounds.append(1) or grow(*a))
+    rng = np.random.default_rng(0)
+    found = 0
+    for s in range(400):
+        n, n_hosts = int(rng.integers(2, 30)), int(rng.integers(1, 6))
+        d, w, host_of = rng.lognormal(0, 2, n), rng.lognormal(0, 2, n), rng.integers(0, n_hosts, n)
+        budget = float(rng.uniform(0.1, 3) * d.sum())
+        caps = {k: float(rng.uniform(0.01, 1) * budget) for k in range(n_hosts) if rng.random() < 0.8}
+        objective = OBJECTIVES[s % 2]
+        rounds.clear()
+        res = capped_crawl_rates(d, w, budget, objective=objective, hosts=host_of, host_budgets=caps)
+        if len(rounds) == 2:  # the guess was rejected
+            found += 1
+            p_ref, _ = _reference(d, w, list(host_of), caps, budget, objective)
+            np.testing.assert_allclose(res.rates, p_ref, rtol=0, atol=1e-10 * budget)
+    assert found >= 1

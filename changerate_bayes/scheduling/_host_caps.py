@@ -140,7 +140,7 @@ def _price_at_top(p, d, w, objective) -> float:
     """log of the multiplier read at the largest positive rate (fewest rounding errors); -inf if none."""
     if p.size == 0:
         return -np.inf
-    i = int(np.argmax(p))
+    i = int(np.argmax(p))  # d, w: only p's entry i is read
     if not (p[i] > 0 and d[i] > 0 and w[i] > 0):
         return -np.inf
     return float(_marginal_log(p[i:i + 1], d[i:i + 1], w[i:i + 1], objective)[0])
@@ -205,28 +205,33 @@ def solve_capped(d, w, codes, caps, budget, objective, uncapped, fallback) -> tu
     spend = np.bincount(codes, weights=p0, minlength=n_hosts)
     over = spend > caps
     zeros = np.zeros(n_hosts)
-    active = (d > 0) & (w > 0)
     if not over.any():  # no cap binds: today's answer, unchanged
         return p0, _prices(_price_at_top(p0, d, w, objective), zeros)[0], zeros, over
-    if not active.any():  # objective constant: equal split, within the caps
+    if not np.any((d > 0) & (w > 0)):  # objective constant: equal split, within the caps
         return _equal_split_capped(codes, caps, budget), 0.0, zeros, _equal_split_at_cap(codes, caps, budget)
-    host_active = np.bincount(codes, weights=active, minlength=n_hosts) > 0
-    capped = np.isfinite(caps) & host_active
-    if not (host_active & ~capped).any() and caps[capped].sum() <= budget:
+    # a host with a positive rate in p0 has a page with w Δ > 0 ("active"); the exact
+    # per-host test is needed only when those hosts alone cannot decide
+    used = spend > 0
+    if (used & np.isinf(caps)).any() or caps[used].sum() > budget:
+        all_capped = False
+    else:
+        host_active = np.bincount(codes, weights=(d > 0) & (w > 0), minlength=n_hosts) > 0
+        all_capped = np.isfinite(caps[host_active]).all() and caps[host_active].sum() <= budget
+    if all_capped:
         # every host that matters is at its cap; the rest of B is not spent
-        rates, log_lam, at_cap = np.zeros(d.size), -np.inf, capped
+        rates, log_lam, at_cap = np.zeros(d.size), -np.inf, np.isfinite(caps) & host_active
         pages, pr, hosts_sel, mu = _solve_hosts(d, w, codes, caps, at_cap, objective, fallback)
     else:
-        sure = over & host_active  # at cap at the optimum: the price only falls from here
-        guess = sure | (_predicted_over(p0, d, codes, spend, caps, sure, objective) & host_active)
-        rates, log_lam, at_cap, exhausted = _grow(d, w, codes, caps, budget, active, guess, uncapped, objective)
+        sure = over  # at cap at the optimum: the price only falls from here
+        guess = sure | _predicted_over(p0, d, codes, spend, caps, sure, objective)
+        rates, log_lam, at_cap, exhausted = _grow(d, w, codes, caps, budget, used, guess, uncapped, objective)
         pages, pr, hosts_sel, mu = _solve_hosts(d, w, codes, caps, at_cap, objective, fallback)
         if exhausted:  # Σ_{h∈K} c_h = B: λ is the lowest level among them, where G(λ) = B
             log_lam = float(mu.min())
         # KKT: every host held at its cap must be worth at least λ there (μ_h >= λ); the
         # guess beyond the sure hosts may have held one too many: start again from them
         if (guess != sure).any() and (exhausted or np.any(mu < log_lam - 1e-12)):
-            rates, log_lam, at_cap, exhausted = _grow(d, w, codes, caps, budget, active, sure, uncapped,
+            rates, log_lam, at_cap, exhausted = _grow(d, w, codes, caps, budget, used, sure, uncapped,
                                                       objective)
             pages, pr, hosts_sel, mu = _solve_hosts(d, w, codes, caps, at_cap, objective, fallback)
             if exhausted:
@@ -258,25 +263,27 @@ def _predicted_over(p0, d, codes, spend, caps, sure, objective):
         return (spend + x * gain > caps) & ~sure
 
 
-def _grow(d, w, codes, caps, budget, active, at_cap, uncapped, objective):
+def _grow(d, w, codes, caps, budget, used, at_cap, uncapped, objective):
     """Grow the set of hosts at cap from ``at_cap`` until no free host exceeds its cap.
 
     Returns (rates with the free pages filled in, log λ, the set, exhausted). While the
     set holds only hosts at cap at the optimum, the price of the free pages only falls
     from one round to the next, so every host that joins is at cap at the optimum too.
+    ``used`` marks the hosts known to hold a page with w Δ > 0.
     """
     n_hosts = caps.size
     rates = np.zeros(d.size)
     while True:
         free = np.flatnonzero(~at_cap[codes])
         left = budget - caps[at_cap].sum()
-        if not (left > 0 and active[free].any()):
+        df, wf = d[free], w[free]
+        if not (left > 0 and ((used & ~at_cap).any() or np.any((df > 0) & (wf > 0)))):
             return rates, -np.inf, at_cap, left <= 0  # exhausted: the caps at hand use B (a tie)
-        pf = uncapped(d[free], w[free], left)
+        pf = uncapped(df, wf, left)
         grown = (np.bincount(codes[free], weights=pf, minlength=n_hosts) > caps) & ~at_cap
         if not grown.any():  # the KKT point: pf are the free pages' rates
             rates[free] = pf
-            return rates, _price_at_top(pf, d[free], w[free], objective), at_cap, False
+            return rates, _price_at_top(pf, df, wf, objective), at_cap, False
         at_cap = at_cap | grown
 
 

@@ -262,21 +262,25 @@ def capped_crawl_rates(change_rates, weights, budget, *, objective="binary_fresh
 
     *Method.* (i) The problem without caps is solved (:func:`optimal_crawl_rates`,
     O(N)); if no host's spend exceeds its cap, that is the answer, returned as is.
-    (ii) Otherwise the set K of hosts at cap is grown monotonically: the pages of the
-    hosts outside K are water-filled with the budget B - Σ_{h∈K} c_h, and every host
-    whose spend then exceeds its cap joins K. The price of the free pages only falls
-    from one round to the next (the hosts that join spent more than the caps that
-    replace them), so every host that joins stays at its cap at the optimum, and the
-    rounds end, when no host joins, at the exact KKT point. Each round is one O(N)
-    solve without caps; there is at most one round per capped host, and few in practice
-    (a host joins only when the falling price pushes it past its cap: two or three
-    solves in all on 10^7 pages of 10^5 Zipf-sized hosts, ``benchmarks/bench_host_caps.py``).
-    (iii) The hosts in K are grouped with one counting sort of their pages and
-    each is water-filled to spend exactly c_h by a compiled kernel (selection and
-    compensated KKT allocation for binary freshness; safeguarded Newton in log σ for
-    harmonic staleness), host after host in one pass, with the same numerics as the
-    solver without caps. λ and μ_h are read off the page with the largest rate in the
-    free pool and in each host, as f_i'(p_i).
+    (ii) Otherwise the set K of hosts at cap is grown: the pages of the hosts outside K
+    are water-filled with the budget B - Σ_{h∈K} c_h, and every host whose spend then
+    exceeds its cap joins K, until none does. While K holds only hosts at cap at the
+    optimum, the price of the free pages only falls from one round to the next (the
+    hosts that join spent more than the caps that replace them), so every host that
+    joins is at its cap at the optimum too, and the rounds end at the exact KKT point.
+    K starts from the hosts over their caps in (i), plus those that a first-order
+    prediction of the falling price (from the rates of (i)) pushes over theirs; the
+    guess is kept only if at the end every host in K is worth at least λ at its cap
+    (μ_h >= λ, the KKT condition), else the rounds start again from the hosts of (i)
+    alone. Each round is one O(N) solve without caps; there is at most one round per
+    capped host, and few in practice (two or three solves in all on 10^7 pages of 10^5
+    Zipf-sized hosts, ``benchmarks/bench_host_caps.py``). (iii) The pages of the hosts
+    in K are grouped by one counting sort and each host is water-filled to spend
+    exactly c_h by a compiled kernel (selection and compensated KKT allocation for
+    binary freshness; safeguarded Newton in log σ for harmonic staleness), host after
+    host in one O(N) pass, with the numerics of the solver without caps. λ and μ_h are
+    read off, as f_i'(p_i), at the page with the largest rate among the free pages and
+    in each host.
 
     References
     ----------
