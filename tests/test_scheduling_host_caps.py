@@ -308,7 +308,7 @@ def test_guess_of_capped_hosts_corrected(monkeypatch):
 
     rounds = []
     grow = hc._grow
-    monkeypatch.setattr(hc, "_grow", lambda *a: rounds.append(1) or grow(*a))
+    monkeypatch.setattr(hc, "_grow", lambda *a, **k: rounds.append(1) or grow(*a, **k))
     rng = np.random.default_rng(0)
     found = 0
     for s in range(400):

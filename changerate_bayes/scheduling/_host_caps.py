@@ -224,13 +224,14 @@ def solve_capped(d, w, codes, caps, budget, objective, uncapped, fallback) -> tu
     else:
         sure = over  # at cap at the optimum: the price only falls from here
         guess = sure | _predicted_over(p0, d, codes, spend, caps, sure, objective)
-        rates, log_lam, at_cap, exhausted = _grow(d, w, codes, caps, budget, used, guess, uncapped, objective)
+        rates, log_lam, at_cap, exhausted = _grow(d, w, codes, caps, budget, used, guess, uncapped, objective,
+                                                  predict=True)
         pages, pr, hosts_sel, mu = _solve_hosts(d, w, codes, caps, at_cap, objective, fallback)
         if exhausted:  # Σ_{h∈K} c_h = B: λ is the lowest level among them, where G(λ) = B
             log_lam = float(mu.min())
         # KKT: every host held at its cap must be worth at least λ there (μ_h >= λ); the
         # guess beyond the sure hosts may have held one too many: start again from them
-        if (guess != sure).any() and (exhausted or np.any(mu < log_lam - 1e-12)):
+        if exhausted or np.any(mu < log_lam - 1e-12):
             rates, log_lam, at_cap, exhausted = _grow(d, w, codes, caps, budget, used, sure, uncapped,
                                                       objective)
             pages, pr, hosts_sel, mu = _solve_hosts(d, w, codes, caps, at_cap, objective, fallback)
@@ -242,20 +243,24 @@ def solve_capped(d, w, codes, caps, budget, objective, uncapped, fallback) -> tu
     return rates, _prices(log_lam, zeros[:0])[0], eta, at_cap
 
 
-def _predicted_over(p0, d, codes, spend, caps, sure, objective):
+def _predicted_over(p, d, codes, spend, caps, sure, objective, *, free=None):
     """Hosts expected to exceed their caps once the ``sure`` hosts are held at theirs.
 
-    First-order prediction from the answer without caps: at the relative price drop x,
-    page i gains x g_i, g_i = -λ dp_i/dλ (binary: (p_i + Δ_i)/2; harmonic:
-    p_i (p_i + Δ_i)/(2 p_i + Δ_i)); x is set so that the free hosts absorb the excess
-    of the sure hosts. Only a guess: the KKT check of :func:`solve_capped` decides.
+    First-order prediction from the rates ``p`` (of the pages ``free``, all if None) at
+    the current price: at the relative price drop x, page i gains x g_i with
+    g_i = -λ dp_i/dλ (binary: (p_i + Δ_i)/2 where p_i > 0; harmonic:
+    p_i (p_i + Δ_i)/(2 p_i + Δ_i)), and x is set so that the other hosts absorb the
+    excess of the sure hosts over their caps. Only a guess: the KKT check of
+    :func:`solve_capped` decides.
     """
+    dd = d if free is None else d[free]
+    cc = codes if free is None else codes[free]
     with np.errstate(all="ignore"):
         if objective == "binary_freshness":
-            g = np.where(p0 > 0, 0.5 * (p0 + d), 0.0)
+            g = np.where(p > 0, 0.5 * (p + dd), 0.0)
         else:
-            g = p0 * ((p0 + d) / (2.0 * p0 + d))
-        gain = np.bincount(codes, weights=g, minlength=caps.size)
+            g = p * ((p + dd) / (2.0 * p + dd))
+        gain = np.bincount(cc, weights=g, minlength=caps.size)
         excess = np.sum(spend[sure] - caps[sure])
         x = excess / gain[~sure].sum()
         if not (np.isfinite(x) and x > 0):
@@ -263,13 +268,15 @@ def _predicted_over(p0, d, codes, spend, caps, sure, objective):
         return (spend + x * gain > caps) & ~sure
 
 
-def _grow(d, w, codes, caps, budget, used, at_cap, uncapped, objective):
+def _grow(d, w, codes, caps, budget, used, at_cap, uncapped, objective, *, predict=False):
     """Grow the set of hosts at cap from ``at_cap`` until no free host exceeds its cap.
 
     Returns (rates with the free pages filled in, log λ, the set, exhausted). While the
     set holds only hosts at cap at the optimum, the price of the free pages only falls
     from one round to the next, so every host that joins is at cap at the optimum too.
-    ``used`` marks the hosts known to hold a page with w Δ > 0.
+    ``used`` marks the hosts known to hold a page with w Δ > 0. With ``predict``, each
+    round also holds the hosts :func:`_predicted_over` expects to exceed their caps next
+    (a guess, to be checked).
     """
     n_hosts = caps.size
     rates = np.zeros(d.size)
@@ -280,10 +287,13 @@ def _grow(d, w, codes, caps, budget, used, at_cap, uncapped, objective):
         if not (left > 0 and ((used & ~at_cap).any() or np.any((df > 0) & (wf > 0)))):
             return rates, -np.inf, at_cap, left <= 0  # exhausted: the caps at hand use B (a tie)
         pf = uncapped(df, wf, left)
-        grown = (np.bincount(codes[free], weights=pf, minlength=n_hosts) > caps) & ~at_cap
+        spend = np.bincount(codes[free], weights=pf, minlength=n_hosts)
+        grown = (spend > caps) & ~at_cap
         if not grown.any():  # the KKT point: pf are the free pages' rates
             rates[free] = pf
             return rates, _price_at_top(pf, df, wf, objective), at_cap, False
+        if predict:
+            grown |= _predicted_over(pf, d, codes, spend, caps, grown, objective, free=free) & ~at_cap
         at_cap = at_cap | grown
 
 
