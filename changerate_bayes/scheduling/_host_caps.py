@@ -20,7 +20,7 @@ def _kernels() -> dict:
         from . import _host_caps_kernels as k
 
         _KERNELS.update(binary=k.binary_hosts_kernel, harmonic=k.harmonic_hosts_kernel, group=k.group_pages,
-                        gather=k.gather, scatter=k.scatter, prices=k.top_prices)
+                        gather=k.gather, scatter=k.scatter, prices=k.top_prices, free=k.free_pages)
     return _KERNELS
 
 
@@ -243,18 +243,17 @@ def solve_capped(d, w, codes, caps, budget, objective, uncapped, fallback) -> tu
     return rates, _prices(log_lam, zeros[:0])[0], eta, at_cap
 
 
-def _predicted_over(p, d, codes, spend, caps, sure, objective, *, free=None):
+def _predicted_over(p, d, codes, spend, caps, sure, objective):
     """Hosts expected to exceed their caps once the ``sure`` hosts are held at theirs.
 
-    First-order prediction from the rates ``p`` (of the pages ``free``, all if None) at
-    the current price: at the relative price drop x, page i gains x g_i with
+    First-order prediction from the rates ``p`` of the pages (``d``, ``codes``) at the
+    current price: at the relative price drop x, page i gains x g_i with
     g_i = -λ dp_i/dλ (binary: (p_i + Δ_i)/2 where p_i > 0; harmonic:
     p_i (p_i + Δ_i)/(2 p_i + Δ_i)), and x is set so that the other hosts absorb the
     excess of the sure hosts over their caps. Only a guess: the KKT check of
     :func:`solve_capped` decides.
     """
-    dd = d if free is None else d[free]
-    cc = codes if free is None else codes[free]
+    dd, cc = d, codes
     with np.errstate(all="ignore"):
         if objective == "binary_freshness":
             g = np.where(p > 0, 0.5 * (p + dd), 0.0)
@@ -281,19 +280,18 @@ def _grow(d, w, codes, caps, budget, used, at_cap, uncapped, objective, *, predi
     n_hosts = caps.size
     rates = np.zeros(d.size)
     while True:
-        free = np.flatnonzero(~at_cap[codes])
+        free, df, wf, cf = _kernels()["free"](codes, at_cap, d, w)
         left = budget - caps[at_cap].sum()
-        df, wf = d[free], w[free]
         if not (left > 0 and ((used & ~at_cap).any() or np.any((df > 0) & (wf > 0)))):
             return rates, -np.inf, at_cap, left <= 0  # exhausted: the caps at hand use B (a tie)
         pf = uncapped(df, wf, left)
-        spend = np.bincount(codes[free], weights=pf, minlength=n_hosts)
+        spend = np.bincount(cf, weights=pf, minlength=n_hosts)
         grown = (spend > caps) & ~at_cap
         if not grown.any():  # the KKT point: pf are the free pages' rates
-            rates[free] = pf
+            _kernels()["scatter"](rates, free, pf)
             return rates, _price_at_top(pf, df, wf, objective), at_cap, False
         if predict:
-            grown |= _predicted_over(pf, d, codes, spend, caps, grown, objective, free=free) & ~at_cap
+            grown |= _predicted_over(pf, df, cf, spend, caps, grown, objective) & ~at_cap
         at_cap = at_cap | grown
 
 

@@ -43,6 +43,29 @@ def group_pages(codes, slot, n_slots):
 
 
 @numba.njit(cache=True)
+def free_pages(codes, held, d, w):
+    """The pages whose host is not ``held``, with their Δ, w and host, in one pass."""
+    n = 0
+    for i in range(codes.size):
+        if not held[codes[i]]:
+            n += 1
+    idx = np.empty(n, dtype=np.int64)
+    df = np.empty(n)
+    wf = np.empty(n)
+    cf = np.empty(n, dtype=codes.dtype)
+    k = 0
+    for i in range(codes.size):
+        c = codes[i]
+        if not held[c]:
+            idx[k] = i
+            df[k] = d[i]
+            wf[k] = w[i]
+            cf[k] = c
+            k += 1
+    return idx, df, wf, cf
+
+
+@numba.njit(cache=True)
 def gather(x, pages):
     out = np.empty(pages.size)
     for j in range(pages.size):
