@@ -28,7 +28,7 @@ from ._ephemeral import (
 )
 from ._freshness_index import freshness_index, index_kernels, predictive_freshness_index
 from ._index_allocation import IndexIntervals, index_crawl_intervals
-from ._optimal_rates import crawl_objective, optimal_crawl_rates
+from ._optimal_rates import CappedCrawlRates, capped_crawl_rates, crawl_objective, optimal_crawl_rates
 from ._plots import (
     closed_loop_bands,
     plot_change_ratio,
@@ -52,6 +52,8 @@ from ._whittle import IndexabilityResult, check_indexability, whittle_index, whi
 __all__ = [
     # optimal rates
     "optimal_crawl_rates",
+    "capped_crawl_rates",
+    "CappedCrawlRates",
     "crawl_objective",
     "index_crawl_intervals",
     "IndexIntervals",

@@ -7,9 +7,10 @@ import numbers
 import numpy as np
 
 from .._validation import as_float_array, check_choice, check_positive_scalar
+from ._host_caps import CappedCrawlRates, check_host_budgets, check_hosts, solve_capped
 from ._water_level import allocate, select_level
 
-__all__ = ["optimal_crawl_rates", "crawl_objective"]
+__all__ = ["optimal_crawl_rates", "capped_crawl_rates", "CappedCrawlRates", "crawl_objective"]
 
 _OBJECTIVES = ("binary_freshness", "harmonic_staleness")
 
@@ -39,7 +40,9 @@ def _check_budget(budget) -> float:
     return check_positive_scalar(budget, name="budget")
 
 
-def optimal_crawl_rates(change_rates, weights, budget, *, objective="binary_freshness") -> np.ndarray:
+def optimal_crawl_rates(
+    change_rates, weights, budget, *, objective="binary_freshness", hosts=None, host_budgets=None
+) -> np.ndarray:
     r"""Crawl rates maximising weighted freshness for known change rates.
 
     Solves, exactly, the separable concave resource-allocation problem of the paper's
@@ -62,11 +65,20 @@ def optimal_crawl_rates(change_rates, weights, budget, *, objective="binary_fres
     budget : float
         B > 0, total crawls per the same unit time.
     objective : {"binary_freshness", "harmonic_staleness"}, default "binary_freshness"
+    hosts : array_like of hashable labels, same shape as ``change_rates``, optional
+        The host of each page (strings, integers, ...; not None or NaN). Only used with
+        ``host_budgets``.
+    host_budgets : float or mapping label -> float, optional
+        Politeness caps c_h > 0 on Σ_{i∈h} p_i, in the unit of ``budget`` (e.g. 17,280
+        per day for a 5 s delay): one number for every host, or a mapping (hosts missing
+        from it are uncapped; labels without pages are ignored). With caps, the optimum
+        is :func:`capped_crawl_rates` (Kolobov et al. 2019); where no cap binds it is
+        exactly the answer without caps.
 
     Returns
     -------
     ndarray of float64, same shape as ``change_rates``
-        The optimal crawl rates p_i >= 0, crawls per unit time; Σ p_i = B to within
+        The optimal crawl rates p_i >= 0, crawls per unit time; without caps Σ p_i = B to within
         1e-12 relative, for any magnitudes of Δ, w and B (the whole budget is always
         spent). Pages with Δ_i = 0 or w_i = 0 get p_i = 0, unless *every* page has
         Δ_i = 0 or w_i = 0: then the objective does not depend on p, every allocation
@@ -76,11 +88,17 @@ def optimal_crawl_rates(change_rates, weights, budget, *, objective="binary_fres
     ------
     ValueError
         If a rate or weight is negative, NaN or infinite, if the shapes differ, if
-        ``budget`` <= 0 or is not finite, or for an unknown ``objective``.
+        ``budget`` <= 0 or is not finite, or for an unknown ``objective``; if ``hosts``
+        has the wrong shape or holds None/NaN, or a cap is <= 0, NaN or infinite; if
+        ``host_budgets`` is given without ``hosts``.
     TypeError
-        If an argument is not numeric.
+        If an argument is not numeric (a cap, ``host_budgets`` given as a sequence).
     FloatingPointError
         If a rate came out NaN or infinite (a safeguard; not expected to happen).
+
+    See Also
+    --------
+    capped_crawl_rates : the same optimum with per-host caps, and its multipliers.
 
     Notes
     -----
@@ -142,18 +160,29 @@ def optimal_crawl_rates(change_rates, weights, budget, *, objective="binary_fres
     array([1.e-08, 0.e+00])
     >>> optimal_crawl_rates([0.0, 0.0, 0.0], 1.0, 3.0)  # nothing to gain: split equally
     array([1., 1., 1.])
+    >>> optimal_crawl_rates([1.0, 1.0, 1.0], 1.0, 3.0, hosts=["a", "a", "b"], host_budgets={"a": 1.0})
+    array([0.5, 0.5, 2. ])
     """
+    if hosts is not None or host_budgets is not None:
+        return capped_crawl_rates(
+            change_rates, weights, budget, objective=objective, hosts=hosts, host_budgets=host_budgets
+        ).rates
     delta, w = _check_rates_weights(change_rates, weights)
     budget = _check_budget(budget)
     objective = check_choice(objective, name="objective", choices=_OBJECTIVES)
     shape = delta.shape
     d = delta.ravel()
     ww = np.ascontiguousarray(w).ravel()
+    return _uncapped_rates(d, ww, budget, objective).reshape(shape)
+
+
+def _uncapped_rates(d: np.ndarray, ww: np.ndarray, budget: float, objective: str) -> np.ndarray:
+    """The optimum without host caps for 1-D ``d``, ``ww`` (validated), a new array."""
     out = np.zeros(d.shape)
     active = (d > 0) & (ww > 0)
     if not active.any():
         out[:] = budget / d.size
-        return out.reshape(shape)
+        return out
     if active.all():
         da, wa = d, ww
     else:
@@ -168,7 +197,140 @@ def optimal_crawl_rates(change_rates, weights, budget, *, objective="binary_fres
         out = pa
     else:
         out[active] = pa
-    return out.reshape(shape)
+    return out
+
+
+def capped_crawl_rates(
+    change_rates, weights, budget, *, objective="binary_freshness", hosts=None, host_budgets=None
+) -> CappedCrawlRates:
+    r"""Optimal crawl rates under a global budget and per-host politeness caps, with multipliers.
+
+    Maximises the objective of :func:`optimal_crawl_rates` subject to Σ_i p_i <= B,
+    Σ_{i∈h} p_i <= c_h for every host h, and p_i >= 0. A crawler that waits d seconds
+    between fetches from one host (Nutch ``fetcher.server.delay`` = 5 s; a robots.txt
+    ``Crawl-delay``) has c_h = 86,400/d fetches per day.
+
+    Parameters
+    ----------
+    change_rates, weights, budget, objective
+        As in :func:`optimal_crawl_rates`.
+    hosts : array_like of hashable labels, same shape as ``change_rates``, optional
+        The host of each page (strings, integers, ...; not None or NaN). None: one
+        uncapped problem (``host_prices`` is then empty).
+    host_budgets : float or mapping label -> float, optional
+        c_h > 0, finite, in the unit of ``budget``: one number for every host, or a
+        mapping (hosts missing from it are uncapped; labels without pages are ignored).
+        None: no host is capped.
+
+    Returns
+    -------
+    CappedCrawlRates
+        ``rates`` (shape of ``change_rates``), ``price`` λ, ``host_prices`` η_h,
+        ``at_cap`` and ``hosts`` (the distinct labels, H of them). Σ p_i = B to within
+        1e-12 relative when some host with a page of w_i Δ_i > 0 has room; a host at its
+        cap spends c_h to within 1e-12 relative. If every host that has such a page is
+        capped and Σ_h c_h <= B, every such host is at its cap, the rest of the budget
+        cannot be spent usefully and is left unspent (λ = 0). Where no cap binds, the
+        rates are exactly those of :func:`optimal_crawl_rates` without caps.
+
+    Raises
+    ------
+    ValueError
+        As :func:`optimal_crawl_rates`; if ``hosts`` has the wrong shape or holds None
+        or NaN; if a cap is <= 0, NaN or infinite; if ``host_budgets`` is given
+        without ``hosts``.
+    TypeError
+        If a cap is not a real number, or ``host_budgets`` is a sequence.
+
+    Notes
+    -----
+    *KKT conditions* (Kolobov et al. 2019, Section 4; the problem is concave and
+    separable, so they are necessary and sufficient). With f_i the page objective, a
+    multiplier λ >= 0 for the budget and η_h >= 0 for each cap, stationarity reads
+    f_i'(p_i) = λ + η_h for p_i > 0 and f_i'(0) <= λ + η_h for p_i = 0, with
+    complementary slackness λ (B - Σ p) = 0 and η_h (c_h - S_h) = 0. So page i on host h
+    takes its *unconstrained* optimal rate at the price μ = λ + η_h:
+
+    .. math::
+
+        p_i(μ) = \max\bigl(0, \sqrt{w_i Δ_i/μ} - Δ_i\bigr) \quad \text{(binary freshness)},
+        \qquad
+        p_i(μ) = \tfrac12\bigl(-Δ_i + \sqrt{Δ_i^2 + 4 w_i Δ_i/μ}\bigr) \quad \text{(harmonic)}.
+
+    Host h's spend S_h(μ) = Σ_{i∈h} p_i(μ) decreases in μ; with μ_h = S_h^{-1}(c_h) its
+    price is max(λ, μ_h) (η_h = max(0, μ_h - λ)), and λ solves the budget equation
+    G(λ) = Σ_h min(c_h, S_h(λ)) = B, G continuous and decreasing. If no host with a
+    page of w_i Δ_i > 0 is uncapped and Σ_h c_h <= B, G(λ) < B for all λ > 0: λ = 0 and
+    every such host is at its cap.
+
+    *Method.* (i) The problem without caps is solved (:func:`optimal_crawl_rates`,
+    O(N)); if no host's spend exceeds its cap, that is the answer, returned as is.
+    (ii) Otherwise the set K of hosts at cap is grown: the pages of the hosts outside K
+    are water-filled with the budget B - Σ_{h∈K} c_h, and every host whose spend then
+    exceeds its cap joins K, until none does. While K holds only hosts at cap at the
+    optimum, the price of the free pages only falls from one round to the next (the
+    hosts that join spent more than the caps that replace them), so every host that
+    joins is at its cap at the optimum too, and the rounds end at the exact KKT point.
+    K starts from the hosts over their caps in (i), plus those that a first-order
+    prediction of the falling price (from the rates of (i)) pushes over theirs; the
+    guess is kept only if at the end every host in K is worth at least λ at its cap
+    (μ_h >= λ, the KKT condition), else the rounds start again from the hosts of (i)
+    alone. Each round is one O(N) solve without caps; there is at most one round per
+    capped host, and few in practice (two or three solves in all on 10^7 pages of 10^5
+    Zipf-sized hosts, ``benchmarks/bench_host_caps.py``). (iii) The pages of the hosts
+    in K are grouped by one counting sort and each host is water-filled to spend
+    exactly c_h by a compiled kernel (selection and compensated KKT allocation for
+    binary freshness; safeguarded Newton in log σ for harmonic staleness), host after
+    host in one O(N) pass, with the numerics of the solver without caps. λ and μ_h are
+    read off, as f_i'(p_i), at the page with the largest rate among the free pages and
+    in each host.
+
+    References
+    ----------
+    A. Kolobov, E. Lubetzky, Y. Peres, E. Horvitz, "Optimal freshness crawl under
+    politeness constraints", SIGIR 2019. Y. Azar, E. Horvitz, E. Lubetzky, Y. Peres,
+    D. Shahaf, "Tractable near-optimal policies for crawling", PNAS 2018.
+
+    Examples
+    --------
+    Three equal pages, two on host "a" capped at 1 crawl per day, budget 3 per day: "a"
+    gets its cap, the rest goes to "b" (w Δ/(p + Δ)² = 1/9 there, 4/9 on "a"):
+
+    >>> from changerate_bayes.scheduling import capped_crawl_rates
+    >>> res = capped_crawl_rates([1.0, 1.0, 1.0], 1.0, 3.0, hosts=["a", "a", "b"],
+    ...                          host_budgets={"a": 1.0})
+    >>> res.rates
+    array([0.5, 0.5, 2. ])
+    >>> round(res.price, 12), res.host_prices.round(12).tolist(), res.at_cap.tolist(), res.hosts.tolist()
+    (0.111111111111, [0.333333333333, 0.0], [True, False], ['a', 'b'])
+    """
+    delta, w = _check_rates_weights(change_rates, weights)
+    budget = _check_budget(budget)
+    objective = check_choice(objective, name="objective", choices=_OBJECTIVES)
+    shape = delta.shape
+    d = delta.ravel()
+    ww = np.ascontiguousarray(w).ravel()
+    if hosts is None:
+        if host_budgets is not None:
+            raise ValueError("`host_budgets` needs `hosts` (the host of each page)")
+        codes, labels = np.zeros(d.size, dtype=np.int64), np.array([], dtype=object)
+        caps = np.array([np.inf])
+    else:
+        codes, labels = check_hosts(hosts, shape)
+        caps = check_host_budgets(host_budgets, labels)
+    uncapped = lambda dd, wd, b: _uncapped_rates(dd, wd, b, objective)  # noqa: E731
+    rates, price, eta, at_cap = solve_capped(d, ww, codes, caps, budget, objective, uncapped, _binary_freshness_rows)
+    if not np.all(np.isfinite(rates)):  # cannot happen: the solvers work in logs
+        raise FloatingPointError(f"capped_crawl_rates ({objective}) produced non-finite rates")
+    if hosts is None:
+        eta, at_cap = eta[:0], at_cap[:0]
+    return CappedCrawlRates(
+        rates=rates.reshape(shape),
+        price=float(price),
+        host_prices=eta,
+        at_cap=np.asarray(at_cap, dtype=bool),
+        hosts=labels,
+    )
 
 
 _TINY = np.finfo(np.float64).tiny
