@@ -81,9 +81,8 @@ class PageBuckets:
         self.folder = folder
         self.rows = 0
         self.spilled_bytes = 0
-        self._pieces: list[list[VisitColumns]] = [
-            [] for _ in range(n_buckets)
-        ]  # per bucket: VisitColumns in file order
+        # per bucket: VisitColumns in file order
+        self._pieces: list[list[VisitColumns]] = [[] for _ in range(n_buckets)]
         self._held = 0
         self._present: tuple[bool, ...] | None = None  # the columns present (all chunks must agree)
         self._dtypes: dict[str, np.dtype] = {}

@@ -80,10 +80,8 @@ def compact_file(
     from ._tabular import DEFAULT_CHUNK_ROWS, _check_chunk
 
     chunk_rows = DEFAULT_CHUNK_ROWS if chunk_rows is None else _check_chunk(chunk_rows)
-    state: dict[str, Any] = {
-        "defer": True,
-        "kinds": {},
-    }  # naive/aware times recorded, checked over all files by the caller
+    # naive/aware times recorded, checked over all files by the caller
+    state: dict[str, Any] = {"defer": True, "kinds": {}}
     if fmt in ("csv", "parquet"):
         parts, labels, kind, digest_column = _tabular(path, fmt, columns or {}, change_from, chunk_rows, state)
     elif fmt == "cdx":
