@@ -81,7 +81,7 @@ def parse_timestamps(items, *, name: str = "event_times", row_offset: int = 0) -
             if np.isnat(item):
                 raise _row_error(name, row, "is NaT (missing time)")
             out[i] = item.astype("datetime64[us]")
-            offset = "naive"
+            offset: _dt.timedelta | str | None = "naive"
         else:
             if item is None or (isinstance(item, float) and np.isnan(item)):
                 raise _row_error(name, row, "is missing (None/NaN)")
@@ -106,6 +106,7 @@ def parse_timestamps(items, *, name: str = "event_times", row_offset: int = 0) -
         if first_offset is None:
             first_offset, first_row = offset, row
         elif (offset == "naive") != (first_offset == "naive"):
+            assert first_row is not None  # set with first_offset
             raise _row_error(
                 name,
                 row,

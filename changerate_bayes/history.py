@@ -275,7 +275,7 @@ class CrawlHistory:
     def shape(self) -> tuple[int, ...]:
         """Shape of ``changed``: (k,) or (n_pages, k); the padded shape if ragged."""
         if self._ragged is not None:
-            return (self.n_pages, self.n_crawls)
+            return (int(self._ragged[2].size - 1), self.n_crawls)  # n_pages, never None when ragged
         return self._changed.shape
 
     def __len__(self) -> int:
@@ -312,7 +312,9 @@ class CrawlHistory:
         """
         if self.flat_intervals is None:
             raise ValueError(f"method {method!r} needs the crawl intervals τ: pass `intervals` to CrawlHistory")
-        return self.flat_intervals if self.is_ragged else self.intervals
+        tau = self.flat_intervals if self.is_ragged else self.intervals
+        assert tau is not None  # flat_intervals is None exactly when intervals is
+        return tau
 
     def page(self, i: int) -> CrawlHistory:
         """The 1-D history of page ``i`` of a multi-page history."""

@@ -102,7 +102,8 @@ def make_summary_data(groups: dict[str, dict], *, coords: dict, attrs: dict):
         )
         ds.attrs.update(attrs)
         datasets[group] = ds
-    return az.InferenceData(**datasets)
+    # arviz takes the groups as keyword Datasets; its stub types only the named keywords (attrs, ...)
+    return az.InferenceData(**datasets)  # type: ignore[arg-type]
 
 
 def draws_of(idata, var: str = "change_rate") -> np.ndarray:

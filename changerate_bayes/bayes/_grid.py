@@ -321,6 +321,7 @@ def posterior_mean(lik, coef: dict, *, size: int = DEFAULT_GRID_SIZE) -> np.ndar
     shifted["A"] = np.where(infinite, coef["A"], shifted["A"])
     z0 = fit_grid(lik, coef, size=size).log_norm
     z1 = fit_grid(lik, shifted, size=size).log_norm
+    assert z0 is not None and z1 is not None  # fit_grid sets log_norm
     with np.errstate(over="ignore"):
         return np.where(infinite, np.inf, np.exp(z1 - z0))
 

@@ -180,6 +180,7 @@ class LatticeLikelihood:
         val, d1, d2 = _interpolate_stencil(stencil, t - first, derivatives)
         r = np.where(inside, val, r)
         if derivatives:
+            assert g is not None and h is not None and d1 is not None and d2 is not None  # made with derivatives
             g = np.where(inside, d1 * NODES_PER_UNIT, g)
             h = np.where(inside, d2 * NODES_PER_UNIT**2, h)
         return r, g, h
@@ -228,7 +229,9 @@ def _differentiation_matrix() -> np.ndarray:
     return d
 
 
-def _interpolate_stencil(y: np.ndarray, t: np.ndarray, derivatives: bool):
+def _interpolate_stencil(
+    y: np.ndarray, t: np.ndarray, derivatives: bool
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Interpolating polynomial through (j, y[..., j]), j = 0..m−1, at t (and its derivatives).
 
     Second barycentric form p = Σ a_k y_k / Σ a_k with a_k = β_k/(t − k) (Berrut and

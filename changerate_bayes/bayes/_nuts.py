@@ -111,6 +111,7 @@ class ReusableModel:
         if self.sampler == "nutpie":
             import nutpie  # nutpie: heavy, loaded on first use
 
+            assert self._compiled is not None  # compiled in __init__ for nutpie
             with quiet_nutpie_compile():
                 compiled = self._compiled.with_data(**data)
                 idata = nutpie.sample(

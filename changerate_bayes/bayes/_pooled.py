@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -253,7 +254,7 @@ def _check_args(history, population, method, rate_scale, draws, chains, tune, nu
     """Validate the arguments of :func:`pooled_posterior` (types first, then values)."""
     if not isinstance(history, CrawlHistory):
         raise TypeError(f"`history` must be a CrawlHistory; got {type(history).__name__}")
-    opts = {
+    opts: dict[str, Any] = {
         "population": check_choice(population, name="population", choices=POPULATIONS),
         "method": check_choice(method, name="method", choices=POOLING_METHODS),
         "nuts_sampler": check_choice(nuts_sampler, name="nuts_sampler", choices=SAMPLERS),
@@ -267,7 +268,7 @@ def _check_args(history, population, method, rate_scale, draws, chains, tune, nu
         )
     tau = history.flat_intervals
     if tau is None:
-        history.require_intervals(method="pooled")  # ValueError naming what is missing
+        tau = history.require_intervals(method="pooled")  # raises a ValueError naming what is missing
     if rate_scale is None:
         rate_scale = (
             float(np.median(history.crawl_rate)) if history.crawl_rate is not None else 1.0 / float(np.mean(tau))

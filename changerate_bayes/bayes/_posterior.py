@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 from scipy import special
@@ -173,7 +174,8 @@ def posterior(
     """
     opts = _check_args(history, prior, method, draws, chains, tune, grid_size, nuts_sampler, target_accept)
     prior, gen = opts["prior"], as_generator(rng)
-    fit = {"conjugate": _fit_conjugate, "grid": _fit_grid, "nuts": _fit_nuts}[opts["method"]]
+    fits: dict[str, Callable[..., tuple]] = {"conjugate": _fit_conjugate, "grid": _fit_grid, "nuts": _fit_nuts}
+    fit = fits[opts["method"]]
     values, attrs, stats = fit(history, prior, gen, **opts["sizes"])
     if history.n_pages is None:
         values = values[..., 0]

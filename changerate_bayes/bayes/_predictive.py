@@ -46,10 +46,12 @@ def posterior_history(history: CrawlHistory) -> CrawlHistory:
         Ragged, the same pages in the same order.
     """
     history = _check_history(history)
+    tau = history.flat_intervals
+    assert tau is not None  # checked by _check_history
     changed = history.flat_changed > 0
     page = history.page_index()
     n = history.lengths.size
-    s0 = np.bincount(page, weights=np.where(changed, 0.0, history.flat_intervals), minlength=n)
+    s0 = np.bincount(page, weights=np.where(changed, 0.0, tau), minlength=n)
     n_changed = np.bincount(page, weights=changed, minlength=n).astype(np.int64)
     has_s0 = s0 > 0
     lengths = n_changed + has_s0
@@ -61,7 +63,7 @@ def posterior_history(history: CrawlHistory) -> CrawlHistory:
     rank = np.arange(int(changed.sum())) - np.repeat(np.cumsum(n_changed) - n_changed, n_changed)
     at = np.repeat(starts, n_changed) + rank
     flat_changed[at] = 1
-    flat_tau[at] = history.flat_intervals[changed]
+    flat_tau[at] = tau[changed]
     last = ends[has_s0] - 1
     flat_tau[last] = s0[has_s0]
     rate = history.crawl_rate
@@ -140,6 +142,7 @@ def change_probability(history, interval, *, prior=None) -> np.ndarray:
         c = {k: v[start:stop] for k, v in coef.items()}
         z0 = fit_grid(lik.block(start, stop), c).log_norm
         z1 = fit_grid(later.block(start, stop), c).log_norm
+        assert z0 is not None and z1 is not None  # fit_grid sets log_norm
         out[start:stop] = -np.expm1(np.minimum(z1 - z0, 0.0))
     return np.where(t > 0, np.clip(out, 0.0, 1.0), 0.0)
 

@@ -70,6 +70,8 @@ def time_rescaling(history: CrawlHistory, coef: dict):
         e·log 2 per page; None when no page is rescaled.
     """
     tau = history.flat_intervals
+    if tau is None:
+        raise ValueError("the likelihood needs the crawl intervals τ: pass `intervals` to CrawlHistory")
     starts = history.offsets[:-1]
     with np.errstate(over="ignore"):
         totals = np.add.reduceat(tau, starts)
@@ -112,12 +114,13 @@ def data_groups(history: CrawlHistory, *, crawl_rate: bool = True) -> dict:
     page's last crawl, and ``constant_data["observed"]`` (bool, (page, crawl)) marks the
     real crawls.
     """
+    dims: tuple[str, ...]
     if history.n_pages is None:
         changed, tau, mask, dims = history.flat_changed, history.flat_intervals, None, ("crawl",)
     else:
         changed, tau, mask = history.padded()
         dims = ("page", "crawl")
-    constant = {}
+    constant: dict[str, tuple] = {}
     if tau is not None:
         constant["intervals"] = (tau, dims)
     if history.is_ragged:

@@ -39,7 +39,7 @@ def _parser(argv=None) -> argparse.ArgumentParser:
     words = sys.argv[1:] if argv is None else list(argv)
     running = next((w for w in words if not w.startswith("-")), None)
     for name, help in COMMANDS.items():
-        p = sub.add_parser(name, help=help, **({} if name == running else {"add_help": False}))
+        p = sub.add_parser(name, help=help, add_help=name == running)  # argparse default: add_help=True
         if name == running:
             importlib.import_module(f"{__name__}.{name}").register(p)
     return parser

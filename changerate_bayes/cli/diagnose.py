@@ -107,9 +107,9 @@ def _run_crawl(args, mapping: dict, header: list, t0: float) -> int:
         found = next((c for c in ("time", "timestamp") if c in header), None)
         if found is not None:
             columns["fetch_time"] = found
-    columns = {role: col for role, col in columns.items() if col != role} or None
+    columns = {role: col for role, col in columns.items() if col != role}
     try:
-        log = read_log(args.events, format="csv", columns=columns)
+        log = read_log(args.events, format="csv", columns=columns or None)
     except (CrawlLogError, ValueError) as exc:
         return _err(str(exc))
     _report_goes_to(args)

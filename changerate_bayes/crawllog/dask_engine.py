@@ -659,9 +659,11 @@ def _reorder(history: CrawlHistory, order: np.ndarray) -> CrawlHistory:
     rate = history.crawl_rate
     if rate is not None:
         rate = np.broadcast_to(np.asarray(rate, dtype=np.float64), (history.lengths.size,))[order]
+    tau = history.flat_intervals
+    assert tau is not None  # a crawl log's history has its intervals
     return CrawlHistory.from_segments(
         history.flat_changed[idx],
-        history.flat_intervals[idx],
+        tau[idx],
         lengths=lengths,
         crawl_rate=rate,
         page_ids=np.asarray(history.page_ids, dtype=object)[order],

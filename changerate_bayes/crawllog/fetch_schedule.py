@@ -381,6 +381,7 @@ def write_schedule(schedule: pd.DataFrame, out, *, format: str | None = None) ->
     try:
         with os.fdopen(fd, "wb") as fh:
             if format == "nutch-seeds":
+                assert text is not None  # made above for this format
                 fh.write(text.encode("utf-8"))
             elif format == "csv":
                 fh.write(

@@ -121,7 +121,7 @@ def _rate_figure(table: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(6.5, 3.2))
     if rate.size:
         bins = np.logspace(np.log10(rate.min()) - 0.05, np.log10(rate.max()) + 0.05, min(40, max(5, rate.size // 2)))
-        ax.hist(rate, bins=bins, color="#4477aa")
+        ax.hist(rate, bins=bins, color="#4477aa")  # type: ignore[arg-type]  # matplotlib's stub says Sequence[float]; it takes arrays
         ax.set_xscale("log")
     ax.set_xlabel("recommended change rate (changes per day)")
     ax.set_ylabel("pages")
@@ -345,7 +345,7 @@ def estimate_report(
         *methods,
         "crawl_interval_h",
     ]
-    sections = [
+    sections: list[dict] = [
         {"id": "rates", "title": "Change rates across pages", "seconds": t1 - t0, "html": rates_html},
         {
             "id": "busiest",

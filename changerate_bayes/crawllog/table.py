@@ -166,7 +166,7 @@ _ASSUMES = re.compile(r"^method '([^']+)' assumes ")
 def merge_notes(messages) -> list[str]:
     """The estimators' warnings, each stated once: notes that differ only by the method
     they name ("method 'lln' assumes ...") become one note naming all of them."""
-    merged: dict[str, list[str]] = {}
+    merged: dict[str, list[str | None]] = {}
     for msg in dict.fromkeys(messages):
         m = _ASSUMES.match(msg)
         key = msg[m.end() :] if m else msg
@@ -236,7 +236,7 @@ def page_table(
     else:
         raise TypeError(f"`history_or_log` must be a CrawlLog or a CrawlHistory; got {type(history_or_log).__name__}")
     methods = _check_methods(methods)
-    if isinstance(unit_hours, bool) or not isinstance(unit_hours, numbers.Real) or not unit_hours > 0:
+    if isinstance(unit_hours, bool) or not isinstance(unit_hours, numbers.Real) or not unit_hours > 0:  # type: ignore[operator]  # typeshed's numbers.Real declares no > with int
         raise ValueError(f"`unit_hours` must be a number > 0 (hours per time unit of the history); got {unit_hours!r}")
     per_day = _HOURS_PER_DAY / float(unit_hours)
     n = history.n_pages or 1

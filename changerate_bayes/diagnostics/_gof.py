@@ -142,7 +142,7 @@ class PoissonGOFResult:
     jittered: str | None
     notes: tuple[str, ...]
     origin: np.datetime64 | None = None
-    times: np.ndarray = None
+    times: np.ndarray | None = None
     crawl_grid: CrawlGrid | None = None
     degenerate: str | None = None
 
@@ -162,7 +162,8 @@ class PoissonGOFResult:
         if self.degenerate is not None:
             return f"{self.n_events} events{ties}: {self.degenerate}; no test can run (insufficient data)."
         if not ran:
-            if crawl and self.n_events >= 10 and self.crawl_grid.detection_probability >= 1:
+            q_hat = None if self.crawl_grid is None else self.crawl_grid.detection_probability
+            if crawl and self.n_events >= 10 and q_hat is not None and q_hat >= 1:
                 return (
                     f"{self.n_events} {what}{ties}: every crawl from the first to the last detection saw a "
                     "change (q̂ = 1), so the change rate is not identified and no test can run; crawl more often."
@@ -172,10 +173,12 @@ class PoissonGOFResult:
         head = f"{self.n_events} {what}{ties}"
         if self.rate is not None:
             head += f", {'detection ' if crawl else ''}rate {self.rate:.4g} {self.rate_unit}"
-        if crawl and self.crawl_grid.change_rate is not None and np.isfinite(self.crawl_grid.change_rate):
+        grid = self.crawl_grid
+        if grid is not None and grid.change_rate is not None and np.isfinite(grid.change_rate):
+            q_hat = grid.detection_probability
+            assert q_hat is not None  # the change rate is known only with q̂
             head += (
-                f" (one crawl in {1 / self.crawl_grid.detection_probability:.3g} detects a change: change rate "
-                f"{self.crawl_grid.change_rate:.4g} {self.rate_unit})"
+                f" (one crawl in {1 / q_hat:.3g} detects a change: change rate {grid.change_rate:.4g} {self.rate_unit})"
             )
         head += ". "
         if not rej:
@@ -208,6 +211,7 @@ class PoissonGOFResult:
             if k in rej:
                 parts.append(words)
         if {"segments_dispersion", "time_rescaling"} & set(rej):
+            assert self.segments is not None  # both tests run only on fitted segments
             parts.append(f"not Poisson even within the {self.segments.n_segments} constant-rate segments")
         elif self.segments is not None and self.segments.n_segments > 1:
             parts.append(f"a piecewise-constant rate with {self.segments.n_segments} segments fits")

@@ -267,6 +267,7 @@ def _null_statistics(grid: CrawlGrid, n_resamples: int, rng, n_qq: int):
     sorted gaps of the first ``n_qq`` (for the Q-Q envelope)."""
     n, N = grid.slots.size, grid.n_crawls
     m, q = n - 2, grid.detection_probability
+    assert q is not None  # called with at least two crawls
     chunk = max(1, _CHUNK_ELEMENTS // max(2 * m, 1))
     ks, cv, mil, qq_rows = [], [], [], []
     done = 0
@@ -344,6 +345,7 @@ def grid_results(
         why = "every crawl between the first and last detection saw a change (q̂ = 1): nothing to compare"
         return {k: insufficient(k, why) for k in names}, empty_qq
     q = grid.detection_probability
+    assert q is not None  # N >= 2 crawls, checked above
     slots = grid.slots
     gaps = np.diff(slots)
     inner = slots[1:-1]

@@ -62,7 +62,10 @@ class DiagnosticResult:
 
     def rejects(self, alpha: float = 0.05) -> bool | None:
         """True if the p-value is <= ``alpha``; None if the test did not run."""
-        return None if not self.ran else bool(self.pvalue <= alpha)
+        if not self.ran:
+            return None
+        assert self.pvalue is not None  # a test that ran has a p-value (checked at construction)
+        return bool(self.pvalue <= alpha)
 
     def to_dict(self) -> dict:
         """JSON-able ``{"statistic", "pvalue", "status", "reading"}`` (None for missing)."""

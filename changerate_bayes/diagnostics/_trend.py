@@ -83,8 +83,8 @@ def laplace_result(times: np.ndarray, *, alpha: float = 0.05) -> DiagnosticResul
     m = times.size - 2
     if m < MIN_INTERIOR or times[-1] <= times[0]:
         return insufficient("laplace_trend", f"{max(m, 0)} inner event(s); the test needs {MIN_INTERIOR}")
-    z, p = laplace_statistic(times)
-    z, p = float(z), float(p)
+    z_arr, p_arr = laplace_statistic(times)
+    z, p = float(z_arr), float(p_arr)
     return DiagnosticResult(
         "laplace_trend",
         z,
@@ -105,8 +105,8 @@ def mil_hdbk_189_result(times: np.ndarray, *, alpha: float = 0.05) -> Diagnostic
     m = times.size - 2
     if m < MIN_INTERIOR or times[-1] <= times[0]:
         return insufficient("mil_hdbk_189", f"{max(m, 0)} inner event(s); the test needs {MIN_INTERIOR}")
-    stat, p, df = mil_hdbk_189_statistic(times)
-    stat, p = float(stat), float(p)
+    stat_arr, p_arr, df = mil_hdbk_189_statistic(times)
+    stat, p = float(stat_arr), float(p_arr)
     return DiagnosticResult(
         "mil_hdbk_189",
         stat,

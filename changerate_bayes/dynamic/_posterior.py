@@ -216,7 +216,7 @@ def dynamic_posterior(
     typical = rounded_intervals(typical_intervals(tau_c, m_c)) if unit_free else None
     # pages that share their volatilities: all of them, or (unit-free) those whose typical
     # intervals round to the same value, each group run on its own rows
-    groups = unit_free_groups(typical, sigmas) if unit_free else [(None, sigmas)]
+    groups = unit_free_groups(typical, sigmas) if typical is not None else [(None, sigmas)]  # None: not unit_free
     for rows, sig in groups:
         n_rows = n if rows is None else rows.size
         # pages in chunks of bounded work: Ctrl-C is acted on between chunks

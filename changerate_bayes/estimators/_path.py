@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 import numpy as np
@@ -23,7 +24,7 @@ __all__ = ["METHODS", "POISSON_CRAWL_METHODS", "estimate_path", "final_estimates
 METHODS = ("naive", "lln", "sa", "sam", "mle", "mm", "regular")
 POISSON_CRAWL_METHODS = ("naive", "lln", "sa", "sam")  # built on E[I] = Δ/(Δ + p)
 
-_PARAMS = {
+_PARAMS: dict[str, tuple[Callable[..., dict], tuple[str, ...]]] = {
     "naive": (naive_params, ()),
     "lln": (lln_params, ("alpha",)),
     "sa": (sa_params, ("eta", "initial")),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._base import StreamingEstimator
-from ._rootkinds import MLE_KIND
+from ._rootkinds import MLE_KIND, _MLEKind, _MMKind
 from ._rootpath import CERTIFY, ORDER, SAFE_SPREAD, SAFE_TAU, RootPath
 from ._rootsolve import solve_robust
 from ._segments import length_buckets, segment_totals
@@ -170,7 +170,7 @@ def root_final(history, kind) -> np.ndarray:
 class RootEstimator(StreamingEstimator):
     needs_crawl_rate = False
     needs_intervals = True
-    _kind = None
+    _kind: _MLEKind | _MMKind | None = None  # set by each subclass
 
     def __init__(self, *, crawl_rate=None, n_pages=None):
         super().__init__(crawl_rate=crawl_rate, n_pages=n_pages)

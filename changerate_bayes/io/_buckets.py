@@ -21,6 +21,7 @@ import os
 import tempfile
 from dataclasses import fields, replace
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -80,12 +81,13 @@ class PageBuckets:
         self.folder = folder
         self.rows = 0
         self.spilled_bytes = 0
-        self._pieces = [[] for _ in range(n_buckets)]  # per bucket: VisitColumns in file order
+        # per bucket: VisitColumns in file order
+        self._pieces: list[list[VisitColumns]] = [[] for _ in range(n_buckets)]
         self._held = 0
-        self._present = None  # the columns present (all chunks must agree)
-        self._dtypes = {}
-        self._tmp = None
-        self._dir = None
+        self._present: tuple[bool, ...] | None = None  # the columns present (all chunks must agree)
+        self._dtypes: dict[str, np.dtype] = {}
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._dir: Path | None = None
 
     @property
     def present(self) -> tuple | None:
@@ -116,13 +118,16 @@ class PageBuckets:
             for b in range(self.n_buckets):
                 lo, hi = bounds[b], bounds[b + 1]
                 if hi > lo:
-                    piece = VisitColumns(**{k: (None if v is None else v[lo:hi]) for k, v in cols.items()})
+                    piece = VisitColumns(
+                        **cast(dict[str, Any], {k: (None if v is None else v[lo:hi]) for k, v in cols.items()})
+                    )
                     self._pieces[b].append(piece)
                     self._held += _nbytes(piece)
         if self._held > self.memory_bytes:
             self._spill()
 
     def _path(self, b: int, name: str) -> Path:
+        assert self._dir is not None  # set by the first spill; callers ask for paths only after it
         return self._dir / f"bucket{b:05d}-{name}.bin"
 
     def _spill(self) -> None:
@@ -145,7 +150,7 @@ class PageBuckets:
         """The rows of bucket ``b`` in file order (None if it holds none)."""
         if self._present is None:
             return None
-        cols = {}
+        cols: dict[str, Any] = {}
         for name, present in zip(_NAMES, self._present):
             if not present:
                 cols[name] = None
@@ -174,7 +179,7 @@ class PageBuckets:
         if self._present is None or not dict(zip(_NAMES, self._present))["has_digest"]:
             return None
         for b in range(self.n_buckets):
-            if any(p.has_digest.any() for p in self._pieces[b]):
+            if any(cast(np.ndarray, p.has_digest).any() for p in self._pieces[b]):  # present: checked above
                 return True
             if self._dir is not None and self._path(b, "has_digest").exists():
                 if np.fromfile(self._path(b, "has_digest"), dtype=bool).any():
@@ -265,19 +270,19 @@ def build_log_bucketed(store: PageBuckets, labels, *, change_from: str, sources)
     audit = Audit.combine(audits, sources=tuple(str(s) for s in sources))
     if not codes:
         raise no_pages_error(audit)
-    codes = np.concatenate(codes)
-    lengths = np.concatenate(lengths)
-    order = np.argsort(codes, kind="stable")
-    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    new_lengths = lengths[order]
+    page_codes = np.concatenate(codes)
+    page_lengths = np.concatenate(lengths)
+    order = np.argsort(page_codes, kind="stable")
+    starts = np.concatenate(([0], np.cumsum(page_lengths)[:-1]))
+    new_lengths = page_lengths[order]
     new_starts = np.concatenate(([0], np.cumsum(new_lengths)[:-1]))
-    gather = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts[order] - new_starts, new_lengths)
+    gather = np.arange(int(page_lengths.sum()), dtype=np.int64) + np.repeat(starts[order] - new_starts, new_lengths)
     history = CrawlHistory.from_segments(
         np.concatenate(changed)[gather],
         np.concatenate(tau)[gather],
         lengths=new_lengths,
         crawl_rate=np.concatenate(rate)[order],
-        page_ids=labels[codes[order]],
+        page_ids=labels[page_codes[order]],
     )
     age = None if any(a is None for a in ages) else np.concatenate(ages)[gather]
     liar = None if any(a is None for a in liars) else np.concatenate(liars)[order]

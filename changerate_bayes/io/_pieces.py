@@ -9,6 +9,7 @@ run later on all the pieces of a set of pages, wherever those pages' rows were r
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -31,7 +32,7 @@ class Piece:
     what decides changes; ``digest_column`` the file's digest column (None if none).
     """
 
-    v: VisitColumns
+    v: VisitColumns | None  # None: no visit in the file
     labels: np.ndarray
     pos: np.ndarray
     file_index: int
@@ -79,7 +80,8 @@ def compact_file(
     from ._tabular import DEFAULT_CHUNK_ROWS, _check_chunk
 
     chunk_rows = DEFAULT_CHUNK_ROWS if chunk_rows is None else _check_chunk(chunk_rows)
-    state = {"defer": True, "kinds": {}}  # naive/aware times recorded, checked over all files by the caller
+    # naive/aware times recorded, checked over all files by the caller
+    state: dict[str, Any] = {"defer": True, "kinds": {}}
     if fmt in ("csv", "parquet"):
         parts, labels, kind, digest_column = _tabular(path, fmt, columns or {}, change_from, chunk_rows, state)
     elif fmt == "cdx":
@@ -124,6 +126,7 @@ def check_time_kinds(found) -> None:
 
 
 def _take(piece: Piece, mask: np.ndarray) -> Piece:
+    assert piece.v is not None  # only pieces with visits are split
     codes = piece.v.page[mask]
     used = np.unique(codes)  # codes are in order of first appearance, so this keeps that order
     cols = {
@@ -131,7 +134,7 @@ def _take(piece: Piece, mask: np.ndarray) -> Piece:
         for f in fields(VisitColumns)
     }
     cols["page"] = np.searchsorted(used, codes).astype(np.int64)
-    return replace(piece, v=VisitColumns(**cols), labels=piece.labels[used], pos=piece.pos[mask])
+    return replace(piece, v=VisitColumns(**cast(dict[str, Any], cols)), labels=piece.labels[used], pos=piece.pos[mask])
 
 
 def page_hashes(labels) -> np.ndarray:
@@ -151,7 +154,13 @@ def split_piece(piece: Piece, n: int) -> list[Piece]:
     return parts
 
 
-def merge_pieces(pieces: list[Piece]) -> tuple[VisitColumns, np.ndarray, np.ndarray]:
+def _visits(p: Piece) -> VisitColumns:
+    """The rows of a piece that has some."""
+    assert p.v is not None
+    return p.v
+
+
+def merge_pieces(pieces: list[Piece]) -> tuple[VisitColumns | None, np.ndarray, np.ndarray, dict | None]:
     """Rows of several pieces as one log, in file order.
 
     Returns
@@ -175,13 +184,14 @@ def merge_pieces(pieces: list[Piece]) -> tuple[VisitColumns, np.ndarray, np.ndar
             pieces = [
                 p
                 if getattr(p.v, name) is not None
-                else replace(p, v=replace(p.v, **{name: np.full(p.v.page.size, _NAT, dtype=np.int64)}))
+                else replace(p, v=replace(_visits(p), **{name: np.full(_visits(p).page.size, _NAT, dtype=np.int64)}))
                 for p in pieces
             ]
     parts = []
     first_key = np.full(uniques.size, np.iinfo(np.int64).max, dtype=np.int64)
     for p, off in zip(pieces, offsets[:-1]):
         remap = codes[off : off + p.labels.size]
+        assert p.v is not None  # pieces without visits are left out above
         page = remap[p.v.page].astype(np.int64)
         parts.append(replace(p.v, page=page))
         used, at = np.unique(page, return_index=True)  # each page's first row in this piece
@@ -194,7 +204,7 @@ def sum_extras(extras) -> dict | None:
     extras = [e for e in extras if e is not None]
     if not extras:
         return None
-    out = {k: 0 for k in extras[0] if k != "truncated_files"}
+    out: dict[str, Any] = {k: 0 for k in extras[0] if k != "truncated_files"}
     for e in extras:
         for k in out:
             out[k] += e[k]

@@ -60,6 +60,7 @@ the rules below to all pages at once with sorts and shifts (no loop over pages):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -126,7 +127,9 @@ class CrawlLog:
     @property
     def page_ids(self) -> np.ndarray:
         """Page labels, shape (n_pages,)."""
-        return self.history.page_ids
+        ids = self.history.page_ids
+        assert ids is not None  # a crawl log's history always carries the page labels
+        return ids
 
 
 @dataclass
@@ -284,7 +287,10 @@ def compact_frame(
     n = len(frame)
     if lines is None:
         lines = np.arange(first_line, first_line + n, dtype=np.int64)
-    col = lambda c: names.get(c, c)  # noqa: E731
+
+    def col(c: str) -> str:
+        return names.get(c, c)
+
     pages = frame["page"]
     missing = pages.isna().to_numpy(dtype=bool).copy()
     if isinstance(pages.dtype, pd.CategoricalDtype):  # a dictionary column: its distinct values checked once
@@ -503,7 +509,7 @@ def _label_codes(uniques: pd.Index, labels: pd.Index, state: dict) -> np.ndarray
     return np.fromiter((get(x, -1) for x in uniques.tolist()), dtype=np.int64, count=len(uniques))
 
 
-def check_digest_not_empty(v: VisitColumns, *, source: str, column: str) -> None:
+def check_digest_not_empty(v: VisitColumns | SimpleNamespace, *, source: str, column: str) -> None:
     """A digest column that is entirely empty is an error (it cannot decide anything)."""
     if v.has_digest is not None and v.has_digest.size and not v.has_digest.any():
         raise CrawlLogError(
@@ -562,6 +568,7 @@ def build_log(
     fallback = None
     by_digest = by_changed = np.ones(n, dtype=bool)
     if change_from == "last_modified":
+        assert says_now is not None and lm_ok is not None  # resolve_change_source checked that the column is there
         fallback = "digest" if v.digest is not None else "changed" if v.changed is not None else None
         if fallback == "digest":  # dates that say "changed" where the digest shows the same content, as under "digest"
             says_now = says_now | _dates_contradict_digest(v, lm_ok, reason == 0, labels.size)
@@ -571,6 +578,7 @@ def build_log(
         if fallback is None:
             drop(liar_rows, "last_modified_unreliable")
     if change_from in ("digest", "last_modified") and v.digest is not None:
+        assert v.has_digest is not None  # read together with the digest
         drop(by_digest & ~v.has_digest & ~nm, "missing_digest")
     if change_from in ("changed", "last_modified") and v.changed is not None:
         missing = by_changed & (v.changed < 0) & ~nm
@@ -578,6 +586,7 @@ def build_log(
             missing &= ~_first_visits(v.page, v.time, reason == 0)
         drop(missing, "missing_changed")
     if change_from == "last_modified":
+        assert lm_ok is not None  # resolve_change_source checked that the column is there
         drop(by_lm & ~lm_ok & ~nm, "missing_last_modified")
 
     # by page, then time, then file order (a lexsort on (page, time, position)): the rows
@@ -609,6 +618,7 @@ def build_log(
         last_content = np.maximum.accumulate(np.where(content, k, -1))
         no_ref = (last_content < start) & by_digest[order]
         reason[order[no_ref]] = _R["not_modified_before_reference"]
+        assert v.digest is not None  # the digest decides only where the column is there
         eff = v.digest[order][np.maximum(last_content, 0)][~no_ref]
         order = order[~no_ref]
     pg, tm = v.page[order], v.time[order]
@@ -618,10 +628,13 @@ def build_log(
     obs = ~first
     chg = np.zeros(m, dtype=np.int8)
     if change_from == "changed":
+        assert v.changed is not None  # resolve_change_source checked that the column is there
         chg = v.changed[order].copy()
     elif change_from == "last_modified":
+        assert v.last_modified is not None  # resolve_change_source checked that the column is there
         chg[1:] = v.last_modified[order][1:] > tm[:-1]
         if fallback == "changed":
+            assert v.changed is not None  # the fallback is "changed" only where the column is there
             alt = by_changed[order]
             chg[alt] = v.changed[order][alt]
     if digest_decides:
@@ -634,6 +647,7 @@ def build_log(
     kept_per_page = np.bincount(pg, minlength=labels.size)
     lm_age, lm_liars, liar = None, 0, None
     if v.last_modified is not None:
+        assert says_now is not None  # found above from the same column
         lm_age, liar = _last_modified_ages(v, lm_ok, order, pg, tm, first, chg, nm, change_from, labels.size, says_now)
         lm_liars = int(np.count_nonzero(liar & ((kept_per_page > 0) | says_now)))
     n_pages = int(np.count_nonzero(counts_all))
@@ -661,7 +675,7 @@ def build_log(
     if obs_pages.size == 0:
         if empty_ok:  # a partition of a cluster run may hold no usable page
             return CrawlLog(
-                history=None,
+                history=None,  # type: ignore[arg-type]  # internal: a partition's empty log, merged away before users see it
                 first_visit=np.zeros(0, "datetime64[ns]"),
                 last_visit=np.zeros(0, "datetime64[ns]"),
                 audit=audit,

@@ -108,7 +108,7 @@ def _plan(header: list[str], mapping: dict, *, source: str, change_from: str):
     # read only what decides changes, plus status and last_modified (audit); where last_modified
     # decides, also the digest (else ``changed``): it decides for pages whose server reports the fetch time;
     # a column mapped in ``columns`` is always read, so that its values are checked
-    spare = ()
+    spare: tuple[str, ...] = ()
     if kind == "last_modified":
         spare = ("digest",) if "digest" in plan else ("changed",)
     for other in {"digest", "changed", "last_modified"} - {kind, "last_modified", *spare, *mapping}:

@@ -171,9 +171,9 @@ def parse_time_column(
         )
     idx = np.flatnonzero(present)
     if fmt is None:
-        aware = _aware_strings(sp) | http | extra
+        is_aware = _aware_strings(sp) | http | extra
         firsts = {}
-        for kind, mask in (("aware", aware), ("naive", ~aware)):
+        for kind, mask in (("aware", is_aware), ("naive", ~is_aware)):
             if mask.any():
                 j = int(np.argmax(mask))
                 firsts[kind] = (int(lines[idx[j]]), sp.iloc[j])

@@ -268,6 +268,7 @@ def run_replay(
             spent += added
             policy.spent += added
             if n_ev:
+                assert learn is not None  # the kernel records events only for a learner
                 learn(ev_page[:n_ev], ev_changed[:n_ev], ev_tau[:n_ev])
             if status == 1:
                 raise RuntimeError(f"policy {policy.name!r} crawled a page outside its window at step {step}")
@@ -285,6 +286,7 @@ def run_replay(
             active, active_until = ctx.active(k), ctx.next_activity_change(k)
         allowed = None
         if policy.budgeted:
+            assert ctx.budget is not None  # set for every budgeted policy
             allowed = math.floor(ctx.budget * (t_ms / MS_PER_DAY) + 1e-9) - spent
         mask = policy.select(k, t_ms / MS_PER_DAY, active, allowed)
         idx = np.asanyarray(mask).ravel().nonzero()[0]  # np.flatnonzero(mask)

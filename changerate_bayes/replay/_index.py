@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -97,11 +99,11 @@ class IndexPolicy:
             or not (math.isfinite(max_interval_factor) and max_interval_factor >= 1)
         ):
             raise ValueError(f"`max_interval_factor` must be a finite number >= 1; got {max_interval_factor!r}")
-        self.make_learner = learner
-        self.name = name
-        self.form = form
-        self.max_interval_factor = float(max_interval_factor)
-        self.pace = pace
+        self.make_learner: Callable[[int], Any] = learner
+        self.name: str = name
+        self.form: str = form
+        self.max_interval_factor: float = float(max_interval_factor)
+        self.pace: str = pace
 
     def reset(self, ctx) -> None:
         self.ctx = ctx
@@ -109,7 +111,7 @@ class IndexPolicy:
         self.learner = self.make_learner(n)
         self.last = np.asarray(ctx.start, dtype=np.float64).copy()  # days: the copy of the window start
         self.spent = 0
-        self.theta = None
+        self.theta: np.ndarray | None = None
         self.next_draw = 1
         self.paced = None
         if self.pace == "pages":

@@ -25,6 +25,8 @@ as ``PlugInPolicy(lambda n: MyFilter(n_pages=n), name="mine")``.
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from .._validation import as_float_array
@@ -34,7 +36,7 @@ from ..scheduling import index_kernels
 
 __all__ = ["LLNLearner", "GridLearner", "DynamicLearner", "OldestFirst", "KnownRates", "burst_learner"]
 
-_KERNELS = []
+_KERNELS: list[types.ModuleType] = []
 
 
 class _IndexTable:
@@ -190,7 +192,9 @@ class GridLearner:
         self.step = self.log_grid[1] - self.log_grid[0]
         self.log_prior = -0.5 * ((self.log_grid - np.log(prior_median)) / prior_sigma) ** 2
         self._loglik = np.zeros((n_pages, grid_size))
-        self._pending = []  # (pages, τ) of the crawls that saw a change, not yet in ``_loglik``
+        self._pending: list[
+            tuple[np.ndarray, np.ndarray]
+        ] = []  # (pages, τ) of the crawls that saw a change, not yet in ``_loglik``
         self.exposure = np.zeros(n_pages)
         self.n_changed = np.zeros(n_pages)
         self.n_unchanged = np.zeros(n_pages)

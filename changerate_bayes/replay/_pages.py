@@ -237,11 +237,11 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
         wrows = [f"row {x!r} of `window`, column {{col!r}}" for x in win.index]
         win, per_page = win.reset_index(drop=True), True
     elif isinstance(window, tuple) and len(window) == 2:
-        names = list(dict.fromkeys(page))
-        if not names:
+        seen = list(dict.fromkeys(page))
+        if not seen:
             raise ValueError("`changes` is empty: with a (start, end) window it must name the pages")
-        win = pd.DataFrame({"page": names, "start": [window[0]] * len(names), "end": [window[1]] * len(names)})
-        wrows = ["`window` {col}"] * len(names)
+        win = pd.DataFrame({"page": seen, "start": [window[0]] * len(seen), "end": [window[1]] * len(seen)})
+        wrows = ["`window` {col}"] * len(seen)
         per_page = False
     else:
         raise TypeError(

@@ -54,13 +54,13 @@ def plot_freshness_budget(table: pd.DataFrame, *, weighted: bool = True, ax=None
         ax.errorbar(rows["crawls_per_day"], y, yerr=err, marker="o", ms=3, capsize=2, ls=ls, label=name)
     own = table[table["budget_source"] == "own schedule"]
     for (_, r), mk in zip(own.iterrows(), "sD^v<>"):
-        err = None
+        own_err = None
         if f"{col}_lo" in own:
-            err = [[r[col] - r[f"{col}_lo"]], [r[f"{col}_hi"] - r[col]]]
+            own_err = [[r[col] - r[f"{col}_lo"]], [r[f"{col}_hi"] - r[col]]]
         ax.errorbar(
             [r["crawls_per_day"]],
             [r[col]],
-            yerr=err,
+            yerr=own_err,
             marker=mk,
             ms=8,
             ls="none",

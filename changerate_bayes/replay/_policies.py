@@ -20,6 +20,10 @@ than crawls are left, the ones with the most credit go first.
 
 from __future__ import annotations
 
+import types
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from ..bursts import BurstParameters
@@ -72,7 +76,7 @@ STORMCRAWLER_DEFAULTS = dict(
 )
 
 
-_KERNELS = []
+_KERNELS: list[types.ModuleType] = []
 
 
 def _kernels():
@@ -553,6 +557,8 @@ class _SchedulePolicy:
 
     budgeted = False
     oracle = False
+    next_ms: np.ndarray  # set by each crawler's reset
+    _update: Callable[[np.ndarray, Any, np.ndarray], None]  # each crawler's rule: (pages, t, changed)
 
     @property
     def next_fetch(self) -> np.ndarray:

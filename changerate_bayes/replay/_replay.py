@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .._rng import as_generator
-from ._engine import run_replay
+from ._engine import ReplayResult, run_replay
 from ._metrics import bootstrap_counts, bootstrap_gap_share, bootstrap_ratio, gap_share, replay_metrics
 from ._pages import ReplayPages, pages_from_table
 from ._policies import POLICIES
@@ -184,7 +184,7 @@ def replay_policies(
     epoch="1D",
     match_schedules=True,
     n_boot=0,
-    level=0.95,
+    level: float = 0.95,
     tune_iterations=12,
     rng=None,
 ) -> pd.DataFrame:
@@ -302,7 +302,8 @@ def replay_policies(
     def make(p, **kw):
         return POLICIES[p](**kw) if isinstance(p, str) else p
 
-    runs = []  # (policy name, budget, source, inc_rate, result)
+    # (policy name, budget, source, inc_rate, result)
+    runs: list[tuple[str, float, str, float | None, ReplayResult]] = []
     schedules = [
         p
         for p in pols

@@ -69,7 +69,7 @@ def format_value(x, digits: int = 4) -> str:
             return "NaN"
         if math.isinf(x):
             return "∞" if x > 0 else "−∞"
-        if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e6):
+        if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e6):  # type: ignore[operator]  # numpy's stub: abs(floating[Any]) is object
             return f"{x:.{digits - 1}e}"
         return f"{x:.{digits}g}"
     return str(x)

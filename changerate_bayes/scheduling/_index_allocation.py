@@ -324,7 +324,7 @@ def index_crawl_intervals(
     n_live = int(live.sum())
     if n_live > 4 * _SAMPLE:  # the price of a sample of the pages first: a close start for all
         every = np.flatnonzero(live)[:: n_live // _SAMPLE]
-        sample = tuple(x[every].copy() for x in arrays)
+        sample: tuple[np.ndarray, ...] = tuple(x[every].copy() for x in arrays)
         share = live_budget * every.size / n_live
         z = _first_price(sample[0], sample[2], sample[1], ~sample[3], share)
         _start(sample[6], z, sample[2], sample[1], ~sample[3])

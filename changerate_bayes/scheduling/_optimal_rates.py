@@ -382,7 +382,7 @@ def _logsumexp_rows(x: np.ndarray) -> np.ndarray:
         return shift + np.log(np.exp(x - shift[:, None]).sum(axis=1))
 
 
-def _times_exp(scale: np.ndarray, log_x: np.ndarray) -> np.ndarray:
+def _times_exp(scale: np.ndarray | float, log_x: np.ndarray) -> np.ndarray:
     """scale · e^{log_x}, also where e^{log_x} alone would underflow but the product does not."""
     with np.errstate(under="ignore"):
         out = scale * np.exp(log_x)

@@ -455,6 +455,7 @@ def simulate_change_detection(
                 elif name == "oracle":
                     score = -np.expm1(-delta * age)
                 else:  # frequency: posterior probability of a change since the last download
+                    assert post is not None  # made above for "frequency"
                     wts = post._weights()[0]
                     score = 1.0 - (wts * np.exp(-np.outer(age, post.grid))).sum(axis=1)
                 score = score + 1e-12 * g.random(delta.size)  # random tie-break
@@ -462,6 +463,7 @@ def simulate_change_detection(
                 chosen[np.argpartition(-score, budget - 1)[:budget]] = True
             ratio[j, c] = stale[chosen].sum() / chosen.sum()
             if name == "frequency":
+                assert post is not None  # made above for "frequency"
                 idx = np.flatnonzero(chosen)
                 post.update(idx, stale[idx].astype(np.int8), age[idx])
             stale[chosen] = False

@@ -6,6 +6,7 @@ import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TextIO
 
 __all__ = ["Preset", "Progress", "PRESETS"]
 
@@ -52,7 +53,7 @@ class Progress:
         Whether :meth:`bar` draws a bar: on a terminal only, always, or never.
     """
 
-    stream: object = field(default_factory=lambda: sys.stderr)
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
     prefix: str = ""
     _t0: float = field(default_factory=time.perf_counter)
     quiet: bool = False

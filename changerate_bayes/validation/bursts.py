@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +66,7 @@ from changerate_bayes.validation.prequential import (
 TITLE = "Changes in bursts: a quiet/busy model of each page, judged by predicting the next crawl"
 KEYS = ("bursts",)
 
-SIZES = {
+SIZES: dict[str, dict[str, Any]] = {
     "quick": {
         "R": 2,
         "max_crawls": 500,
@@ -201,7 +202,7 @@ def _crawl_unit_hours(name: str, ratio: float) -> float:
     return 1.0 / (ratio * rate)
 
 
-def _pad(blocks):
+def _pad(blocks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows of several (changed, tau) blocks stacked, padded to one length with a mask."""
     k = max(b[0].shape[1] for b in blocks)
     n = sum(b[0].shape[0] for b in blocks)
@@ -259,10 +260,10 @@ def run(preset, *, seed: int, progress) -> dict:
     preds = baseline_predictions(changed, tau, mask, mean_tau)
     for m in BURSTS:
         preds[m] = np.full(changed.shape, np.nan)
-    ota_fits, fits = [], None
+    ota_fits, warm_fits = [], None
     for f in range(cfg["folds"]):
         test, train = fold == f, fold != f
-        fits = fit_held_out(changed[train], tau[train], mask[train], cfg["fit_crawls"], fits)
+        fits = warm_fits = fit_held_out(changed[train], tau[train], mask[train], cfg["fit_crawls"], warm_fits)
         for m, fit in fits.items():
             preds[m][test] = burst_predictive(
                 changed[test], tau[test], mask[test], params=fit.params, scales=fit.scales

@@ -257,19 +257,19 @@ def sbc_nuts(
     prior = _priors()["gamma"]
     truth, history = _simulate(prior, n, seed)
     t0 = time.perf_counter()
-    kept, diags, nuts_mean, nuts_mcse = [], [], [], []
+    kept_batches, diags, nuts_mean, nuts_mcse = [], [], [], []
     for i, start in enumerate(range(0, n, batch)):  # batches of pages: one compiled model
         sub = _rows(history, start, min(start + batch, n))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # diagnostics are recorded below
             idata = posterior(sub, prior=prior, method="nuts", draws=draws, tune=tune, chains=chains, rng=seed + 10 + i)
-        kept.append(thin(idata.posterior["change_rate"].values, N_RANK_DRAWS))
+        kept_batches.append(thin(idata.posterior["change_rate"].values, N_RANK_DRAWS))
         diags.append(sampler_diagnostics(idata).to_record() | {"batch": i, "pages": sub.n_pages})
         nuts_mean.append(idata.posterior["change_rate"].values.mean(axis=(0, 1)))
         nuts_mcse.append(mcse_mean(idata))
         progress(f"nuts SBC batch {i + 1}/{-(-n // batch)} ({time.perf_counter() - t0:.1f} s)")
     seconds = time.perf_counter() - t0
-    kept = np.concatenate(kept)
+    kept = np.concatenate(kept_batches)
     # agreement with the grid on the same data sets
     grid = posterior(history, prior=prior, method="grid", draws=2000, chains=1, rng=seed + 2)
     g = grid.posterior["change_rate"].values[0]  # (draw, page)
@@ -472,7 +472,7 @@ def nuts_diagnostics_summary(diagnostics: list[dict]) -> dict:
         vals = [d[key] for d in diagnostics if d[key] is not None]
         return fn(vals) if vals else None
 
-    failed = {}
+    failed: dict[str, int] = {}
     for d in diagnostics:
         if d["r_hat_max"] is None:
             failed["R-hat not available"] = failed.get("R-hat not available", 0) + 1

@@ -22,6 +22,7 @@ from "not the theorem's rate".
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ DELTA, P = 5.0, 3.0  # the paper's Fig. 2 setting
 DELTA_FAST = 1.0  # second change rate for SA with η = 1: ODE slope p/(Δ+p) = 0.75 > 1/2
 TOL = 0.05  # slopes within TOL of the theorem's slope count as matching it
 
-_SIZES = {
+_SIZES: dict[str, dict[str, Any]] = {
     "quick": dict(R=400, k_max=20_000, fit=(100, 20_000), n_fit=20, n_boot=500, R_mle=200, k_mle=5_000),
     "default": dict(R=1000, k_max=20_000, fit=(100, 20_000), n_fit=20, n_boot=1000, R_mle=400, k_mle=10_000),
     "full": dict(R=1000, k_max=100_000, fit=(100, 100_000), n_fit=25, n_boot=1000, R_mle=1000, k_mle=10_000),
@@ -273,7 +274,7 @@ def run(preset, *, seed: int, progress) -> dict:
             _row("lln", {"alpha": name}, DELTA, slope, icpt, low, high, theory, "Theorem 1: " + verdict, keep, mae, fit)
         )
     # exact-moment predictions for SA and for the SAM settings whose momentum stays bounded (η >= β)
-    specs = [(f"sa η={eta:g}", eta, None, None) for eta in SA_ETAS]
+    specs: list[tuple[str, float, float | None, float | None]] = [(f"sa η={eta:g}", eta, None, None) for eta in SA_ETAS]
     specs += [(_sam_label(e, b, w), e, b, w) for e, b, w, _ in SAM_SETTINGS if e >= b]
     predicted = _predicted_slopes(DELTA, keep, fit_mask, specs)
     # Theorem 2: SA

@@ -65,6 +65,7 @@ stream per step; all arithmetic vectorised).
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -97,7 +98,7 @@ KEYS = ("gof_size", "gof_power")
 
 ALPHA = 0.05
 N_EVENTS = (20, 100, 1000)
-SIZES = {
+SIZES: dict[str, dict[str, Any]] = {
     "quick": {
         "n_datasets": 300,
         "n_null": 1999,
@@ -225,8 +226,7 @@ def simulate_hawkes(n: int, gens, *, branching: float = HAWKES_BRANCHING, speed:
         par_t, par_o = all_t[0], owner
         while par_t.size:
             per_row = np.bincount(par_o, minlength=todo.size)
-            kids = [gens[i].poisson(branching, c) for i, c in zip(todo, per_row)]
-            kids = np.concatenate(kids)
+            kids = np.concatenate([gens[i].poisson(branching, c) for i, c in zip(todo, per_row)])
             order = np.argsort(par_o, kind="stable")  # draws above are grouped by row
             par_t, par_o = par_t[order], par_o[order]
             child_o = np.repeat(par_o, kids)
@@ -463,7 +463,11 @@ def _rows(
         }
         if null:
             lo, hi = binomial_interval(d) if d else (None, None)
-            row.update(interval_low=lo, interval_high=hi, within=None if rate is None else bool(lo <= rate <= hi))
+            row.update(
+                interval_low=lo,
+                interval_high=hi,
+                within=None if rate is None or lo is None or hi is None else bool(lo <= rate <= hi),
+            )
         else:
             row["alternative"] = alternative
         rows.append(row)
@@ -480,7 +484,8 @@ def run(preset, *, seed: int, progress) -> dict:
     )
     blocks = np.random.SeedSequence(seed).spawn(len(N_EVENTS) * (1 + len(SCENARIOS) + 2 * len(crawl_runs)))
     bi = iter(blocks)
-    size_rows, power_rows = [], []
+    size_rows: list[dict] = []
+    power_rows: list[dict] = []
     for n in N_EVENTS:
         null = _null_statistics(n, cfg["n_null"], np.random.default_rng(next(bi)))
         n_seg = cfg["n_seg"][n]

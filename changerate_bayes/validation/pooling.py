@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,7 @@ def _join(ks) -> str:
 TITLE = "Pooling pages: hierarchical posterior vs per-page estimates at small k"
 KEYS = ("pooling",)
 
-_SIZES = {
+_SIZES: dict[str, dict[str, Any]] = {
     "quick": dict(
         truths=("lognormal",), populations=("lognormal",), pages=1000, ks=(1, 2, 5), reps=1, draws=400, tune=400
     ),

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -53,7 +54,7 @@ from changerate_bayes.validation.traces_study import crawl_times, observe
 TITLE = "Change rates that move: the dynamic posterior, and one-step prediction of the next crawl"
 KEYS = ("dynamic_calibration", "prequential")
 
-SIZES = {
+SIZES: dict[str, dict[str, Any]] = {
     "quick": {"R": 2, "max_crawls": 500, "ota_max": 1000, "sim_pages": 300, "sim_crawls": 60, "n_boot": 200},
     "default": {"R": 5, "max_crawls": 3000, "ota_max": None, "sim_pages": 1000, "sim_crawls": 100, "n_boot": 500},
     "full": {"R": 10, "max_crawls": 5000, "ota_max": None, "sim_pages": 2000, "sim_crawls": 150, "n_boot": 1000},

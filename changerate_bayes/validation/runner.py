@@ -60,7 +60,7 @@ def _versions() -> dict:
     # here, not at the top: the command line's parser imports this module (0.2 s)
     from importlib.metadata import PackageNotFoundError, version
 
-    out = {"python": platform.python_version()}
+    out: dict[str, str | None] = {"python": platform.python_version()}
     for name in ("numpy", "scipy", "statsmodels", "pymc", "arviz", "nutpie", "matplotlib"):
         try:
             out[name] = version(name)
@@ -139,7 +139,8 @@ def _worker_init(queue, processes: int) -> None:
     _WORKER_QUEUE = queue
     import numba  # numba: heavy; the package imports without it
 
-    numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, (os.cpu_count() or 1) // processes)))
+    # numba.config sets its options as module attributes at import time, which mypy cannot see
+    numba.set_num_threads(max(1, min(numba.config.NUMBA_NUM_THREADS, (os.cpu_count() or 1) // processes)))  # type: ignore[attr-defined]
 
 
 def _worker_run(name: str, preset_name: str, seed: int) -> dict:
@@ -283,6 +284,7 @@ def run_validation(
             outs = _run_parallel(names, preset, seeds, jobs, progress, done)
         else:
             outs = []
+            assert modules is not None  # loaded above when the studies run in this process
             for i, (name, mod) in enumerate(zip(names, modules), start=1):
                 progress(f"[{i}/{n}] {mod.TITLE} ...")
                 bar.set_postfix_str(name)

@@ -213,7 +213,7 @@ def _row(rows, policy, source="given", budget=None):
 
 def _verdict(rows, budgets) -> dict:
     mean_ratio = {p: float(np.mean([_row(rows, p, budget=b)["vs_oracle"] for b in budgets])) for p in LEARNED}
-    best = max(mean_ratio, key=mean_ratio.get)
+    best = max(mean_ratio, key=mean_ratio.__getitem__)
     comps = {}
     for s in ("nutch", "nutch_nosync", "stormcrawler"):
         own = _row(rows, s, "own schedule")
@@ -226,7 +226,7 @@ def _verdict(rows, budgets) -> dict:
             "best": mine["freshness_weighted"],
             "gain": mine["freshness_weighted"] - own["freshness_weighted"],
         }
-    tuned = {}
+    tuned: dict[str, list[dict]] = {}
     for s in ("nutch_tuned", "nutch_nosync_tuned", "stormcrawler_tuned"):
         for b in budgets:
             t, m = _row(rows, s, budget=b), _row(rows, best, budget=b)
@@ -275,7 +275,7 @@ def _verdict(rows, budgets) -> dict:
     mean_gap = {
         p: float(np.mean([c["share"] for c in cells])) for p, cells in gap.items() if len(cells) == len(budgets)
     }
-    best_gap = max(mean_gap, key=mean_gap.get) if mean_gap else None
+    best_gap = max(mean_gap, key=mean_gap.__getitem__) if mean_gap else None
     vs_paced = {}
     for p in PACED:
         cells = [_row(rows, p, budget=b) for b in budgets]

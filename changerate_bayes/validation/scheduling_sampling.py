@@ -27,6 +27,8 @@ full       252   400   20
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from changerate_bayes.report import figure_to_html, html_table, summary_row, verdict_html
@@ -182,12 +184,12 @@ def render(result: dict) -> str:
             _k_figure(ss), alt="Expected and simulated ChangeRatio of the greedy policy against the sample size"
         )
     )
-    by = {}
+    by: dict[str, list[dict[str, Any]]] = {}
     for r in cycles:
         by.setdefault(r["policy"], []).append(r)
     n_c = st["n_cycles"]
     h = max(1, n_c // 4)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for p, rr in by.items():
         cr = np.array([r["change_ratio"] for r in rr])
         rows.append(
@@ -261,7 +263,7 @@ def summarize(result: dict) -> dict:
     res = result["scheduling_sampling"]
     ss, cycles = res["sample_size"], res["cycles"]
     ratio = ss["rule_change_ratio"] / ss["optimal_change_ratio"]
-    mean = {}
+    mean: dict[str, list[float]] = {}
     for r in cycles:
         mean.setdefault(r["policy"], []).append(r["change_ratio"])
     greedy, prop = float(np.mean(mean["greedy"])), float(np.mean(mean["proportional"]))

@@ -125,7 +125,7 @@ def run(preset, *, seed: int, progress) -> dict:
         )
     progress("closed form checked")
 
-    src = EphemeralSources(ARRIVAL, UTILITY, DECAY)
+    src = EphemeralSources(np.asarray(ARRIVAL), np.asarray(UTILITY), np.asarray(DECAY))
     sources = [
         {
             "source": i + 1,
@@ -155,7 +155,7 @@ def run(preset, *, seed: int, progress) -> dict:
                 rasters.append({"n_active": m, "crawled": sim.crawled[-60:].astype(int).tolist()})
     progress("four-source example done")
 
-    three = EphemeralSources(ARRIVAL[:3], UTILITY[:3], DECAY[:3])
+    three = EphemeralSources(np.asarray(ARRIVAL[:3]), np.asarray(UTILITY[:3]), np.asarray(DECAY[:3]))
     small = []
     for m in (1, 2):
         dp = solve_ephemeral_dp(three, m)

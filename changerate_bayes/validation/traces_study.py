@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ from changerate_bayes.traces import list_traces, load_trace, trace_info
 TITLE = "Real traces: is a page's change process Poisson, and what does it cost if not?"
 KEYS = ("traces", "trace_replays")
 
-SIZES = {
+SIZES: dict[str, dict[str, Any]] = {
     "quick": {"n_resamples": 199, "n_replications": 20, "ratios": (1 / 3, 1 / 15), "max_crawls": 3000},
     "default": {"n_resamples": 499, "n_replications": 40, "ratios": (1 / 3, 1 / 15), "max_crawls": 5000},
     "full": {"n_resamples": 999, "n_replications": 50, "ratios": (2.0, 1 / 3, 1 / 15), "max_crawls": 8000},
@@ -515,8 +516,8 @@ def replay_ylim(paths: dict, target: float, *, skip: float = 0.05) -> tuple[floa
     finite value of the paths after the first ``skip`` fraction of crawls. The panel's
     x-axis starts there too (:func:`replay_xstart`), so no drawn value is clipped; early
     transients and infinite MLE/MM values (counted in the table) would flatten the rest."""
-    vals = [np.asarray(p, dtype=np.float64)[int(skip * len(p)) :] for p in paths.values()]
-    vals = np.concatenate(vals) if vals else np.zeros(0)
+    parts = [np.asarray(p, dtype=np.float64)[int(skip * len(p)) :] for p in paths.values()]
+    vals = np.concatenate(parts) if parts else np.zeros(0)
     vals = vals[np.isfinite(vals)]
     top = max(float(target) if target is not None else 0.0, float(vals.max()) if vals.size else 0.0)
     return 0.0, (1.15 * top if top > 0 else 1.0)
@@ -534,7 +535,7 @@ def tests_by_kind(traces) -> list[dict]:
     for kind in dict.fromkeys(t["kind"] for t in traces):
         tt = [t for t in traces if t["kind"] == kind]
         ran = [k for k in TEST_NAMES if k != "burstiness" and any(t[k]["status"] == "ok" for t in tt)]
-        na = {}
+        na: dict[str, list[str]] = {}
         for k in TEST_NAMES:
             if k != "burstiness" and k not in ran:
                 why = next(t[k]["reading"] for t in tt if t[k]["status"] != "ok")
@@ -556,7 +557,8 @@ def crawl_traces_words(traces) -> str:
     crawl = [t for t in traces if t.get("crawl_grid")]
     if not crawl:
         return ""
-    on_grid, off_grid = [], []
+    on_grid: list[tuple[dict, float]] = []
+    off_grid: list[tuple[dict, float]] = []
     for t in crawl:
         g = t["crawl_grid"]
         frac = 1 - g["n_off_grid"] / t["n_events"]
@@ -581,12 +583,12 @@ def crawl_traces_words(traces) -> str:
             "day_of_week",
             "segments_dispersion",
         )
-        words = []
+        words: list[str] = []
         for t, f in off_grid:
-            rej = [_TEST_LABELS[k] for k in coarse if k in t["rejected"]]
+            rej_by = [_TEST_LABELS[k] for k in coarse if k in t["rejected"]]
             words.append(
                 f"{t['name']} (only {f:.0%} on the grid; rejected by "
-                + (", ".join(rej) if rej else "none of the tests that count detections over hours to weeks")
+                + (", ".join(rej_by) if rej_by else "none of the tests that count detections over hours to weeks")
                 + ")"
             )
         text += (
@@ -752,7 +754,7 @@ def render(result: dict) -> str:
     real_err = float(np.nanmedian(_nan([s["real"] for s in est_rows])))
     vis_err = float(np.nanmedian(_nan([s["visible"] for s in est_rows])))
     pois_err = float(np.nanmedian(_nan([s["poisson"] for s in est_rows])))
-    tracking = {}
+    tracking: dict[str, set[str]] = {}
     for s in est_rows:
         tracking.setdefault(s["method"], set()).add(s["tracks"])
     vis_trackers = [m for m, t in tracking.items() if t == {"crawl-visible rate"}]
