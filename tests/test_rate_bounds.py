@@ -242,3 +242,22 @@ def test_cli_estimate_prints_the_bounded_pages(tmp_path, capsys):
     assert n_lower > 0
     assert f"note: {n_lower} page(s) of {len(t)} saw a change at every crawl" in text
     assert "crawl them more often to learn their rate" in text
+
+
+# -- the validation section ----------------------------------------------------------------------
+
+
+def test_validation_section_measures_the_misses_of_the_bounds():
+    from changerate_bayes.validation._rate_bounds import bound_coverage, render_bound_coverage
+
+    res = bound_coverage(50, rng=11)
+    assert len(res["cells"]) == 60 and res["pooled"]["pages"] == 60 * 50
+    assert res["allowed_miss"] == pytest.approx(0.1 + 3 * np.sqrt(0.09 / 50))
+    # the pages crawled monthly at 3 changes a day are (almost) all flagged "lower", and never missed
+    top = [c for c in res["cells"] if c["rate"] == 3.0 and c["scheme"] == "regular"]
+    assert all(c["flagged_lower"] == 1.0 and c["miss_lower"] == 0.0 for c in top)
+    assert res["ok"] is True
+    html = render_bound_coverage(res)
+    assert "Misses of the one-sided bounds per cell" in html and f"{res['pooled']['lower_covers']:.3f}" in html
+    with pytest.raises(ValueError, match="`n_rep` must be an integer >= 1"):
+        bound_coverage(0, rng=1)
