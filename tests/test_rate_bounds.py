@@ -232,11 +232,14 @@ def test_every_engine_gives_the_same_bounds(tmp_path):
         assert table.attrs["notes"] == want.attrs["notes"], name
 
 
-def test_cli_estimate_prints_the_bounded_pages(tmp_path, capsys):
+def test_cli_estimate_prints_the_bounded_pages_and_reports_them(tmp_path, capsys):
     files = _log_files(tmp_path)
     out = tmp_path / "est.csv"
-    assert main(["estimate", *map(str, files), "--out", str(out), "--engine", "pandas"]) == 0
+    report = tmp_path / "report"
+    assert main(["estimate", *map(str, files), "--out", str(out), "--engine", "pandas", "--report", str(report)]) == 0
     text = capsys.readouterr().out
+    # the report's figure draws pages without upper end (and one whose rate lies below its lower bound)
+    assert "intervals of the busiest pages" in (report / "index.html").read_text(encoding="utf-8")
     t = pd.read_csv(out, keep_default_na=False)
     n_lower = int((t["rate_bound"] == "lower").sum())
     assert n_lower > 0
