@@ -71,9 +71,9 @@ def local_dask_client(*, processes: bool):
 
 
 def assert_same_page_table(table, expect):
-    """The same pages in the same order; counts, visits and rate methods equal; numbers to 1e-12."""
+    """The same pages in the same order; counts, visits, rate methods and bounds equal; numbers to 1e-12."""
     assert table["page"].tolist() == expect["page"].tolist()
-    for c in ("n_crawls", "n_changes", "first_visit", "last_visit", "rate_method"):
+    for c in ("n_crawls", "n_changes", "first_visit", "last_visit", "rate_method", "rate_bound"):
         assert table[c].tolist() == expect[c].tolist(), c
-    num = [c for c in expect.columns if c not in ("page", "first_visit", "last_visit", "rate_method")]
+    num = [c for c in expect.columns if c not in ("page", "first_visit", "last_visit", "rate_method", "rate_bound")]
     np.testing.assert_allclose(table[num].to_numpy(float), expect[num].to_numpy(float), rtol=1e-12, atol=0)

@@ -83,9 +83,9 @@ def assert_same(expect, got):
     assert audit.last_modified_unreliable_pages == want_audit.last_modified_unreliable_pages
     assert audit.change_source == want_audit.change_source
     assert table["page"].tolist() == want["page"].tolist()
-    for c in ("n_crawls", "n_changes", "first_visit", "last_visit"):
+    for c in ("n_crawls", "n_changes", "first_visit", "last_visit", "rate_bound"):
         assert table[c].tolist() == want[c].tolist(), c
-    num = [c for c in want.columns if c not in ("page", "first_visit", "last_visit", "rate_method")]
+    num = [c for c in want.columns if c not in ("page", "first_visit", "last_visit", "rate_method", "rate_bound")]
     np.testing.assert_allclose(table[num].to_numpy(float), want[num].to_numpy(float), rtol=1e-12, atol=0)
 
 

@@ -123,10 +123,11 @@ def test_estimate_states_each_note_once_and_hides_other_estimators(tmp_path, cap
     assert main(["estimate", str(log), "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "assume Poisson crawling" not in text and text.count("note: rate_per_day is") == 1
-    assert pd.read_csv(out).columns.tolist()[6:10] == [
+    assert pd.read_csv(out).columns.tolist()[6:11] == [
         "rate_per_day",
         "rate_lower_per_day",
         "rate_upper_per_day",
+        "rate_bound",
         "rate_method",
     ]
     assert main(["estimate", str(log), "--out", str(out), "--all-estimators", "--report", str(tmp_path / "r")]) == 0

@@ -117,7 +117,8 @@ def test_estimate_command_dask_engine_equals_pandas(tmp_path, client, capsys):
     ta, tb = pd.read_parquet(a), pd.read_parquet(b)
     assert ta["page"].tolist() == tb["page"].tolist()
     assert tb["rate_method"].tolist() == ta["rate_method"].tolist()
-    num = [c for c in ta.columns if c not in ("page", "first_visit", "last_visit", "rate_method")]
+    assert tb["rate_bound"].tolist() == ta["rate_bound"].tolist()
+    num = [c for c in ta.columns if c not in ("page", "first_visit", "last_visit", "rate_method", "rate_bound")]
     np.testing.assert_allclose(tb[num].to_numpy(float), ta[num].to_numpy(float), rtol=1e-12, atol=0)
 
 

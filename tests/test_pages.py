@@ -57,8 +57,14 @@ def test_table_from_a_log_matches_hand_derivation():
     assert np.isinf(t["mle"].iloc[1])
     post = posterior_summary(log.history, level=0.9)
     np.testing.assert_allclose(t["posterior_mean"], post.mean * 24, rtol=1e-15)
-    np.testing.assert_allclose(t["rate_lower_per_day"], post.lower * 24, rtol=1e-15)
-    np.testing.assert_allclose(t["rate_upper_per_day"], post.upper * 24, rtol=1e-15)
+    np.testing.assert_allclose(t["posterior_lower"], post.lower * 24, rtol=1e-15)
+    np.testing.assert_allclose(t["posterior_upper"], post.upper * 24, rtol=1e-15)
+    # a: the posterior's interval; b saw a change at both crawls (12 h each): only bounded below,
+    # 1 − e^{−12 Δ_L} = √(1 − 0.9) per hour, and no upper end
+    assert t["rate_bound"].tolist() == ["", "lower"]
+    np.testing.assert_allclose(t["rate_lower_per_day"], [post.lower[0] * 24, -np.log1p(-np.sqrt(0.1)) / 12 * 24])
+    assert t["rate_upper_per_day"].iloc[0] == pytest.approx(post.upper[0] * 24, rel=1e-15)
+    assert np.isposinf(t["rate_upper_per_day"].iloc[1])
     # two pages of 3 and 2 crawls: too little evidence for the MLE, so the posterior mean is the rate
     assert t["rate_method"].tolist() == ["posterior_mean", "posterior_mean"]
     np.testing.assert_array_equal(t["rate_per_day"], t["posterior_mean"])

@@ -162,6 +162,8 @@ def _run(args) -> int:
     print(res.audit.format())
     print(_plan_line(table.attrs))
     print(f"note: {table.attrs['rate_rule']}")
+    for msg in table.attrs.get("notes", ()):  # the pages whose rate the data bound on one side only
+        print(f"note: {msg}")
     for msg in dict.fromkeys([*table.attrs.get("warnings", ()), *notes]):
         print(f"note: {msg}")
     html = None

@@ -5,7 +5,8 @@ One module per stage, each importing only the ones before it:
 - :mod:`~changerate_bayes.crawllog.allocate`: :func:`allocate_crawls`, the crawl allocation
   of a page table within a budget;
 - :mod:`~changerate_bayes.crawllog.table`: :func:`page_table` and :func:`estimate_pages`,
-  one row per page (:func:`recommend_rate` chooses its rate), and :class:`LogEstimates`;
+  one row per page (:func:`recommend_rate` chooses its rate, :func:`rate_bounds` flags the
+  rates the data bound on one side only), and :class:`LogEstimates`;
 - :mod:`~changerate_bayes.crawllog.fetch_schedule`: :func:`schedule_pages` (the next fetch of
   every page) and the writers :func:`write_schedule`, :func:`nutch_seed_lines`;
 - :mod:`~changerate_bayes.crawllog.out_of_core`: :func:`estimate_log`, CSV and Parquet
@@ -59,6 +60,7 @@ from .table import (
     LogEstimates,
     estimate_pages,
     page_table,
+    rate_bounds,
     recommend_rate,
 )
 
@@ -82,6 +84,7 @@ __all__ = [
     "estimate_pages",
     "nutch_seed_lines",
     "page_table",
+    "rate_bounds",
     "recommend_rate",
     "schedule",
     "schedule_pages",

@@ -133,11 +133,28 @@ def _forest_figure(top: pd.DataFrame, level: float):
 
     fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(top) + 1.2), layout="constrained")
     y = np.arange(len(top))[::-1]
-    m, lo, hi = (top[c].to_numpy() for c in ("rate_per_day", "rate_lower_per_day", "rate_upper_per_day"))
-    ax.errorbar(m, y, xerr=[m - lo, hi - m], fmt="o", color="#aa3377", capsize=3)
+    m, lo, hi = (
+        top[c].to_numpy(dtype=np.float64) for c in ("rate_per_day", "rate_lower_per_day", "rate_upper_per_day")
+    )
+    # a page only bounded below (rate_bound "lower") has no upper end: its bar runs to the plot's edge,
+    # marked by an arrow; its rate (the posterior mean) may lie outside its interval
+    unbounded = ~np.isfinite(hi)
+    finite = np.concatenate([m, lo, hi[~unbounded]])
+    edge = 1.1 * float(np.nanmax(finite[np.isfinite(finite)], initial=1.0))
+    hi = np.where(unbounded, edge, hi)
+    out = (lo > m) | (hi < m)  # the rate outside its interval: the interval is drawn on its own
+    err = [np.where(out, 0.0, m - lo), np.where(out, 0.0, hi - m)]
+    ax.errorbar(m, y, xerr=err, fmt="o", color="#aa3377", capsize=3)
+    if out.any():
+        ax.hlines(y[out], lo[out], hi[out], color="#aa3377")
+        ax.plot(lo[out], y[out], "|", color="#aa3377")
+    what = "credible interval"
+    if unbounded.any():
+        ax.plot(hi[unbounded], y[unbounded], ">", color="#aa3377")
+        what = "interval; ▶: no upper bound"
     # page names are plain text (a URL's "$5-$10" is not mathtext), shortened in the middle
     ax.set_yticks(y, [shorten_label(p, 44) for p in top["page"]], fontsize=7, parse_math=False)
-    ax.set_xlabel(f"change rate per day\n(recommended rate and {level:.0%} credible interval)")
+    ax.set_xlabel(f"change rate per day\n(recommended rate and {level:.0%} {what})")
     return figure_to_html(fig, alt="Recommended rates and credible intervals of the busiest pages")
 
 

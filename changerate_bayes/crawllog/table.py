@@ -19,6 +19,7 @@ import pandas as pd
 
 from .._validation import StatisticalWarning
 from ..bayes import posterior_mean_interval
+from ..bayes._sufficient import crawl_rates
 from ..estimators import METHODS, final_estimates, last_modified_rate
 from ..history import CrawlHistory
 from ..io import CrawlLog
@@ -29,6 +30,8 @@ __all__ = [
     "estimate_pages",
     "page_table",
     "recommend_rate",
+    "rate_bounds",
+    "bound_notes",
     "merge_notes",
     "one_note_per_check",
     "concat_part_tables",
@@ -41,12 +44,14 @@ __all__ = [
 
 #: Columns always present, in order (then the rate columns, one per requested method, the allocation).
 PAGE_COLUMNS = ("page", "n_crawls", "n_changes", "first_visit", "last_visit", "mean_interval_h")
-#: The recommended rate, its credible interval, how it was chosen, and the posterior's mean and
-#: interval, which the crawl allocation uses (all rates in changes per day).
+#: The recommended rate, its interval, which side the data bound it on (``rate_bound``), how it was
+#: chosen, and the posterior's mean and interval, which the crawl allocation uses (all rates in
+#: changes per day).
 RATE_COLUMNS = (
     "rate_per_day",
     "rate_lower_per_day",
     "rate_upper_per_day",
+    "rate_bound",
     "rate_method",
     "posterior_mean",
     "posterior_lower",
@@ -61,7 +66,14 @@ RATE_RULE = (
     f"least {IDENTIFIED_MIN} crawls that saw a change and {IDENTIFIED_MIN} that did not, and the posterior mean "
     "elsewhere (the MLE is 0 with no change seen, infinite when every crawl saw one, and no more accurate than "
     "the posterior mean below that evidence); rate_lower_per_day and rate_upper_per_day are the posterior's "
-    "equal-tailed credible interval; all rates in changes per day"
+    "equal-tailed credible interval, except on pages whose data bound the rate on one side only (rate_bound): "
+    "'lower' where every crawl saw a change, whose interval is [Δ_L, inf) with Δ_L the likelihood's one-sided "
+    "bound at the same level (∏(1 - exp(-Δ_L τ_k)) = 1 - level), and 'upper' where no crawl saw one, "
+    "[0, -ln(1 - level)/Σ τ_k]; there the posterior interval's other end comes from the prior alone (the default "
+    "Beta(1, 2) on Δ/(Δ+p) puts its upper end within a few times the crawl rate), so the table reports the "
+    "likelihood's interval, which never excludes a rate the data cannot rule out; rate_per_day stays the "
+    "posterior mean on these pages and posterior_lower and posterior_upper keep the posterior's interval; "
+    "all rates in changes per day"
 )
 
 
@@ -160,6 +172,161 @@ def recommend_rate(n_changes, n_crawls, mle, posterior_mean):
     return np.where(use_mle, mle, posterior_mean), np.where(use_mle, "mle", "posterior_mean").astype(object)
 
 
+def rate_bounds(history: CrawlHistory, level: float = 0.9):
+    """Which pages' rates the data bound on one side only, and the likelihood's one-sided interval.
+
+    A page whose every crawl saw a change has the likelihood ∏_k (1 − e^{−Δ τ_k}),
+    increasing in Δ: the data give a lower bound and no upper one. A page with no change
+    seen has e^{−Δ Σ_k τ_k}, decreasing in Δ: an upper bound and no lower one. (This is the
+    interval-censored Poisson likelihood whose score is the MLE's equation, Avrachenkov,
+    Patil & Thoppe, eq. 15; its root is infinite, or 0, on these pages.) Any interval past
+    the bound comes from the prior alone.
+
+    Parameters
+    ----------
+    history : CrawlHistory
+        The pages' crawls (rectangular or ragged). With intervals τ_k the interval is
+        conditional on them; without, the history needs a ``crawl_rate`` p and the
+        interval assumes Poisson crawling at p (below).
+    level : float, default 0.9
+        Confidence c of the one-sided interval, in (0, 1).
+
+    Returns
+    -------
+    bound : ndarray of object (str), shape (n_pages,)
+        ``"lower"`` for a page with at least one crawl, each of which saw a change;
+        ``"upper"`` for a page with at least one crawl and no change seen; ``""``
+        otherwise.
+    lower, upper : ndarray of float64, shape (n_pages,)
+        The one-sided interval, in changes per time unit of the history: ``[Δ_L, inf)``
+        on ``"lower"`` pages, ``[0, Δ_U]`` on ``"upper"`` pages, NaN elsewhere.
+
+    Raises
+    ------
+    TypeError
+        If ``history`` is not a CrawlHistory.
+    ValueError
+        If ``level`` is not in (0, 1); if the history has neither intervals nor a
+        crawl rate while some page is bounded.
+
+    Notes
+    -----
+    *Lower bound.* Δ_L solves ∏_k (1 − e^{−Δ_L τ_k}) = 1 − c: it is the smallest rate
+    under which a change at every crawl has probability at least 1 − c. The product is
+    increasing in Δ, so Δ_L > Δ if and only if ∏_k (1 − e^{−Δ τ_k}) < 1 − c; hence
+    P(all crawls changed and Δ_L > Δ) = ∏_k (1 − e^{−Δ τ_k}) · 1{that product < 1 − c}
+    < 1 − c for every true Δ and every τ, and P(Δ_L ≤ Δ) ≥ c unconditionally, taking
+    the interval of every other page as whatever else covers Δ (a page that is not
+    flagged never reports Δ_L). The root is found per page by Newton's method on log Δ,
+    kept inside the bracket [−ln(1 − r)/τ_max, −ln(1 − r)/τ_min], r = (1 − c)^{1/k}
+    (the roots with every interval equal to τ_max or to τ_min), vectorised over pages.
+    With one interval τ, Δ_L = −ln(c)/τ; with k equal intervals, 1 − e^{−Δ_L τ} =
+    (1 − c)^{1/k}.
+
+    *Upper bound.* No change in total time T = Σ_k τ_k has probability e^{−ΔT};
+    Δ_U = −ln(1 − c)/T makes it 1 − c, and as above P(no change seen and Δ_U < Δ) =
+    e^{−ΔT} · 1{e^{−ΔT} < 1 − c} < 1 − c.
+
+    *Without intervals* (Poisson crawling at rate p, intervals unknown): a crawl sees a
+    change with probability Δ/(Δ + p) (paper eq. 4), independently, so the same argument
+    gives Δ_L = p r/(1 − r) and Δ_U = p ((1 − c)^{−1/k} − 1), r = (1 − c)^{1/k},
+    covering Δ with probability at least c over the crawl times as well.
+
+    References
+    ----------
+    Avrachenkov, Patil & Thoppe, "Online algorithms for estimating change rates of web
+    pages" (the interval-censored likelihood, eq. 15; the change probability, eq. 4).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from changerate_bayes import CrawlHistory
+    >>> h = CrawlHistory.from_segments([1, 1, 1, 0, 0, 1, 0], [30.0] * 7, lengths=[1, 2, 2, 2])
+    >>> bound, lower, upper = rate_bounds(h, level=0.9)
+    >>> bound.tolist()
+    ['lower', 'lower', 'upper', '']
+    >>> bool(np.isclose(lower[0], -np.log(0.9) / 30))  # one interval: 1 - exp(-30 Δ) = 0.1
+    True
+    >>> bool(np.isclose(1 - np.exp(-30 * lower[1]), np.sqrt(0.1)))  # two: each factor √0.1
+    True
+    >>> bool(np.isclose(upper[2], np.log(10) / 60)), upper[:2].tolist(), float(lower[2])
+    (True, [inf, inf], 0.0)
+    """
+    if not isinstance(history, CrawlHistory):
+        raise TypeError(f"`history` must be a CrawlHistory; got {type(history).__name__}")
+    if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0.0 < level < 1.0:
+        raise ValueError(f"`level` must be a number in (0, 1); got {level!r}")
+    level = float(level)
+    lengths = np.asarray(history.lengths, dtype=np.int64)
+    n = lengths.size
+    starts = np.asarray(history.offsets[:-1])
+    changed = history.flat_changed.astype(np.int64)
+    n_changes = np.add.reduceat(changed, starts) if changed.size else np.zeros(n, np.int64)
+    n_changes = np.where(lengths > 0, n_changes, 0)  # reduceat repeats the next page's first value
+    is_lower = (lengths > 0) & (n_changes == lengths)
+    is_upper = (lengths > 0) & (n_changes == 0)
+    bound = np.where(is_lower, "lower", np.where(is_upper, "upper", "")).astype(object)
+    lower, upper = np.full(n, np.nan), np.full(n, np.nan)
+    lower[is_lower], upper[is_lower] = _lower_bound(history, is_lower, level), np.inf
+    upper[is_upper], lower[is_upper] = _upper_bound(history, is_upper, level), 0.0
+    return bound, lower, upper
+
+
+def _log1mexp(y):
+    """log(1 − e^{−y}) for y > 0, accurate at both ends."""
+    small = y < np.log(2.0)
+    with np.errstate(divide="ignore"):
+        return np.where(small, np.log(-np.expm1(-np.where(small, y, 1.0))), np.log1p(-np.exp(-np.where(small, 1.0, y))))
+
+
+def _page_rates(history, pages, name):
+    p = crawl_rates(history)
+    if p is None:
+        raise ValueError(f"`history` needs intervals or a crawl_rate for the {name} bound of its pages")
+    return p[pages]
+
+
+def _upper_bound(history, pages, level):
+    if not pages.any():
+        return np.zeros(0)
+    k = history.lengths[pages]
+    if history.flat_intervals is None:  # Poisson crawling: no change in k crawls has probability (p/(Δ+p))^k
+        return _page_rates(history, pages, "upper") * np.expm1(-np.log1p(-level) / k)
+    total = np.add.reduceat(history.flat_intervals, np.asarray(history.offsets[:-1]))[pages]
+    return -np.log1p(-level) / total
+
+
+def _lower_bound(history, pages, level, max_iter=100):
+    if not pages.any():
+        return np.zeros(0)
+    k = history.lengths[pages].astype(np.float64)
+    log_target = np.log1p(-level)  # log(1 - c)
+    r = np.exp(log_target / k)  # (1 - c)^(1/k): each factor's value when all intervals are equal
+    if history.flat_intervals is None:  # Poisson crawling: a change at each of k crawls has probability (Δ/(Δ+p))^k
+        return _page_rates(history, pages, "lower") * r / -np.expm1(log_target / k)
+    keep = np.repeat(pages, history.lengths)
+    tau = history.flat_intervals[keep]
+    starts = np.concatenate(([0], np.cumsum(history.lengths[pages])[:-1]))
+    page = np.repeat(np.arange(k.size), history.lengths[pages])
+    y_r = -np.log1p(-r)  # Δ τ at which 1 - e^{-Δτ} = r
+    lo = np.log(y_r / np.maximum.reduceat(tau, starts))  # g(lo) <= 0 <= g(hi), x = log Δ
+    hi = np.log(y_r / np.minimum.reduceat(tau, starts))
+    x = 0.5 * (lo + hi)
+    for _ in range(max_iter):
+        y = np.exp(x)[page] * tau
+        g = np.add.reduceat(_log1mexp(y), starts) - log_target
+        slope = np.add.reduceat(y * np.exp(-y) / -np.expm1(-y), starts)  # d/dx of Σ log(1 - e^{-y}) > 0
+        lo, hi = np.where(g < 0, x, lo), np.where(g > 0, x, hi)
+        step = np.where(slope > 0, g / np.where(slope > 0, slope, 1.0), np.inf)
+        new = x - step
+        new = np.where((new > lo) & (new < hi), new, 0.5 * (lo + hi))  # Newton inside the bracket, else bisect
+        done = (np.abs(new - x) <= 1e-13 * np.maximum(1.0, np.abs(x))) | (hi - lo <= 1e-13 * np.maximum(1.0, np.abs(x)))
+        x = new
+        if done.all():
+            break
+    return np.exp(x)
+
+
 _ASSUMES = re.compile(r"^method '([^']+)' assumes ")
 
 
@@ -204,12 +371,14 @@ def concat_part_tables(tables, keys) -> pd.DataFrame:
     ``keys[i]`` (one integer per row of ``tables[i]``) orders the pages, e.g. by the row
     where each was first seen; equal keys keep the parts' order. ``attrs`` come from the
     first table, and ``attrs["warnings"]`` is every part's warnings merged, one note per
-    check (:func:`merge_notes`, :func:`one_note_per_check`).
+    check (:func:`merge_notes`, :func:`one_note_per_check`); ``attrs["notes"]`` counts the
+    bounded pages of the whole table (:func:`bound_notes`).
     """
     table = pd.concat(tables, ignore_index=True)
     table = table.iloc[np.argsort(np.concatenate(keys), kind="stable")].reset_index(drop=True)
     table.attrs.update(tables[0].attrs)
     table.attrs["warnings"] = one_note_per_check(merge_notes(w for t in tables for w in t.attrs["warnings"]))
+    table.attrs["notes"] = bound_notes(table)  # counted over all the parts' pages
     return table
 
 
@@ -272,19 +441,52 @@ def page_table(
     post = posterior_mean_interval(history, prior=prior, method=posterior_method, level=level)
     mean = post.mean * per_day
     out["rate_per_day"], out["rate_method"] = recommend_rate(n_changes, lengths, values["mle"], mean)
-    out["rate_lower_per_day"] = post.lower * per_day
-    out["rate_upper_per_day"] = post.upper * per_day
+    bound, bound_lower, bound_upper = rate_bounds(history, level)
+    flagged = bound != ""  # the likelihood's one-sided interval: the posterior's other end is the prior's
+    out["rate_lower_per_day"] = np.where(flagged, bound_lower * per_day, post.lower * per_day)
+    out["rate_upper_per_day"] = np.where(flagged, bound_upper * per_day, post.upper * per_day)
+    out["rate_bound"] = bound
     out["posterior_mean"] = mean
-    out["posterior_lower"], out["posterior_upper"] = out["rate_lower_per_day"], out["rate_upper_per_day"]
+    out["posterior_lower"], out["posterior_upper"] = post.lower * per_day, post.upper * per_day
     for method in methods:
         out[method] = values[method]
     table = pd.DataFrame(out)
     first = [*PAGE_COLUMNS, *RATE_COLUMNS]
     table = table[first + [c for c in table.columns if c not in first]]  # then the methods (and lm_rate)
     table.attrs.update(
-        level=float(level), prior=post.prior, rates="changes per day", rate_rule=RATE_RULE, warnings=merge_notes(caught)
+        level=float(level),
+        prior=post.prior,
+        rates="changes per day",
+        rate_rule=RATE_RULE,
+        warnings=merge_notes(caught),
+        notes=bound_notes(table),
     )
     return table
+
+
+def bound_notes(table: pd.DataFrame) -> list[str]:
+    """The notes on the pages whose rate is only bounded (column ``rate_bound``), one per side.
+
+    Examples
+    --------
+    >>> bound_notes(pd.DataFrame({"rate_bound": ["lower", "", "upper", "upper"]}))[0][:60]
+    '1 page(s) of 4 saw a change at every crawl: their rate is on'
+    """
+    bound = table["rate_bound"].to_numpy()
+    n_lower, n_upper, n = int(np.sum(bound == "lower")), int(np.sum(bound == "upper")), len(bound)
+    notes = []
+    if n_lower:
+        notes.append(
+            f"{n_lower} page(s) of {n} saw a change at every crawl: their rate is only bounded below "
+            "(rate_bound 'lower'; the interval is [rate_lower_per_day, inf), and rate_per_day, the posterior "
+            "mean, rests on the prior): crawl them more often to learn their rate"
+        )
+    if n_upper:
+        notes.append(
+            f"{n_upper} page(s) of {n} saw no change: their rate is only bounded above (rate_bound 'upper'; the "
+            "interval is [0, rate_upper_per_day], and rate_per_day, the posterior mean, rests on the prior)"
+        )
+    return notes
 
 
 #: ``warnings.catch_warnings`` swaps the process's warning state: two threads capturing at once (the
@@ -347,8 +549,13 @@ def estimate_pages(
         bare history), ``mean_interval_h``; ``rate_per_day``, the recommended rate
         (:func:`recommend_rate`: the MLE where at least :data:`IDENTIFIED_MIN` crawls saw a
         change and as many did not, else the posterior mean), ``rate_lower_per_day`` and
-        ``rate_upper_per_day`` (the posterior's equal-tailed ``level`` credible interval),
-        ``rate_method`` (``"mle"`` or ``"posterior_mean"``); ``posterior_mean``,
+        ``rate_upper_per_day`` (the posterior's equal-tailed ``level`` credible interval,
+        except on the pages ``rate_bound`` flags), ``rate_bound`` (``"lower"`` where every
+        crawl saw a change, ``"upper"`` where none did, else ``""``: there the data bound the
+        rate on one side only, and the interval is the likelihood's one-sided ``level``
+        interval of :func:`rate_bounds`, ``[Δ_L, inf)`` or ``[0, Δ_U]``, while
+        ``rate_per_day`` stays the posterior mean), ``rate_method`` (``"mle"`` or
+        ``"posterior_mean"``); ``posterior_mean``,
         ``posterior_lower`` and ``posterior_upper``, the posterior's summary that the
         allocation uses (the interval is the rate's); one column per requested method; ``lm_rate`` for a log with Last-Modified
         dates (Cho & Garcia-Molina's estimator with the date,
@@ -361,7 +568,8 @@ def estimate_pages(
         (the recommended :data:`RECOMMENDED_POLICY`, named in ``attrs["policy"]``). Every
         rate is in **changes per day**. ``attrs`` holds the level, prior, budget,
         objective, policy, the revisit bound, the rule of the recommended rate
-        (``rate_rule``) and the estimators' warnings, each once.
+        (``rate_rule``), the estimators' warnings, each once, and ``notes`` counting the
+        bounded pages (:func:`bound_notes`).
 
     Raises
     ------

@@ -28,7 +28,9 @@ full      1000   1000        1000         1000 (+200 50 / 500           10
 Posterior predictive checks: observed vs predicted P(I = 1 | τ) in τ-quintile bins, with
 a 90% posterior predictive band, for a simulated Poisson page and for a real revision
 trace crawled at Poisson times. LLN identity: the LLN estimate with constant α equals
-the conjugate posterior mean under the improper BetaPrime(0, 1 + α) prior.
+the conjugate posterior mean under the improper BetaPrime(0, 1 + α) prior. Bounds: the
+coverage of the per-page table's one-sided intervals on pages crawled monthly, whose every
+crawl saw a change or none did (:mod:`._rate_bounds`; 100 / 300 / 1000 pages per cell).
 
 Reference: Talts, Betancourt, Simpson, Vehtari, Gelman (2018), "Validating Bayesian
 inference algorithms with simulation-based calibration", arXiv:1804.06788.
@@ -57,13 +59,15 @@ from changerate_bayes.bayes import mcse_mean, posterior_mean_path
 from changerate_bayes.report import figure_to_html, html_table, summary_row, verdict_html
 from changerate_bayes.traces import load_trace
 
+from ._rate_bounds import bound_coverage, render_bound_coverage
+
 TITLE = "Bayesian posteriors: simulation-based calibration, predictive checks, LLN identity"
 KEYS = ("calibration",)
 
 _SIZES = {
-    "quick": dict(grid=300, grid_ln=300, conjugate=300, nuts=200, batch=50, tune=300, single=0),
-    "default": dict(grid=500, grid_ln=500, conjugate=500, nuts=300, batch=50, tune=400, single=0),
-    "full": dict(grid=1000, grid_ln=1000, conjugate=1000, nuts=1000, batch=50, tune=500, single=200),
+    "quick": dict(grid=300, grid_ln=300, conjugate=300, nuts=200, batch=50, tune=300, single=0, bounds=100),
+    "default": dict(grid=500, grid_ln=500, conjugate=500, nuts=300, batch=50, tune=400, single=0, bounds=300),
+    "full": dict(grid=1000, grid_ln=1000, conjugate=1000, nuts=1000, batch=50, tune=500, single=200, bounds=1000),
 }
 NUTS_CHAINS = 4
 NUTS_DRAWS = 1000  # per chain
@@ -414,6 +418,8 @@ def run(preset, *, seed: int, progress) -> dict:
             "sbc": sbc,
             "ppc": ppc,
             "lln_identity": lln_identity(int(ss[7])),
+            # a stream of its own: the sections above draw exactly what they drew before
+            "rate_bounds": bound_coverage(sizes["bounds"], rng=int(np.random.SeedSequence(seed).generate_state(9)[8])),
         }
     }
 
@@ -696,6 +702,8 @@ def render(result: dict) -> str:
             ok,
         )
     )
+    if "rate_bounds" in res:  # results saved before the section have none
+        parts.append(render_bound_coverage(res["rate_bounds"]))
     return "\n".join(str(p) for p in parts)
 
 
