@@ -310,16 +310,17 @@ def compact_frame(
         state["label_codes"].update(zip(uniques[new].tolist(), known[new].tolist()))
         labels = _append_labels(labels, uniques[new])
     codes = known[codes]
-    time = parse_time_column(
-        frame["fetch_time"],
+    times = lambda c, required, fmt=None: parse_time_column(  # noqa: E731
+        frame[c],
         source=source,
-        column=col("fetch_time"),
+        column=col(c),
         lines=lines,
         line_word=line_word,
-        required=True,
+        required=required,
         state=state,
-        fmt=time_format,
+        fmt=fmt,
     )
+    time = times("fetch_time", True, time_format)
     status = None
     if "status" in frame:
         status = _numbers(frame["status"], source=source, column=col("status"), lines=lines, line_word=line_word)
@@ -348,29 +349,9 @@ def compact_frame(
             i = int(np.flatnonzero(bad)[0])
             raise CrawlLogError(f"{where(source, line_word, lines[i], col('changed'))}: must be 0 or 1; got {num[i]:g}")
         changed = np.where(np.isnan(num), -1, num).astype(np.int8)
-    last_modified = None
-    if "last_modified" in frame:
-        last_modified = parse_time_column(
-            frame["last_modified"],
-            source=source,
-            column=col("last_modified"),
-            lines=lines,
-            line_word=line_word,
-            required=False,
-            state=state,
-        )
+    last_modified = times("last_modified", False) if "last_modified" in frame else None
     not_capture = frame["not_capture"].to_numpy(dtype=bool) if "not_capture" in frame else np.zeros(n, bool)
-    server_date = None
-    if "server_date" in frame:
-        server_date = parse_time_column(
-            frame["server_date"],
-            source=source,
-            column=col("server_date"),
-            lines=lines,
-            line_word=line_word,
-            required=False,
-            state=state,
-        )
+    server_date = times("server_date", False) if "server_date" in frame else None
     return VisitColumns(
         codes, time, status, nm, digest, has_digest, changed, last_modified, not_capture, server_date
     ), labels
