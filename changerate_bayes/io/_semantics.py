@@ -303,22 +303,10 @@ def compact_frame(
     if not isinstance(pages.dtype, pd.CategoricalDtype):
         codes, uniques = pd.factorize(pages, sort=False)
         uniques = pd.Index(uniques)
-    known = _label_codes(uniques, labels, state)
-    new = known < 0
-    if new.any():
-        known[new] = np.arange(len(labels), len(labels) + int(new.sum()))
-        state["label_codes"].update(zip(uniques[new].tolist(), known[new].tolist()))
-        labels = _append_labels(labels, uniques[new])
+    known, labels = _label_codes_adding(uniques, labels, state)
     codes = known[codes]
-    times = lambda c, required, fmt=None: parse_time_column(  # noqa: E731
-        frame[c],
-        source=source,
-        column=col(c),
-        lines=lines,
-        line_word=line_word,
-        required=required,
-        state=state,
-        fmt=fmt,
+    times = lambda c, req, fmt=None: parse_time_column(  # noqa: E731
+        frame[c], source=source, column=col(c), lines=lines, line_word=line_word, required=req, state=state, fmt=fmt
     )
     time = times("fetch_time", True, time_format)
     status = None
@@ -433,12 +421,7 @@ def _compact_arrow(batch, *, source, first_line, labels, state, inv, names):
     )
     time = arr.astype("datetime64[ns]").astype(np.int64)
     uniques = pd.Index(values, dtype=object)
-    known = _label_codes(uniques, labels, state)
-    new = known < 0
-    if new.any():
-        known[new] = np.arange(len(labels), len(labels) + int(new.sum()))
-        state["label_codes"].update(zip(uniques[new].tolist(), known[new].tolist()))
-        labels = _append_labels(labels, uniques[new])
+    known, labels = _label_codes_adding(uniques, labels, state)
     codes = known[local]
     st = None
     nm = np.zeros(n, bool)
@@ -482,6 +465,18 @@ def _label_codes(uniques: pd.Index, labels: pd.Index, state: dict) -> np.ndarray
         lookup = state["label_codes"] = dict(zip(labels.tolist(), range(len(labels))))
     get = lookup.get
     return np.fromiter((get(x, -1) for x in uniques.tolist()), dtype=np.int64, count=len(uniques))
+
+
+def _label_codes_adding(uniques: pd.Index, labels: pd.Index, state: dict) -> tuple[np.ndarray, pd.Index]:
+    """Code of each of ``uniques`` among ``labels`` (int64), the new ones given the next codes in
+    order and appended: the codes and the updated labels."""
+    known = _label_codes(uniques, labels, state)
+    new = known < 0
+    if new.any():
+        known[new] = np.arange(len(labels), len(labels) + int(new.sum()))
+        state["label_codes"].update(zip(uniques[new].tolist(), known[new].tolist()))
+        labels = _append_labels(labels, uniques[new])
+    return known, labels
 
 
 def check_digest_not_empty(v: VisitColumns, *, source: str, column: str) -> None:
