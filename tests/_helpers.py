@@ -70,6 +70,11 @@ def local_dask_client(*, processes: bool):
         cluster.close()
 
 
+def dask_flags(client):
+    """The command-line flags that run a command on the Dask cluster of the distributed.Client ``client``."""
+    return ["--engine", "dask", "--scheduler", client.scheduler.address]
+
+
 def assert_same_page_table(table, expect):
     """The same pages in the same order; counts, visits, rate methods and bounds equal; numbers to 1e-12."""
     assert table["page"].tolist() == expect["page"].tolist()
@@ -77,3 +82,15 @@ def assert_same_page_table(table, expect):
         assert table[c].tolist() == expect[c].tolist(), c
     num = [c for c in expect.columns if c not in ("page", "first_visit", "last_visit", "rate_method", "rate_bound")]
     np.testing.assert_allclose(table[num].to_numpy(float), expect[num].to_numpy(float), rtol=1e-12, atol=0)
+
+
+def replay_cli(changes, *args, budget="2"):
+    """The exit code of ``changerate-bayes replay`` on the change history in the file ``changes``
+    over 2024-01-01 to 2024-01-10, for the uniform policy at ``budget`` crawls a day, without bootstrap,
+    with more arguments ``args`` (made text)."""
+    from changerate_bayes.cli import main
+
+    window = ["--window", "2024-01-01T00:00Z", "2024-01-10T00:00Z"]
+    return main(
+        ["replay", str(changes), *window, "--budget", budget, "--policies", "uniform", "--n-boot", "0", *map(str, args)]
+    )

@@ -11,11 +11,21 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import pytest
+from _helpers import local_dask_client
 
 from changerate_bayes import StatisticalWarning, estimate_pages
 from changerate_bayes.io import read_frame, read_log
 
 METHODS = ("lln", "mle")
+
+
+@pytest.fixture(scope="module", name="client")
+def dask_client_fixture():
+    """The fixture ``client``: a distributed.Client on a local cluster of two one-thread workers
+    (threads), one per test module that imports ``dask_client_fixture``."""
+    with local_dask_client(processes=False) as c:
+        yield c
 
 
 def _outcome(fn):

@@ -1,6 +1,7 @@
 """Refusals of bad crawl logs and replay inputs: a clear message, and nothing left on disk."""
 
 import pytest
+from _helpers import replay_cli
 
 from changerate_bayes.cli import main
 from changerate_bayes.io import CrawlLogError, read_csv, read_log
@@ -61,24 +62,8 @@ CHANGES = "page,timestamp\na,2024-01-02T00:00Z\na,2024-01-05T00:00Z\nb,2024-01-0
 def test_replay_failure_leaves_no_new_folders(tmp_path, capsys, budget, changes):
     path = tmp_path / "ch.csv"
     path.write_text(changes)
-    rc = main(
-        [
-            "replay",
-            str(path),
-            "--window",
-            "2024-01-01T00:00Z",
-            "2024-01-10T00:00Z",
-            "--budget",
-            budget,
-            "--policies",
-            "uniform",
-            "--n-boot",
-            "0",
-            "--report",
-            str(tmp_path / "rep" / "sub"),
-            "--csv",
-            str(tmp_path / "tab" / "t.csv"),
-        ]
+    rc = replay_cli(
+        path, "--report", str(tmp_path / "rep" / "sub"), "--csv", str(tmp_path / "tab" / "t.csv"), budget=budget
     )
     assert rc == 2
     assert "replay: error:" in capsys.readouterr().err
@@ -88,21 +73,7 @@ def test_replay_failure_leaves_no_new_folders(tmp_path, capsys, budget, changes)
 def test_replay_non_utf8_input_is_refused(tmp_path, capsys):
     path = tmp_path / "ch.csv"
     path.write_bytes(b"page,timestamp\n\xe9,2024-01-02T00:00Z\n")
-    rc = main(
-        [
-            "replay",
-            str(path),
-            "--window",
-            "2024-01-01T00:00Z",
-            "2024-01-10T00:00Z",
-            "--budget",
-            "2",
-            "--policies",
-            "uniform",
-            "--n-boot",
-            "0",
-        ]
-    )
+    rc = replay_cli(path)
     assert rc == 2
     assert "not UTF-8 text" in capsys.readouterr().err
 
@@ -111,23 +82,7 @@ def test_replay_csv_into_new_folder(tmp_path, capsys):
     path = tmp_path / "ch.csv"
     path.write_text(CHANGES)
     out = tmp_path / "tab" / "t.csv"
-    rc = main(
-        [
-            "replay",
-            str(path),
-            "--window",
-            "2024-01-01T00:00Z",
-            "2024-01-10T00:00Z",
-            "--budget",
-            "2",
-            "--policies",
-            "uniform",
-            "--n-boot",
-            "0",
-            "--csv",
-            str(out),
-        ]
-    )
+    rc = replay_cli(path, "--csv", str(out))
     assert rc == 0
     assert out.read_text().startswith("policy,") and [p.name for p in out.parent.iterdir()] == ["t.csv"]
 
@@ -258,23 +213,7 @@ def test_replay_refuses_an_unwritable_csv_folder_before_work(tmp_path, capsys, m
     path = tmp_path / "ch.csv"
     path.write_text(CHANGES)
     _read_only_folders(monkeypatch)
-    rc = main(
-        [
-            "replay",
-            str(path),
-            "--window",
-            "2024-01-01T00:00Z",
-            "2024-01-10T00:00Z",
-            "--budget",
-            "2",
-            "--policies",
-            "uniform",
-            "--n-boot",
-            "0",
-            "--csv",
-            str(tmp_path / "t.csv"),
-        ]
-    )
+    rc = replay_cli(path, "--csv", str(tmp_path / "t.csv"))
     captured = capsys.readouterr()
     assert rc == 2
     assert "error: --csv" in captured.err and "is not writable (Read-only file system)" in captured.err

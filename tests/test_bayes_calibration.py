@@ -74,14 +74,8 @@ def test_verdict_fails_a_check_whose_p_equals_the_level():
     assert cal.sbc_verdict([0.0101, 0.5, 0.5, 0.5], 0.01, [])[1] is True
 
 
-def test_render_says_when_nuts_fits_failed_their_diagnostics():
-    rec = cal.sbc_vectorised("grid", "gamma", 200, seed=1)
-    nuts = dict(
-        rec,
-        method="nuts",
-        label="nuts (50 pages per model), GammaPrior",
-        diagnostics=[_diag(False, r_hat=1.016)] * 3 + [_diag(True)],
-    )
+def _render_quick(sbc):
+    """The study's page for the records ``sbc`` beside a small PPC and LLN check, with the study's settings."""
     result = {
         "calibration": {
             "settings": {
@@ -95,12 +89,23 @@ def test_render_says_when_nuts_fits_failed_their_diagnostics():
                 "priors": {"gamma": "GammaPrior(2, 2)"},
                 "preset": "quick",
             },
-            "sbc": [rec, nuts],
+            "sbc": sbc,
             "ppc": [cal.ppc_simulated(3)],
             "lln_identity": cal.lln_identity(4),
         }
     }
-    html = cal.render(result)
+    return cal.render(result)
+
+
+def test_render_says_when_nuts_fits_failed_their_diagnostics():
+    rec = cal.sbc_vectorised("grid", "gamma", 200, seed=1)
+    nuts = dict(
+        rec,
+        method="nuts",
+        label="nuts (50 pages per model), GammaPrior",
+        diagnostics=[_diag(False, r_hat=1.016)] * 3 + [_diag(True)],
+    )
+    html = _render_quick([rec, nuts])
     assert "<strong>Does not hold:</strong> all 8 checks" in html
     assert "but 3 of 4 NUTS fits fail the package&#39;s own convergence thresholds" in html
 
@@ -156,25 +161,7 @@ def test_ppc_accepts_poisson_data_and_rejects_periodic_changes():
 def test_render_says_in_words_what_the_numbers_show():
     # a small result assembled from the study's own pieces (grid and conjugate only)
     sbc = [cal.sbc_vectorised("grid", "gamma", 200, seed=1), cal.sbc_vectorised("conjugate", "betaprime", 200, seed=2)]
-    result = {
-        "calibration": {
-            "settings": {
-                "n_crawls": cal.N_CRAWLS,
-                "crawl_rate": cal.CRAWL_RATE,
-                "rank_draws": cal.N_RANK_DRAWS,
-                "rank_bins": cal.RANK_BINS,
-                "levels": list(cal.LEVELS),
-                "binomial_level": cal.BINOMIAL_LEVEL,
-                "uniformity_alpha": cal.UNIFORMITY_ALPHA,
-                "priors": {"gamma": "GammaPrior(2, 2)"},
-                "preset": "quick",
-            },
-            "sbc": sbc,
-            "ppc": [cal.ppc_simulated(3)],
-            "lln_identity": cal.lln_identity(4),
-        }
-    }
-    html = cal.render(result)
+    html = _render_quick(sbc)
     assert "<strong>Holds:</strong> all 8 checks (rank uniformity and 50/90/95% coverage" in html
     assert "LLN estimate equals the conjugate posterior mean" in html
     assert html.count("<img") == 2

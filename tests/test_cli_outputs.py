@@ -6,6 +6,7 @@ import stat
 
 import pandas as pd
 import pytest
+from _helpers import replay_cli
 
 from changerate_bayes.cli import main
 
@@ -93,24 +94,7 @@ def test_tables_are_created_as_the_umask_says(tmp_path, umask, suffix):
         assert _estimate(log, "--out", out) == 0
         ch = tmp_path / "ch.csv"
         ch.write_text(CHANGES)
-        assert (
-            main(
-                [
-                    "replay",
-                    str(ch),
-                    *WINDOW,
-                    "--budget",
-                    "2",
-                    "--policies",
-                    "uniform",
-                    "--n-boot",
-                    "0",
-                    "--csv",
-                    str(tmp_path / "replay.csv"),
-                ]
-            )
-            == 0
-        )
+        assert replay_cli(ch, "--csv", tmp_path / "replay.csv") == 0
     finally:
         os.umask(old)
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask

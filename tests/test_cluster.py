@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
-from _helpers import assert_same_page_table, local_dask_client
+from _helpers import assert_same_page_table, dask_flags, local_dask_client
 
 from changerate_bayes import StatisticalWarning, estimate_pages
 from changerate_bayes.estimators import METHODS
@@ -94,24 +94,7 @@ def test_estimate_command_dask_engine_equals_pandas(tmp_path, client, capsys):
     a, b = tmp_path / "pandas.parquet", tmp_path / "dask.parquet"
     assert main(["estimate", str(path), "--methods", "lln", "mle", "--out", str(a)]) == 0
     pandas_audit = capsys.readouterr().out.split("wrote")[0]
-    assert (
-        main(
-            [
-                "estimate",
-                str(path),
-                "--methods",
-                "lln",
-                "mle",
-                "--out",
-                str(b),
-                "--engine",
-                "dask",
-                "--scheduler",
-                client.scheduler.address,
-            ]
-        )
-        == 0
-    )
+    assert main(["estimate", str(path), "--methods", "lln", "mle", "--out", str(b), *dask_flags(client)]) == 0
     dask_audit = capsys.readouterr().out.split("wrote")[0]
     assert dask_audit == pandas_audit
     ta, tb = pd.read_parquet(a), pd.read_parquet(b)

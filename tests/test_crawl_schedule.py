@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
-from _helpers import local_dask_client
+from _helpers import dask_flags, local_dask_client
 from scipy import integrate, special
 
 from changerate_bayes import CrawlHistory, GammaPrior, posterior_summary
@@ -392,21 +392,7 @@ def test_dask_engine_writes_the_same_files(tmp_path, log_csv, capsys):
                 assert main(["schedule", *map(str, paths), "--budget", "3", "--out", str(a), *fmt]) == 0, kind
                 said = capsys.readouterr().out.splitlines()[:-2]  # all but the file written and the time
                 assert (
-                    main(
-                        [
-                            "schedule",
-                            *map(str, paths),
-                            "--budget",
-                            "3",
-                            "--out",
-                            str(b),
-                            *fmt,
-                            "--engine",
-                            "dask",
-                            "--scheduler",
-                            client.scheduler.address,
-                        ]
-                    )
+                    main(["schedule", *map(str, paths), "--budget", "3", "--out", str(b), *fmt, *dask_flags(client)])
                     == 0
                 ), kind
                 assert capsys.readouterr().out.splitlines()[:-2] == said, kind

@@ -15,24 +15,13 @@ import warnings
 
 import numpy as np
 import pytest
-from _io_engines import assert_same
+from _io_engines import assert_same, dask_client_fixture  # noqa: F401 (the fixture `client`)
 from test_io_archives import _write_warc
 
 from changerate_bayes import StatisticalWarning, estimate_pages
 from changerate_bayes.io import CrawlLogError, detect_format, read_cdx, read_log
 
 pytestmark = pytest.mark.xdist_group("dask_cluster")
-
-
-@pytest.fixture(scope="module")
-def client():
-    import distributed
-
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
 
 
 def _digest(body: bytes) -> str:

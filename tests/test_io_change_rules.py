@@ -10,23 +10,12 @@
 import numpy as np
 import pandas as pd
 import pytest
-from _io_engines import assert_engines_agree, engines
+from _io_engines import assert_engines_agree, dask_client_fixture, engines  # noqa: F401 (the fixture `client`)
 
 from changerate_bayes.io import CrawlLogError, read_csv, read_frame, read_parquet
 
 # one pytest-xdist worker for the Dask tests (see tests/conftest.py)
 pytestmark = pytest.mark.xdist_group("dask_cluster")
-
-
-@pytest.fixture(scope="module")
-def client():
-    import distributed
-
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
 
 
 def _day(d, h=0):

@@ -309,23 +309,12 @@ def compact_frame(
     if not isinstance(pages.dtype, pd.CategoricalDtype):
         codes, uniques = pd.factorize(pages, sort=False)
         uniques = pd.Index(uniques)
-    known = _label_codes(uniques, labels, state)
-    new = known < 0
-    if new.any():
-        known[new] = np.arange(len(labels), len(labels) + int(new.sum()))
-        state["label_codes"].update(zip(uniques[new].tolist(), known[new].tolist()))
-        labels = _append_labels(labels, uniques[new])
+    known, labels = _label_codes_adding(uniques, labels, state)
     codes = known[codes]
-    time = parse_time_column(
-        frame["fetch_time"],
-        source=source,
-        column=col("fetch_time"),
-        lines=lines,
-        line_word=line_word,
-        required=True,
-        state=state,
-        fmt=time_format,
+    times = lambda c, req, fmt=None: parse_time_column(  # noqa: E731
+        frame[c], source=source, column=col(c), lines=lines, line_word=line_word, required=req, state=state, fmt=fmt
     )
+    time = times("fetch_time", True, time_format)
     status = None
     if "status" in frame:
         status = _numbers(frame["status"], source=source, column=col("status"), lines=lines, line_word=line_word)
@@ -354,29 +343,9 @@ def compact_frame(
             i = int(np.flatnonzero(bad)[0])
             raise CrawlLogError(f"{where(source, line_word, lines[i], col('changed'))}: must be 0 or 1; got {num[i]:g}")
         changed = np.where(np.isnan(num), -1, num).astype(np.int8)
-    last_modified = None
-    if "last_modified" in frame:
-        last_modified = parse_time_column(
-            frame["last_modified"],
-            source=source,
-            column=col("last_modified"),
-            lines=lines,
-            line_word=line_word,
-            required=False,
-            state=state,
-        )
+    last_modified = times("last_modified", False) if "last_modified" in frame else None
     not_capture = frame["not_capture"].to_numpy(dtype=bool) if "not_capture" in frame else np.zeros(n, bool)
-    server_date = None
-    if "server_date" in frame:
-        server_date = parse_time_column(
-            frame["server_date"],
-            source=source,
-            column=col("server_date"),
-            lines=lines,
-            line_word=line_word,
-            required=False,
-            state=state,
-        )
+    server_date = times("server_date", False) if "server_date" in frame else None
     return VisitColumns(
         codes, time, status, nm, digest, has_digest, changed, last_modified, not_capture, server_date
     ), labels
@@ -458,12 +427,7 @@ def _compact_arrow(batch, *, source, first_line, labels, state, inv, names):
     )
     time = arr.astype("datetime64[ns]").astype(np.int64)
     uniques = pd.Index(values, dtype=object)
-    known = _label_codes(uniques, labels, state)
-    new = known < 0
-    if new.any():
-        known[new] = np.arange(len(labels), len(labels) + int(new.sum()))
-        state["label_codes"].update(zip(uniques[new].tolist(), known[new].tolist()))
-        labels = _append_labels(labels, uniques[new])
+    known, labels = _label_codes_adding(uniques, labels, state)
     codes = known[local]
     st = None
     nm = np.zeros(n, bool)
@@ -507,6 +471,18 @@ def _label_codes(uniques: pd.Index, labels: pd.Index, state: dict) -> np.ndarray
         lookup = state["label_codes"] = dict(zip(labels.tolist(), range(len(labels))))
     get = lookup.get
     return np.fromiter((get(x, -1) for x in uniques.tolist()), dtype=np.int64, count=len(uniques))
+
+
+def _label_codes_adding(uniques: pd.Index, labels: pd.Index, state: dict) -> tuple[np.ndarray, pd.Index]:
+    """Code of each of ``uniques`` among ``labels`` (int64), the new ones given the next codes in
+    order and appended: the codes and the updated labels."""
+    known = _label_codes(uniques, labels, state)
+    new = known < 0
+    if new.any():
+        known[new] = np.arange(len(labels), len(labels) + int(new.sum()))
+        state["label_codes"].update(zip(uniques[new].tolist(), known[new].tolist()))
+        labels = _append_labels(labels, uniques[new])
+    return known, labels
 
 
 def check_digest_not_empty(v: VisitColumns | SimpleNamespace, *, source: str, column: str) -> None:

@@ -158,6 +158,17 @@ def _steps(pages: ReplayPages, dt_ms: int):
     return t0, n_steps, first.astype(np.int64), last.astype(np.int64)
 
 
+def _refuse_crawls(status: int, policy, step: int, size: int, allowed) -> None:
+    """Raise RuntimeError for the nonzero ``status`` of the compiled crawls of ``size`` pages at ``step``:
+    1, a page crawled outside its window; 2, more crawls than the ``allowed`` of the budget."""
+    if status == 1:
+        raise RuntimeError(f"policy {policy.name!r} crawled a page outside its window at step {step}")
+    if status == 2:
+        raise RuntimeError(
+            f"policy {policy.name!r} overspent its budget at step {step}: {size} crawls, {allowed} allowed"
+        )
+
+
 def run_replay(
     pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_000, epoch_steps: int = 24, rng=None
 ) -> ReplayResult:
@@ -270,12 +281,8 @@ def run_replay(
             if n_ev:
                 assert learn is not None  # the kernel records events only for a learner
                 learn(ev_page[:n_ev], ev_changed[:n_ev], ev_tau[:n_ev])
-            if status == 1:
-                raise RuntimeError(f"policy {policy.name!r} crawled a page outside its window at step {step}")
-            if status == 2:
-                raise RuntimeError(
-                    f"policy {policy.name!r} overspent its budget at step {step}: {size} crawls, {allowed} allowed"
-                )
+            if status:
+                _refuse_crawls(status, policy, step, size, allowed)
             if n_ev + n <= cap or not n_ev:
                 break  # stopped at a step the loop below handles (or past the end)
         k = int(policy.next_step(k))
@@ -314,12 +321,8 @@ def run_replay(
                 _PAGE_SHIFT,
                 never,
             )
-            if status == 1:
-                raise RuntimeError(f"policy {policy.name!r} crawled a page outside its window at step {k}")
-            if status == 2:
-                raise RuntimeError(
-                    f"policy {policy.name!r} overspent its budget at step {k}: {idx.size} crawls, {allowed} allowed"
-                )
+            if status:
+                _refuse_crawls(status, policy, k, idx.size, allowed)
             spent += idx.size
             policy.observe(k, t_ms / MS_PER_DAY, changed_full, interval_full, mask)
             _k.clear_pages(idx.astype(np.int64, copy=False), changed_full, interval_full)

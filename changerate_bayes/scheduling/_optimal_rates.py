@@ -40,6 +40,16 @@ def _check_budget(budget) -> float:
     return check_positive_scalar(budget, name="budget")
 
 
+def _check_problem(
+    change_rates, weights, budget, objective
+) -> tuple[tuple[int, ...], np.ndarray, np.ndarray, float, str]:
+    """The checked problem: the shape of ``change_rates``, the rates and weights as 1-D arrays, budget, objective."""
+    delta, w = _check_rates_weights(change_rates, weights)
+    budget = _check_budget(budget)
+    objective = check_choice(objective, name="objective", choices=_OBJECTIVES)
+    return delta.shape, delta.ravel(), np.ascontiguousarray(w).ravel(), budget, objective
+
+
 def optimal_crawl_rates(
     change_rates, weights, budget, *, objective="binary_freshness", hosts=None, host_budgets=None
 ) -> np.ndarray:
@@ -167,12 +177,7 @@ def optimal_crawl_rates(
         return capped_crawl_rates(
             change_rates, weights, budget, objective=objective, hosts=hosts, host_budgets=host_budgets
         ).rates
-    delta, w = _check_rates_weights(change_rates, weights)
-    budget = _check_budget(budget)
-    objective = check_choice(objective, name="objective", choices=_OBJECTIVES)
-    shape = delta.shape
-    d = delta.ravel()
-    ww = np.ascontiguousarray(w).ravel()
+    shape, d, ww, budget, objective = _check_problem(change_rates, weights, budget, objective)
     return _uncapped_rates(d, ww, budget, objective).reshape(shape)
 
 
@@ -304,12 +309,7 @@ def capped_crawl_rates(
     >>> round(res.price, 12), res.host_prices.round(12).tolist(), res.at_cap.tolist(), res.hosts.tolist()
     (0.111111111111, [0.333333333333, 0.0], [True, False], ['a', 'b'])
     """
-    delta, w = _check_rates_weights(change_rates, weights)
-    budget = _check_budget(budget)
-    objective = check_choice(objective, name="objective", choices=_OBJECTIVES)
-    shape = delta.shape
-    d = delta.ravel()
-    ww = np.ascontiguousarray(w).ravel()
+    shape, d, ww, budget, objective = _check_problem(change_rates, weights, budget, objective)
     if hosts is None:
         if host_budgets is not None:
             raise ValueError("`host_budgets` needs `hosts` (the host of each page)")
