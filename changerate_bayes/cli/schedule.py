@@ -144,6 +144,11 @@ def _run(args) -> int:
             f"note: the allocation holds {a['n_revisit_bound']} page(s) at its revisit bound "
             "(interval_source=revisit_bound)"
         )
+    if a.get("n_min_interval"):
+        print(
+            f"note: the allocation gives {a['n_min_interval']} page(s) less than half a second: they are "
+            "scheduled at the shortest interval, 1 s (interval_source=min_interval)"
+        )
     left_out = audit.single_visit_pages + audit.pages_without_usable_visit
     if left_out:
         print(

@@ -57,6 +57,7 @@ SCHEDULE_COLUMNS = (
 #: Output formats of :func:`write_schedule`.
 SCHEDULE_FORMATS = ("csv", "parquet", "nutch-seeds")
 _SECONDS_PER_HOUR = 3600
+_SECONDS_PER_DAY = 86400
 #: Nutch parses the interval with ``Integer.parseInt``: at most 2^31 − 1 seconds.
 _NUTCH_MAX_SECONDS = 2**31 - 1
 _NUTCH_KEY = "nutch.fetchInterval.fixed"
@@ -125,12 +126,14 @@ def crawl_schedule(
         ``next_fetch`` (UTC; next = last + interval); ``interval_h``, the interval in
         hours, rounded to whole seconds (at least one); ``interval_source``
         (``"allocation"``; ``"revisit_bound"`` where the table's ``at_revisit_bound`` says
-        the allocation holds the page at its own bound; ``"max_interval"`` where this
-        function's limit applies); ``rate_per_day`` and ``rate_method``
+        the allocation holds the page at its own bound, its longest interval;
+        ``"max_interval"`` where this function's limit applies; ``"min_interval"`` where
+        the allocated interval, below half a second, is raised to the shortest interval,
+        one second); ``rate_per_day`` and ``rate_method``
         (the table's recommended rate, changes per day); ``p_changed``, P(the page has
         changed by ``next_fetch``) from :func:`~changerate_bayes.bayes.change_probability`. ``attrs`` holds
         ``budget_per_day`` (the allocation's), ``max_interval_h``, ``n_max_interval``
-        (pages at the revisit limit) and ``crawls_per_day`` (what the schedule spends:
+        (pages at the revisit limit), ``n_revisit_bound``, ``n_min_interval`` and ``crawls_per_day`` (what the schedule spends:
         Σ 24 / interval_h, above the budget by the pages held at the limit).
 
     Raises
@@ -140,7 +143,9 @@ def crawl_schedule(
     ValueError
         If a column is missing, ``table`` and ``history`` do not hold the same pages in
         the same order, a page has no last visit time (a bare history), an allocated
-        interval is negative, ``max_interval_h`` is not finite and >= 1 s, or a next
+        interval is negative, ``max_interval_h`` is not finite and >= 1 s, the table's
+        ``attrs["budget_per_day"]`` is above N × 86,400 crawls per day (N pages, each
+        fetched at most once a second: a budget the schedule cannot spend), or a next
         fetch would fall after 2262-04-11 (the end of int64 nanoseconds).
     """
     if not isinstance(table, pd.DataFrame):
@@ -169,6 +174,14 @@ def crawl_schedule(
     if (allocated < 0).any():
         i = int(np.flatnonzero(allocated < 0)[0])
         raise ValueError(f"`table` column 'crawl_interval_h' must be >= 0; got {allocated[i]} at row {i}")
+    budget = table.attrs.get("budget_per_day")
+    most = len(table) * _SECONDS_PER_DAY  # every page once a second, the shortest interval a schedule holds
+    if budget is not None and not (float(budget) <= most):
+        raise ValueError(
+            f"`budget` {float(budget):g} crawls per day is more than a schedule of {len(table)} pages can "
+            f"spend: at most {most:,} crawls per day (one fetch per second per page, the shortest interval); "
+            "give at most that"
+        )
     bounded = ~(allocated <= limit)  # infinite, NaN or beyond the limit
     at_bound = (
         table["at_revisit_bound"].to_numpy(dtype=bool)
@@ -176,7 +189,9 @@ def crawl_schedule(
         else np.zeros(len(table), dtype=bool)
     )  # held at the allocation's own bound
     hours = np.where(bounded, limit, allocated)
-    seconds = np.maximum(np.rint(hours * _SECONDS_PER_HOUR), 1.0).astype(np.int64)
+    raw = np.rint(hours * _SECONDS_PER_HOUR)
+    shortest = ~bounded & (raw < 1.0)  # raised to the shortest interval a schedule holds, one second
+    seconds = np.maximum(raw, 1.0).astype(np.int64)
     interval_h = seconds / _SECONDS_PER_HOUR
     room = (pd.Timestamp.max.tz_localize("UTC") - last).dt.total_seconds().to_numpy()
     late = seconds > np.floor(room)  # the next fetch would overflow int64 nanoseconds
@@ -193,8 +208,8 @@ def crawl_schedule(
             "last_fetch": last.to_numpy(),
             "next_fetch": (last + pd.to_timedelta(seconds, unit="s")).to_numpy(),
             "interval_h": interval_h,
-            "interval_source": np.where(
-                bounded, "max_interval", np.where(at_bound, "revisit_bound", "allocation")
+            "interval_source": np.select(
+                [bounded, shortest, at_bound], ["max_interval", "min_interval", "revisit_bound"], "allocation"
             ).astype(object),
             "rate_per_day": table["rate_per_day"].to_numpy(dtype=np.float64),
             "rate_method": table["rate_method"].to_numpy(dtype=object),
@@ -207,7 +222,8 @@ def crawl_schedule(
         budget_per_day=table.attrs.get("budget_per_day"),
         max_interval_h=limit,
         n_max_interval=int(bounded.sum()),
-        n_revisit_bound=int((at_bound & ~bounded).sum()),
+        n_revisit_bound=int((at_bound & ~bounded & ~shortest).sum()),
+        n_min_interval=int(shortest.sum()),
         crawls_per_day=float(np.sum(24.0 / interval_h)),
         rates="changes per day",
         rate_rule=table.attrs.get("rate_rule"),
@@ -283,7 +299,10 @@ def nutch_seed_lines(schedule: pd.DataFrame) -> str:
     ------
     ValueError
         For a URL that Nutch would not read back as it is (empty, containing a TAB, CR or
-        LF, or starting with ``#``, which Nutch skips as a comment), or an interval that
+        LF, starting with ``#``, which Nutch skips as a comment, or starting or ending
+        with a space or control character, which the injector trims with
+        ``String.trim``, so that ``" u"``, ``"u "`` and ``"u"`` would all be ``u``), naming
+        the row and the URL; or an interval that
         is not a whole number of seconds in 1..2^31 − 1.
 
     Examples
@@ -311,7 +330,18 @@ def nutch_seed_lines(schedule: pd.DataFrame) -> str:
                 f"`schedule` row {i}: url {url!r} cannot be a Nutch seed (empty, a TAB or line break "
                 "in it, or a leading '#', which Nutch skips as a comment)"
             )
+        if _java_trim(url) != url:
+            raise ValueError(
+                f"`schedule` row {i}: url {url!r} cannot be a Nutch seed: it starts or ends with a space "
+                "or control character, which Nutch's injector trims, so it would inject another URL "
+                "(and merge it with any page spelled without them)"
+            )
     return "".join(f"{u}\t{_NUTCH_KEY}={int(s)}\n" for u, s in zip(urls, whole))
+
+
+def _java_trim(text: str) -> str:
+    """``text`` as Java's ``String.trim`` leaves it: every character <= U+0020 removed at either end."""
+    return text.strip("".join(map(chr, range(0x21))))
 
 
 def _time_format(schedule: pd.DataFrame) -> str:
