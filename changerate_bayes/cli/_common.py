@@ -41,6 +41,7 @@ __all__ = [
     "run_removing_new_folders",
     "runs",
     "with_notes",
+    "write_failed",
     "write_table",
 ]
 
@@ -217,6 +218,19 @@ def error(msg: str, command: str | None = None) -> int:
 
 
 # Files a command writes
+
+
+def write_failed(flag: str, path, exc: OSError) -> int:
+    """:func:`error` for a file that could not be written (a full disk, a file system that
+    refuses the write): one line naming ``flag``, the file and the system's reason; return 2.
+
+    The writers of this package write to a temporary file first and remove it on failure,
+    so nothing partial is left where the file goes.
+    """
+    if _SIGNALLED.is_set():
+        raise KeyboardInterrupt
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return error(f"{flag} {str(path)!r}: could not write it ({reason}); nothing was written there")
 
 
 def report_files(folder) -> list[Path]:

@@ -23,6 +23,7 @@ from ._common import (
     resolve_output,
     runs,
     with_notes,
+    write_failed,
     write_table,
 )
 
@@ -170,10 +171,16 @@ def _run(args) -> int:
             table, res.audit, log=res.log, seed=args.seed, attribution=log_attribution(files, res.format), started=t0
         )
     with output_lock(resolve_output(out).parent):  # another run's table and report are never mixed with ours
-        write_table(table, out)
+        try:
+            write_table(table, out)
+        except OSError as exc:  # a full disk, a file system that refuses the write: the temporary file is removed
+            return write_failed("--out", args.out, exc)
         print(f"wrote {len(table)} pages to {out}")
         if html is not None:
-            path = write_report(args.report, html=html, results=results)
+            try:
+                path = write_report(args.report, html=html, results=results)
+            except OSError as exc:
+                return write_failed("--report", args.report, exc)
             print(f"wrote the report {path}")
     print(f"done in {time.perf_counter() - t0:.1f} s")
     return 0

@@ -19,6 +19,7 @@ from ._common import (
     resolve_output,
     runs,
     with_notes,
+    write_failed,
 )
 
 __all__ = ["register"]
@@ -161,6 +162,8 @@ def _run(args) -> int:
         path = write_schedule(table, out, format=out_format)
     except ValueError as exc:  # a URL Nutch cannot read back: the log's page, whatever its row in the schedule
         return fail(re.sub(r"^`schedule` row \d+: url ", "--format nutch-seeds: the log's page ", str(exc)), FLAGS)
+    except OSError as exc:  # a full disk, a file system that refuses the write: the temporary file is removed
+        return write_failed("--out", args.out, exc)
     print(f"wrote the schedule of {len(table)} pages to {path} ({out_format})")
     print(f"done in {time.perf_counter() - t0:.1f} s")
     return 0
