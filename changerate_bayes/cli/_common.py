@@ -404,14 +404,69 @@ def remove_if_empty(folders) -> None:
             pass
 
 
+def _make_folders(folder) -> list[Path]:
+    """Create ``folder`` and its missing parents, one level at a time, outermost first; return
+    those this call created (a level another process creates first is not ours)."""
+    made = []
+    for p in reversed(_missing(folder)):
+        try:
+            p.mkdir()
+        except FileExistsError:
+            continue
+        made.append(p)
+    return made
+
+
+#: the prefix of the file that marks a folder as in use by a run (removed when the run ends)
+IN_USE_PREFIX = ".changerate-bayes-in-use-"
+
+
+def _claim(folder, created: list[Path], tries: int = 20) -> Path | None:
+    """Put a marker file into ``folder`` (creating it and its parents if needed, adding those this
+    run created to ``created``), so that no other run's clean-up removes it while this run needs it.
+
+    A folder removed by another run between its creation and the marker is created again.
+    Returns the marker, or None if the folder cannot be created or written (the command
+    itself then reports why).
+    """
+    for _ in range(tries):
+        try:
+            created += [p for p in _make_folders(folder) if p not in created]
+            fd, marker = tempfile.mkstemp(prefix=IN_USE_PREFIX, dir=folder)
+        except FileNotFoundError:  # removed by another run's clean-up in between: create it again
+            continue
+        except OSError:
+            return None
+        os.close(fd)
+        return Path(marker)
+    return None
+
+
 def run_removing_new_folders(run, args, folders) -> int:
     """``run(args)``; if it fails (status != 0 or an exception), remove those of ``folders``
-    (and their parents) that did not exist before and are still empty."""
-    created = new_folders(folders)
+    (and their parents) that this run created and that are still empty.
+
+    Each folder is created before the run, level by level, so that the run knows which
+    ones it created (a level that another process created first is not its own), and
+    holds a marker file (``.changerate-bayes-in-use-*``) while the run lasts: a folder is
+    removed with :func:`os.rmdir`, which fails on a folder that is not empty, so two runs
+    writing into the same new folder never remove it under each other. The markers are
+    removed when the run ends, whatever its outcome.
+    """
+    created: list[Path] = []
+    markers = []
+    for folder in dict.fromkeys(Path(f) for f in folders if f is not None and str(f).strip()):
+        marker = _claim(folder, created)
+        if marker is not None:
+            markers.append(marker)
     status = 1
     try:
         status = run(args)
     finally:
+        for marker in markers:
+            with contextlib.suppress(OSError):
+                marker.unlink()
         if status != 0:
+            created.sort(key=lambda p: len(p.parts), reverse=True)
             remove_if_empty(created)
     return status
