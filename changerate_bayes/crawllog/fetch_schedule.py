@@ -281,9 +281,13 @@ def nutch_seed_lines(schedule: pd.DataFrame) -> str:
     TAB, and the rest is metadata, ``name=value`` pairs separated by TABs. The reserved
     name ``nutch.fetchInterval.fixed`` takes an integer number of seconds
     (``Integer.parseInt``), sets the page's fetch interval and stores it as the fixed
-    interval that ``AdaptiveFetchSchedule`` does not change. Nutch fetches an injected
-    URL at injection time and then every interval, so the seed list carries the
-    intervals, not the next fetch times.
+    interval that ``AdaptiveFetchSchedule`` does not change. The seed list carries the
+    intervals, not the next fetch times: Nutch fetches a *new* URL at injection time and
+    then every interval. A URL the CrawlDb already holds (every page of a log) keeps its
+    record unless the injector runs with ``-update`` (the record keeps its status and
+    scheduled fetch time and takes the new interval, from its next fetch on) or
+    ``-overwrite`` (the record is replaced: fetched again at once, its history lost); so
+    load a schedule with ``bin/nutch inject <crawldb> <seed folder> -update``.
 
     Parameters
     ----------
