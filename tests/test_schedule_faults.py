@@ -90,3 +90,25 @@ def test_the_command_names_the_page_with_spaces(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "' https://a.example/'" in err and "nutch-seeds" in err, err
     assert not out.exists()
+
+
+def test_schedule_prints_its_crawl_plan_and_what_set_the_longest_interval(tmp_path, capsys):
+    # 7 pages, one that never changes, 100 crawls/day: the allocation's revisit bound 4·N/B = 4·7/100 days
+    # = 6.72 h comes before --max-interval-h (2,160 h) and sets the never-changing page's interval
+    log = tmp_path / "log.csv"
+    pages = [_visits(f"https://a.example/{i}", 41, 6, [1, 0] * 20) for i in range(6)]
+    pd.concat([*pages, _visits("https://a.example/still", 41, 6, [0] * 40)]).to_csv(log, index=False)
+    out = tmp_path / "s.csv"
+    assert main(["schedule", str(log), "--budget", "100", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    plan = [line for line in printed.splitlines() if line.startswith("crawl plan: ")]
+    assert len(plan) == 1 and plan[0].startswith("crawl plan: index_mean "), printed
+    assert "longest interval: 6.72 h, set by the allocation's revisit bound 4·N/B (N = 7 pages, B = 100" in plan[0]
+    assert "below --max-interval-h 2160 h" in plan[0]
+    s = pd.read_csv(out).set_index("url")
+    assert s.loc["https://a.example/still", "interval_h"] == pytest.approx(6.72, abs=0.5 / 3600)
+    assert s.loc["https://a.example/still", "interval_source"] == "revisit_bound"
+    # with a limit below the bound, the limit sets it
+    assert main(["schedule", str(log), "--budget", "100", "--out", str(out), "--max-interval-h", "5"]) == 0
+    plan = [line for line in capsys.readouterr().out.splitlines() if line.startswith("crawl plan: ")]
+    assert plan[0].endswith("longest interval: 5 h, set by --max-interval-h"), plan

@@ -32,8 +32,10 @@ __all__ = [
     "error",
     "fail",
     "new_folders",
+    "longest_interval",
     "output_lock",
     "parse_columns",
+    "plan_line",
     "refuse_inputs_as_outputs",
     "remove_if_empty",
     "report_files",
@@ -215,6 +217,41 @@ def error(msg: str, command: str | None = None) -> int:
     prog = "changerate-bayes" if command is None else f"changerate-bayes {command}"
     print(f"{prog}: error: {msg}", file=sys.stderr)
     return 2
+
+
+# What a command prints
+
+
+def plan_line(attrs) -> str:
+    """The printed line naming the crawl plan's policy and the pages held at the revisit bound."""
+    policy = attrs.get("policy", "?")
+    why = {
+        "index_mean": " (the freshness index: it beat round robin in the replay of real pages at budgets from "
+        "the total change rate up)",
+        "uniform": " (round robin: below the total change rate the index lost to it in the replay of real pages)",
+    }.get(policy, "")
+    line = f"crawl plan: {policy}{why}, {attrs.get('budget_per_day', float('nan')):.4g} crawls/day"
+    n = int(attrs.get("n_at_revisit_bound", 0))
+    if n:
+        line += (
+            f"; {n} page(s) would be crawled less often or never and get the revisit bound "
+            f"{attrs['max_interval_h']:.4g} h instead (column `at_revisit_bound`)"
+        )
+    return line
+
+
+def longest_interval(attrs) -> str:
+    """What sets a schedule's longest interval (``attrs`` of ``crawl_schedule``): the allocation's
+    revisit bound 4·N/B (``attrs["revisit_bound_h"]``) or ``--max-interval-h``, whichever is shorter."""
+    bound, limit = attrs.get("revisit_bound_h"), attrs["max_interval_h"]
+    if bound is None or not bound < limit:
+        return f"longest interval: {limit:.4g} h, set by --max-interval-h"
+    return (
+        f"longest interval: {bound:.4g} h, set by the allocation's revisit bound 4·N/B "
+        f"(N = {attrs.get('n_pages', '?')} pages, B = {attrs['budget_per_day']:.4g} crawls/day), "
+        f"below --max-interval-h {limit:.4g} h: a page that never changes is fetched that often; "
+        "a smaller --budget lengthens it"
+    )
 
 
 # Files a command writes

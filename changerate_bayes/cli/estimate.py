@@ -18,6 +18,7 @@ from ._common import (
     fail,
     output_lock,
     parse_columns,
+    plan_line,
     refuse_inputs_as_outputs,
     report_files,
     resolve_output,
@@ -104,24 +105,6 @@ def _methods(args) -> tuple:
     return tuple(METHODS) if args.all_estimators else tuple(dict.fromkeys(args.methods))
 
 
-def _plan_line(attrs) -> str:
-    """The printed line naming the crawl plan's policy and the pages held at the revisit bound."""
-    policy = attrs.get("policy", "?")
-    why = {
-        "index_mean": " (the freshness index: it beat round robin in the replay of real pages at budgets from "
-        "the total change rate up)",
-        "uniform": " (round robin: below the total change rate the index lost to it in the replay of real pages)",
-    }.get(policy, "")
-    line = f"crawl plan: {policy}{why}, {attrs.get('budget_per_day', float('nan')):.4g} crawls/day"
-    n = int(attrs.get("n_at_revisit_bound", 0))
-    if n:
-        line += (
-            f"; {n} page(s) would be crawled less often or never and get the revisit bound "
-            f"{attrs['max_interval_h']:.4g} h instead (column `at_revisit_bound`)"
-        )
-    return line
-
-
 def _run(args) -> int:
     t0 = time.perf_counter()
     if args.format_alias is not None:
@@ -161,7 +144,7 @@ def _run(args) -> int:
         return fail(str(exc), FLAGS)
     table = res.table
     print(res.audit.format())
-    print(_plan_line(table.attrs))
+    print(plan_line(table.attrs))
     print(f"note: {table.attrs['rate_rule']}")
     for msg in dict.fromkeys([*table.attrs.get("warnings", ()), *notes]):
         print(f"note: {msg}")

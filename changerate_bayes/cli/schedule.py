@@ -14,7 +14,9 @@ from ._common import (
     LOG_ROLES,
     add_log_flags,
     fail,
+    longest_interval,
     parse_columns,
+    plan_line,
     refuse_inputs_as_outputs,
     resolve_output,
     runs,
@@ -54,7 +56,10 @@ def register(p) -> None:
         type=float,
         default=MAX_INTERVAL_H,
         metavar="HOURS",
-        help=f"revisit limit in hours (default {MAX_INTERVAL_H:g}: 90 days, Nutch's db.fetch.interval.max)",
+        help=f"revisit limit in hours (default {MAX_INTERVAL_H:g}: 90 days, Nutch's db.fetch.interval.max). "
+        "The allocation has its own revisit bound, 4·N/B days (N pages, B the --budget), which is shorter on "
+        "a small site with a large budget (7 pages at --budget 100: 6.7 h): the longest interval is the shorter "
+        "of the two, and the printed crawl plan says which one set it",
     )
     runs(p, _run, lambda args: [Path(args.out).parent])
 
@@ -133,6 +138,13 @@ def _run(args) -> int:
     for msg in notes:
         print(f"note: {msg}")
     a = table.attrs
+    plan = {
+        "policy": a.get("policy"),
+        "budget_per_day": a["budget_per_day"],
+        "n_at_revisit_bound": a.get("n_revisit_bound", 0),
+        "max_interval_h": a.get("revisit_bound_h"),
+    }
+    print(f"{plan_line(plan)}; {longest_interval(a)}")
     print(f"note: {a['rate_rule']}")
     if a["n_max_interval"]:
         print(

@@ -133,7 +133,10 @@ def crawl_schedule(
         (the table's recommended rate, changes per day); ``p_changed``, P(the page has
         changed by ``next_fetch``) from :func:`~changerate_bayes.bayes.change_probability`. ``attrs`` holds
         ``budget_per_day`` (the allocation's), ``max_interval_h``, ``n_max_interval``
-        (pages at the revisit limit), ``n_revisit_bound``, ``n_min_interval`` and ``crawls_per_day`` (what the schedule spends:
+        (pages at the revisit limit), ``n_revisit_bound``, ``n_min_interval``, ``policy`` (the
+        allocation's), ``revisit_bound_h`` (the allocation's own longest interval, 4·N/B,
+        its ``attrs["max_interval_h"]``; the longest interval is the shorter of it and
+        ``max_interval_h``), ``n_pages`` and ``crawls_per_day`` (what the schedule spends:
         Σ 24 / interval_h, above the budget by the pages held at the limit).
 
     Raises
@@ -227,6 +230,9 @@ def crawl_schedule(
         crawls_per_day=float(np.sum(24.0 / interval_h)),
         rates="changes per day",
         rate_rule=table.attrs.get("rate_rule"),
+        policy=table.attrs.get("policy"),
+        revisit_bound_h=table.attrs.get("max_interval_h"),
+        n_pages=len(table),
     )
     return out
 
