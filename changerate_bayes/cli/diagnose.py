@@ -30,7 +30,7 @@ __all__ = ["register"]
 CRAWL_COLUMNS = ("changed", "digest", "status")
 
 #: the Python arguments behind this command's flags, for its error messages
-FLAGS = {"n_resamples": "--n-resamples", "out_dir": "--report", "event_times": "EVENTS.csv"}
+FLAGS = {"n_resamples": "--n-resamples", "out_dir": "--report", "event_times": "EVENTS.csv", "window": "--window"}
 
 
 def register(p) -> None:
@@ -55,6 +55,15 @@ def register(p) -> None:
     )
     p.add_argument("--n-resamples", type=int, default=199, help="Monte Carlo samples per p-value (default 199)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--window",
+        nargs=2,
+        metavar=("START", "END"),
+        help="the observation window, in the times' unit (numbers, or ISO-8601 datetimes); it must hold every "
+        "event. Without it the tests see only the span from the first to the last event, so a burst followed by "
+        "a long quiet stretch looks regular; with it the gap CV (burstiness) takes the spacings from START to "
+        "END. Exact change times only",
+    )
     runs(p, _run, lambda args: [args.report])  # a failure removes the report folders it created, if empty
 
 
@@ -89,6 +98,8 @@ def _run(args) -> int:
     except (ValueError, OSError) as exc:
         return _err(str(exc))
     if crawl:
+        if args.window is not None:
+            return _err("--window applies to exact change times, not to a crawl log (visits)")
         return _run_crawl(args, mapping, header, t0)
     return _run_events(args, frame, mapping, t0)
 
@@ -182,6 +193,12 @@ def _run_events(args, frame, mapping: dict, t0: float) -> int:
             "time as an ISO-8601 datetime"
         )
     values = numeric if is_num.all() else times
+    window = args.window
+    if window is not None and is_num.all():
+        try:
+            window = [float(w) for w in window]
+        except ValueError:
+            return _err(f"--window takes two numbers for numeric times; got {' '.join(args.window)}")
     _report_goes_to(args)
     page_col = mapping["page"]
     has_pages = page_col in frame.columns
@@ -197,7 +214,7 @@ def _run_events(args, frame, mapping: dict, t0: float) -> int:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                res = poisson_gof(vals, n_resamples=args.n_resamples, rng=args.seed)
+                res = poisson_gof(vals, n_resamples=args.n_resamples, rng=args.seed, window=window)
         except (ValueError, TypeError) as exc:
             text = _file_lines(str(exc), rows + 2)
             return _err(
