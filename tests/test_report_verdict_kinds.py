@@ -117,3 +117,44 @@ def test_the_pitfalls_of_gof_size_are_checks():
     assert pitfall_kind([conservative, nominal], "below") == "fails"
     assert pitfall_kind([liberal], "above") == "holds" and pitfall_kind([nominal], "above") == "fails"
     assert summary_row(verdict="x", key_number="1", kind=pitfall_kind([liberal], "above"))["kind"] == "holds"
+
+
+def _replay_result(fresh):
+    """A scheduling_replay result: weighted freshness of index_mean and uniform at 0.1, 0.3, 1 and 3×."""
+    budgets = [0.1, 0.3, 1.0, 3.0]
+    rows = [
+        {"policy": p, "budget": b, "freshness_weighted": fresh[p][i]}
+        for p in ("index_mean", "uniform")
+        for i, b in enumerate(budgets)
+    ]
+    verdict = {
+        "best": "index_thompson",
+        "mean_vs_oracle": {"index_thompson": 1.002},
+        "vs_schedules": {"nutch": {"gain": 0.01, "spent": 1.7}},
+        "best_by_budget": [],
+    }
+    settings = {"multiples": budgets, "budgets": budgets, "n_documents": 100}
+    return {"scheduling_replay": {"settings": settings, "ota": rows, "verdict": verdict}}
+
+
+def test_the_replay_recommends_for_a_schedule_what_the_command_line_does():
+    from changerate_bayes.crawllog.allocate import RECOMMENDED_POLICY
+    from changerate_bayes.validation.scheduling_replay import _fixed_schedule_words, fixed_schedule_check, summarize
+
+    assert RECOMMENDED_POLICY == "auto"
+    # the full replay's pattern: round robin fresher below the total change rate, index_mean from it up
+    result = _replay_result({"index_mean": [0.40, 0.59, 0.81, 0.92], "uniform": [0.41, 0.61, 0.80, 0.91]})
+    check = fixed_schedule_check(result)
+    assert [c["auto"] for c in check] == ["uniform", "uniform", "index_mean", "index_mean"]
+    assert all(c["agrees"] for c in check)
+    row = summarize(result)
+    assert row["key_number"].startswith("schedule: auto, fresher of the fixed tables at 4 of 4 budgets")
+    assert 'use the allocation "auto"' in row["verdict"]
+    words = _fixed_schedule_words(check)
+    assert "what `changerate-bayes estimate --budget` and `schedule` do" in words and "should use" not in words
+    # a run where index_mean is fresher everywhere says where auto's choice is not the fresher one
+    check = fixed_schedule_check(_replay_result({"index_mean": [0.5] * 4, "uniform": [0.4] * 4}))
+    assert [c["agrees"] for c in check] == [False, False, True, True]
+    assert (
+        "at 2 of 4 budgets" in summarize(_replay_result({"index_mean": [0.5] * 4, "uniform": [0.4] * 4}))["key_number"]
+    )
