@@ -35,7 +35,7 @@ def register(p) -> None:
         'Read crawl logs, share the crawl budget between the pages (the allocation of `estimate`, "auto": the '
         "freshness index's mean form from a budget of the total estimated change rate up, round robin below, the "
         "fixed schedule the replay of real pages supports), "
-        "and write one row per page: the next fetch time (UTC, the last fetch plus the interval), the interval "
+        "and write one row per page: the next fetch time (UTC, the page's last fetch attempt in the log plus the interval), the interval "
         "in hours, the page's recommended change rate (changes per day) and the probability that it will have "
         "changed by the next fetch. A page the allocation does not crawl, or crawls less often than "
         "--max-interval-h, is scheduled at --max-interval-h and marked interval_source=max_interval. "

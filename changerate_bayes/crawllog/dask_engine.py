@@ -55,7 +55,7 @@ from ..io import (
 )
 from ._dask_tasks import read_reduce_group, task_settings
 from .allocate import allocate_crawls
-from .fetch_schedule import MAX_INTERVAL_H, _check_max_interval, crawl_schedule
+from .fetch_schedule import MAX_INTERVAL_H, _check_max_interval, crawl_schedule, with_last_attempt
 from .table import LogEstimates, concat_part_tables, page_table
 
 __all__ = [
@@ -107,6 +107,8 @@ def _partition_body(pdf, columns, change_from, methods, prior, level, posterior_
     if log.history is None:
         return None, log.audit, None, kinds, None
     table = page_table(log, methods=methods, prior=prior, level=level, posterior_method=posterior_method)
+    if with_posterior:  # a schedule: from each page's last fetch attempt
+        table = with_last_attempt(table, log)
     page_col = (columns or {}).get("page", "page")
     first_row = pdf.groupby(page_col, sort=False)["_row"].min()
     compact = posterior_history(log.history) if with_posterior else None
@@ -303,6 +305,8 @@ def _pages_of(pieces, kind, sources, methods, prior, level, posterior_method, wi
         if log.history is None:
             return None, log.audit, None, None
         table = page_table(log, methods=methods, prior=prior, level=level, posterior_method=posterior_method)
+        if with_posterior:  # a schedule: from each page's last fetch attempt
+            table = with_last_attempt(table, log)
         history = posterior_history(log.history) if with_posterior else None
     where = pd.Index(labels).get_indexer(table["page"])
     return table, log.audit, first_key[where], history

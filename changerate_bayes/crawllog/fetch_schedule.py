@@ -47,6 +47,7 @@ MAX_INTERVAL_H = 90 * 24.0
 SCHEDULE_COLUMNS = (
     "url",
     "last_fetch",
+    "last_attempt",
     "next_fetch",
     "interval_h",
     "interval_source",
@@ -107,7 +108,8 @@ def crawl_schedule(
     table : pandas.DataFrame
         From :func:`changerate_bayes.estimate_pages` (or :func:`~changerate_bayes.crawllog.allocate_crawls`
         of a page table): columns ``page``, ``last_visit`` (UTC), ``rate_per_day``,
-        ``rate_method`` and ``crawl_interval_h``.
+        ``rate_method`` and ``crawl_interval_h``; optionally ``last_attempt`` (UTC, each page's
+        last fetch attempt, whatever its outcome; default ``last_visit``).
     history : CrawlHistory
         The same pages in the same order (``page_ids`` equal to ``table["page"]`` when
         it has labels), intervals in hours: the log's history, or its
@@ -122,8 +124,12 @@ def crawl_schedule(
     Returns
     -------
     pandas.DataFrame
-        One row per page, columns :data:`SCHEDULE_COLUMNS`: ``url``; ``last_fetch`` and
-        ``next_fetch`` (UTC; next = last + interval); ``interval_h``, the interval in
+        One row per page, columns :data:`SCHEDULE_COLUMNS`: ``url``; ``last_fetch`` (UTC, the
+        page's last successful visit, the last the estimate rests on); ``last_attempt`` (UTC,
+        the page's last fetch attempt in the log, from the table's ``last_attempt`` column
+        where it has one, never before ``last_fetch``: a later 404 or redirect, say);
+        ``next_fetch`` (UTC; last_attempt + interval, so never before any fetch of the page
+        in the log); ``interval_h``, the interval in
         hours, rounded to whole seconds (at least one); ``interval_source``
         (``"allocation"``; ``"revisit_bound"`` where the table's ``at_revisit_bound`` says
         the allocation holds the page at its own bound, its longest interval;
@@ -173,6 +179,11 @@ def crawl_schedule(
             f"`table` row {i} (page {table['page'].iloc[i]!r}) has no last visit time: a schedule "
             "needs the log's fetch times"
         )
+    attempt = last
+    if "last_attempt" in table.columns:  # a later failed fetch, redirect or dropped row of the page
+        given = pd.to_datetime(table["last_attempt"], utc=True)
+        attempt = pd.Series(np.where(given.isna() | (given < last), last, given), index=last.index)
+        attempt = pd.to_datetime(attempt, utc=True)
     allocated = table["crawl_interval_h"].to_numpy(dtype=np.float64)
     if (allocated < 0).any():
         i = int(np.flatnonzero(allocated < 0)[0])
@@ -196,12 +207,12 @@ def crawl_schedule(
     shortest = ~bounded & (raw < 1.0)  # raised to the shortest interval a schedule holds, one second
     seconds = np.maximum(raw, 1.0).astype(np.int64)
     interval_h = seconds / _SECONDS_PER_HOUR
-    room = (pd.Timestamp.max.tz_localize("UTC") - last).dt.total_seconds().to_numpy()
+    room = (pd.Timestamp.max.tz_localize("UTC") - attempt).dt.total_seconds().to_numpy()
     late = seconds > np.floor(room)  # the next fetch would overflow int64 nanoseconds
     if late.any():
         i = int(np.flatnonzero(late)[0])
         raise ValueError(
-            f"page {table['page'].iloc[i]!r}: its next fetch, {last.iloc[i]:%Y-%m-%dT%H:%M:%SZ} + "
+            f"page {table['page'].iloc[i]!r}: its next fetch, {attempt.iloc[i]:%Y-%m-%dT%H:%M:%SZ} + "
             f"{interval_h[i]:g} h, is after {pd.Timestamp.max:%Y-%m-%d}, the last time a schedule can "
             "hold (int64 nanoseconds); lower `max_interval_h`"
         )
@@ -209,7 +220,8 @@ def crawl_schedule(
         {
             "url": table["page"].to_numpy(),
             "last_fetch": last.to_numpy(),
-            "next_fetch": (last + pd.to_timedelta(seconds, unit="s")).to_numpy(),
+            "last_attempt": attempt.to_numpy(),
+            "next_fetch": (attempt + pd.to_timedelta(seconds, unit="s")).to_numpy(),
             "interval_h": interval_h,
             "interval_source": np.select(
                 [bounded, shortest, at_bound], ["max_interval", "min_interval", "revisit_bound"], "allocation"
@@ -220,6 +232,7 @@ def crawl_schedule(
         }
     )
     out["last_fetch"] = pd.to_datetime(out["last_fetch"], utc=True)
+    out["last_attempt"] = pd.to_datetime(out["last_attempt"], utc=True)
     out["next_fetch"] = pd.to_datetime(out["next_fetch"], utc=True)
     out.attrs.update(
         budget_per_day=table.attrs.get("budget_per_day"),
@@ -275,8 +288,18 @@ def schedule_pages(log, *, budget=None, prior=None, level=0.9, max_interval_h=MA
     """
     if not isinstance(log, CrawlLog):
         raise TypeError(f"`log` must be a CrawlLog (from changerate_bayes.io.read_log); got {type(log).__name__}")
-    table = allocate_crawls(page_table(log, prior=prior, level=level), budget)
+    table = with_last_attempt(allocate_crawls(page_table(log, prior=prior, level=level), budget), log)
     return crawl_schedule(table, posterior_history(log.history), max_interval_h=max_interval_h, prior=prior)
+
+
+def with_last_attempt(table: pd.DataFrame, log) -> pd.DataFrame:
+    """``table`` (a page table of ``log``, same pages in the same order) with the column ``last_attempt``
+    (UTC): each page's last fetch attempt in the log (``log.last_attempt``), which :func:`crawl_schedule`
+    schedules from. Unchanged when the log does not say."""
+    if getattr(log, "last_attempt", None) is None:
+        return table
+    table["last_attempt"] = pd.to_datetime(log.last_attempt, utc=True)
+    return table
 
 
 def nutch_seed_lines(schedule: pd.DataFrame) -> str:
@@ -355,7 +378,7 @@ def _java_trim(text: str) -> str:
 
 
 def _time_format(schedule: pd.DataFrame) -> str:
-    times = pd.concat([schedule["last_fetch"], schedule["next_fetch"]])
+    times = pd.concat([schedule[c] for c in ("last_fetch", "last_attempt", "next_fetch") if c in schedule.columns])
     whole = (times.dt.microsecond == 0).all() and (times.dt.nanosecond == 0).all()
     return "%Y-%m-%dT%H:%M:%SZ" if whole else "%Y-%m-%dT%H:%M:%S.%fZ"
 
