@@ -171,3 +171,17 @@ def test_ci_builds_the_docs_with_warnings_as_errors_and_checks_them_offline():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert "uv run --locked --extra docs sphinx-build -W --keep-going -b html docs docs/_build/html" in ci
     assert any("docs/check_offline.py docs/_build/html" in line for line in ci)
+
+
+def test_every_nutch_inject_in_the_docs_updates_existing_records():
+    # a log's pages are already in the CrawlDb: a plain inject keeps their records and ignores the new intervals
+    pages = [ROOT / "README.md", *sorted(DOCS.rglob("*.rst")), *sorted(DOCS.rglob("*.md"))]
+    injects = [
+        (page.name, line.strip())
+        for page in pages
+        if "_build" not in page.parts
+        for line in page.read_text(encoding="utf-8").splitlines()
+        if "bin/nutch inject" in line
+    ]
+    assert injects
+    assert all(re.search(r"bin/nutch inject \S+ \S+ -update\b", line) for _, line in injects), injects

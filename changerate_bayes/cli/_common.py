@@ -32,8 +32,10 @@ __all__ = [
     "error",
     "fail",
     "new_folders",
+    "longest_interval",
     "output_lock",
     "parse_columns",
+    "plan_line",
     "refuse_inputs_as_outputs",
     "remove_if_empty",
     "report_files",
@@ -41,6 +43,7 @@ __all__ = [
     "run_removing_new_folders",
     "runs",
     "with_notes",
+    "write_failed",
     "write_table",
 ]
 
@@ -216,7 +219,55 @@ def error(msg: str, command: str | None = None) -> int:
     return 2
 
 
+# What a command prints
+
+
+def plan_line(attrs) -> str:
+    """The printed line naming the crawl plan's policy and the pages held at the revisit bound."""
+    policy = attrs.get("policy", "?")
+    why = {
+        "index_mean": " (the freshness index: it beat round robin in the replay of real pages at budgets from "
+        "the total change rate up)",
+        "uniform": " (round robin: below the total change rate the index lost to it in the replay of real pages)",
+    }.get(policy, "")
+    line = f"crawl plan: {policy}{why}, {attrs.get('budget_per_day', float('nan')):.4g} crawls/day"
+    n = int(attrs.get("n_at_revisit_bound", 0))
+    if n:
+        line += (
+            f"; {n} page(s) would be crawled less often or never and get the revisit bound "
+            f"{attrs['max_interval_h']:.4g} h instead (column `at_revisit_bound`)"
+        )
+    return line
+
+
+def longest_interval(attrs) -> str:
+    """What sets a schedule's longest interval (``attrs`` of ``crawl_schedule``): the allocation's
+    revisit bound 4·N/B (``attrs["revisit_bound_h"]``) or ``--max-interval-h``, whichever is shorter."""
+    bound, limit = attrs.get("revisit_bound_h"), attrs["max_interval_h"]
+    if bound is None or not bound < limit:
+        return f"longest interval: {limit:.4g} h, set by --max-interval-h"
+    return (
+        f"longest interval: {bound:.4g} h, set by the allocation's revisit bound 4·N/B "
+        f"(N = {attrs.get('n_pages', '?')} pages, B = {attrs['budget_per_day']:.4g} crawls/day), "
+        f"below --max-interval-h {limit:.4g} h: a page that never changes is fetched that often; "
+        "a smaller --budget lengthens it"
+    )
+
+
 # Files a command writes
+
+
+def write_failed(flag: str, path, exc: OSError) -> int:
+    """:func:`error` for a file that could not be written (a full disk, a file system that
+    refuses the write): one line naming ``flag``, the file and the system's reason; return 2.
+
+    The writers of this package write to a temporary file first and remove it on failure,
+    so nothing partial is left where the file goes.
+    """
+    if _SIGNALLED.is_set():
+        raise KeyboardInterrupt
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return error(f"{flag} {str(path)!r}: could not write it ({reason}); nothing was written there")
 
 
 def report_files(folder) -> list[Path]:
@@ -390,14 +441,69 @@ def remove_if_empty(folders) -> None:
             pass
 
 
+def _make_folders(folder) -> list[Path]:
+    """Create ``folder`` and its missing parents, one level at a time, outermost first; return
+    those this call created (a level another process creates first is not ours)."""
+    made = []
+    for p in reversed(_missing(folder)):
+        try:
+            p.mkdir()
+        except FileExistsError:
+            continue
+        made.append(p)
+    return made
+
+
+#: the prefix of the file that marks a folder as in use by a run (removed when the run ends)
+IN_USE_PREFIX = ".changerate-bayes-in-use-"
+
+
+def _claim(folder, created: list[Path], tries: int = 20) -> Path | None:
+    """Put a marker file into ``folder`` (creating it and its parents if needed, adding those this
+    run created to ``created``), so that no other run's clean-up removes it while this run needs it.
+
+    A folder removed by another run between its creation and the marker is created again.
+    Returns the marker, or None if the folder cannot be created or written (the command
+    itself then reports why).
+    """
+    for _ in range(tries):
+        try:
+            created += [p for p in _make_folders(folder) if p not in created]
+            fd, marker = tempfile.mkstemp(prefix=IN_USE_PREFIX, dir=folder)
+        except FileNotFoundError:  # removed by another run's clean-up in between: create it again
+            continue
+        except OSError:
+            return None
+        os.close(fd)
+        return Path(marker)
+    return None
+
+
 def run_removing_new_folders(run, args, folders) -> int:
     """``run(args)``; if it fails (status != 0 or an exception), remove those of ``folders``
-    (and their parents) that did not exist before and are still empty."""
-    created = new_folders(folders)
+    (and their parents) that this run created and that are still empty.
+
+    Each folder is created before the run, level by level, so that the run knows which
+    ones it created (a level that another process created first is not its own), and
+    holds a marker file (``.changerate-bayes-in-use-*``) while the run lasts: a folder is
+    removed with :func:`os.rmdir`, which fails on a folder that is not empty, so two runs
+    writing into the same new folder never remove it under each other. The markers are
+    removed when the run ends, whatever its outcome.
+    """
+    created: list[Path] = []
+    markers = []
+    for folder in dict.fromkeys(Path(f) for f in folders if f is not None and str(f).strip()):
+        marker = _claim(folder, created)
+        if marker is not None:
+            markers.append(marker)
     status = 1
     try:
         status = run(args)
     finally:
+        for marker in markers:
+            with contextlib.suppress(OSError):
+                marker.unlink()
         if status != 0:
+            created.sort(key=lambda p: len(p.parts), reverse=True)
             remove_if_empty(created)
     return status

@@ -12,7 +12,16 @@ from ..crawllog.report import crawl_diagnostics, diagnose_report
 from ..diagnostics import poisson_gof
 from ..io import STANDARD_COLUMNS, CrawlLogError, read_log
 from ..report import check_output_dir, write_report
-from ._common import LOG_ROLES, add_columns_flag, fail, parse_columns, refuse_inputs_as_outputs, report_files, runs
+from ._common import (
+    LOG_ROLES,
+    add_columns_flag,
+    fail,
+    parse_columns,
+    refuse_inputs_as_outputs,
+    report_files,
+    runs,
+    write_failed,
+)
 
 __all__ = ["register"]
 
@@ -21,7 +30,7 @@ __all__ = ["register"]
 CRAWL_COLUMNS = ("changed", "digest", "status")
 
 #: the Python arguments behind this command's flags, for its error messages
-FLAGS = {"n_resamples": "--n-resamples", "out_dir": "--report", "event_times": "EVENTS.csv"}
+FLAGS = {"n_resamples": "--n-resamples", "out_dir": "--report", "event_times": "EVENTS.csv", "window": "--window"}
 
 
 def register(p) -> None:
@@ -46,6 +55,15 @@ def register(p) -> None:
     )
     p.add_argument("--n-resamples", type=int, default=199, help="Monte Carlo samples per p-value (default 199)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--window",
+        nargs=2,
+        metavar=("START", "END"),
+        help="the observation window, in the times' unit (numbers, or ISO-8601 datetimes); it must hold every "
+        "event. Without it the tests see only the span from the first to the last event, so a burst followed by "
+        "a long quiet stretch looks regular; with it the gap CV (burstiness) takes the spacings from START to "
+        "END. Exact change times only",
+    )
     runs(p, _run, lambda args: [args.report])  # a failure removes the report folders it created, if empty
 
 
@@ -80,6 +98,8 @@ def _run(args) -> int:
     except (ValueError, OSError) as exc:
         return _err(str(exc))
     if crawl:
+        if args.window is not None:
+            return _err("--window applies to exact change times, not to a crawl log (visits)")
         return _run_crawl(args, mapping, header, t0)
     return _run_events(args, frame, mapping, t0)
 
@@ -129,7 +149,10 @@ def _run_crawl(args, mapping: dict, header: list, t0: float) -> int:
     html, payload = diagnose_report(
         rows, sources=[args.events], seed=args.seed, kind="crawl", n_pages=len(log.page_ids), started=t0
     )
-    path = write_report(args.report, html=html, results=payload)
+    try:
+        path = write_report(args.report, html=html, results=payload)
+    except OSError as exc:  # a full disk, a file system that refuses the write: nothing partial is left
+        return write_failed("--report", args.report, exc)
     print(f"wrote the report {path}")
     return 0
 
@@ -170,6 +193,12 @@ def _run_events(args, frame, mapping: dict, t0: float) -> int:
             "time as an ISO-8601 datetime"
         )
     values = numeric if is_num.all() else times
+    window = args.window
+    if window is not None and is_num.all():
+        try:
+            window = [float(w) for w in window]
+        except ValueError:
+            return _err(f"--window takes two numbers for numeric times; got {' '.join(args.window)}")
     _report_goes_to(args)
     page_col = mapping["page"]
     has_pages = page_col in frame.columns
@@ -185,7 +214,7 @@ def _run_events(args, frame, mapping: dict, t0: float) -> int:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                res = poisson_gof(vals, n_resamples=args.n_resamples, rng=args.seed)
+                res = poisson_gof(vals, n_resamples=args.n_resamples, rng=args.seed, window=window)
         except (ValueError, TypeError) as exc:
             text = _file_lines(str(exc), rows + 2)
             return _err(
@@ -199,6 +228,9 @@ def _run_events(args, frame, mapping: dict, t0: float) -> int:
         rej = res.rejected(0.05)
         print(f"{page}: {res.n_events} events; rejected at 5% (Holm): {', '.join(rej) if rej else 'none'}")
     html, payload = diagnose_report(results, sources=[args.events], seed=args.seed, n_pages=len(counts), started=t0)
-    path = write_report(args.report, html=html, results=payload)
+    try:
+        path = write_report(args.report, html=html, results=payload)
+    except OSError as exc:  # a full disk, a file system that refuses the write: nothing partial is left
+        return write_failed("--report", args.report, exc)
     print(f"wrote the report {path}")
     return 0

@@ -18,11 +18,13 @@ from ._common import (
     fail,
     output_lock,
     parse_columns,
+    plan_line,
     refuse_inputs_as_outputs,
     report_files,
     resolve_output,
     runs,
     with_notes,
+    write_failed,
     write_table,
 )
 
@@ -103,24 +105,6 @@ def _methods(args) -> tuple:
     return tuple(METHODS) if args.all_estimators else tuple(dict.fromkeys(args.methods))
 
 
-def _plan_line(attrs) -> str:
-    """The printed line naming the crawl plan's policy and the pages held at the revisit bound."""
-    policy = attrs.get("policy", "?")
-    why = {
-        "index_mean": " (the freshness index: it beat round robin in the replay of real pages at budgets from "
-        "the total change rate up)",
-        "uniform": " (round robin: below the total change rate the index lost to it in the replay of real pages)",
-    }.get(policy, "")
-    line = f"crawl plan: {policy}{why}, {attrs.get('budget_per_day', float('nan')):.4g} crawls/day"
-    n = int(attrs.get("n_at_revisit_bound", 0))
-    if n:
-        line += (
-            f"; {n} page(s) would be crawled less often or never and get the revisit bound "
-            f"{attrs['max_interval_h']:.4g} h instead (column `at_revisit_bound`)"
-        )
-    return line
-
-
 def _run(args) -> int:
     t0 = time.perf_counter()
     if args.format_alias is not None:
@@ -160,7 +144,7 @@ def _run(args) -> int:
         return fail(str(exc), FLAGS)
     table = res.table
     print(res.audit.format())
-    print(_plan_line(table.attrs))
+    print(plan_line(table.attrs))
     print(f"note: {table.attrs['rate_rule']}")
     for msg in table.attrs.get("notes", ()):  # the pages whose rate the data bound on one side only
         print(f"note: {msg}")
@@ -172,10 +156,16 @@ def _run(args) -> int:
             table, res.audit, log=res.log, seed=args.seed, attribution=log_attribution(files, res.format), started=t0
         )
     with output_lock(resolve_output(out).parent):  # another run's table and report are never mixed with ours
-        write_table(table, out)
+        try:
+            write_table(table, out)
+        except OSError as exc:  # a full disk, a file system that refuses the write: the temporary file is removed
+            return write_failed("--out", args.out, exc)
         print(f"wrote {len(table)} pages to {out}")
         if html is not None:
-            path = write_report(args.report, html=html, results=results)
+            try:
+                path = write_report(args.report, html=html, results=results)
+            except OSError as exc:
+                return write_failed("--report", args.report, exc)
             print(f"wrote the report {path}")
     print(f"done in {time.perf_counter() - t0:.1f} s")
     return 0

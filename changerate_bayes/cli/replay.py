@@ -25,6 +25,7 @@ from ._common import (
     report_files,
     resolve_output,
     runs,
+    write_failed,
     write_table,
 )
 
@@ -266,8 +267,14 @@ def _run(args) -> int:
     lock = output_lock(csv_out.parent) if csv_out is not None else contextlib.nullcontext()
     with lock:  # another run's table and report are never mixed with ours
         if csv_out is not None:
-            write_table(df, csv_out)  # atomic: a temporary file, then a rename
+            try:
+                write_table(df, csv_out)  # atomic: a temporary file, then a rename
+            except OSError as exc:  # a full disk, a file system that refuses the write
+                return write_failed("--csv", args.csv, exc)
         if html is not None:
-            path = write_report(args.report, html=html, results=results)
+            try:
+                path = write_report(args.report, html=html, results=results)
+            except OSError as exc:
+                return write_failed("--report", args.report, exc)
             print(f"report written to {path}")
     return 0

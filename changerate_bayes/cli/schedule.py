@@ -14,11 +14,14 @@ from ._common import (
     LOG_ROLES,
     add_log_flags,
     fail,
+    longest_interval,
     parse_columns,
+    plan_line,
     refuse_inputs_as_outputs,
     resolve_output,
     runs,
     with_notes,
+    write_failed,
 )
 
 __all__ = ["register"]
@@ -29,8 +32,10 @@ _BY_SUFFIX = {".csv": "csv", ".parquet": "parquet"}
 def register(p) -> None:
     """Add the flags of ``schedule`` to its parser ``p``."""
     p.description = (
-        "Read crawl logs, share the crawl budget between the pages (the allocation of `estimate`), "
-        "and write one row per page: the next fetch time (UTC, the last fetch plus the interval), the interval "
+        'Read crawl logs, share the crawl budget between the pages (the allocation of `estimate`, "auto": the '
+        "freshness index's mean form from a budget of the total estimated change rate up, round robin below, the "
+        "fixed schedule the replay of real pages supports), "
+        "and write one row per page: the next fetch time (UTC, the page's last fetch attempt in the log plus the interval), the interval "
         "in hours, the page's recommended change rate (changes per day) and the probability that it will have "
         "changed by the next fetch. A page the allocation does not crawl, or crawls less often than "
         "--max-interval-h, is scheduled at --max-interval-h and marked interval_source=max_interval. "
@@ -53,7 +58,10 @@ def register(p) -> None:
         type=float,
         default=MAX_INTERVAL_H,
         metavar="HOURS",
-        help=f"revisit limit in hours (default {MAX_INTERVAL_H:g}: 90 days, Nutch's db.fetch.interval.max)",
+        help=f"revisit limit in hours (default {MAX_INTERVAL_H:g}: 90 days, Nutch's db.fetch.interval.max). "
+        "The allocation has its own revisit bound, 4·N/B days (N pages, B the --budget), which is shorter on "
+        "a small site with a large budget (7 pages at --budget 100: 6.7 h): the longest interval is the shorter "
+        "of the two, and the printed crawl plan says which one set it",
     )
     runs(p, _run, lambda args: [Path(args.out).parent])
 
@@ -132,6 +140,13 @@ def _run(args) -> int:
     for msg in notes:
         print(f"note: {msg}")
     a = table.attrs
+    plan = {
+        "policy": a.get("policy"),
+        "budget_per_day": a["budget_per_day"],
+        "n_at_revisit_bound": a.get("n_revisit_bound", 0),
+        "max_interval_h": a.get("revisit_bound_h"),
+    }
+    print(f"{plan_line(plan)}; {longest_interval(a)}")
     print(f"note: {a['rate_rule']}")
     if a["n_max_interval"]:
         print(
@@ -143,6 +158,11 @@ def _run(args) -> int:
         print(
             f"note: the allocation holds {a['n_revisit_bound']} page(s) at its revisit bound "
             "(interval_source=revisit_bound)"
+        )
+    if a.get("n_min_interval"):
+        print(
+            f"note: the allocation gives {a['n_min_interval']} page(s) less than half a second: they are "
+            "scheduled at the shortest interval, 1 s (interval_source=min_interval)"
         )
     left_out = audit.single_visit_pages + audit.pages_without_usable_visit
     if left_out:
@@ -156,6 +176,8 @@ def _run(args) -> int:
         path = write_schedule(table, out, format=out_format)
     except ValueError as exc:  # a URL Nutch cannot read back: the log's page, whatever its row in the schedule
         return fail(re.sub(r"^`schedule` row \d+: url ", "--format nutch-seeds: the log's page ", str(exc)), FLAGS)
+    except OSError as exc:  # a full disk, a file system that refuses the write: the temporary file is removed
+        return write_failed("--out", args.out, exc)
     print(f"wrote the schedule of {len(table)} pages to {path} ({out_format})")
     print(f"done in {time.perf_counter() - t0:.1f} s")
     return 0

@@ -62,6 +62,7 @@ from ..io import (
     scan_csv,
     scan_parquet,
 )
+from .fetch_schedule import with_last_attempt
 from .table import concat_part_tables, page_table
 
 __all__ = ["read_reduce_group", "task_settings"]
@@ -247,6 +248,8 @@ def read_reduce_group(
                                         posterior_method=posterior_method,
                                     )
                                 )
+                                if with_posterior:  # a schedule: from each page's last fetch attempt
+                                    tables[-1] = with_last_attempt(tables[-1], part)
                                 codes.append(c)
                                 if with_posterior:  # its pages are named by their codes
                                     h = posterior_history(part.history)
@@ -304,6 +307,8 @@ def read_reduce_group(
                         table = page_table(
                             log, methods=methods, prior=prior, level=level, posterior_method=posterior_method
                         )
+                        if with_posterior:  # a schedule: from each page's last fetch attempt
+                            table = with_last_attempt(table, log)
                         out["table"] = table
                         if with_posterior:
                             out["histories"].append(posterior_history(log.history))

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
+import threading
 import warnings
 
 import numpy as np
@@ -53,7 +55,7 @@ from ..io import (
 )
 from ._dask_tasks import read_reduce_group, task_settings
 from .allocate import allocate_crawls
-from .fetch_schedule import MAX_INTERVAL_H, _check_max_interval, crawl_schedule
+from .fetch_schedule import MAX_INTERVAL_H, _check_max_interval, crawl_schedule, with_last_attempt
 from .table import LogEstimates, concat_part_tables, page_table
 
 __all__ = [
@@ -105,6 +107,8 @@ def _partition_body(pdf, columns, change_from, methods, prior, level, posterior_
     if log.history is None:
         return None, log.audit, None, kinds, None
     table = page_table(log, methods=methods, prior=prior, level=level, posterior_method=posterior_method)
+    if with_posterior:  # a schedule: from each page's last fetch attempt
+        table = with_last_attempt(table, log)
     page_col = (columns or {}).get("page", "page")
     first_row = pdf.groupby(page_col, sort=False)["_row"].min()
     compact = posterior_history(log.history) if with_posterior else None
@@ -301,6 +305,8 @@ def _pages_of(pieces, kind, sources, methods, prior, level, posterior_method, wi
         if log.history is None:
             return None, log.audit, None, None
         table = page_table(log, methods=methods, prior=prior, level=level, posterior_method=posterior_method)
+        if with_posterior:  # a schedule: from each page's last fetch attempt
+            table = with_last_attempt(table, log)
         history = posterior_history(log.history) if with_posterior else None
     where = pd.Index(labels).get_indexer(table["page"])
     return table, log.audit, first_key[where], history
@@ -884,29 +890,52 @@ def dask_client(client=None):
         if client is not None and not isinstance(client, str):
             yield client
             return
-        cluster = None
-        if client is None:
-            try:
-                yield get_client()
-                return
-            except ValueError:  # no current client
+        cluster = own = None
+        try:
+            if client is None:
+                try:
+                    yield get_client()
+                    return
+                except ValueError:  # no current client
+                    pass
                 # a task's error reaches the caller as its one-line message; the workers' own log of it
                 # ("Compute Failed" with the traceback) would print that error a second time, as a traceback.
                 # The dashboard on a free port: dashboard_address=None still tries Dask's default 8787, and
                 # warns (twice) whenever another cluster on the machine holds it
-                cluster = LocalCluster(
-                    n_workers=2,
-                    threads_per_worker=1,
-                    processes=True,
-                    dashboard_address=":0",
-                    silence_logs=logging.CRITICAL,
-                )
+                with _sigint_ignored():  # the worker processes start with Ctrl-C ignored: see _sigint_ignored
+                    cluster = LocalCluster(
+                        n_workers=2,
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address=":0",
+                        silence_logs=logging.CRITICAL,
+                    )
                 own = Client(cluster)
-        else:
-            own = Client(client)
-        try:
+            else:
+                own = Client(client)
             yield own
         finally:
-            own.close()
+            if own is not None:
+                own.close()
             if cluster is not None:
                 cluster.close()
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """Ignore SIGINT meanwhile (in the main thread only; elsewhere nothing is done).
+
+    A process started meanwhile inherits the ignored signal, and Python keeps it ignored:
+    the local cluster's worker processes never see Ctrl-C, which a terminal sends to the
+    whole process group, so that they do not each print a KeyboardInterrupt traceback while
+    this process stops, closing the cluster (which stops them). A Ctrl-C pressed while the
+    cluster starts (a few seconds) is ignored; the next one stops the command.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

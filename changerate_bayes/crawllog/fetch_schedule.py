@@ -47,6 +47,7 @@ MAX_INTERVAL_H = 90 * 24.0
 SCHEDULE_COLUMNS = (
     "url",
     "last_fetch",
+    "last_attempt",
     "next_fetch",
     "interval_h",
     "interval_source",
@@ -57,6 +58,7 @@ SCHEDULE_COLUMNS = (
 #: Output formats of :func:`write_schedule`.
 SCHEDULE_FORMATS = ("csv", "parquet", "nutch-seeds")
 _SECONDS_PER_HOUR = 3600
+_SECONDS_PER_DAY = 86400
 #: Nutch parses the interval with ``Integer.parseInt``: at most 2^31 − 1 seconds.
 _NUTCH_MAX_SECONDS = 2**31 - 1
 _NUTCH_KEY = "nutch.fetchInterval.fixed"
@@ -106,7 +108,8 @@ def crawl_schedule(
     table : pandas.DataFrame
         From :func:`changerate_bayes.estimate_pages` (or :func:`~changerate_bayes.crawllog.allocate_crawls`
         of a page table): columns ``page``, ``last_visit`` (UTC), ``rate_per_day``,
-        ``rate_method`` and ``crawl_interval_h``.
+        ``rate_method`` and ``crawl_interval_h``; optionally ``last_attempt`` (UTC, each page's
+        last fetch attempt, whatever its outcome; default ``last_visit``).
     history : CrawlHistory
         The same pages in the same order (``page_ids`` equal to ``table["page"]`` when
         it has labels), intervals in hours: the log's history, or its
@@ -121,16 +124,25 @@ def crawl_schedule(
     Returns
     -------
     pandas.DataFrame
-        One row per page, columns :data:`SCHEDULE_COLUMNS`: ``url``; ``last_fetch`` and
-        ``next_fetch`` (UTC; next = last + interval); ``interval_h``, the interval in
+        One row per page, columns :data:`SCHEDULE_COLUMNS`: ``url``; ``last_fetch`` (UTC, the
+        page's last successful visit, the last the estimate rests on); ``last_attempt`` (UTC,
+        the page's last fetch attempt in the log, from the table's ``last_attempt`` column
+        where it has one, never before ``last_fetch``: a later 404 or redirect, say);
+        ``next_fetch`` (UTC; last_attempt + interval, so never before any fetch of the page
+        in the log); ``interval_h``, the interval in
         hours, rounded to whole seconds (at least one); ``interval_source``
         (``"allocation"``; ``"revisit_bound"`` where the table's ``at_revisit_bound`` says
-        the allocation holds the page at its own bound; ``"max_interval"`` where this
-        function's limit applies); ``rate_per_day`` and ``rate_method``
+        the allocation holds the page at its own bound, its longest interval;
+        ``"max_interval"`` where this function's limit applies; ``"min_interval"`` where
+        the allocated interval, below half a second, is raised to the shortest interval,
+        one second); ``rate_per_day`` and ``rate_method``
         (the table's recommended rate, changes per day); ``p_changed``, P(the page has
         changed by ``next_fetch``) from :func:`~changerate_bayes.bayes.change_probability`. ``attrs`` holds
         ``budget_per_day`` (the allocation's), ``max_interval_h``, ``n_max_interval``
-        (pages at the revisit limit) and ``crawls_per_day`` (what the schedule spends:
+        (pages at the revisit limit), ``n_revisit_bound``, ``n_min_interval``, ``policy`` (the
+        allocation's), ``revisit_bound_h`` (the allocation's own longest interval, 4·N/B,
+        its ``attrs["max_interval_h"]``; the longest interval is the shorter of it and
+        ``max_interval_h``), ``n_pages`` and ``crawls_per_day`` (what the schedule spends:
         Σ 24 / interval_h, above the budget by the pages held at the limit).
 
     Raises
@@ -140,7 +152,9 @@ def crawl_schedule(
     ValueError
         If a column is missing, ``table`` and ``history`` do not hold the same pages in
         the same order, a page has no last visit time (a bare history), an allocated
-        interval is negative, ``max_interval_h`` is not finite and >= 1 s, or a next
+        interval is negative, ``max_interval_h`` is not finite and >= 1 s, the table's
+        ``attrs["budget_per_day"]`` is above N × 86,400 crawls per day (N pages, each
+        fetched at most once a second: a budget the schedule cannot spend), or a next
         fetch would fall after 2262-04-11 (the end of int64 nanoseconds).
     """
     if not isinstance(table, pd.DataFrame):
@@ -165,10 +179,23 @@ def crawl_schedule(
             f"`table` row {i} (page {table['page'].iloc[i]!r}) has no last visit time: a schedule "
             "needs the log's fetch times"
         )
+    attempt = last
+    if "last_attempt" in table.columns:  # a later failed fetch, redirect or dropped row of the page
+        given = pd.to_datetime(table["last_attempt"], utc=True)
+        attempt = pd.Series(np.where(given.isna() | (given < last), last, given), index=last.index)
+        attempt = pd.to_datetime(attempt, utc=True)
     allocated = table["crawl_interval_h"].to_numpy(dtype=np.float64)
     if (allocated < 0).any():
         i = int(np.flatnonzero(allocated < 0)[0])
         raise ValueError(f"`table` column 'crawl_interval_h' must be >= 0; got {allocated[i]} at row {i}")
+    budget = table.attrs.get("budget_per_day")
+    most = len(table) * _SECONDS_PER_DAY  # every page once a second, the shortest interval a schedule holds
+    if budget is not None and not (float(budget) <= most):
+        raise ValueError(
+            f"`budget` {float(budget):g} crawls per day is more than a schedule of {len(table)} pages can "
+            f"spend: at most {most:,} crawls per day (one fetch per second per page, the shortest interval); "
+            "give at most that"
+        )
     bounded = ~(allocated <= limit)  # infinite, NaN or beyond the limit
     at_bound = (
         table["at_revisit_bound"].to_numpy(dtype=bool)
@@ -176,14 +203,16 @@ def crawl_schedule(
         else np.zeros(len(table), dtype=bool)
     )  # held at the allocation's own bound
     hours = np.where(bounded, limit, allocated)
-    seconds = np.maximum(np.rint(hours * _SECONDS_PER_HOUR), 1.0).astype(np.int64)
+    raw = np.rint(hours * _SECONDS_PER_HOUR)
+    shortest = ~bounded & (raw < 1.0)  # raised to the shortest interval a schedule holds, one second
+    seconds = np.maximum(raw, 1.0).astype(np.int64)
     interval_h = seconds / _SECONDS_PER_HOUR
-    room = (pd.Timestamp.max.tz_localize("UTC") - last).dt.total_seconds().to_numpy()
+    room = (pd.Timestamp.max.tz_localize("UTC") - attempt).dt.total_seconds().to_numpy()
     late = seconds > np.floor(room)  # the next fetch would overflow int64 nanoseconds
     if late.any():
         i = int(np.flatnonzero(late)[0])
         raise ValueError(
-            f"page {table['page'].iloc[i]!r}: its next fetch, {last.iloc[i]:%Y-%m-%dT%H:%M:%SZ} + "
+            f"page {table['page'].iloc[i]!r}: its next fetch, {attempt.iloc[i]:%Y-%m-%dT%H:%M:%SZ} + "
             f"{interval_h[i]:g} h, is after {pd.Timestamp.max:%Y-%m-%d}, the last time a schedule can "
             "hold (int64 nanoseconds); lower `max_interval_h`"
         )
@@ -191,10 +220,11 @@ def crawl_schedule(
         {
             "url": table["page"].to_numpy(),
             "last_fetch": last.to_numpy(),
-            "next_fetch": (last + pd.to_timedelta(seconds, unit="s")).to_numpy(),
+            "last_attempt": attempt.to_numpy(),
+            "next_fetch": (attempt + pd.to_timedelta(seconds, unit="s")).to_numpy(),
             "interval_h": interval_h,
-            "interval_source": np.where(
-                bounded, "max_interval", np.where(at_bound, "revisit_bound", "allocation")
+            "interval_source": np.select(
+                [bounded, shortest, at_bound], ["max_interval", "min_interval", "revisit_bound"], "allocation"
             ).astype(object),
             "rate_per_day": table["rate_per_day"].to_numpy(dtype=np.float64),
             "rate_method": table["rate_method"].to_numpy(dtype=object),
@@ -202,15 +232,20 @@ def crawl_schedule(
         }
     )
     out["last_fetch"] = pd.to_datetime(out["last_fetch"], utc=True)
+    out["last_attempt"] = pd.to_datetime(out["last_attempt"], utc=True)
     out["next_fetch"] = pd.to_datetime(out["next_fetch"], utc=True)
     out.attrs.update(
         budget_per_day=table.attrs.get("budget_per_day"),
         max_interval_h=limit,
         n_max_interval=int(bounded.sum()),
-        n_revisit_bound=int((at_bound & ~bounded).sum()),
+        n_revisit_bound=int((at_bound & ~bounded & ~shortest).sum()),
+        n_min_interval=int(shortest.sum()),
         crawls_per_day=float(np.sum(24.0 / interval_h)),
         rates="changes per day",
         rate_rule=table.attrs.get("rate_rule"),
+        policy=table.attrs.get("policy"),
+        revisit_bound_h=table.attrs.get("max_interval_h"),
+        n_pages=len(table),
     )
     return out
 
@@ -253,8 +288,18 @@ def schedule_pages(log, *, budget=None, prior=None, level=0.9, max_interval_h=MA
     """
     if not isinstance(log, CrawlLog):
         raise TypeError(f"`log` must be a CrawlLog (from changerate_bayes.io.read_log); got {type(log).__name__}")
-    table = allocate_crawls(page_table(log, prior=prior, level=level), budget)
+    table = with_last_attempt(allocate_crawls(page_table(log, prior=prior, level=level), budget), log)
     return crawl_schedule(table, posterior_history(log.history), max_interval_h=max_interval_h, prior=prior)
+
+
+def with_last_attempt(table: pd.DataFrame, log) -> pd.DataFrame:
+    """``table`` (a page table of ``log``, same pages in the same order) with the column ``last_attempt``
+    (UTC): each page's last fetch attempt in the log (``log.last_attempt``), which :func:`crawl_schedule`
+    schedules from. Unchanged when the log does not say."""
+    if getattr(log, "last_attempt", None) is None:
+        return table
+    table["last_attempt"] = pd.to_datetime(log.last_attempt, utc=True)
+    return table
 
 
 def nutch_seed_lines(schedule: pd.DataFrame) -> str:
@@ -265,9 +310,13 @@ def nutch_seed_lines(schedule: pd.DataFrame) -> str:
     TAB, and the rest is metadata, ``name=value`` pairs separated by TABs. The reserved
     name ``nutch.fetchInterval.fixed`` takes an integer number of seconds
     (``Integer.parseInt``), sets the page's fetch interval and stores it as the fixed
-    interval that ``AdaptiveFetchSchedule`` does not change. Nutch fetches an injected
-    URL at injection time and then every interval, so the seed list carries the
-    intervals, not the next fetch times.
+    interval that ``AdaptiveFetchSchedule`` does not change. The seed list carries the
+    intervals, not the next fetch times: Nutch fetches a *new* URL at injection time and
+    then every interval. A URL the CrawlDb already holds (every page of a log) keeps its
+    record unless the injector runs with ``-update`` (the record keeps its status and
+    scheduled fetch time and takes the new interval, from its next fetch on) or
+    ``-overwrite`` (the record is replaced: fetched again at once, its history lost); so
+    load a schedule with ``bin/nutch inject <crawldb> <seed folder> -update``.
 
     Parameters
     ----------
@@ -283,7 +332,10 @@ def nutch_seed_lines(schedule: pd.DataFrame) -> str:
     ------
     ValueError
         For a URL that Nutch would not read back as it is (empty, containing a TAB, CR or
-        LF, or starting with ``#``, which Nutch skips as a comment), or an interval that
+        LF, starting with ``#``, which Nutch skips as a comment, or starting or ending
+        with a space or control character, which the injector trims with
+        ``String.trim``, so that ``" u"``, ``"u "`` and ``"u"`` would all be ``u``), naming
+        the row and the URL; or an interval that
         is not a whole number of seconds in 1..2^31 − 1.
 
     Examples
@@ -311,11 +363,22 @@ def nutch_seed_lines(schedule: pd.DataFrame) -> str:
                 f"`schedule` row {i}: url {url!r} cannot be a Nutch seed (empty, a TAB or line break "
                 "in it, or a leading '#', which Nutch skips as a comment)"
             )
+        if _java_trim(url) != url:
+            raise ValueError(
+                f"`schedule` row {i}: url {url!r} cannot be a Nutch seed: it starts or ends with a space "
+                "or control character, which Nutch's injector trims, so it would inject another URL "
+                "(and merge it with any page spelled without them)"
+            )
     return "".join(f"{u}\t{_NUTCH_KEY}={int(s)}\n" for u, s in zip(urls, whole))
 
 
+def _java_trim(text: str) -> str:
+    """``text`` as Java's ``String.trim`` leaves it: every character <= U+0020 removed at either end."""
+    return text.strip("".join(map(chr, range(0x21))))
+
+
 def _time_format(schedule: pd.DataFrame) -> str:
-    times = pd.concat([schedule["last_fetch"], schedule["next_fetch"]])
+    times = pd.concat([schedule[c] for c in ("last_fetch", "last_attempt", "next_fetch") if c in schedule.columns])
     whole = (times.dt.microsecond == 0).all() and (times.dt.nanosecond == 0).all()
     return "%Y-%m-%dT%H:%M:%SZ" if whole else "%Y-%m-%dT%H:%M:%S.%fZ"
 

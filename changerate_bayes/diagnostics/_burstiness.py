@@ -13,13 +13,15 @@ Goh, K.-I. and Barabási, A.-L. (2008), Burstiness and memory in complex systems
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from scipy import stats
 
 from ._exponential import MIN_GAPS, NULL_SIZE, subsize_pvalue
 from ._result import DiagnosticResult, insufficient, verdict_words
 
-__all__ = ["gap_cv", "burstiness_coefficient", "burstiness_results"]
+__all__ = ["gap_cv", "burstiness_coefficient", "burstiness_results", "window_spacings", "window_burstiness_results"]
 
 
 def gap_cv(gaps: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -80,3 +82,41 @@ def burstiness_results(gaps: np.ndarray, *, n_resamples: int, rng, alpha: float 
         details=det,
     )
     return r_cv, r_b
+
+
+def window_spacings(times: np.ndarray, start: float, end: float) -> np.ndarray:
+    """The n + 1 spacings of n sorted event times in the observation window [start, end], both ends included.
+
+    Examples
+    --------
+    >>> window_spacings(np.array([1.0, 2.0]), 0.0, 10.0)
+    array([1., 1., 8.])
+    """
+    t = np.clip(np.asarray(times, dtype=np.float64), start, end)  # a jittered time may pass an end
+    return np.diff(np.concatenate(([start], t, [end])))
+
+
+def window_burstiness_results(times: np.ndarray, window, *, n_resamples: int, rng, alpha: float = 0.05):
+    """The ``gap_cv`` and ``burstiness`` results of events observed over ``window = (start, end)``.
+
+    Given n events, a Poisson process puts them i.i.d. uniform on the window; their n + 1
+    spacings (both ends included) divided by the window's length are distributed as
+    E_i / Σ E_j with E i.i.d. exponential, and the CV is scale-free: the null of the CV
+    is exactly that of n + 1 exponential gaps (:func:`burstiness_results`). Unlike the
+    gaps between the first and the last event, the spacings see a quiet stretch before
+    the first event or after the last: a burst followed by silence is bursty, not regular.
+    """
+    start, end = window
+    found = burstiness_results(window_spacings(times, start, end), n_resamples=n_resamples, rng=rng, alpha=alpha)
+    extra = {"window": [float(start), float(end)]}
+    return tuple(
+        dataclasses.replace(
+            r,
+            details={
+                **r.details,
+                **extra,
+                "null": r.details.get("null", "") + "; spacings from the window's start to its end (ends included)",
+            },
+        )
+        for r in found
+    )

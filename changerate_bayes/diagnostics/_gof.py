@@ -10,9 +10,10 @@ from types import MappingProxyType
 
 import numpy as np
 
+from .._event_times import as_event_times
 from .._rng import as_generator
 from .._validation import StatisticalWarning, check_positive_int, check_positive_scalar
-from ._burstiness import burstiness_results
+from ._burstiness import burstiness_results, window_burstiness_results
 from ._counts import dispersion_result, seasonality_result
 from ._crawl import calibration_result
 from ._exponential import anderson_test, bootstrap_test, lilliefors_test
@@ -128,6 +129,9 @@ class PoissonGOFResult:
         datetimes, per input time unit for floats.
     degenerate : str or None
         Why no test could run on these times (e.g. all equal), else None.
+    window : (float, float) or None
+        The observation window given, in the unit of ``times`` (hours since ``origin``
+        for datetimes), or None.
     """
 
     n_events: int
@@ -145,6 +149,7 @@ class PoissonGOFResult:
     times: np.ndarray | None = None
     crawl_grid: CrawlGrid | None = None
     degenerate: str | None = None
+    window: tuple[float, float] | None = None
 
     def rejected(self, alpha: float = 0.05) -> tuple[str, ...]:
         """Tests rejecting at family-wise level ``alpha`` (Holm's step-down correction
@@ -271,6 +276,7 @@ def poisson_gof(
     p0: float = 0.05,
     alpha: float = 0.05,
     rng=None,
+    window=None,
 ) -> PoissonGOFResult:
     """Test whether event times are a homogeneous Poisson process.
 
@@ -308,6 +314,17 @@ def poisson_gof(
         Level used in the plain-words readings.
     rng : int, numpy.random.Generator or None
         Seed for the jitter, the Monte Carlo p-values and the Q-Q envelope.
+    window : (start, end), optional
+        The observation window, in the trace's time unit (floats for float times,
+        datetimes or ISO-8601 strings for datetimes); it must hold every event.
+        Without it the tests see only the span from the first to the last event, so a
+        burst followed (or preceded) by a long quiet stretch looks regular: 36 changes
+        every 2 h then 17 quiet days are 35 equal gaps. With it, ``gap_cv`` and
+        ``burstiness`` take the n + 1 spacings of the n events in the window, both
+        ends included; given n, Poisson events are i.i.d. uniform on the window, and
+        the spacings divided by their sum are those of n + 1 i.i.d. exponential
+        gaps, so the scale-free CV has exactly the null of n + 1 exponential gaps
+        (Cox and Lewis 1966, ch. 2). Exact event times only (not with ``crawl_interval``).
 
     Returns
     -------
@@ -332,7 +349,9 @@ def poisson_gof(
     ValueError
         For NaN/NaT/None, unparsable, unsorted times or naive times mixed with aware
         ones (naming the row), nested or ragged ``event_times``, a span beyond the
-        float range, or a non-positive ``resolution``, ``crawl_interval``,
+        float range, a ``window`` that is not two times of the trace's kind with
+        start < end holding every event (or given with ``crawl_interval``), or a
+        non-positive ``resolution``, ``crawl_interval``,
         ``n_windows``, ``n_resamples``, ``p0`` or ``alpha`` outside (0, 1).
     TypeError
         For ``event_times`` that is not a sequence (a string, number, mapping or set)
@@ -410,6 +429,7 @@ def poisson_gof(
         warnings.warn(caveat, StatisticalWarning, stacklevel=2)
 
     times, n, scale = prep.times, prep.times.size, prep.scale
+    bounds = _window(window, prep, crawl_interval)
     span = float(prep.raw[-1] - prep.raw[0]) if n else 0.0
     rate = (n - 1) / span if n > 1 and span > 0 else None
     grid = prep.grid
@@ -437,7 +457,9 @@ def poisson_gof(
         )
     else:
         tests.update(
-            _exact_time_tests(prep, segments, n_windows=n_windows, n_resamples=n_resamples, rng=gen, alpha=alpha)
+            _exact_time_tests(
+                prep, segments, n_windows=n_windows, n_resamples=n_resamples, rng=gen, alpha=alpha, window=bounds
+            )
         )
         if prep.gap_tests_valid:
             qq = exponential_qq(prep.gaps, rng=gen)
@@ -474,11 +496,49 @@ def poisson_gof(
         times=prep.given,
         crawl_grid=grid,
         degenerate=prep.degenerate,
+        window=None if bounds is None else (float(bounds[0] * scale), float(bounds[1] * scale)),
     )
 
 
-def _exact_time_tests(prep, segments, *, n_windows, n_resamples, rng, alpha) -> dict[str, DiagnosticResult]:
-    """The tests of exact event times (everything but the crawl tests)."""
+def _window(window, prep, crawl_interval):
+    """The observation window ``(start, end)`` in the internal unit of ``prep.times``, or None."""
+    if window is None:
+        return None
+    if crawl_interval is not None:
+        raise ValueError("`window` applies to exact event times, not to crawl detections (`crawl_interval`)")
+    if isinstance(window, (str, bytes)) or not hasattr(window, "__len__") or len(window) != 2:
+        raise ValueError(f"`window` must be (start, end); got {window!r}")
+    datetimes = prep.origin is not None
+    try:
+        if datetimes:
+            w = as_event_times(list(window), name="window", require_sorted=False)
+            if w.origin is None:
+                raise ValueError("the events are datetimes")
+            shift = (w.origin - prep.origin) / np.timedelta64(1, "h")
+            start, end = (float(v + shift) for v in w.values)
+        else:
+            start, end = (float(v) for v in window)
+            if any(isinstance(v, bool) for v in window):
+                raise ValueError("not numbers")
+    except (TypeError, ValueError) as exc:
+        kind = "datetimes (or ISO-8601 strings)" if datetimes else "numbers in the unit of the times"
+        raise ValueError(f"`window` must be two {kind}; got {window!r} ({exc})") from None
+    if not (np.isfinite(start) and np.isfinite(end) and start < end):
+        raise ValueError(f"`window` must have start < end, both finite; got {window!r}")
+    given = prep.given
+    if given.size and not (start <= given[0] and given[-1] <= end):
+        raise ValueError(
+            f"`window` {window!r} must hold every event: the events run from {given[0]:.6g} to {given[-1]:.6g}"
+            + (" hours after the first event" if datetimes else "")
+        )
+    return start / prep.scale, end / prep.scale
+
+
+def _exact_time_tests(
+    prep, segments, *, n_windows, n_resamples, rng, alpha, window=None
+) -> dict[str, DiagnosticResult]:
+    """The tests of exact event times (everything but the crawl tests); with an observation ``window``
+    (internal unit) the gap CV takes the spacings from the window's start to its end."""
     times, n = prep.times, prep.times.size
     gaps = prep.gaps
     tests: dict[str, DiagnosticResult] = {}
@@ -488,7 +548,14 @@ def _exact_time_tests(prep, segments, *, n_windows, n_resamples, rng, alpha) -> 
         for s in ("ks", "ad", "cvm"):
             r = bootstrap_test(gaps, s, n_resamples=n_resamples, rng=rng, alpha=alpha)
             tests[r.name] = r
-        tests["gap_cv"], tests["burstiness"] = burstiness_results(gaps, n_resamples=n_resamples, rng=rng, alpha=alpha)
+        if window is None:
+            tests["gap_cv"], tests["burstiness"] = burstiness_results(
+                gaps, n_resamples=n_resamples, rng=rng, alpha=alpha
+            )
+        else:
+            tests["gap_cv"], tests["burstiness"] = window_burstiness_results(
+                times, window, n_resamples=n_resamples, rng=rng, alpha=alpha
+            )
     else:
         why = f"{prep.n_ties} tied time(s) of unknown resolution (pass `resolution`)"
         tests.update({k: not_applicable(k, why) for k in GAP_TESTS})

@@ -253,6 +253,7 @@ def build_log_bucketed(store: PageBuckets, labels, *, change_from: str, sources)
 
     labels = np.asarray(labels, dtype=object)
     audits, codes, lengths, changed, tau, rate, first, last, ages, liars = [], [], [], [], [], [], [], [], [], []
+    attempts = []
     for c, part in reduce_buckets(store, change_from=change_from, sources=sources):
         audits.append(part.audit)
         if part.history is None:
@@ -265,6 +266,7 @@ def build_log_bucketed(store: PageBuckets, labels, *, change_from: str, sources)
         rate.append(np.broadcast_to(np.asarray(h.crawl_rate, dtype=np.float64), c.shape))
         first.append(part.first_visit)
         last.append(part.last_visit)
+        attempts.append(part.last_attempt)
         ages.append(part.last_modified_age)
         liars.append(part.last_modified_unreliable)
     audit = Audit.combine(audits, sources=tuple(str(s) for s in sources))
@@ -293,4 +295,5 @@ def build_log_bucketed(store: PageBuckets, labels, *, change_from: str, sources)
         audit=audit,
         last_modified_age=age,
         last_modified_unreliable=liar,
+        last_attempt=None if any(a is None for a in attempts) else np.concatenate(attempts)[order],
     )

@@ -115,6 +115,10 @@ class CrawlLog:
     last_modified_unreliable : ndarray of bool, shape (n_pages,), optional
         With a ``last_modified`` column: per page of the history, whether its server's
         Last-Modified was found unreliable (module docstring, rule 7) and is not used.
+    last_attempt : ndarray of datetime64[ns], shape (n_pages,), optional
+        UTC time of each page's last fetch attempt in the log, whatever its outcome (a
+        failed status, a redirect, a duplicate: every row of the page that is a capture),
+        at or after ``last_visit``.
     """
 
     history: CrawlHistory
@@ -123,6 +127,7 @@ class CrawlLog:
     audit: Audit
     last_modified_age: np.ndarray | None = None
     last_modified_unreliable: np.ndarray | None = None
+    last_attempt: np.ndarray | None = None
 
     @property
     def page_ids(self) -> np.ndarray:
@@ -679,6 +684,11 @@ def build_log(
     last = np.ones(m, dtype=bool)
     last[:-1] = pg[1:] != pg[:-1]
     last_t = tm[last][kept_per_page[pg[last]] >= 2]
+    # each page's last fetch attempt: its latest capture row, whatever became of it
+    attempt = np.full(labels.size, np.iinfo(np.int64).min, dtype=np.int64)
+    captures = ~v.not_capture
+    np.maximum.at(attempt, v.page[captures], v.time[captures].astype("datetime64[ns]").view(np.int64))
+    last_attempt = np.maximum(attempt[obs_pages], last_t.astype("datetime64[ns]").view(np.int64))
     return CrawlLog(
         history=history,
         first_visit=first_t.astype("datetime64[ns]"),
@@ -686,6 +696,7 @@ def build_log(
         audit=audit,
         last_modified_age=None if lm_age is None else lm_age[obs],
         last_modified_unreliable=None if liar is None else liar[obs_pages],
+        last_attempt=last_attempt.view("datetime64[ns]"),
     )
 
 

@@ -112,19 +112,26 @@ def figure_context():
 PVALUE_FLOOR = 1e-4
 
 
-def format_pvalue(p) -> str:
+def format_pvalue(p, n_draws: int | None = None) -> str:
     """Format a p-value for a table: "< 1e-4" below 1e-4, else 3 significant digits.
+
+    A Monte Carlo p-value estimated from ``n_draws`` replications (or permutations,
+    posterior draws) that is 0 only says that p is below 1/N: it prints as ``"< 1/N"``.
 
     Examples
     --------
     >>> format_pvalue(4.612e-242), format_pvalue(0.0), format_pvalue(0.012345), format_pvalue(1.0)
     ('< 1e-4', '< 1e-4', '0.0123', '1')
+    >>> format_pvalue(0.0, n_draws=2000), format_pvalue(0.25, n_draws=2000)
+    ('< 1/2000', '0.25')
     """
     if p is None:
         return "—"
     p = float(p)
     if math.isnan(p):
         return "NaN"
+    if n_draws is not None and p == 0:
+        return f"< 1/{int(n_draws)}"
     if p < PVALUE_FLOOR:
         return "< 1e-4"
     return f"{p:.3g}"

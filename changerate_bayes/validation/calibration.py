@@ -56,7 +56,7 @@ from changerate_bayes import (
 )
 from changerate_bayes._event_times import as_event_times
 from changerate_bayes.bayes import mcse_mean, posterior_mean_path
-from changerate_bayes.report import figure_to_html, html_table, summary_row, verdict_html
+from changerate_bayes.report import figure_to_html, format_pvalue, html_table, summary_row, verdict_html
 from changerate_bayes.traces import load_trace
 
 from ._rate_bounds import bound_coverage, render_bound_coverage
@@ -82,6 +82,23 @@ Z_AGREE = 3.0  # NUTS vs grid: |difference of means| within 3 combined Monte Car
 PPC_BINS = 5
 PPC_BAND = 0.90
 PPP_ALPHA = 0.01  # posterior predictive p-value at or below this: the model misfits
+
+
+def ppc_kind(source: str, fit: bool) -> str:
+    """The verdict kind of a posterior predictive check: on a simulated Poisson page it checks
+    the software ("holds" / "fails"); on a real trace (``source`` starting with "trace ") it
+    is a finding about the data, whichever way it goes."""
+    if str(source).startswith("trace "):
+        return "finding"
+    return "holds" if fit else "fails"
+
+
+def ppc_text(chk: dict) -> str:
+    """``"p = 0.123"``, or ``"p < 1/S"`` for a p-value of 0 from S posterior draws."""
+    n = chk.get("n_draws")
+    if chk["ppp"] == 0 and n:
+        return f"p {format_pvalue(0.0, n_draws=n)}"
+    return f"p = {chk['ppp']:.3f}"
 
 
 def ppc_fits(ppp: float, alpha: float = PPP_ALPHA) -> bool:
@@ -182,7 +199,8 @@ def ppc_bins(
     Returns
     -------
     dict
-        ``bins`` (list of per-bin records) and ``ppp``.
+        ``bins`` (list of per-bin records), ``ppp`` and ``n_draws`` (S, the draws it is
+        estimated from: a ``ppp`` of 0 means below 1/S).
     """
     edges = np.quantile(intervals, np.linspace(0, 1, n_bins + 1))
     which = np.clip(np.searchsorted(edges, intervals, side="right") - 1, 0, n_bins - 1)
@@ -214,7 +232,7 @@ def ppc_bins(
                 "inside": bool(lo[b] <= obs <= hi[b]),
             }
         )
-    return {"bins": bins, "ppp": float(np.mean(t_rep >= t_obs))}
+    return {"bins": bins, "ppp": float(np.mean(t_rep >= t_obs)), "n_draws": int(rate_draws.size)}
 
 
 # --------------------------------------------------------------------------- fitting
@@ -658,7 +676,7 @@ def render(result: dict) -> str:
             )
             parts.append(
                 verdict_html(
-                    f"{p['source']} ({method}): posterior predictive p = {chk['ppp']:.3f} (the model misfits when "
+                    f"{p['source']} ({method}): posterior predictive {ppc_text(chk)} (the model misfits when "
                     f"p ≤ {PPP_ALPHA:g}); "
                     + (
                         f"{len(miss)} of {len(chk['bins'])} τ bins outside the 90% band ({detail}). "
@@ -671,7 +689,7 @@ def render(result: dict) -> str:
                         else "The model P(I = 1 | τ) = 1 − e^{−Δτ} with one constant Δ does not describe these crawls: "
                         "changes are not a homogeneous Poisson process here."
                     ),
-                    fit,
+                    kind=ppc_kind(p["source"], fit),
                 )
             )
     lln = res["lln_identity"]
@@ -719,8 +737,15 @@ def summarize(result: dict) -> dict:
     verdict, ok = sbc_verdict(pvalues, st["uniformity_alpha"], summaries)
     kind = {True: "holds", False: "fails", None: "mixed"}[ok]
     n_pass = sum(p >= st["uniformity_alpha"] for p in pvalues)
-    return summary_row(
-        verdict=verdict[0].upper() + verdict[1:] + ".",
-        key_number=f"{n_pass} / {len(pvalues)} checks pass at {st['uniformity_alpha']:g}",
-        kind=kind,
-    )
+    key = f"{n_pass} / {len(pvalues)} checks pass at {st['uniformity_alpha']:g}"
+    # the predictive checks on simulated pages are checks too (those on real traces are findings)
+    misfits = [
+        f"{method} {ppc_text(chk)}"
+        for p in res.get("ppc", [])
+        for method, chk in p["checks"].items()
+        if ppc_kind(p["source"], ppc_fits(chk["ppp"])) == "fails"
+    ]
+    if misfits:
+        key += f"; predictive check on a simulated page fails ({', '.join(misfits)})"
+        kind = "fails"
+    return summary_row(verdict=verdict[0].upper() + verdict[1:] + ".", key_number=key, kind=kind)

@@ -121,8 +121,16 @@ def summarize(result: dict) -> dict:
         verdict=f"With Last-Modified, RMSE {lo:.2f}-{hi:.2f} times that of change/no-change at equal "
         f"crawls; lower in {wins} of {len(ratios)} scenarios.",
         key_number=f"RMSE ratio {lo:.2f}-{hi:.2f}",
-        kind="finding",
+        kind=lower_rmse_kind(ratios),
     )
+
+
+def lower_rmse_kind(ratios) -> str:
+    """The verdict kind of Cho & Garcia-Molina's claim that the last-modification date lowers the
+    error at equal crawls, checked on simulated pages (a check, not a finding about data): "holds"
+    if the RMSE ratio is below 1 in every scenario, "fails" in none, "mixed" in between."""
+    wins = sum(r["ratio"] < 1.0 for r in ratios)
+    return "holds" if wins == len(ratios) else "fails" if wins == 0 else "mixed"
 
 
 def _saving(values) -> str:
@@ -158,8 +166,9 @@ def render(result: dict) -> str:
             f"{len(ratios)} scenarios (ratio below 1): by {_saving(low)} while pages change at most once per "
             f"crawl interval (λc <= 1), by {_saving(high)} where they change several times (λc >= 2), "
             "where the change/no-change estimator saturates (nearly every crawl sees a change) and, "
-            "bounded, trades bias for variance.",
-            kind="finding",
+            "bounded, trades bias for variance. (A check on simulated pages of the claim that the date lowers "
+            "the error: it holds where the ratio is below 1.)",
+            kind=lower_rmse_kind(ratios),
         ),
         html_table(rows, ["λc", "N", "estimator", "bias", "RMSE", "infinite"]),
     ]

@@ -421,7 +421,27 @@ def summarize(result: dict) -> dict:
     pq = result["prequential"]
     blocks = pq["traces"] + [pq["ota"]]
     wins = sum(1 for b in blocks if b["winner"] == "dynamic")
-    return {"verdict": text, "key_number": f"dynamic posterior best on {wins} of {len(blocks)}", "kind": "finding"}
+    key = f"dynamic posterior best on {wins} of {len(blocks)}"
+    failing = own_model_misses(result["dynamic_calibration"])
+    if not failing:
+        return {"verdict": text, "key_number": key, "kind": "finding"}
+    # the bands' coverage on the model's own simulated pages is a check: its failure leads the row
+    misses = ", ".join(
+        f"{r['which']} {r['level']:.0%} bands cover {r['coverage']:.2f} at crawl {r['crawl']}" for r in failing
+    )
+    return {
+        "verdict": f"The dynamic posterior's bands miss their level on its own model ({misses}, outside the "
+        f"binomial 99% interval). {text}",
+        "key_number": f"own-model coverage fails: {misses}; {key}",
+        "kind": "fails",
+    }
+
+
+def own_model_misses(cal) -> list[dict]:
+    """The coverage checks of the random-walk pages (the dynamic posterior's own model) outside their
+    binomial 99% interval."""
+    rw = next(r for r in cal["kinds"] if r["kind"] == "random_walk")
+    return [r for r in rw["coverage"] if not r["ok"]]
 
 
 def _calibration_words(cal) -> tuple[str, bool | None]:
