@@ -24,6 +24,7 @@ from ._posterior import DEFAULT_PRIOR, METHODS, posterior
 from ._predictive import change_probability, posterior_history
 from ._priors import BetaPrimePrior, GammaPrior, LogNormalPrior, Prior, log_prior_u
 from ._streaming import BayesianEstimator, posterior_mean_path
+from ._sufficient import crawl_rates
 from ._summary import PosteriorSummary, posterior_mean_interval, posterior_summary
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "R_HAT_MAX",
     "SamplerDiagnostics",
     "change_probability",
+    "crawl_rates",
     "log_likelihood",
     "log_prior_u",
     "make_summary_data",

@@ -18,8 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import StatisticalWarning
-from ..bayes import posterior_mean_interval
-from ..bayes._sufficient import crawl_rates
+from ..bayes import crawl_rates, posterior_mean_interval
 from ..estimators import METHODS, final_estimates, last_modified_rate
 from ..history import CrawlHistory
 from ..io import CrawlLog

@@ -34,8 +34,7 @@ import numpy as np
 import pandas as pd
 
 from changerate_bayes.datasets import dataset_path
-from changerate_bayes.replay import POLICY_NAMES, plot_freshness_budget, replay_policies
-from changerate_bayes.replay._replay import at_search_bound
+from changerate_bayes.replay import POLICY_NAMES, at_search_bound, plot_freshness_budget, replay_policies
 from changerate_bayes.report import figure_to_html, html_table, verdict_html
 from changerate_bayes.traces import list_traces, load_trace
 
