@@ -26,8 +26,10 @@ def test_a_task_runs_numba_and_pyarrow_on_one_thread_and_restores_them():
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc settings")
 def test_large_arrays_are_not_mapped_anew_under_the_nannys_malloc_setting():
     # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which fixes glibc's mmap
-    # threshold at 128 KiB: each 2 MiB array is then mmapped and its 512 pages faulted in anew.
-    # Inside a task they come from the heap, so allocating the same array again faults no page.
+    # threshold at 128 KiB: each 16 MiB array is then mmapped and its 4,096 pages faulted in anew.
+    # Inside a task (arrays up to 32 MiB kept in the heap) allocating the same array again faults
+    # no page. The arrays are larger than the free chunks that imports may leave in the heap
+    # (malloc serves a smaller array from such a chunk without mmap, and nothing faults).
     code = textwrap.dedent("""
         import resource
         import numpy as np
@@ -35,8 +37,8 @@ def test_large_arrays_are_not_mapped_anew_under_the_nannys_malloc_setting():
 
         def faults():
             before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-            for _ in range(100):
-                a = np.ones(2**18)  # 2 MiB, written, so every page is touched
+            for _ in range(40):
+                a = np.ones(2**21)  # 16 MiB, written, so every page is touched
                 del a
             return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
 
@@ -46,10 +48,13 @@ def test_large_arrays_are_not_mapped_anew_under_the_nannys_malloc_setting():
             inside = faults()
         print(outside, inside)
     """)
-    env = {**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536"}
+    # the child's malloc is set by this variable alone: nothing malloc-related inherited from the
+    # test process (whatever an earlier test or the shell left there) may raise its mmap threshold
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
+    env["MALLOC_TRIM_THRESHOLD_"] = "65536"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     outside, inside = map(int, out.split())
-    assert outside >= 100  # each array faulted in anew (512 faults with 4 KiB pages, fewer with huge pages)
+    assert outside >= 100  # each array faulted in anew (4,096 faults with 4 KiB pages, 9 with 2 MiB huge pages)
     assert inside <= outside // 20
 
 
