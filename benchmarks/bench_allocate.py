@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from changerate_bayes.pages import allocate_crawls
+from changerate_bayes.crawllog import allocate_crawls
 from changerate_bayes.scheduling import optimal_crawl_rates
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

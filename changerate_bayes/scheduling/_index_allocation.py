@@ -259,7 +259,7 @@ def index_crawl_intervals(
     The derivation (the index, the log-space root of each page and the price search) is
     in the module notes of :mod:`changerate_bayes.scheduling._index_allocation`. The result
     is exact up to rounding (each interval to about 1e-13 relative); it is the allocation
-    :func:`changerate_bayes.pages.allocate_crawls` makes with ``policy="index_mean"``.
+    :func:`changerate_bayes.crawllog.allocate_crawls` makes with ``policy="index_mean"``.
 
     References
     ----------
