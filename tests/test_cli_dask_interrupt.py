@@ -35,6 +35,16 @@ def _logs(folder, n_files=8, pages=2000, visits=50):
     return paths
 
 
+def _ignores_sigint(pid: int) -> bool:
+    """Whether process ``pid`` ignores SIGINT now (the SigIgn mask of /proc/PID/status)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            mask = next(line for line in status if line.startswith("SigIgn:")).split()[1]
+    except (OSError, StopIteration):  # the process has ended
+        return False
+    return bool(int(mask, 16) & (1 << (signal.SIGINT - 1)))
+
+
 @pytest.mark.slow
 def test_ctrl_c_on_dask_prints_no_worker_traceback(tmp_path):
     logs = _logs(tmp_path)
@@ -53,7 +63,11 @@ def test_ctrl_c_on_dask_prints_no_worker_traceback(tmp_path):
             if len([c for c in parent.children(recursive=True) if "python" in c.name().lower()]) >= 3:
                 break
             time.sleep(0.1)
-        time.sleep(2.0)
+        # the command ignores SIGINT while it starts the cluster (so that the workers inherit
+        # SIG_IGN): press Ctrl-C once it handles SIGINT again, as its /proc status tells
+        while time.monotonic() < deadline and proc.poll() is None and _ignores_sigint(proc.pid):
+            time.sleep(0.05)
+        time.sleep(0.5)
         assert proc.poll() is None, "the run ended before the interrupt: make the log larger"
         # Ctrl-C at a terminal reaches the whole process group: the command and its workers
         os.killpg(proc.pid, signal.SIGINT)
