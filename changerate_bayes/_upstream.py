@@ -30,7 +30,7 @@ HARMLESS_WARNINGS = (
     (UserWarning, r"PyTensor could not link to a BLAS installation"),
 )
 _QUIET_LOGGERS = ("pytensor.tensor.blas",)
-_DASK_LOGGERS = ("distributed.shuffle", "distributed.nanny")
+_DASK_LOGGERS = ("distributed.shuffle", "distributed.nanny", "distributed.batched")
 
 
 def silence_harmless_upstream_output() -> None:
@@ -47,7 +47,8 @@ def silence_harmless_upstream_output() -> None:
 
 @contextlib.contextmanager
 def quiet_dask_logs():
-    """Within the block, Dask's shuffle and nanny loggers show errors only."""
+    """Within the block, Dask's shuffle, nanny and batched-comm loggers show errors only (the last
+    logs a closed connection, with its traceback, at INFO when a cluster is stopped by Ctrl-C)."""
     loggers = [logging.getLogger(name) for name in _DASK_LOGGERS]
     levels = [log.level for log in loggers]
     for log in loggers:
