@@ -37,6 +37,7 @@ STUDIES: tuple[str, ...] = (
     "pooling",
     "prequential",
     "bursts",
+    "politeness",  # last: each study's seed is its position here, so the others keep theirs
 )
 
 
@@ -213,6 +214,7 @@ _COST_HINT: dict[str, float] = {
     "scheduling_closed_loop": 2.5,
     "scheduling_sampling": 0.9,
     "last_modified": 0.5,
+    "politeness": 4.0,
 }
 
 
