@@ -502,7 +502,7 @@ def _where_words(rows) -> str:
         f"on both kinds of host ({min(r['loss_on_capped'] / r['loss'] for r in uni if r['loss'] > 0):.0%}–"
         f"{max(r['loss_on_capped'] / r['loss'] for r in uni if r['loss'] > 0):.0%} of its loss on the hosts at "
         "cap).</p>"
-        "<p>The column <em>freshness, fixed intervals</em> is (1 − e<sup>−Δ/p</sup>) p/Δ, the fresh fraction if "
+        "<p>The column <em>fresh, fixed intervals</em> is (1 − e<sup>−Δ/p</sup>) p/Δ, the fresh fraction if "
         "each page were crawled every 1/p instead of at Poisson times; the rates are optimal for Poisson crawls, "
         "so there the ordering is not guaranteed"
     )
@@ -566,15 +566,15 @@ def render(result: dict) -> str:
         ("caps", "caps"),
         ("method", "method"),
         ("value", "mean per page"),
-        ("loss", "worse than exact by"),
+        ("loss", "loss vs exact"),
         ("relative_loss", "relative"),
-        ("loss_on_capped", "of which on hosts at cap"),
-        ("loss_elsewhere", "on the other hosts"),
-        ("unspent", "budget unspent"),
+        ("loss_on_capped", "on hosts at cap"),
+        ("loss_elsewhere", "elsewhere"),
+        ("unspent", "B unspent"),
         ("hosts_at_cap", "hosts at cap"),
-        ("pages_at_cap", "their pages"),
-        ("periodic_freshness", "freshness, fixed intervals"),
-        ("solves", "solves without caps"),
+        ("pages_at_cap", "pages there"),
+        ("periodic_freshness", "fresh, fixed intervals"),
+        ("solves", "solves"),
         ("seconds", "seconds"),
     ]
     for objective, what in zip(OBJECTIVES, ("freshness (higher is better)", "harmonic staleness (lower is better)")):
