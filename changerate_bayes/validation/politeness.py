@@ -489,14 +489,14 @@ def _where_words(rows) -> str:
         "the whole budget, which is too high once the capped hosts are held back: on the hosts not at cap it loses "
         f"at least {qd_share:.0%} of its loss. <b>Saturate and recurse</b> spends the budget and "
         + (
-            "holds the same hosts at cap as the exact optimum"
+            "holds the same hosts at cap as the exact optimum; its rates on the other hosts are then the exact "
+            "ones (loss there " + ("exactly 0" if sat_elsewhere == 0 else f"at most {sat_elsewhere:.1e}") + "), so "
+            "its loss is inside the hosts at cap"
             if same_hosts
-            else "holds other hosts at cap than the exact optimum"
+            else "holds other hosts at cap than the exact optimum in some settings (loss on the hosts not at cap up "
+            f"to {sat_elsewhere:.1e} per page)"
         )
-        + "; its rates on the other hosts are the exact ones (loss there "
-        + ("exactly 0" if sat_elsewhere == 0 else f"at most {sat_elsewhere:.1e}")
-        + "), so its whole "
-        "loss is inside the hosts at cap, whose crawls it shares in proportion to rates solved at a price below "
+        + ", whose crawls it shares in proportion to rates solved at a price below "
         "the host's own: at its cap the exact optimum moves crawls to the pages that gain most per crawl (for "
         "freshness it gives up more of the fast-changing pages). <b>Uniform</b> ignores the change rates: it loses "
         f"on both kinds of host ({min(r['loss_on_capped'] / r['loss'] for r in uni if r['loss'] > 0):.0%}–"
