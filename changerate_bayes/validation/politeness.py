@@ -552,10 +552,9 @@ def render(result: dict) -> str:
             f"keeps every host within its cap (largest excess {worst_over:.1e}) and within the budget.",
             ok,
         ),
-        verdict_html(
-            "The margins, per page, on this simulated population (not a check): " + " ".join(_margins_words(rows)),
-            kind="finding",
-        ),
+        "<p><b>The margins</b>, per page, on this simulated population (a measurement, not a check): "
+        + " ".join(_margins_words(rows))
+        + "</p>",
         figure_to_html(
             _figure(rows),
             alt="Mean freshness and mean harmonic staleness of the exact capped optimum and the three "
