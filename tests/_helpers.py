@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import itertools
 
 import numpy as np
 import pandas as pd
+import pytest
 from scipy import special
 
+from changerate_bayes.io import CrawlLogError, read_csv
 from changerate_bayes.replay import pages_from_table
 
 
@@ -93,4 +96,31 @@ def replay_cli(changes, *args, budget="2"):
     window = ["--window", "2024-01-01T00:00Z", "2024-01-10T00:00Z"]
     return main(
         ["replay", str(changes), *window, "--budget", budget, "--policies", "uniform", "--n-boot", "0", *map(str, args)]
+    )
+
+
+def write_log(tmp_path, text, name="log.csv"):
+    """The crawl log ``text`` written to ``tmp_path / name`` (gzip-compressed when the name ends
+    in .gz, UTF-8); its path."""
+    path = tmp_path / name
+    data = text.encode("utf-8")
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    return path
+
+
+def assert_read_csv_refuses(path, match, **kwargs):
+    """``read_csv(path, **kwargs)`` raises a CrawlLogError whose message matches the regular
+    expression ``match``."""
+    with pytest.raises(CrawlLogError, match=match):
+        read_csv(path, **kwargs)
+
+
+def daily_log(header, visits, pages=("a",)):
+    """The text of a CSV crawl log: ``header`` (with its newline), then for each page of ``pages``
+    one row per visit ``(day, field, ...)`` of ``visits``: the page, midnight UTC of 2024-01-<day>,
+    the fields. ``visits`` may be a function of the page's position in ``pages`` giving them."""
+    return header + "".join(
+        f"{page},2024-01-{day:02d}T00:00Z,{','.join(map(str, fields))}\n"
+        for i, page in enumerate(pages)
+        for day, *fields in (visits(i) if callable(visits) else visits)
     )
