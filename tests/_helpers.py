@@ -124,3 +124,29 @@ def daily_log(header, visits, pages=("a",)):
         for i, page in enumerate(pages)
         for day, *fields in (visits(i) if callable(visits) else visits)
     )
+
+
+def replay_learners(make, name, changes):
+    """Replay a learner under the plug-in and the Thompson policy (named ``name`` and
+    ``name + "_ts"``): pages a, b, c in the windows [0, 5], [0.5, 5] and [1, 4] days with the
+    changes of the table ``changes`` (page, timestamp in days), 3 crawls a day, 1-hour steps,
+    seed 0; every learner is ``make(n_pages)``. Returns the table of replay_policies and the
+    learners made, in order."""
+    from changerate_bayes.replay import PlugInPolicy, ThompsonPolicy, replay_policies
+
+    made = []
+
+    def factory(n):
+        made.append(make(n))
+        return made[-1]
+
+    win = pd.DataFrame({"page": ["a", "b", "c"], "start": [0.0, 0.5, 1.0], "end": [5.0, 5.0, 4.0]})
+    df = replay_policies(
+        changes,
+        window=win,
+        budget=3.0,
+        policies=[PlugInPolicy(factory, name=name), ThompsonPolicy(factory, name=f"{name}_ts")],
+        step="1h",
+        rng=0,
+    )
+    return df, made
