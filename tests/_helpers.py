@@ -14,6 +14,18 @@ from scipy import special
 from changerate_bayes.io import CrawlLogError, read_csv
 from changerate_bayes.replay import pages_from_table
 
+#: a small crawl log: page a changes twice in four visits 6 h apart, page b not in two visits a day apart
+TWO_PAGE_LOG = """page,fetch_time,digest
+a,2024-01-01T00:00:00Z,x
+a,2024-01-01T06:00:00Z,y
+a,2024-01-01T12:00:00Z,y
+a,2024-01-01T18:00:00Z,z
+b,2024-01-01T00:00:00Z,k
+b,2024-01-02T00:00:00Z,k
+"""
+#: the same log with other names of its columns (page=url, fetch_time=ts, digest=sha1)
+TWO_PAGE_LOG_RENAMED = TWO_PAGE_LOG.replace("page,fetch_time,digest\n", "url,ts,sha1\n", 1)
+
 
 def staggered_pages(seed: int, n_pages: int = 24, days: float = 40.0, n_quiet: int = 3):
     """Replay pages whose windows start and end at different times (some enter late, some
