@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import itertools
 
 import numpy as np
 import pandas as pd
+import pytest
 from scipy import special
 
+from changerate_bayes.io import CrawlLogError, read_csv
 from changerate_bayes.replay import pages_from_table
+
+#: a small crawl log: page a changes twice in four visits 6 h apart, page b not in two visits a day apart
+TWO_PAGE_LOG = """page,fetch_time,digest
+a,2024-01-01T00:00:00Z,x
+a,2024-01-01T06:00:00Z,y
+a,2024-01-01T12:00:00Z,y
+a,2024-01-01T18:00:00Z,z
+b,2024-01-01T00:00:00Z,k
+b,2024-01-02T00:00:00Z,k
+"""
+#: the same log with other names of its columns (page=url, fetch_time=ts, digest=sha1)
+TWO_PAGE_LOG_RENAMED = TWO_PAGE_LOG.replace("page,fetch_time,digest\n", "url,ts,sha1\n", 1)
 
 
 def staggered_pages(seed: int, n_pages: int = 24, days: float = 40.0, n_quiet: int = 3):
@@ -94,3 +109,56 @@ def replay_cli(changes, *args, budget="2"):
     return main(
         ["replay", str(changes), *window, "--budget", budget, "--policies", "uniform", "--n-boot", "0", *map(str, args)]
     )
+
+
+def write_log(tmp_path, text, name="log.csv"):
+    """The crawl log ``text`` written to ``tmp_path / name`` (gzip-compressed when the name ends
+    in .gz, UTF-8); its path."""
+    path = tmp_path / name
+    data = text.encode("utf-8")
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    return path
+
+
+def assert_read_csv_refuses(path, match, **kwargs):
+    """``read_csv(path, **kwargs)`` raises a CrawlLogError whose message matches the regular
+    expression ``match``."""
+    with pytest.raises(CrawlLogError, match=match):
+        read_csv(path, **kwargs)
+
+
+def daily_log(header, visits, pages=("a",)):
+    """The text of a CSV crawl log: ``header`` (with its newline), then for each page of ``pages``
+    one row per visit ``(day, field, ...)`` of ``visits``: the page, midnight UTC of 2024-01-<day>,
+    the fields. ``visits`` may be a function of the page's position in ``pages`` giving them."""
+    return header + "".join(
+        f"{page},2024-01-{day:02d}T00:00Z,{','.join(map(str, fields))}\n"
+        for i, page in enumerate(pages)
+        for day, *fields in (visits(i) if callable(visits) else visits)
+    )
+
+
+def replay_learners(make, name, changes):
+    """Replay a learner under the plug-in and the Thompson policy (named ``name`` and
+    ``name + "_ts"``): pages a, b, c in the windows [0, 5], [0.5, 5] and [1, 4] days with the
+    changes of the table ``changes`` (page, timestamp in days), 3 crawls a day, 1-hour steps,
+    seed 0; every learner is ``make(n_pages)``. Returns the table of replay_policies and the
+    learners made, in order."""
+    from changerate_bayes.replay import PlugInPolicy, ThompsonPolicy, replay_policies
+
+    made = []
+
+    def factory(n):
+        made.append(make(n))
+        return made[-1]
+
+    win = pd.DataFrame({"page": ["a", "b", "c"], "start": [0.0, 0.5, 1.0], "end": [5.0, 5.0, 4.0]})
+    df = replay_policies(
+        changes,
+        window=win,
+        budget=3.0,
+        policies=[PlugInPolicy(factory, name=name), ThompsonPolicy(factory, name=f"{name}_ts")],
+        step="1h",
+        rng=0,
+    )
+    return df, made

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.linalg as sl
+from _helpers import replay_learners
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -256,25 +257,9 @@ def test_bad_inputs():
 def test_plugs_into_the_replay_as_a_learner():
     import pandas as pd
 
-    from changerate_bayes.replay import PlugInPolicy, ThompsonPolicy, replay_policies
-
     params = BurstParameters(0.01, 1.0, 0.05, 0.5).scaled(24.0)  # per hour -> per day (the replay's unit)
-    made = []
-
-    def factory(n):
-        made.append(BurstFilter(n, params=params))
-        return made[-1]
-
     changes = pd.DataFrame({"page": ["a", "a", "a", "b"], "timestamp": [1.5, 1.6, 3.2, 2.0]})
-    win = pd.DataFrame({"page": ["a", "b", "c"], "start": [0.0, 0.5, 1.0], "end": [5.0, 5.0, 4.0]})
-    df = replay_policies(
-        changes,
-        window=win,
-        budget=3.0,
-        policies=[PlugInPolicy(factory, name="burst"), ThompsonPolicy(factory, name="burst_ts")],
-        step="1h",
-        rng=0,
-    )
+    df, made = replay_learners(lambda n: BurstFilter(n, params=params), "burst", changes)
     assert df["policy"].tolist() == ["burst", "burst_ts"]
     assert all(f.n_updates_.sum() > 0 for f in made)
     assert np.all((df["freshness"] >= 0) & (df["freshness"] <= 1))

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from _helpers import TWO_PAGE_LOG_RENAMED, write_log
 
 from changerate_bayes.cli import main
 
@@ -56,23 +57,43 @@ def test_estimate_writes_table_and_report(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    "text, message",
+    "text, flags, message",
     [
-        ("url,fetch_time,digest\na,2024-01-01T00:00Z,x\n", "line 1: missing required column 'page'"),
-        ("page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,noon,y\n", "line 3, column 'fetch_time': unparsable time"),
-        ("page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,2024-01-02T00:00,y\n", "naive and time-zone-aware"),
-        ("page,fetch_time,digest\na,2024-01-01T00:00Z,\na,2024-01-02T00:00Z,\n", "digest column is entirely empty"),
+        # logs that cannot be read: the file and line named
+        ("url,fetch_time,digest\na,2024-01-01T00:00Z,x\n", [], "log.csv: line 1: missing required column 'page'"),
+        (
+            "page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,noon,y\n",
+            [],
+            "log.csv: line 3, column 'fetch_time': unparsable time",
+        ),
+        (
+            "page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,2024-01-02T00:00,y\n",
+            [],
+            "log.csv: line 3, column 'fetch_time': naive and time-zone-aware",
+        ),
+        (
+            "page,fetch_time,digest\na,2024-01-01T00:00Z,\na,2024-01-02T00:00Z,\n",
+            [],
+            "log.csv: line 1, column 'digest': the digest column is entirely empty",
+        ),
+        # a --columns flag that cannot be read: the flag named
+        *(
+            (TWO_PAGE_LOG_RENAMED, ["--columns", value], message)
+            for value, message in [
+                ("page", "--columns takes ROLE=COLUMN pairs"),
+                ("page=url,url=x", "--columns: unknown role 'url'"),
+                ("page=url,page=x", "--columns gives role 'page' twice"),
+                ("page=url,fetch_time=url", "--columns maps column 'url' to two roles, 'page' and 'fetch_time'"),
+            ]
+        ),
     ],
 )
-def test_estimate_bad_input_writes_nothing(tmp_path, capsys, text, message):
-    log = tmp_path / "log.csv"
-    log.write_text(text)
-    out = tmp_path / "est.parquet"
-    rc = main(["estimate", str(log), "--out", str(out), "--report", str(tmp_path / "r")])
-    assert rc == 2
-    err = capsys.readouterr().err
-    assert message in err and "log.csv" in err
-    assert not out.exists() and not (tmp_path / "r" / "index.html").exists()
+def test_estimate_bad_input_writes_nothing(tmp_path, capsys, text, flags, message):
+    log = write_log(tmp_path, text)
+    out = tmp_path / "o" / "est.parquet"
+    assert main(["estimate", str(log), "--out", str(out), "--report", str(tmp_path / "r"), *flags]) == 2
+    assert message in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.csv"]  # no table, report or folder left behind
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 

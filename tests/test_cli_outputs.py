@@ -6,17 +6,11 @@ import stat
 
 import pandas as pd
 import pytest
-from _helpers import replay_cli
+from _helpers import TWO_PAGE_LOG, replay_cli
 
 from changerate_bayes.cli import main
 
-LOG = """page,fetch_time,digest
-a,2024-01-01T00:00:00Z,x
-a,2024-01-01T06:00:00Z,y
-a,2024-01-01T12:00:00Z,y
-b,2024-01-01T00:00:00Z,k
-b,2024-01-02T00:00:00Z,l
-"""
+LOG = TWO_PAGE_LOG
 CHANGES = "page,timestamp\na,2024-01-02T00:00Z\na,2024-01-05T00:00Z\nb,2024-01-03T00:00Z\n"
 WINDOW = ["--window", "2024-01-01T00:00Z", "2024-01-10T00:00Z"]
 

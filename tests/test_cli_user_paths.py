@@ -14,20 +14,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _helpers import TWO_PAGE_LOG_RENAMED
 
 from changerate_bayes.cli import main
 from changerate_bayes.cli._common import cli_message, parse_columns
 
 CLI = str(Path(sys.executable).parent / "changerate-bayes")
 
-LOG = """url,ts,sha1
-a,2024-01-01T00:00:00Z,x
-a,2024-01-01T06:00:00Z,y
-a,2024-01-01T12:00:00Z,y
-a,2024-01-01T18:00:00Z,z
-b,2024-01-01T00:00:00Z,k
-b,2024-01-02T00:00:00Z,k
-"""
+LOG = TWO_PAGE_LOG_RENAMED
 
 
 def test_estimate_maps_columns(tmp_path, capsys):
@@ -43,23 +37,6 @@ def test_estimate_maps_columns(tmp_path, capsys):
     assert rc == 0
     t = pd.read_csv(out)
     assert t["page"].tolist() == ["a", "b"] and t["n_changes"].tolist() == [2, 0]
-
-
-@pytest.mark.parametrize(
-    "value, message",
-    [
-        ("page", "--columns takes ROLE=COLUMN pairs"),
-        ("page=url,url=x", "--columns: unknown role 'url'"),
-        ("page=url,page=x", "--columns gives role 'page' twice"),
-        ("page=url,fetch_time=url", "--columns maps column 'url' to two roles, 'page' and 'fetch_time'"),
-    ],
-)
-def test_bad_columns_flag(tmp_path, capsys, value, message):
-    log = tmp_path / "log.csv"
-    log.write_text(LOG)
-    assert main(["estimate", str(log), "--out", str(tmp_path / "o" / "e.csv"), "--columns", value]) == 2
-    assert message in capsys.readouterr().err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.csv"]  # nothing left behind
 
 
 def test_replay_names_its_flags(tmp_path, capsys):

@@ -17,6 +17,7 @@ from decimal import Decimal, localcontext
 
 import numpy as np
 import pytest
+from _helpers import TWO_PAGE_LOG, write_log
 
 from changerate_bayes import CrawlHistory, DynamicRateFilter, GammaPrior, dynamic_posterior, posterior_mean_path
 from changerate_bayes.dynamic import _kernels
@@ -206,21 +207,10 @@ def test_prior_with_tiny_shape_works_on_a_given_grid():
 
 # ------------------------------------------------------------------ ragged histories
 
-CSV = """page,fetch_time,digest
-a,2024-01-01T00:00Z,x
-a,2024-01-01T06:00Z,x
-a,2024-01-01T18:00Z,y
-a,2024-01-02T00:00Z,y
-b,2024-01-01T00:00Z,p
-b,2024-01-01T12:00Z,q
-"""
-
 
 @pytest.fixture
 def ragged_log(tmp_path):
-    path = tmp_path / "log.csv"
-    path.write_text(CSV)
-    history = read_log(path).history
+    history = read_log(write_log(tmp_path, TWO_PAGE_LOG)).history
     assert history.is_ragged
     return history
 

@@ -10,7 +10,7 @@ import warnings
 
 import pandas as pd
 import pytest
-from _helpers import assert_same_page_table
+from _helpers import assert_same_page_table, daily_log
 
 from changerate_bayes import StatisticalWarning, estimate_pages
 from changerate_bayes.io import read_frame
@@ -23,84 +23,75 @@ def _rows(page, times, digests, tz="Z"):
 
 
 _T = [(1, 0), (1, 6), (2, 0), (2, 12), (3, 0), (4, 0)]
+_PAGES = [f"p{i}" for i in range(4)]
+
+
+def _three_of_each(header, visits):
+    """A log of three pages of each kind (names ``kind0`` to ``kind2``) visited at midnight UTC of
+    2024-01-01 to 2024-01-05: ``visits(day)`` gives the rows ``(kind, field, ...)`` of that day."""
+    return header + "".join(
+        f"{kind}{i},2024-01-0{d}T00:00:00Z,{','.join(map(str, fields))}\n"
+        for i in range(3)
+        for d in range(1, 6)
+        for kind, *fields in visits(d)
+    )
+
+
 _MANY = H + "".join(_rows(f"p{i}", _T, "xxyyzz"[i % 3 :] + "abcdef"[: i % 3]) for i in range(8))
 
 CASES = {
     # good logs
     "digest": _MANY,
-    "status_304_404_301": "page,fetch_time,status,digest\n"
-    + "".join(
-        f"p{i},2024-01-0{d}T00:00Z,{s},{x}\n"
-        for i in range(4)
-        for d, s, x in [
-            (1, "200", "a"),
-            (2, "304", ""),
-            (3, "404", "b"),
-            (4, "301", "r"),
-            (5, "200", "c"),
-            (6, "200", "c"),
-        ]
+    "status_304_404_301": daily_log(
+        "page,fetch_time,status,digest\n",
+        [(1, "200", "a"), (2, "304", ""), (3, "404", "b"), (4, "301", "r"), (5, "200", "c"), (6, "200", "c")],
+        _PAGES,
     ),
-    "not_modified_strings": "page,fetch_time,status,digest,not_modified\n"
-    + "".join(
-        f"p{i},2024-01-0{d}T00:00Z,200,{x},{nm}\n"
-        for i in range(4)
-        for d, x, nm in [
-            (1, "a", "0"),
-            (2, "b", "False"),
-            (3, "b", "true"),
-            (4, "c", "1"),
-            (5, "d", "no"),
-            (6, "d", ""),
-        ]
+    "not_modified_strings": daily_log(
+        "page,fetch_time,status,digest,not_modified\n",
+        [(1, 200, "a", "0"), (2, 200, "b", "False"), (3, 200, "b", "true"), (4, 200, "c", "1")]
+        + [(5, 200, "d", "no"), (6, 200, "d", "")],
+        _PAGES,
     ),
-    "changed": "page,fetch_time,changed\n"
-    + "".join(
-        f"p{i},2024-01-0{d}T00:00Z,{c}\n" for i in range(4) for d, c in [(1, 0), (2, 1), (3, ""), (4, 0), (5, 1)]
-    ),
-    "last_modified": "page,fetch_time,last_modified\n"
-    + "".join(
-        f"p{i},2024-01-0{d}T00:00Z,{lm}\n"
-        for i in range(4)
-        for d, lm in [(1, "2023-12-01T00:00Z"), (2, "2024-01-01T12:00Z"), (3, ""), (4, "2024-01-05T00:00Z")]
+    "changed": daily_log("page,fetch_time,changed\n", [(1, 0), (2, 1), (3, ""), (4, 0), (5, 1)], _PAGES),
+    "last_modified": daily_log(
+        "page,fetch_time,last_modified\n",
+        [(1, "2023-12-01T00:00Z"), (2, "2024-01-01T12:00Z"), (3, ""), (4, "2024-01-05T00:00Z")],
+        _PAGES,
     ),
     # servers that report the fetch time as Last-Modified (at it, 5 s either side, in the future) beside
     # honest ones; a pair of "now" visits is too little evidence to condemn a page
-    "last_modified_liars": "page,fetch_time,last_modified\n"
-    + "".join(
-        f"{p}{i},2024-01-0{d}T00:00:00Z,{lm}\n"
-        for i in range(3)
-        for d in range(1, 6)
-        for p, lm in [
-            ("now", f"2024-01-0{d}T00:00:00Z"),
-            ("ahead", f"2024-01-0{d}T00:00:05Z"),
-            ("behind", f"2024-01-0{d - 1}T23:59:55Z" if d > 1 else "2023-12-31T23:59:55Z"),
-            ("future", f"2024-02-0{d}T00:00:00Z"),
-            ("honest", "2023-12-01T00:00:00Z" if d < 3 else "2024-01-02T12:00:00Z"),
-            ("oneHonest", "2023-12-01T00:00:00Z" if d == 3 else f"2024-01-0{d}T00:00:00Z"),
-        ]
-        + [("pair", "2023-12-31T23:59:59Z" if d == 1 else "2024-01-01T23:59:59Z")] * (d <= 2)
+    "last_modified_liars": _three_of_each(
+        "page,fetch_time,last_modified\n",
+        lambda d: (
+            [
+                ("now", f"2024-01-0{d}T00:00:00Z"),
+                ("ahead", f"2024-01-0{d}T00:00:05Z"),
+                ("behind", f"2024-01-0{d - 1}T23:59:55Z" if d > 1 else "2023-12-31T23:59:55Z"),
+                ("future", f"2024-02-0{d}T00:00:00Z"),
+                ("honest", "2023-12-01T00:00:00Z" if d < 3 else "2024-01-02T12:00:00Z"),
+                ("oneHonest", "2023-12-01T00:00:00Z" if d == 3 else f"2024-01-0{d}T00:00:00Z"),
+            ]
+            + [("pair", "2023-12-31T23:59:59Z" if d == 1 else "2024-01-01T23:59:59Z")] * (d <= 2)
+        ),
     ),
-    "digest_with_last_modified_liars": "page,fetch_time,digest,last_modified\n"
-    + "".join(
-        f"{p}{i},2024-01-0{d}T00:00:00Z,{'ab'[d > 3]},{lm}\n"
-        for i in range(3)
-        for d in range(1, 6)
-        for p, lm in [
-            ("now", f"2024-01-0{d}T00:00:00Z"),
-            ("honest", "2023-12-01T00:00:00Z" if d < 4 else "2024-01-03T12:00:00Z"),
-        ]
+    "digest_with_last_modified_liars": _three_of_each(
+        "page,fetch_time,digest,last_modified\n",
+        lambda d: [
+            ("now", "ab"[d > 3], f"2024-01-0{d}T00:00:00Z"),
+            ("honest", "ab"[d > 3], "2023-12-01T00:00:00Z" if d < 4 else "2024-01-03T12:00:00Z"),
+        ],
     ),
     # asked for last_modified: the digests decide for the pages whose server says "now"
-    "last_modified_liars_with_digests": "page,fetch_time,digest,status,last_modified\n"
-    + "".join(
-        f"{p}{i},2024-01-0{d}T00:00:00Z,{x},{200 if x else 304},{lm}\n"
-        for i in range(3)
-        for d in range(1, 6)
-        for p, x, lm in [
-            ("now", "aa-bb"[d - 1].strip("-"), f"2024-01-0{d}T00:00:00Z"),
-            ("honest", "pqrst"[d - 1], "2023-12-01T00:00:00Z" if d < 3 else "2024-01-02T12:00:00Z"),
-        ]
+    "last_modified_liars_with_digests": _three_of_each(
+        "page,fetch_time,digest,status,last_modified\n",
+        lambda d: [
+            (p, x, 200 if x else 304, lm)
+            for p, x, lm in [
+                ("now", "aa-bb"[d - 1].strip("-"), f"2024-01-0{d}T00:00:00Z"),
+                ("honest", "pqrst"[d - 1], "2023-12-01T00:00:00Z" if d < 3 else "2024-01-02T12:00:00Z"),
+            ]
+        ],
     ),
     "unsorted_and_duplicates": H
     + "".join(
@@ -125,31 +116,30 @@ CASES = {
     + _rows("c", _T, "aabbcc")
     + _rows("d", _T, "aabbcc", tz=""),
     "mixed_naive_first": H + _rows("a", _T, "aabbcc", tz="") + _rows("b", _T, "aabbcc") + _rows("c", _T, "aabbcc"),
-    "naive_last_modified_aware_fetch": "page,fetch_time,last_modified\n"
-    + "".join(
-        f"p{i},2024-01-0{d}T00:00Z,{lm}\n"
-        for i in range(4)
-        for d, lm in [
-            (1, "2023-12-01T00:00Z"),
-            (2, "2024-01-01T12:00Z" if i < 3 else "2024-01-01T12:00"),
-            (3, "2024-01-02T12:00Z"),
-        ]
+    "naive_last_modified_aware_fetch": daily_log(
+        "page,fetch_time,last_modified\n",
+        lambda i: (
+            [(1, "2023-12-01T00:00Z"), (2, "2024-01-01T12:00Z" if i < 3 else "2024-01-01T12:00")]
+            + [(3, "2024-01-02T12:00Z")]
+        ),
+        _PAGES,
     ),
     "year_typo": _MANY.replace("2024-01-02T12:00Z,", "2924-01-02T12:00Z,", 1),
     "unparsable_time": _MANY.replace("p5,2024-01-03T00:00Z", "p5,soon", 1),
     "missing_page": _MANY.replace("p6,", ",", 1),
-    "bad_not_modified": "page,fetch_time,digest,not_modified\n"
-    + "".join(
-        f"p{i},2024-01-0{d}T00:00Z,{x},{nm}\n"
-        for i in range(4)
-        for d, x, nm in [(1, "a", "0"), (2, "b", "maybe" if i == 2 else "0"), (3, "b", "1")]
+    "bad_not_modified": daily_log(
+        "page,fetch_time,digest,not_modified\n",
+        lambda i: [(1, "a", "0"), (2, "b", "maybe" if i == 2 else "0"), (3, "b", "1")],
+        _PAGES,
     ),
-    "bad_status": "page,fetch_time,status,digest\n"
-    + "".join(
-        f"p{i},2024-01-0{d}T00:00Z,{'OK' if (i, d) == (3, 2) else 200},{d}\n" for i in range(4) for d in (1, 2, 3)
+    "bad_status": daily_log(
+        "page,fetch_time,status,digest\n",
+        lambda i: [(d, "OK" if (i, d) == (3, 2) else 200, d) for d in (1, 2, 3)],
+        _PAGES,
     ),
-    "changed_not_0_1": "page,fetch_time,changed\n"
-    + "".join(f"p{i},2024-01-0{d}T00:00Z,{2 if (i, d) == (1, 3) else 1}\n" for i in range(4) for d in (1, 2, 3)),
+    "changed_not_0_1": daily_log(
+        "page,fetch_time,changed\n", lambda i: [(d, 2 if (i, d) == (1, 3) else 1) for d in (1, 2, 3)], _PAGES
+    ),
     "single_visits_only": H + "".join(f"p{i},2024-01-01T00:00Z,a\n" for i in range(6)),
     "header_only": H,
     "column_with_two_roles": "page,fetch_time,digest\n" + _MANY.split("\n", 1)[1],

@@ -12,16 +12,11 @@ from io import BytesIO
 import numpy as np
 import pandas as pd
 import pytest
+from _helpers import assert_read_csv_refuses, daily_log, write_log
 
 from changerate_bayes.io import CrawlLogError, read_cdx, read_csv, read_frame, read_log, read_parquet, read_warc
 
 GOOD = "page,fetch_time,digest\n" + "".join(f"a,2024-01-{d:02d}T00:00Z,{d // 3}\n" for d in range(1, 28))
-
-
-def _write(tmp_path, name, text):
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 # --- times outside the years int64 nanoseconds hold -------------------------------------
@@ -38,19 +33,15 @@ def _write(tmp_path, name, text):
     ],
 )
 def test_csv_time_outside_the_range_is_refused_at_its_line(tmp_path, rows, line):
-    path = _write(tmp_path, "log.csv", "page,fetch_time,digest\n" + "".join(f"a,{t},{i}\n" for i, t in enumerate(rows)))
-    with pytest.raises(
-        CrawlLogError,
-        match=rf"log\.csv: line {line}, column 'fetch_time': time '.*' is outside the "
-        r"years 1678-2261",
-    ):
-        read_csv(path)
+    path = write_log(tmp_path, "page,fetch_time,digest\n" + "".join(f"a,{t},{i}\n" for i, t in enumerate(rows)))
+    assert_read_csv_refuses(
+        path, rf"log\.csv: line {line}, column 'fetch_time': time '.*' is outside the years 1678-2261"
+    )
 
 
 def test_times_at_the_edges_of_the_range_are_read(tmp_path):
-    path = _write(
+    path = write_log(
         tmp_path,
-        "log.csv",
         "page,fetch_time,digest\na,1678-01-01T00:00Z,x\na,1678-01-02T00:00Z,y\n"
         "b,2261-12-30T00:00Z,x\nb,2261-12-31T23:00Z,x\n",
     )
@@ -61,10 +52,8 @@ def test_times_at_the_edges_of_the_range_are_read(tmp_path):
 
 def test_times_more_than_292_years_apart_give_their_interval(tmp_path):
     # int64 nanoseconds hold 292 years of difference: 1724 -> 2024 is computed without wrapping
-    path = _write(
-        tmp_path,
-        "log.csv",
-        "page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,1724-01-02T00:00Z,y\na,2024-01-03T00:00Z,z\n",
+    path = write_log(
+        tmp_path, "page,fetch_time,digest\na,2024-01-01T00:00Z,x\na,1724-01-02T00:00Z,y\na,2024-01-03T00:00Z,z\n"
     )
     log = read_csv(path)
     days = (np.datetime64("2024-01-01") - np.datetime64("1724-01-02")).astype(int)
@@ -91,28 +80,25 @@ def test_parquet_timestamp_us_in_year_3000_is_refused(tmp_path, tz):
 
 
 def test_last_modified_outside_the_range_is_refused(tmp_path):
-    path = _write(
+    path = write_log(
         tmp_path,
-        "log.csv",
         "page,fetch_time,last_modified\na,2024-01-01T00:00Z,2023-01-01T00:00Z\na,2024-01-02T00:00Z,2924-01-01T00:00Z\n",
     )
-    with pytest.raises(CrawlLogError, match=r"line 3, column 'last_modified': time '2924-01-01T00:00Z' is outside"):
-        read_csv(path)
+    assert_read_csv_refuses(path, r"line 3, column 'last_modified': time '2924-01-01T00:00Z' is outside")
 
 
 # --- awareness of times -------------------------------------------------------------------
 
 
 def test_a_date_alone_is_naive(tmp_path):
-    path = _write(tmp_path, "log.csv", "page,fetch_time,digest\na,2024-01-01,x\na,2024-01-02T06:00,y\n")
+    path = write_log(tmp_path, "page,fetch_time,digest\na,2024-01-01,x\na,2024-01-02T06:00,y\n")
     assert read_csv(path).history.flat_intervals.tolist() == [30.0]
-    path = _write(tmp_path, "log.csv", "page,fetch_time,digest\na,2024-01-01,x\na,2024-01-02T06:00Z,y\n")
-    with pytest.raises(
-        CrawlLogError,
-        match=r"line 3, column 'fetch_time': naive and time-zone-aware times are mixed "
-        r"\(line 2 is naive, this one time-zone-aware",
-    ):
-        read_csv(path)
+    path = write_log(tmp_path, "page,fetch_time,digest\na,2024-01-01,x\na,2024-01-02T06:00Z,y\n")
+    assert_read_csv_refuses(
+        path,
+        r"line 3, column 'fetch_time': naive and time-zone-aware times are mixed \(line 2 is naive, this one "
+        "time-zone-aware",
+    )
 
 
 @pytest.mark.parametrize(
@@ -125,20 +111,16 @@ def test_a_date_alone_is_naive(tmp_path):
     ],
 )
 def test_last_modified_must_be_as_aware_as_fetch_time(tmp_path, tz, lm1, lm2, ok):
-    path = _write(
-        tmp_path,
-        "log.csv",
-        f"page,fetch_time,last_modified\na,2024-01-01T00:00{tz},{lm1}\na,2024-01-02T00:00{tz},{lm2}\n",
+    path = write_log(
+        tmp_path, f"page,fetch_time,last_modified\na,2024-01-01T00:00{tz},{lm1}\na,2024-01-02T00:00{tz},{lm2}\n"
     )
     if ok:
         assert read_csv(path).history.flat_changed.tolist() == [1]
     else:
-        with pytest.raises(
-            CrawlLogError,
-            match=r"line 2, column 'last_modified': \w+ times, but .*log\.csv: line 2, "
-            r"column 'fetch_time' holds \w+ ones",
-        ):
-            read_csv(path)
+        assert_read_csv_refuses(
+            path,
+            r"line 2, column 'last_modified': \w+ times, but .*log\.csv: line 2, column 'fetch_time' holds \w+ ones",
+        )
 
 
 # --- statuses: redirects and values that are not HTTP statuses ----------------------------
@@ -150,7 +132,7 @@ def test_cdx_redirects_are_not_content_observations(tmp_path):
     for d in range(1, 11):
         lines.append(f"com,a)/ 202401{d:02d}000000 http://a.com/ text/html 301 R{d} 100")
         lines.append(f"com,a)/ 202401{d:02d}000010 https://a.com/ text/html 200 SAME 100")
-    path = _write(tmp_path, "index.cdx", "\n".join(lines) + "\n")
+    path = write_log(tmp_path, "\n".join(lines) + "\n", "index.cdx")
     log = read_cdx(path)
     assert log.history.flat_changed.tolist() == [0] * 9
     assert log.history.flat_intervals.tolist() == [24.0] * 9
@@ -171,19 +153,12 @@ def test_warc_redirect_is_dropped(tmp_path):
 
 
 def test_statuses_that_are_not_http_are_failed_visits(tmp_path):
-    text = "page,fetch_time,status,digest\n" + "".join(
-        f"a,2024-01-0{d}T00:00Z,{s},{x}\n"
-        for d, s, x in [
-            (1, "200", "x"),
-            (2, "-1", "y"),
-            (3, "0", "y"),
-            (4, "-inf", "y"),
-            (5, "200.5", "y"),
-            (6, "inf", "y"),
-            (7, "200", "x"),
-        ]
+    text = daily_log(
+        "page,fetch_time,status,digest\n",
+        [(1, "200", "x"), (2, "-1", "y"), (3, "0", "y"), (4, "-inf", "y"), (5, "200.5", "y"), (6, "inf", "y")]
+        + [(7, "200", "x")],
     )
-    log = read_csv(_write(tmp_path, "log.csv", text))
+    log = read_csv(write_log(tmp_path, text))
     assert log.history.flat_changed.tolist() == [0] and log.history.flat_intervals.tolist() == [144.0]
     assert log.audit.dropped_by("failed_status") == 5
 
@@ -198,10 +173,11 @@ def test_statuses_that_are_not_http_are_failed_visits(tmp_path):
 )
 def test_not_modified_text_is_parsed_not_cast(tmp_path, values, changed):
     digests = ["x", "y", "y", "z"]
-    text = "page,fetch_time,digest,not_modified\n" + "".join(
-        f"a,2024-01-0{d + 1}T00:00Z,{x},{v}\n" for d, (x, v) in enumerate(zip(digests, values, strict=True))
+    text = daily_log(
+        "page,fetch_time,digest,not_modified\n",
+        [(d + 1, x, v) for d, (x, v) in enumerate(zip(digests, values, strict=True))],
     )
-    log = read_csv(_write(tmp_path, "log.csv", text))
+    log = read_csv(write_log(tmp_path, text))
     assert log.history.flat_changed.tolist() == changed
     frame = pd.read_csv(tmp_path / "log.csv", dtype=str, keep_default_na=False)
     assert read_frame(frame).history.flat_changed.tolist() == changed
@@ -209,8 +185,9 @@ def test_not_modified_text_is_parsed_not_cast(tmp_path, values, changed):
 
 def test_not_modified_that_is_not_a_boolean_is_refused(tmp_path):
     text = "page,fetch_time,digest,not_modified\na,2024-01-01T00:00Z,x,0\na,2024-01-02T00:00Z,y,maybe\n"
-    with pytest.raises(CrawlLogError, match=r"line 3, column 'not_modified': expected 0/1 or true/false; got 'maybe'"):
-        read_csv(_write(tmp_path, "log.csv", text))
+    assert_read_csv_refuses(
+        write_log(tmp_path, text), r"line 3, column 'not_modified': expected 0/1 or true/false; got 'maybe'"
+    )
 
 
 # --- byte-order marks, lines, odd files ---------------------------------------------------
@@ -235,15 +212,12 @@ def test_csv_with_a_byte_order_mark(tmp_path):
 
 def test_errors_name_the_physical_line_after_quoted_newlines_and_blank_lines(tmp_path):
     text = 'page,fetch_time,digest\n"a\nb",2024-01-01T00:00Z,x\n\na,2024-01-03T00:00Z,"z\n\nz"\na,bad,z\n'
-    with pytest.raises(CrawlLogError, match=r"log\.csv: line 8, column 'fetch_time': unparsable time 'bad'"):
-        read_csv(_write(tmp_path, "log.csv", text))
+    assert_read_csv_refuses(write_log(tmp_path, text), r"log\.csv: line 8, column 'fetch_time': unparsable time 'bad'")
     text = 'page,fetch_time,digest\n"a\nb",2024-01-01T00:00Z,x\na,2024-01-03T00:00Z,z\na,2024-01-04T00:00,z\n'
-    with pytest.raises(
-        CrawlLogError,
-        match=r"log\.csv: line 5, column 'fetch_time': naive and time-zone-aware times "
-        r"are mixed \(line 2 is time-zone-aware",
-    ):
-        read_csv(_write(tmp_path, "log.csv", text))
+    assert_read_csv_refuses(
+        write_log(tmp_path, text),
+        r"log\.csv: line 5, column 'fetch_time': naive and time-zone-aware times are mixed \(line 2 is time-zone-aware",
+    )
 
 
 def test_dev_null_is_not_a_regular_file(tmp_path, capsys):
@@ -262,8 +236,7 @@ def test_empty_parquet_with_a_schema_and_a_header_only_csv(tmp_path):
     ).to_parquet(tmp_path / "e.parquet")
     with pytest.raises(CrawlLogError, match=r"e\.parquet: no visits"):
         read_parquet(tmp_path / "e.parquet")
-    with pytest.raises(CrawlLogError, match=r"h\.csv: no visits"):
-        read_csv(_write(tmp_path, "h.csv", "page,fetch_time,digest\n"))
+    assert_read_csv_refuses(write_log(tmp_path, "page,fetch_time,digest\n", "h.csv"), r"h\.csv: no visits")
 
 
 @pytest.mark.parametrize(
@@ -293,7 +266,7 @@ def test_read_frame_of_an_empty_frame(frame):
 )
 def test_one_column_given_two_roles(tmp_path, columns, roles):
     with pytest.raises(ValueError, match=rf"the column '\w+' would be read as both '{roles[0]}' and '{roles[1]}'"):
-        read_csv(_write(tmp_path, "log.csv", GOOD), columns=columns)
+        read_csv(write_log(tmp_path, GOOD), columns=columns)
 
 
 # --- compressed logs ----------------------------------------------------------------------
@@ -312,7 +285,7 @@ COMPRESSORS = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress,
 def test_compressed_csv_reads_as_plain(tmp_path, suffix):
     path = tmp_path / f"log.csv{suffix}"
     path.write_bytes(COMPRESSORS[suffix](GOOD.encode()))
-    expect = read_csv(_write(tmp_path, "plain.csv", GOOD)).history
+    expect = read_csv(write_log(tmp_path, GOOD, "plain.csv")).history
     got = read_log(path).history
     assert got.flat_changed.tolist() == expect.flat_changed.tolist()
     assert got.flat_intervals.tolist() == expect.flat_intervals.tolist()
@@ -322,8 +295,7 @@ def test_compressed_csv_reads_as_plain(tmp_path, suffix):
 def test_truncated_compressed_csv_names_the_file(tmp_path, suffix):
     path = tmp_path / f"log.csv{suffix}"
     path.write_bytes(COMPRESSORS[suffix](GOOD.encode())[:-12])
-    with pytest.raises(CrawlLogError, match=rf"log\.csv\{suffix}: cannot be decompressed .*truncated or corrupt"):
-        read_csv(path)
+    assert_read_csv_refuses(path, rf"log\.csv\{suffix}: cannot be decompressed .*truncated or corrupt")
 
 
 @pytest.mark.parametrize("suffix", [".gz", ".xz"])
@@ -332,20 +304,16 @@ def test_corrupt_compressed_csv_names_the_file(tmp_path, suffix):
     data[len(data) // 2] ^= 0xFF
     path = tmp_path / f"log.csv{suffix}"
     path.write_bytes(bytes(data))
-    with pytest.raises(CrawlLogError, match=rf"log\.csv\{suffix}: cannot be decompressed"):
-        read_csv(path)
+    assert_read_csv_refuses(path, rf"log\.csv\{suffix}: cannot be decompressed")
 
 
 @pytest.mark.parametrize("suffix", [".gz", ".bz2", ".zst"])
 def test_csv_not_compressed_as_its_name_says(tmp_path, suffix):
     path = tmp_path / f"log.csv{suffix}"
     path.write_bytes(GOOD.encode())
-    with pytest.raises(
-        CrawlLogError,
-        match=rf"log\.csv\{suffix}: cannot be decompressed .*its name says .* but it is "
-        "not compressed",
-    ):
-        read_csv(path)
+    assert_read_csv_refuses(
+        path, rf"log\.csv\{suffix}: cannot be decompressed .*its name says .* but it is not compressed"
+    )
 
 
 def test_truncated_gzipped_cdx_names_the_file(tmp_path):

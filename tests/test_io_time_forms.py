@@ -160,26 +160,33 @@ def test_epoch_seconds_are_time_zone_aware():
         read_frame(naive)
 
 
-@pytest.mark.parametrize("value", ["1700000000000", "1700000000000.5", "-100000000000", 1_700_000_000_000, 1.7e12])
-def test_milliseconds_are_refused_not_guessed(value):
-    frame = pd.DataFrame({"page": ["a", "a"], "fetch_time": [value, value], "changed": [0, 1]})
-    if not isinstance(value, str):
-        frame["fetch_time"] = pd.Series([value, value])
-    with pytest.raises(
-        CrawlLogError,
-        match=r"row 1, column 'fetch_time': the number .* is too large for seconds "
-        r"since 1970-01-01 UTC .* milliseconds or microseconds\?",
-    ):
-        read_frame(frame)
+MILLISECONDS = (
+    r"row 1, column 'fetch_time': the number .* is too large for seconds since 1970-01-01 UTC .* milliseconds or "
+    r"microseconds\?"
+)
 
 
-def test_epoch_seconds_outside_the_years_the_reader_holds():
-    frame = pd.DataFrame({"page": ["a", "a"], "fetch_time": ["1700000000", "9300000000"], "changed": [0, 1]})
-    with pytest.raises(
-        CrawlLogError,
-        match=r"row 2, column 'fetch_time': time '9300000000' \(seconds since "
-        r"1970-01-01 UTC\) is outside the years 1678-2261",
-    ):
+@pytest.mark.parametrize(
+    "times, match",
+    [
+        # milliseconds are refused, not guessed
+        *(
+            ([value, value], MILLISECONDS)
+            for value in ["1700000000000", "1700000000000.5", "-100000000000", 1_700_000_000_000, 1.7e12]
+        ),
+        # epoch seconds outside the years the reader holds
+        (
+            ["1700000000", "9300000000"],
+            r"row 2, column 'fetch_time': time '9300000000' \(seconds since 1970-01-01 UTC\) is outside the years "
+            "1678-2261",
+        ),
+    ],
+)
+def test_epoch_numbers_that_are_no_time_the_reader_holds_are_refused(times, match):
+    frame = pd.DataFrame({"page": ["a", "a"], "fetch_time": times, "changed": [0, 1]})
+    if not isinstance(times[0], str):
+        frame["fetch_time"] = pd.Series(times)
+    with pytest.raises(CrawlLogError, match=match):
         read_frame(frame)
 
 

@@ -5,6 +5,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from _helpers import replay_learners
 
 from changerate_bayes.replay import (
     NUTCH_DEFAULTS,
@@ -14,8 +15,6 @@ from changerate_bayes.replay import (
     STORMCRAWLER_DEFAULTS,
     GridLearner,
     LLNLearner,
-    PlugInPolicy,
-    ThompsonPolicy,
     nutch_update,
     pages_from_table,
     replay_metrics,
@@ -255,22 +254,8 @@ def test_any_learner_plugs_in_and_sees_only_its_crawls():
         def sample(self, rng):
             return rng.gamma(2.0, 0.25, self.n)
 
-    made = []
-
-    def factory(n):
-        made.append(Recorder(n))
-        return made[-1]
-
     changes = pd.DataFrame({"page": ["a", "a", "b"], "timestamp": [1.5, 3.2, 2.0]})
-    win = pd.DataFrame({"page": ["a", "b", "c"], "start": [0.0, 0.5, 1.0], "end": [5.0, 5.0, 4.0]})
-    df = replay_policies(
-        changes,
-        window=win,
-        budget=3.0,
-        policies=[PlugInPolicy(factory, name="mine"), ThompsonPolicy(factory, name="mine_ts")],
-        step="1h",
-        rng=0,
-    )
+    df, made = replay_learners(Recorder, "mine", changes)
     assert df["policy"].tolist() == ["mine", "mine_ts"]
     for rec in made:
         assert rec.log

@@ -151,45 +151,53 @@ class _Recording(IndexPolicy):
         return mask
 
 
-@settings(max_examples=25, deadline=None)
-@given(
-    n_pages=st.integers(1, 7),
-    days=st.integers(5, 40),
-    budget=st.floats(0.2, 6.0),
-    factor=st.floats(1.0, 5.0),
-    form=st.sampled_from(["mean", "thompson"]),
-    seed=st.integers(0, 1000),
-    late=st.lists(st.floats(0.0, 0.8), min_size=7, max_size=7),
-)
-def test_no_revisit_exceeds_the_stated_bound(n_pages, days, budget, factor, form, seed, late):
-    rng = np.random.default_rng(seed)
+#: the replays of the property tests of the revisit bound: up to 7 pages, 5 to 40 days
+REVISIT_CASES = {
+    "n_pages": st.integers(1, 7),
+    "days": st.integers(5, 40),
+    "budget": st.floats(0.2, 6.0),
+    "form": st.sampled_from(["mean", "thompson"]),
+    "seed": st.integers(0, 1000),
+    "late": st.lists(st.floats(0.0, 0.8), min_size=7, max_size=7),
+}
+
+
+def _fast_and_slow_pages(rng, draw_from, draw_to, starts, ends):
+    """Pages p0, p1, ... in the windows [starts[i], ends[i]] days: the even ones change very often
+    (20 a day: their index saturates at w/Δ), the odd ones rarely (0.05 a day); page i's changes
+    are Poisson times drawn on [draw_from[i], draw_to[i]], those up to starts[i] dropped."""
     rows = []
-    for i in range(n_pages):
-        # a few pages change very often (their index saturates at w/Δ), the others rarely
+    for i in range(len(starts)):
         rate = 20.0 if i % 2 == 0 else 0.05
-        t = np.sort(rng.uniform(0, days, rng.poisson(rate * days)))
-        rows += [(f"p{i}", x) for x in t if x > late[i] * days]
+        t = np.sort(rng.uniform(draw_from[i], draw_to[i], rng.poisson(rate * (draw_to[i] - draw_from[i]))))
+        rows += [(f"p{i}", x) for x in t if x > starts[i]]
     changes = (
         pd.DataFrame(rows, columns=["page", "timestamp"])
         if rows
         else pd.DataFrame({"page": pd.Series([], dtype=object), "timestamp": pd.Series([], dtype=float)})
     )
-    win = pd.DataFrame(
-        {
-            "page": [f"p{i}" for i in range(n_pages)],
-            "start": [late[i] * days for i in range(n_pages)],
-            "end": float(days),
-        }
-    )
-    pages = pages_from_table(changes, window=win)
-    pol = _Recording(GridLearner, name="rec", form=form, max_interval_factor=factor)
-    res = run_replay(pages, pol, budget=budget, dt_ms=3_600_000, epoch_steps=24, rng=seed)
+    win = pd.DataFrame({"page": [f"p{i}" for i in range(len(starts))], "start": starts, "end": ends})
+    return pages_from_table(changes, window=win)
+
+
+def _assert_no_revisit_exceeds(pol, pages):
+    """No page waits longer than the policy's stated bound between crawls, or after its last one."""
     bound = pol.max_revisit_days
-    assert bound == pytest.approx(factor * n_pages / budget + (n_pages + 1) / budget + 2 / 24)
     end = (pages.end_ms - pages.start_ms.min()) / 86_400_000
-    for i in range(n_pages):
+    for i in range(pages.n_pages):
         gaps = np.diff(np.append(pol.times[i], end[i]))
         assert gaps.max() <= bound + 1e-9, (i, gaps.max(), bound)
+
+
+@settings(max_examples=25, deadline=None)
+@given(**REVISIT_CASES, factor=st.floats(1.0, 5.0))
+def test_no_revisit_exceeds_the_stated_bound(n_pages, days, budget, factor, form, seed, late):
+    starts = [late[i] * days for i in range(n_pages)]
+    pages = _fast_and_slow_pages(np.random.default_rng(seed), [0] * n_pages, [days] * n_pages, starts, float(days))
+    pol = _Recording(GridLearner, name="rec", form=form, max_interval_factor=factor)
+    res = run_replay(pages, pol, budget=budget, dt_ms=3_600_000, epoch_steps=24, rng=seed)
+    assert pol.max_revisit_days == pytest.approx(factor * n_pages / budget + (n_pages + 1) / budget + 2 / 24)
+    _assert_no_revisit_exceeds(pol, pages)
     assert int(res.crawls.sum()) <= math.floor(budget * days + 1e-9)
 
 
@@ -298,31 +306,11 @@ def test_paced_crawls_follow_the_pages_in_the_crawl():
 
 
 @settings(max_examples=25, deadline=None)
-@given(
-    n_pages=st.integers(1, 7),
-    days=st.integers(5, 40),
-    budget=st.floats(0.2, 6.0),
-    form=st.sampled_from(["mean", "thompson"]),
-    seed=st.integers(0, 1000),
-    late=st.lists(st.floats(0.0, 0.8), min_size=7, max_size=7),
-    early=st.lists(st.floats(0.3, 1.0), min_size=7, max_size=7),
-)
+@given(**REVISIT_CASES, early=st.lists(st.floats(0.3, 1.0), min_size=7, max_size=7))
 def test_paced_spend_matches_its_definition_and_keeps_the_revisit_bound(n_pages, days, budget, form, seed, late, early):
-    rng = np.random.default_rng(seed)
     starts = [late[i] * days * 0.5 for i in range(n_pages)]
     ends = [max(starts[i] + 1.0, early[i] * days) for i in range(n_pages)]
-    rows = []
-    for i in range(n_pages):
-        rate = 20.0 if i % 2 == 0 else 0.05
-        t = np.sort(rng.uniform(starts[i], ends[i], rng.poisson(rate * (ends[i] - starts[i]))))
-        rows += [(f"p{i}", x) for x in t if x > starts[i]]
-    changes = (
-        pd.DataFrame(rows, columns=["page", "timestamp"])
-        if rows
-        else pd.DataFrame({"page": pd.Series([], dtype=object), "timestamp": pd.Series([], dtype=float)})
-    )
-    win = pd.DataFrame({"page": [f"p{i}" for i in range(n_pages)], "start": starts, "end": ends})
-    pages = pages_from_table(changes, window=win)
+    pages = _fast_and_slow_pages(np.random.default_rng(seed), starts, ends, starts, ends)
 
     class _Both(_Recording, _Counting):
         pass
@@ -333,11 +321,7 @@ def test_paced_spend_matches_its_definition_and_keeps_the_revisit_bound(n_pages,
     allowed = _allowance_by_definition(ctx.first_step.tolist(), ctx.last_step.tolist(), ctx.n_steps, budget, ctx.dt)
     cum = np.cumsum([pol.by_step.get(k, 0) for k in range(ctx.n_steps + 1)])
     assert (cum <= np.asarray(allowed)).all()
-    bound = pol.max_revisit_days
-    end = (pages.end_ms - pages.start_ms.min()) / 86_400_000
-    for i in range(n_pages):
-        gaps = np.diff(np.append(pol.times[i], end[i]))
-        assert gaps.max() <= bound + 1e-9, (i, gaps.max(), bound)
+    _assert_no_revisit_exceeds(pol, pages)
 
 
 def test_bad_pace():

@@ -163,18 +163,22 @@ def _step(a0, a1, changed, l0, l1, q01, q10, tau):
 
 
 @njit(cache=True)
-def _mix_weights(log_ev, i, k_n, out):
+def _mix_weights(lev, out):
+    """out[k] = exp(lev[k] − m)/tot, the posterior weights of the scales given their log
+    evidence ``lev``; returns m = max lev and tot = Σ_k exp(lev[k] − m) (the log evidence
+    of the mixture is m + log tot; NaN weights where every lev is −∞)."""
+    k_n = lev.shape[0]
     m = -math.inf
     for k in range(k_n):
-        if log_ev[i, k] > m:
-            m = log_ev[i, k]
+        if lev[k] > m:
+            m = lev[k]
     tot = 0.0
     for k in range(k_n):
-        out[k] = math.exp(log_ev[i, k] - m)
+        out[k] = math.exp(lev[k] - m)
         tot += out[k]
     for k in range(k_n):
         out[k] /= tot
-    return m + math.log(tot)
+    return m, tot
 
 
 @njit(cache=True, parallel=True)
@@ -211,7 +215,7 @@ def stream_predict(alpha, log_ev, tau, l0, l1, q01, q10, scales, out):
     m = tau.shape[1]
     for i in prange(n):
         w = np.empty(k_n)
-        _mix_weights(log_ev, i, k_n, w)
+        _mix_weights(log_ev[i], w)
         for j in range(m):
             acc = 0.0
             for k in range(k_n):
@@ -244,37 +248,24 @@ def _batch_filter(changed, tau, mask, l0, l1, q01, q10, scales, log_prior, pred,
             if not mask[i, t]:
                 pred[i, t] = np.nan
                 continue
-            m = -math.inf
-            for k in range(k_n):
-                if lev[k] > m:
-                    m = lev[k]
-            tot = 0.0
-            for k in range(k_n):
-                w[k] = math.exp(lev[k] - m)
-                tot += w[k]
+            _mix_weights(lev, w)
             acc = 0.0
             for k in range(k_n):
                 sc = scales[k]
                 a0, a1, ll, pc, ok = _step(
                     a[k, 0], a[k, 1], changed[i, t], sc * l0[i], sc * l1[i], sc * q01[i], sc * q10[i], tau[i, t]
                 )
-                acc += w[k] / tot * pc
+                acc += w[k] * pc
                 if ok:
                     a[k, 0] = a0
                     a[k, 1] = a1
                 lev[k] += ll
             pred[i, t] = min(max(acc, 0.0), 1.0)
-        m = -math.inf
-        for k in range(k_n):
-            if lev[k] > m:
-                m = lev[k]
+        m, tot = _mix_weights(lev, w)
         if m == -math.inf:
             loglik[i] = -math.inf
             status[i] = 1
         else:
-            tot = 0.0
-            for k in range(k_n):
-                tot += math.exp(lev[k] - m)
             loglik[i] = m + math.log(tot)
 
 

@@ -637,90 +637,21 @@ def batch_filter(
         rng = np.empty((n_s, 2), dtype=np.int64)
         lev = np.zeros(n_s)
         filt = np.empty((n_s, k, g)) if smooth else np.empty((1, 1, 1))
+        # the pages' inputs, and the scratch of this worker, as the page functions take them
+        data = (changed, tau, mask, rates, q_nodes, h, h2, sigmas, probs)
+        scratch = (bufs, bs, mix, qbuf, pi, lev)
         for i in range(blk * BLOCK, min(n, (blk + 1) * BLOCK)):
-            _filter_page(
-                i,
-                prior_w,
-                changed,
-                tau,
-                mask,
-                rates,
-                q_nodes,
-                h,
-                h2,
-                sigmas,
-                probs,
-                smooth,
-                pred,
-                f_mean,
-                f_q,
-                wpath,
-                log_ev,
-                status,
-                bufs,
-                bs,
-                mix,
-                qbuf,
-                pi,
-                w,
-                rng,
-                lev,
-                filt,
-            )
+            _filter_page(i, prior_w, data, smooth, pred, f_mean, f_q, wpath, log_ev, status, scratch, w, rng, filt)
             if smooth:
-                _smooth_page(
-                    i,
-                    changed,
-                    tau,
-                    mask,
-                    rates,
-                    q_nodes,
-                    h,
-                    h2,
-                    sigmas,
-                    probs,
-                    s_mean,
-                    s_q,
-                    bufs,
-                    bs,
-                    mix,
-                    qbuf,
-                    pi,
-                    lev,
-                    filt,
-                )
+                _smooth_page(i, data, s_mean, s_q, scratch, filt)
 
 
 @njit(cache=True)
-def _filter_page(
-    i,
-    prior_w,
-    changed,
-    tau,
-    mask,
-    rates,
-    q_nodes,
-    h,
-    h2,
-    sigmas,
-    probs,
-    smooth,
-    pred,
-    f_mean,
-    f_q,
-    wpath,
-    log_ev,
-    status,
-    bufs,
-    bs,
-    mix,
-    qbuf,
-    pi,
-    w,
-    rng,
-    lev,
-    filt,
-):
+def _filter_page(i, prior_w, data, smooth, pred, f_mean, f_q, wpath, log_ev, status, scratch, w, rng, filt):
+    """Forward pass of page i: its outputs of :func:`batch_filter`, the filtered node
+    probabilities of every crawl in ``filt`` (when ``smooth``)."""
+    changed, tau, mask, rates, q_nodes, h, h2, sigmas, probs = data
+    bufs, bs, mix, qbuf, pi, lev = scratch
     k = changed.shape[1]
     g = rates.shape[0]
     n_s = sigmas.shape[0]
@@ -817,10 +748,10 @@ def _beta_step(lik, beta_row, kern, prefix, b, g, vp, out):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def _smooth_page(
-    i, changed, tau, mask, rates, q_nodes, h, h2, sigmas, probs, s_mean, s_q, bufs, bs, mix, qbuf, pi, lev, filt
-):
+def _smooth_page(i, data, s_mean, s_q, scratch, filt):
     """Backward pass: beta_c(x) = p(I_{c+1..K} | Δ_c = x), normalised to max 1."""
+    changed, tau, mask, rates, q_nodes, h, h2, sigmas, probs = data
+    bufs, bs, mix, qbuf, pi, lev = scratch
     kern, prefix, vp, scratch, e, om, fbuf, ibuf = bufs
     k = changed.shape[1]
     g = rates.shape[0]
