@@ -236,8 +236,9 @@ def estimate_pages_dask(
         :func:`changerate_bayes.io.read_frame`), a compressed file that cannot be
         decompressed, no rows, or no page with two usable visits.
     """
-    table, audit, n_parts, _ = per_page_partitions(
+    res, _ = _estimate_frame(
         visits,
+        budget,
         columns=columns,
         change_from=change_from,
         methods=methods,
@@ -248,9 +249,15 @@ def estimate_pages_dask(
         source=source,
         client=client,
     )
-    return LogEstimates(
-        table=allocate_crawls(table, budget), audit=audit, engine="dask", n_parts=n_parts, shuffled=True
-    )
+    return res
+
+
+def _estimate_frame(visits, budget, **options):
+    """:func:`estimate_pages_dask` (``budget`` as there, ``options`` as :func:`per_page_partitions`)
+    and, ``with_posterior``, the partitions' :func:`~changerate_bayes.bayes.posterior_history`."""
+    table, audit, n_parts, histories = per_page_partitions(visits, **options)
+    res = LogEstimates(table=allocate_crawls(table, budget), audit=audit, engine="dask", n_parts=n_parts, shuffled=True)
+    return res, histories
 
 
 def _read_piece(path, fmt, file_index, mapping, change_from, chunk_rows, page_key):
@@ -717,8 +724,9 @@ def schedule_pages_dask(
         As :func:`estimate_pages_dask` and :func:`~changerate_bayes.crawllog.fetch_schedule.crawl_schedule`.
     """
     _check_max_interval(max_interval_h)
-    table, audit, _, histories = per_page_partitions(
+    res, histories = _estimate_frame(
         visits,
+        budget,
         columns=columns,
         change_from=change_from,
         prior=prior,
@@ -728,8 +736,7 @@ def schedule_pages_dask(
         client=client,
         with_posterior=True,
     )
-    table = allocate_crawls(table, budget)
-    return _schedule_of(table, histories, max_interval_h=max_interval_h, prior=prior), audit
+    return _schedule_of(res.table, histories, max_interval_h=max_interval_h, prior=prior), res.audit
 
 
 def schedule_files_dask(
