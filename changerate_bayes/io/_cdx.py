@@ -197,6 +197,7 @@ def _chunk(rows, src, labels, state, names, page_key):
     part, labels = compact_frame(
         df,
         source=src,
+        first_line=int(lines[0]),
         line_word="line",
         labels=labels,
         state=state,
