@@ -18,13 +18,11 @@ import contextlib
 import logging
 import signal
 import threading
-import warnings
 
 import numpy as np
 import pandas as pd
 
 from .._upstream import quiet_dask_logs
-from .._validation import StatisticalWarning
 from ..bayes import posterior_history
 from ..history import CrawlHistory
 from ..io import (
@@ -56,7 +54,7 @@ from ..io import (
 from ._dask_tasks import read_reduce_group, task_settings
 from .allocate import allocate_crawls
 from .fetch_schedule import MAX_INTERVAL_H, _check_max_interval, crawl_schedule, with_last_attempt
-from .table import LogEstimates, concat_part_tables, page_table
+from .table import LogEstimates, concat_part_tables, page_table, warn_table_notes
 
 __all__ = [
     "ClusterEstimates",
@@ -421,13 +419,6 @@ def estimate_files_dask(
     )
     warn_table_notes(res.table)
     return res
-
-
-def warn_table_notes(table) -> None:
-    """Issue the table's notes (``attrs["warnings"]``) as StatisticalWarning, as estimate_pages does
-    (the pooled statistics are per task here)."""
-    for msg in table.attrs["warnings"]:
-        warnings.warn(msg, StatisticalWarning, stacklevel=3)
 
 
 def _estimate_files(
