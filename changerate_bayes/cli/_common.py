@@ -21,7 +21,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from ..report import REPORT_FILES, folder_lock
+from ..report import REPORT_FILES, folder_lock, write_report
 from ._signals import _SIGNALLED
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "cli_message",
     "error",
     "fail",
+    "log_arguments",
     "new_folders",
     "longest_interval",
     "output_lock",
@@ -39,6 +40,7 @@ __all__ = [
     "refuse_inputs_as_outputs",
     "remove_if_empty",
     "report_files",
+    "report_written",
     "resolve_output",
     "run_removing_new_folders",
     "runs",
@@ -185,6 +187,36 @@ def add_log_flags(parser, *, engine_help: str) -> None:
     )
 
 
+#: The Python arguments behind the flags of :func:`add_log_flags`, for the library's error messages
+#: (``--columns`` is :func:`cli_message`'s own).
+LOG_FLAGS = {
+    "budget": "--budget",
+    "format": "--log-format",
+    "ota_changed": "--ota-changed",
+    "page_key": "--page-key",
+    "paths": "LOG",
+    "engine": "--engine",
+    "client": "--scheduler",
+}
+
+
+def log_arguments(args) -> dict:
+    """The keyword arguments of :func:`changerate_bayes.crawllog.estimate` and ``schedule`` that the
+    flags of :func:`add_log_flags` give; ValueError naming the flag for ``--scheduler`` without
+    ``--engine dask`` or a bad ``--columns``."""
+    if args.scheduler and args.engine != "dask":
+        raise ValueError("--scheduler needs --engine dask")
+    return {
+        "engine": args.engine,
+        "format": args.log_format,
+        "columns": parse_columns(args.columns, LOG_ROLES),
+        "ota_changed": args.ota_changed,
+        "page_key": args.page_key,
+        "budget": args.budget,
+        "client": args.scheduler,
+    }
+
+
 def runs(parser, run, folders) -> None:
     """Make ``run(args)`` the command of ``parser``; a failure removes the output folders it
     created (``folders(args)``, :func:`run_removing_new_folders`) if they are still empty."""
@@ -268,6 +300,17 @@ def write_failed(flag: str, path, exc: OSError) -> int:
         raise KeyboardInterrupt
     reason = exc.strerror or str(exc) or type(exc).__name__
     return error(f"{flag} {str(path)!r}: could not write it ({reason}); nothing was written there")
+
+
+def report_written(folder, *, html: str, results: dict, done: str = "wrote the report {}") -> int:
+    """Write the report ``folder`` (``index.html`` and ``results.json``) and print ``done`` with its
+    path; return 0, or 2 with :func:`write_failed`'s line for ``--report`` if it could not be written."""
+    try:
+        path = write_report(folder, html=html, results=results)
+    except OSError as exc:  # a full disk, a file system that refuses the write: nothing partial is left
+        return write_failed("--report", folder, exc)
+    print(done.format(path))
+    return 0
 
 
 def report_files(folder) -> list[Path]:

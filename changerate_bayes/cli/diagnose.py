@@ -11,7 +11,7 @@ import pandas as pd
 from ..crawllog.report import crawl_diagnostics, diagnose_report
 from ..diagnostics import poisson_gof
 from ..io import STANDARD_COLUMNS, CrawlLogError, read_log
-from ..report import check_output_dir, write_report
+from ..report import check_output_dir
 from ._common import (
     LOG_ROLES,
     add_columns_flag,
@@ -19,8 +19,8 @@ from ._common import (
     parse_columns,
     refuse_inputs_as_outputs,
     report_files,
+    report_written,
     runs,
-    write_failed,
 )
 
 __all__ = ["register"]
@@ -149,12 +149,7 @@ def _run_crawl(args, mapping: dict, header: list, t0: float) -> int:
     html, payload = diagnose_report(
         rows, sources=[args.events], seed=args.seed, kind="crawl", n_pages=len(log.page_ids), started=t0
     )
-    try:
-        path = write_report(args.report, html=html, results=payload)
-    except OSError as exc:  # a full disk, a file system that refuses the write: nothing partial is left
-        return write_failed("--report", args.report, exc)
-    print(f"wrote the report {path}")
-    return 0
+    return report_written(args.report, html=html, results=payload)
 
 
 def _p(p) -> str:
@@ -228,9 +223,4 @@ def _run_events(args, frame, mapping: dict, t0: float) -> int:
         rej = res.rejected(0.05)
         print(f"{page}: {res.n_events} events; rejected at 5% (Holm): {', '.join(rej) if rej else 'none'}")
     html, payload = diagnose_report(results, sources=[args.events], seed=args.seed, n_pages=len(counts), started=t0)
-    try:
-        path = write_report(args.report, html=html, results=payload)
-    except OSError as exc:  # a full disk, a file system that refuses the write: nothing partial is left
-        return write_failed("--report", args.report, exc)
-    print(f"wrote the report {path}")
-    return 0
+    return report_written(args.report, html=html, results=payload)

@@ -9,18 +9,20 @@ from pathlib import Path
 from ..crawllog import estimate
 from ..crawllog.report import estimate_report, log_attribution
 from ..estimators import METHODS
-from ..io import STANDARD_COLUMNS, CrawlLogError, log_files
-from ..report import check_output_dir, write_report
+from ..io import CrawlLogError, log_files
+from ..report import check_output_dir
 from ._common import (
+    LOG_FLAGS,
     LOG_FORMATS,
     add_log_flags,
     check_writable_folder,
     fail,
+    log_arguments,
     output_lock,
-    parse_columns,
     plan_line,
     refuse_inputs_as_outputs,
     report_files,
+    report_written,
     resolve_output,
     runs,
     with_notes,
@@ -71,18 +73,7 @@ def register(p) -> None:
 
 
 #: the Python arguments behind this command's flags, for its error messages
-FLAGS = {
-    "budget": "--budget",
-    "level": "--level",
-    "methods": "--methods",
-    "out_dir": "--report",
-    "format": "--log-format",
-    "ota_changed": "--ota-changed",
-    "page_key": "--page-key",
-    "paths": "LOG",
-    "engine": "--engine",
-    "client": "--scheduler",
-}
+FLAGS = {"level": "--level", "methods": "--methods", "out_dir": "--report", **LOG_FLAGS}
 
 
 def _check_out(path: str) -> Path:
@@ -120,25 +111,13 @@ def _run(args) -> int:
             check_output_dir(args.report)
         if args.budget is not None and not (args.budget > 0 and args.budget < float("inf")):
             raise ValueError(f"--budget must be > 0 crawls per day; got {args.budget}")
-        if args.scheduler and args.engine != "dask":
-            raise ValueError("--scheduler needs --engine dask")
-        columns = parse_columns(args.columns, STANDARD_COLUMNS)
-    except (ValueError, OSError) as exc:
-        return fail(str(exc), FLAGS)
-    try:
         res, notes = with_notes(
             estimate,
             files,
-            engine=args.engine,
-            format=args.log_format,
-            columns=columns,
-            ota_changed=args.ota_changed,
-            page_key=args.page_key,
+            **log_arguments(args),
             methods=_methods(args),
-            budget=args.budget,
             level=args.level,
             keep_log=bool(args.report),
-            client=args.scheduler,
         )
     except (CrawlLogError, ValueError, OSError) as exc:
         return fail(str(exc), FLAGS)
@@ -161,11 +140,7 @@ def _run(args) -> int:
         except OSError as exc:  # a full disk, a file system that refuses the write: the temporary file is removed
             return write_failed("--out", args.out, exc)
         print(f"wrote {len(table)} pages to {out}")
-        if html is not None:
-            try:
-                path = write_report(args.report, html=html, results=results)
-            except OSError as exc:
-                return write_failed("--report", args.report, exc)
-            print(f"wrote the report {path}")
+        if html is not None and (status := report_written(args.report, html=html, results=results)):
+            return status
     print(f"done in {time.perf_counter() - t0:.1f} s")
     return 0

@@ -14,7 +14,7 @@ import pandas as pd
 
 from .._version import __version__
 from ..replay import DEFAULT_POLICIES, at_search_bound, check_budgets, plot_freshness_budget, replay_policies
-from ..report import check_output_dir, figure_to_html, html_table, render_page, write_report
+from ..report import check_output_dir, figure_to_html, html_table, render_page
 from ._common import (
     add_columns_flag,
     check_writable_folder,
@@ -23,6 +23,7 @@ from ._common import (
     parse_columns,
     refuse_inputs_as_outputs,
     report_files,
+    report_written,
     resolve_output,
     runs,
     write_failed,
@@ -272,9 +273,5 @@ def _run(args) -> int:
             except OSError as exc:  # a full disk, a file system that refuses the write
                 return write_failed("--csv", args.csv, exc)
         if html is not None:
-            try:
-                path = write_report(args.report, html=html, results=results)
-            except OSError as exc:
-                return write_failed("--report", args.report, exc)
-            print(f"report written to {path}")
+            return report_written(args.report, html=html, results=results, done="report written to {}")
     return 0

@@ -11,11 +11,11 @@ from pathlib import Path
 from ..crawllog import MAX_INTERVAL_H, SCHEDULE_FORMATS, schedule, write_schedule
 from ..io import CrawlLogError, log_files
 from ._common import (
-    LOG_ROLES,
+    LOG_FLAGS,
     add_log_flags,
     fail,
+    log_arguments,
     longest_interval,
-    parse_columns,
     plan_line,
     refuse_inputs_as_outputs,
     resolve_output,
@@ -67,16 +67,7 @@ def register(p) -> None:
 
 
 #: the Python arguments behind this command's flags, for the library's error messages
-FLAGS = {
-    "budget": "--budget",
-    "max_interval_h": "--max-interval-h",
-    "format": "--log-format",
-    "ota_changed": "--ota-changed",
-    "page_key": "--page-key",
-    "paths": "LOG",
-    "engine": "--engine",
-    "client": "--scheduler",
-}
+FLAGS = {"max_interval_h": "--max-interval-h", **LOG_FLAGS}
 
 
 def _check_args(args, files) -> tuple[Path, str]:
@@ -104,8 +95,6 @@ def _check_args(args, files) -> tuple[Path, str]:
         raise ValueError(
             f"--max-interval-h {limit:g} is beyond what Nutch reads (2^31 - 1 seconds, {(2**31 - 1) / 3600:.0f} h)"
         )
-    if args.scheduler and args.engine != "dask":
-        raise ValueError("--scheduler needs --engine dask")
     return out, fmt
 
 
@@ -114,24 +103,15 @@ def _run(args) -> int:
     try:
         files, _ = log_files(args.logs)  # listed once: the log is these files (a folder: every file under it)
         out, out_format = _check_args(args, files)
-        columns = parse_columns(args.columns, LOG_ROLES)
+        log_args = log_arguments(args)
         out.parent.mkdir(parents=True, exist_ok=True)
         if not os.access(out.parent, os.W_OK):
             raise ValueError(f"--out {args.out!r}: folder {str(out.parent)!r} is not writable")
-    except (ValueError, OSError) as exc:
-        return fail(str(exc), FLAGS)
-    try:
         res, notes = with_notes(
             schedule,
             files,
-            engine=args.engine,
-            format=args.log_format,
-            columns=columns,
-            ota_changed=args.ota_changed,
-            page_key=args.page_key,
-            budget=args.budget,
+            **log_args,
             max_interval_h=args.max_interval_h,
-            client=args.scheduler,
         )
     except (CrawlLogError, ValueError, OSError) as exc:
         return fail(str(exc), FLAGS)

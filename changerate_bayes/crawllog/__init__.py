@@ -62,6 +62,7 @@ from .table import (
     page_table,
     rate_bounds,
     recommend_rate,
+    warn_table_notes,
 )
 
 __all__ = [
@@ -294,7 +295,7 @@ def estimate(
                 client=dask,
                 **options,
             )
-            dask_engine.warn_table_notes(res.table)
+            warn_table_notes(res.table)
             return dataclasses.replace(res, format=fmt)
         source_name = ", ".join(map(str, files)) if files is not None else "<dask dataframe>"
         res = dask_engine.estimate_pages_dask(

@@ -18,13 +18,11 @@ import contextlib
 import logging
 import signal
 import threading
-import warnings
 
 import numpy as np
 import pandas as pd
 
 from .._upstream import quiet_dask_logs
-from .._validation import StatisticalWarning
 from ..bayes import posterior_history
 from ..history import CrawlHistory
 from ..io import (
@@ -56,7 +54,7 @@ from ..io import (
 from ._dask_tasks import read_reduce_group, task_settings
 from .allocate import allocate_crawls
 from .fetch_schedule import MAX_INTERVAL_H, _check_max_interval, crawl_schedule, with_last_attempt
-from .table import LogEstimates, concat_part_tables, page_table
+from .table import LogEstimates, concat_part_tables, page_table, warn_table_notes
 
 __all__ = [
     "ClusterEstimates",
@@ -236,8 +234,9 @@ def estimate_pages_dask(
         :func:`changerate_bayes.io.read_frame`), a compressed file that cannot be
         decompressed, no rows, or no page with two usable visits.
     """
-    table, audit, n_parts, _ = per_page_partitions(
+    res, _ = _estimate_frame(
         visits,
+        budget,
         columns=columns,
         change_from=change_from,
         methods=methods,
@@ -248,9 +247,15 @@ def estimate_pages_dask(
         source=source,
         client=client,
     )
-    return LogEstimates(
-        table=allocate_crawls(table, budget), audit=audit, engine="dask", n_parts=n_parts, shuffled=True
-    )
+    return res
+
+
+def _estimate_frame(visits, budget, **options):
+    """:func:`estimate_pages_dask` (``budget`` as there, ``options`` as :func:`per_page_partitions`)
+    and, ``with_posterior``, the partitions' :func:`~changerate_bayes.bayes.posterior_history`."""
+    table, audit, n_parts, histories = per_page_partitions(visits, **options)
+    res = LogEstimates(table=allocate_crawls(table, budget), audit=audit, engine="dask", n_parts=n_parts, shuffled=True)
+    return res, histories
 
 
 def _read_piece(path, fmt, file_index, mapping, change_from, chunk_rows, page_key):
@@ -414,13 +419,6 @@ def estimate_files_dask(
     )
     warn_table_notes(res.table)
     return res
-
-
-def warn_table_notes(table) -> None:
-    """Issue the table's notes (``attrs["warnings"]``) as StatisticalWarning, as estimate_pages does
-    (the pooled statistics are per task here)."""
-    for msg in table.attrs["warnings"]:
-        warnings.warn(msg, StatisticalWarning, stacklevel=3)
 
 
 def _estimate_files(
@@ -717,8 +715,9 @@ def schedule_pages_dask(
         As :func:`estimate_pages_dask` and :func:`~changerate_bayes.crawllog.fetch_schedule.crawl_schedule`.
     """
     _check_max_interval(max_interval_h)
-    table, audit, _, histories = per_page_partitions(
+    res, histories = _estimate_frame(
         visits,
+        budget,
         columns=columns,
         change_from=change_from,
         prior=prior,
@@ -728,8 +727,7 @@ def schedule_pages_dask(
         client=client,
         with_posterior=True,
     )
-    table = allocate_crawls(table, budget)
-    return _schedule_of(table, histories, max_interval_h=max_interval_h, prior=prior), audit
+    return _schedule_of(res.table, histories, max_interval_h=max_interval_h, prior=prior), res.audit
 
 
 def schedule_files_dask(

@@ -6,7 +6,6 @@ import warnings
 
 import numpy as np
 
-from .._validation import StatisticalWarning
 from ..io import (
     BUCKET_ROWS,
     DEFAULT_CHUNK_ROWS,
@@ -30,7 +29,7 @@ from ..io import (
     scan_parquet,
 )
 from .allocate import allocate_crawls, check_budget
-from .table import LogEstimates, _check_methods, concat_part_tables, estimate_pages, page_table
+from .table import LogEstimates, _check_methods, concat_part_tables, estimate_pages, page_table, warn_table_notes
 
 __all__ = ["estimate_log", "DEFAULT_MEMORY_BYTES"]
 
@@ -179,6 +178,5 @@ def estimate_log(
     table = concat_part_tables(tables, codes)
     table["page"] = labels[np.sort(np.concatenate(codes), kind="stable")]
     table = allocate_crawls(table, budget)
-    for msg in table.attrs["warnings"]:
-        warnings.warn(msg, StatisticalWarning, stacklevel=2)
+    warn_table_notes(table)
     return LogEstimates(table=table, audit=audit, engine="buckets", n_parts=n_buckets, spilled_bytes=spilled)

@@ -606,6 +606,12 @@ def estimate_pages(
         unit_hours=unit_hours,
     )
     out = allocate_crawls(table, budget)
-    for msg in out.attrs["warnings"]:
-        warnings.warn(msg, StatisticalWarning, stacklevel=2)
+    warn_table_notes(out)
     return out
+
+
+def warn_table_notes(table) -> None:
+    """Issue a page table's notes (``attrs["warnings"]``) as StatisticalWarning, at the line that
+    called the caller (the user's call of :func:`estimate_pages` or of another engine's entry)."""
+    for msg in table.attrs["warnings"]:
+        warnings.warn(msg, StatisticalWarning, stacklevel=3)

@@ -261,12 +261,12 @@ def compact_frame(
     frame: pd.DataFrame,
     *,
     source: str,
-    first_line: int,
     line_word: str,
     labels: pd.Index,
     state: dict,
     names: dict | None = None,
     time_format: str | None = None,
+    first_line: int = 1,
     lines=None,
 ):
     """Compact columns of one chunk of a log whose columns have the standard names.
@@ -276,12 +276,15 @@ def compact_frame(
     frame : pandas.DataFrame
         Columns among :data:`STANDARD_COLUMNS`, plus optionally ``not_modified``
         (bool) and ``not_capture`` (bool).
-    first_line : int
-        File line (or record) number of the chunk's first row, for error messages.
     labels : pandas.Index
         Page labels seen so far; new ones are appended.
     names : dict, optional
         Standard name -> the file's column name, for error messages.
+    first_line : int, default 1
+        File line (or record) number of the chunk's first row, for error messages; the
+        rows follow it one line each.
+    lines : ndarray of int64, shape (len(frame),), optional
+        Each row's line (or record) number instead, for rows that are not one a line.
 
     Returns
     -------

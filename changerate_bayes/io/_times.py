@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -41,6 +43,36 @@ _HI = np.datetime64(f"{_LAST_YEAR + 1}-01-01", "s")
 _KIND_NAMES = {"naive": "naive", "aware": "time-zone-aware"}
 
 
+@dataclass(frozen=True)
+class _Place:
+    """Where a chunk's times stand, for the error messages: the log (or frame), the time column and
+    each time's line (record, row) number, called ``line_word``."""
+
+    source: str
+    column: str
+    lines: np.ndarray
+    line_word: str
+
+    def of(self, i) -> str:
+        """``"log.csv: line 12, column 'fetch_time'"``: where the chunk's ``i``-th time stands."""
+        return where(self.source, self.line_word, self.lines[i], self.column)
+
+    def subset(self, rows) -> _Place:
+        """The place of the chunk's times ``rows`` (indices or a mask), in that order."""
+        return _Place(self.source, self.column, self.lines[rows], self.line_word)
+
+    def kinds(self, state: dict, firsts: dict) -> None:
+        """:func:`_kinds` of this column's times (``firsts``: their first line of each awareness)."""
+        _kinds(state, firsts, source=self.source, column=self.column, line_word=self.line_word)
+
+
+def _refuse_missing(missing: np.ndarray, place: _Place) -> None:
+    """A required time column: refuse its first missing time, naming the line."""
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        raise CrawlLogError(f"{place.of(i)}: missing time")
+
+
 def parse_time_column(
     values: pd.Series,
     *,
@@ -76,57 +108,34 @@ def parse_time_column(
     n = len(values)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    place = _Place(source, column, lines, line_word)
     if pd.api.types.is_datetime64_any_dtype(values.dtype):
         aware = getattr(values.dtype, "tz", None) is not None
         ts = values.dt.tz_convert("UTC").dt.tz_localize(None) if aware else values
         arr = ts.to_numpy()
         missing = np.isnat(arr)
-        if required and missing.any():
-            i = int(np.flatnonzero(missing)[0])
-            raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: missing time")
-        _kinds(
-            state,
-            {("aware" if aware else "naive"): (int(lines[0]), None)},
-            source=source,
-            column=column,
-            line_word=line_word,
-        )
-        out = _to_ns(
-            arr,
-            missing,
-            source=source,
-            column=column,
-            lines=lines,
-            line_word=line_word,
-            shown=lambda i: str(ts.iloc[i]),
-        )
-        return out
+        if required:
+            _refuse_missing(missing, place)
+        place.kinds(state, {("aware" if aware else "naive"): (int(lines[0]), None)})
+        return _to_ns(arr, missing, place, shown=lambda i: str(ts.iloc[i]))
     if values.dtype.kind in "biuf":  # seconds since 1970-01-01 UTC
         if values.dtype.kind == "b":
             i = int(np.flatnonzero(values.notna().to_numpy())[0]) if values.notna().any() else 0
             raise CrawlLogError(
-                f"{where(source, line_word, lines[i], column)}: times must be ISO-8601 datetimes "
+                f"{place.of(i)}: times must be ISO-8601 datetimes "
                 f"or seconds since 1970-01-01 UTC; got the boolean {plain(values.iloc[i])!r}"
             )
         missing = values.isna().to_numpy()
-        if required and missing.any():
-            i = int(np.flatnonzero(missing)[0])
-            raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: missing time")
-        out = _epoch_numbers(values, missing, source=source, column=column, lines=lines, line_word=line_word)
+        if required:
+            _refuse_missing(missing, place)
+        out = _epoch_numbers(values, missing, place)
         if (~missing).any():
-            _kinds(
-                state,
-                {"aware": (int(lines[int(np.argmax(~missing))]), None)},
-                source=source,
-                column=column,
-                line_word=line_word,
-            )
+            place.kinds(state, {"aware": (int(lines[int(np.argmax(~missing))]), None)})
         return out
     s = values.astype("string").str.strip()
     missing = (s.isna() | (s == "") | (s == "-")).to_numpy(dtype=bool)
-    if required and missing.any():
-        i = int(np.flatnonzero(missing)[0])
-        raise CrawlLogError(f"{where(source, line_word, lines[i], column)}: missing time")
+    if required:
+        _refuse_missing(missing, place)
     present = ~missing
     out = np.full(n, _NAT, dtype=np.int64)
     if not present.any():
@@ -147,16 +156,12 @@ def parse_time_column(
             epoch = np.zeros(len(sp), dtype=bool)
             epoch[rest] = rest_s.str.fullmatch(_EPOCH).to_numpy(dtype=bool, na_value=False)
             if epoch.any():
-                extra_ns[epoch] = _epoch_strings(
-                    sp[epoch], source=source, column=column, lines=lines[rows[epoch]], line_word=line_word
-                )
+                extra_ns[epoch] = _epoch_strings(sp[epoch], place.subset(rows[epoch]))
             other = rest & ~epoch  # digits only, or with letters: the two never match the same text
             if other.any():
                 other[other] = sp[other].str.fullmatch(_HTTP_OTHER).to_numpy(dtype=bool, na_value=False)
             if other.any():
-                extra_ns[other] = _http_dates(
-                    sp[other], source=source, column=column, lines=lines[rows[other]], line_word=line_word
-                )
+                extra_ns[other] = _http_dates(sp[other], place.subset(rows[other]))
                 other &= extra_ns != _NAT
                 http = http | other
             extra = other | epoch
@@ -166,9 +171,7 @@ def parse_time_column(
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
         i = int(np.flatnonzero(present)[j])
-        raise CrawlLogError(
-            f"{where(source, line_word, lines[i], column)}: unparsable time {sp.iloc[j]!r} (expected {want})"
-        )
+        raise CrawlLogError(f"{place.of(i)}: unparsable time {sp.iloc[j]!r} (expected {want})")
     idx = np.flatnonzero(present)
     if fmt is None:
         is_aware = _aware_strings(sp) | http | extra
@@ -179,18 +182,16 @@ def parse_time_column(
                 firsts[kind] = (int(lines[idx[j]]), sp.iloc[j])
     else:
         firsts = {"aware": (int(lines[idx[0]]), sp.iloc[0])}
-    _kinds(state, firsts, source=source, column=column, line_word=line_word)
+    place.kinds(state, firsts)
     arr = parsed.dt.tz_localize(None).to_numpy()
-    ns = _to_ns(
-        arr, extra, source=source, column=column, lines=lines[idx], line_word=line_word, shown=lambda j: sp.iloc[j]
-    )
+    ns = _to_ns(arr, extra, place.subset(idx), shown=lambda j: sp.iloc[j])
     if extra.any():
         ns[extra] = extra_ns[extra]
     out[present] = ns
     return out
 
 
-def _http_dates(values: pd.Series, *, source, column, lines, line_word) -> np.ndarray:
+def _http_dates(values: pd.Series, place: _Place) -> np.ndarray:
     """HTTP dates in the obsolete forms (RFC 850, asctime) or with another zone, as int64 UTC ns.
 
     Each distinct value is parsed once by :func:`email.utils.parsedate_to_datetime` (a
@@ -215,21 +216,19 @@ def _http_dates(values: pd.Series, *, source, column, lines, line_word) -> np.nd
     ok_u = np.array([v is not None for v in secs], dtype=bool)
     sec_u = np.array([0 if v is None else v for v in secs], dtype=np.float64)
     ok, sec = ok_u[codes], sec_u[codes]
-    _check_seconds_range(
-        sec, ok, source=source, column=column, lines=lines, line_word=line_word, shown=lambda i: values.iloc[i], unit=""
-    )
+    _check_seconds_range(sec, ok, place, shown=lambda i: values.iloc[i], unit="")
     return np.where(ok, sec.astype(np.int64) * 10**9, _NAT)
 
 
-def _epoch_refused(text, *, source, column, line, line_word) -> CrawlLogError:
+def _epoch_refused(text, place: _Place, i: int) -> CrawlLogError:
     return CrawlLogError(
-        f"{where(source, line_word, line, column)}: the number {text} is too large for seconds since "
+        f"{place.of(i)}: the number {text} is too large for seconds since "
         f"1970-01-01 UTC (a time given as a number is seconds; {EPOCH_LIMIT:.0e} or more would be past the year "
         "5138): milliseconds or microseconds? give seconds (divide by 1000 or 10^6) or ISO-8601 times"
     )
 
 
-def _epoch_numbers(values: pd.Series, missing: np.ndarray, *, source, column, lines, line_word) -> np.ndarray:
+def _epoch_numbers(values: pd.Series, missing: np.ndarray, place: _Place) -> np.ndarray:
     """A numeric time column (seconds since 1970-01-01 UTC; integers exact, floats to float precision) as int64 ns."""
     out = np.full(len(values), _NAT, dtype=np.int64)
     ok = ~missing
@@ -240,18 +239,8 @@ def _epoch_numbers(values: pd.Series, missing: np.ndarray, *, source, column, li
     big = ok & ~(np.abs(x.astype(np.float64)) < EPOCH_LIMIT)
     if big.any():
         i = int(np.flatnonzero(big)[0])
-        raise _epoch_refused(
-            repr(plain(values.iloc[i])), source=source, column=column, line=lines[i], line_word=line_word
-        )
-    _check_seconds_range(
-        np.where(ok, x, 0).astype(np.float64),
-        ok,
-        source=source,
-        column=column,
-        lines=lines,
-        line_word=line_word,
-        shown=lambda i: plain(values.iloc[i]),
-    )
+        raise _epoch_refused(repr(plain(values.iloc[i])), place, i)
+    _check_seconds_range(np.where(ok, x, 0).astype(np.float64), ok, place, shown=lambda i: plain(values.iloc[i]))
     if x.dtype.kind in "iu":
         out[:] = x.astype(np.int64) * 10**9
     else:
@@ -260,7 +249,7 @@ def _epoch_numbers(values: pd.Series, missing: np.ndarray, *, source, column, li
     return out
 
 
-def _epoch_strings(values: pd.Series, *, source, column, lines, line_word) -> np.ndarray:
+def _epoch_strings(values: pd.Series, place: _Place) -> np.ndarray:
     """Numbers written as text (seconds since 1970-01-01 UTC, up to 9 decimals exact) as int64 ns.
 
     The sign, whole seconds and decimals are split by pyarrow's regular expressions (in C++:
@@ -279,32 +268,16 @@ def _epoch_strings(values: pd.Series, *, source, column, lines, line_word) -> np
         big = ~(sec < EPOCH_LIMIT)
     if big.any():
         i = int(np.flatnonzero(big)[0])
-        raise _epoch_refused(values.iloc[i], source=source, column=column, line=lines[i], line_word=line_word)
+        raise _epoch_refused(values.iloc[i], place, i)
     frac = pc.utf8_rpad(pc.utf8_slice_codeunits(frac_t, 0, 9), 9, "0")
     frac = pc.cast(frac, pa.int64()).to_numpy(zero_copy_only=False)
     sign = np.where(pc.equal(sign_t, "-").to_numpy(zero_copy_only=False), -1, 1)
-    _check_seconds_range(
-        sign * (sec + frac / 1e9),
-        np.ones(sec.size, bool),
-        source=source,
-        column=column,
-        lines=lines,
-        line_word=line_word,
-        shown=lambda i: values.iloc[i],
-    )
+    _check_seconds_range(sign * (sec + frac / 1e9), np.ones(sec.size, bool), place, shown=lambda i: values.iloc[i])
     return sign * (sec * 10**9 + frac)
 
 
 def _check_seconds_range(
-    sec: np.ndarray,
-    ok: np.ndarray,
-    *,
-    source,
-    column,
-    lines,
-    line_word,
-    shown,
-    unit: str = " (seconds since 1970-01-01 UTC)",
+    sec: np.ndarray, ok: np.ndarray, place: _Place, *, shown, unit: str = " (seconds since 1970-01-01 UTC)"
 ) -> None:
     """Refuse times (seconds since 1970, float64) outside the years int64 nanoseconds hold, naming the line."""
     lo, hi = float(_LO.astype(np.int64)), float(_HI.astype(np.int64))
@@ -312,7 +285,7 @@ def _check_seconds_range(
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise CrawlLogError(
-            f"{where(source, line_word, lines[i], column)}: time {shown(i)!r}{unit} is outside the years "
+            f"{place.of(i)}: time {shown(i)!r}{unit} is outside the years "
             f"{_FIRST_YEAR}-{_LAST_YEAR} that the reader can hold (int64 nanoseconds)"
         )
 
@@ -367,14 +340,14 @@ def time_kinds(values) -> np.ndarray:
     return out
 
 
-def _to_ns(arr: np.ndarray, missing: np.ndarray, *, source, column, lines, line_word, shown) -> np.ndarray:
+def _to_ns(arr: np.ndarray, missing: np.ndarray, place: _Place, *, shown) -> np.ndarray:
     """datetime64 of any unit -> int64 ns (NaT -> the int64 minimum), refusing times ns cannot hold."""
     lo, hi = _LO.astype(arr.dtype), _HI.astype(arr.dtype)
     out_of_range = ~missing & ((arr < lo) | (arr >= hi))
     if out_of_range.any():
         i = int(np.flatnonzero(out_of_range)[0])
         raise CrawlLogError(
-            f"{where(source, line_word, lines[i], column)}: time {shown(i)!r} is outside the years "
+            f"{place.of(i)}: time {shown(i)!r} is outside the years "
             f"{_FIRST_YEAR}-{_LAST_YEAR} that the reader can hold (int64 nanoseconds); is the year a typo?"
         )
     out = arr.astype("datetime64[ns]").astype(np.int64)

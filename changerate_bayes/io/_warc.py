@@ -208,7 +208,6 @@ def _compact_warc_file(path, *, chunk_rows, labels=None, state=None, extra=None)
         part, labels = compact_frame(
             df,
             source=src,
-            first_line=0,
             line_word="record",
             labels=labels,
             state=state,
