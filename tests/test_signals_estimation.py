@@ -128,6 +128,27 @@ def test_gibbs_means_agree_with_a_quadrature_of_the_posterior():
         assert abs(means.mean() - value) < 4 * se + 2e-3, (name, means.mean(), value, se)
 
 
+def test_credible_intervals_cover_pages_drawn_from_the_prior_nine_times_in_ten():
+    # pages whose rates are drawn from the prior: the 90% posterior intervals are calibrated
+    prior = SignalPrior(recall_a=3.0, recall_b=1.0, change_b=4.0, false_shape=2.0, false_b=2.0)
+    n_pages, level = 200, 0.9
+    gen = np.random.default_rng(0)
+    s = gen.gamma(prior.recall_a, size=n_pages) / prior.change_b
+    u = gen.gamma(prior.recall_b, size=n_pages) / prior.change_b
+    nu = gen.gamma(prior.false_shape, size=n_pages) / prior.false_b
+    data = simulate_signal_pages(s + u, s / (s + u), nu, horizon=60.5, crawl_interval=1.0, rng=1)
+    summary = signal_posterior(data, prior=prior, draws=400, tune=100, chains=1, rng=2).summary(level)
+    se = np.sqrt(level * (1 - level) / n_pages)
+    for name, true in (
+        ("change_rate", s + u),
+        ("recall", s / (s + u)),
+        ("false_rate", nu),
+        ("precision", s / (s + nu)),
+    ):
+        coverage = np.mean((summary[f"{name}_lower"] < true) & (true < summary[f"{name}_upper"]))
+        assert abs(coverage - level) < 4 * se, (name, coverage)
+
+
 def test_without_recall_and_signals_the_predictive_is_the_crawl_only_one():
     rng = np.random.default_rng(8)
     k = 30
@@ -135,7 +156,7 @@ def test_without_recall_and_signals_the_predictive_is_the_crawl_only_one():
     tau = np.ones((3, k))
     data = SignalData.from_segments(tau.ravel(), changed.ravel(), np.zeros(3 * k), lengths=[k] * 3)
     prior = SignalPrior(recall_a=0.0, recall_b=2.0, change_b=3.0, false_shape=0.0, false_b=1.0)  # q = 0, ν = 0
-    post = signal_posterior(data, prior=prior, draws=3000, tune=200, chains=2, rng=9)
+    post = signal_posterior(data, prior=prior, draws=1500, tune=200, chains=2, rng=9)
     assert (post.signalled == 0).all() and (post.false_rate == 0).all()
     t = 1.5
     got = unchanged_probability(t, 0, post)
