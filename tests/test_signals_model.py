@@ -12,6 +12,7 @@ from changerate_bayes.bayes import log_likelihood
 from changerate_bayes.signals import (
     SignalData,
     signal_log_likelihood,
+    signal_mle,
     simulate_signal_pages,
     unchanged_given_signals,
 )
@@ -153,3 +154,11 @@ def test_likelihood_and_simulation_refuse_bad_input():
 def test_signal_data_refuses_bad_arrays(kwargs, match):
     with pytest.raises(ValueError, match=match):
         SignalData.from_segments(kwargs.pop("intervals"), kwargs.pop("changed"), kwargs.pop("signals"), **kwargs)
+
+
+def test_signal_data_takes_boolean_indicators_and_a_page_without_signals_has_no_precision():
+    d = SignalData.from_segments([1.0, 1.0], np.array([True, False]), [0, 0], lengths=[2])
+    assert d.changed.tolist() == [1, 0]
+    fit = signal_mle(d)
+    assert fit.recall[0] == 0.0 and fit.false_rate[0] == 0.0 and np.isnan(fit.precision[0])
+    assert fit.change_rate[0] == pytest.approx(np.log(2.0))  # the crawl-only MLE: 1 − e^{−Δ} = 1/2

@@ -13,7 +13,9 @@ _DAY_NS = 86_400e9
 
 def _int_array(x, name: str) -> np.ndarray:
     arr = np.asarray(x)
-    if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
+    if arr.dtype.kind == "b":
+        return arr.astype(np.int64)
+    if arr.dtype.kind not in "iuf":
         raise TypeError(f"`{name}` must hold integers; got dtype {arr.dtype}")
     if arr.dtype.kind == "f" and (~np.isfinite(arr) | (arr != np.round(arr))).any():
         raise ValueError(f"`{name}` must hold whole numbers; got {arr[~np.isfinite(arr) | (arr != np.round(arr))][0]}")

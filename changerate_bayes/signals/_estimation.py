@@ -168,7 +168,8 @@ class SignalMLE:
     Attributes
     ----------
     change_rate, recall, false_rate, precision : ndarray of shape (n_pages,)
-        Δ̂ (per day), q̂, ν̂ (per day) and π̂ = q̂Δ̂/(q̂Δ̂ + ν̂).
+        Δ̂ (per day), q̂, ν̂ (per day) and π̂ = q̂Δ̂/(q̂Δ̂ + ν̂) (NaN for a page with no
+        signal at all, where q̂Δ̂ + ν̂ = 0; q̂ is 0 there).
     covariance : ndarray of shape (n_pages, 3, 3)
         Inverse observed information in (log Δ, logit q, log ν); NaN where the estimate
         is on the boundary (q̂ in {0, 1} or ν̂ = 0), where it is not defined.
@@ -260,7 +261,7 @@ def signal_mle(data: SignalData, *, max_iter: int = 20_000, tol: float = 1e-10) 
     ----------
     data : SignalData
         Every page needs at least one crawl interval (Δ and q are not identified
-        without one) and one signal or change.
+        without one).
     max_iter : int, default 20000
         EM iterations at most (all pages at once). Near the boundary (q̂ = 1 or ν̂ = 0)
         EM converges slowly; the estimate there is still within ``tol``-size steps.
