@@ -104,7 +104,7 @@ def _documented_names():
 
 PUBLIC_PACKAGES = [
     "estimators", "bayes", "dynamic", "bursts", "diagnostics", "scheduling", "replay", "io",
-    "history", "simulate", "traces", "datasets", "report", "crawllog",
+    "history", "simulate", "traces", "datasets", "report", "crawllog", "signals",
 ]  # fmt: skip
 
 
