@@ -27,6 +27,7 @@ from ._common import (
     write_failed,
     write_table,
 )
+from ._host_caps import add_host_flags, host_caps, host_lines
 
 __all__ = ["register"]
 
@@ -67,6 +68,7 @@ def register(p) -> None:
     p.add_argument("--report", metavar="DIR", help="also write a self-contained HTML report into DIR")
     p.add_argument("--level", type=float, default=0.9, help="credible interval probability (default 0.9)")
     p.add_argument("--seed", type=int, default=0, help="seed of the report's Monte Carlo p-values")
+    add_host_flags(p, spacing=False)
     runs(p, _run, lambda args: [Path(args.out).parent, args.report])
 
 
@@ -123,6 +125,7 @@ def _run(args) -> int:
         if args.scheduler and args.engine != "dask":
             raise ValueError("--scheduler needs --engine dask")
         columns = parse_columns(args.columns, STANDARD_COLUMNS)
+        caps = host_caps(args)
     except (ValueError, OSError) as exc:
         return fail(str(exc), FLAGS)
     try:
@@ -150,6 +153,8 @@ def _run(args) -> int:
         print(f"note: {msg}")
     for msg in dict.fromkeys([*table.attrs.get("warnings", ()), *notes]):
         print(f"note: {msg}")
+    for line in host_lines(table, caps):
+        print(line)
     html = None
     if args.report:  # built before anything is written: a failure leaves no file behind
         html, results = estimate_report(
