@@ -140,7 +140,9 @@ def crawl_schedule(
         the allocated interval, below half a second, is raised to the shortest interval,
         one second); ``rate_per_day`` and ``rate_method``
         (the table's recommended rate, changes per day); ``p_changed``, P(the page has
-        changed by ``next_fetch``) from :func:`~changerate_bayes.bayes.change_probability`. ``attrs`` holds
+        changed by ``next_fetch``) from :func:`~changerate_bayes.bayes.change_probability`; then,
+        where ``table`` has them (an allocation within per-host caps), ``host`` and
+        ``host_at_cap``. ``attrs`` holds
         ``budget_per_day`` (the allocation's), ``max_interval_h``, ``n_max_interval``
         (pages at the revisit limit), ``n_revisit_bound``, ``n_min_interval``, ``policy`` (the
         allocation's), ``revisit_bound_h`` (the allocation's own longest interval, 4·N/B,
@@ -234,6 +236,9 @@ def crawl_schedule(
             "p_changed": change_probability(history, interval_h, prior=prior),
         }
     )
+    for column in ("host", "host_at_cap"):  # an allocation within per-host caps says which host is at its cap
+        if column in table.columns:
+            out[column] = table[column].to_numpy()
     out["last_fetch"] = pd.to_datetime(out["last_fetch"], utc=True)
     out["last_attempt"] = pd.to_datetime(out["last_attempt"], utc=True)
     out["next_fetch"] = pd.to_datetime(out["next_fetch"], utc=True)
