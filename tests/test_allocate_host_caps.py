@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from changerate_bayes.crawllog import allocate_crawls
+from changerate_bayes.crawllog import allocate_crawls, estimate, schedule
 from changerate_bayes.scheduling import capped_index_intervals, optimal_crawl_rates
 
 POLICIES = ["uniform", "plug_in", "index_mean"]
@@ -93,10 +93,16 @@ def test_caps_that_never_bind_change_nothing(policy):
     assert "host" not in plain and "host_at_cap" not in plain and "n_hosts_at_cap" not in plain.attrs
 
 
-def test_hosts_from_urls_lower_cased():
+def test_hosts_from_urls_lower_cased_or_given():
     t = _table([1.0, 1.0, 1.0], ["A.example.com:8080", "user@a.example.com", "b.example.com"])
     out = allocate_crawls(t, 3.0, host_budgets=1.0)
     assert out["host"].tolist() == ["a.example.com", "a.example.com", "b.example.com"]
+    by_page = dict(zip(t["page"], ["x", "y", "x"]))
+    out = allocate_crawls(t, 3.0, hosts=by_page, host_budgets={"y": 0.5})
+    assert out["host"].tolist() == ["x", "y", "x"]
+    np.testing.assert_allclose(out["crawls_per_day"], [1.25, 0.5, 1.25], rtol=1e-12)
+    out = allocate_crawls(t, 3.0, hosts=np.array([7, 8, 7]), host_budgets={8: 0.5}, policy="uniform")
+    np.testing.assert_allclose(out["crawls_per_day"], [1.25, 0.5, 1.25], rtol=1e-15)
 
 
 def test_uniform_within_caps_by_hand():
@@ -231,5 +237,60 @@ def test_bad_caps_and_hosts():
         with pytest.raises(ValueError, match=r"`hosts`.*row 1"):
             allocate_crawls(u, 3.0, host_budgets=1.0)
         allocate_crawls(u, 3.0)  # hosts are derived only for caps
+    with pytest.raises(ValueError, match="no host .*'https://b.example/p1'"):
+        allocate_crawls(_table([1.0, 2.0], ["a", "b.example"]), 3.0, hosts={"https://a/p0": "a"}, host_budgets=1.0)
     with pytest.raises(ValueError, match="no `page` column"):
         allocate_crawls(t.drop(columns="page"), 3.0, host_budgets=1.0)
+
+
+def _visits(n_per_host=4, hosts=("a.example", "B.example")):
+    rng = np.random.default_rng(0)
+    frames = []
+    for h in hosts:
+        for i in range(n_per_host):
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "page": f"https://{h}/p{i}",
+                        "changed": rng.integers(0, 2, 12),
+                        "fetch_time": pd.date_range("2024-01-01", periods=12, freq="6h", tz="UTC"),
+                    }
+                )
+            )
+    return pd.concat(frames, ignore_index=True)
+
+
+@pytest.mark.parametrize("budget", [8.0, 40.0])  # below the total change rate (uniform), above (index)
+def test_estimate_and_schedule_pass_the_caps(budget):
+    v = _visits()
+    caps = {"a.example": 0.3 * budget}
+    plain = estimate(v, budget=budget).table
+    got = estimate(v, budget=budget, host_budgets=caps).table
+    expect = allocate_crawls(plain, budget, host_budgets=caps)
+    np.testing.assert_array_equal(got["crawls_per_day"].to_numpy(), expect["crawls_per_day"].to_numpy())
+    assert got["host"].tolist() == ["a.example"] * 4 + ["b.example"] * 4
+    assert got["host_at_cap"].tolist() == [True] * 4 + [False] * 4
+    assert got.loc[got["host"] == "a.example", "crawls_per_day"].sum() == pytest.approx(0.3 * budget, rel=1e-12)
+    assert got["crawls_per_day"].sum() == pytest.approx(budget, rel=1e-12)
+    s = schedule(v, budget=budget, host_budgets=caps).schedule
+    assert (s["interval_source"] == "allocation").all()
+    np.testing.assert_allclose(s["interval_h"], got["crawl_interval_h"], rtol=0, atol=1 / 3600)  # whole seconds
+    with pytest.raises(ValueError, match="host_budgets"):  # before the log is read
+        estimate("no/such/log.csv", host_budgets=-1.0)
+
+
+def test_the_dask_engine_schedules_within_the_caps(tmp_path):
+    from _helpers import local_dask_client
+
+    v = _visits()
+    caps = {"a.example": 2.0}
+    path = tmp_path / "log.csv"
+    v.assign(fetch_time=v["fetch_time"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")).to_csv(path, index=False)
+    expect = schedule(path, budget=8.0, host_budgets=caps, engine="pandas").schedule.set_index("url")
+    import dask.dataframe as dd
+
+    with local_dask_client(processes=False) as client:
+        for source in ([path], dd.from_pandas(pd.read_csv(path), npartitions=2)):
+            got = schedule(source, budget=8.0, host_budgets=caps, engine="dask", client=client).schedule
+            got = got.set_index("url").loc[expect.index]
+            np.testing.assert_allclose(got["interval_h"], expect["interval_h"], rtol=1e-12)

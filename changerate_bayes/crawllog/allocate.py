@@ -9,6 +9,7 @@ posterior, round robin, or the plug-in optimal rates, bounded by a revisit limit
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -100,9 +101,10 @@ def allocate_crawls(
         w_i >= 0, importance of each page (default 1).
     max_interval_factor : float, default 4.0
         M in round-robin intervals, >= 1.
-    hosts : "url" or array_like of shape (N,), optional
-        The host of each row (hashable labels, not None or NaN), for ``host_budgets``.
-        Default (None) or "url": the host name of the ``page`` column's URLs (lower-cased,
+    hosts : "url", array_like of shape (N,) or mapping, optional
+        The host of each row (hashable labels, not None or NaN), for ``host_budgets``; a
+        mapping (dict) gives the host of each value of the ``page`` column. Default (None)
+        or "url": the host name of the ``page`` column's URLs (lower-cased,
         :func:`urllib.parse.urlsplit`). Used only with ``host_budgets``.
     host_budgets : float or mapping label -> float, optional
         Per-host politeness caps c_h > 0, finite, in **crawls per day**: one number for every
@@ -228,6 +230,7 @@ def allocate_crawls(
     if policy == "auto":
         policy = "index_mean" if budget >= float(mean.sum()) else "uniform"
     if caps is not None:
+        attrs.pop("price", None)  # of an earlier allocation of this table
         rates, bound, held, extra = _allocate_capped(
             table, policy, mean, w, weights, budget, cap, objective, labels, host_budgets, codes, caps
         )
@@ -333,8 +336,21 @@ def _host_labels(table: pd.DataFrame, hosts) -> np.ndarray:
         if "page" not in table:
             raise ValueError("`hosts`: the table has no `page` column to take host names from; give one label per row")
         return _url_hosts(table["page"])
+    if isinstance(hosts, Mapping):  # page -> host label
+        if "page" not in table:
+            raise ValueError("`hosts` maps pages to hosts, but the table has no `page` column")
+        pages = table["page"]
+        labels = pages.map(hosts).to_numpy(dtype=object)
+        missing = pd.isna(labels)
+        if missing.any():
+            i = int(np.flatnonzero(missing)[0])
+            raise ValueError(f"`hosts` gives no host (or None/NaN) for the page {pages.iloc[i]!r} (row {i})")
+        return labels
     if isinstance(hosts, (str, bytes)) or not hasattr(hosts, "__len__"):
-        raise TypeError(f"`hosts` must be 'url' or one label per row ({n}); got {type(hosts).__name__} {hosts!r}")
+        raise TypeError(
+            f"`hosts` must be 'url', one label per row ({n}) or a mapping page -> host; "
+            f"got {type(hosts).__name__} {hosts!r}"
+        )
     if len(hosts) != n:
         raise ValueError(f"`hosts` must be one label per row: {n} labels; got {len(hosts)}")
     arr = hosts.to_numpy() if isinstance(hosts, (pd.Series, pd.Index)) else np.asarray(hosts, dtype=object)

@@ -688,6 +688,8 @@ def schedule_pages_dask(
     npartitions=None,
     source="<dask dataframe>",
     client=None,
+    hosts=None,
+    host_budgets=None,
 ):
     """:func:`~changerate_bayes.crawllog.schedule_pages` of a crawl log held in a Dask DataFrame.
 
@@ -703,7 +705,7 @@ def schedule_pages_dask(
     visits : dask.dataframe.DataFrame
     columns, change_from, npartitions, source, client
         As :func:`estimate_pages_dask`.
-    budget, prior, level, max_interval_h
+    budget, prior, level, max_interval_h, hosts, host_budgets
         As :func:`~changerate_bayes.crawllog.schedule_pages`.
 
     Returns
@@ -728,7 +730,7 @@ def schedule_pages_dask(
         client=client,
         with_posterior=True,
     )
-    table = allocate_crawls(table, budget)
+    table = allocate_crawls(table, budget, hosts=hosts, host_budgets=host_budgets)
     return _schedule_of(table, histories, max_interval_h=max_interval_h, prior=prior), audit
 
 
@@ -806,8 +808,11 @@ def _schedule_files(
     max_interval_h,
     chunk_rows=None,
     client=None,
+    hosts=None,
+    host_budgets=None,
 ):
-    """:func:`schedule_files_dask` of the listed ``files`` and their ``buckets``."""
+    """:func:`schedule_files_dask` of the listed ``files`` and their ``buckets`` (with ``host_budgets``,
+    the allocation under per-host caps of :func:`~changerate_bayes.crawllog.allocate_crawls`)."""
     _check_max_interval(max_interval_h)
     res, histories = _estimate_files(
         files,
@@ -827,7 +832,10 @@ def _schedule_files(
         client=client,
         with_posterior=True,
     )
-    return _schedule_of(res.table, histories, max_interval_h=max_interval_h, prior=prior), res.audit
+    table = res.table
+    if host_budgets is not None:  # the allocation under caps replaces the one without
+        table = allocate_crawls(table, budget, hosts=hosts, host_budgets=host_budgets)
+    return _schedule_of(table, histories, max_interval_h=max_interval_h, prior=prior), res.audit
 
 
 def _schedule_of(table, histories, *, max_interval_h, prior):

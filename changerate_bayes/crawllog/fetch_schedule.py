@@ -258,7 +258,9 @@ def crawl_schedule(
     return out
 
 
-def schedule_pages(log, *, budget=None, prior=None, level=0.9, max_interval_h=MAX_INTERVAL_H) -> pd.DataFrame:
+def schedule_pages(
+    log, *, budget=None, prior=None, level=0.9, max_interval_h=MAX_INTERVAL_H, hosts=None, host_budgets=None
+) -> pd.DataFrame:
     """The crawl schedule of a crawl log: :func:`crawl_schedule` of its :func:`~changerate_bayes.estimate_pages`.
 
     Parameters
@@ -272,6 +274,9 @@ def schedule_pages(log, *, budget=None, prior=None, level=0.9, max_interval_h=MA
         As :func:`changerate_bayes.estimate_pages`.
     max_interval_h : float, default :data:`MAX_INTERVAL_H`
         The revisit limit of :func:`crawl_schedule`.
+    hosts, host_budgets
+        Per-host politeness caps (crawls per day) of the allocation, as
+        :func:`changerate_bayes.crawllog.allocate_crawls`; default: none.
 
     Returns
     -------
@@ -296,7 +301,10 @@ def schedule_pages(log, *, budget=None, prior=None, level=0.9, max_interval_h=MA
     """
     if not isinstance(log, CrawlLog):
         raise TypeError(f"`log` must be a CrawlLog (from changerate_bayes.io.read_log); got {type(log).__name__}")
-    table = with_last_attempt(allocate_crawls(page_table(log, prior=prior, level=level), budget), log)
+    table = with_last_attempt(
+        allocate_crawls(page_table(log, prior=prior, level=level), budget, hosts=hosts, host_budgets=host_budgets),
+        log,
+    )
     return crawl_schedule(table, posterior_history(log.history), max_interval_h=max_interval_h, prior=prior)
 
 
