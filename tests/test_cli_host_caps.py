@@ -73,7 +73,7 @@ def test_host_delay_spaces_each_hosts_next_fetches(tmp_path, log_csv, capsys):
     capsys.readouterr()
     spaced = _run(log_csv, tmp_path / "spaced.csv", "--host-delay", "600")
     printed = capsys.readouterr().out
-    assert list(spaced.columns) == [*SCHEDULE_COLUMNS, "host", "host_delay_s"]
+    assert list(spaced.columns) == [*SCHEDULE_COLUMNS, "host", "host_at_cap", "host_delay_s"]
     assert spaced["host"].tolist() == HOSTS
     # the allocation is the same; only the next fetch times move, never earlier
     assert spaced["interval_h"].tolist() == plain["interval_h"].tolist()
@@ -91,6 +91,39 @@ def test_host_delay_spaces_each_hosts_next_fetches(tmp_path, log_csv, capsys):
     assert "(the largest move: 2400 s;" in printed
 
 
+@pytest.mark.parametrize(
+    "flags", [["--host-limit", "18"], ["--host-delay", "4800"], ["--host-limit", "50", "--host-delay", "4800"]]
+)
+def test_no_host_exceeds_its_cap_and_its_fetches_keep_the_delay(tmp_path, log_csv, capsys, flags):
+    # 18 crawls per day per host (86,400 / 4,800 s): round robin would give a.example's 6 pages
+    # 6 × 40 / 9 = 26.7; held at 18 (every 8 h), the other 22 go to the 3 other pages, 22 / 3 each
+    table = _run(log_csv, tmp_path / "s.csv", *flags)
+    per_host = (24.0 / table["interval_h"]).groupby(table["host"]).sum()
+    assert table["interval_h"].tolist()[:6] == [8.0] * 6
+    # intervals are whole seconds: 24 / (22 / 3) h = 11,781.8 s is written 11,782 s (relative 2e-5)
+    expected = {"a.example": 18.0, "b.example": 44 / 3, "c.example": 22 / 3}
+    assert per_host.to_dict() == pytest.approx(expected, rel=0.5 / 11781.8)
+    assert (per_host <= 18.0).all()
+    assert table.groupby("host")["host_at_cap"].first().to_dict() == {
+        "a.example": True,
+        "b.example": False,
+        "c.example": False,
+    }
+    assert (_min_gap_s(table) >= 4800).all()
+    assert "1 of 3 host(s) at their cap (column host_at_cap)" in capsys.readouterr().out
+
+
+def test_estimate_writes_the_hosts_at_their_cap(tmp_path, log_csv, capsys):
+    out = tmp_path / "e.csv"
+    assert main(["estimate", str(log_csv), "--budget", "40", "--host-limit", "18", "--out", str(out)]) == 0
+    table = pd.read_csv(out)
+    assert table["host"].tolist() == HOSTS
+    assert table["host_at_cap"].tolist() == [True] * 6 + [False] * 3
+    per_host = table.groupby("host")["crawls_per_day"].sum()
+    assert per_host.to_dict() == pytest.approx({"a.example": 18.0, "b.example": 44 / 3, "c.example": 22 / 3})
+    assert "1 of 3 host(s) at their cap (column host_at_cap)" in capsys.readouterr().out
+
+
 def test_host_limit_spaces_at_a_day_over_the_cap(tmp_path, log_csv):
     spaced = _run(log_csv, tmp_path / "s.csv", "--host-limit", "144")  # 86,400 / 144 = 600 s
     assert (_min_gap_s(spaced) >= 600).all()
@@ -99,16 +132,23 @@ def test_host_limit_spaces_at_a_day_over_the_cap(tmp_path, log_csv):
 
 def test_host_limits_file_overrides_host_limit_for_its_hosts(tmp_path, log_csv, capsys):
     limits = tmp_path / "limits.csv"
-    limits.write_text("host,crawls_per_day\nA.example ,288\nnot-in-the-log.example,5\n")
-    spaced = _run(log_csv, tmp_path / "s.csv", "--host-limit", "72", "--host-limits", str(limits))
-    # a.example: 86,400 / 288 = 300 s; b.example and c.example: 86,400 / 72 = 1,200 s
-    gaps = _min_gap_s(spaced)
-    assert gaps["a.example"] >= 300 and gaps["b.example"] >= 1200
-    due = spaced["last_attempt"] + pd.to_timedelta(spaced["interval_h"] * 3600, unit="s")
-    delays = {"a.example": 300.0, "b.example": 1200.0, "c.example": 1200.0}
-    assert (spaced["next_fetch"] == _spaced_by_definition(due, HOSTS, delays)).all()
+    limits.write_text("host,crawls_per_day\nA.example ,18\nb.example,100\nnot-in-the-log.example,5\n")
+    table = _run(log_csv, tmp_path / "s.csv", "--host-limit", "12", "--host-limits", str(limits))
+    # a.example held at the file's 18 crawls per day (every 8 h), not --host-limit's 12 (every 12 h)
+    assert table["interval_h"].tolist()[:6] == [8.0] * 6
+    assert table.groupby("host")["host_at_cap"].first().to_dict() == {
+        "a.example": True,
+        "b.example": False,
+        "c.example": False,
+    }
+    # delays 86,400 / cap: a.example 4,800 s, b.example 864 s, c.example (--host-limit) 7,200 s
+    due = table["last_attempt"] + pd.to_timedelta(table["interval_h"] * 3600, unit="s")
+    delays = {"a.example": 4800.0, "b.example": 864.0, "c.example": 7200.0}
+    assert (table["next_fetch"] == _spaced_by_definition(due, HOSTS, delays)).all()
+    assert table["host_delay_s"].max() == 5 * 4800 - 10 * 60  # a.example's 6th page, due 10 min after its 1st
     out = capsys.readouterr().out
     assert "note: 1 host(s) of --host-limits are not in the log (their caps are unused): not-in-the-log.example" in out
+    assert "1 of 3 host(s) at their cap" in out
 
 
 def test_without_host_flags_the_schedule_is_what_it_was(tmp_path, log_csv):

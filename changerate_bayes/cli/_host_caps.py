@@ -9,6 +9,7 @@ in crawls per day per host, so that the schedule written is the one the crawler 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,7 +17,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["HostCaps", "add_host_flags", "host_caps", "read_host_limits", "unknown_hosts_note"]
+__all__ = [
+    "HostCaps",
+    "add_host_flags",
+    "call_with_caps",
+    "host_caps",
+    "read_host_limits",
+    "no_host_message",
+    "unknown_hosts_note",
+]
 
 _SECONDS_PER_DAY = 86400.0
 #: the columns of a --host-limits file
@@ -183,48 +192,15 @@ def unknown_hosts_note(caps: HostCaps, hosts) -> str | None:
     return f"{len(unknown)} host(s) of --host-limits are not in the log (their caps are unused): {shown}"
 
 
-#: scheme://[user@]HOST[:port]/...: the host name of a URL (bracketed for IPv6)
-_URL_HOST = r"^[A-Za-z][A-Za-z0-9+.\-]*://(?:[^@/?#]*@)?(\[[^\]/?#]*\]|[^:/?#]*)"
-
-
-def page_hosts(table):
-    """The host of each row of ``table`` (a schedule or a page table): its ``host`` column, else the
-    host name of its URL (column ``url`` or ``page``; lower case; None for a page that is not a URL
-    with a host)."""
-    if "host" in table.columns:
-        return table["host"]
-    host = (
-        table["url" if "url" in table.columns else "page"]
-        .astype(str)
-        .str.extract(_URL_HOST, expand=False)
-        .str.strip("[]")
-        .str.lower()
-    )
-    return host.where(host.fillna("") != "", None)
-
-
 def space_fetches(schedule, caps: HostCaps):
-    """``schedule`` with each capped host's next fetches spaced by its delay
-    (:func:`~changerate_bayes.crawllog.fetch_schedule.space_host_fetches`); unchanged without caps.
-
-    Raises
-    ------
-    ValueError
-        Naming the flags, for a page of the log whose URL has no host.
-    """
+    """``schedule`` (of an allocation within ``caps``: column ``host``) with each capped host's next
+    fetches spaced by its delay (:func:`~changerate_bayes.crawllog.fetch_schedule.space_host_fetches`);
+    unchanged without caps."""
     if not caps:
         return schedule
     from ..crawllog.fetch_schedule import space_host_fetches
 
-    hosts = page_hosts(schedule)
-    missing = hosts.isna().to_numpy()
-    if missing.any():
-        url = schedule["url"].iloc[int(missing.nonzero()[0][0])]
-        raise ValueError(
-            f"the log's page {url!r} has no host name: --host-limit, --host-limits and --host-delay cap the "
-            f"crawls of each host, so every page must be a URL such as https://example.com/path "
-            f"({int(missing.sum())} page(s) are not)"
-        )
+    hosts = schedule["host"]
     return space_host_fetches(schedule, hosts.to_numpy(dtype=object), caps.delays(hosts))
 
 
@@ -233,7 +209,7 @@ def host_lines(table, caps: HostCaps) -> list[str]:
     their cap, and (a schedule) the fetches the host delays moved. Empty without caps."""
     if not caps:
         return []
-    hosts = page_hosts(table)
+    hosts = table["host"]
     lines = []
     unknown = unknown_hosts_note(caps, hosts.dropna().unique())
     if unknown:
@@ -249,3 +225,39 @@ def host_lines(table, caps: HostCaps) -> list[str]:
             f"within its delay (the largest move: {a['max_host_delay_s']:.6g} s; column host_delay_s)"
         )
     return lines
+
+
+_NO_HOST = re.compile(r"row \d+ \((?P<page>.*)\) is not a URL with a host name")
+
+
+def no_host_message(message: str) -> str:
+    """A library message on a page without a host, put in the flags' terms (others unchanged)."""
+    found = _NO_HOST.search(message)
+    if found is None:
+        return message
+    return (
+        f"the log's page {found['page']} has no host name: --host-limit, --host-limits and --host-delay cap the "
+        "crawls of each host, so every page must be a URL such as https://example.com/path"
+    )
+
+
+def call_with_caps(call, caps: HostCaps, table_of, **kwargs):
+    """``call(**kwargs)`` with the caps as ``host_budgets`` (none without caps).
+
+    ``host_budgets`` is one number for every host or a mapping (hosts it lacks are not
+    capped): a ``--host-limits`` file with a cap for the other hosts too (``--host-limit``
+    or ``--host-delay``) needs the log's hosts, so the call runs first with the one cap,
+    then, if the file names hosts of the log (``table_of(result)["host"]``), again with
+    every host's cap.
+    """
+    if not caps:
+        return call(**kwargs)
+    if not len(caps.listed):
+        return call(host_budgets=caps.default, **kwargs)
+    if caps.default is None:
+        return call(host_budgets=caps.listed.to_dict(), **kwargs)
+    first = call(host_budgets=caps.default, **kwargs)
+    hosts = table_of(first)["host"]
+    if not hosts.isin(caps.listed.index).any():
+        return first
+    return call(host_budgets=caps.caps(hosts).to_dict(), **kwargs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from ..crawllog import estimate
@@ -27,7 +28,7 @@ from ._common import (
     write_failed,
     write_table,
 )
-from ._host_caps import add_host_flags, host_caps, host_lines
+from ._host_caps import add_host_flags, call_with_caps, host_caps, host_lines, no_host_message
 
 __all__ = ["register"]
 
@@ -130,8 +131,10 @@ def _run(args) -> int:
         return fail(str(exc), FLAGS)
     try:
         res, notes = with_notes(
-            estimate,
-            files,
+            call_with_caps,
+            partial(estimate, files),
+            caps,
+            lambda res: res.table,
             engine=args.engine,
             format=args.log_format,
             columns=columns,
@@ -144,7 +147,7 @@ def _run(args) -> int:
             client=args.scheduler,
         )
     except (CrawlLogError, ValueError, OSError) as exc:
-        return fail(str(exc), FLAGS)
+        return fail(no_host_message(str(exc)), FLAGS)
     table = res.table
     print(res.audit.format())
     print(plan_line(table.attrs))

@@ -6,6 +6,7 @@ import math
 import os
 import re
 import time
+from functools import partial
 from pathlib import Path
 
 from ..crawllog import MAX_INTERVAL_H, SCHEDULE_FORMATS, schedule, write_schedule
@@ -23,7 +24,7 @@ from ._common import (
     with_notes,
     write_failed,
 )
-from ._host_caps import add_host_flags, host_caps, host_lines, space_fetches
+from ._host_caps import add_host_flags, call_with_caps, host_caps, host_lines, no_host_message, space_fetches
 
 __all__ = ["register"]
 
@@ -125,8 +126,10 @@ def _run(args) -> int:
         return fail(str(exc), FLAGS)
     try:
         res, notes = with_notes(
-            schedule,
-            files,
+            call_with_caps,
+            partial(schedule, files),
+            caps,
+            lambda res: res.schedule,
             engine=args.engine,
             format=args.log_format,
             columns=columns,
@@ -138,7 +141,7 @@ def _run(args) -> int:
         )
         table = space_fetches(res.schedule, caps)
     except (CrawlLogError, ValueError, OSError) as exc:
-        return fail(str(exc), FLAGS)
+        return fail(no_host_message(str(exc)), FLAGS)
     audit = res.audit
     print(audit.format())
     for msg in notes:
