@@ -4,6 +4,8 @@
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from changerate_bayes.cli import main
 from changerate_bayes.crawllog import SCHEDULE_COLUMNS, schedule, write_schedule
@@ -277,9 +279,20 @@ def test_spacing_moves_nothing_that_is_already_a_delay_apart():
 @pytest.mark.parametrize(
     ("hosts", "delay", "error", "message"),
     [
-        (["a", "a"], 0.0, ValueError, "`delay_s` must be finite and > 0 seconds; got 0.0"),
-        (["a", "a"], {"a": float("nan")}, ValueError, "`delay_s` of host 'a' must be finite and > 0 seconds; got nan"),
-        (["a", "a"], "5", TypeError, "`delay_s` must be a number of seconds; got str"),
+        (["a", "a"], 0.0, ValueError, "`delay_s` must be finite, > 0 and at most a century of seconds; got 0"),
+        (
+            ["a", "a"],
+            {"a": float("nan")},
+            ValueError,
+            "`delay_s` of host 'a' must be finite, > 0 and at most a century",
+        ),
+        (["a", "a"], "5", TypeError, "`delay_s` must be a number of seconds (or one per host); got str"),
+        (
+            ["a", "a"],
+            {"a": 3, "b": True},
+            TypeError,
+            "`delay_s` must be a number of seconds (or one per host); got bool",
+        ),
         (["a"], 5.0, ValueError, "`hosts` has 1 entries but `schedule` has 2 rows"),
         (["a", None], 5.0, ValueError, "`hosts` row 1 (url 'u2') has no host"),
     ],
@@ -289,3 +302,23 @@ def test_space_host_fetches_names_bad_input(hosts, delay, error, message):
     with pytest.raises(error) as info:
         space_host_fetches(s, hosts, delay)
     assert message in str(info.value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(st.sampled_from("abcd"), st.integers(0, 3_600_000)),  # host, due time in ms
+        min_size=1,
+        max_size=25,
+    ),
+    delays_ms=st.dictionaries(st.sampled_from("abc"), st.integers(1, 900_000)),
+)
+def test_spacing_is_the_definition_on_any_schedule(rows, delays_ms):
+    hosts = [h for h, _ in rows]
+    due = pd.Series([T0 + pd.Timedelta(milliseconds=ms) for _, ms in rows])
+    s = pd.DataFrame({"url": [f"u{i}" for i in range(len(rows))], "next_fetch": due})
+    out = space_host_fetches(s, hosts, {h: ms / 1000 for h, ms in delays_ms.items()})
+    reference = _spaced_by_definition(due, hosts, {h: delays_ms.get(h, 0) / 1000 for h in hosts})
+    assert (out["next_fetch"] == reference).all()
+    assert (out["next_fetch"] >= due).all()
+    assert out.attrs["n_host_delayed"] == int((out["next_fetch"] > due).sum())

@@ -12,7 +12,6 @@ are in :mod:`changerate_bayes.crawllog.dask_engine`.
 
 from __future__ import annotations
 
-import math
 import numbers
 import os
 import stat
@@ -311,23 +310,22 @@ def schedule_pages(
 def _delays_ns(delay_s, labels: np.ndarray) -> np.ndarray:
     """Per host (``labels``, the distinct hosts) the delay in nanoseconds, rounded up to whole
     microseconds (0: no delay for that host); ValueError/TypeError naming ``delay_s``."""
-
-    def check(value, where: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"`delay_s`{where} must be a number of seconds; got {type(value).__name__}")
-        value = float(value)
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(f"`delay_s`{where} must be finite and > 0 seconds; got {value}")
-        if value > _SECONDS_PER_DAY * 366 * 100:
-            raise ValueError(f"`delay_s`{where} must be at most a century of seconds; got {value:g}")
-        return value
-
-    if isinstance(delay_s, (Mapping, pd.Series)):
-        given = {h: check(v, f" of host {h!r}") for h, v in dict(delay_s).items()}
-        seconds = np.array([given.get(h, 0.0) for h in labels.tolist()], dtype=np.float64)
-    else:
-        seconds = np.full(labels.size, check(delay_s, ""))
-    return np.ceil(seconds * 1e6).astype(np.int64) * 1000
+    per_host = isinstance(delay_s, (Mapping, pd.Series))
+    given = pd.Series(dict(delay_s) if isinstance(delay_s, Mapping) else delay_s if per_host else [delay_s])
+    if given.size and (pd.api.types.is_bool_dtype(given.dtype) or not pd.api.types.is_numeric_dtype(given.dtype)):
+        odd = given.map(lambda v: isinstance(v, bool) or not isinstance(v, numbers.Real)).to_numpy(dtype=bool)
+        kind = type(given[odd].iloc[0]).__name__ if odd.any() else str(given.dtype)
+        raise TypeError(f"`delay_s` must be a number of seconds (or one per host); got {kind}")
+    seconds = given.to_numpy(dtype=np.float64)
+    bad = ~(np.isfinite(seconds) & (seconds > 0) & (seconds <= _SECONDS_PER_DAY * 36600))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        where = f" of host {given.index[i]!r}" if per_host else ""
+        raise ValueError(f"`delay_s`{where} must be finite, > 0 and at most a century of seconds; got {seconds[i]:g}")
+    ns = np.ceil(np.round(seconds * 1e6, 3)).astype(np.int64) * 1000  # 0.29 s: 290,000 µs, not 290,001
+    if not per_host:
+        return np.full(labels.size, ns[0])
+    return pd.Series(ns, index=given.index).reindex(pd.Index(labels, dtype=object)).fillna(0).to_numpy(np.int64)
 
 
 def space_host_fetches(schedule: pd.DataFrame, hosts, delay_s) -> pd.DataFrame:
