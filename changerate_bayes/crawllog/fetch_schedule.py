@@ -6,7 +6,8 @@ limit so that no page is left without a next fetch; the next fetch time (the las
 plus that interval); the page's recommended change rate; and the posterior predictive
 probability that the page will have changed by then
 (:func:`changerate_bayes.bayes.change_probability`). :func:`write_schedule` writes it as
-CSV, Parquet or a Nutch seed list (:func:`nutch_seed_lines`). The Dask engine's schedules
+CSV, Parquet or a Nutch seed list (:func:`nutch_seed_lines`). :func:`space_host_fetches` moves
+each host's next fetches at least a delay apart, as a crawler's host queue fetches them. The Dask engine's schedules
 are in :mod:`changerate_bayes.crawllog.dask_engine`.
 """
 
@@ -356,8 +357,9 @@ def space_host_fetches(schedule: pd.DataFrame, hosts, delay_s) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        A copy of ``schedule`` with ``next_fetch`` spaced, and two more columns: ``host``
-        and ``host_delay_s`` (seconds the row's next fetch moved, 0.0 for most rows).
+        A copy of ``schedule`` with ``next_fetch`` spaced, the column ``host`` (``hosts``;
+        replacing one the schedule has) and last ``host_delay_s`` (seconds the row's next
+        fetch moved, 0.0 where it did not).
         ``attrs`` gains ``n_host_delayed`` (rows moved), ``max_host_delay_s`` (the
         largest move, seconds; 0.0 if none) and ``n_hosts``.
 
