@@ -33,14 +33,20 @@ There, every free host spends S_h(λ_K) <= c_h at the common price, and every ho
 over its cap at some earlier λ_j >= λ_K, has μ_h = S_h^{-1}(c_h) >= λ_j >= λ_K: η_h =
 μ_h − λ_K >= 0, so (1) holds.
 
-The hosts' prices. Once K is fixed, every host of K solves S_h(μ_h) = c_h by Newton steps
-on z_h = log μ_h, all hosts at once: each step is one call of the compiled kernel of
-:mod:`~changerate_bayes.scheduling._index_allocation` over the pages of the hosts not yet
-converged, each page with its own shift b_i + z_h (the kernel solves K_i(u) = z + b_i),
-starting from its last root; the spend and its derivative dS_h/dz_h = −Σ_{i∈h} (1/I_i)/K_i'
-per host by ``np.bincount``. Each host keeps its own bracket (the round where it joined K
-gives its lower end: S_h > c_h there), bisection when a step leaves it, until
-|log S_h − log c_h| <= 2e-15 or the bracket is 4 ulp.
+The prices. The first round is the allocation without caps
+(:func:`~changerate_bayes.scheduling.index_crawl_intervals`: where no cap binds, that is the
+answer, unchanged). The later rounds go on from its roots, with safeguarded Newton steps on
+every price at once: z = log λ for the free pages (one call of the compiled kernel of
+:mod:`~changerate_bayes.scheduling._index_allocation` per step, each root moved by the
+step's Taylor series as in the search without caps) and z_h = log μ_h for every host of K
+(one more kernel call per step over the pages of the hosts not yet converged, each page
+with its own shift b_i + z_h, since the kernel solves K_i(u) = z + b_i, starting from its
+last root), the spend and its derivative dS_h/dz_h = −Σ_{i∈h} (1/I_i)/K_i' per host by
+``np.bincount``. Each price keeps its own bracket (a host joins K at the free price, where it
+spends more than its cap: the lower end of μ_h; the free price then falls: its old value is
+the upper end), with bisection when a step leaves it, until |log S − log target| <= 2e-15
+or the bracket is 4 ulp. When every price has converged, the free hosts over their caps
+join K and the steps go on.
 
 The revisit bound. As without caps, no interval exceeds M: a page whose root is beyond M
 gets M, and the pages off the bound are scaled to spend what the bound leaves (in each
@@ -117,73 +123,157 @@ def _free_round(d, s, w, idx, left, cap, interval_range):
     return revisit_bound_rates(rates, bound, left, cap), found
 
 
-def _host_prices(d, s, w, codes, pages, target, z_lo, u0, cap, interval_range):
-    """Each host's log price z_h with Σ_{i∈h} 1/I_i(e^{z_h}) = target_h, all hosts at once.
+class _Pages:
+    """The per-page arrays of the kernel (``spend_kernel``) over the pages searched."""
 
-    ``pages``: the pages of the hosts searched (any order), ``codes`` their hosts (0..H'-1),
-    ``target`` (H',) the spend of each host's live pages, ``z_lo`` (H',) a log price where
-    each host spends more than its target, ``u0`` each page's start (log I + log Δ).
-    Returns (rates of ``pages``, at the bound, z, steps).
-    """
-    kernel = _spend_kernel()
-    t_min, t_max = interval_range
-    n_h = target.size
-    dp, wp = d[pages], w[pages]
-    dead = (dp == 0.0) | (wp == 0.0)
-    with np.errstate(divide="ignore"):
-        m = np.log(dp)
-        b0 = m - np.log(wp)
-    m = np.where(dead, 0.0, m)
-    b0 = np.where(dead, 0.0, b0)
-    sp = np.ascontiguousarray(s[pages])
-    ulo = np.log(t_min) + m
-    utop = min(np.log(cap), np.log(t_max)) + m
-    u = np.where(dead, 0.0, u0)
-    k1 = np.zeros(pages.size)
-    k2 = np.zeros(pages.size)
-    state = np.zeros(pages.size, dtype=np.int8)
-    inv_cap = 1.0 / cap
-    live = ~dead
-    z = z_lo.copy()
-    lo = z_lo.copy()  # S_h(e^lo) > target_h
-    hi = np.full(n_h, np.inf)  # S_h(e^hi) <= target_h
-    expand = np.ones(n_h)
-    todo = np.ones(n_h, dtype=bool)
-    log_target = np.log(target)
-    inv = np.zeros(pages.size)
-    steps = 0
-    for steps in range(1, 400):  # noqa: B007 (the count is returned)
-        skip = dead | ~todo[codes]
-        b = b0 + z[codes]
-        kernel(0.0, 0.0, m, sp, b, skip, ulo, utop, inv_cap, _XI, _A, 1.0, u, k1, k2, state)
-        inv = np.exp(m - u)
-        inv[state == 1] = 1.0 / t_min
-        inv[(state == 2) | dead] = inv_cap
-        spend = np.bincount(codes, weights=np.where(live, inv, 0.0), minlength=n_h)
-        slope = np.where(live & (state == 0) & (k1 > 0), -inv / np.where(k1 > 0, k1, 1.0), 0.0)
-        dspend = np.bincount(codes, weights=slope, minlength=n_h)
-        with np.errstate(divide="ignore"):
-            phi = np.log(spend) - log_target
-        over = phi > 0
-        lo = np.where(todo & over, z, lo)
-        hi = np.where(todo & ~over, z, hi)
-        done = (np.abs(phi) <= 2e-15) | (hi - lo <= 8.9e-16 * np.maximum(1.0, np.abs(z)))
-        todo &= ~done
-        if not todo.any():
-            break
-        with np.errstate(divide="ignore", invalid="ignore"):
-            newton = z - phi * spend / dspend
-        blind = ~((dspend < 0) & np.isfinite(phi))  # every page at a bound: no slope
-        zn = np.where(blind, z + np.where(over, expand, -expand), newton)
-        expand = np.where(blind, 2.0 * expand, expand)
-        outside = ~((lo < zn) & (zn < hi))
-        both = np.isfinite(lo) & np.isfinite(hi)
+    def __init__(self, d, s, w, u0, cap, interval_range):
+        t_min, t_max = interval_range
+        self.dead = (d == 0.0) | (w == 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):  # dead pages: replaced below
+            m, b0 = np.log(d), np.log(d) - np.log(w)
+        self.m = np.where(self.dead, 0.0, m)
+        self.b0 = np.where(self.dead, 0.0, b0)
+        self.s = np.ascontiguousarray(s)
+        self.ulo = np.log(t_min) + self.m
+        self.utop = min(np.log(cap), np.log(t_max)) + self.m
+        self.u = np.where(self.dead, 0.0, u0)
+        self.k1 = np.zeros(d.size)
+        self.k2 = np.zeros(d.size)
+        self.state = np.zeros(d.size, dtype=np.int8)
+        self.inv_cap, self.t_min = 1.0 / cap, t_min
+
+    def solve(self, z, shift, b, skip):
+        """Every page not skipped solved at the log price z + b_i (last roots moved by ``shift``)."""
+        return _spend_kernel()(
+            z,
+            shift,
+            self.m,
+            self.s,
+            b,
+            skip,
+            self.ulo,
+            self.utop,
+            self.inv_cap,
+            _XI,
+            _A,
+            1.0,
+            self.u,
+            self.k1,
+            self.k2,
+            self.state,
+        )
+
+    def rates(self, pages=None):
+        """1/I of every page (or of ``pages``) at its last root (1/t_min, 1/M at the bounds and for dead pages)."""
+        if pages is None:
+            pages = slice(None)
+        inv = np.exp(self.m[pages] - self.u[pages])
+        state = self.state[pages]
+        inv[state == 1] = 1.0 / self.t_min
+        inv[(state == 2) | self.dead[pages]] = self.inv_cap
+        return inv
+
+
+def _newton(z, phi, spend, dspend, lo, hi, expand):
+    """One safeguarded Newton step on log S(e^z) = log target per group (arrays): the new z and expand."""
+    over = phi > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        newton = z - phi * spend / dspend
+    blind = ~((dspend < 0) & np.isfinite(phi))  # every page at a bound: no slope
+    zn = np.where(blind, z + np.where(over, expand, -expand), newton)
+    expand = np.where(blind, 2.0 * expand, expand)
+    outside = ~((lo < zn) & (zn < hi))
+    both = np.isfinite(lo) & np.isfinite(hi)
+    with np.errstate(invalid="ignore"):  # -inf + inf where a bracket is open (not taken)
         zn = np.where(outside & both, 0.5 * (lo + hi), zn)
-        zn = np.where(outside & ~both, z + np.where(over, expand, -expand), zn)
-        expand = np.where(outside & ~both, 2.0 * expand, expand)
-        z = np.where(todo, zn, z)
-    bound = (state == 2) | dead
-    return inv, bound, z, steps
+    zn = np.where(outside & ~both, z + np.where(over, expand, -expand), zn)
+    expand = np.where(outside & ~both, 2.0 * expand, expand)
+    return zn, expand
+
+
+def _converged(phi, z, lo, hi):
+    return (np.abs(phi) <= 2e-15) | (hi - lo <= 8.9e-16 * np.maximum(1.0, np.abs(z)))
+
+
+def _search(pg, hc, caps, held, over, left, z_free):
+    """The free pages' log price and every held host's, from the first round's roots.
+
+    ``pg`` (:class:`_Pages`) holds the pages of the hosts not held from the start, ``hc`` their
+    hosts; ``held`` the hosts held before the first round, ``over`` those over their caps
+    after it, at the log price ``z_free``. Newton steps on every price at once (each step: one
+    kernel call on the free pages at their common price, moved by the step's Taylor series, and
+    one on the pages of the held hosts not yet converged, each at its host's price); when all
+    have converged, the free hosts over their caps join the held ones (at the free price, their
+    lower end) and the steps go on, until none is over. Returns (log λ, log μ (H,), held, steps).
+    """
+    n_hosts = caps.size
+    inv_cap = pg.inv_cap
+    live = ~pg.dead
+    n_dead = np.bincount(hc, weights=pg.dead, minlength=n_hosts)
+    z_host = np.zeros(n_hosts)
+    lo_h, hi_h = np.full(n_hosts, -np.inf), np.full(n_hosts, np.inf)
+    exp_h = np.ones(n_hosts)
+    todo_h = np.zeros(n_hosts, dtype=bool)
+    lo_f, hi_f, exp_f = -np.inf, np.inf, np.ones(1)
+    shift = 0.0
+    steps = 0
+    for steps in range(1, 1000):  # noqa: B007 (the count is returned)
+        if over is not None:  # hosts join at the free price, where they spend more than their caps
+            held = held | over
+            z_host[over], lo_h[over], hi_h[over] = z_free, z_free, np.inf
+            todo_h |= over
+            left -= caps[over].sum()
+            lo_f, hi_f, exp_f = -np.inf, z_free, np.ones(1)  # the free price falls
+            shift, over = 0.0, None
+            page_held = held[hc]
+            free_live = live & ~page_held
+            target_f = left - np.sum(pg.dead & ~page_held) * inv_cap
+            todo_f = bool(free_live.any())
+        if todo_f:
+            s_f, ds_f, _ = pg.solve(z_free, shift, pg.b0, ~free_live)
+            phi_f = np.log(s_f) - np.log(target_f) if s_f > 0 else -np.inf
+            if phi_f > 0:
+                lo_f = z_free
+            else:
+                hi_f = z_free
+            todo_f = not bool(_converged(np.array([phi_f]), np.array([z_free]), np.array([lo_f]), np.array([hi_f]))[0])
+        if todo_h.any():
+            skip = pg.dead | ~todo_h[hc]
+            pg.solve(0.0, 0.0, pg.b0 + z_host[hc], skip)
+            on = np.flatnonzero(~skip)  # the live pages of the hosts searched
+            inv = pg.rates(on)
+            k1, hon = pg.k1[on], hc[on]
+            spend_h = np.bincount(hon, weights=inv, minlength=n_hosts)
+            slope = np.where((pg.state[on] == 0) & (k1 > 0), -inv / np.where(k1 > 0, k1, 1.0), 0.0)
+            dspend_h = np.bincount(hon, weights=slope, minlength=n_hosts)
+            with np.errstate(divide="ignore"):
+                phi_h = np.log(spend_h) - np.log(caps - n_dead * inv_cap)
+            lo_h = np.where(todo_h & (phi_h > 0), z_host, lo_h)
+            hi_h = np.where(todo_h & ~(phi_h > 0), z_host, hi_h)
+            todo_h &= ~_converged(phi_h, z_host, lo_h, hi_h)
+            zn, exp_h = _newton(z_host, phi_h, spend_h, dspend_h, lo_h, hi_h, exp_h)
+            z_host = np.where(todo_h, zn, z_host)
+        if todo_f:
+            zn, exp_f = _newton(
+                np.array([z_free]),
+                np.array([phi_f]),
+                np.array([s_f]),
+                np.array([ds_f]),
+                np.array([lo_f]),
+                np.array([hi_f]),
+                exp_f,
+            )
+            shift = float(zn[0]) - z_free
+            z_free = float(zn[0])
+        if todo_f or todo_h.any():
+            continue
+        # every price converged: the free hosts over their caps join the held ones
+        inv = pg.rates()
+        spend = np.bincount(hc, weights=np.where(page_held, 0.0, inv), minlength=n_hosts)
+        over = (spend > caps) & ~held
+        if not over.any():
+            break
+    return z_free, z_host, held, left, steps
 
 
 def solve_index_capped(d, s, w, codes, caps, budget, cap, interval_range):
@@ -195,59 +285,53 @@ def solve_index_capped(d, s, w, codes, caps, budget, cap, interval_range):
     (t_min, t_max). Where no cap binds the rates are bit for bit those of one call of
     :func:`index_crawl_intervals` followed by :func:`revisit_bound_rates`.
     """
-    n, n_hosts = d.size, caps.size
+    n_hosts = caps.size
     inv_cap = 1.0 / cap
     count = np.bincount(codes, minlength=n_hosts).astype(np.float64)
     tight = count * inv_cap >= caps  # the cap is below the pages' crawls at the bound: equal split
     held = tight.copy()
     log_mu = np.where(tight, np.inf, np.nan)
-    rates = np.zeros(n)
-    u0 = np.zeros(n)
-    steps = 0
-    price = 0.0
-    while True:
-        idx = np.flatnonzero(~held[codes])
-        if idx.size == 0:  # every host at its cap: the rest of the budget is not spent
-            break
-        left = budget - caps[held].sum()
+    rates = np.where(tight[codes], (caps / count)[codes], 0.0)
+    price, steps = 0.0, 0
+    idx = np.flatnonzero(~tight[codes])
+    if idx.size:
+        left = budget - caps[tight].sum()
         r, found = _free_round(d, s, w, idx, left, cap, interval_range)
-        steps += 1
-        spend = np.bincount(codes[idx], weights=r, minlength=n_hosts)
-        over = (spend > caps) & ~held
+        steps = found.steps
+        hc = codes[idx]
+        over = (np.bincount(hc, weights=r, minlength=n_hosts) > caps) & ~held
         if not over.any():
             rates[idx] = r
             price = found.price
-            break
-        joined = over[codes[idx]]
-        with np.errstate(divide="ignore"):
-            u0[idx[joined]] = np.log(found.intervals[joined]) + np.log(d[idx[joined]])
-        log_mu[over] = np.log(found.price)  # S_h > c_h there: the lower end of its price
-        held |= over
-    # hosts whose cap holds every page at or beyond the bound: each page c_h/n_h
-    pages_t = np.flatnonzero(tight[codes])
-    rates[pages_t] = (caps / count)[codes[pages_t]]
-    search = held & ~tight
-    if search.any():
-        hs = np.flatnonzero(search)
-        slot = np.full(n_hosts, -1, dtype=np.int64)
-        slot[hs] = np.arange(hs.size)
-        pages = np.flatnonzero(search[codes])
-        sc = slot[codes[pages]]
-        dead = (d[pages] == 0.0) | (w[pages] == 0.0)
-        n_dead = np.bincount(sc, weights=dead, minlength=hs.size)
-        target = caps[hs] - n_dead * inv_cap  # > 0: n_h/M < c_h
-        r, bound, z, k = _host_prices(d, s, w, sc, pages, target, log_mu[hs], u0[pages], cap, interval_range)
-        steps += k
-        log_mu[hs] = z
-        # at each host's price the bound leaves c_h − (pages at M)/M to the others (their spend, up to
-        # rounding, or across a jump of S_h): scaled to it in each host
-        left_h = caps[hs] - np.bincount(sc, weights=bound, minlength=hs.size) * inv_cap
-        rest_h = np.bincount(sc, weights=np.where(bound, 0.0, r), minlength=hs.size)
-        scale = np.where(rest_h > 0, left_h / np.where(rest_h > 0, rest_h, 1.0), 1.0)
-        r = np.where(bound, r, r * scale[sc])
-        flat = rest_h == 0  # every page at the bound below the cap (a jump of S_h): equal split
-        r = np.where(flat[sc], (caps[hs] / count[hs])[sc], r)
-        rates[pages] = r
+        else:
+            with np.errstate(divide="ignore"):
+                u0 = np.log(found.intervals) + np.log(d[idx])
+            pg = _Pages(d[idx], s[idx], w[idx], u0, cap, interval_range)
+            z_free, z_host, held, left, k = _search(pg, hc, caps, held, over, left, float(np.log(found.price)))
+            steps += k
+            r = pg.rates()
+            bound = (pg.state == 2) | pg.dead
+            page_held = held[hc]
+            # the revisit bound leaves the free pages what the pages at M do not spend of theirs
+            free = ~page_held
+            if free.any():
+                r[free] = revisit_bound_rates(r[free], bound[free], left, cap)
+                price = float(np.exp(z_free)) if (free & ~pg.dead).any() else 0.0
+            # and each host at its cap c_h − (its pages at M)/M (up to rounding, or across a jump)
+            left_h = caps - np.bincount(hc, weights=bound & page_held, minlength=n_hosts) * inv_cap
+            rest_h = np.bincount(hc, weights=np.where(bound | free, 0.0, r), minlength=n_hosts)
+            scale = np.where(rest_h > 0, left_h / np.where(rest_h > 0, rest_h, 1.0), 1.0)
+            r = np.where(page_held & ~bound, r * scale[hc], r)
+            flat = page_held & (rest_h == 0)[hc]  # every page at the bound below the cap: equal split
+            r = np.where(flat, (caps / count)[hc], r)
+            rates[idx] = r
+            searched = held & ~tight
+            log_mu[searched] = z_host[searched]
+    # a host over its cap by rounding (the scaling above, a price resolved to its last bit) is
+    # brought back to it: the cap is a hard limit
+    spend = np.bincount(codes, weights=rates, minlength=n_hosts)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rates = rates * np.minimum(1.0, caps / spend)[codes]
     with np.errstate(over="ignore", invalid="ignore"):
         eta = np.where(held, np.exp(log_mu) - price, 0.0)
     eta = np.where(held & np.isnan(eta), np.inf, np.maximum(eta, 0.0))
@@ -271,8 +355,9 @@ def capped_index_intervals(
     crawled every I_i where its index w_i E[ν_Δ(I_i)] reaches its price) where host h's
     pages spend at most c_h crawls per time unit: page i on host h is priced at λ + η_h,
     η_h >= 0 and 0 unless the host is at its cap (Kolobov et al. 2019). Vectorised over pages
-    and hosts: a few allocations without caps (one per round of hosts joining the capped
-    set), then one Newton search on every capped host's price at once.
+    and hosts: the allocation without caps, then Newton steps on the free price and every
+    capped host's price at once, hosts over their caps joining the capped set round after
+    round.
 
     Parameters
     ----------
@@ -295,8 +380,7 @@ def capped_index_intervals(
     CappedIndexIntervals
         ``intervals`` (shape (N,)), ``price`` λ, ``host_prices`` η_h (inf for a host held
         below its pages' crawls at M), ``at_cap`` and ``hosts`` (the distinct labels, H of
-        them; sorted when they can be), ``steps``. No host's Σ 1/I_i exceeds c_h (to within
-        1e-12 relative); Σ_i 1/I_i = B to within 1e-12 relative unless every host is at its
+        them; sorted when they can be), ``steps``. No host's Σ 1/I_i exceeds c_h; Σ_i 1/I_i = B to within 1e-12 relative unless every host is at its
         cap (Σ_h c_h < B: the rest of the budget is not spent, λ = 0). Pages at M (or
         beyond, as above) are held there; the other pages' rates are scaled to spend what
         is left in their host at cap, or among the free hosts, as
