@@ -208,8 +208,8 @@ def _limits(tmp_path, text):
         ),
         (["--host-limits", "site,crawls_per_day\na.example,3\n"], "lacks the column(s) host:"),
         (
-            ["--host-limits", "host,crawls_per_day\na.example,3\nb.example,lots\n"],
-            "line 3: crawls_per_day 'lots' is not a number",
+            ["--host-limits", "host,crawls_per_day\na.example,3\n\nb.example,lots\n"],
+            "line 4: crawls_per_day 'lots' is not a number",
         ),
         (["--host-limits", "host,crawls_per_day\na.example,\n"], "line 2: crawls_per_day '' is not a number"),
         (

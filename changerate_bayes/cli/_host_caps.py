@@ -132,7 +132,7 @@ def read_host_limits(path):
     if Path(path).is_dir():
         raise ValueError(f"{name} is a folder; give a CSV file with the columns host,crawls_per_day")
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, skip_blank_lines=False)
     except FileNotFoundError:
         raise ValueError(f"{name}: no such file") from None
     except pd.errors.EmptyDataError:
@@ -146,10 +146,12 @@ def read_host_limits(path):
             f"{name} lacks the column(s) {', '.join(lacking)}: it needs a header line host,crawls_per_day; "
             f"its columns are {', '.join(map(repr, frame.columns)) or 'none'}"
         )
+    line = pd.RangeIndex(2, len(frame) + 2)  # the header is line 1 (a quoted field with a line break: approximate)
+    filled = (frame.fillna("").apply(lambda column: column.str.strip()) != "").any(axis=1).to_numpy()
+    frame, line = frame[filled], line[filled]  # blank lines are skipped, and counted
     hosts = frame["host"].str.strip().str.lower()
     text = frame["crawls_per_day"].str.strip()
     caps = pd.to_numeric(text, errors="coerce")
-    line = pd.RangeIndex(2, len(frame) + 2)  # the header is line 1 (rows with a line break inside: approximate)
     for bad, why in (
         (hosts == "", lambda i: "has no host"),
         (caps.isna(), lambda i: f"crawls_per_day {text.iloc[i]!r} is not a number"),
