@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 from ..crawllog import estimate
@@ -29,6 +30,7 @@ from ._common import (
     write_failed,
     write_table,
 )
+from ._host_caps import add_host_flags, call_with_caps, host_caps, host_lines, no_host_message
 
 __all__ = ["register"]
 
@@ -69,6 +71,7 @@ def register(p) -> None:
     p.add_argument("--report", metavar="DIR", help="also write a self-contained HTML report into DIR")
     p.add_argument("--level", type=float, default=0.9, help="credible interval probability (default 0.9)")
     p.add_argument("--seed", type=int, default=0, help="seed of the report's Monte Carlo p-values")
+    add_host_flags(p, spacing=False)
     runs(p, _run, lambda args: [Path(args.out).parent, args.report])
 
 
@@ -111,16 +114,19 @@ def _run(args) -> int:
             check_output_dir(args.report)
         if args.budget is not None and not (args.budget > 0 and args.budget < float("inf")):
             raise ValueError(f"--budget must be > 0 crawls per day; got {args.budget}")
+        caps = host_caps(args)
         res, notes = with_notes(
-            estimate,
-            files,
+            call_with_caps,
+            partial(estimate, files),
+            caps,
+            lambda res: res.table,
             **log_arguments(args),
             methods=_methods(args),
             level=args.level,
             keep_log=bool(args.report),
         )
     except (CrawlLogError, ValueError, OSError) as exc:
-        return fail(str(exc), FLAGS)
+        return fail(no_host_message(str(exc)), FLAGS)
     table = res.table
     print(res.audit.format())
     print(plan_line(table.attrs))
@@ -129,6 +135,8 @@ def _run(args) -> int:
         print(f"note: {msg}")
     for msg in dict.fromkeys([*table.attrs.get("warnings", ()), *notes]):
         print(f"note: {msg}")
+    for line in host_lines(table, caps):
+        print(line)
     html = None
     if args.report:  # built before anything is written: a failure leaves no file behind
         html, results = estimate_report(

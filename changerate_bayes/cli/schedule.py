@@ -6,6 +6,7 @@ import math
 import os
 import re
 import time
+from functools import partial
 from pathlib import Path
 
 from ..crawllog import MAX_INTERVAL_H, SCHEDULE_FORMATS, schedule, write_schedule
@@ -23,6 +24,7 @@ from ._common import (
     with_notes,
     write_failed,
 )
+from ._host_caps import add_host_flags, call_with_caps, host_caps, host_lines, no_host_message, space_fetches
 
 __all__ = ["register"]
 
@@ -63,6 +65,7 @@ def register(p) -> None:
         "a small site with a large budget (7 pages at --budget 100: 6.7 h): the longest interval is the shorter "
         "of the two, and the printed crawl plan says which one set it",
     )
+    add_host_flags(p, spacing=True)
     runs(p, _run, lambda args: [Path(args.out).parent])
 
 
@@ -104,18 +107,22 @@ def _run(args) -> int:
         files, _ = log_files(args.logs)  # listed once: the log is these files (a folder: every file under it)
         out, out_format = _check_args(args, files)
         log_args = log_arguments(args)
+        caps = host_caps(args)
         out.parent.mkdir(parents=True, exist_ok=True)
         if not os.access(out.parent, os.W_OK):
             raise ValueError(f"--out {args.out!r}: folder {str(out.parent)!r} is not writable")
         res, notes = with_notes(
-            schedule,
-            files,
+            call_with_caps,
+            partial(schedule, files),
+            caps,
+            lambda res: res.schedule,
             **log_args,
             max_interval_h=args.max_interval_h,
         )
+        table = space_fetches(res.schedule, caps)
     except (CrawlLogError, ValueError, OSError) as exc:
-        return fail(str(exc), FLAGS)
-    audit, table = res.audit, res.schedule
+        return fail(no_host_message(str(exc)), FLAGS)
+    audit = res.audit
     print(audit.format())
     for msg in notes:
         print(f"note: {msg}")
@@ -151,6 +158,8 @@ def _run(args) -> int:
             f"single usable visit (nothing to compare it with, so no change rate) and "
             f"{audit.pages_without_usable_visit} with none; give them their crawler's own first interval"
         )
+    for line in host_lines(table, caps):
+        print(line)
     print(f"budget {a['budget_per_day']:.6g} crawls/day; the schedule spends {a['crawls_per_day']:.6g}")
     try:
         path = write_schedule(table, out, format=out_format)

@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pandas as pd
 
 from ..history import CrawlHistory
 from ..io import CrawlLog, as_paths, common_format, log_files, read_frame, read_log
+from ..scheduling._host_caps import check_host_budgets
 from . import dask_engine
 from .allocate import MAX_INTERVAL_FACTOR, RECOMMENDED_POLICY, allocate_crawls
 from .fetch_schedule import (
@@ -182,6 +184,8 @@ def estimate(
     keep_log=False,
     client=None,
     memory_bytes=DEFAULT_MEMORY_BYTES,
+    hosts=None,
+    host_budgets=None,
 ) -> LogEstimates:
     """The per-page table of a crawl log (rates, intervals, crawl allocation) on any engine.
 
@@ -214,6 +218,13 @@ def estimate(
         else a local cluster of 2 workers, closed when done).
     memory_bytes : float, default 256 MiB
         The buckets engine's rows held in memory (:func:`estimate_log`).
+    hosts : "url" or mapping page -> host, optional
+        The host of each page for ``host_budgets`` (default: the host name of its URL), as
+        :func:`allocate_crawls`.
+    host_budgets : float or mapping host -> float, optional
+        Per-host politeness caps in crawls per day (one for every host, or per host): the
+        allocation keeps every host within its cap (:func:`allocate_crawls`; the table
+        gains ``host`` and ``host_at_cap``). Default: no caps.
 
     Returns
     -------
@@ -237,6 +248,49 @@ def estimate(
     >>> res.engine, res.table["n_changes"].tolist()
     ('pandas', [1])
     """
+    options = dict(
+        engine=engine,
+        format=format,
+        columns=columns,
+        change_from=change_from,
+        ota_changed=ota_changed,
+        page_key=page_key,
+        methods=methods,
+        prior=prior,
+        budget=budget,
+        level=level,
+        posterior_method=posterior_method,
+        keep_log=keep_log,
+        client=client,
+        memory_bytes=memory_bytes,
+    )
+    if host_budgets is None:
+        return _estimate(source, **options)
+    check_host_budgets(host_budgets, np.empty(0, dtype=object))  # before reading the log
+    res = _estimate(source, **options)
+    # the engines allocate without caps; the allocation under caps replaces it
+    return dataclasses.replace(res, table=allocate_crawls(res.table, budget, hosts=hosts, host_budgets=host_budgets))
+
+
+def _estimate(
+    source,
+    *,
+    engine,
+    format,
+    columns,
+    change_from,
+    ota_changed,
+    page_key,
+    methods,
+    prior,
+    budget,
+    level,
+    posterior_method,
+    keep_log,
+    client,
+    memory_bytes,
+) -> LogEstimates:
+    """:func:`estimate` without host caps."""
     fmt, files, buckets = format, None, None
     if not isinstance(source, (CrawlLog, CrawlHistory, pd.DataFrame)) and not _is_dask_frame(source):
         files, buckets, fmt = _files_of(source, format)
@@ -330,6 +384,8 @@ def schedule(
     level=0.9,
     max_interval_h=MAX_INTERVAL_H,
     client=None,
+    hosts=None,
+    host_budgets=None,
 ) -> LogSchedule:
     """The crawl schedule of a crawl log (every page's next fetch) on any engine.
 
@@ -341,8 +397,9 @@ def schedule(
         Default: chosen by ``source`` (see :mod:`changerate_bayes.crawllog`).
     format, columns, change_from, ota_changed, page_key, client
         As :func:`estimate`.
-    budget, prior, level, max_interval_h
-        As :func:`schedule_pages`.
+    budget, prior, level, max_interval_h, hosts, host_budgets
+        As :func:`schedule_pages` (``host_budgets``: per-host caps in crawls per day,
+        :func:`allocate_crawls`).
 
     Returns
     -------
@@ -383,7 +440,15 @@ def schedule(
             ota_changed=ota_changed,
             page_key=page_key,
         )
-        table = schedule_pages(log, budget=budget, prior=prior, level=level, max_interval_h=max_interval_h)
+        table = schedule_pages(
+            log,
+            budget=budget,
+            prior=prior,
+            level=level,
+            max_interval_h=max_interval_h,
+            hosts=hosts,
+            host_budgets=host_budgets,
+        )
         return LogSchedule(schedule=table, audit=log.audit, engine="pandas")
     ddf, change = source, change_from
     if files is not None:
@@ -402,6 +467,8 @@ def schedule(
                 level=level,
                 max_interval_h=max_interval_h,
                 client=dask,
+                hosts=hosts,
+                host_budgets=host_budgets,
             )
         else:
             source_name = ", ".join(map(str, files)) if files is not None else "<dask dataframe>"
@@ -416,5 +483,7 @@ def schedule(
                 source=source_name,
                 npartitions=max(ddf.npartitions, 2),
                 client=dask,
+                hosts=hosts,
+                host_budgets=host_budgets,
             )
     return LogSchedule(schedule=table, audit=audit, engine="dask")

@@ -9,12 +9,16 @@ posterior, round robin, or the plug-in optimal rates, bounded by a revisit limit
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from ..scheduling import index_crawl_intervals, optimal_crawl_rates
+from ..scheduling import capped_crawl_rates, index_crawl_intervals, optimal_crawl_rates
+from ..scheduling._host_caps import check_host_budgets, check_hosts, equal_split
+from ..scheduling._index_host_caps import revisit_bound_rates, solve_index_capped
 
 __all__ = ["MAX_INTERVAL_FACTOR", "RECOMMENDED_POLICY", "allocate_crawls", "check_budget"]
 
@@ -48,6 +52,8 @@ def allocate_crawls(
     objective="binary_freshness",
     weights=None,
     max_interval_factor: float = MAX_INTERVAL_FACTOR,
+    hosts=None,
+    host_budgets=None,
 ) -> pd.DataFrame:
     """Add a crawl rate and interval for every page to a page table (a copy), within ``budget``.
 
@@ -95,6 +101,16 @@ def allocate_crawls(
         w_i >= 0, importance of each page (default 1).
     max_interval_factor : float, default 4.0
         M in round-robin intervals, >= 1.
+    hosts : "url", array_like of shape (N,) or mapping, optional
+        The host of each row (hashable labels, not None or NaN), for ``host_budgets``; a
+        mapping (dict) gives the host of each value of the ``page`` column. Default (None)
+        or "url": the host name of the ``page`` column's URLs (lower-cased,
+        :func:`urllib.parse.urlsplit`). Used only with ``host_budgets``.
+    host_budgets : float or mapping label -> float, optional
+        Per-host politeness caps c_h > 0, finite, in **crawls per day**: one number for every
+        host (86,400/d for a delay of d seconds between fetches from a host: 17,280 for
+        Nutch's default 5 s), or a mapping (hosts missing from it are uncapped; labels
+        without rows are ignored). None (the default): no caps, and nothing else changes.
 
     Returns
     -------
@@ -102,21 +118,63 @@ def allocate_crawls(
         The table with ``crawls_per_day`` (1/I_i, summing to the budget), ``crawl_interval_h``
         (24 I_i, finite, <= 24 M) and ``at_revisit_bound`` (bool); ``attrs`` gains
         ``budget_per_day``, ``objective``, ``policy`` (the policy's name),
-        ``max_interval_h`` and ``n_at_revisit_bound`` (and ``price`` for the index).
+        ``max_interval_h`` and ``n_at_revisit_bound`` (and ``price`` for the index). With
+        ``host_budgets``, also ``host`` (the label of each row) and ``host_at_cap`` (bool:
+        its host is held at its cap), and ``attrs`` ``n_hosts_at_cap`` and ``host_budgets``
+        (the one cap, or a mapping's ``n_hosts``, ``n_capped``, ``min`` and ``max``).
 
     Raises
     ------
     ValueError
         If ``budget`` is not > 0 and finite, ``policy`` is unknown, ``max_interval_factor`` < 1,
-        ``weights`` has the wrong length or negative values, or ``posterior_mean`` is not
-        finite and >= 0.
+        ``weights`` has the wrong length or negative values, ``posterior_mean`` is not
+        finite and >= 0, a cap is <= 0, NaN or infinite, ``hosts`` has the wrong length or
+        holds None or NaN, or (hosts taken from URLs) the table has no ``page`` column or
+        a row's page is not a URL with a host name (naming the row).
     TypeError
-        For a non-numeric ``budget``.
+        For a non-numeric ``budget`` or cap, ``host_budgets`` given as a sequence, or
+        ``hosts`` that is neither "url" nor one label per row.
+
+    Notes
+    -----
+    *Per-host caps.* A crawler waits between fetches from one host (politeness), so host h
+    gets at most c_h crawls per day: Σ_{i∈h} 1/I_i <= c_h besides the budget. Each policy
+    keeps its rule within the caps (Kolobov et al. 2019: page i on host h takes its
+    allocation without caps at the price λ + η_h, η_h >= 0 and 0 unless host h is at its
+    cap). "uniform": equal rates within the caps, the level ℓ with Σ_h min(c_h, n_h ℓ) = B.
+    "plug_in": :func:`~changerate_bayes.scheduling.capped_crawl_rates`, the exact optimum
+    of ``objective`` under the caps. "index_mean":
+    :func:`~changerate_bayes.scheduling.capped_index_intervals`, each page's index meeting
+    its host's price, w_i E[ν_Δ(I_i)] = λ + η_h (the uncapped search with log w_i lowered by
+    log(1 + η_h/λ)); the hosts over their caps at the common price are held there, round
+    after round, which is exact since each host's spend falls as its price rises (proof in
+    :mod:`changerate_bayes.scheduling._index_host_caps`). The revisit bound applies as
+    without caps, within each host at its cap and among the free hosts; a host whose
+    n_h pages at the bound would spend more than c_h keeps its cap (each page every
+    n_h/c_h > M days, marked at the bound). No host spends more than its cap (to within
+    1e-12 relative); the budget is spent whenever some host has room, and otherwise every
+    host is at its cap and the rest of the budget is left. "auto" chooses by the budget as
+    without caps.
 
     References
     ----------
     J. Cho and H. Garcia-Molina, "Effective page refresh policies for web crawlers" (2003),
     the Lagrangian condition w ν(I) = λ; the index policy: :mod:`changerate_bayes.replay`.
+    A. Kolobov, E. Lubetzky, Y. Peres, E. Horvitz, "Optimal freshness crawl under
+    politeness constraints", SIGIR 2019 (per-host caps).
+
+    Examples
+    --------
+    Two pages on host a capped at 1 crawl per day, one on b, a budget of 3 per day: a
+    spends its cap, b the rest:
+
+    >>> import pandas as pd
+    >>> from changerate_bayes.crawllog import allocate_crawls
+    >>> table = pd.DataFrame({"page": ["https://a.example/1", "https://A.example/2", "https://b.example/"],
+    ...                       "posterior_mean": [1.0, 1.0, 1.0]})
+    >>> out = allocate_crawls(table, 3.0, host_budgets={"a.example": 1.0})
+    >>> out[["host", "crawls_per_day", "host_at_cap"]].values.tolist()
+    [['a.example', 0.5, True], ['a.example', 0.5, True], ['b.example', 2.0, False]]
     """
     budget = check_budget(budget)
     if policy not in _POLICIES:
@@ -142,6 +200,13 @@ def allocate_crawls(
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"column 'posterior_mean' must be finite and >= 0 (changes per day); got {mean[i]} at row {i}")
+    labels = codes = caps = None
+    if host_budgets is not None:
+        labels = _host_labels(table, hosts)
+        codes, names = check_hosts(labels, (n,))
+        caps = check_host_budgets(host_budgets, names)
+    elif hosts is not None and not (isinstance(hosts, str) and hosts == "url"):
+        _host_labels(table, hosts)  # checked, unused without caps
     out = table.copy()
     attrs = dict(table.attrs)
     if n == 0:
@@ -156,10 +221,37 @@ def allocate_crawls(
             max_interval_h=np.inf,
             n_at_revisit_bound=0,
         )
+        if caps is not None:
+            out["host"] = labels
+            out["host_at_cap"] = np.zeros(0, dtype=bool)
+            out.attrs.update(n_hosts_at_cap=0, host_budgets=_caps_summary(host_budgets, caps))
         return out
     cap = float(max_interval_factor) * n / budget  # days
     if policy == "auto":
         policy = "index_mean" if budget >= float(mean.sum()) else "uniform"
+    if caps is not None:
+        attrs.pop("price", None)  # of an earlier allocation of this table
+        rates, bound, held, extra = _allocate_capped(
+            table, policy, mean, w, weights, budget, cap, objective, labels, host_budgets, codes, caps
+        )
+        out["crawls_per_day"] = rates
+        with np.errstate(divide="ignore"):
+            out["crawl_interval_h"] = _HOURS_PER_DAY / rates
+        out["at_revisit_bound"] = bound
+        out["host"] = labels
+        out["host_at_cap"] = held[codes]
+        out.attrs.update(
+            attrs,
+            budget_per_day=budget,
+            objective=objective,
+            policy=policy,
+            max_interval_h=cap * _HOURS_PER_DAY,
+            n_at_revisit_bound=int(bound.sum()),
+            n_hosts_at_cap=int(held.sum()),
+            host_budgets=_caps_summary(host_budgets, caps),
+            **extra,
+        )
+        return out
     if policy == "uniform":
         rates = np.full(n, budget / n)
         bound = np.zeros(n, dtype=bool)
@@ -174,26 +266,14 @@ def allocate_crawls(
         rates = np.where(bound, 1.0 / cap, rates * (left / rest if rest > 0 else 0.0))
         extra = {}
     else:
-        # each page's posterior: the log-normal matched to its equal-tailed interval at the
-        # table's level, or a point mass at the posterior mean (a lower bound of 0, lower = upper)
-        lo = table["posterior_lower"].to_numpy(dtype=np.float64) if "posterior_lower" in table else mean
-        hi = table["posterior_upper"].to_numpy(dtype=np.float64) if "posterior_upper" in table else mean
-        ok = np.isfinite(lo) & np.isfinite(hi) & (lo > 0) & (hi > lo)
-        log_lo, log_hi = np.log(np.where(ok, lo, 1.0)), np.log(np.where(ok, hi, 1.0))
-        sd = (log_hi - log_lo) / (2.0 * norm.ppf(0.5 + 0.5 * float(table.attrs.get("level", 0.9))))
-        median = np.where(ok, np.exp(0.5 * (log_lo + log_hi)), mean)
+        median, sd = _lognormal_posterior(table, mean)
         found = index_crawl_intervals(median, sd, budget, weights=w, max_interval=cap, interval_range=_INTERVAL_RANGE)
         intervals, price = found.intervals, found.price
         bound = intervals >= cap * (1.0 - 1e-12)
-        rates = 1.0 / intervals
         # a page whose index saturates below the price drops to the bound at one price: the spend
         # jumps there, so the rest of the budget goes to the other pages in proportion to their rates
         # (if every page is there, the budget is shared equally: each page's index is flat)
-        left, rest = budget - bound.sum() / cap, rates[~bound].sum()
-        if rest > 0 and left > 0:
-            rates = np.where(bound, rates, rates * (left / rest))
-        elif rest == 0:
-            rates = np.full(n, budget / n)
+        rates = revisit_bound_rates(1.0 / intervals, bound, budget, cap)
         extra = {"price": float(price)}
     out["crawls_per_day"] = rates
     out["crawl_interval_h"] = _HOURS_PER_DAY / rates
@@ -208,3 +288,140 @@ def allocate_crawls(
         **extra,
     )
     return out
+
+
+def _lognormal_posterior(table: pd.DataFrame, mean: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each page's posterior as (median, sd of log Δ): the log-normal matched to its equal-tailed
+    interval at the table's level, or a point mass at the posterior mean (a lower bound of 0,
+    lower = upper)."""
+    lo = table["posterior_lower"].to_numpy(dtype=np.float64) if "posterior_lower" in table else mean
+    hi = table["posterior_upper"].to_numpy(dtype=np.float64) if "posterior_upper" in table else mean
+    ok = np.isfinite(lo) & np.isfinite(hi) & (lo > 0) & (hi > lo)
+    log_lo, log_hi = np.log(np.where(ok, lo, 1.0)), np.log(np.where(ok, hi, 1.0))
+    sd = (log_hi - log_lo) / (2.0 * norm.ppf(0.5 + 0.5 * float(table.attrs.get("level", 0.9))))
+    median = np.where(ok, np.exp(0.5 * (log_lo + log_hi)), mean)
+    return median, sd
+
+
+_URL_AUTHORITY = r"^[A-Za-z][A-Za-z0-9+.\-]*://([^/?#]*)"
+
+
+def _url_hosts(pages: pd.Series) -> np.ndarray:
+    """The host name of each URL (lower-cased, :func:`urllib.parse.urlsplit`); ValueError naming
+    the first row whose page is not a URL with a host."""
+    authority = pd.Series(pages.to_numpy(dtype=object)).str.extract(_URL_AUTHORITY, expand=False)
+    codes, uniq = pd.factorize(authority)
+    names = np.empty(uniq.size + 1, dtype=object)  # the last: code -1, no authority
+    for k, netloc in enumerate(uniq):  # each distinct authority (host, port, user) once
+        try:
+            names[k] = urlsplit("//" + netloc).hostname or None
+        except ValueError:
+            names[k] = None
+    known = names
+    hosts = known[codes]
+    bad = pd.isna(hosts)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"`hosts`: the host of each page is taken from the `page` column, but row {i} "
+            f"({pages.iloc[i]!r}) is not a URL with a host name; give `hosts`, one label per row"
+        )
+    return hosts
+
+
+def _host_labels(table: pd.DataFrame, hosts) -> np.ndarray:
+    """One host label per row: ``hosts`` as given, or the host names of the ``page`` column's URLs."""
+    n = len(table)
+    if hosts is None or (isinstance(hosts, str) and hosts == "url"):
+        if "page" not in table:
+            raise ValueError("`hosts`: the table has no `page` column to take host names from; give one label per row")
+        return _url_hosts(table["page"])
+    if isinstance(hosts, Mapping):  # page -> host label
+        if "page" not in table:
+            raise ValueError("`hosts` maps pages to hosts, but the table has no `page` column")
+        pages = table["page"]
+        labels = pages.map(hosts).to_numpy(dtype=object)
+        missing = pd.isna(labels)
+        if missing.any():
+            i = int(np.flatnonzero(missing)[0])
+            raise ValueError(f"`hosts` gives no host (or None/NaN) for the page {pages.iloc[i]!r} (row {i})")
+        return labels
+    if isinstance(hosts, (str, bytes)) or not hasattr(hosts, "__len__"):
+        raise TypeError(
+            f"`hosts` must be 'url', one label per row ({n}) or a mapping page -> host; "
+            f"got {type(hosts).__name__} {hosts!r}"
+        )
+    if len(hosts) != n:
+        raise ValueError(f"`hosts` must be one label per row: {n} labels; got {len(hosts)}")
+    arr = hosts.to_numpy() if isinstance(hosts, (pd.Series, pd.Index)) else np.asarray(hosts, dtype=object)
+    if arr.shape != (n,):
+        raise ValueError(f"`hosts` must be one label per row: shape ({n},); got {arr.shape}")
+    if arr.dtype == object:
+        missing = pd.isna(arr)
+        if missing.any():
+            i = int(np.flatnonzero(missing)[0])
+            raise ValueError(f"`hosts` must not hold None or NaN; got {arr[i]!r} at row {i}")
+    return arr
+
+
+def _caps_summary(host_budgets, caps: np.ndarray):
+    """``attrs["host_budgets"]``: the one cap (crawls per day), or counts and range of a mapping's caps."""
+    if not hasattr(host_budgets, "keys"):
+        return float(caps[0]) if caps.size else float(host_budgets)
+    finite = caps[np.isfinite(caps)]
+    return {
+        "n_hosts": int(caps.size),
+        "n_capped": int(finite.size),
+        "min": float(finite.min()) if finite.size else None,
+        "max": float(finite.max()) if finite.size else None,
+    }
+
+
+def _within_caps(rates, bound, codes, caps, held, budget, cap):
+    """The revisit bound within the caps: pages at the bound crawl every M = ``cap``; in each host
+    held at its cap the others are scaled to spend c_h, among the free hosts the rest of the budget.
+    A free host that the scaling takes over its cap joins the held ones (until none does).
+    Hosts whose cap is at most n_h/M crawl each page every n_h/c_h (the cap wins; at the bound)."""
+    n_hosts = caps.size
+    count = np.bincount(codes, minlength=n_hosts).astype(np.float64)
+    tight = count / cap >= caps
+    held = held | tight
+    bound = bound | tight[codes]
+    while True:
+        free = ~held[codes]
+        rest = np.bincount(codes, weights=np.where(bound, 0.0, rates), minlength=n_hosts)
+        left_h = caps - np.bincount(codes, weights=bound, minlength=n_hosts) / cap
+        scale = np.where(held & (rest > 0), left_h / np.where(rest > 0, rest, 1.0), 1.0)
+        left = budget - caps[held].sum() - (bound & free).sum() / cap
+        rest_f = rates[~bound & free].sum()
+        scale = np.where(held, scale, left / rest_f if rest_f > 0 else 0.0)
+        out = np.where(bound, 1.0 / cap, rates * scale[codes])
+        out = np.where(tight[codes], (caps / count)[codes], out)
+        over = (np.bincount(codes, weights=out, minlength=n_hosts) > caps * (1.0 + 1e-12)) & ~held
+        if not over.any():
+            return out, bound, held
+        held = held | over
+
+
+def _allocate_capped(table, policy, mean, w, weights, budget, cap, objective, labels, host_budgets, codes, caps):
+    """(rates, at the revisit bound, hosts at cap, extra attrs) of ``policy`` under the caps."""
+    if policy == "uniform":
+        rates, held = equal_split(codes, caps, budget)
+        count = np.bincount(codes, minlength=caps.size)
+        return rates, (count / cap >= caps)[codes], held, {}
+    if policy == "plug_in":
+        found = capped_crawl_rates(
+            mean,
+            w if weights is not None else 1.0,
+            budget,
+            objective=objective,
+            hosts=labels,
+            host_budgets=host_budgets,
+        )
+        rates, bound, held = _within_caps(found.rates, found.rates < 1.0 / cap, codes, caps, found.at_cap, budget, cap)
+        return rates, bound, held, {}
+    median, sd = _lognormal_posterior(table, mean)
+    rates, price, _, held, _ = solve_index_capped(median, sd, w, codes, caps, budget, cap, _INTERVAL_RANGE)
+    with np.errstate(divide="ignore"):
+        bound = 1.0 / rates >= cap * (1.0 - 1e-12)
+    return rates, bound, held, {"price": float(price)}

@@ -250,11 +250,13 @@ def estimate_pages_dask(
     return res
 
 
-def _estimate_frame(visits, budget, **options):
-    """:func:`estimate_pages_dask` (``budget`` as there, ``options`` as :func:`per_page_partitions`)
-    and, ``with_posterior``, the partitions' :func:`~changerate_bayes.bayes.posterior_history`."""
+def _estimate_frame(visits, budget, *, hosts=None, host_budgets=None, **options):
+    """:func:`estimate_pages_dask` (``budget``, ``hosts`` and ``host_budgets`` as there, ``options`` as
+    :func:`per_page_partitions`) and, ``with_posterior``, the partitions'
+    :func:`~changerate_bayes.bayes.posterior_history`."""
     table, audit, n_parts, histories = per_page_partitions(visits, **options)
-    res = LogEstimates(table=allocate_crawls(table, budget), audit=audit, engine="dask", n_parts=n_parts, shuffled=True)
+    table = allocate_crawls(table, budget, hosts=hosts, host_budgets=host_budgets)
+    res = LogEstimates(table=table, audit=audit, engine="dask", n_parts=n_parts, shuffled=True)
     return res, histories
 
 
@@ -686,6 +688,8 @@ def schedule_pages_dask(
     npartitions=None,
     source="<dask dataframe>",
     client=None,
+    hosts=None,
+    host_budgets=None,
 ):
     """:func:`~changerate_bayes.crawllog.schedule_pages` of a crawl log held in a Dask DataFrame.
 
@@ -701,7 +705,7 @@ def schedule_pages_dask(
     visits : dask.dataframe.DataFrame
     columns, change_from, npartitions, source, client
         As :func:`estimate_pages_dask`.
-    budget, prior, level, max_interval_h
+    budget, prior, level, max_interval_h, hosts, host_budgets
         As :func:`~changerate_bayes.crawllog.schedule_pages`.
 
     Returns
@@ -726,6 +730,8 @@ def schedule_pages_dask(
         source=source,
         client=client,
         with_posterior=True,
+        hosts=hosts,
+        host_budgets=host_budgets,
     )
     return _schedule_of(res.table, histories, max_interval_h=max_interval_h, prior=prior), res.audit
 
@@ -804,8 +810,11 @@ def _schedule_files(
     max_interval_h,
     chunk_rows=None,
     client=None,
+    hosts=None,
+    host_budgets=None,
 ):
-    """:func:`schedule_files_dask` of the listed ``files`` and their ``buckets``."""
+    """:func:`schedule_files_dask` of the listed ``files`` and their ``buckets`` (with ``host_budgets``,
+    the allocation under per-host caps of :func:`~changerate_bayes.crawllog.allocate_crawls`)."""
     _check_max_interval(max_interval_h)
     res, histories = _estimate_files(
         files,
@@ -825,7 +834,10 @@ def _schedule_files(
         client=client,
         with_posterior=True,
     )
-    return _schedule_of(res.table, histories, max_interval_h=max_interval_h, prior=prior), res.audit
+    table = res.table
+    if host_budgets is not None:  # the allocation under caps replaces the one without
+        table = allocate_crawls(table, budget, hosts=hosts, host_budgets=host_budgets)
+    return _schedule_of(table, histories, max_interval_h=max_interval_h, prior=prior), res.audit
 
 
 def _schedule_of(table, histories, *, max_interval_h, prior):

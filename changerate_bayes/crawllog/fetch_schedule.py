@@ -6,7 +6,8 @@ limit so that no page is left without a next fetch; the next fetch time (the las
 plus that interval); the page's recommended change rate; and the posterior predictive
 probability that the page will have changed by then
 (:func:`changerate_bayes.bayes.change_probability`). :func:`write_schedule` writes it as
-CSV, Parquet or a Nutch seed list (:func:`nutch_seed_lines`). The Dask engine's schedules
+CSV, Parquet or a Nutch seed list (:func:`nutch_seed_lines`). :func:`space_host_fetches` moves
+each host's next fetches at least a delay apart, as a crawler's host queue fetches them. The Dask engine's schedules
 are in :mod:`changerate_bayes.crawllog.dask_engine`.
 """
 
@@ -16,6 +17,7 @@ import numbers
 import os
 import stat
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +38,7 @@ __all__ = [
     "crawl_schedule",
     "nutch_seed_lines",
     "schedule_pages",
+    "space_host_fetches",
     "write_schedule",
 ]
 
@@ -137,7 +140,9 @@ def crawl_schedule(
         the allocated interval, below half a second, is raised to the shortest interval,
         one second); ``rate_per_day`` and ``rate_method``
         (the table's recommended rate, changes per day); ``p_changed``, P(the page has
-        changed by ``next_fetch``) from :func:`~changerate_bayes.bayes.change_probability`. ``attrs`` holds
+        changed by ``next_fetch``) from :func:`~changerate_bayes.bayes.change_probability`; then,
+        where ``table`` has them (an allocation within per-host caps), ``host`` and
+        ``host_at_cap``. ``attrs`` holds
         ``budget_per_day`` (the allocation's), ``max_interval_h``, ``n_max_interval``
         (pages at the revisit limit), ``n_revisit_bound``, ``n_min_interval``, ``policy`` (the
         allocation's), ``revisit_bound_h`` (the allocation's own longest interval, 4·N/B,
@@ -231,6 +236,9 @@ def crawl_schedule(
             "p_changed": change_probability(history, interval_h, prior=prior),
         }
     )
+    for column in ("host", "host_at_cap"):  # an allocation within per-host caps says which host is at its cap
+        if column in table.columns:
+            out[column] = table[column].to_numpy()
     out["last_fetch"] = pd.to_datetime(out["last_fetch"], utc=True)
     out["last_attempt"] = pd.to_datetime(out["last_attempt"], utc=True)
     out["next_fetch"] = pd.to_datetime(out["next_fetch"], utc=True)
@@ -250,7 +258,9 @@ def crawl_schedule(
     return out
 
 
-def schedule_pages(log, *, budget=None, prior=None, level=0.9, max_interval_h=MAX_INTERVAL_H) -> pd.DataFrame:
+def schedule_pages(
+    log, *, budget=None, prior=None, level=0.9, max_interval_h=MAX_INTERVAL_H, hosts=None, host_budgets=None
+) -> pd.DataFrame:
     """The crawl schedule of a crawl log: :func:`crawl_schedule` of its :func:`~changerate_bayes.estimate_pages`.
 
     Parameters
@@ -264,6 +274,9 @@ def schedule_pages(log, *, budget=None, prior=None, level=0.9, max_interval_h=MA
         As :func:`changerate_bayes.estimate_pages`.
     max_interval_h : float, default :data:`MAX_INTERVAL_H`
         The revisit limit of :func:`crawl_schedule`.
+    hosts, host_budgets
+        Per-host politeness caps (crawls per day) of the allocation, as
+        :func:`changerate_bayes.crawllog.allocate_crawls`; default: none.
 
     Returns
     -------
@@ -288,8 +301,131 @@ def schedule_pages(log, *, budget=None, prior=None, level=0.9, max_interval_h=MA
     """
     if not isinstance(log, CrawlLog):
         raise TypeError(f"`log` must be a CrawlLog (from changerate_bayes.io.read_log); got {type(log).__name__}")
-    table = with_last_attempt(allocate_crawls(page_table(log, prior=prior, level=level), budget), log)
+    table = with_last_attempt(
+        allocate_crawls(page_table(log, prior=prior, level=level), budget, hosts=hosts, host_budgets=host_budgets),
+        log,
+    )
     return crawl_schedule(table, posterior_history(log.history), max_interval_h=max_interval_h, prior=prior)
+
+
+def _delays_ns(delay_s, labels: np.ndarray) -> np.ndarray:
+    """Per host (``labels``, the distinct hosts) the delay in nanoseconds, rounded up to whole
+    microseconds (0: no delay for that host); ValueError/TypeError naming ``delay_s``."""
+    per_host = isinstance(delay_s, (Mapping, pd.Series))
+    given = pd.Series(dict(delay_s) if isinstance(delay_s, Mapping) else delay_s if per_host else [delay_s])
+    if given.size and (pd.api.types.is_bool_dtype(given.dtype) or not pd.api.types.is_numeric_dtype(given.dtype)):
+        odd = given.map(lambda v: isinstance(v, bool) or not isinstance(v, numbers.Real)).to_numpy(dtype=bool)
+        kind = type(given[odd].iloc[0]).__name__ if odd.any() else str(given.dtype)
+        raise TypeError(f"`delay_s` must be a number of seconds (or one per host); got {kind}")
+    seconds = given.to_numpy(dtype=np.float64)
+    bad = ~(np.isfinite(seconds) & (seconds > 0) & (seconds <= _SECONDS_PER_DAY * 36600))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        where = f" of host {given.index[i]!r}" if per_host else ""
+        raise ValueError(f"`delay_s`{where} must be finite, > 0 and at most a century of seconds; got {seconds[i]:g}")
+    ns = np.ceil(np.round(seconds * 1e6, 3)).astype(np.int64) * 1000  # 0.29 s: 290,000 µs, not 290,001
+    if not per_host:
+        return np.full(labels.size, ns[0])
+    return pd.Series(ns, index=given.index).reindex(pd.Index(labels, dtype=object)).fillna(0).to_numpy(np.int64)
+
+
+def space_host_fetches(schedule: pd.DataFrame, hosts, delay_s) -> pd.DataFrame:
+    """The schedule with each host's next fetches at least ``delay_s`` apart (a crawler's host queue).
+
+    A crawler fetches one host's URLs one at a time, ``delay_s`` apart (Nutch's
+    ``fetcher.server.delay``, default 5 s; robots.txt ``Crawl-delay``): fetches due closer
+    together wait in its queue. This function writes the times the crawler can keep. Within
+    each host the next fetches, in the order of their due times ``t_1 <= t_2 <= ...``, move
+    to ``s_1 = t_1`` and ``s_k = max(t_k, s_(k-1) + d)``; in closed form
+    ``s_k = k·d + max_(j<=k) (t_j - j·d)``, a cumulative maximum per host (no loop over
+    hosts). No fetch moves earlier, and a host whose fetches already lie ``d`` apart keeps
+    them. The intervals (``interval_h``, what a Nutch seed list carries), the rates and
+    ``p_changed`` (at the allocated interval) stay as they are.
+
+    Parameters
+    ----------
+    schedule : pandas.DataFrame
+        From :func:`crawl_schedule`: columns ``url`` and ``next_fetch`` (UTC).
+    hosts : array_like of str, shape (n_rows,)
+        The host of each row (e.g. the URL's host name). A missing host (None, NaN or
+        empty) is an error.
+    delay_s : float or mapping of str to float
+        Seconds between two fetches of one host: one number for every host, or per host
+        (a dict or a pandas Series indexed by host; the hosts it lacks are not spaced).
+        Rounded up to whole microseconds. Finite and > 0.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A copy of ``schedule`` with ``next_fetch`` spaced, the column ``host`` (``hosts``;
+        replacing one the schedule has) and last ``host_delay_s`` (seconds the row's next
+        fetch moved, 0.0 where it did not).
+        ``attrs`` gains ``n_host_delayed`` (rows moved), ``max_host_delay_s`` (the
+        largest move, seconds; 0.0 if none) and ``n_hosts``.
+
+    Raises
+    ------
+    TypeError
+        If ``schedule`` is not a DataFrame with columns ``url`` and ``next_fetch``, or a
+        delay is not a number.
+    ValueError
+        If ``hosts`` does not have one entry per row or has a missing host (naming the
+        row and its URL), a delay is not finite and > 0, or a spaced fetch would fall
+        after 2262-04-11 (the end of int64 nanoseconds).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> s = pd.DataFrame({"url": ["a/1", "a/2", "a/3", "b/1"],
+    ...                   "next_fetch": pd.to_datetime(["2024-01-01 00:00:00", "2024-01-01 00:00:02",
+    ...                                                 "2024-01-01 00:00:30", "2024-01-01 00:00:00"], utc=True)})
+    >>> out = space_host_fetches(s, ["a", "a", "a", "b"], 5.0)
+    >>> out["next_fetch"].dt.strftime("%H:%M:%S").tolist(), out["host_delay_s"].tolist()
+    (['00:00:00', '00:00:05', '00:00:30', '00:00:00'], [0.0, 3.0, 0.0, 0.0])
+    >>> out.attrs["n_host_delayed"], out.attrs["max_host_delay_s"]
+    (1, 3.0)
+    """
+    if not isinstance(schedule, pd.DataFrame) or not {"url", "next_fetch"} <= set(schedule.columns):
+        raise TypeError("`schedule` must be a DataFrame with columns 'url' and 'next_fetch' (from crawl_schedule)")
+    host = pd.Series(np.asarray(hosts, dtype=object).reshape(-1), dtype=object)
+    if host.size != len(schedule):
+        raise ValueError(f"`hosts` has {host.size} entries but `schedule` has {len(schedule)} rows")
+    missing = host.isna().to_numpy() | (host.astype(str).str.strip() == "").to_numpy()
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        raise ValueError(
+            f"`hosts` row {i} (url {schedule['url'].iloc[i]!r}) has no host: every row needs one to be spaced"
+        )
+    codes, labels = pd.factorize(host.astype(str), sort=False)
+    delay = _delays_ns(delay_s, np.asarray(labels, dtype=object))[codes]
+    due = pd.to_datetime(schedule["next_fetch"], utc=True).to_numpy(dtype="datetime64[ns]").view(np.int64)
+    order = np.lexsort((due, codes))  # by host, then by due time
+    c, t, d = codes[order], due[order], delay[order]
+    first = np.r_[True, c[1:] != c[:-1]]
+    group = np.cumsum(first) - 1
+    k = np.arange(c.size) - np.flatnonzero(first)[group]  # rank within the host
+    reach = t[first][group].astype(np.float64) + k.astype(np.float64) * d.astype(np.float64)  # s_k >= t_1 + k·d
+    late = reach > float(pd.Timestamp.max.value) - 1e6
+    if late.any():
+        i = int(order[np.flatnonzero(late)[0]])
+        raise ValueError(
+            f"page {schedule['url'].iloc[i]!r}: its host's fetches, `delay_s` apart, reach past "
+            f"{pd.Timestamp.max:%Y-%m-%d}, the last time a schedule can hold (int64 nanoseconds)"
+        )
+    kd = k * d
+    spaced = pd.Series(t - kd).groupby(c).cummax().to_numpy() + kd
+    moved = np.empty_like(due)
+    moved[order] = spaced - t
+    out = schedule.copy()
+    out["next_fetch"] = pd.to_datetime(due + moved, utc=True)
+    out["host"] = host.to_numpy()
+    out["host_delay_s"] = moved / 1e9
+    out.attrs.update(
+        n_host_delayed=int((moved > 0).sum()),
+        max_host_delay_s=float(moved.max() / 1e9) if moved.size else 0.0,
+        n_hosts=int(labels.size),
+    )
+    return out
 
 
 def with_last_attempt(table: pd.DataFrame, log) -> pd.DataFrame:

@@ -13,7 +13,9 @@
   :func:`expected_change_ratio`, :func:`optimal_sample_size`,
   :func:`rule_of_thumb_sample_size`, :func:`simulate_change_detection`.
 * The freshness index (Whittle index of binary freshness): :func:`freshness_index` (a Poisson
-  page), :func:`predictive_freshness_index` (any predictive), :func:`index_kernels` (compiled).
+  page), :func:`predictive_freshness_index` (any predictive), :func:`index_kernels` (compiled);
+  its stationary allocation :func:`index_crawl_intervals`, and :func:`capped_index_intervals`
+  under per-host caps (Kolobov et al. 2019).
 * Plots: ``plot_*`` (return the Axes) and their pure data helpers.
 """
 
@@ -28,6 +30,7 @@ from ._ephemeral import (
 )
 from ._freshness_index import freshness_index, index_kernels, predictive_freshness_index
 from ._index_allocation import IndexIntervals, index_crawl_intervals
+from ._index_host_caps import CappedIndexIntervals, capped_index_intervals
 from ._optimal_rates import CappedCrawlRates, capped_crawl_rates, crawl_objective, optimal_crawl_rates
 from ._plots import (
     closed_loop_bands,
@@ -57,6 +60,8 @@ __all__ = [
     "crawl_objective",
     "index_crawl_intervals",
     "IndexIntervals",
+    "capped_index_intervals",
+    "CappedIndexIntervals",
     # closed loop
     "CLOSED_LOOP_POLICIES",
     "ClosedLoopResult",

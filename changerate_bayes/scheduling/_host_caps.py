@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["CappedCrawlRates", "check_hosts", "check_host_budgets", "solve_capped"]
+__all__ = ["CappedCrawlRates", "check_hosts", "check_host_budgets", "equal_split", "solve_capped"]
 
 _KERNELS: dict = {}
 
@@ -330,3 +330,15 @@ def _equal_split_at_cap(codes, caps, budget):
     level = _equal_split_level(codes, caps, budget)
     n = np.bincount(codes, minlength=caps.size)
     return caps / n <= level
+
+
+def equal_split(codes: np.ndarray, caps: np.ndarray, budget: float) -> tuple[np.ndarray, np.ndarray]:
+    """Equal crawl rates within per-host caps: the water level ℓ with Σ_h min(c_h, n_h ℓ) = B.
+
+    ``codes`` (int64, 0..H-1, every host with a page) and ``caps`` (shape (H,), inf where
+    uncapped) as from :func:`check_hosts` and :func:`check_host_budgets`. Returns each
+    page's rate min(ℓ, c_h/n_h) (per unit time of ``budget``) and, per host, whether it is
+    held at its cap (c_h/n_h <= ℓ). If Σ_h c_h <= B every host is at its cap and the rest
+    of the budget is not spent.
+    """
+    return _equal_split_capped(codes, caps, budget), _equal_split_at_cap(codes, caps, budget)
