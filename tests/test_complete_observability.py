@@ -49,6 +49,17 @@ def test_binary_fills_by_value_per_crawl():
     np.testing.assert_array_equal(p, [1.0, 1.0])
 
 
+def test_binary_tied_pages_share_the_remainder():
+    # every μ/Δ = 1: one value of p for all, R/ΣΔ = 2/4; with a blind page of μ/Δ = 4
+    # (ρ(1) = √4 − 1 = 1 at λ = 1) the signalled pages share what it leaves, (3 − 1)/4.
+    p = complete_observability_crawl_probabilities([1.0, 1.0, 2.0], [1.0, 1.0, 2.0], 2.0, objective="binary_freshness")
+    np.testing.assert_allclose(p, [0.5, 0.5, 0.5], rtol=1e-15)
+    mask = np.array([True, True, True, False])
+    split = split_crawl_budget([1.0, 1.0, 2.0, 1.0], [1.0, 1.0, 2.0, 4.0], 3.0, mask, objective="binary_freshness")
+    assert split.price == 1.0
+    np.testing.assert_allclose(split.crawl_rates, [0.5, 0.5, 1.0, 1.0], rtol=1e-15)
+
+
 def test_zero_rate_and_zero_weight_pages():
     p = complete_observability_crawl_probabilities([0.0, 1.0, 2.0], [1.0, 0.0, 1.0], 1.0)
     np.testing.assert_allclose(p, [1.0, 0.0, 0.5], rtol=1e-15)  # Δ = 0: free; μ = 0: skipped
