@@ -311,6 +311,18 @@ def test_only_complete_pages(objective):
     assert split.incomplete_budget == 0.0
 
 
+@pytest.mark.parametrize("objective", ["harmonic_staleness", "binary_freshness"])
+@pytest.mark.parametrize(("time_scale", "weight_scale"), [(1e-100, 1.0), (1e100, 1e-150), (3.0, 1e200)])
+def test_units_do_not_matter(objective, time_scale, weight_scale):
+    # changes and crawls per day -> per (day × time_scale): the same schedule; weights scaled: the same
+    delta, mu, mask, budget = _instance(30, 11, 0.3)
+    base = split_crawl_budget(delta, mu, budget, mask, objective=objective)
+    scaled = split_crawl_budget(delta * time_scale, mu * weight_scale, budget * time_scale, mask, objective=objective)
+    np.testing.assert_allclose(scaled.crawl_probabilities, base.crawl_probabilities, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(scaled.crawl_rates, base.crawl_rates * time_scale, rtol=1e-12, atol=1e-300)
+    assert scaled.price == pytest.approx(base.price * weight_scale / time_scale, rel=1e-12)
+
+
 # ----------------------------------------------------------------------------------------
 # bad input
 # ----------------------------------------------------------------------------------------

@@ -124,7 +124,8 @@ def _harmonic_complete(d: np.ndarray, w: np.ndarray, budget: float) -> tuple[np.
     ok = (room > 0) & (rs * room <= w_tail)
     k = int(np.argmax(ok)) if ok.any() else int(np.count_nonzero(room > 0)) - 1
     price = ws[k:].sum() / (budget - ds[:k].sum())
-    p_sorted = np.minimum(1.0, rs / price)
+    with np.errstate(over="ignore"):  # r/λ beyond the floats: p = 1 all the same
+        p_sorted = np.minimum(1.0, rs / price)
     p_sorted[:k] = 1.0
     p = np.empty_like(p_sorted)
     p[order] = p_sorted
@@ -312,13 +313,18 @@ def _unsort(values_sorted: np.ndarray, order: np.ndarray) -> np.ndarray:
 def _binary_price(di, wi, rates) -> float:
     """λ = μΔ/(ρ + Δ)² at the crawled blind page with the largest rate (0 if none)."""
     k = int(np.argmax(rates))
-    return float(wi[k] * di[k] / (rates[k] + di[k]) ** 2) if rates[k] > 0 else 0.0
+    if rates[k] <= 0:
+        return 0.0
+    total = rates[k] + di[k]
+    return float((wi[k] / total) * (di[k] / total))  # no overflow of (ρ + Δ)²
 
 
 def _harmonic_price(di, wi, rates) -> float:
     """λ = μΔ/(ρ(ρ + Δ)) at the blind page with the largest rate (0 if none)."""
     k = int(np.argmax(rates))
-    return float(wi[k] * di[k] / (rates[k] * (rates[k] + di[k]))) if rates[k] > 0 else 0.0
+    if rates[k] <= 0:
+        return 0.0
+    return float((wi[k] / rates[k]) * (di[k] / (rates[k] + di[k])))
 
 
 def _harmonic_split(dc, wc, di, wi, budget):
@@ -351,7 +357,9 @@ def _harmonic_split(dc, wc, di, wi, budget):
 
     def log_spend(t: float) -> float:
         s = np.exp(t)
-        return float(np.log(np.minimum(dcs, oc * s).sum() + np.exp(blind_log_q(t)).sum()))
+        with np.errstate(over="ignore"):  # ω s beyond the floats: the page spends δ all the same
+            full = np.minimum(dcs, oc * s).sum()
+        return float(np.log(full + np.exp(blind_log_q(t)).sum()))
 
     t_lo = -float(np.log(oc.sum() + oi.sum()))
     t_hi = float(np.log(np.min(np.maximum(2.0 / (oi * dis), 2.0 / oi))))
@@ -364,7 +372,8 @@ def _harmonic_split(dc, wc, di, wi, budget):
     else:
         t = optimize.brentq(log_spend, t_lo, t_hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
     s = np.exp(t)
-    p = np.minimum(1.0, oc * s / dcs)
+    with np.errstate(over="ignore"):
+        p = np.minimum(1.0, oc * s / dcs)
     rates = budget * np.exp(blind_log_q(t))
     return p, rates, float(scale / (budget * s))
 
