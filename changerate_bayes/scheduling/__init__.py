@@ -3,6 +3,8 @@
 * Optimal crawl rates for known Δ: :func:`optimal_crawl_rates` (exact KKT /
   water-filling, paper Section 5; Azar et al. 2018; Kolobov et al. 2019) and
   :func:`crawl_objective`.
+* Pages that signal every change (sitemaps, feeds): :func:`complete_observability_crawl_probabilities`
+  and :func:`split_crawl_budget` (one budget shared with pages crawled blindly; Kolobov et al. 2019).
 * Closing the loop: :func:`simulate_closed_loop` (learn Δ online with LLN, SAM,
   posterior mean or Thompson sampling while reallocating every epoch).
 * Ephemeral content (Avrachenkov & Borkar): :func:`whittle_index` (closed form),
@@ -20,6 +22,7 @@
 """
 
 from ._closed_loop import CLOSED_LOOP_POLICIES, ClosedLoopResult, simulate_closed_loop
+from ._complete_observability import CrawlBudgetSplit, complete_observability_crawl_probabilities, split_crawl_budget
 from ._ephemeral import (
     EphemeralDPSolution,
     EphemeralSimulation,
@@ -58,6 +61,9 @@ __all__ = [
     "capped_crawl_rates",
     "CappedCrawlRates",
     "crawl_objective",
+    "complete_observability_crawl_probabilities",
+    "split_crawl_budget",
+    "CrawlBudgetSplit",
     "index_crawl_intervals",
     "IndexIntervals",
     "capped_index_intervals",
