@@ -274,3 +274,42 @@ def test_bad_host_arguments_name_the_argument():
         replay_policies(changes, hosts="host", host_budgets=1.0, **{**kw, "window": quiet})
     df = replay_policies(changes, hosts="host", host_budgets=1.0, **{**kw, "window": quiet.assign(host="h")})
     assert 0 < df["crawls"].iloc[0] <= 1 + 1.0 * 4.0  # a full bucket, then 1 a day over the 4-day span
+
+
+def test_host_caps_study_pieces_on_a_small_population():
+    from changerate_bayes.validation import _replay_host_caps as study
+
+    changes, win, hosts = study.synthetic_population(n_pages=60, n_hosts=6, days=5.0, rng=1)
+    assert len(win) == 60 and hosts.nunique() == 6 and set(changes["page"]) <= set(win["page"])
+    assert (changes["timestamp"] > 0).all() and (changes["timestamp"] <= 5.0).all()
+    budget = len(changes) / 5.0
+    spend, share = study.host_spend(changes, win, hosts, budget)
+    assert math.isclose(spend.sum(), budget, rel_tol=1e-9) and math.isclose(share.sum(), budget, rel_tol=1e-9)
+    caps = study.spend_caps(changes, win, hosts, budget, 0.25)
+    assert all(math.isclose(caps[h], 0.25 * max(spend[h], share[h])) for h in caps)
+    docs = pd.DataFrame({"page": ["contrib:Twitter/Terms.md", "dating:Twitter/Privacy Policy.md", "x:Bumble/Terms.md"]})
+    assert study.ota_hosts(docs).tolist() == ["Twitter", "Twitter", "Bumble"]
+    rows, info = study.replay_with_caps(changes, win, hosts, budget=budget, step="6h", epoch="1D", seed=0)
+    df = pd.DataFrame(rows)
+    assert set(df["caps"]) == {"none", "0.5", "0.25", "one"} and set(df["policy"]) == set(study.POLICIES)
+    assert math.isclose(info["0.25"]["total_caps"], sum(caps.values()))
+    # the caps hold each budgeted policy to at most its hosts' capacity (a full bucket, then c_h a day)
+    at_quarter = df[df["caps"] == "0.25"].set_index("policy")["crawls_per_day"]
+    span = 5.0 - 0.0
+    assert (at_quarter <= (sum(caps.values()) * span + 6 * 1) / span + 1e-9).all()
+    settings = dict(
+        fractions=list(study.FRACTIONS),
+        policies=list(study.POLICIES),
+        ota_budget=budget,
+        ota_hosts=6,
+        ota_caps=info,
+        synth_pages=60,
+        synth_hosts=6,
+        synth_days=5.0,
+        synth_step="6h",
+        synth_budget=budget,
+        synth_caps=info,
+    )
+    html = "\n".join(study.render({"settings": settings, "ota": rows, "synthetic": rows}))
+    assert "Per-host politeness caps" in html and "freshness, caps 0.25×" in html and "one cap" in html
+    assert html.count("<tr") >= 2 * (len(study.POLICIES) + 1)
