@@ -313,3 +313,37 @@ def test_host_caps_study_pieces_on_a_small_population():
     html = "\n".join(study.render({"settings": settings, "ota": rows, "synthetic": rows}))
     assert "Per-host politeness caps" in html and "freshness, caps 0.25×" in html and "one cap" in html
     assert html.count("<tr") >= 2 * (len(study.POLICIES) + 1)
+
+
+def test_replay_command_host_flags(tmp_path, capsys):
+    from changerate_bayes.cli import main
+
+    ch = tmp_path / "changes.csv"
+    pages = ["https://a.example/1", "https://a.example/2", "http://user@B.example:8080/x"]
+    pd.DataFrame({"page": pages, "timestamp": ["2024-01-02T10:00:00Z"] * 3}).to_csv(ch, index=False)
+    args = ["replay", str(ch), "--window", "2024-01-01", "2024-01-11", "--budget", "20", "--policies", "uniform"]
+    args += ["--n-boot", "0", "--step", "1h", "--csv", str(tmp_path / "t.csv")]
+    assert main(args) == 0
+    free = pd.read_csv(tmp_path / "t.csv")
+    assert main(args + ["--host-limit", "4"]) == 0
+    assert "at most 4 crawls per day per host (2 hosts)" in capsys.readouterr().out
+    capped = pd.read_csv(tmp_path / "t.csv")
+    # two hosts (a.example with two pages, b.example) at 4 a day: each at most 1 + 4·10 crawls in 10 days
+    assert free["crawls"].iloc[0] > 150
+    assert 60 <= capped["crawls"].iloc[0] <= 2 * (1 + 4 * 10)
+    # a delay of 21,600 s is 4 a day: the same replay; with both flags the smaller cap
+    assert main(args + ["--host-delay", "21600"]) == 0
+    pd.testing.assert_frame_equal(capped, pd.read_csv(tmp_path / "t.csv"))
+    assert main(args + ["--host-delay", "21600", "--host-limit", "100"]) == 0
+    pd.testing.assert_frame_equal(capped, pd.read_csv(tmp_path / "t.csv"))
+    capsys.readouterr()
+    assert main(args + ["--host-limit", "0"]) == 2
+    assert "--host-limit must be a finite number > 0" in capsys.readouterr().err
+    assert main(args + ["--host-delay", "nan"]) == 2
+    assert "--host-delay must be a finite number > 0" in capsys.readouterr().err
+    plain = tmp_path / "plain.csv"
+    pd.DataFrame({"page": ["not a url"], "timestamp": ["2024-01-02T10:00:00Z"]}).to_csv(plain, index=False)
+    assert (
+        main(["replay", str(plain), "--window", "2024-01-01", "2024-01-11", "--budget", "2", "--host-limit", "1"]) == 2
+    )
+    assert "page 'not a url' is not a URL with a host name" in capsys.readouterr().err
