@@ -105,11 +105,12 @@ def _per_host_step_counts(log, codes, n_hosts, n_steps):
 
 
 def test_hosts_without_caps_and_caps_that_never_bind_change_nothing():
-    changes, win = _pages()
+    changes, win = _pages(days=6.0)
     changes["host"] = changes["page"].map(lambda p: _host_of(int(p[1:])))
     pols = ["uniform", "nutch", "stormcrawler", "mle", "thompson", "index_mean", "paced_index_thompson", "oracle"]
-    pols += ["index_oracle", "clairvoyant"]
-    kw = dict(window=win, budget=[6.0, 20.0], policies=pols, step="1h", epoch="1D", rng=5)
+    pols += ["index_oracle", "clairvoyant", "nutch_tuned"]
+    kw = dict(window=win, budget=8.0, policies=pols, step="1h", epoch="1D", rng=5, tune_iterations=4)
+    kw["match_schedules"] = False
     plain = replay_policies(changes.drop(columns="host"), **kw)
     pd.testing.assert_frame_equal(plain, replay_policies(changes, hosts="host", **kw))
     # caps far above any step's fetches: every crawl is fetched when ordered, the plans are the

@@ -9,8 +9,8 @@ the host has room. Two populations:
 * the Open Terms Archive documents of the main replay (host = the service of each
   document, the part of its label between the collection and the document type: the
   archive's versions carry no URL), at the total change rate as budget (1×);
-* a synthetic crawler-scale population (quick: 600 pages on 40 hosts, 20 days; default
-  5,000 on 250, 60 days; full 20,000 on 1,000, 60 days): Pareto host sizes (tail index 1.2, so a few
+* a synthetic crawler-scale population (quick: 600 pages on 40 hosts, 20 days, 3-hour
+  steps; default 5,000 on 250 and full 20,000 on 1,000, 60 days, 2-hour steps): Pareto host sizes (tail index 1.2, so a few
   hosts hold many pages), log-normal change rates (median 0.3 a day, σ 1.2), Poisson
   changes, every page in the crawl for the whole span; budget the total change rate.
 
@@ -52,8 +52,8 @@ ONE_CAP_QUANTILE = 0.9
 def sizes(preset) -> dict:
     return preset.pick(
         quick=dict(synth_pages=600, synth_hosts=40, synth_days=20.0, synth_step="3h"),
-        default=dict(synth_pages=5_000, synth_hosts=250, synth_days=60.0, synth_step="1h"),
-        full=dict(synth_pages=20_000, synth_hosts=1_000, synth_days=60.0, synth_step="1h"),
+        default=dict(synth_pages=5_000, synth_hosts=250, synth_days=60.0, synth_step="2h"),
+        full=dict(synth_pages=20_000, synth_hosts=1_000, synth_days=60.0, synth_step="2h"),
     )
 
 
