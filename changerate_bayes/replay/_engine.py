@@ -105,6 +105,18 @@ class ReplayContext:
         return int(events[pos]) if pos < events.size else self.n_steps + 1
 
     @functools.cached_property
+    def host_budgets(self) -> dict | None:
+        """The finite caps of ``host_caps`` as a mapping host code -> crawls per day (None
+        without hosts): the ``host_budgets`` of
+        :func:`~changerate_bayes.scheduling.optimal_crawl_rates` for pages with
+        ``hosts=host_codes[...]`` (built once per replay)."""
+        if self.host_codes is None or self.host_caps is None:
+            return None
+        caps = np.asarray(self.host_caps, dtype=np.float64)
+        finite = np.flatnonzero(np.isfinite(caps))
+        return dict(zip(finite.tolist(), caps[finite].tolist()))
+
+    @functools.cached_property
     def _activity_steps(self) -> np.ndarray:
         """first_step and last_step + 1 of every page, sorted (int64)."""
         return np.sort(np.concatenate([self.first_step, self.last_step + 1]).astype(np.int64))

@@ -37,16 +37,6 @@ __all__ = ["freshness_index", "predictive_freshness_index", "IndexPolicy", "Hind
 _NEVER = np.iinfo(np.int64).max // 4
 
 
-def host_budget_map(ctx) -> dict | None:
-    """The finite caps of ``ctx.host_caps`` as a mapping host code -> crawls per day (None
-    without hosts), for the ``host_budgets`` of :func:`~changerate_bayes.scheduling.optimal_crawl_rates`."""
-    if ctx.host_codes is None:
-        return None
-    caps = np.asarray(ctx.host_caps, dtype=np.float64)
-    finite = np.flatnonzero(np.isfinite(caps))
-    return dict(zip(finite.tolist(), caps[finite].tolist()))
-
-
 class IndexPolicy:
     r"""Crawl the pages with the largest freshness index w ν(elapsed), within a budget.
 
@@ -204,7 +194,7 @@ class IndexPolicy:
                     ctx.weights[a],
                     budget,
                     hosts=ctx.host_codes[a],
-                    host_budgets=host_budget_map(ctx),
+                    host_budgets=ctx.host_budgets,
                 )
                 if res.price > 0:
                     eta = np.zeros(np.asarray(ctx.host_caps).size)

@@ -29,7 +29,7 @@ import numpy as np
 from ..bursts import BurstParameters
 from ..dynamic import DynamicRateFilter
 from ..scheduling import optimal_crawl_rates
-from ._index import ClairvoyantPolicy, HindsightIndexPolicy, IndexPolicy, host_budget_map
+from ._index import ClairvoyantPolicy, HindsightIndexPolicy, IndexPolicy
 from ._learners import DynamicLearner, GridLearner, LLNLearner, OldestFirst, burst_learner
 
 __all__ = [
@@ -255,9 +255,7 @@ def planned_rates(ctx, delta, a, budget) -> np.ndarray:
     with per-host caps in ``ctx``, the capped optimum (the pages' hosts at their caps)."""
     if ctx.host_codes is None:
         return optimal_crawl_rates(delta, ctx.weights[a], budget)
-    return optimal_crawl_rates(
-        delta, ctx.weights[a], budget, hosts=ctx.host_codes[a], host_budgets=host_budget_map(ctx)
-    )
+    return optimal_crawl_rates(delta, ctx.weights[a], budget, hosts=ctx.host_codes[a], host_budgets=ctx.host_budgets)
 
 
 def _finite_rates(x: np.ndarray) -> np.ndarray:
