@@ -16,6 +16,13 @@ that keep its stepping) the steps between two reallocations run in one compiled 
 the same operations in the same order, so the same numbers. Any other policy object
 goes through the Python loop, step by step, with the protocol of ``_policies``.
 
+With per-host caps (``host_codes``, ``host_caps``), the crawls a policy orders at a step pass
+through a queue per host (first in first out, a token bucket per host, see
+:func:`run_replay`) and are fetched at the first steps with room, as a crawler's per-host
+fetch queue does (Nutch: fetcher.server.delay, 5 s, at most 17,280 fetches a day per host;
+StormCrawler: 1 s); the queues are compiled (``_kernels.host_*``) and run inside the
+compiled steps too.
+
 Scores are exact given the crawl times (no discretisation of the change times): per
 crawl interval [a, b) with first change c after a, the copy is fresh for min(c, b) − a
 and its age t − c (Cho & Garcia-Molina 2003) integrates to (b − c)²/2 when c < b.
@@ -65,6 +72,11 @@ class ReplayContext:
         The change times themselves, given only to a policy with ``clairvoyant = True``:
         ``change_ms`` (int64 ms since t0, sorted by page then time), ``offsets`` (N + 1),
         ``start_ms`` and ``end_ms`` (windows, ms since t0) and ``dt_ms`` (the step).
+    host_codes : ndarray of int64, shape (N,), or None
+        With per-host caps, the host of each page (0 .. H − 1); None: no host queues.
+    host_caps : ndarray of float, shape (H,), or None
+        With per-host caps, c_h in crawls per day (inf: uncapped). The engine enforces them
+        (see :func:`run_replay`); a policy may use them to plan (e.g. the capped optimum).
     """
 
     n_pages: int
@@ -79,6 +91,8 @@ class ReplayContext:
     rng: np.random.Generator
     true_rates: np.ndarray | None = None
     changes: dict | None = None
+    host_codes: np.ndarray | None = None
+    host_caps: np.ndarray | None = None
 
     def active(self, k: int) -> np.ndarray:
         """Pages that can be crawled at step k, bool (N,)."""
@@ -89,6 +103,18 @@ class ReplayContext:
         events = self._activity_steps
         pos = int(np.searchsorted(events, k, side="right"))
         return int(events[pos]) if pos < events.size else self.n_steps + 1
+
+    @functools.cached_property
+    def host_budgets(self) -> dict | None:
+        """The finite caps of ``host_caps`` as a mapping host code -> crawls per day (None
+        without hosts): the ``host_budgets`` of
+        :func:`~changerate_bayes.scheduling.optimal_crawl_rates` for pages with
+        ``hosts=host_codes[...]`` (built once per replay)."""
+        if self.host_codes is None or self.host_caps is None:
+            return None
+        caps = np.asarray(self.host_caps, dtype=np.float64)
+        finite = np.flatnonzero(np.isfinite(caps))
+        return dict(zip(finite.tolist(), caps[finite].tolist()))
 
     @functools.cached_property
     def _activity_steps(self) -> np.ndarray:
@@ -169,14 +195,66 @@ def _refuse_crawls(status: int, policy, step: int, size: int, allowed) -> None:
         )
 
 
+def _host_queues(host_codes, host_caps, n: int, dt: float) -> dict:
+    """The empty host queues (the kernels' state, see ``_kernels``), every bucket full."""
+    caps = np.asarray(host_caps, dtype=np.float64)
+    h = caps.size
+    finite = np.isfinite(caps)
+    alloc = np.where(finite, caps * dt, float(n + 1))  # an uncapped host: never short of tokens
+    capacity = np.where(finite, np.maximum(1.0, np.ceil(alloc - 1e-9)), float(n + 1))
+    qh = np.zeros((6, h), dtype=np.int64)
+    qh[0:2] = -1
+    qf = np.stack([capacity, alloc, capacity]).astype(np.float64)
+    return dict(
+        host=np.ascontiguousarray(host_codes, dtype=np.int64),
+        queued=np.zeros(n, dtype=bool),
+        qn=np.full(n, -1, dtype=np.int64),
+        qh=qh,
+        qf=np.ascontiguousarray(qf),
+        nbusy=np.zeros(1, dtype=np.int64),
+        fetched=np.zeros(n, dtype=np.int64),
+    )
+
+
 def run_replay(
-    pages: ReplayPages, policy, *, budget=None, dt_ms: int = 3_600_000, epoch_steps: int = 24, rng=None
+    pages: ReplayPages,
+    policy,
+    *,
+    budget=None,
+    dt_ms: int = 3_600_000,
+    epoch_steps: int = 24,
+    rng=None,
+    host_codes=None,
+    host_caps=None,
+    fetch_log: list | None = None,
 ) -> ReplayResult:
     """Replay ``pages`` under ``policy`` (internal: arguments are trusted; see ``replay_policies``).
 
     ``budget`` (crawls per day) is enforced: a budgeted policy may have crawled at most
     floor(B·(t − t0)) pages by step time t, and the engine raises RuntimeError if a
     policy asks for more (a bug in the policy, not bad input).
+
+    Host queues. With ``host_codes`` (int64 (N,), 0 .. H − 1) and ``host_caps`` (float
+    (H,), c_h crawls per day, inf for an uncapped host), the pages a policy chooses at a
+    step join their host's queue (first in, first out; in page order within a step) and
+    are fetched when the host has room, as a crawler's per-host fetch queue does. Host h
+    gains a_h = c_h·dt tokens per step into a bucket of capacity C_h = max(1, ⌈a_h⌉), full
+    at the start: at step k it holds min(C_h, T_h + a_h·(k − u_h)), u_h its last fetch
+    step and T_h what the bucket kept then, and it fetches the first
+    ⌊tokens + 1e-9⌋ pages of its queue (the tokens of the fetches are spent). So a host
+    is fetched at most C_h times in a step and at most C_h + a_h·(m − 1) times in any m
+    steps (c_h per day in the long run, with a fraction carried over from step to step).
+    The budget is charged when a page is chosen, not when it is fetched: a crawl held in
+    a queue is not given back. A page waiting in its queue is not crawlable for the
+    policy (``select`` gets ``active`` without the waiting pages); a policy that chooses
+    it anyway (a schedule still due, a credit grid's next due step) is charged and the
+    order merged with the waiting one. A waiting page whose window closes leaves its
+    queue unfetched. ``observe`` is told the pages fetched at the step (I and τ from the
+    fetch). Orders still waiting at the end are not fetched. Without ``host_codes``
+    nothing of this runs.
+
+    ``fetch_log``, a list: every step's fetches are appended to it as (step, pages)
+    int64 arrays (for tests and diagnostics).
     """
     from . import _kernels as _k  # numba, compiled (or loaded from its cache) on first use
 
@@ -184,6 +262,7 @@ def run_replay(
     n = pages.n_pages
     dt = dt_ms / MS_PER_DAY
     t0, n_steps, first, last = _steps(pages, dt_ms)
+    capped = host_codes is not None
     ctx = ReplayContext(
         n_pages=n,
         dt=dt,
@@ -207,6 +286,8 @@ def run_replay(
             if getattr(policy, "clairvoyant", False)
             else None
         ),
+        host_codes=np.asarray(host_codes, dtype=np.int64) if capped else None,
+        host_caps=np.asarray(host_caps, dtype=np.float64) if capped else None,
     )
     policy.reset(ctx)
 
@@ -233,12 +314,19 @@ def run_replay(
     k = 1
     active, active_until = ctx.active(1), ctx.next_activity_change(0)
     compiled, learn = _compiled_steps(policy) if policy.budgeted else (False, None)
-    if compiled and learn is not None:
+    record = learn is not None or fetch_log is not None
+    if compiled and record:
         cap = max(n, min(_EVENT_STEPS * n, 1 << 18))
         ev_page, ev_changed, ev_tau = np.zeros(cap, dtype=np.int64), np.zeros(cap, dtype=bool), np.zeros(cap)
+        ev_step = np.zeros(cap, dtype=np.int64)
     else:
         cap = 0
         ev_page, ev_changed, ev_tau = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool), np.zeros(0)
+        ev_step = np.zeros(0, dtype=np.int64)
+    if capped:
+        q = _host_queues(host_codes, host_caps, n, dt)
+    else:  # placeholders for the compiled loop's arguments
+        q = _host_queues(np.zeros(0, dtype=np.int64), np.zeros(0), 0, dt)
     while True:  # a loop over time steps; everything inside is vectorised over pages
         while compiled and k < min(policy.next_alloc, policy.next_change, active_until, n_steps + 1):
             # a built-in credit grid between reallocations: the same steps, compiled
@@ -270,22 +358,34 @@ def run_replay(
                 pages.offsets,
                 _PAGE_SHIFT,
                 never,
-                learn is not None,
+                record,
                 ev_page,
                 ev_changed,
                 ev_tau,
                 cap,
+                capped,
+                ev_step,
+                q["host"],
+                q["queued"],
+                q["qn"],
+                q["qh"],
+                q["qf"],
+                q["nbusy"],
+                q["fetched"],
             )
             spent += added
             policy.spent += added
             if n_ev:
-                assert learn is not None  # the kernel records events only for a learner
-                learn(ev_page[:n_ev], ev_changed[:n_ev], ev_tau[:n_ev])
+                if learn is not None:
+                    learn(ev_page[:n_ev], ev_changed[:n_ev], ev_tau[:n_ev])
+                if fetch_log is not None:
+                    _log_events(fetch_log, ev_step[:n_ev], ev_page[:n_ev])
             if status:
                 _refuse_crawls(status, policy, step, size, allowed)
             if n_ev + n <= cap or not n_ev:
                 break  # stopped at a step the loop below handles (or past the end)
-        k = int(policy.next_step(k))
+        k_policy = int(policy.next_step(k))
+        k = min(k_policy, int(_k.host_next_release(k, q["qh"], q["qf"], q["nbusy"]))) if capped else k_policy
         if k > n_steps:
             break
         t_ms = k * dt_ms
@@ -295,8 +395,27 @@ def run_replay(
         if policy.budgeted:
             assert ctx.budget is not None  # set for every budgeted policy
             allowed = math.floor(ctx.budget * (t_ms / MS_PER_DAY) + 1e-9) - spent
-        mask = policy.select(k, t_ms / MS_PER_DAY, active, allowed)
-        idx = np.asanyarray(mask).ravel().nonzero()[0]  # np.flatnonzero(mask)
+        if capped:
+            idx = np.zeros(0, dtype=np.int64)
+            if k_policy <= k:
+                mask = policy.select(k, t_ms / MS_PER_DAY, active & ~q["queued"], allowed)
+                idx = np.asanyarray(mask).ravel().nonzero()[0].astype(np.int64, copy=False)
+                if idx.size:
+                    if idx[-1] >= n:
+                        active[idx]  # IndexError: a mask longer than the pages
+                    if not active[idx].all():
+                        _refuse_crawls(1, policy, k, idx.size, allowed)
+                    if allowed is not None and idx.size > allowed:
+                        _refuse_crawls(2, policy, k, idx.size, allowed)
+                    _k.host_enqueue(idx, q["host"], q["queued"], q["qn"], q["qh"], q["nbusy"])
+                    spent += idx.size
+            n_f = _k.host_release(k, active, q["queued"], q["qn"], q["qh"], q["qf"], q["nbusy"], q["fetched"])
+            idx = q["fetched"][:n_f].copy()
+            mask = np.zeros(n, dtype=bool)
+            mask[idx] = True
+        else:
+            mask = policy.select(k, t_ms / MS_PER_DAY, active, allowed)
+            idx = np.asanyarray(mask).ravel().nonzero()[0]  # np.flatnonzero(mask)
         if idx.size:
             if idx[-1] >= n:
                 active[idx]  # IndexError: a mask longer than the pages
@@ -305,7 +424,7 @@ def run_replay(
                 idx.astype(np.int64, copy=False),
                 t_ms,
                 active,
-                allowed is not None,
+                allowed is not None and not capped,
                 0 if allowed is None else allowed,
                 stale_ms,
                 last_ms,
@@ -323,7 +442,10 @@ def run_replay(
             )
             if status:
                 _refuse_crawls(status, policy, k, idx.size, allowed)
-            spent += idx.size
+            if not capped:
+                spent += idx.size
+            if fetch_log is not None:
+                fetch_log.append((np.full(idx.size, k, dtype=np.int64), idx.astype(np.int64)))
             policy.observe(k, t_ms / MS_PER_DAY, changed_full, interval_full, mask)
             _k.clear_pages(idx.astype(np.int64, copy=False), changed_full, interval_full)
         k += 1
@@ -342,3 +464,10 @@ def run_replay(
         counts.copy(),
         pages.weights,
     )
+
+
+def _log_events(log: list, step: np.ndarray, page: np.ndarray) -> None:
+    """Append the compiled loop's fetches to ``log`` as (step, pages) per step."""
+    cut = np.flatnonzero(np.diff(step)) + 1
+    for s, p in zip(np.split(step.copy(), cut), np.split(page.copy(), cut)):  # a loop over steps
+        log.append((s, p))

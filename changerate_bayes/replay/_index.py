@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ..scheduling import freshness_index, index_kernels, predictive_freshness_index
+from ..scheduling import capped_crawl_rates, freshness_index, index_kernels, predictive_freshness_index
 from ._learners import KnownRates
 
 __all__ = ["freshness_index", "predictive_freshness_index", "IndexPolicy", "HindsightIndexPolicy", "ClairvoyantPolicy"]
@@ -58,6 +58,19 @@ class IndexPolicy:
     becomes overdue goes to a page crawled before it, each of those at most once, so every
     page is crawled again at most M + (N + 1)/B + 2·dt days after its last crawl (or
     after its window opened): :attr:`max_revisit_days`.
+
+    Per-host caps. When the replay has host caps (``ctx.host_codes``, ``ctx.host_caps``),
+    the price of a crawl on host h is λ + η_h, η_h the multiplier of its cap (Kolobov et
+    al. 2019): crawl when w ν ≥ λ + η_h, i.e. a page on host h is indexed as if its
+    weight were w·λ/(λ + η_h). The multipliers are those of the capped optimum
+    (:func:`~changerate_bayes.scheduling.capped_crawl_rates`) of the current rates (the
+    learner's ``rate``, or the Thompson draw) over the crawlable pages at the budget (b
+    times those pages with ``pace="pages"``), re-solved every ``ctx.epoch_steps`` steps;
+    λ is then the stationary price, not the top-k price the budget sets at a step, so
+    only the ratio λ/(λ + η_h) is used. Where λ = 0 (every host that matters at its cap)
+    the weights are kept. The engine's host queues enforce the caps whatever the index
+    does; the weights only steer the budget to hosts with room. After a crawl waited in a
+    queue, the page's age counts from its fetch.
 
     Parameters
     ----------
@@ -113,6 +126,8 @@ class IndexPolicy:
         self.spent = 0
         self.theta: np.ndarray | None = None
         self.next_draw = 1
+        self.host_factor: np.ndarray | None = None
+        self.next_factor = 1
         self.paced = None
         if self.pace == "pages":
             # n_j, the pages crawlable at each step j = 0 .. K, from the windows' first and last steps
@@ -156,10 +171,39 @@ class IndexPolicy:
         else:
             nu = predictive_freshness_index(self.learner.prob_change_within, elapsed)
         nu = self.ctx.weights * nu
+        if self.ctx.host_codes is not None:
+            nu *= self._host_factor(k)
         bad = ~np.isfinite(nu)
         if bad.any():
             nu[bad] = 0.0
         return nu
+
+    def _host_factor(self, k) -> np.ndarray:
+        """Per page, λ/(λ + η_h) of the capped optimum of the current rates (module notes),
+        re-solved every ``ctx.epoch_steps`` steps; 1 where λ = 0."""
+        ctx = self.ctx
+        if self.host_factor is None or k >= self.next_factor:
+            rates = self.theta if self.form == "thompson" and self.theta is not None else self.learner.rate
+            rates = np.clip(np.nan_to_num(np.asarray(rates, dtype=np.float64), nan=0.0, posinf=1e6), 0.0, 1e6)
+            a = np.flatnonzero(ctx.active(k))
+            factor = np.ones(ctx.n_pages)
+            if a.size:
+                budget = ctx.budget if self.paced is None else min(ctx.budget, self.page_rate * a.size)
+                res = capped_crawl_rates(
+                    rates[a],
+                    ctx.weights[a],
+                    budget,
+                    hosts=ctx.host_codes[a],
+                    host_budgets=ctx.host_budgets,
+                )
+                if res.price > 0:
+                    eta = np.zeros(np.asarray(ctx.host_caps).size)
+                    eta[np.asarray(res.hosts, dtype=np.int64)] = res.host_prices
+                    factor = res.price / (res.price + eta[ctx.host_codes])
+            self.host_factor = factor
+            e = ctx.epoch_steps
+            self.next_factor = (k // e + 1) * e
+        return self.host_factor
 
     def next_step(self, k: int) -> int:
         ctx = self.ctx
@@ -198,6 +242,8 @@ class IndexPolicy:
         return mask
 
     def observe(self, k, t, changed, interval, mask) -> None:
+        if self.ctx.host_codes is not None:  # fetched now, after waiting in a host queue
+            self.last[np.asarray(mask, dtype=bool)] = t
         self.learner.update(changed, interval, mask)
 
 
@@ -318,4 +364,6 @@ class ClairvoyantPolicy:
         return mask
 
     def observe(self, k, t, changed, interval, mask) -> None:
-        pass
+        if self.ctx.host_codes is not None:  # fetched now, after waiting in a host queue
+            idx = np.flatnonzero(mask)
+            self.stale_ms[idx] = self._first_change_after(idx, np.full(idx.size, k * self.dt_ms, dtype=np.int64))

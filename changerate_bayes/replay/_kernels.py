@@ -212,6 +212,15 @@ def rate_steps(
     ev_changed,
     ev_tau,
     ev_cap,
+    capped,
+    ev_step,
+    host,
+    queued,
+    qn,
+    qh,
+    qf,
+    nbusy,
+    fetched,
 ):
     """The engine's loop over the steps k, k + 1, ... of a built-in ``RatePolicy``, up to the
     first step the policy acts at that is >= ``k_stop`` (a reallocation or a page entering or
@@ -220,11 +229,17 @@ def rate_steps(
 
     ``spent`` and ``spent_policy`` are the crawls so far as the engine and the policy
     count them (the same for a built-in policy). With ``record``,
-    each crawl's (page, I, τ days) is appended, step by step and in page order within a
+    each crawl's (page, I, τ days, step) is appended, step by step and in page order within a
     step, to ``ev_*`` (room for ``ev_cap``); the loop also stops before a step that might
     not fit. Returns (k, crawls added, events, status, step, allowed, crawls at step): k is
     where the engine's loop resumes; status 1 (a page outside its window) or 2 (over the
     budget) stops at ``step`` with nothing scored there.
+
+    With ``capped``, the chosen pages go through the host queues (``host_enqueue``,
+    ``host_release``; the state ``host`` .. ``nbusy``, ``fetched`` a buffer of N): the
+    loop also visits the steps at which a queue releases a fetch, selects only at the
+    policy's own steps, charges the budget with the pages chosen and scores the pages
+    fetched; ``ev_step`` then records each event's step.
     """
     n = due.size
     added = 0
@@ -240,8 +255,54 @@ def rate_steps(
             else:
                 cand = min(cand, max(fire, np.int64(token_f)))
         kk = max(cand, k)
+        if capped:
+            kk = min(kk, host_next_release(k, qh, qf, nbusy))
         if kk >= k_stop or kk > n_steps or (record and n_ev + n > ev_cap):
             return k, added, n_ev, 0, kk, 0, 0
+        if capped:
+            k, added, n_ev, status, allowed, size = _rate_step_capped(
+                kk,
+                max(cand, k) <= kk,
+                dt_ms,
+                budget,
+                dt,
+                spent,
+                added,
+                due,
+                c0,
+                p,
+                m,
+                k_alloc,
+                active,
+                stale,
+                last,
+                fresh,
+                age,
+                crawls,
+                detected,
+                key,
+                change,
+                offsets,
+                shift,
+                never,
+                record,
+                ev_page,
+                ev_changed,
+                ev_tau,
+                ev_step,
+                n_ev,
+                host,
+                queued,
+                qn,
+                qh,
+                qf,
+                nbusy,
+                fetched,
+            )
+            if status:
+                return k, added, n_ev, status, k, allowed, size
+            k += 1
+            continue
         k = kk
         t_ms = k * dt_ms
         allowed = np.int64(np.floor(budget * (t_ms / MS_PER_DAY) + 1e-9)) - (spent + added)
@@ -262,9 +323,178 @@ def rate_steps(
                     ev_page[n_ev] = i
                     ev_changed[n_ev] = ch
                     ev_tau[n_ev] = tau_days
+                    ev_step[n_ev] = k
                     n_ev += 1
             added += idx.size
         k += 1
+
+
+# ------------------------------------------------------------------------- host queues
+# State of the per-host queues (see ``_engine``): ``host`` (N,) the host of each page;
+# ``queued`` (N,) whether a page waits in its host's queue; ``qn`` (N,) the next page in
+# that queue (FIFO, a linked list); ``qh`` int64 (6, H): head, tail, length, step of the
+# last fetch, whether busy, and in row 5 the list of busy hosts (``nbusy[0]`` of them);
+# ``qf`` float64 (3, H): tokens after the last fetch, allowance per step a_h, capacity C_h.
+@nb.njit(inline="always", **_JIT)
+def _host_tokens(h, k, qh, qf):
+    """Tokens of host h at step k: min(C_h, T_h + a_h·(k − u_h)), u_h its last fetch step."""
+    v = qf[0, h] + qf[1, h] * (k - qh[3, h])
+    c = qf[2, h]
+    return v if v < c else c
+
+
+@nb.njit(**_JIT)
+def host_enqueue(idx, host, queued, qn, qh, nbusy):
+    """Append the pages ``idx`` (in that order) to their hosts' queues; a page already waiting
+    stays where it is (the order is merged with the waiting one). Returns the pages added."""
+    added = 0
+    for j in range(idx.size):
+        i = idx[j]
+        if queued[i]:
+            continue
+        h = host[i]
+        queued[i] = True
+        qn[i] = -1
+        if qh[2, h] == 0:
+            qh[0, h] = i
+        else:
+            qn[qh[1, h]] = i
+        qh[1, h] = i
+        qh[2, h] += 1
+        added += 1
+        if qh[4, h] == 0:
+            qh[4, h] = 1
+            qh[5, nbusy[0]] = h
+            nbusy[0] += 1
+    return added
+
+
+@nb.njit(**_JIT)
+def host_release(k, active, queued, qn, qh, qf, nbusy, out):
+    """Fetch from every busy host's queue at step ``k``, first in first out, as many pages as its
+    whole tokens allow, floor(tokens + 1e-9); a page whose window has closed (not ``active``)
+    leaves the queue unfetched. The pages fetched go to ``out`` in page order; returns their
+    number. A host that fetched f pages keeps T_h = tokens − f from step k on."""
+    n_out = 0
+    keep = 0
+    for b in range(nbusy[0]):
+        h = qh[5, b]
+        v = _host_tokens(h, k, qh, qf)
+        allow = np.int64(np.floor(v + 1e-9))
+        f = 0
+        while qh[2, h] > 0 and f < allow:
+            i = qh[0, h]
+            qh[0, h] = qn[i]
+            qh[2, h] -= 1
+            queued[i] = False
+            if active[i]:
+                out[n_out] = i
+                n_out += 1
+                f += 1
+        if f > 0:
+            qf[0, h] = v - f
+            qh[3, h] = k
+        if qh[2, h] > 0:
+            qh[5, keep] = h
+            keep += 1
+        else:
+            qh[4, h] = 0
+    nbusy[0] = keep
+    if n_out > 1:
+        out[:n_out] = np.sort(out[:n_out])
+    return n_out
+
+
+@nb.njit(**_JIT)
+def host_next_release(k, qh, qf, nbusy):
+    """The first step >= k at which some busy host has a whole token (NEVER if no host is busy)."""
+    best = NEVER
+    for b in range(nbusy[0]):
+        h = qh[5, b]
+        if _host_tokens(h, k, qh, qf) + 1e-9 >= 1.0:
+            return k
+        j = qh[3, h] + np.int64(np.ceil((1.0 - 1e-9 - qf[0, h]) / qf[1, h]))
+        if j < k + 1:
+            j = k + 1
+        while _host_tokens(h, j, qh, qf) + 1e-9 < 1.0:
+            j += 1
+        while j - 1 > k and _host_tokens(h, j - 1, qh, qf) + 1e-9 >= 1.0:
+            j -= 1
+        if j < best:
+            best = j
+    return best
+
+
+@nb.njit(**_JIT)
+def _rate_step_capped(
+    k,
+    select,
+    dt_ms,
+    budget,
+    dt,
+    spent,
+    added,
+    due,
+    c0,
+    p,
+    m,
+    k_alloc,
+    active,
+    stale,
+    last,
+    fresh,
+    age,
+    crawls,
+    detected,
+    key,
+    change,
+    offsets,
+    shift,
+    never,
+    record,
+    ev_page,
+    ev_changed,
+    ev_tau,
+    ev_step,
+    n_ev,
+    host,
+    queued,
+    qn,
+    qh,
+    qf,
+    nbusy,
+    fetched,
+):
+    """One step of ``rate_steps`` through the host queues: the credit grid's choice (if
+    ``select``), its checks and charge, the queues' release and the scoring of the fetches.
+    Returns (k, added, n_ev, status, allowed, size)."""
+    t_ms = k * dt_ms
+    allowed = np.int64(0)
+    if select:
+        allowed = np.int64(np.floor(budget * (t_ms / MS_PER_DAY) + 1e-9)) - (spent + added)
+        sel = rate_select(k, allowed, due, c0, p, m, k_alloc, dt)
+        if sel.size:
+            idx = np.sort(sel)
+            for j in range(idx.size):
+                if not active[idx[j]]:
+                    return k, added, n_ev, 1, allowed, idx.size
+            if idx.size > allowed:
+                return k, added, n_ev, 2, allowed, idx.size
+            host_enqueue(idx, host, queued, qn, qh, nbusy)
+            added += idx.size
+    n_f = host_release(k, active, queued, qn, qh, qf, nbusy, fetched)
+    for j in range(n_f):
+        i = fetched[j]
+        ch, tau_days = _score_crawl(
+            i, t_ms, stale, last, fresh, age, crawls, detected, key, change, offsets, shift, never
+        )
+        if record:
+            ev_page[n_ev] = i
+            ev_changed[n_ev] = ch
+            ev_tau[n_ev] = tau_days
+            ev_step[n_ev] = k
+            n_ev += 1
+    return k, added, n_ev, 0, allowed, 0
 
 
 @nb.njit(inline="always", **_JIT)

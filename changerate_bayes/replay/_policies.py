@@ -226,7 +226,8 @@ class OraclePolicy(RatePolicy):
     """Hindsight references from each page's true change count over its window, Δ_i = n_i/T_i.
 
     ``kind="optimal"``: the binary-freshness allocation :func:`optimal_crawl_rates` of the
-    true Δ (static rates, re-split when pages enter or leave). ``kind="proportional"``:
+    true Δ (static rates, re-split when pages enter or leave); with per-host caps in the
+    context, the capped optimum. ``kind="proportional"``:
     p_i ∝ Δ_i, the allocation that spends the budget in proportion to the true rates
     (Cho & Garcia-Molina's "proportional" policy); uniform if no page changes.
     """
@@ -244,9 +245,17 @@ class OraclePolicy(RatePolicy):
         delta = self.ctx.true_rates[a]
         b = self.ctx.budget
         if self.kind == "optimal":
-            return optimal_crawl_rates(delta, self.ctx.weights[a], b)
+            return planned_rates(self.ctx, delta, a, b)
         tot = delta.sum()
         return b * delta / tot if tot > 0 else np.full(a.size, b / a.size)
+
+
+def planned_rates(ctx, delta, a, budget) -> np.ndarray:
+    """:func:`optimal_crawl_rates` of ``delta`` for the pages ``a`` (int index) and ``budget``;
+    with per-host caps in ``ctx``, the capped optimum (the pages' hosts at their caps)."""
+    if ctx.host_codes is None:
+        return optimal_crawl_rates(delta, ctx.weights[a], budget)
+    return optimal_crawl_rates(delta, ctx.weights[a], budget, hosts=ctx.host_codes[a], host_budgets=ctx.host_budgets)
 
 
 def _finite_rates(x: np.ndarray) -> np.ndarray:
@@ -255,7 +264,8 @@ def _finite_rates(x: np.ndarray) -> np.ndarray:
 
 
 class PlugInPolicy(RatePolicy):
-    """Plug-in: every epoch, :func:`optimal_crawl_rates` of the learner's current ``rate``.
+    """Plug-in: every epoch, :func:`optimal_crawl_rates` of the learner's current ``rate``
+    (with per-host caps in the context, the capped optimum).
 
     Parameters
     ----------
@@ -281,7 +291,7 @@ class PlugInPolicy(RatePolicy):
 
     def _rates(self, a):
         est = _finite_rates(self._estimate())[a]
-        return optimal_crawl_rates(est, self.ctx.weights[a], self.ctx.budget)
+        return planned_rates(self.ctx, est, a, self.ctx.budget)
 
     def _learn(self, changed, interval, mask) -> None:
         self.learner.update(changed, interval, mask)
@@ -581,7 +591,9 @@ class _SchedulePolicy:
         return max(int(self.due.min()), k)
 
     def select(self, k, t, active, allowed) -> np.ndarray:
-        return self.due <= k
+        # ``active``: a page due is always in its window; with host queues, a page waiting in
+        # its host's queue (still due) is not crawlable and is not ordered again
+        return (self.due <= k) & active
 
     def observe(self, k, t, changed, interval, mask) -> None:
         i = np.flatnonzero(mask)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
 from .._rng import as_generator
+from ..scheduling._host_caps import check_host_budgets, check_hosts
 from ._engine import ReplayResult, run_replay
 from ._metrics import bootstrap_counts, bootstrap_gap_share, bootstrap_ratio, gap_share, replay_metrics
 from ._pages import ReplayPages, pages_from_table
@@ -114,6 +116,8 @@ def tune_increase_rate(
     iterations: int = 12,
     bounds=_INC_BOUNDS,
     rng=None,
+    host_codes=None,
+    host_caps=None,
 ):
     """Increase rate of a crawler's adaptive schedule that spends each budget (bisection).
 
@@ -143,6 +147,10 @@ def tune_increase_rate(
         log range 11.5).
     bounds : (float, float), default (1e-3, 100)
     rng : seed for the replays (the schedules are deterministic; kept for symmetry)
+    host_codes, host_caps : ndarray, optional
+        Per-host caps (see :func:`run_replay`): the host (0 .. H − 1) of each page and
+        c_h crawls per day; each copy gets hosts of its own. The spend counted is the
+        fetches made.
 
     Returns
     -------
@@ -156,10 +164,18 @@ def tune_increase_rate(
     tiled = pages.tile(k)
     lo = np.full(k, np.log(bounds[0]))
     hi = np.full(k, np.log(bounds[1]))
+    hosts: dict = {}
+    if host_codes is not None:
+        n_hosts = int(np.asarray(host_caps).size)
+        codes = np.asarray(host_codes, dtype=np.int64)
+        hosts = dict(
+            host_codes=(codes[None, :] + n_hosts * np.arange(k)[:, None]).ravel(),
+            host_caps=np.tile(np.asarray(host_caps, dtype=np.float64), k),
+        )
 
     def spend(log_rate):
         pol = POLICIES[family](name=f"{family}_tuned", inc_rate=np.repeat(np.exp(log_rate), n))
-        res = run_replay(tiled, pol, dt_ms=dt_ms, rng=rng)
+        res = run_replay(tiled, pol, dt_ms=dt_ms, rng=rng, **hosts)
         per = res.crawls.reshape(k, n).sum(axis=1) / res.span_days
         return res, per
 
@@ -171,6 +187,70 @@ def tune_increase_rate(
         hi = np.where(over, hi, mid)
     res, _ = spend(hi)
     return np.exp(hi), res
+
+
+def _host_arguments(pages: ReplayPages, changes, window, hosts, host_budgets) -> dict:
+    """``run_replay``'s host_codes and host_caps from ``replay_policies``' ``hosts`` and
+    ``host_budgets`` (empty without caps), checked."""
+    if host_budgets is None:
+        if hosts is not None:
+            page_hosts(pages, changes, window, hosts)  # checked all the same
+        return {}
+    if hosts is None:
+        raise ValueError("`host_budgets` needs `hosts` (a column of `changes` or a mapping page -> host)")
+    labels_per_page = page_hosts(pages, changes, window, hosts)
+    codes, labels = check_hosts(labels_per_page, labels_per_page.shape)
+    caps = check_host_budgets(host_budgets, labels)
+    return dict(host_codes=codes, host_caps=caps)
+
+
+def page_hosts(pages: ReplayPages, changes, window, hosts) -> np.ndarray:
+    """The host label of every page of ``pages`` (object array, shape (N,)) from ``hosts``:
+    a column of ``changes`` (and of ``window`` when it is a table with that column) or a
+    mapping page -> host. Raises ValueError naming ``hosts`` for a missing column, a page
+    with no host or with two, an unknown page in the mapping, or a missing label."""
+    names = pd.Index(pages.names)
+    if isinstance(hosts, str):
+        tables = [t for t in (changes, window) if isinstance(t, pd.DataFrame) and hosts in t.columns]
+        if not isinstance(changes, pd.DataFrame) or hosts not in changes.columns:
+            cols = list(changes.columns) if isinstance(changes, pd.DataFrame) else []
+            raise ValueError(f"`hosts` names column {hosts!r}, which `changes` does not have (columns: {cols})")
+        pairs = pd.concat(
+            [pd.DataFrame({"page": t["page"].astype(str).to_numpy(), "host": t[hosts].to_numpy()}) for t in tables],
+            ignore_index=True,
+        )
+        if pairs["host"].isna().any():
+            bad = pairs.loc[pairs["host"].isna(), "page"].iloc[0]
+            raise ValueError(f"`hosts` column {hosts!r} has no host (None or NaN) for page {bad!r}")
+        per_page = pairs.drop_duplicates()
+        twice = per_page["page"].duplicated(keep=False)
+        if twice.any():
+            bad = per_page.loc[twice, "page"].iloc[0]
+            found = per_page.loc[per_page["page"] == bad, "host"].tolist()
+            raise ValueError(f"`hosts` column {hosts!r} gives page {bad!r} more than one host: {found}")
+        series = pd.Series(per_page["host"].to_numpy(), index=per_page["page"].to_numpy())
+    elif isinstance(hosts, (Mapping, pd.Series)):
+        series = pd.Series(hosts, dtype=object) if isinstance(hosts, Mapping) else hosts.astype(object)
+        series.index = series.index.astype(str)
+        unknown = ~series.index.isin(names)
+        if unknown.any():
+            raise ValueError(
+                f"`hosts` maps page {series.index[unknown][0]!r}, which is not among the replayed pages "
+                f"({int(unknown.sum())} unknown)"
+            )
+        if series.index.duplicated().any():
+            raise ValueError(f"`hosts` maps page {series.index[series.index.duplicated()][0]!r} twice")
+        if series.isna().any():
+            raise ValueError(f"`hosts` has no host (None or NaN) for page {series.index[series.isna()][0]!r}")
+    else:
+        raise TypeError(
+            f"`hosts` must be a column name of `changes` or a mapping page -> host; got {type(hosts).__name__}"
+        )
+    out = series.reindex(names)
+    if out.isna().any():
+        missing = names[out.isna().to_numpy()]
+        raise ValueError(f"`hosts` gives no host for page {missing[0]!r} ({missing.size} pages without one)")
+    return out.to_numpy(dtype=object)
 
 
 def replay_policies(
@@ -187,6 +267,8 @@ def replay_policies(
     level: float = 0.95,
     tune_iterations=12,
     rng=None,
+    hosts=None,
+    host_budgets=None,
 ) -> pd.DataFrame:
     """Replay real change histories under crawl policies and a crawl budget.
 
@@ -242,6 +324,27 @@ def replay_policies(
     rng : int, Generator or None
         Seeds the policies' random phases and draws (run j uses child j of ``rng``) and
         the bootstrap.
+    hosts : str or mapping page -> host, optional
+        The host of each page, for per-host politeness caps: the name of a column of
+        ``changes`` (and of ``window`` when it is a table holding it: a page without
+        changes takes its host from there), one host per page, or a mapping (dict or
+        Series) from every page to its host label. Used only with ``host_budgets``.
+    host_budgets : float or mapping host -> float, optional
+        c_h > 0, finite, crawls per day a host may be fetched (a crawler waiting d
+        seconds between fetches from one host: 86,400/d): one number for every host or a
+        mapping (hosts missing from it are uncapped; labels without pages are ignored).
+        None (default): no caps, and the replay is exactly the one without hosts. With
+        caps, every policy's crawls go through per-host queues (first in first out, a
+        token bucket per host, :func:`run_replay`): a host is fetched at most
+        max(1, ⌈c_h·dt⌉) times in a step and c_h a day in the long run, a crawl over the
+        cap waits for the next steps with room, and a budgeted policy is charged when it
+        orders a crawl, as a crawler's queue does. The allocating policies plan with the
+        caps: ``"oracle"`` and the plug-in policies take the capped optimum
+        (:func:`~changerate_bayes.scheduling.optimal_crawl_rates` with ``hosts`` and
+        ``host_budgets``), the index policies weight a page on host h by λ/(λ + η_h), the
+        multipliers of the capped optimum of their current rates
+        (:class:`IndexPolicy`); round robin, the crawlers' schedules and the clairvoyant
+        reference do not (the queues hold them to the caps).
 
     Returns
     -------
@@ -263,7 +366,10 @@ def replay_policies(
     ValueError
         For a budget <= 0, above 1e12 or non-finite, an unknown policy (the message lists the valid
         ones), bad ``step``/``epoch``, and the table errors of :func:`pages_from_table`
-        (unparsable or unsorted change times naming the row, a page with no window).
+        (unparsable or unsorted change times naming the row, a page with no window); for
+        ``hosts`` naming no column, a page with no host or two, a mapping naming an
+        unknown page, a missing host label; for a cap <= 0, NaN or infinite in
+        ``host_budgets``, or ``host_budgets`` without ``hosts``.
     TypeError
         For arguments of the wrong type.
 
@@ -294,6 +400,7 @@ def replay_policies(
     if not (isinstance(level, numbers.Real) and 0 < level < 1):
         raise ValueError(f"`level` must be in (0, 1); got {level!r}")
     pages = pages_from_table(changes, window=window, weights=weights)
+    host_kw = _host_arguments(pages, changes, window, hosts, host_budgets)
     gen = as_generator(rng)
     boot_rng, run_seeds = gen.spawn(2)
     counts = bootstrap_counts(pages.n_pages, n_boot, boot_rng) if n_boot else None
@@ -312,7 +419,7 @@ def replay_policies(
     ]
     extra = []
     for p in schedules:
-        res = run_replay(pages, make(p), dt_ms=dt_ms, epoch_steps=epoch_steps, rng=next(seed_iter))
+        res = run_replay(pages, make(p), dt_ms=dt_ms, epoch_steps=epoch_steps, rng=next(seed_iter), **host_kw)
         spent = res.crawls.sum() / res.span_days
         runs.append((res.policy, float(spent), "own schedule", None, res))
         if match_schedules and spent > 0:
@@ -326,13 +433,19 @@ def replay_policies(
             continue
         for b, source in all_budgets:
             pol = make(p)
-            res = run_replay(pages, pol, budget=b, dt_ms=dt_ms, epoch_steps=epoch_steps, rng=next(seed_iter))
+            res = run_replay(pages, pol, budget=b, dt_ms=dt_ms, epoch_steps=epoch_steps, rng=next(seed_iter), **host_kw)
             runs.append((res.policy, b, source, None, res))
     n = pages.n_pages
     for p in pols:
         if isinstance(p, str) and p in TUNED:
             rates, res = tune_increase_rate(
-                pages, TUNED[p], budgets, dt_ms=dt_ms, iterations=tune_iterations, rng=next(seed_iter)
+                pages,
+                TUNED[p],
+                budgets,
+                dt_ms=dt_ms,
+                iterations=tune_iterations,
+                rng=next(seed_iter),
+                **host_kw,
             )
             for j, b in enumerate(budgets):
                 part = res.part(j * n, (j + 1) * n)

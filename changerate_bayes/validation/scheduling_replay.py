@@ -11,6 +11,9 @@ Two sets of real pages are replayed by :func:`changerate_bayes.replay.replay_pol
 * the shipped event traces (one page each, each shifted to start at 0 and cut to its
   first H days), hourly steps and daily reallocation.
 
+A last section replays the documents and a synthetic crawler-scale population with and
+without per-host politeness caps (``_replay_host_caps``).
+
 Every policy of :data:`changerate_bayes.replay.POLICY_NAMES` runs at budgets of 0.1, 0.3,
 1 and 3 times the total change rate (changes in the windows / span), and the budgeted
 ones also at the crawls per day that Nutch's and StormCrawler's default schedules
@@ -37,6 +40,7 @@ from changerate_bayes.datasets import dataset_path
 from changerate_bayes.replay import POLICY_NAMES, at_search_bound, plot_freshness_budget, replay_policies
 from changerate_bayes.report import figure_to_html, html_table, verdict_html
 from changerate_bayes.traces import list_traces, load_trace
+from changerate_bayes.validation import _replay_host_caps as _host_caps
 
 TITLE = "Scheduling on real pages: replaying real change histories under a crawl budget"
 KEYS = ("scheduling_replay",)
@@ -195,6 +199,7 @@ def run(preset, *, seed: int, progress) -> dict:
         "traces": _records(tdf),
     }
     result["verdict"] = _verdict(result["ota"], budgets)
+    result["host_caps"] = _host_caps.run(preset, changes=changes, win=win, rate=rate, seed=seed, progress=progress)
     return {"scheduling_replay": result}
 
 
@@ -647,5 +652,7 @@ def render(result: dict) -> str:
         f"change rate {st['trace_change_rate']:.3g} changes/day.</p>"
     )
     parts += _section(res["traces"], st["trace_budgets"], st["multiples"], "Shipped traces")
+    if "host_caps" in res:
+        parts += _host_caps.render(res["host_caps"])
     parts.append(f"<p class='attribution'>{ATTRIBUTION}</p>")
     return "\n".join(str(p) for p in parts)
