@@ -28,7 +28,7 @@ import math
 import numba as nb
 import numpy as np
 
-from ._grid_kernels import _cell, _fit, _fit_buffers, _simpson_cdf, _sort_ascending
+from ._grid_kernels import _cell, _fit, _fit_buffers, _gather, _simpson_cdf, _start
 
 __all__ = ["summary_pages", "page_keys", "same_changed", "TILE"]
 
@@ -36,21 +36,6 @@ __all__ = ["summary_pages", "page_keys", "same_changed", "TILE"]
 TILE = 16
 
 _OPTS = dict(cache=True, nogil=True, error_model="numpy")
-
-
-@nb.njit(**_OPTS)
-def _gather(changed, tau, lo, hi, buf):
-    """The changed intervals of crawls lo:hi into buf (sorted ascending) and S0; returns (m, S0)."""
-    m = 0
-    t0 = 0.0
-    for k in range(lo, hi):
-        if changed[k] != 0:
-            buf[m] = tau[k]
-            m += 1
-        else:
-            t0 += tau[k]
-    _sort_ascending(buf, m)
-    return m, t0
 
 
 @nb.njit(**_OPTS)
@@ -121,11 +106,7 @@ def summary_pages(
         for r in range(tile * TILE, min(tile * TILE + TILE, n)):
             i = pages[r]
             m, t0 = _gather(changed, tau, offsets[i], offsets[i + 1], buf)
-            half = 0.0
-            for j in range(m):
-                half += buf[j]
-            half /= 2.0
-            start = math.log((m + 0.5) / (t0 + half))
+            start = _start(buf, m, t0)
             st, mode, _, lz, _, _, _ = _fit(
                 buf, m, t0, start, A1[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub, eub, logd, work, fbuf, ibuf, qb, hb
             )
