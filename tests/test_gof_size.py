@@ -105,18 +105,9 @@ def test_size_of_every_test_under_h0():
     pv = G.pvalues_vectorised(times, offset, G._null_statistics(n, 2999, np.random.default_rng(22)))
     lo, hi = _bounds(d)
     checked = 0
-    for k in (
-        "ks_lilliefors",
-        "anderson_darling",
-        "ks_bootstrap",
-        "ad_bootstrap",
-        "cvm_bootstrap",
-        "laplace_trend",
-        "mil_hdbk_189",
-        "dispersion_index",
-        "gap_cv",
-        "day_of_week",
-    ):
+    # hour of day: with 24 cells, too few of the datasets of 50 events pass Cochran's rule;
+    # the segmentation tests: in the next test
+    for k in (t for t in G.TESTS if t not in ("hour_of_day", "segments_dispersion", "time_rescaling")):
         ran = np.isfinite(pv[k])
         lo_k, hi_k = _bounds(int(ran.sum()))
         assert ran.sum() >= 500, k

@@ -72,7 +72,9 @@ from scipy import stats
 from scipy.special import gamma
 
 from changerate_bayes._rng import replication_generators
+from changerate_bayes.diagnostics import CRAWL_TESTS as DIAGNOSTIC_CRAWL_TESTS
 from changerate_bayes.diagnostics import (
+    TEST_NAMES,
     cochran_ok,
     crawl_grid,
     default_n_windows,
@@ -98,6 +100,14 @@ KEYS = ("gof_size", "gof_power")
 
 ALPHA = 0.05
 N_EVENTS = (20, 100, 1000)
+_DEFAULT_SIZES: dict[str, Any] = {
+    "n_datasets": 2000,
+    "n_null": 9999,
+    "n_seg": {20: 600, 100: 300, 1000: 80},
+    "m_tr": 199,
+    "n_crawl": {20: 1000, 100: 1000, 1000: 200},
+    "m_crawl": 199,
+}
 SIZES: dict[str, dict[str, Any]] = {
     "quick": {
         "n_datasets": 300,
@@ -107,22 +117,9 @@ SIZES: dict[str, dict[str, Any]] = {
         "n_crawl": {20: 300, 100: 300, 1000: 100},
         "m_crawl": 39,
     },
-    "default": {
-        "n_datasets": 2000,
-        "n_null": 9999,
-        "n_seg": {20: 600, 100: 300, 1000: 80},
-        "m_tr": 199,
-        "n_crawl": {20: 1000, 100: 1000, 1000: 200},
-        "m_crawl": 199,
-    },
-    "full": {
-        "n_datasets": 2000,
-        "n_null": 9999,
-        "n_seg": {20: 2000, 100: 1000, 1000: 200},
-        "m_tr": 199,
-        "n_crawl": {20: 2000, 100: 2000, 1000: 400},
-        "m_crawl": 199,
-    },
+    "default": _DEFAULT_SIZES,
+    # the default's settings with more segmentation and crawl datasets
+    "full": {**_DEFAULT_SIZES, "n_seg": {20: 2000, 100: 1000, 1000: 200}, "n_crawl": {20: 2000, 100: 2000, 1000: 400}},
 }
 SCENARIOS = ("poisson", "weibull", "hawkes", "drift")
 SCENARIO_LABELS = {
@@ -143,35 +140,13 @@ IRREGULAR_DELAY = 1.0  # crawls of the irregular schedule run up to this many cr
 REGULAR, IRREGULAR = "regular", f"irregular (crawls up to {IRREGULAR_DELAY:g} c late)"
 SEASON_MEAN_GAP_HOURS = 20.0  # clock scale of the seasonality tests: n = 100 events span ~12 weeks
 
-#: Tests of poisson_gof measured on exact event times (plus the pitfall "ks_plugin", shown apart).
-TESTS = (
-    "ks_lilliefors",
-    "anderson_darling",
-    "ks_bootstrap",
-    "ad_bootstrap",
-    "cvm_bootstrap",
-    "laplace_trend",
-    "mil_hdbk_189",
-    "dispersion_index",
-    "hour_of_day",
-    "day_of_week",
-    "gap_cv",
-    "segments_dispersion",
-    "time_rescaling",
-)
+#: Tests of poisson_gof measured on exact event times (plus the pitfall "ks_plugin", shown apart):
+#: all but the crawl-grid tests and burstiness, a monotone function of the gap CV (the gap_cv test).
+TESTS = tuple(t for t in TEST_NAMES if t not in ("geometric_gaps", "burstiness", "crawl_calibration"))
 PITFALL = "ks_plugin"
-#: Tests of poisson_gof measured on crawl detections (plus the pitfall "ks_jittered").
-CRAWL_TESTS = (
-    "geometric_gaps",
-    "laplace_trend",
-    "mil_hdbk_189",
-    "dispersion_index",
-    "hour_of_day",
-    "day_of_week",
-    "gap_cv",
-    "segments_dispersion",
-    "crawl_calibration",
-)
+#: Tests of poisson_gof measured on crawl detections (plus the pitfall "ks_jittered"), burstiness
+#: again measured as gap_cv.
+CRAWL_TESTS = tuple(t for t in DIAGNOSTIC_CRAWL_TESTS if t != "burstiness")
 CRAWL_PITFALL = "ks_jittered"
 EXACT, CRAWL = "event times", "crawl detections"
 MIN_PLOTTED = 20  # rates from fewer datasets are in the tables only (their intervals say little)
