@@ -107,41 +107,18 @@ def summary_pages(
             i = pages[r]
             m, t0 = _gather(changed, tau, offsets[i], offsets[i + 1], buf)
             start = _start(buf, m, t0)
-            st, mode, _, lz, _, _, _ = _fit(
-                buf, m, t0, start, A1[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub, eub, logd, work, fbuf, ibuf, qb, hb
-            )
-            log_z1[r] = lz
-            if st == 0 and with_sd:
-                st, mode, _, lz, _, _, _ = _fit(
-                    buf,
-                    m,
-                    t0,
-                    start,
-                    A2[i],
-                    B[i],
-                    C[i],
-                    M[i],
-                    E[i],
-                    L[i],
-                    lin,
-                    s,
-                    ub,
-                    eub,
-                    logd,
-                    work,
-                    fbuf,
-                    ibuf,
-                    qb,
-                    hb,
-                )
-                log_z2[r] = lz
-            if st == 0:
+            # the grids of e^{ju} × posterior: j = 1 (log_z1), 2 with with_sd (log_z2), then 0
+            # (log_z0, the posterior itself, whose grid the quantiles read); stop at a failure
+            for q in range(3):
+                if q == 1 and not with_sd:
+                    continue
+                shape = A1[i] if q == 0 else (A2[i] if q == 1 else A0[i])
                 st, mode, scale, lz, _, _, _ = _fit(
                     buf,
                     m,
                     t0,
                     start,
-                    A0[i],
+                    shape,
                     B[i],
                     C[i],
                     M[i],
@@ -158,7 +135,14 @@ def summary_pages(
                     qb,
                     hb,
                 )
-                log_z0[r] = lz
+                if q == 0:
+                    log_z1[r] = lz
+                elif q == 1:
+                    log_z2[r] = lz
+                else:
+                    log_z0[r] = lz
+                if st != 0:
+                    break
             status[r] = st
             if st != 0:
                 bad_mode[r] = mode
