@@ -202,18 +202,7 @@ def test_crawl_pvalues_are_the_library_results():
 
 
 def test_run_and_render_at_tiny_size(monkeypatch):
-    monkeypatch.setitem(
-        G.SIZES,
-        "quick",
-        {
-            "n_datasets": 40,
-            "n_null": 199,
-            "n_seg": {20: 5, 100: 3, 1000: 1},
-            "m_tr": 19,
-            "n_crawl": {20: 20, 100: 20, 1000: 5},
-            "m_crawl": 19,
-        },
-    )
+    monkeypatch.setitem(G.SIZES, "quick", G._sizes(40, 199, (5, 3, 1), 19, (20, 20, 5), 19))
     monkeypatch.setattr(G, "N_EVENTS", (20, 100))
     res = G.run(Preset("quick"), seed=1, progress=Progress(quiet=True))
     assert set(res) == set(G.KEYS)

@@ -100,26 +100,25 @@ KEYS = ("gof_size", "gof_power")
 
 ALPHA = 0.05
 N_EVENTS = (20, 100, 1000)
-_DEFAULT_SIZES: dict[str, Any] = {
-    "n_datasets": 2000,
-    "n_null": 9999,
-    "n_seg": {20: 600, 100: 300, 1000: 80},
-    "m_tr": 199,
-    "n_crawl": {20: 1000, 100: 1000, 1000: 200},
-    "m_crawl": 199,
-}
+
+
+def _sizes(n_datasets, n_null, n_seg, m_tr, n_crawl, m_crawl) -> dict[str, Any]:
+    """One preset's sizes (a row of the module docstring's table); ``n_seg`` and ``n_crawl``
+    give one number per n of :data:`N_EVENTS` (20, 100, 1000), in that order."""
+    return {
+        "n_datasets": n_datasets,
+        "n_null": n_null,
+        "n_seg": dict(zip(N_EVENTS, n_seg)),
+        "m_tr": m_tr,
+        "n_crawl": dict(zip(N_EVENTS, n_crawl)),
+        "m_crawl": m_crawl,
+    }
+
+
 SIZES: dict[str, dict[str, Any]] = {
-    "quick": {
-        "n_datasets": 300,
-        "n_null": 1999,
-        "n_seg": {20: 100, 100: 60, 1000: 12},
-        "m_tr": 99,
-        "n_crawl": {20: 300, 100: 300, 1000: 100},
-        "m_crawl": 39,
-    },
-    "default": _DEFAULT_SIZES,
-    # the default's settings with more segmentation and crawl datasets
-    "full": {**_DEFAULT_SIZES, "n_seg": {20: 2000, 100: 1000, 1000: 200}, "n_crawl": {20: 2000, 100: 2000, 1000: 400}},
+    "quick": _sizes(300, 1999, (100, 60, 12), 99, (300, 300, 100), 39),
+    "default": _sizes(2000, 9999, (600, 300, 80), 199, (1000, 1000, 200), 199),
+    "full": _sizes(2000, 9999, (2000, 1000, 200), 199, (2000, 2000, 400), 199),
 }
 SCENARIOS = ("poisson", "weibull", "hawkes", "drift")
 SCENARIO_LABELS = {
