@@ -105,18 +105,9 @@ def test_size_of_every_test_under_h0():
     pv = G.pvalues_vectorised(times, offset, G._null_statistics(n, 2999, np.random.default_rng(22)))
     lo, hi = _bounds(d)
     checked = 0
-    for k in (
-        "ks_lilliefors",
-        "anderson_darling",
-        "ks_bootstrap",
-        "ad_bootstrap",
-        "cvm_bootstrap",
-        "laplace_trend",
-        "mil_hdbk_189",
-        "dispersion_index",
-        "gap_cv",
-        "day_of_week",
-    ):
+    # hour of day: with 24 cells, too few of the datasets of 50 events pass Cochran's rule;
+    # the segmentation tests: in the next test
+    for k in (t for t in G.TESTS if t not in ("hour_of_day", "segments_dispersion", "time_rescaling")):
         ran = np.isfinite(pv[k])
         lo_k, hi_k = _bounds(int(ran.sum()))
         assert ran.sum() >= 500, k
@@ -211,18 +202,7 @@ def test_crawl_pvalues_are_the_library_results():
 
 
 def test_run_and_render_at_tiny_size(monkeypatch):
-    monkeypatch.setitem(
-        G.SIZES,
-        "quick",
-        {
-            "n_datasets": 40,
-            "n_null": 199,
-            "n_seg": {20: 5, 100: 3, 1000: 1},
-            "m_tr": 19,
-            "n_crawl": {20: 20, 100: 20, 1000: 5},
-            "m_crawl": 19,
-        },
-    )
+    monkeypatch.setitem(G.SIZES, "quick", G._sizes(40, 199, (5, 3, 1), 19, (20, 20, 5), 19))
     monkeypatch.setattr(G, "N_EVENTS", (20, 100))
     res = G.run(Preset("quick"), seed=1, progress=Progress(quiet=True))
     assert set(res) == set(G.KEYS)

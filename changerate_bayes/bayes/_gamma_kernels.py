@@ -178,6 +178,19 @@ def _normal(s):
     return s, x * (1.0 - 2.0 * float((word >> np.uint64(8)) & np.uint64(1)))
 
 
+@nb.njit(inline="always", **_OPTS)
+def _attempt(s, d, c, q):
+    """One attempt of :func:`_gamma` with its squeeze: (state, normal x, uniform u, whether
+    the squeeze accepts, d v; v = (1 + c x)³ when accepted, else 0)."""
+    s, x = _normal(s)
+    s, u = _uniform(s)
+    t = c * x
+    x2 = x * x
+    if t > -1.0 and (1.0 - u) * (1.0 + min(t, 0.0)) > q * (x2 * x2):
+        return s, x, u, True, d * ((1.0 + t) * (1.0 + t) * (1.0 + t))
+    return s, x, u, False, 0.0
+
+
 @nb.njit(**_OPTS)
 def _gamma_rest(s, d, c, q, x, u):
     """(state, Gamma(d + 1/3)) given a first attempt (normal x, uniform u) that the squeeze
@@ -188,12 +201,9 @@ def _gamma_rest(s, d, c, q, x, u):
         # (the x²/2 cancels against d · (−9t²/2) exactly, as d c² = 1/9)
         if t > -1.0 and math.log(u) < 3.0 * d * (math.log1p(t) - t * (1.0 - t * (0.5 - t * _THIRD))):
             return s, d * ((1.0 + t) * (1.0 + t) * (1.0 + t))
-        s, x = _normal(s)
-        s, u = _uniform(s)
-        t = c * x
-        x2 = x * x
-        if t > -1.0 and (1.0 - u) * (1.0 + min(t, 0.0)) > q * (x2 * x2):
-            return s, d * ((1.0 + t) * (1.0 + t) * (1.0 + t))
+        s, x, u, accepted, g = _attempt(s, d, c, q)
+        if accepted:
+            return s, g
 
 
 @nb.njit(inline="always", **_OPTS)  # inlined into the loops: 35% less time per draw, measured
@@ -211,12 +221,9 @@ def _gamma(s, d, c, q):
     attempt's squeeze is here (no loop, inlined into the callers' loops); the rest in
     :func:`_gamma_rest`.
     """
-    s, x = _normal(s)
-    s, u = _uniform(s)
-    t = c * x
-    x2 = x * x
-    if t > -1.0 and (1.0 - u) * (1.0 + min(t, 0.0)) > q * (x2 * x2):
-        return s, d * ((1.0 + t) * (1.0 + t) * (1.0 + t))
+    s, x, u, accepted, g = _attempt(s, d, c, q)
+    if accepted:
+        return s, g
     return _gamma_rest(s, d, c, q, x, u)
 
 
@@ -246,22 +253,29 @@ def _store(state, s):
     state[0], state[1], state[2], state[3] = s
 
 
+@nb.njit(inline="always", **_OPTS)
+def _fill(state, out, normal):
+    """Fill the 1-d ``out`` from the SFC64 ``state`` (advanced in place): with its standard
+    normal variates if ``normal``, else with its raw words."""
+    s = _load(state)
+    for i in range(out.size):
+        if normal:
+            s, out[i] = _normal(s)
+        else:
+            s, out[i] = _next(s)
+    _store(state, s)
+
+
 @nb.njit(**_OPTS)
 def raw_fill(state, out):
     """Fill the uint64 ``out`` with the words of the SFC64 ``state`` (advanced in place)."""
-    s = _load(state)
-    for i in range(out.size):
-        s, out[i] = _next(s)
-    _store(state, s)
+    _fill(state, out, False)
 
 
 @nb.njit(**_OPTS)
 def normal_fill(state, out):
     """Fill the 1-d ``out`` with standard normal variates from the SFC64 ``state`` (advanced)."""
-    s = _load(state)
-    for i in range(out.size):
-        s, out[i] = _normal(s)
-    _store(state, s)
+    _fill(state, out, True)
 
 
 @nb.njit(**_OPTS)

@@ -753,87 +753,6 @@ def _cell(cdf, size, p, j):
 
 
 @nb.njit(**_OPTS)
-def _page(
-    i,
-    tau,
-    m,
-    t0,
-    start,
-    A,
-    B,
-    C,
-    M,
-    E,
-    L,
-    shift,
-    lin,
-    probs,
-    out,
-    col,
-    s,
-    logd,
-    cdf,
-    beta,
-    work,
-    table,
-    fbuf,
-    ibuf,
-    dz,
-    dn,
-    dj,
-    dr,
-    qb,
-    hb,
-):
-    """Fit page i's grid and write its draws exp(u) · e^{−shift} to out[:, col]. Returns status."""
-    # cdf and beta hold u and e^u at the nodes until the CDF needs them
-    status, mode, scale, _, lo_end, hi_end, fast = _fit(
-        tau, m, t0, start, A, B, C, M, E, L, lin, s, cdf, beta, logd, work, fbuf, ibuf, qb, hb
-    )
-    if status != 0:
-        work[0] = mode
-        return status
-    size = lin.size
-    step = s[1] - s[0]
-    _simpson_cdf(work[:size], cdf)
-    _cell_slopes(logd, beta, work)
-    # the cell of each draw, j = max{j <= size − 2 : cdf[j] <= p} (the binary search of
-    # ._grid.inverse_cdf), from a table of that cell at p = k/BUCKETS and a short walk up
-    j = 0
-    for k in range(BUCKETS):
-        q = k * (1.0 / BUCKETS)  # exact: BUCKETS is a power of two
-        while j < size - 2 and cdf[j + 1] <= q:
-            j += 1
-        table[k] = j
-    # per draw: its cell and the argument of the in-cell inverse CDF (the branches), then
-    # the transcendental functions in loops of arithmetic only (_cell_positions, _draw_values)
-    n_draws = probs.size
-    for d in range(n_draws):
-        p = probs[d]
-        j = table[min(int(p * BUCKETS), BUCKETS - 1)]
-        # two steps without a branch (a bucket rarely spans more cells), then the rest
-        j += 1 if (j < size - 2) & (cdf[j + 1] <= p) else 0
-        j += 1 if (j < size - 2) & (cdf[min(j + 1, size - 1)] <= p) else 0
-        j, phi = _cell(cdf, size, p, j)
-        b = beta[j]
-        rising = b > 0.0
-        dz[d] = (1.0 - phi if rising else phi) * work[j]
-        dn[d] = min(max(-abs(b), -700.0), -1e-300)
-        dj[d] = j
-        dr[d] = 1.0 if rising else 0.0
-    _cell_positions(s[0], step, dz, dn, dj, dr)
-    lim = FAST_EXP - 10.0
-    if fast and lo_end - shift > -lim and hi_end - shift < lim:
-        _draw_values(mode, scale, shift, dz, dn)
-        for d in range(n_draws):
-            out[d, col] = dn[d]
-    else:
-        for d in range(n_draws):
-            out[d, col] = math.exp(mode + scale * _sinh(dz[d]) - shift)
-    return 0
-
-
-@nb.njit(**_OPTS)
 def _sort_ascending(buf, m):
     """Sort buf[:m] in place: insertion sort for the few changed crawls of a typical page
     (no call, no allocation), numba's sort above :data:`INSERTION_SORT_BELOW`."""
@@ -849,6 +768,33 @@ def _sort_ascending(buf, m):
         buf[j + 1] = v
 
 
+@nb.njit(**_OPTS)
+def _gather(changed, tau, lo, hi, buf):
+    """The changed intervals of crawls lo:hi into buf (sorted ascending, see _log_lik) and
+    S0 = Σ(1 − I)τ; returns (m, S0)."""
+    m = 0
+    t0 = 0.0
+    for k in range(lo, hi):
+        if changed[k] != 0:
+            buf[m] = tau[k]
+            m += 1
+        else:
+            t0 += tau[k]
+    _sort_ascending(buf, m)
+    return m, t0
+
+
+@nb.njit(**_OPTS)
+def _start(buf, m, t0):
+    """Crude starting value of the mode of log Δ: each of the m changed intervals buf[:m]
+    counts half as exposure."""
+    half = 0.0
+    for j in range(m):
+        half += buf[j]
+    half /= 2.0
+    return math.log((m + 0.5) / (t0 + half))
+
+
 @nb.njit(parallel=True, **_OPTS)
 def grid_draws_block(changed, tau, offsets, lo, hi, A, B, C, M, E, L, shift, lin, uniforms, out, status, bad_mode):
     """Draws for pages lo:hi into out[:, lo:hi] (out has shape (n_draws, n_pages)).
@@ -860,6 +806,7 @@ def grid_draws_block(changed, tau, offsets, lo, hi, A, B, C, M, E, L, shift, lin
     size = lin.size
     n_draws = uniforms.shape[1]
     n_tiles = (n + TILE - 1) // TILE
+    lim = FAST_EXP - 10.0
     max_len = 1
     for i in range(lo, hi):
         max_len = max(max_len, offsets[i + 1] - offsets[i])
@@ -878,55 +825,53 @@ def grid_draws_block(changed, tau, offsets, lo, hi, A, B, C, M, E, L, shift, lin
         first = lo + t * TILE
         last = min(first + TILE, hi)
         for i in range(first, last):
-            m = 0
-            t0 = 0.0
-            for k in range(offsets[i], offsets[i + 1]):
-                if changed[k] != 0:
-                    buf[m] = tau[k]
-                    m += 1
-                else:
-                    t0 += tau[k]
-            _sort_ascending(buf, m)  # see _log_lik
-            half = 0.0
-            for j in range(m):
-                half += buf[j]
-            half /= 2.0
-            start = math.log((m + 0.5) / (t0 + half))
-            st = _page(
-                i,
-                buf,
-                m,
-                t0,
-                start,
-                A[i],
-                B[i],
-                C[i],
-                M[i],
-                E[i],
-                L[i],
-                shift[i],
-                lin,
-                uniforms[i - lo],
-                tile_out,
-                i - first,
-                s,
-                logd,
-                cdf,
-                beta,
-                work,
-                table,
-                fbuf,
-                ibuf,
-                dz,
-                dn,
-                dj,
-                dr,
-                qb,
-                hb,
+            m, t0 = _gather(changed, tau, offsets[i], offsets[i + 1], buf)
+            start = _start(buf, m, t0)
+            # fit page i's grid; cdf and beta hold u and e^u at the nodes until the CDF needs them
+            st, mode, scale, _, lo_end, hi_end, fast = _fit(
+                buf, m, t0, start, A[i], B[i], C[i], M[i], E[i], L[i], lin, s, cdf, beta, logd, work, fbuf, ibuf, qb, hb
             )
             status[i] = st
             if st != 0:
-                bad_mode[i] = work[0]
+                bad_mode[i] = mode
+                continue
+            # its draws exp(u) · e^{−shift} into column i − first of tile_out
+            step = s[1] - s[0]
+            _simpson_cdf(work[:size], cdf)
+            _cell_slopes(logd, beta, work)
+            # the cell of each draw, j = max{j <= size − 2 : cdf[j] <= p} (the binary search of
+            # ._grid.inverse_cdf), from a table of that cell at p = k/BUCKETS and a short walk up
+            j = 0
+            for k in range(BUCKETS):
+                q = k * (1.0 / BUCKETS)  # exact: BUCKETS is a power of two
+                while j < size - 2 and cdf[j + 1] <= q:
+                    j += 1
+                table[k] = j
+            # per draw: its cell and the argument of the in-cell inverse CDF (the branches), then
+            # the transcendental functions in loops of arithmetic only (_cell_positions, _draw_values)
+            probs = uniforms[i - lo]
+            for d in range(n_draws):
+                p = probs[d]
+                j = table[min(int(p * BUCKETS), BUCKETS - 1)]
+                # two steps without a branch (a bucket rarely spans more cells), then the rest
+                j += 1 if (j < size - 2) & (cdf[j + 1] <= p) else 0
+                j += 1 if (j < size - 2) & (cdf[min(j + 1, size - 1)] <= p) else 0
+                j, phi = _cell(cdf, size, p, j)
+                b = beta[j]
+                rising = b > 0.0
+                dz[d] = (1.0 - phi if rising else phi) * work[j]
+                dn[d] = min(max(-abs(b), -700.0), -1e-300)
+                dj[d] = j
+                dr[d] = 1.0 if rising else 0.0
+            _cell_positions(s[0], step, dz, dn, dj, dr)
+            col = i - first
+            if fast and lo_end - shift[i] > -lim and hi_end - shift[i] < lim:
+                _draw_values(mode, scale, shift[i], dz, dn)
+                for d in range(n_draws):
+                    tile_out[d, col] = dn[d]
+            else:
+                for d in range(n_draws):
+                    tile_out[d, col] = math.exp(mode + scale * _sinh(dz[d]) - shift[i])
         for d in range(n_draws):
             for k in range(last - first):
                 out[d, first + k] = tile_out[d, k]

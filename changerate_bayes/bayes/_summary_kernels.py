@@ -28,7 +28,7 @@ import math
 import numba as nb
 import numpy as np
 
-from ._grid_kernels import _cell, _fit, _fit_buffers, _simpson_cdf, _sort_ascending
+from ._grid_kernels import _cell, _fit, _fit_buffers, _gather, _simpson_cdf, _start
 
 __all__ = ["summary_pages", "page_keys", "same_changed", "TILE"]
 
@@ -36,21 +36,6 @@ __all__ = ["summary_pages", "page_keys", "same_changed", "TILE"]
 TILE = 16
 
 _OPTS = dict(cache=True, nogil=True, error_model="numpy")
-
-
-@nb.njit(**_OPTS)
-def _gather(changed, tau, lo, hi, buf):
-    """The changed intervals of crawls lo:hi into buf (sorted ascending) and S0; returns (m, S0)."""
-    m = 0
-    t0 = 0.0
-    for k in range(lo, hi):
-        if changed[k] != 0:
-            buf[m] = tau[k]
-            m += 1
-        else:
-            t0 += tau[k]
-    _sort_ascending(buf, m)
-    return m, t0
 
 
 @nb.njit(**_OPTS)
@@ -72,75 +57,6 @@ def _quantiles(mode, scale, s, logd, work, cdf, probs, out, row):
         t = min(max(t, 0.0), 1.0)
         t = 1.0 - t if rising else t
         out[row, k] = math.exp(mode + scale * math.sinh(s[0] + (j + t) * step))
-
-
-@nb.njit(**_OPTS)
-def _summary_rows(
-    changed,
-    tau,
-    offsets,
-    pages,
-    lo,
-    hi,
-    max_len,
-    A0,
-    A1,
-    A2,
-    B,
-    C,
-    M,
-    E,
-    L,
-    lin,
-    probs,
-    with_sd,
-    log_z0,
-    log_z1,
-    log_z2,
-    central,
-    quant,
-    status,
-    bad_mode,
-):
-    """Rows lo:hi of :func:`summary_pages` (one thread's work item)."""
-    size = lin.size
-    buf, qb, hb, s, logd, cdf, work, fbuf, ibuf = _fit_buffers(size, max_len)
-    ub = np.empty(size)
-    eub = np.empty(size)
-    for r in range(lo, hi):
-        i = pages[r]
-        m, t0 = _gather(changed, tau, offsets[i], offsets[i + 1], buf)
-        half = 0.0
-        for j in range(m):
-            half += buf[j]
-        half /= 2.0
-        start = math.log((m + 0.5) / (t0 + half))
-        st, mode, _, lz, _, _, _ = _fit(
-            buf, m, t0, start, A1[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub, eub, logd, work, fbuf, ibuf, qb, hb
-        )
-        log_z1[r] = lz
-        if st == 0 and with_sd:
-            st, mode, _, lz, _, _, _ = _fit(
-                buf, m, t0, start, A2[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub, eub, logd, work, fbuf, ibuf, qb, hb
-            )
-            log_z2[r] = lz
-        if st == 0:
-            st, mode, scale, lz, _, _, _ = _fit(
-                buf, m, t0, start, A0[i], B[i], C[i], M[i], E[i], L[i], lin, s, ub, eub, logd, work, fbuf, ibuf, qb, hb
-            )
-            log_z0[r] = lz
-        status[r] = st
-        if st != 0:
-            bad_mode[r] = mode
-            continue
-        if with_sd:  # E[(Δ/E[Δ] − 1)²] on the density's grid (GridPosterior._trapezoid)
-            log_mean = log_z1[r] - lz
-            acc = 0.0
-            for g in range(size):
-                d = math.expm1(ub[g] - log_mean)
-                acc += d * d * math.exp(logd[g]) * (0.5 if (g == 0 or g == size - 1) else 1.0)
-            central[r] = acc * (s[1] - s[0])
-        _quantiles(mode, scale, s, logd, work, cdf, probs, quant, r)
 
 
 @nb.njit(parallel=True, **_OPTS)
@@ -174,7 +90,7 @@ def summary_pages(
     quantiles ``probs`` into quant[r], and with ``with_sd`` the central moment
     E[(Δ/E[Δ] − 1)²] on it, E[Δ] = e^{log_z1 − log_z0}), A1[i] (log_z1) and with
     ``with_sd`` A2[i] (log_z2). ``changed``, ``tau`` and ``offsets`` are the flat (CSR)
-    history. Tiles of :data:`TILE` rows run in parallel, each in :func:`_summary_rows`.
+    history. Tiles of :data:`TILE` rows run in parallel, each with its own work buffers.
     """
     n = pages.size
     n_tiles = (n + TILE - 1) // TILE
@@ -182,34 +98,63 @@ def summary_pages(
     for r in range(n):
         i = pages[r]
         max_len = max(max_len, offsets[i + 1] - offsets[i])
+    size = lin.size
     for tile in nb.prange(n_tiles):
-        _summary_rows(
-            changed,
-            tau,
-            offsets,
-            pages,
-            tile * TILE,
-            min(tile * TILE + TILE, n),
-            max_len,
-            A0,
-            A1,
-            A2,
-            B,
-            C,
-            M,
-            E,
-            L,
-            lin,
-            probs,
-            with_sd,
-            log_z0,
-            log_z1,
-            log_z2,
-            central,
-            quant,
-            status,
-            bad_mode,
-        )
+        buf, qb, hb, s, logd, cdf, work, fbuf, ibuf = _fit_buffers(size, max_len)
+        ub = np.empty(size)
+        eub = np.empty(size)
+        for r in range(tile * TILE, min(tile * TILE + TILE, n)):
+            i = pages[r]
+            m, t0 = _gather(changed, tau, offsets[i], offsets[i + 1], buf)
+            start = _start(buf, m, t0)
+            # the grids of e^{ju} × posterior: j = 1 (log_z1), 2 with with_sd (log_z2), then 0
+            # (log_z0, the posterior itself, whose grid the quantiles read); stop at a failure
+            for q in range(3):
+                if q == 1 and not with_sd:
+                    continue
+                shape = A1[i] if q == 0 else (A2[i] if q == 1 else A0[i])
+                st, mode, scale, lz, _, _, _ = _fit(
+                    buf,
+                    m,
+                    t0,
+                    start,
+                    shape,
+                    B[i],
+                    C[i],
+                    M[i],
+                    E[i],
+                    L[i],
+                    lin,
+                    s,
+                    ub,
+                    eub,
+                    logd,
+                    work,
+                    fbuf,
+                    ibuf,
+                    qb,
+                    hb,
+                )
+                if q == 0:
+                    log_z1[r] = lz
+                elif q == 1:
+                    log_z2[r] = lz
+                else:
+                    log_z0[r] = lz
+                if st != 0:
+                    break
+            status[r] = st
+            if st != 0:
+                bad_mode[r] = mode
+                continue
+            if with_sd:  # E[(Δ/E[Δ] − 1)²] on the density's grid (GridPosterior._trapezoid)
+                log_mean = log_z1[r] - lz
+                acc = 0.0
+                for g in range(size):
+                    d = math.expm1(ub[g] - log_mean)
+                    acc += d * d * math.exp(logd[g]) * (0.5 if (g == 0 or g == size - 1) else 1.0)
+                central[r] = acc * (s[1] - s[0])
+            _quantiles(mode, scale, s, logd, work, cdf, probs, quant, r)
 
 
 @nb.njit(parallel=True, **_OPTS)

@@ -59,22 +59,12 @@ GAP_TESTS = (
     "time_rescaling",
 )
 
-#: Tests that run on crawl detections (``crawl_interval`` given), in their crawl-grid
-#: form with an exact null (hour and day of week need datetimes).
-CRAWL_TESTS = (
-    "geometric_gaps",
-    "laplace_trend",
-    "mil_hdbk_189",
-    "dispersion_index",
-    "hour_of_day",
-    "day_of_week",
-    "gap_cv",
-    "burstiness",
-    "segments_dispersion",
-    "crawl_calibration",
-)
-
 _EXACT_ONLY = ("ks_lilliefors", "anderson_darling", "ks_bootstrap", "ad_bootstrap", "cvm_bootstrap", "time_rescaling")
+
+#: Tests that run on crawl detections (``crawl_interval`` given), in their crawl-grid
+#: form with an exact null (hour and day of week need datetimes): all but those of exact times.
+CRAWL_TESTS = tuple(t for t in TEST_NAMES if t not in _EXACT_ONLY)
+
 _CRAWL_NA = (
     "crawl detections: the gaps are whole numbers of crawl intervals (geometric under a Poisson "
     "change process), not exponential; geometric_gaps tests them"

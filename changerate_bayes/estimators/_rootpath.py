@@ -215,15 +215,7 @@ class RootPath:
             loc = idx[is_local[idx]]
             if loc.size:  # derivatives at the new root, for the next crawl's predictor
                 sub = rows[loc]
-                h = local_sums(
-                    kind,
-                    root[loc],
-                    _rows(self._changed, sub, j),
-                    _rows(self._tau, sub, j),
-                    self.target[sub],
-                    self.n_unchanged[sub],
-                )
-                self.local[:, sub] = shift(h, np.zeros(loc.size))
+                self.local[:, sub] = shift(self._local_sums(sub, root[loc], j), np.zeros(loc.size))
         self.has_local[rows] = regular & is_local
         self.root[rows] = root
         out_col[rows] = root
@@ -252,18 +244,22 @@ class RootPath:
             self._local_iterate(rows, point, todo, out, j)
         return out
 
+    def _local_sums(self, sub, point, j):
+        """The local sums (derivatives of the root's equation, :func:`local_sums`) of pages
+        ``sub`` at ``point``, over their first j crawls."""
+        return local_sums(
+            self.kind,
+            point,
+            _rows(self._changed, sub, j),
+            _rows(self._tau, sub, j),
+            self.target[sub],
+            self.n_unchanged[sub],
+        )
+
     def _local_iterate(self, rows, point, todo, out, j):
-        kind = self.kind
         for _ in range(LOCAL_ITER):
             sub = rows[todo]
-            h = local_sums(
-                kind,
-                point[todo],
-                _rows(self._changed, sub, j),
-                _rows(self._tau, sub, j),
-                self.target[sub],
-                self.n_unchanged[sub],
-            )
+            h = self._local_sums(sub, point[todo], j)
             step = cubic_root(h)
             new = point[todo] * (1.0 + step)
             ok = local_error(h, step) <= LOCAL_TOL

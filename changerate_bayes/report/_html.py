@@ -25,6 +25,7 @@ __all__ = [
     "check_output_dir",
     "figure_context",
     "figure_to_html",
+    "folder_lock",
     "format_duration",
     "format_pvalue",
     "format_value",

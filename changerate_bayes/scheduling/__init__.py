@@ -21,39 +21,17 @@
 * Plots: ``plot_*`` (return the Axes) and their pure data helpers.
 """
 
-from ._closed_loop import CLOSED_LOOP_POLICIES, ClosedLoopResult, simulate_closed_loop
+from . import _closed_loop, _ephemeral, _freshness_index, _plots, _sampling, _whittle
+from ._closed_loop import *  # noqa: F403 (each module's __all__ lists its public names once)
 from ._complete_observability import CrawlBudgetSplit, complete_observability_crawl_probabilities, split_crawl_budget
-from ._ephemeral import (
-    EphemeralDPSolution,
-    EphemeralSimulation,
-    EphemeralSources,
-    schedule_period,
-    simulate_ephemeral_crawling,
-    solve_ephemeral_dp,
-)
-from ._freshness_index import freshness_index, index_kernels, predictive_freshness_index
+from ._ephemeral import *  # noqa: F403
+from ._freshness_index import *  # noqa: F403
 from ._index_allocation import IndexIntervals, index_crawl_intervals
 from ._index_host_caps import CappedIndexIntervals, capped_index_intervals
 from ._optimal_rates import CappedCrawlRates, capped_crawl_rates, crawl_objective, optimal_crawl_rates
-from ._plots import (
-    closed_loop_bands,
-    plot_change_ratio,
-    plot_closed_loop,
-    plot_crawl_rates,
-    plot_schedule,
-    plot_whittle_index,
-    whittle_index_curve,
-)
-from ._sampling import (
-    DETECTION_POLICIES,
-    ChangeDetectionResult,
-    allocate_downloads,
-    expected_change_ratio,
-    optimal_sample_size,
-    rule_of_thumb_sample_size,
-    simulate_change_detection,
-)
-from ._whittle import IndexabilityResult, check_indexability, whittle_index, whittle_index_numerical
+from ._plots import *  # noqa: F403
+from ._sampling import *  # noqa: F403
+from ._whittle import *  # noqa: F403
 
 __all__ = [
     # optimal rates
@@ -68,39 +46,9 @@ __all__ = [
     "IndexIntervals",
     "capped_index_intervals",
     "CappedIndexIntervals",
-    # closed loop
-    "CLOSED_LOOP_POLICIES",
-    "ClosedLoopResult",
-    "simulate_closed_loop",
-    # ephemeral content / Whittle index
-    "whittle_index",
-    "whittle_index_numerical",
-    "IndexabilityResult",
-    "check_indexability",
-    "EphemeralSources",
-    "EphemeralSimulation",
-    "EphemeralDPSolution",
-    "simulate_ephemeral_crawling",
-    "solve_ephemeral_dp",
-    "schedule_period",
-    # sampling-based change detection
-    "DETECTION_POLICIES",
-    "ChangeDetectionResult",
-    "allocate_downloads",
-    "expected_change_ratio",
-    "optimal_sample_size",
-    "rule_of_thumb_sample_size",
-    "simulate_change_detection",
-    # the freshness index
-    "freshness_index",
-    "index_kernels",
-    "predictive_freshness_index",
-    # plots
-    "closed_loop_bands",
-    "whittle_index_curve",
-    "plot_crawl_rates",
-    "plot_closed_loop",
-    "plot_whittle_index",
-    "plot_schedule",
-    "plot_change_ratio",
 ]
+__all__ += _closed_loop.__all__  # closed loop
+__all__ += _whittle.__all__ + _ephemeral.__all__  # ephemeral content / Whittle index
+__all__ += _sampling.__all__  # sampling-based change detection
+__all__ += _freshness_index.__all__  # the freshness index
+__all__ += _plots.__all__  # plots

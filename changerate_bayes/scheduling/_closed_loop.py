@@ -19,6 +19,7 @@ from .._validation import as_float_array, check_choice, check_positive_int, chec
 from ..estimators import estimate_path
 from ..history import CrawlHistory
 from ._optimal_rates import _binary_freshness_rows
+from ._shapes import broadcast_weights
 
 __all__ = ["CLOSED_LOOP_POLICIES", "ClosedLoopResult", "simulate_closed_loop"]
 
@@ -253,12 +254,7 @@ def simulate_closed_loop(
     delta = as_float_array(change_rates, name="change_rates", nonnegative=True, ndim=(1, 2))
     delta = delta[None, :] if delta.ndim == 1 else delta
     w = as_float_array(weights, name="weights", nonnegative=True)
-    try:
-        w = np.broadcast_to(w, delta.shape)
-    except ValueError:
-        raise ValueError(
-            f"`weights` must broadcast to the shape of `change_rates` {delta.shape}; got {w.shape}"
-        ) from None
+    w = broadcast_weights(w, delta, requirement="broadcast to the shape of")
     if np.any(w.sum(axis=1) <= 0):
         raise ValueError("`weights` must not be all zero for a crawler")
     budget = check_positive_scalar(budget, name="budget")

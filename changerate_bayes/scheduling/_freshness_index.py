@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_float_array
+from ._shapes import broadcast_together
 
 __all__ = ["freshness_index", "index_kernels", "predictive_freshness_index"]
 
@@ -103,12 +104,7 @@ def freshness_index(rate, elapsed, *, weight=1.0):
     d = as_float_array(rate, name="rate", nonnegative=True)
     t = as_float_array(elapsed, name="elapsed", nonnegative=True)
     w = as_float_array(weight, name="weight", nonnegative=True)
-    try:
-        d, t, w = np.broadcast_arrays(d, t, w)
-    except ValueError:
-        raise ValueError(
-            f"`rate`, `elapsed` and `weight` must broadcast together; got shapes {d.shape}, {t.shape}, {w.shape}"
-        ) from None
+    d, t, w = broadcast_together(rate=d, elapsed=t, weight=w)
     out = np.empty(d.size)
     index_kernels().poisson_index(np.ascontiguousarray(d.ravel()), np.ascontiguousarray(t.ravel()), out)
     return (w.ravel() * out).reshape(d.shape)

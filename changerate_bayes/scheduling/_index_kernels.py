@@ -61,31 +61,43 @@ def _table_terms(p, x):
     return p * (1.0 - e * (1.0 + x)) / x, p * x * e
 
 
-@nb.njit(**_JIT)
-def mixture_table(probs, rates, rows, log_t0, h, ylog, slope):
-    """Tabulate, for the pages ``rows`` (beliefs ``probs[r]`` of page ``rows[r]``), y = log ν(t)
-    and its slope d y / d log t at t_j = exp(log_t0 + j h), j = 0 .. ylog.shape[1] − 1, for the mixture index of
-    ``mixture_index``: ν = t Σ p φ(Δt), d log ν / d log t = Σ p x e^{−x} / Σ p φ(x), x = Δt."""
+@nb.njit(inline="always", **_JIT)
+def _tabulate(coef, rates, signed, rows, log_t0, h, ylog, slope):
+    """The tables of ``mixture_table`` (``signed`` False: the nodes ``rates[0]`` for every row,
+    nodes of weight <= 1e-14 left out) and ``signed_table`` (``signed`` True: the nodes
+    ``rates[r]`` of row r, every nonzero coefficient)."""
     n_t = ylog.shape[1]
-    g = rates.size
+    g = rates.shape[1]
     for r in range(rows.size):
         i = rows[r]
+        nodes = rates[r] if signed else rates[0]
         for j in range(n_t):
             t = np.exp(log_t0 + j * h)
             s = 0.0
             d = 0.0
             for c in range(g):
-                p = probs[r, c]
-                if p > 1e-14:
-                    ds, dd = _table_terms(p, rates[c] * t)
+                p = coef[r, c]
+                if (p != 0.0) if signed else (p > 1e-14):
+                    ds, dd = _table_terms(p, nodes[c] * t)
                     s += ds
                     d += dd
             if s > 0.0:
                 ylog[i, j] = np.log(t) + np.log(s)
                 slope[i, j] = d / s
+            elif signed:  # rounding at tiny t: ν ∝ t² there
+                ylog[i, j] = np.log(t) + np.log(1e-300)
+                slope[i, j] = 2.0
             else:
                 ylog[i, j] = -np.inf
                 slope[i, j] = 0.0
+
+
+@nb.njit(**_JIT)
+def mixture_table(probs, rates, rows, log_t0, h, ylog, slope):
+    """Tabulate, for the pages ``rows`` (beliefs ``probs[r]`` of page ``rows[r]``), y = log ν(t)
+    and its slope d y / d log t at t_j = exp(log_t0 + j h), j = 0 .. ylog.shape[1] − 1, for the mixture index of
+    ``mixture_index``: ν = t Σ p φ(Δt), d log ν / d log t = Σ p x e^{−x} / Σ p φ(x), x = Δt."""
+    _tabulate(probs, np.expand_dims(rates, 0), False, rows, log_t0, h, ylog, slope)
 
 
 @nb.njit(**_JIT)
@@ -123,23 +135,4 @@ def signed_table(coef, rates, rows, log_t0, h, ylog, slope):
     """``mixture_table`` with per-row nodes and signed coefficients: for page ``rows[r]``,
     ν(t) = t Σ_c coef[r, c] φ(rates[r, c] t) (a phase-type first-change time, whose
     survival Σ_c coef e^{−rate t} may have negative terms; ν itself is >= 0)."""
-    n_t = ylog.shape[1]
-    g = rates.shape[1]
-    for r in range(rows.size):
-        i = rows[r]
-        for j in range(n_t):
-            t = np.exp(log_t0 + j * h)
-            s = 0.0
-            d = 0.0
-            for c in range(g):
-                p = coef[r, c]
-                if p != 0.0:
-                    ds, dd = _table_terms(p, rates[r, c] * t)
-                    s += ds
-                    d += dd
-            if s > 0.0:
-                ylog[i, j] = np.log(t) + np.log(s)
-                slope[i, j] = d / s
-            else:  # rounding at tiny t: ν ∝ t² there
-                ylog[i, j] = np.log(t) + np.log(1e-300)
-                slope[i, j] = 2.0
+    _tabulate(coef, rates, True, rows, log_t0, h, ylog, slope)

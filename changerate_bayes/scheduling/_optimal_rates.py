@@ -8,6 +8,7 @@ import numpy as np
 
 from .._validation import as_float_array, check_choice, check_positive_scalar
 from ._host_caps import CappedCrawlRates, check_host_budgets, check_hosts, solve_capped
+from ._shapes import broadcast_weights
 from ._water_level import allocate, select_level
 
 __all__ = ["optimal_crawl_rates", "capped_crawl_rates", "CappedCrawlRates", "crawl_objective"]
@@ -18,12 +19,7 @@ _OBJECTIVES = ("binary_freshness", "harmonic_staleness")
 def _check_rates_weights(change_rates, weights, *, crawl_rates=None):
     delta = as_float_array(change_rates, name="change_rates", nonnegative=True)
     w = as_float_array(weights, name="weights", nonnegative=True)
-    try:
-        w = np.broadcast_to(w, delta.shape)
-    except ValueError:
-        raise ValueError(
-            f"`weights` must be a scalar or have the shape of `change_rates` {delta.shape}; got {w.shape}"
-        ) from None
+    w = broadcast_weights(w, delta, requirement="be a scalar or have the shape of")
     if crawl_rates is None:
         return delta, w
     p = as_float_array(crawl_rates, name="crawl_rates", nonnegative=True)

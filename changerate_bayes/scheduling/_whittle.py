@@ -13,6 +13,7 @@ import numpy as np
 from scipy import optimize
 
 from .._validation import as_float_array, check_choice, check_positive_scalar, first_bad_index
+from ._shapes import broadcast_together
 
 __all__ = [
     "whittle_index",
@@ -36,12 +37,7 @@ def _check_params(alpha, inflow, cost):
 
 def _check_state(x, a, u):
     """Broadcast and check u <= x <= u/(1-α) (relative slack 1e-12 for round-off)."""
-    try:
-        x, a, u = np.broadcast_arrays(x, a, u)
-    except ValueError:
-        raise ValueError(
-            f"`state`, `alpha` and `inflow` must broadcast together; got shapes {x.shape}, {a.shape}, {u.shape}"
-        ) from None
+    x, a, u = broadcast_together(state=x, alpha=a, inflow=u)
     ustar = u / (1.0 - a)
     bad = (x < u * (1 - _STATE_RTOL)) | (x > ustar * (1 + _STATE_RTOL))
     if bad.any():

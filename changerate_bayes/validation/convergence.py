@@ -206,7 +206,9 @@ def _predicted_slopes(delta, keep, fit_mask, specs):
     return {label: finite_or_none(v) for (label, *_), v in zip(specs, slopes)}
 
 
-def _row(estimator, params, delta, slope, intercept, low, high, theory, verdict, keep, mae, fit, **extra):
+def _row(estimator, params, delta, fitted, theory, verdict, keep, fit, **extra):
+    """The result row of one estimator's setting; ``fitted`` is what :func:`_fit` returned."""
+    mae, slope, intercept, low, high = fitted
     row = {
         "estimator": estimator,
         "params": params,
@@ -242,7 +244,8 @@ def run(preset, *, seed: int, progress) -> dict:
     a = P / (DELTA + P)
 
     # Naive: biased, error tends to Δ²/(Δ+p)
-    mae, slope, icpt, low, high = _fit(keep, est["naive"], DELTA, fit_mask, weights)
+    fitted = _fit(keep, est["naive"], DELTA, fit_mask, weights)
+    _, slope, _, low, high = fitted
     limit = P * DELTA / (DELTA + P)
     mean_end = float(est["naive"][:, -1].mean())
     se_end = float(est["naive"][:, -1].std(ddof=1) / math.sqrt(R))
@@ -251,16 +254,12 @@ def run(preset, *, seed: int, progress) -> dict:
             "naive",
             {},
             DELTA,
-            slope,
-            icpt,
-            low,
-            high,
+            fitted,
             0.0,
             f"biased, as predicted: mean estimate {mean_end:.4f} ± {1.96 * se_end:.4f} at k={k_max} against the limit "
             f"pΔ/(Δ+p) = {limit:.4f}; the error tends to Δ²/(Δ+p) = {DELTA - limit:.4f}, not 0, so its slope "
             f"tends to 0 (measured {slope:.3f}).",
             keep,
-            mae,
             fit,
             limit=limit,
             mean_at_k_max=mean_end,
@@ -268,11 +267,10 @@ def run(preset, *, seed: int, progress) -> dict:
     )
     # Theorem 1: LLN
     for alpha, name, theory in LLN_ALPHAS:
-        mae, slope, icpt, low, high = _fit(keep, est[f"lln α={name}"], DELTA, fit_mask, weights)
+        fitted = _fit(keep, est[f"lln α={name}"], DELTA, fit_mask, weights)
+        _, slope, _, low, high = fitted
         verdict = _verdict(slope, low, high, theory, _lln_reason(alpha, fit[0], fit[1]))
-        rows.append(
-            _row("lln", {"alpha": name}, DELTA, slope, icpt, low, high, theory, "Theorem 1: " + verdict, keep, mae, fit)
-        )
+        rows.append(_row("lln", {"alpha": name}, DELTA, fitted, theory, "Theorem 1: " + verdict, keep, fit))
     # exact-moment predictions for SA and for the SAM settings whose momentum stays bounded (η >= β)
     specs: list[tuple[str, float, float | None, float | None]] = [(f"sa η={eta:g}", eta, None, None) for eta in SA_ETAS]
     specs += [(_sam_label(e, b, w), e, b, w) for e, b, w, _ in SAM_SETTINGS if e >= b]
@@ -281,7 +279,8 @@ def run(preset, *, seed: int, progress) -> dict:
     for eta in SA_ETAS:
         theory = -eta / 2 if eta < 1 else -min(0.5, a)
         label = f"sa η={eta:g}"
-        mae, slope, icpt, low, high = _fit(keep, est[label], DELTA, fit_mask, weights)
+        fitted = _fit(keep, est[label], DELTA, fit_mask, weights)
+        _, slope, _, low, high = fitted
         tag = "Theorem 2" if eta < 1 else f"η = 1: rate k^-min(1/2, p/(Δ+p)) = k^{theory:.3f}"
         verdict = _verdict(slope, low, high, theory, _sa_reason(eta, a, fit[1]), predicted[label])
         rows.append(
@@ -289,14 +288,10 @@ def run(preset, *, seed: int, progress) -> dict:
                 "sa",
                 {"eta": eta},
                 DELTA,
-                slope,
-                icpt,
-                low,
-                high,
+                fitted,
                 theory,
                 f"{tag}: {verdict}",
                 keep,
-                mae,
                 fit,
                 predicted_slope=predicted[label],
             )
@@ -306,7 +301,8 @@ def run(preset, *, seed: int, progress) -> dict:
     for eta, beta, omega, case in SAM_SETTINGS:
         label = _sam_label(eta, beta, omega)
         values = est[label]
-        mae, slope, icpt, low, high = _fit(keep, values, DELTA, fit_mask, weights)
+        fitted = _fit(keep, values, DELTA, fit_mask, weights)
+        mae, slope, _, low, high = fitted
         bad = ~np.isfinite(values)
         diverged = float(bad[:, -1].mean())
         half = np.flatnonzero(bad.mean(axis=0) >= 0.5)
@@ -348,14 +344,10 @@ def run(preset, *, seed: int, progress) -> dict:
                     "sam",
                     {"eta": eta, "beta": beta, "omega": omega},
                     DELTA,
-                    slope,
-                    icpt,
-                    low,
-                    high,
+                    fitted,
                     theory,
                     f"{tag}: {verdict}",
                     keep,
-                    mae,
                     fit,
                     regime=check.regime,
                     predicted_slope=predicted.get(label),
@@ -378,21 +370,18 @@ def run(preset, *, seed: int, progress) -> dict:
     a_fast = P / (DELTA_FAST + P)
     theory = -min(0.5, a_fast)
     pred_fast = _predicted_slopes(DELTA_FAST, keep, fit_mask, [("sa η=1", 1.0, None, None)])["sa η=1"]
-    mae, slope, icpt, low, high = _fit(keep, fast["sa η=1"], DELTA_FAST, fit_mask, weights)
+    fitted = _fit(keep, fast["sa η=1"], DELTA_FAST, fit_mask, weights)
+    _, slope, _, low, high = fitted
     rows.append(
         _row(
             "sa",
             {"eta": 1.0},
             DELTA_FAST,
-            slope,
-            icpt,
-            low,
-            high,
+            fitted,
             theory,
             f"η = 1 with p/(Δ+p) = {a_fast:.2f} > 1/2: rate k^-1/2: "
             + _verdict(slope, low, high, theory, _sa_reason(1.0, a_fast, fit[1]), pred_fast),
             keep,
-            mae,
             fit,
             predicted_slope=pred_fast,
         )
@@ -419,7 +408,8 @@ def run(preset, *, seed: int, progress) -> dict:
     info = fisher_information(DELTA, P)
     for name in ("mle", "mm"):
         values = roots[name]
-        mae, slope, icpt, low, high = _fit(keep_m, values, DELTA, fit_mask_m, weights_m)
+        fitted = _fit(keep_m, values, DELTA, fit_mask_m, weights_m)
+        _, slope, _, low, high = fitted
         end = values[:, -1]
         ratio = float(k_m * end.var(ddof=1) * info)
         boot = k_m * info * (weights_m @ end**2 - (weights_m @ end) ** 2) * R_m / (R_m - 1)
@@ -439,14 +429,10 @@ def run(preset, *, seed: int, progress) -> dict:
                 name,
                 {},
                 DELTA,
-                slope,
-                icpt,
-                low,
-                high,
+                fitted,
                 -0.5,
                 verdict,
                 keep_m,
-                mae,
                 fit_m,
                 crlb_ratio=ratio,
                 crlb_ci_low=r_low,

@@ -60,28 +60,21 @@ def _join(ks) -> str:
 TITLE = "Pooling pages: hierarchical posterior vs per-page estimates at small k"
 KEYS = ("pooling",)
 
+_DEFAULT_SIZES: dict[str, Any] = dict(
+    truths=("lognormal", "lomax"),
+    populations=("lognormal", "gamma"),
+    pages=800,
+    ks=(1, 2, 3, 5),
+    reps=1,
+    draws=600,
+    tune=500,
+)
 _SIZES: dict[str, dict[str, Any]] = {
     "quick": dict(
         truths=("lognormal",), populations=("lognormal",), pages=1000, ks=(1, 2, 5), reps=1, draws=400, tune=400
     ),
-    "default": dict(
-        truths=("lognormal", "lomax"),
-        populations=("lognormal", "gamma"),
-        pages=800,
-        ks=(1, 2, 3, 5),
-        reps=1,
-        draws=600,
-        tune=500,
-    ),
-    "full": dict(
-        truths=("lognormal", "lomax"),
-        populations=("lognormal", "gamma"),
-        pages=1000,
-        ks=(1, 2, 3, 5),
-        reps=2,
-        draws=600,
-        tune=500,
-    ),
+    "default": _DEFAULT_SIZES,
+    "full": {**_DEFAULT_SIZES, "pages": 1000, "reps": 2},  # the default's settings, more pages and replications
 }
 CRAWL_RATE = 1.0
 LOGNORMAL_TRUTH = (np.log(0.5), 1.0)

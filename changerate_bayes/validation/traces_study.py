@@ -41,6 +41,7 @@ from changerate_bayes._event_times import as_event_times
 from changerate_bayes._rng import replication_generators
 from changerate_bayes.bayes import posterior
 from changerate_bayes.diagnostics import (
+    CRAWL_TESTS,
     TEST_NAMES,
     QQData,
     RateSeries,
@@ -426,6 +427,9 @@ _TEST_LABELS = {
     "time_rescaling": "time rescaling (segmented rate)",
     "crawl_calibration": "crawl calibration P(I=1|τ)",
 }
+#: The crawl-grid tests that count detections over hours to weeks: all but those of the gaps
+#: between detections (geometric gaps, gap CV and burstiness, calibration).
+_COUNT_TESTS = tuple(k for k in CRAWL_TESTS if k not in ("geometric_gaps", "gap_cv", "burstiness", "crawl_calibration"))
 _METHOD_LABELS = {"naive": "Naive", "lln": "LLN", "sa": "SA", "sam": "SAM", "mle": "MLE", "mm": "MM"}
 
 
@@ -575,17 +579,9 @@ def crawl_traces_words(traces) -> str:
             + " follow their nominal schedule: their rejections are about the changes."
         )
     if off_grid:
-        coarse = (
-            "laplace_trend",
-            "mil_hdbk_189",
-            "dispersion_index",
-            "hour_of_day",
-            "day_of_week",
-            "segments_dispersion",
-        )
         words: list[str] = []
         for t, f in off_grid:
-            rej_by = [_TEST_LABELS[k] for k in coarse if k in t["rejected"]]
+            rej_by = [_TEST_LABELS[k] for k in _COUNT_TESTS if k in t["rejected"]]
             words.append(
                 f"{t['name']} (only {f:.0%} on the grid; rejected by "
                 + (", ".join(rej_by) if rej_by else "none of the tests that count detections over hours to weeks")
