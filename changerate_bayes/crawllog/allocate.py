@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from scipy.stats import norm
 
 from ..scheduling import capped_crawl_rates, index_crawl_intervals, optimal_crawl_rates
@@ -303,22 +305,37 @@ def _lognormal_posterior(table: pd.DataFrame, mean: np.ndarray) -> tuple[np.ndar
     return median, sd
 
 
-_URL_AUTHORITY = r"^[A-Za-z][A-Za-z0-9+.\-]*://([^/?#]*)"
+_URL_AUTHORITY = r"^[A-Za-z][A-Za-z0-9+.\-]*://(?P<authority>[^/?#]*)"
+
+
+def _authorities(pages: pd.Series) -> tuple[np.ndarray, list]:
+    """Each page's URL authority (what follows "scheme://" up to the path) as codes (int64, -1
+    for a page that is not such a URL) into the list of distinct authorities."""
+    values = pages.to_numpy(dtype=object)
+    try:
+        arr = pa.array(values, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+        arr = None
+    if arr is not None and (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        found = pc.extract_regex(arr, _URL_AUTHORITY).field("authority")  # null where no match
+        enc = pc.dictionary_encode(found)
+        return enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
+    authority = pd.Series(values, dtype=object).str.extract(_URL_AUTHORITY, expand=False)  # labels of mixed types
+    codes, uniq = pd.factorize(authority)
+    return codes.astype(np.int64), list(uniq)
 
 
 def _url_hosts(pages: pd.Series) -> np.ndarray:
     """The host name of each URL (lower-cased, :func:`urllib.parse.urlsplit`); ValueError naming
     the first row whose page is not a URL with a host."""
-    authority = pd.Series(pages.to_numpy(dtype=object)).str.extract(_URL_AUTHORITY, expand=False)
-    codes, uniq = pd.factorize(authority)
-    names = np.empty(uniq.size + 1, dtype=object)  # the last: code -1, no authority
+    codes, uniq = _authorities(pages)
+    names = np.empty(len(uniq) + 1, dtype=object)  # the last: code -1, no authority
     for k, netloc in enumerate(uniq):  # each distinct authority (host, port, user) once
         try:
             names[k] = urlsplit("//" + netloc).hostname or None
         except ValueError:
             names[k] = None
-    known = names
-    hosts = known[codes]
+    hosts = names[codes]
     bad = pd.isna(hosts)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
