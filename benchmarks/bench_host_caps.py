@@ -25,6 +25,13 @@ uncapped solve it starts from). The goal is capped/uncapped <= 3. Peak memory is
 to tracemalloc). The
 number of rounds of the growing set of hosts at cap is counted in a separate, untimed
 call.
+
+*The crawl allocation.* Then ``allocate_crawls`` (the commands' allocation, default policy
+and budget: the freshness index) on ``bench_allocate``'s page table of ``--allocate-pages``
+pages (10^6) on ``--allocate-hosts`` Zipf-sized hosts (10^5, as above, integer labels),
+every host capped at the same scaled Nutch politeness, against ``allocate_crawls``
+without caps on the same table: both timed ``--repeats`` times, alternately, the minimum
+of each kept (information: the caps' share of the allocation's time).
 """
 
 from __future__ import annotations
@@ -37,10 +44,12 @@ from pathlib import Path
 
 import numpy as np
 
+from changerate_bayes.crawllog import allocate_crawls
 from changerate_bayes.scheduling import _host_caps, capped_crawl_rates, optimal_crawl_rates
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _result import load_note, result  # noqa: E402
+from bench_allocate import page_table  # noqa: E402
 
 GOAL_RATIO = 3.0
 NUTCH_CAP = 86_400 / 5.0  # fetches per day per host at fetcher.server.delay = 5 s
@@ -102,6 +111,8 @@ def main(argv=None) -> int:
     parser.add_argument("--objective", default="binary_freshness", choices=("binary_freshness", "harmonic_staleness"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3, help="timed calls of each solver (minimum kept)")
+    parser.add_argument("--allocate-pages", type=int, default=1_000_000, help="pages of the allocate_crawls timing")
+    parser.add_argument("--allocate-hosts", type=int, default=100_000, help="hosts of the allocate_crawls timing")
     args = parser.parse_args(argv)
 
     delta, w, host_of, budget, cap = make_problem(args.pages, args.hosts, args.crawls_per_page, args.delay, args.seed)
@@ -169,7 +180,42 @@ def main(argv=None) -> int:
         f"{100 * hosts_at_cap:.2f}% / {100 * pages_at_cap:.1f}%",
         None,
     )
+    allocate_with_caps(args)
     return 0
+
+
+def allocate_with_caps(args) -> None:
+    """``allocate_crawls`` with and without host caps on one page table, in this process."""
+    pages, hosts = args.allocate_pages, args.allocate_hosts
+    table = page_table(pages, seed=args.seed)
+    host_of = make_problem(pages, hosts, args.crawls_per_page, args.delay, args.seed)[2]
+    cap = 86_400 / args.delay * pages / 1e7
+    warm = page_table(2000, seed=args.seed + 1)
+    allocate_crawls(warm, hosts=np.arange(2000) % 20, host_budgets=10.0)  # load the kernels
+    plain = lambda: allocate_crawls(table)  # noqa: E731
+    capped = lambda: allocate_crawls(table, hosts=host_of, host_budgets=cap)  # noqa: E731
+    t_plain = t_caps = np.inf
+    for _ in range(args.repeats):  # alternated, the minimum of each
+        t_plain = min(t_plain, timed(plain)[1])
+        out, t = timed(capped)
+        t_caps = min(t_caps, t)
+    spend = out.groupby("host")["crawls_per_day"].sum().to_numpy()
+    ratio = t_caps / t_plain
+    size = f"{pages:.0e} pages / {hosts:.0e} hosts"
+    print(
+        f"allocate_crawls ({out.attrs['policy']}, budget {out.attrs['budget_per_day']:,.0f}/day, cap {cap:,.1f}/day "
+        f"per host), {size}: {out.attrs['n_hosts_at_cap']:,} hosts at cap holding "
+        f"{100 * out['host_at_cap'].mean():.1f}% of the pages; max spend/cap - 1 = {(spend / cap).max() - 1:.1e}, "
+        f"Σ/B - 1 = {out['crawls_per_day'].sum() / out.attrs['budget_per_day'] - 1:.1e}"
+    )
+    print(f"allocate_crawls with caps {t_caps:.2f} s, without {t_plain:.2f} s (ratio {ratio:.2f}; {load_note()})")
+    result(
+        f"allocate_crawls with host caps / without, {size} (information)",
+        f"{ratio:.2f}x",
+        None,
+        value=ratio,
+        note=f"{t_caps:.2f} s vs {t_plain:.2f} s; {load_note()}",
+    )
 
 
 if __name__ == "__main__":

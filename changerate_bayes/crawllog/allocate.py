@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from scipy.stats import norm
 
 from ..scheduling import capped_crawl_rates, index_crawl_intervals, optimal_crawl_rates
@@ -303,22 +305,37 @@ def _lognormal_posterior(table: pd.DataFrame, mean: np.ndarray) -> tuple[np.ndar
     return median, sd
 
 
-_URL_AUTHORITY = r"^[A-Za-z][A-Za-z0-9+.\-]*://([^/?#]*)"
+_URL_AUTHORITY = r"^[A-Za-z][A-Za-z0-9+.\-]*://(?P<authority>[^/?#]*)"
+
+
+def _authorities(pages: pd.Series) -> tuple[np.ndarray, list]:
+    """Each page's URL authority (what follows "scheme://" up to the path) as codes (int64, -1
+    for a page that is not such a URL) into the list of distinct authorities."""
+    values = pages.to_numpy(dtype=object)
+    try:
+        arr = pa.array(values, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError):
+        arr = None
+    if arr is not None and (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        found = pc.extract_regex(arr, _URL_AUTHORITY).field("authority")  # null where no match
+        enc = pc.dictionary_encode(found)
+        return enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary.to_pylist()
+    authority = pd.Series(values, dtype=object).str.extract(_URL_AUTHORITY, expand=False)  # labels of mixed types
+    codes, uniq = pd.factorize(authority)
+    return codes.astype(np.int64), list(uniq)
 
 
 def _url_hosts(pages: pd.Series) -> np.ndarray:
     """The host name of each URL (lower-cased, :func:`urllib.parse.urlsplit`); ValueError naming
     the first row whose page is not a URL with a host."""
-    authority = pd.Series(pages.to_numpy(dtype=object)).str.extract(_URL_AUTHORITY, expand=False)
-    codes, uniq = pd.factorize(authority)
-    names = np.empty(uniq.size + 1, dtype=object)  # the last: code -1, no authority
+    codes, uniq = _authorities(pages)
+    names = np.empty(len(uniq) + 1, dtype=object)  # the last: code -1, no authority
     for k, netloc in enumerate(uniq):  # each distinct authority (host, port, user) once
         try:
             names[k] = urlsplit("//" + netloc).hostname or None
         except ValueError:
             names[k] = None
-    known = names
-    hosts = known[codes]
+    hosts = names[codes]
     bad = pd.isna(hosts)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
@@ -377,30 +394,47 @@ def _caps_summary(host_budgets, caps: np.ndarray):
     }
 
 
-def _within_caps(rates, bound, codes, caps, held, budget, cap):
-    """The revisit bound within the caps: pages at the bound crawl every M = ``cap``; in each host
-    held at its cap the others are scaled to spend c_h, among the free hosts the rest of the budget.
-    A free host that the scaling takes over its cap joins the held ones (until none does).
-    Hosts whose cap is at most n_h/M crawl each page every n_h/c_h (the cap wins; at the bound)."""
+def _within_caps(rates, codes, caps, budget, cap):
+    """The revisit bound of the plug-in rates within the caps: (rates, at the bound, hosts at cap).
+
+    As without caps, a page below 1/M (M = ``cap``) is raised to it and the others are scaled
+    by one factor g to spend the rest of the budget; under caps host h's pages off the bound
+    spend g R_h on top of its pages at the bound, nb_h/M, at most c_h: g is the level with
+    Σ_h min(c_h − nb_h/M, g R_h) = B − nb/M (the hosts reaching their caps are held there).
+    Hosts whose cap is at most n_h/M crawl each page every n_h/c_h (the cap wins; at the bound).
+    Where no cap binds this is the scaling without caps, bit for bit. A host is at its cap
+    where it spends it (to within 1e-12 relative).
+    """
     n_hosts = caps.size
     count = np.bincount(codes, minlength=n_hosts).astype(np.float64)
     tight = count / cap >= caps
-    held = held | tight
-    bound = bound | tight[codes]
-    while True:
-        free = ~held[codes]
-        rest = np.bincount(codes, weights=np.where(bound, 0.0, rates), minlength=n_hosts)
-        left_h = caps - np.bincount(codes, weights=bound, minlength=n_hosts) / cap
-        scale = np.where(held & (rest > 0), left_h / np.where(rest > 0, rest, 1.0), 1.0)
-        left = budget - caps[held].sum() - (bound & free).sum() / cap
-        rest_f = rates[~bound & free].sum()
-        scale = np.where(held, scale, left / rest_f if rest_f > 0 else 0.0)
-        out = np.where(bound, 1.0 / cap, rates * scale[codes])
-        out = np.where(tight[codes], (caps / count)[codes], out)
-        over = (np.bincount(codes, weights=out, minlength=n_hosts) > caps * (1.0 + 1e-12)) & ~held
-        if not over.any():
-            return out, bound, held
-        held = held | over
+    bound = (rates < 1.0 / cap) | tight[codes]
+    left = budget - bound.sum() / cap
+    rest = rates[~bound].sum()
+    out = np.where(bound, 1.0 / cap, rates * (left / rest if rest > 0 else 0.0))  # as without caps
+    out = np.where(tight[codes], (caps / count)[codes], out)
+    spend = np.bincount(codes, weights=out, minlength=n_hosts)
+    if not tight.any() and not (spend > caps).any():
+        return out, bound, spend >= caps * (1.0 - 1e-12)  # at the cap (to rounding)
+    room = np.where(tight, 0.0, caps - np.bincount(codes, weights=bound & ~tight[codes], minlength=n_hosts) / cap)
+    spend_r = np.bincount(codes, weights=np.where(bound, 0.0, rates), minlength=n_hosts)  # R_h
+    share = budget - caps[tight].sum() - np.sum(bound & ~tight[codes]) / cap
+    # the level g: hosts by the g at which they reach their caps, room_h / R_h
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = np.where(spend_r > 0, room / spend_r, np.inf)
+    order = np.argsort(v)
+    vs, rs, cs = v[order], spend_r[order], room[order]
+    before = np.concatenate([[0.0], np.cumsum(np.where(np.isfinite(vs), cs, 0.0))[:-1]])
+    after = np.cumsum(rs[::-1])[::-1]
+    with np.errstate(invalid="ignore"):  # inf · 0: hosts with no page off the bound come last
+        at = before + vs * after
+    k = int(np.searchsorted(at, share, side="left"))
+    g = np.inf if k >= vs.size or after[k] == 0 else (share - before[k]) / after[k]  # inf: every host at cap
+    g_h = np.minimum(g, v)
+    with np.errstate(invalid="ignore"):  # 0 · inf on pages at the bound (not taken)
+        out = np.where(bound, 1.0 / cap, rates * g_h[codes])
+    out = np.where(tight[codes], (caps / count)[codes], out)
+    return out, bound, tight | (np.bincount(codes, weights=out, minlength=n_hosts) >= caps * (1.0 - 1e-12))
 
 
 def _allocate_capped(table, policy, mean, w, weights, budget, cap, objective, labels, host_budgets, codes, caps):
@@ -418,7 +452,7 @@ def _allocate_capped(table, policy, mean, w, weights, budget, cap, objective, la
             hosts=labels,
             host_budgets=host_budgets,
         )
-        rates, bound, held = _within_caps(found.rates, found.rates < 1.0 / cap, codes, caps, found.at_cap, budget, cap)
+        rates, bound, held = _within_caps(found.rates, codes, caps, budget, cap)
         return rates, bound, held, {}
     median, sd = _lognormal_posterior(table, mean)
     rates, price, _, held, _ = solve_index_capped(median, sd, w, codes, caps, budget, cap, _INTERVAL_RANGE)

@@ -217,6 +217,7 @@ def _search(pg, hc, caps, held, over, left, z_free):
     lo_f, hi_f, exp_f = -np.inf, np.inf, np.ones(1)
     shift = 0.0
     steps = 0
+    known = None  # the free pages' spend and slope at z_free, when their roots are known
     for steps in range(1, 1000):  # noqa: B007 (the count is returned)
         if over is not None:  # hosts join at the free price, where they spend more than their caps
             held = held | over
@@ -230,7 +231,10 @@ def _search(pg, hc, caps, held, over, left, z_free):
             target_f = left - np.sum(pg.dead & ~page_held) * inv_cap
             todo_f = bool(free_live.any())
         if todo_f:
-            s_f, ds_f, _ = pg.solve(z_free, shift, pg.b0, ~free_live)
+            if known is None:
+                s_f, ds_f, _ = pg.solve(z_free, shift, pg.b0, ~free_live)
+            else:  # the pages left free keep their roots: no new solve at the same price
+                (s_f, ds_f), known = known, None
             phi_f = np.log(s_f) - np.log(target_f) if s_f > 0 else -np.inf
             if phi_f > 0:
                 lo_f = z_free
@@ -273,6 +277,10 @@ def _search(pg, hc, caps, held, over, left, z_free):
         over = (spend > caps) & ~held
         if not over.any():
             break
+        stay = free_live & ~over[hc]  # the free pages after the join, at their roots
+        k1 = np.where(pg.k1 > 0, pg.k1, 1.0)
+        slope = np.where(stay & (pg.state == 0) & (pg.k1 > 0), -inv / k1, 0.0)
+        known = (float(inv[stay].sum()), float(slope.sum()))
     return z_free, z_host, held, left, steps
 
 
