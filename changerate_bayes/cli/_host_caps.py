@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections import defaultdict
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +22,6 @@ if TYPE_CHECKING:
 __all__ = [
     "HostCaps",
     "add_host_flags",
-    "call_with_caps",
     "host_caps",
     "read_host_limits",
     "no_host_message",
@@ -85,6 +86,17 @@ class HostCaps:
 
     def __bool__(self) -> bool:
         return self.default is not None or len(self.listed) > 0
+
+    @property
+    def host_budgets(self):
+        """The library's ``host_budgets``: None, one cap, the file's mapping, or the file's
+        mapping with the cap of every other host as its default (a defaultdict)."""
+        if not len(self.listed):
+            return self.default
+        listed = self.listed.to_dict()
+        if self.default is None:
+            return listed
+        return defaultdict(partial(float, self.default), listed)
 
     def caps(self, hosts):
         """The cap of each of ``hosts`` (crawls per day), a Series indexed by the distinct hosts;
@@ -241,25 +253,3 @@ def no_host_message(message: str) -> str:
         f"the log's page {found['page']} has no host name: --host-limit, --host-limits and --host-delay cap the "
         "crawls of each host, so every page must be a URL such as https://example.com/path"
     )
-
-
-def call_with_caps(call, caps: HostCaps, table_of, **kwargs):
-    """``call(**kwargs)`` with the caps as ``host_budgets`` (none without caps).
-
-    ``host_budgets`` is one number for every host or a mapping (hosts it lacks are not
-    capped): a ``--host-limits`` file with a cap for the other hosts too (``--host-limit``
-    or ``--host-delay``) needs the log's hosts, so the call runs first with the one cap,
-    then, if the file names hosts of the log (``table_of(result)["host"]``), again with
-    every host's cap.
-    """
-    if not caps:
-        return call(**kwargs)
-    if not len(caps.listed):
-        return call(host_budgets=caps.default, **kwargs)
-    if caps.default is None:
-        return call(host_budgets=caps.listed.to_dict(), **kwargs)
-    first = call(host_budgets=caps.default, **kwargs)
-    hosts = table_of(first)["host"]
-    if not hosts.isin(caps.listed.index).any():
-        return first
-    return call(host_budgets=caps.caps(hosts).to_dict(), **kwargs)

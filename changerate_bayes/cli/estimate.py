@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import time
-from functools import partial
 from pathlib import Path
 
 from ..crawllog import estimate
@@ -30,7 +29,7 @@ from ._common import (
     write_failed,
     write_table,
 )
-from ._host_caps import add_host_flags, call_with_caps, host_caps, host_lines, no_host_message
+from ._host_caps import add_host_flags, host_caps, host_lines, no_host_message
 
 __all__ = ["register"]
 
@@ -116,10 +115,9 @@ def _run(args) -> int:
             raise ValueError(f"--budget must be > 0 crawls per day; got {args.budget}")
         caps = host_caps(args)
         res, notes = with_notes(
-            call_with_caps,
-            partial(estimate, files),
-            caps,
-            lambda res: res.table,
+            estimate,
+            files,
+            host_budgets=caps.host_budgets,
             **log_arguments(args),
             methods=_methods(args),
             level=args.level,

@@ -6,7 +6,6 @@ import math
 import os
 import re
 import time
-from functools import partial
 from pathlib import Path
 
 from ..crawllog import MAX_INTERVAL_H, SCHEDULE_FORMATS, schedule, write_schedule
@@ -24,7 +23,7 @@ from ._common import (
     with_notes,
     write_failed,
 )
-from ._host_caps import add_host_flags, call_with_caps, host_caps, host_lines, no_host_message, space_fetches
+from ._host_caps import add_host_flags, host_caps, host_lines, no_host_message, space_fetches
 
 __all__ = ["register"]
 
@@ -112,10 +111,9 @@ def _run(args) -> int:
         if not os.access(out.parent, os.W_OK):
             raise ValueError(f"--out {args.out!r}: folder {str(out.parent)!r} is not writable")
         res, notes = with_notes(
-            call_with_caps,
-            partial(schedule, files),
-            caps,
-            lambda res: res.schedule,
+            schedule,
+            files,
+            host_budgets=caps.host_budgets,
             **log_args,
             max_interval_h=args.max_interval_h,
         )

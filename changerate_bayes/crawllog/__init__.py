@@ -41,7 +41,7 @@ import pandas as pd
 
 from ..history import CrawlHistory
 from ..io import CrawlLog, as_paths, common_format, log_files, read_frame, read_log
-from ..scheduling._host_caps import check_host_budgets
+from ..scheduling import check_host_budgets
 from . import dask_engine
 from .allocate import MAX_INTERVAL_FACTOR, RECOMMENDED_POLICY, allocate_crawls
 from .fetch_schedule import (

@@ -18,9 +18,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from scipy.stats import norm
 
-from ..scheduling import capped_crawl_rates, index_crawl_intervals, optimal_crawl_rates
-from ..scheduling._host_caps import check_host_budgets, check_hosts, equal_split
-from ..scheduling._index_host_caps import revisit_bound_rates, solve_index_capped
+from ..scheduling import (
+    capped_crawl_rates,
+    capped_index_intervals,
+    check_host_budgets,
+    check_hosts,
+    equal_split,
+    index_crawl_intervals,
+    optimal_crawl_rates,
+    revisit_bound_rates,
+)
 
 __all__ = ["MAX_INTERVAL_FACTOR", "RECOMMENDED_POLICY", "allocate_crawls", "check_budget"]
 
@@ -455,7 +462,17 @@ def _allocate_capped(table, policy, mean, w, weights, budget, cap, objective, la
         rates, bound, held = _within_caps(found.rates, codes, caps, budget, cap)
         return rates, bound, held, {}
     median, sd = _lognormal_posterior(table, mean)
-    rates, price, _, held, _ = solve_index_capped(median, sd, w, codes, caps, budget, cap, _INTERVAL_RANGE)
-    with np.errstate(divide="ignore"):
-        bound = 1.0 / rates >= cap * (1.0 - 1e-12)
+    capped = np.isfinite(caps)
+    found = capped_index_intervals(
+        median,
+        sd,
+        budget,
+        hosts=codes,
+        host_budgets=dict(zip(np.flatnonzero(capped).tolist(), caps[capped].tolist())),
+        weights=w,
+        max_interval=cap,
+        interval_range=_INTERVAL_RANGE,
+    )
+    rates, price, held = found.rates, found.price, found.at_cap
+    bound = found.intervals >= cap * (1.0 - 1e-12)
     return rates, bound, held, {"price": float(price)}

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .._rng import as_generator
-from ..scheduling._host_caps import check_host_budgets, check_hosts
+from ..scheduling import check_host_budgets, check_hosts
 from ._engine import ReplayResult, run_replay
 from ._metrics import bootstrap_counts, bootstrap_gap_share, bootstrap_ratio, gap_share, replay_metrics
 from ._pages import ReplayPages, pages_from_table

@@ -26,8 +26,9 @@ from ._closed_loop import *  # noqa: F403 (each module's __all__ lists its publi
 from ._complete_observability import CrawlBudgetSplit, complete_observability_crawl_probabilities, split_crawl_budget
 from ._ephemeral import *  # noqa: F403
 from ._freshness_index import *  # noqa: F403
+from ._host_caps import check_host_budgets, check_hosts, equal_split
 from ._index_allocation import IndexIntervals, index_crawl_intervals
-from ._index_host_caps import CappedIndexIntervals, capped_index_intervals
+from ._index_host_caps import CappedIndexIntervals, capped_index_intervals, revisit_bound_rates
 from ._optimal_rates import CappedCrawlRates, capped_crawl_rates, crawl_objective, optimal_crawl_rates
 from ._plots import *  # noqa: F403
 from ._sampling import *  # noqa: F403
@@ -46,6 +47,11 @@ __all__ = [
     "IndexIntervals",
     "capped_index_intervals",
     "CappedIndexIntervals",
+    # per-host caps: the hosts' codes and caps, round robin within caps, the revisit bound
+    "check_hosts",
+    "check_host_budgets",
+    "equal_split",
+    "revisit_bound_rates",
 ]
 __all__ += _closed_loop.__all__  # closed loop
 __all__ += _whittle.__all__ + _ephemeral.__all__  # ephemeral content / Whittle index

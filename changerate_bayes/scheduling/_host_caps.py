@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -61,7 +62,35 @@ class CappedCrawlRates:
 
 
 def check_hosts(hosts, shape: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """Host codes (int64, raveled, 0..H-1) and the distinct labels of ``hosts``."""
+    """The host of every page as a code 0..H-1, and the H distinct host labels.
+
+    Parameters
+    ----------
+    hosts : array_like
+        One hashable label per page (strings or numbers), of shape ``shape``.
+    shape : tuple of int
+        The shape of the pages' arrays (the change rates').
+
+    Returns
+    -------
+    codes : ndarray of int64, shape (N,)
+        The code of each page's host (raveled), 0..H-1, in the order of ``labels``.
+    labels : ndarray, shape (H,)
+        The distinct labels, sorted when they can be ordered (else in order of first appearance).
+
+    Raises
+    ------
+    ValueError
+        If ``hosts`` is not of shape ``shape`` or holds None or NaN.
+    TypeError
+        If the labels are not hashable.
+
+    Examples
+    --------
+    >>> codes, labels = check_hosts(["b.org", "a.org", "b.org"], (3,))
+    >>> codes.tolist(), labels.tolist()
+    ([1, 0, 1], ['a.org', 'b.org'])
+    """
     if isinstance(hosts, (pd.Series, pd.Index, pd.Categorical)):
         arr = np.asarray(hosts, dtype=object) if isinstance(hosts, pd.Categorical) else hosts.to_numpy()
     else:
@@ -112,12 +141,46 @@ def _check_cap(value, name: str) -> float:
 
 
 def check_host_budgets(host_budgets, labels: np.ndarray) -> np.ndarray:
-    """Cap per host (inf where uncapped), in the order of ``labels``."""
+    """The cap of every host, in the order of ``labels`` (inf where uncapped).
+
+    Parameters
+    ----------
+    host_budgets : float, mapping label -> float, or None
+        One cap for every host, or a cap per host label, in crawls per unit time of the
+        budget (> 0 and finite). Hosts a mapping lacks are not capped, or, for a
+        :class:`collections.defaultdict`, take its default (``default_factory()``): a
+        default cap with per-host exceptions. Labels without pages are ignored. None: no caps.
+    labels : ndarray, shape (H,)
+        The distinct host labels (as :func:`check_hosts` gives them).
+
+    Returns
+    -------
+    ndarray of float64, shape (H,)
+
+    Raises
+    ------
+    ValueError
+        If a cap is not > 0 and finite (naming the host).
+    TypeError
+        If a cap is not a real number, or ``host_budgets`` is a sequence.
+
+    Examples
+    --------
+    >>> from collections import defaultdict
+    >>> labels = np.array(["a.org", "b.org", "c.org"])
+    >>> check_host_budgets({"b.org": 10.0}, labels).tolist()
+    [inf, 10.0, inf]
+    >>> check_host_budgets(defaultdict(lambda: 50.0, {"b.org": 10.0}), labels).tolist()
+    [50.0, 10.0, 50.0]
+    """
     n_hosts = labels.size
     if host_budgets is None:
         return np.full(n_hosts, np.inf)
     if isinstance(host_budgets, Mapping):
-        caps = np.full(n_hosts, np.inf)
+        default = np.inf
+        if isinstance(host_budgets, defaultdict) and host_budgets.default_factory is not None:
+            default = _check_cap(host_budgets.default_factory(), "host_budgets' default")
+        caps = np.full(n_hosts, default)
         if not host_budgets:
             return caps
         keys = list(host_budgets.keys())
@@ -333,12 +396,32 @@ def _equal_split_at_cap(codes, caps, budget):
 
 
 def equal_split(codes: np.ndarray, caps: np.ndarray, budget: float) -> tuple[np.ndarray, np.ndarray]:
-    """Equal crawl rates within per-host caps: the water level ℓ with Σ_h min(c_h, n_h ℓ) = B.
+    """Equal crawl rates within per-host caps (round robin under politeness).
 
-    ``codes`` (int64, 0..H-1, every host with a page) and ``caps`` (shape (H,), inf where
-    uncapped) as from :func:`check_hosts` and :func:`check_host_budgets`. Returns each
-    page's rate min(ℓ, c_h/n_h) (per unit time of ``budget``) and, per host, whether it is
-    held at its cap (c_h/n_h <= ℓ). If Σ_h c_h <= B every host is at its cap and the rest
-    of the budget is not spent.
+    The water level ℓ with Σ_h min(c_h, n_h ℓ) = B: every page crawls at min(ℓ, c_h/n_h),
+    n_h the pages of host h. If Σ_h c_h <= B, every host is at its cap and the rest of the
+    budget is not spent.
+
+    Parameters
+    ----------
+    codes : ndarray of int64, shape (N,)
+        The host of each page, 0..H-1, every host with a page (:func:`check_hosts`).
+    caps : ndarray of float64, shape (H,)
+        The cap of each host, inf where uncapped (:func:`check_host_budgets`).
+    budget : float
+        B > 0, crawls per unit time over all pages.
+
+    Returns
+    -------
+    rates : ndarray of float64, shape (N,)
+        Each page's crawl rate, per unit time of ``budget``.
+    at_cap : ndarray of bool, shape (H,)
+        Whether each host is held at its cap (c_h/n_h <= ℓ).
+
+    Examples
+    --------
+    >>> rates, at_cap = equal_split(np.array([0, 0, 0, 1]), np.array([1.0, np.inf]), 4.0)
+    >>> rates.tolist(), at_cap.tolist()  # host 0: 1/3 each; host 1 takes the other 3
+    ([0.3333333333333333, 0.3333333333333333, 0.3333333333333333, 3.0], [True, False])
     """
     return _equal_split_capped(codes, caps, budget), _equal_split_at_cap(codes, caps, budget)

@@ -97,14 +97,39 @@ class CappedIndexIntervals(NamedTuple):
     hosts: np.ndarray
     #: free-host rounds (allocations without caps) plus Newton steps on the hosts' prices.
     steps: int
+    #: 1/I_i, shape (N,): crawls per unit time, as computed (not the reciprocal of the
+    #: reciprocal: where no cap binds, bit for bit those of :func:`index_crawl_intervals`
+    #: followed by :func:`revisit_bound_rates`).
+    rates: np.ndarray = np.zeros(0)
 
 
 def revisit_bound_rates(rates, bound, budget, cap):
     """Pages at the revisit bound M = ``cap`` crawl at 1/M; the others are scaled to spend the rest of ``budget``.
 
-    ``rates`` (crawls per unit time) with the pages at the bound already at 1/M. If no page
-    is off the bound, the budget is shared equally. Returns a new array (or ``rates`` itself
-    when the bound leaves nothing to share).
+    A page whose index saturates below the price drops to the bound at one price, so the
+    spend jumps there: the rest of the budget goes to the other pages in proportion to
+    their rates (if every page is at the bound, the budget is shared equally).
+
+    Parameters
+    ----------
+    rates : ndarray of float64, shape (N,)
+        Crawl rates per unit time, the pages at the bound already at 1/M.
+    bound : ndarray of bool, shape (N,)
+        The pages at the bound.
+    budget : float
+        B, crawls per unit time over all pages.
+    cap : float
+        M, the longest interval (in the unit of time of ``budget``).
+
+    Returns
+    -------
+    ndarray of float64, shape (N,)
+        A new array, or ``rates`` itself when the bound leaves nothing to share.
+
+    Examples
+    --------
+    >>> revisit_bound_rates(np.array([0.25, 1.0, 2.0]), np.array([True, False, False]), 4.0, 4.0).tolist()
+    [0.25, 1.25, 2.5]
     """
     left, rest = budget - bound.sum() / cap, rates[~bound].sum()
     if rest > 0 and left > 0:
@@ -450,8 +475,10 @@ def capped_index_intervals(
     codes, labels = check_hosts(hosts, d.shape)
     caps = check_host_budgets(host_budgets, labels)
     if d.size == 0:
-        return CappedIndexIntervals(np.zeros(0), float("nan"), np.zeros(0), np.zeros(0, dtype=bool), labels, 0)
+        return CappedIndexIntervals(
+            np.zeros(0), float("nan"), np.zeros(0), np.zeros(0, dtype=bool), labels, 0, np.zeros(0)
+        )
     rates, price, eta, held, steps = solve_index_capped(d, s, w, codes, caps, budget, cap, (t_min, t_max))
     with np.errstate(divide="ignore"):
         intervals = 1.0 / rates
-    return CappedIndexIntervals(intervals, float(price), eta, held, labels, steps)
+    return CappedIndexIntervals(intervals, float(price), eta, held, labels, steps, rates)
