@@ -331,14 +331,18 @@ def k_table(xi, a, hs, n_s, u0, hu, n_u):
 def _k_table(u, si, tab_k, tab_d, hs, u0, hu):
     """K, K', K'' at (s, u) from the table: cubic Lagrange interpolation over the rows
     j − 1 .. j + 2 around s, cubic Hermite (K and K' at both ends) in u."""
-    fs = si / hs
+    fs = si * (1.0 / hs)
     j = min(max(int(fs), 1), tab_k.shape[0] - 3)
     t = fs - j
-    w0 = -t * (t - 1.0) * (t - 2.0) / 6.0
-    w1 = (t + 1.0) * (t - 1.0) * (t - 2.0) / 2.0
-    w2 = -(t + 1.0) * t * (t - 2.0) / 2.0
-    w3 = (t + 1.0) * t * (t - 1.0) / 6.0
-    fu = (u - u0) / hu
+    tm = t - 1.0
+    tp = t + 1.0
+    t2 = t - 2.0
+    w0 = (-1.0 / 6.0) * t * tm * t2
+    w1 = 0.5 * tp * tm * t2
+    w2 = -0.5 * tp * t * t2
+    w3 = (1.0 / 6.0) * tp * t * tm
+    inv_hu = 1.0 / hu
+    fu = (u - u0) * inv_hu
     k = min(int(fu), tab_k.shape[1] - 2)
     v = fu - k
     y0 = w0 * tab_k[j - 1, k] + w1 * tab_k[j, k] + w2 * tab_k[j + 1, k] + w3 * tab_k[j + 2, k]
@@ -348,8 +352,8 @@ def _k_table(u, si, tab_k, tab_d, hs, u0, hu):
     v2 = v * v
     v3 = v2 * v
     val = (2.0 * v3 - 3.0 * v2 + 1.0) * y0 + (v3 - 2.0 * v2 + v) * d0 + (3.0 * v2 - 2.0 * v3) * y1 + (v3 - v2) * d1
-    g1 = ((6.0 * v2 - 6.0 * v) * (y0 - y1) + (3.0 * v2 - 4.0 * v + 1.0) * d0 + (3.0 * v2 - 2.0 * v) * d1) / hu
-    g2 = ((12.0 * v - 6.0) * (y0 - y1) + (6.0 * v - 4.0) * d0 + (6.0 * v - 2.0) * d1) / (hu * hu)
+    g1 = ((6.0 * v2 - 6.0 * v) * (y0 - y1) + (3.0 * v2 - 4.0 * v + 1.0) * d0 + (3.0 * v2 - 2.0 * v) * d1) * inv_hu
+    g2 = ((12.0 * v - 6.0) * (y0 - y1) + (6.0 * v - 4.0) * d0 + (6.0 * v - 2.0) * d1) * (inv_hu * inv_hu)
     return val, g1, g2
 
 
