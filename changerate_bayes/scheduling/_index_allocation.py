@@ -76,7 +76,7 @@ no exponential. On 10^6 pages (the benchmark ``bench_allocate``): 2.6 interpolat
 at the sample's price and 0.8 at the next, 1.00 evaluation of K a page at the final price,
 then none (3.6 evaluations a page without the table). Tiles of 2,048 pages run on all
 cores, their sums added in tile order (the same result for any number of threads). 8
-arrays of N floats (no temporary of N × nodes) and the table (1.6 MB, built in about 20
+arrays of N floats (no temporary of N × nodes) and the table (1.6 MB, built in about 50
 ms). Measured on 2 shared cores (load 4), medians of 5: the evaluation pass 0.25 s, the
 table's passes 0.25 s, the Taylor passes 0.04 s, the sample 0.02 s, the rest of
 ``allocate_crawls`` 0.08 s; the plug-in water-filling of the same pages 0.036 s. One
