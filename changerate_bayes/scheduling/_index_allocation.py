@@ -61,10 +61,10 @@ starts the search on all. There the search runs first on an interpolant of K: a 
 and K' (exact) at s = j/40 <= 4 and u = −30 + k/10, |u| <= 30, built once per process,
 cubic in s over four rows and cubic Hermite in u: where K' > 0.05, 99% of its roots are
 within 2e-6 of the exact ones and all within 2e-5 (a root outside the table, or of s > 4,
-is solved exactly there too); its price
-is found to 1e-10, with roots moved by the Taylor series above for δ <= 3e-3. Each root
-then starts from the interpolant's, and one Halley step (one evaluation) ends it where
-the table holds. The search ends when S is within 2e-15 of B (relative), or
+is solved exactly there too); its price is found to 1e-10, with roots moved by the Taylor
+series above for δ <= 2e-2 (the error, O(δ³), is left to the evaluation that ends each
+root). Each root then starts from the interpolant's, and one Halley step (one evaluation)
+ends it where the table holds. The search ends when S is within 2e-15 of B (relative), or
 the bracket is below 4 ulp of z: S jumps there (a page leaving t_max for M when
 M > t_max), or the pages whose index is flat at their interval to rounding (Δ I beyond
 about 20) are not resolved by any float λ, and share what the others leave of B.
@@ -73,7 +73,7 @@ Cost. Each evaluation of K is one exponential per node (16 for a log-normal page
 point mass; the node loop is branch-free, e^{−x} a polynomial, so it runs in SIMD lanes),
 8 more, e^{sξ_q}, per page and price; an interpolation in the table is 32 numbers read and
 no exponential. On 10^6 pages (the benchmark ``bench_allocate``): 2.6 interpolations a page
-at the sample's price and 0.8 at the next, 1.00 evaluation of K a page at the final price,
+at the sample's price and 0.001 at the next, 1.0002 evaluations of K a page at the final price,
 then none (3.6 evaluations a page without the table). Tiles of 2,048 pages run on all
 cores, their sums added in tile order (the same result for any number of threads). 8
 arrays of N floats (no temporary of N × nodes) and the table (1.6 MB, built in about 50
@@ -157,7 +157,7 @@ def _solver(arrays, inv_cap, table=False):
         def solve(z, shift):
             return tiles(
                 z, shift, m, s, b, dead, ulo, utop, inv_cap, _XI, _A, 1.0, u, k1, k2, state,
-                tab_k, tab_d, _TABLE_HS, _TABLE_U0, _TABLE_HU, 3e-3,
+                tab_k, tab_d, _TABLE_HS, _TABLE_U0, _TABLE_HU, 2e-2,
             )  # fmt: skip
 
         return solve
