@@ -72,16 +72,17 @@ about 20) are not resolved by any float λ, and share what the others leave of B
 Cost. Each evaluation of K is one exponential per node (16 for a log-normal page, 1 for a
 point mass; the node loop is branch-free, e^{−x} a polynomial, so it runs in SIMD lanes),
 8 more, e^{sξ_q}, per page and price; an interpolation in the table is 32 numbers read and
-no exponential. On 10^6 pages (the benchmark ``bench_allocate``): 2.6 interpolations a page
-at the sample's price and 0.001 at the next, 1.0002 evaluations of K a page at the final price,
-then none (3.6 evaluations a page without the table). Tiles of 2,048 pages run on all
+no exponential. On 10^6 pages (the benchmark ``bench_allocate``): 2.6 interpolations a
+page at the sample's price and 0.001 at the next, 1.0002 evaluations of K a page at the
+final price, then none (3.6 evaluations a page without the table). Tiles of 2,048 pages run on all
 cores, their sums added in tile order (the same result for any number of threads). 8
 arrays of N floats (no temporary of N × nodes) and the table (1.6 MB, built in about 50
-ms). Measured on 2 shared cores (load 4), medians of 5: the evaluation pass 0.25 s, the
-table's passes 0.25 s, the Taylor passes 0.04 s, the sample 0.02 s, the rest of
-``allocate_crawls`` 0.08 s; the plug-in water-filling of the same pages 0.036 s. One
-evaluation of K a page is the floor of a schedule exact to rounding: about 7 times the
-water-filling by itself.
+ms). Measured on 2 cores shared with other work (load 3.6), one thread, medians of 5:
+the evaluation pass 0.18 s, the table's passes 0.14 s, the Taylor passes 0.01 s, the
+sample 0.02 s, the rest of ``allocate_crawls`` 0.06 s (0.42 s in all); the plug-in
+water-filling of the same pages 0.033 s. One evaluation of K a page is the floor of a
+schedule exact to rounding: 5.5 times the water-filling by itself.
+(With other work on both cores a second thread does not pay: 0.54 s against 0.42 s.)
 """
 
 from __future__ import annotations
