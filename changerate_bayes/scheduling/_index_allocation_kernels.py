@@ -5,6 +5,11 @@ Notation of :mod:`._index_allocation`: page i has nodes Δ_q = e^{m + s ξ_q} wi
 (one node, ξ = 0, when s = 0); u = log t + m; x_q = Δ_q t = e^{u + s ξ_q};
 ψ(x) = 1 − e^{−x}(1 + x); K(u) = log Σ_q a_q e^{−s ξ_q} ψ(x_q), the log of the index
 w ν(t) up to the page's constant log w − m.
+
+:func:`spend_kernel` solves every page's root at one price (tiles of pages on all cores,
+the same numbers for any number of threads); :func:`spend_tiles` does the same with K
+taken from the table of :func:`k_table` where it holds (the start of each root on large
+collections).
 """
 
 import math
@@ -13,6 +18,10 @@ import numba
 import numpy as np
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
+#: pages per parallel work item of :func:`spend_kernel`
+TILE = 2048
+#: :func:`spend_kernel` runs its tiles in parallel above this many pages (one thread below)
+PARALLEL_ABOVE = 32 * TILE
 
 #: Below this x, ψ(x)/x² is summed as its series (truncation below 1e-20 relative; the closed
 #: form 1 − e^{−x}(1 + x) loses about 1e-16/ψ(x) relative, 5e-14 at x = 0.1).
@@ -22,68 +31,134 @@ _SERIES_BELOW = 0.1
 _FLAT_ABOVE = 45.0
 
 
-@numba.njit(inline="always", **_JIT)
-def _node(x, e_s, small):
-    """One node's terms (h, d, d2) of K, K' and K'' (common scale dropped):
+#: Cody-Waite split of log 2 (the high part has 32 trailing zero bits: n log 2 is exact for
+#: n < 2^20) and 1/log 2, for :func:`_exp_neg`.
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_INV_LN2 = 1.44269504088896338700e00
+#: Only the sums of :func:`_k` may be reordered (and multiply-adds fused): the loop over the
+#: nodes then runs in SIMD lanes; no other IEEE rule is relaxed (infinities and NaN keep
+#: their meaning).
+_SIMD = dict(_JIT, fastmath={"contract", "reassoc"})
 
-    with ``small`` (u <= 0, scale e^{−2u}): h = e^{sξ} ψ(x)/x², d = e^{sξ} e^{−x},
-    d2 = d (2 − x); else h = e^{−sξ} ψ(x), d = e^{−sξ} x² e^{−x}, d2 = d (2 − x).
-    ``e_s`` = e^{sξ}. So K = log Σ a h (+ 2u), K' = Σ a d / Σ a h, K'' = Σ a d2 / Σ a h − K'².
-    """
-    if x < _SERIES_BELOW:
-        # ψ(x)/x² = Σ_{k>=2} (−1)^k (k − 1)/k! x^{k−2}
-        q = 0.5 - x * (
-            1.0 / 3.0
-            - x
+
+@numba.njit(inline="always", **_JIT)
+def _exp_neg(x):
+    """e^{−x} for 0 <= x <= 45 to 1 ulp, with no call: x = n log 2 − r, |r| <= log(2)/2,
+    e^{−x} = 2^{−n} e^{r}, e^r by its Taylor polynomial to r^13 (remainder below 2e-17
+    relative), 2^{−n} as a product of the powers of n's bits (n <= 65, exact). Unlike
+    ``math.exp`` it compiles to SIMD code in a loop."""
+    n = math.floor(x * _INV_LN2 + 0.5)
+    r = (n * _LN2_HI - x) + n * _LN2_LO
+    p = 1.0 + r * (
+        1.0
+        + r
+        * (
+            1.0 / 2.0
+            + r
             * (
-                1.0 / 8.0
-                - x
+                1.0 / 6.0
+                + r
                 * (
-                    1.0 / 30.0
-                    - x
+                    1.0 / 24.0
+                    + r
                     * (
-                        1.0 / 144.0
-                        - x
+                        1.0 / 120.0
+                        + r
                         * (
-                            1.0 / 840.0
-                            - x * (1.0 / 5760.0 - x * (1.0 / 45360.0 - x * (1.0 / 403200.0 - x / 3991680.0)))
+                            1.0 / 720.0
+                            + r
+                            * (
+                                1.0 / 5040.0
+                                + r
+                                * (
+                                    1.0 / 40320.0
+                                    + r
+                                    * (
+                                        1.0 / 362880.0
+                                        + r
+                                        * (
+                                            1.0 / 3628800.0
+                                            + r * (1.0 / 39916800.0 + r * (1.0 / 479001600.0 + r / 6227020800.0))
+                                        )
+                                    )
+                                )
+                            )
                         )
                     )
                 )
             )
         )
-        e = 1.0 - x * (1.0 - x * (0.5 - x * (1.0 / 6.0 - x * (1.0 / 24.0 - x / 120.0))))  # e^{−x}, for K', K''
-        if small:
-            d = e_s * e
-            return e_s * q, d, d * (2.0 - x)
-        d = x * x * e / e_s
-        return x * x * q / e_s, d, d * (2.0 - x)
-    if x > _FLAT_ABOVE:
-        if small:
-            return e_s / (x * x), 0.0, 0.0
-        return 1.0 / e_s, 0.0, 0.0
-    e = math.exp(-x)
-    psi = 1.0 - e * (1.0 + x)
-    if small:
-        d = e_s * e
-        return e_s * psi / (x * x), d, d * (2.0 - x)
-    d = x * x * e / e_s
-    return psi / e_s, d, d * (2.0 - x)
+    )
+    k = np.int64(n)
+    p *= 0.5 if k & 1 else 1.0
+    p *= 0.25 if k & 2 else 1.0
+    p *= 0.0625 if k & 4 else 1.0
+    p *= 0.00390625 if k & 8 else 1.0
+    p *= 1.52587890625e-05 if k & 16 else 1.0
+    p *= 2.3283064365386963e-10 if k & 32 else 1.0
+    p *= 5.421010862427522e-20 if k & 64 else 1.0
+    return p
 
 
 @numba.njit(inline="always", **_JIT)
+def _psi_series(x):
+    """ψ(x)/x² = Σ_{k>=2} (−1)^k (k − 1)/k! x^{k−2}, for 0 <= x <= 0.1 (truncation below 1e-20 relative)."""
+    return 0.5 - x * (
+        1.0 / 3.0
+        - x
+        * (
+            1.0 / 8.0
+            - x
+            * (
+                1.0 / 30.0
+                - x
+                * (
+                    1.0 / 144.0
+                    - x
+                    * (1.0 / 840.0 - x * (1.0 / 5760.0 - x * (1.0 / 45360.0 - x * (1.0 / 403200.0 - x / 3991680.0))))
+                )
+            )
+        )
+    )
+
+
+@numba.njit(**_SIMD)
 def _k(u, n_nodes, xi_e, a):
-    """K(u), K'(u), K''(u) for nodes e^{sξ_q} = ``xi_e[q]`` (q < ``n_nodes``), weights ``a``."""
+    """K(u), K'(u), K''(u) for nodes e^{sξ_q} = ``xi_e[q]`` (q < ``n_nodes``, with
+    ``xi_e[n_nodes − 1 − q]`` = 1/``xi_e[q]``), weights ``a``.
+
+    Each node's terms (h, d, d2), common scale dropped: for u <= 0 (scale e^{−2u})
+    h = e^{sξ} ψ(x)/x², d = e^{sξ} e^{−x}; else h = e^{−sξ} ψ(x), d = e^{−sξ} x² e^{−x};
+    d2 = d (2 − x). So K = log Σ a h (+ 2u), K' = Σ a d / Σ a h, K'' = Σ a d2 / Σ a h − K'².
+    ψ(x)/x² is its series below x = 0.1; above x = 45, ψ(x) = 1 and d = 0 to rounding.
+    Every branch is a select: the loop runs in SIMD lanes.
+    """
     small = u <= 0.0
     eu = math.exp(u)
     h = 0.0
     d = 0.0
     d2 = 0.0
     for q in range(n_nodes):
-        hq, dq, d2q = _node(eu * xi_e[q], xi_e[q], small)
+        es = xi_e[q]
+        inv_es = xi_e[n_nodes - 1 - q]
+        x = eu * es
+        xc = min(x, _FLAT_ABOVE)
+        e = _exp_neg(xc)
+        if x > _FLAT_ABOVE:
+            e = 0.0
+        series = x < _SERIES_BELOW
+        qs = _psi_series(min(x, _SERIES_BELOW))
+        psi = 1.0 - e * (1.0 + xc)
+        if small:
+            hq = es * (qs if series else psi / (x * x))
+            dq = es * e
+        else:
+            hq = (x * x * qs if series else psi) * inv_es
+            dq = xc * xc * e * inv_es
         h += a[q] * hq
         d += a[q] * dq
-        d2 += a[q] * d2q
+        d2 += a[q] * (dq * (2.0 - xc))
     k = math.log(h) + (2.0 * u if small else 0.0)
     k1 = d / h
     return k, k1, d2 / h - k1 * k1
@@ -110,15 +185,216 @@ def spend_kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, 
     |K''/K'| δ <= 1e-4) is moved by the inverse function's Taylor series instead,
     δ − K'' δ²/(2K') (K'' at the root in ``k2``; the remainder is O(δ³)), with no
     evaluation of K.
+
+    Tiles of :data:`TILE` pages run in parallel (:func:`spend_tiles`); their sums are added
+    in tile order, so the result does not depend on the number of threads.
     """
+    empty = np.zeros((0, 0))
+    if m.size <= PARALLEL_ABOVE:
+        return _spend_serial(
+            z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, empty, empty, 1.0, 0.0, 1.0, 1e-5
+        )
+    return spend_tiles(
+        z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, empty, empty, 1.0, 0.0, 1.0, 1e-5
+    )
+
+
+@numba.njit(**_JIT)
+def _spend_serial(
+    z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab_k, tab_d, hs, u0, hu, du_max
+):
+    """:func:`spend_tiles` in one thread (for few pages, where starting threads costs more than
+    it saves): the same tiles, their sums added in the same order, so the same result."""
+    n = m.size
+    spend = 0.0
+    dspend = 0.0
+    n_eval = 0
+    for t in range((n + TILE - 1) // TILE):
+        sp, dsp, ne = _spend_pages(
+            t * TILE,
+            min(n, t * TILE + TILE),
+            z,
+            shift,
+            m,
+            s,
+            b,
+            dead,
+            ulo,
+            utop,
+            inv_cap,
+            xi,
+            a,
+            a1,
+            u,
+            k1,
+            k2,
+            state,
+            tab_k,
+            tab_d,
+            hs,
+            u0,
+            hu,
+            du_max,
+        )
+        spend += sp
+        dspend += dsp
+        n_eval += ne
+    return spend, dspend, n_eval
+
+
+@numba.njit(parallel=True, **_JIT)
+def spend_tiles(
+    z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab_k, tab_d, hs, u0, hu, du_max
+):
+    """:func:`spend_kernel`, K taken from the table ``tab_k``, ``tab_d`` of :func:`k_table`
+    (s = j ``hs``, u = ``u0`` + k ``hu``) where a page's s and the point u are inside it (an
+    empty table: K exact everywhere); the count is of exact evaluations only. Tiles of
+    :data:`TILE` pages in parallel, their sums added in tile order."""
+    n = m.size
+    n_tiles = (n + TILE - 1) // TILE
+    sums = np.zeros((n_tiles, 2))
+    evals = np.zeros(n_tiles, dtype=np.int64)
+    for t in numba.prange(n_tiles):
+        sp, dsp, ne = _spend_pages(
+            t * TILE,
+            min(n, t * TILE + TILE),
+            z,
+            shift,
+            m,
+            s,
+            b,
+            dead,
+            ulo,
+            utop,
+            inv_cap,
+            xi,
+            a,
+            a1,
+            u,
+            k1,
+            k2,
+            state,
+            tab_k,
+            tab_d,
+            hs,
+            u0,
+            hu,
+            du_max,
+        )
+        sums[t, 0] = sp
+        sums[t, 1] = dsp
+        evals[t] = ne
+    spend = 0.0
+    dspend = 0.0
+    n_eval = 0
+    for t in range(n_tiles):
+        spend += sums[t, 0]
+        dspend += sums[t, 1]
+        n_eval += evals[t]
+    return spend, dspend, n_eval
+
+
+@numba.njit(inline="always", **_JIT)
+def _nodes(si, xi, a, a_one, xi_e):
+    """The scales e^{sξ_q} of a page into ``xi_e``: (number of nodes, weights) to use."""
+    if si > 0.0:
+        n_q = xi.size
+        for q in range(n_q // 2):
+            eq = math.exp(si * xi[q])
+            xi_e[q] = eq
+            xi_e[n_q - 1 - q] = 1.0 / eq
+        if n_q % 2:
+            xi_e[n_q // 2] = 1.0
+        return n_q, a
+    xi_e[0] = 1.0
+    return 1, a_one
+
+
+@numba.njit(**_JIT)
+def k_table(xi, a, hs, n_s, u0, hu, n_u):
+    """K and K' of s = j ``hs`` (j < ``n_s``) at u = ``u0`` + k ``hu`` (k < ``n_u``), exact
+    (:func:`_k`): the table :func:`_k_table` interpolates."""
+    tab_k = np.empty((n_s, n_u))
+    tab_d = np.empty((n_s, n_u))
+    xi_e = np.empty(xi.size)
+    a_one = np.ones(1)
+    for j in range(n_s):
+        nn, ww = _nodes(j * hs, xi, a, a_one, xi_e)
+        for k in range(n_u):
+            kk, k1, _ = _k(u0 + k * hu, nn, xi_e, ww)
+            tab_k[j, k] = kk
+            tab_d[j, k] = k1
+    return tab_k, tab_d
+
+
+@numba.njit(inline="always", **_JIT)
+def _k_table(u, si, tab_k, tab_d, hs, u0, hu):
+    """K, K', K'' at (s, u) from the table: cubic Lagrange interpolation over the rows
+    j − 1 .. j + 2 around s, cubic Hermite (K and K' at both ends) in u."""
+    fs = si * (1.0 / hs)
+    j = min(max(int(fs), 1), tab_k.shape[0] - 3)
+    t = fs - j
+    tm = t - 1.0
+    tp = t + 1.0
+    t2 = t - 2.0
+    w0 = (-1.0 / 6.0) * t * tm * t2
+    w1 = 0.5 * tp * tm * t2
+    w2 = -0.5 * tp * t * t2
+    w3 = (1.0 / 6.0) * tp * t * tm
+    inv_hu = 1.0 / hu
+    fu = (u - u0) * inv_hu
+    k = min(int(fu), tab_k.shape[1] - 2)
+    v = fu - k
+    y0 = w0 * tab_k[j - 1, k] + w1 * tab_k[j, k] + w2 * tab_k[j + 1, k] + w3 * tab_k[j + 2, k]
+    y1 = w0 * tab_k[j - 1, k + 1] + w1 * tab_k[j, k + 1] + w2 * tab_k[j + 1, k + 1] + w3 * tab_k[j + 2, k + 1]
+    d0 = hu * (w0 * tab_d[j - 1, k] + w1 * tab_d[j, k] + w2 * tab_d[j + 1, k] + w3 * tab_d[j + 2, k])
+    d1 = hu * (w0 * tab_d[j - 1, k + 1] + w1 * tab_d[j, k + 1] + w2 * tab_d[j + 1, k + 1] + w3 * tab_d[j + 2, k + 1])
+    v2 = v * v
+    v3 = v2 * v
+    val = (2.0 * v3 - 3.0 * v2 + 1.0) * y0 + (v3 - 2.0 * v2 + v) * d0 + (3.0 * v2 - 2.0 * v3) * y1 + (v3 - v2) * d1
+    g1 = ((6.0 * v2 - 6.0 * v) * (y0 - y1) + (3.0 * v2 - 4.0 * v + 1.0) * d0 + (3.0 * v2 - 2.0 * v) * d1) * inv_hu
+    g2 = ((12.0 * v - 6.0) * (y0 - y1) + (6.0 * v - 4.0) * d0 + (6.0 * v - 2.0) * d1) * (inv_hu * inv_hu)
+    return val, g1, g2
+
+
+@numba.njit(**_JIT)
+def _spend_pages(
+    start,
+    stop,
+    z,
+    shift,
+    m,
+    s,
+    b,
+    dead,
+    ulo,
+    utop,
+    inv_cap,
+    xi,
+    a,
+    a1,
+    u,
+    k1,
+    k2,
+    state,
+    tab_k,
+    tab_d,
+    hs,
+    u0,
+    hu,
+    du_max,
+):
+    """:func:`spend_kernel` on pages ``start`` to ``stop`` − 1: (S, dS/dz, evaluations) of them."""
     n_q = xi.size
     xi_e = np.empty(n_q)
     a_one = np.empty(1)
     a_one[0] = a1
+    s_tab = hs * (tab_k.shape[0] - 3)  # rows j − 1 .. j + 2 around s
+    u_tab = u0 + hu * (tab_k.shape[1] - 1) - 1e-9 * hu
     spend = 0.0
     dspend = 0.0
     n_eval = 0
-    for i in range(m.size):
+    for i in range(start, stop):
         if dead[i]:
             continue
         bot = ulo[i]
@@ -126,7 +402,7 @@ def spend_kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, 
         c = z + b[i]
         if state[i] == 0 and k1[i] > 0.0 and shift != 0.0:
             du = shift / k1[i]
-            if abs(du) <= 1e-5 and abs(k2[i] * du) <= 1e-4 * k1[i]:
+            if abs(du) <= du_max and abs(k2[i] * du) <= 10.0 * du_max * k1[i]:
                 x = u[i] + du - 0.5 * k2[i] * du * du / k1[i]
                 g1 = k1[i] + k2[i] * (x - u[i])
                 if x > bot and x < top and g1 > 0.0:
@@ -143,19 +419,9 @@ def spend_kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, 
             spend += inv_cap
             continue
         si = s[i]
-        if si > 0.0:
-            for q in range(n_q // 2):
-                eq = math.exp(si * xi[q])
-                xi_e[q] = eq
-                xi_e[n_q - 1 - q] = 1.0 / eq
-            if n_q % 2:
-                xi_e[n_q // 2] = 1.0
-            nn = n_q
-            ww = a
-        else:
-            xi_e[0] = 1.0
-            nn = 1
-            ww = a_one
+        nn = 0  # the nodes' scales e^{sξ} are computed at the first exact evaluation
+        ww = a
+        in_table = tab_k.shape[0] > 0 and si <= s_tab
         lo = bot
         hi = top
         lo_ok = False  # K(lo) < c seen
@@ -170,8 +436,13 @@ def spend_kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, 
         g1 = 0.0
         g2 = 0.0
         for _ in range(200):
-            k, g1, g2 = _k(x, nn, xi_e, ww)
-            n_eval += 1
+            if in_table and x >= u0 and x <= u_tab:
+                k, g1, g2 = _k_table(x, si, tab_k, tab_d, hs, u0, hu)
+            else:
+                if nn == 0:
+                    nn, ww = _nodes(si, xi, a, a_one, xi_e)
+                k, g1, g2 = _k(x, nn, xi_e, ww)
+                n_eval += 1
             f = k - c
             if f < 0.0:
                 if x >= top:
