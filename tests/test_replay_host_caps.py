@@ -339,9 +339,9 @@ def test_replay_command_host_flags(tmp_path, capsys):
     pd.testing.assert_frame_equal(capped, pd.read_csv(tmp_path / "t.csv"))
     capsys.readouterr()
     assert main(args + ["--host-limit", "0"]) == 2
-    assert "--host-limit must be a finite number > 0" in capsys.readouterr().err
+    assert "--host-limit (crawls per day per host) must be a finite number > 0" in capsys.readouterr().err
     assert main(args + ["--host-delay", "nan"]) == 2
-    assert "--host-delay must be a finite number > 0" in capsys.readouterr().err
+    assert "--host-delay (seconds) must be a finite number > 0" in capsys.readouterr().err
     plain = tmp_path / "plain.csv"
     pd.DataFrame({"page": ["not a url"], "timestamp": ["2024-01-02T10:00:00Z"]}).to_csv(plain, index=False)
     assert (

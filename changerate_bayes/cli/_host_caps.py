@@ -98,6 +98,15 @@ class HostCaps:
             return listed
         return defaultdict(partial(float, self.default), listed)
 
+    def words(self) -> str:
+        """The caps in words, for a note or a report ("at most 100 crawls per day per host")."""
+        if not len(self.listed):
+            return f"at most {self.default:.6g} crawls per day per host"
+        listed = f"the caps of --host-limits for {len(self.listed)} host(s)"
+        if self.default is None:
+            return listed + " (the other hosts uncapped)"
+        return listed + f" and at most {self.default:.6g} crawls per day for every other host"
+
     def caps(self, hosts):
         """The cap of each of ``hosts`` (crawls per day), a Series indexed by the distinct hosts;
         NaN for a host without one."""

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .._version import __version__
+from ..crawllog import url_hosts
 from ..replay import DEFAULT_POLICIES, at_search_bound, check_budgets, plot_freshness_budget, replay_policies
 from ..report import check_output_dir, figure_to_html, html_table, render_page
 from ._common import (
@@ -29,6 +30,7 @@ from ._common import (
     write_failed,
     write_table,
 )
+from ._host_caps import add_host_flags, host_caps, unknown_hosts_note
 
 __all__ = ["register"]
 
@@ -46,12 +48,8 @@ FLAGS = {
     "n_boot": "--n-boot",
     "changes": "CHANGES.csv",
     "out_dir": "--report",
-    "host_budgets": "--host-limit/--host-delay",
+    "host_budgets": "--host-limit/--host-limits/--host-delay",
 }
-
-_SECONDS_PER_DAY = 86_400.0
-#: a URL's host name: after the scheme and any user info, up to a port, path, query or fragment
-_URL_HOST = r"^[A-Za-z][A-Za-z0-9+.\-]*://(?:[^@/?#]*@)?(\[[^\]/?#]*\]|[^:/?#]+)"
 
 
 def register(p) -> None:
@@ -72,20 +70,7 @@ def register(p) -> None:
     p.add_argument("--epoch", default="1D", help="reallocation period of the budgeted policies (default 1D)")
     p.add_argument("--n-boot", type=int, default=200, help="bootstrap resamples of the pages (default 200)")
     p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    p.add_argument(
-        "--host-limit",
-        type=float,
-        metavar="CRAWLS_PER_DAY",
-        help="at most this many crawls per day for every host (a page's host is its URL's host name; default: "
-        "no cap): every policy's crawls go through a queue per host, and a crawl over the cap waits",
-    )
-    p.add_argument(
-        "--host-delay",
-        type=float,
-        metavar="SECONDS",
-        help="seconds between two fetches of one host (Nutch's fetcher.server.delay, robots.txt Crawl-delay): "
-        "a cap of 86,400 / SECONDS crawls per day for every host (with --host-limit, the smaller cap)",
-    )
+    add_host_flags(p, spacing=False)
     p.add_argument("--csv", metavar="OUT.csv", help="also write the table as CSV")
     p.add_argument("--report", metavar="DIR", help="write DIR/index.html and DIR/results.json")
     # a failure removes the folders this run created for --report and --csv if they are still empty
@@ -124,21 +109,6 @@ def _bound_notes(df) -> list[str]:
     ]
 
 
-def _host_cap(args) -> float | None:
-    """Crawls per day per host from --host-limit and --host-delay (the smaller; None: no cap)."""
-    caps = []
-    for flag, value, cap in (
-        ("--host-limit", args.host_limit, lambda v: v),
-        ("--host-delay", args.host_delay, lambda v: _SECONDS_PER_DAY / v),
-    ):
-        if value is None:
-            continue
-        if not (np.isfinite(value) and value > 0):
-            raise ValueError(f"{flag} must be a finite number > 0; got {value}")
-        caps.append(cap(value))
-    return min(caps) if caps else None
-
-
 def _url_hosts(changes, windows) -> dict:
     """The host name (lower case) of every page of CHANGES.csv and the windows, from its URL."""
     pages = [changes["page"]] if "page" in changes.columns else []
@@ -147,14 +117,14 @@ def _url_hosts(changes, windows) -> dict:
     if not pages:
         return {}
     names = pd.Series(pd.unique(pd.concat(pages, ignore_index=True).astype(str)))
-    host = names.str.extract(_URL_HOST, expand=False).str.lower()
-    bad = host.isna() | (host == "") | (host == "[]")
+    hosts = url_hosts(names, errors="coerce")
+    bad = pd.isna(hosts)
     if bad.any():
         raise ValueError(
-            f"--host-limit/--host-delay: page {names[bad].iloc[0]!r} is not a URL with a host name "
+            f"--host-limit/--host-limits/--host-delay: page {names[bad].iloc[0]!r} is not a URL with a host name "
             f"({int(bad.sum())} pages without one); a page's host is its URL's host name"
         )
-    return dict(zip(names, host))
+    return dict(zip(names, hosts))
 
 
 def _window_value(x: str):
@@ -198,9 +168,9 @@ def _report_html(df, *, source: str, args, seconds: float) -> str:
         "per day. Freshness: fraction of page-time the copies equalled the live pages; intervals: bootstrap "
         f"over resampled pages ({args.n_boot} resamples).</p>"
         + (
-            f"<p>Per-host caps: at most {cap:.6g} crawls per day per host (a page's host is its URL's host name); "
-            "every policy's crawls went through a queue per host, and a crawl over the cap waited for room.</p>"
-            if (cap := _host_cap(args)) is not None
+            f"<p>Per-host caps: {caps.words()} (a page's host is its URL's host name); every policy's crawls "
+            "went through a queue per host, and a crawl over the cap waited for room.</p>"
+            if (caps := host_caps(args))
             else ""
         )
         + str(figure_to_html(fig, alt="Freshness against crawls per day for each policy"))
@@ -241,7 +211,7 @@ def _run(args) -> int:
         return fail(str(exc))
     try:  # before any input is read or output made
         check_budgets(args.budget)
-        host_cap = _host_cap(args)
+        caps = host_caps(args)
     except ValueError as exc:
         return fail(str(exc))
     if args.report:
@@ -285,7 +255,7 @@ def _run(args) -> int:
         return fail(str(exc))
     t0 = time.perf_counter()
     hosts = None
-    if host_cap is not None:
+    if caps:
         try:
             hosts = _url_hosts(changes, windows)
         except ValueError as exc:
@@ -301,7 +271,7 @@ def _run(args) -> int:
             n_boot=args.n_boot,
             rng=args.seed,
             hosts=hosts,
-            host_budgets=host_cap,
+            host_budgets=caps.host_budgets,
         )
     except (TypeError, ValueError) as exc:
         return fail(_file_lines(str(exc), args.changes, args.windows))
@@ -323,12 +293,15 @@ def _run(args) -> int:
         )
     for note in _bound_notes(df):
         print(f"note: {note}")
-    if host_cap is not None:
+    if caps:
         assert hosts is not None  # set with every cap
         print(
-            f"note: at most {host_cap:.6g} crawls per day per host ({len(set(hosts.values()))} hosts): crawls "
-            "over a host's cap waited in its queue, and budgets count the crawls ordered"
+            f"note: {caps.words()} ({len(set(hosts.values()))} hosts): crawls over a host's cap waited in its "
+            "queue, and budgets count the crawls ordered"
         )
+        unknown = unknown_hosts_note(caps, set(hosts.values()))
+        if unknown:
+            print(f"note: {unknown}")
     html = None
     if args.report:  # built before anything is written: a failure leaves no file behind
         html = _report_html(df, source=args.changes, args=args, seconds=time.perf_counter() - t0)

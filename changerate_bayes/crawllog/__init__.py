@@ -43,7 +43,7 @@ from ..history import CrawlHistory
 from ..io import CrawlLog, as_paths, common_format, log_files, read_frame, read_log
 from ..scheduling import check_host_budgets
 from . import dask_engine
-from .allocate import MAX_INTERVAL_FACTOR, RECOMMENDED_POLICY, allocate_crawls
+from .allocate import MAX_INTERVAL_FACTOR, RECOMMENDED_POLICY, allocate_crawls, url_hosts
 from .fetch_schedule import (
     MAX_INTERVAL_H,
     SCHEDULE_COLUMNS,
@@ -52,6 +52,7 @@ from .fetch_schedule import (
     crawl_schedule,
     nutch_seed_lines,
     schedule_pages,
+    space_host_fetches,
     write_schedule,
 )
 from .out_of_core import DEFAULT_MEMORY_BYTES, estimate_log
@@ -91,6 +92,8 @@ __all__ = [
     "recommend_rate",
     "schedule",
     "schedule_pages",
+    "space_host_fetches",
+    "url_hosts",
     "write_schedule",
 ]
 

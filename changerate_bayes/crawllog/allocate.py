@@ -29,7 +29,7 @@ from ..scheduling import (
     revisit_bound_rates,
 )
 
-__all__ = ["MAX_INTERVAL_FACTOR", "RECOMMENDED_POLICY", "allocate_crawls", "check_budget"]
+__all__ = ["MAX_INTERVAL_FACTOR", "RECOMMENDED_POLICY", "allocate_crawls", "check_budget", "url_hosts"]
 
 #: The allocation ``allocate_crawls`` makes by default: the choice the replay of real pages supports
 #: (study ``scheduling_replay``), see :func:`allocate_crawls`.
@@ -332,9 +332,40 @@ def _authorities(pages: pd.Series) -> tuple[np.ndarray, list]:
     return codes.astype(np.int64), list(uniq)
 
 
-def _url_hosts(pages: pd.Series) -> np.ndarray:
-    """The host name of each URL (lower-cased, :func:`urllib.parse.urlsplit`); ValueError naming
-    the first row whose page is not a URL with a host."""
+def url_hosts(pages, *, errors: str = "raise") -> np.ndarray:
+    """The host name of each page's URL, lower-cased, as a crawler's host queues see it.
+
+    Each distinct authority is parsed once (:func:`urllib.parse.urlsplit`): the host name
+    without user info or port, so ``https://User@Example.COM:8443/a`` is on ``example.com``.
+    A URL without a scheme but with ``//`` (``//example.com/a``) has a host; ``example.com/a``
+    does not.
+
+    Parameters
+    ----------
+    pages : array_like of str, shape (N,)
+        URLs.
+    errors : {"raise", "coerce"}, default "raise"
+        What a page that is not a URL with a host name gets: a ValueError, or None.
+
+    Returns
+    -------
+    ndarray of object, shape (N,)
+        The host name of each page (None where coerced).
+
+    Raises
+    ------
+    ValueError
+        Naming the first row (0-based) whose page is not a URL with a host name, or for an
+        unknown ``errors``.
+
+    Examples
+    --------
+    >>> url_hosts(["https://Example.com:8443/a", "http://user@news.example.org/b?x=1"]).tolist()
+    ['example.com', 'news.example.org']
+    """
+    if errors not in ("raise", "coerce"):
+        raise ValueError(f"`errors` must be 'raise' or 'coerce'; got {errors!r}")
+    pages = pd.Series(pages, dtype=object) if not isinstance(pages, pd.Series) else pages
     codes, uniq = _authorities(pages)
     names = np.empty(len(uniq) + 1, dtype=object)  # the last: code -1, no authority
     for k, netloc in enumerate(uniq):  # each distinct authority (host, port, user) once
@@ -344,12 +375,9 @@ def _url_hosts(pages: pd.Series) -> np.ndarray:
             names[k] = None
     hosts = names[codes]
     bad = pd.isna(hosts)
-    if bad.any():
+    if errors == "raise" and bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(
-            f"`hosts`: the host of each page is taken from the `page` column, but row {i} "
-            f"({pages.iloc[i]!r}) is not a URL with a host name; give `hosts`, one label per row"
-        )
+        raise ValueError(f"row {i} ({pages.iloc[i]!r}) is not a URL with a host name")
     return hosts
 
 
@@ -359,7 +387,13 @@ def _host_labels(table: pd.DataFrame, hosts) -> np.ndarray:
     if hosts is None or (isinstance(hosts, str) and hosts == "url"):
         if "page" not in table:
             raise ValueError("`hosts`: the table has no `page` column to take host names from; give one label per row")
-        return _url_hosts(table["page"])
+        try:
+            return url_hosts(table["page"])
+        except ValueError as err:
+            raise ValueError(
+                f"`hosts`: the host of each page is taken from the `page` column, but {err}; "
+                "give `hosts`, one label per row"
+            ) from None
     if isinstance(hosts, Mapping):  # page -> host label
         if "page" not in table:
             raise ValueError("`hosts` maps pages to hosts, but the table has no `page` column")
