@@ -20,9 +20,10 @@ rule of ``BisectionSearchMonotoneDecr``), ``SplitEval_JStar`` and ``LambdaCrawl_
 (Algorithm 3: ``scipy.optimize.minimize_scalar(method="bounded")`` over the budget of the
 signalled pages in [0, min(R, Σ Δ_w)] with ``xatol = 0.005 R``), and the cost functions
 ``HarmonicPolicyCost*`` and ``BinaryPolicyCost*`` (mean costs over the pages, eq. 8 and the
-supplement's eqs. 12-13). The functions ``_peer_*`` below restate those steps for this
-comparison only (same loops over the pages in Python, same bounds, tolerances and calls);
-they are not part of the package. The stored copy of the repository holds no LICENSE file
+supplement's eqs. 12-13). The functions ``_peer_*`` below (and Algorithm 1,
+``peer_incomplete`` in ``_lambdacrawl.py``) restate those steps for this comparison only
+(same loops over the pages in Python, same bounds, tolerances and calls); they are not
+part of the package. The stored copy of the repository holds no LICENSE file
 and its README names no licence, so no code is copied here: the steps are rewritten, and
 ``--peer-file`` runs the original functions from a local copy of ``LambdaCrawlExps.py``
 instead. The bisection tolerance of ``LambdaCrawl_IncomplObs`` (absolute, on λ; 0.1 in the
@@ -57,6 +58,7 @@ from scipy import optimize
 from changerate_bayes.scheduling import split_crawl_budget
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _lambdacrawl import peer_incomplete  # noqa: E402
 from _result import load_note, result  # noqa: E402
 
 SPLIT_TOLERANCE = 0.005  # the peer's xatol, as a fraction of R
@@ -65,49 +67,6 @@ SPLIT_TOLERANCE = 0.005  # the peer's xatol, as a fraction of R
 # ----------------------------------------------------------------------------------------
 # The peer's steps (see the module docstring for the source), for comparison only.
 # ----------------------------------------------------------------------------------------
-
-
-def _peer_bisection_decreasing(func, lo, hi, epsilon):
-    """Bisection for the root of a decreasing ``func`` in [lo, hi], stopped at half-width <= epsilon.
-
-    One step is added to the peer's: it stops when no float lies between the ends (an
-    absolute ``epsilon`` below the spacing of the floats near λ would otherwise never be
-    reached); where the original stops, this stops at the same point.
-    """
-    mid = (lo + hi) / 2
-    while (hi - lo) / 2 > epsilon:
-        if mid in (lo, hi):  # added: no float left between the ends (the original would loop on)
-            return mid
-        value = func(mid)
-        if value == 0:
-            return mid
-        if value > 0:
-            lo = mid
-        else:
-            hi = mid
-        mid = (lo + hi) / 2
-    return mid
-
-
-def _peer_incomplete(importances, ch_rates, bandwidth, epsilon):
-    """Algorithm 1: the harmonic rates (−Δ + √(Δ² + 4 μ Δ/λ))/2, λ by bisection, Python loops."""
-    n = importances.shape[0]
-    if bandwidth == 0 or n == 0:
-        return np.zeros_like(importances, dtype=float)
-
-    def excess(lam):
-        total = 0.0
-        for i in range(n):
-            total += (-ch_rates[i] + math.sqrt(ch_rates[i] ** 2 + 4 * importances[i] * ch_rates[i] / lam)) / 2
-        return total - bandwidth
-
-    lo = n**2 * min(importances) * min(ch_rates) / (n * max(ch_rates) * bandwidth + bandwidth**2)
-    hi = n**2 * max(importances) * max(ch_rates) / (n * min(ch_rates) * bandwidth + bandwidth**2)
-    lam = _peer_bisection_decreasing(excess, lo, hi, epsilon)
-    rates = np.zeros_like(importances, dtype=float)
-    for i in range(n):
-        rates[i] = (-ch_rates[i] + math.sqrt(ch_rates[i] ** 2 + 4 * importances[i] * ch_rates[i] / lam)) / 2
-    return rates
 
 
 def _peer_complete(importances, ch_rates, bandwidth):
@@ -145,23 +104,12 @@ def _peer_complete(importances, ch_rates, bandwidth):
 def _peer_split_value(budget_c, solver, imp_i, ch_i, eps_i, imp_c, ch_c, bandwidth):
     """``SplitEval_JStar``: the harmonic cost J* (summed, not averaged) of one split."""
     rates = solver(imp_i, ch_i, bandwidth - budget_c, eps_i)
-    j_i = 0.0
-    for w in range(len(imp_i)):
-        if rates[w] == 0:
-            j_i = math.inf
-            break
-        j_i -= imp_i[w] * math.log(rates[w] / (rates[w] + ch_i[w]))
     probs = _peer_complete(imp_c, ch_c, budget_c)
-    j_c = 0.0
-    for w in range(len(imp_c)):
-        if probs[w] == 0:
-            j_c = math.inf
-            break
-        j_c -= imp_c[w] * math.log(probs[w])
+    j_i, j_c = _peer_harmonic_sums(rates, probs, imp_i, ch_i, imp_c, ch_c)
     return j_i + j_c
 
 
-def _peer_split(imp_i, ch_i, eps_i, imp_c, ch_c, bandwidth, *, incomplete=_peer_incomplete, complete=_peer_complete):
+def _peer_split(imp_i, ch_i, eps_i, imp_c, ch_c, bandwidth, *, incomplete=peer_incomplete, complete=_peer_complete):
     """``LambdaCrawl_X``: bounded scalar minimisation over the split, xatol 0.005 R; (rates, probs, split)."""
     res = optimize.minimize_scalar(
         _peer_split_value,
@@ -177,8 +125,8 @@ def _peer_split(imp_i, ch_i, eps_i, imp_c, ch_c, bandwidth, *, incomplete=_peer_
     return rates, probs, float(res.x)
 
 
-def _peer_harmonic_cost(rates_i, probs_c, imp_i, ch_i, imp_c, ch_c):
-    """``HarmonicPolicyCost``: the mean over all pages of −μ ln(ρ/(ρ+Δ)) and −μ ln p."""
+def _peer_harmonic_sums(rates_i, probs_c, imp_i, ch_i, imp_c, ch_c):
+    """The peer's two harmonic sums, Σ −μ ln(ρ/(ρ+Δ)) (blind pages) and Σ −μ ln p (signalled); inf at a 0."""
     cost_i = 0.0
     for w in range(len(imp_i)):
         if rates_i[w] == 0:
@@ -191,6 +139,12 @@ def _peer_harmonic_cost(rates_i, probs_c, imp_i, ch_i, imp_c, ch_c):
             cost_c = math.inf
             break
         cost_c -= imp_c[w] * math.log(probs_c[w])
+    return cost_i, cost_c
+
+
+def _peer_harmonic_cost(rates_i, probs_c, imp_i, ch_i, imp_c, ch_c):
+    """``HarmonicPolicyCost``: the mean over all pages of −μ ln(ρ/(ρ+Δ)) and −μ ln p."""
+    cost_i, cost_c = _peer_harmonic_sums(rates_i, probs_c, imp_i, ch_i, imp_c, ch_c)
     return (cost_i + cost_c) / (len(imp_i) + len(imp_c))
 
 

@@ -13,10 +13,10 @@ gives the rest √(wΔ)(B + s)/r − Δ. By default the benchmark times ``_peer_
 a restatement of those same steps (same data structures, same per-page Python work);
 ``--peer-file`` times the original function from a local copy of the public
 ``LambdaCrawlExps.py`` instead. The harmonic objective is compared with the peer's
-``LambdaCrawl_IncomplObs`` restated the same way (bisection over λ, Python loop per
-evaluation; its absolute tolerance on λ set to 1e-12 times the lower end of its own
-bracket, so that the answers can agree to 1e-9), at 10^5 pages since it costs minutes
-at 10^6. Both solvers get the same arrays; the times are the
+``LambdaCrawl_IncomplObs`` restated the same way (``peer_incomplete`` in
+``_lambdacrawl.py``: bisection over λ, Python loop per evaluation; its absolute
+tolerance on λ set to 1e-12 times the lower end of its own bracket, so that the answers
+can agree to 1e-9), at 10^5 pages since it costs minutes at 10^6. Both solvers get the same arrays; the times are the
 minimum of ``--repeats`` runs for ours and one run for the peer, in the same process;
 ours is timed after a first call (which compiles or loads the numba kernel).
 
@@ -47,6 +47,7 @@ from changerate_bayes.scheduling._optimal_rates import _binary_freshness_rows
 from changerate_bayes.validation.scheduling_rates import reference_crawl_rates
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _lambdacrawl import peer_incomplete  # noqa: E402
 from _result import load_note, result  # noqa: E402
 from _timing import best_of  # noqa: E402
 
@@ -80,33 +81,6 @@ def _peer_binary(importances, ch_rates, bandwidth):
         else:
             rates[i] = math.sqrt(importances[i] * ch_rates[i]) * (rem + s) / r - ch_rates[i]
     return rates
-
-
-def _peer_harmonic(importances, ch_rates, bandwidth, epsilon):
-    """The peer's ``LambdaCrawl_IncomplObs``: bisection over λ of Σ p_i(λ) = B, Python loops."""
-    n = len(importances)
-
-    def excess(lam):
-        total = 0.0
-        for i in range(n):
-            total += (-ch_rates[i] + math.sqrt(ch_rates[i] ** 2 + 4 * importances[i] * ch_rates[i] / lam)) / 2
-        return total - bandwidth
-
-    lo = n**2 * min(importances) * min(ch_rates) / (n * max(ch_rates) * bandwidth + bandwidth**2)
-    hi = n**2 * max(importances) * max(ch_rates) / (n * min(ch_rates) * bandwidth + bandwidth**2)
-    mid = (lo + hi) / 2
-    while (hi - lo) / 2 > epsilon:
-        v = excess(mid)
-        if v == 0:
-            break
-        if v > 0:
-            lo = mid
-        else:
-            hi = mid
-        mid = (lo + hi) / 2
-    return np.array(
-        [(-ch_rates[i] + math.sqrt(ch_rates[i] ** 2 + 4 * importances[i] * ch_rates[i] / mid)) / 2 for i in range(n)]
-    )
 
 
 def _load_peer(path):
@@ -155,7 +129,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     gen = np.random.default_rng(2024)
 
-    peer = _load_peer(args.peer_file) if args.peer_file else (_peer_binary, _peer_harmonic)
+    peer = _load_peer(args.peer_file) if args.peer_file else (_peer_binary, peer_incomplete)
     which = f"the public code ({args.peer_file.name})" if args.peer_file else "its restatement (_peer_binary)"
     print(f"# against LambdaCrawl, {which}; Δ ~ Pareto(1.2) + 0.001, w ~ LogNormal(0, 2), B = N/2")
     for objective, n in (("binary_freshness", args.peer_pages), ("harmonic_staleness", args.peer_harmonic_pages)):

@@ -193,6 +193,16 @@ def _limits(tmp_path, text):
     return str(path)
 
 
+def _assert_rejected(tmp_path, log_csv, capsys, command, flags, message):
+    """The command exits 2, names the flag and the fault on stderr, and writes no output file."""
+    out = tmp_path / "out.csv"
+    assert main([command, str(log_csv), "--out", str(out), *flags]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert f"changerate-bayes: error: {flags[0]}" in err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
@@ -202,42 +212,33 @@ def _limits(tmp_path, text):
         (["--host-limit", "inf"], "--host-limit (crawls per day per host) must be a finite number > 0; got inf"),
         (["--host-delay", "0"], "--host-delay (seconds) must be a finite number > 0; got 0.0"),
         (["--host-delay", "-5"], "--host-delay (seconds) must be a finite number > 0; got -5.0"),
-        (
-            ["--host-limits", "host,cap\na.example,3\n"],
-            "lacks the column(s) crawls_per_day: it needs a header line host,crawls_per_day",
-        ),
-        (["--host-limits", "site,crawls_per_day\na.example,3\n"], "lacks the column(s) host:"),
-        (
-            ["--host-limits", "host,crawls_per_day\na.example,3\n\nb.example,lots\n"],
-            "line 4: crawls_per_day 'lots' is not a number",
-        ),
-        (["--host-limits", "host,crawls_per_day\na.example,\n"], "line 2: crawls_per_day '' is not a number"),
-        (
-            ["--host-limits", "host,crawls_per_day\na.example,3\nb.example,0\n"],
-            "line 3: crawls_per_day 0 must be finite and > 0",
-        ),
-        (
-            ["--host-limits", "host,crawls_per_day\na.example,NaN\n"],
-            "line 2: crawls_per_day 'NaN' is not a number",
-        ),
-        (["--host-limits", "host,crawls_per_day\na.example,3\n,4\n"], "line 3: has no host"),
-        (
-            ["--host-limits", "host,crawls_per_day\na.example,3\nb.example,4\nA.Example,5\n"],
-            "host 'a.example' is listed twice (lines 2 and 4); give it one cap",
-        ),
-        (["--host-limits", ""], "is empty; it needs a header line host,crawls_per_day"),
     ],
 )
 @pytest.mark.parametrize("command", ["schedule", "estimate"])
 def test_bad_host_flags_are_named_and_nothing_is_written(tmp_path, log_csv, capsys, command, flags, message):
-    if flags[0] == "--host-limits":
-        flags = ["--host-limits", _limits(tmp_path, flags[1])]
-    out = tmp_path / "out.csv"
-    assert main([command, str(log_csv), "--out", str(out), *flags]) == 2
-    err = capsys.readouterr().err
-    assert message in err
-    assert f"changerate-bayes: error: {flags[0]}" in err
-    assert not out.exists()
+    _assert_rejected(tmp_path, log_csv, capsys, command, flags, message)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("host,cap\na.example,3\n", "lacks the column(s) crawls_per_day: it needs a header line host,crawls_per_day"),
+        ("site,crawls_per_day\na.example,3\n", "lacks the column(s) host:"),
+        ("host,crawls_per_day\na.example,3\n\nb.example,lots\n", "line 4: crawls_per_day 'lots' is not a number"),
+        ("host,crawls_per_day\na.example,\n", "line 2: crawls_per_day '' is not a number"),
+        ("host,crawls_per_day\na.example,3\nb.example,0\n", "line 3: crawls_per_day 0 must be finite and > 0"),
+        ("host,crawls_per_day\na.example,NaN\n", "line 2: crawls_per_day 'NaN' is not a number"),
+        ("host,crawls_per_day\na.example,3\n,4\n", "line 3: has no host"),
+        (
+            "host,crawls_per_day\na.example,3\nb.example,4\nA.Example,5\n",
+            "host 'a.example' is listed twice (lines 2 and 4); give it one cap",
+        ),
+        ("", "is empty; it needs a header line host,crawls_per_day"),
+    ],
+)
+@pytest.mark.parametrize("command", ["schedule", "estimate"])
+def test_bad_host_limits_file_is_named_and_nothing_is_written(tmp_path, log_csv, capsys, command, text, message):
+    _assert_rejected(tmp_path, log_csv, capsys, command, ["--host-limits", _limits(tmp_path, text)], message)
 
 
 @pytest.mark.parametrize("flag", ["--host-limit", "--host-delay"])

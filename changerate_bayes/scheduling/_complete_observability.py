@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from .._validation import as_float_array, check_choice, check_positive_scalar
-from ._optimal_rates import optimal_crawl_rates
+from .._validation import check_choice, check_positive_scalar
+from ._optimal_rates import _check_rates_weights, optimal_crawl_rates
 
 __all__ = ["complete_observability_crawl_probabilities", "split_crawl_budget", "CrawlBudgetSplit"]
 
@@ -80,14 +80,7 @@ def _check_budget(budget) -> float:
 
 
 def _check_pages(change_rates, weights):
-    delta = as_float_array(change_rates, name="change_rates", nonnegative=True)
-    w = as_float_array(weights, name="weights", nonnegative=True)
-    try:
-        w = np.broadcast_to(w, delta.shape)
-    except ValueError:
-        raise ValueError(
-            f"`weights` must be a scalar or have the shape of `change_rates` {delta.shape}; got {w.shape}"
-        ) from None
+    delta, w = _check_rates_weights(change_rates, weights)
     return delta, np.ascontiguousarray(w)
 
 
