@@ -193,40 +193,30 @@ def _limits(tmp_path, text):
     return str(path)
 
 
+#: (flag, value): a cap that is not a finite number > 0
+BAD_CAPS = [("--host-limit", v) for v in ("0", "-3", "nan", "inf")] + [("--host-delay", v) for v in ("0", "-5")]
+CAP_UNITS = {"--host-limit": "crawls per day per host", "--host-delay": "seconds"}
+#: (text of the --host-limits file, what the error says about it)
+BAD_LIMITS_FILES = [
+    ("host,cap\na.example,3\n", "lacks the column(s) crawls_per_day: it needs a header line host,crawls_per_day"),
+    ("site,crawls_per_day\na.example,3\n", "lacks the column(s) host:"),
+    ("host,crawls_per_day\na.example,3\n\nb.example,lots\n", "line 4: crawls_per_day 'lots' is not a number"),
+    ("host,crawls_per_day\na.example,\n", "line 2: crawls_per_day '' is not a number"),
+    ("host,crawls_per_day\na.example,3\nb.example,0\n", "line 3: crawls_per_day 0 must be finite and > 0"),
+    ("host,crawls_per_day\na.example,NaN\n", "line 2: crawls_per_day 'NaN' is not a number"),
+    ("host,crawls_per_day\na.example,3\n,4\n", "line 3: has no host"),
+    (
+        "host,crawls_per_day\na.example,3\nb.example,4\nA.Example,5\n",
+        "host 'a.example' is listed twice (lines 2 and 4); give it one cap",
+    ),
+    ("", "is empty; it needs a header line host,crawls_per_day"),
+]
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
-    [
-        (["--host-limit", "0"], "--host-limit (crawls per day per host) must be a finite number > 0; got 0.0"),
-        (["--host-limit", "-3"], "--host-limit (crawls per day per host) must be a finite number > 0; got -3.0"),
-        (["--host-limit", "nan"], "--host-limit (crawls per day per host) must be a finite number > 0; got nan"),
-        (["--host-limit", "inf"], "--host-limit (crawls per day per host) must be a finite number > 0; got inf"),
-        (["--host-delay", "0"], "--host-delay (seconds) must be a finite number > 0; got 0.0"),
-        (["--host-delay", "-5"], "--host-delay (seconds) must be a finite number > 0; got -5.0"),
-        (
-            ["--host-limits", "host,cap\na.example,3\n"],
-            "lacks the column(s) crawls_per_day: it needs a header line host,crawls_per_day",
-        ),
-        (["--host-limits", "site,crawls_per_day\na.example,3\n"], "lacks the column(s) host:"),
-        (
-            ["--host-limits", "host,crawls_per_day\na.example,3\n\nb.example,lots\n"],
-            "line 4: crawls_per_day 'lots' is not a number",
-        ),
-        (["--host-limits", "host,crawls_per_day\na.example,\n"], "line 2: crawls_per_day '' is not a number"),
-        (
-            ["--host-limits", "host,crawls_per_day\na.example,3\nb.example,0\n"],
-            "line 3: crawls_per_day 0 must be finite and > 0",
-        ),
-        (
-            ["--host-limits", "host,crawls_per_day\na.example,NaN\n"],
-            "line 2: crawls_per_day 'NaN' is not a number",
-        ),
-        (["--host-limits", "host,crawls_per_day\na.example,3\n,4\n"], "line 3: has no host"),
-        (
-            ["--host-limits", "host,crawls_per_day\na.example,3\nb.example,4\nA.Example,5\n"],
-            "host 'a.example' is listed twice (lines 2 and 4); give it one cap",
-        ),
-        (["--host-limits", ""], "is empty; it needs a header line host,crawls_per_day"),
-    ],
+    [([flag, v], f"{flag} ({CAP_UNITS[flag]}) must be a finite number > 0; got {float(v)}") for flag, v in BAD_CAPS]
+    + [(["--host-limits", body], message) for body, message in BAD_LIMITS_FILES],
 )
 @pytest.mark.parametrize("command", ["schedule", "estimate"])
 def test_bad_host_flags_are_named_and_nothing_is_written(tmp_path, log_csv, capsys, command, flags, message):
