@@ -6,6 +6,7 @@ Messages name the argument, the rule and what was seen, e.g.
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Iterable
 
@@ -15,9 +16,11 @@ __all__ = [
     "StatisticalWarning",
     "as_float_array",
     "check_choice",
+    "check_finite_real",
     "check_open_unit",
     "check_positive_scalar",
     "check_positive_int",
+    "check_real",
     "first_bad_index",
     "page_vector",
 ]
@@ -116,10 +119,26 @@ def page_vector(
     return np.ascontiguousarray(arr)
 
 
+def check_real(x, *, name: str, what: str = "a real number"):
+    """Return ``x`` unchanged after checking it is a real number (not a bool); the
+    TypeError says ``name`` must be ``what``."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"`{name}` must be {what}; got {type(x).__name__}")
+    return x
+
+
+def check_finite_real(x, *, name: str, rule: str = "finite") -> float:
+    """Return ``x`` as a float after checking it is a finite real number; the ValueError
+    says ``name`` must be ``rule``."""
+    x = float(check_real(x, name=name))
+    if not math.isfinite(x):
+        raise ValueError(f"`{name}` must be {rule}; got {x}")
+    return x
+
+
 def check_positive_scalar(x, *, name: str, allow_inf: bool = False) -> float:
     """Return ``x`` as a float after checking it is a real number > 0."""
-    if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise TypeError(f"`{name}` must be a real number; got {type(x).__name__}")
+    check_real(x, name=name)
     try:
         x = float(x)
     except OverflowError:  # a Python int beyond the float range

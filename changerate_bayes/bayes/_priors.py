@@ -13,13 +13,12 @@ log-likelihood is concave in log Δ too), which the grid method relies on.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import special, stats
 
-from .._validation import check_positive_scalar
+from .._validation import check_finite_real, check_positive_scalar, check_real
 
 __all__ = ["GammaPrior", "LogNormalPrior", "BetaPrimePrior", "Prior", "PriorCoefficients"]
 
@@ -89,12 +88,7 @@ def log_prior_u(u, coef: dict, order: int = 0):
 
 
 def _check_real(x, *, name: str) -> float:
-    if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise TypeError(f"`{name}` must be a real number; got {type(x).__name__}")
-    x = float(x)
-    if not math.isfinite(x):
-        raise ValueError(f"`{name}` must be a finite number; got {x}")
-    return x
+    return check_finite_real(x, name=name, rule="a finite number")
 
 
 class Prior:
@@ -342,9 +336,7 @@ class BetaPrimePrior(Prior):
     family = "betaprime"
 
     def __post_init__(self):
-        if isinstance(self.a, bool) or not isinstance(self.a, numbers.Real):
-            raise TypeError(f"`a` must be a real number; got {type(self.a).__name__}")
-        a = float(self.a)
+        a = float(check_real(self.a, name="a"))
         if not (math.isfinite(a) and a >= 0):
             raise ValueError(f"`a` must be a finite number >= 0 (a = 0: improper LLN prior); got {a}")
         object.__setattr__(self, "a", a)

@@ -39,13 +39,8 @@ __all__ = ["register"]
 _ROLES = ("page", "timestamp", "start", "end")
 
 #: the Python arguments behind this command's flags, for its error messages
-FLAGS = {
-    "budget": "--budget",
-    "policies": "--policies",
+FLAGS = {name: "--" + name.replace("_", "-") for name in ("budget", "policies", "step", "epoch", "n_boot")} | {
     "window": "--windows/--window",
-    "step": "--step",
-    "epoch": "--epoch",
-    "n_boot": "--n-boot",
     "changes": "CHANGES.csv",
     "out_dir": "--report",
     "host_budgets": "--host-limit/--host-limits/--host-delay",

@@ -16,7 +16,7 @@ import numbers
 
 import numpy as np
 
-from .._validation import as_float_array, check_positive_int, first_bad_index
+from .._validation import as_float_array, check_finite_real, check_positive_int, first_bad_index
 
 __all__ = ["StreamingEstimator"]
 
@@ -39,12 +39,7 @@ def scaled_ratio(p, num, den):
 
 def check_finite_scalar(x, *, name: str) -> float:
     """Return ``x`` as a float after checking it is a finite real number."""
-    if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise TypeError(f"`{name}` must be a real number; got {type(x).__name__}")
-    x = float(x)
-    if not np.isfinite(x):
-        raise ValueError(f"`{name}` must be finite; got {x}")
-    return x
+    return check_finite_real(x, name=name)
 
 
 def check_exponent(x, *, name: str, low: float, high: float, low_open: bool = True) -> float:

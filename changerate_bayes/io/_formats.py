@@ -16,15 +16,14 @@ __all__ = ["BUCKET_FOLDER", "FORMATS", "common_format", "detect_format", "log_fi
 #: Format names accepted by :func:`read_log` (and ``estimate --format``).
 FORMATS = ("csv", "parquet", "cdx", "warc", "ota", "auto")
 
-_SUFFIXES = {
-    ".csv": "csv",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".cdx": "cdx",
-    ".cdxj": "cdx",
-    ".warc": "warc",
-    ".arc": "warc",
+#: the file-name suffixes of each format (before any compression suffix)
+_FORMAT_SUFFIXES = {
+    "csv": (".csv",),
+    "parquet": (".parquet", ".pq"),
+    "cdx": (".cdx", ".cdxj"),
+    "warc": (".warc", ".arc"),
 }
+_SUFFIXES = {suffix: fmt for fmt, suffixes in _FORMAT_SUFFIXES.items() for suffix in suffixes}
 _COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
 
 

@@ -23,14 +23,13 @@ iterative saturation (Algorithm 2) and bounded scalar search over the split (Alg
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize
 
-from .._validation import check_choice, check_positive_scalar
-from ._optimal_rates import _check_rates_weights, optimal_crawl_rates
+from .._validation import check_choice
+from ._optimal_rates import _check_rates_weights, check_budget, optimal_crawl_rates
 
 __all__ = ["complete_observability_crawl_probabilities", "split_crawl_budget", "CrawlBudgetSplit"]
 
@@ -72,11 +71,7 @@ class CrawlBudgetSplit:
 
 
 def _check_budget(budget) -> float:
-    if isinstance(budget, np.ndarray) and budget.ndim == 0:
-        budget = budget.item()
-    if isinstance(budget, bool) or not isinstance(budget, numbers.Real):
-        raise TypeError(f"`budget` must be a real number (crawls per day); got {type(budget).__name__}")
-    return check_positive_scalar(budget, name="budget")
+    return check_budget(budget, unit=" (crawls per day)")
 
 
 def _check_pages(change_rates, weights):

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from .._validation import as_float_array, check_choice, check_positive_scalar
+from .._validation import as_float_array, check_choice, check_positive_scalar, check_real
 from ._host_caps import CappedCrawlRates, check_host_budgets, check_hosts, solve_capped
 from ._shapes import broadcast_weights
 from ._water_level import allocate, select_level
@@ -28,11 +26,12 @@ def _check_rates_weights(change_rates, weights, *, crawl_rates=None):
     return delta, w, p
 
 
-def _check_budget(budget) -> float:
+def check_budget(budget, *, unit: str = "") -> float:
+    """Return the crawl budget as a float > 0 (a 0-d array counts as a number); ``unit``
+    (e.g. ``" (crawls per day)"``) follows "a real number" in the TypeError."""
     if isinstance(budget, np.ndarray) and budget.ndim == 0:
         budget = budget.item()
-    if isinstance(budget, bool) or not isinstance(budget, numbers.Real):
-        raise TypeError(f"`budget` must be a real number; got {type(budget).__name__}")
+    check_real(budget, name="budget", what=f"a real number{unit}")
     return check_positive_scalar(budget, name="budget")
 
 
@@ -41,7 +40,7 @@ def _check_problem(
 ) -> tuple[tuple[int, ...], np.ndarray, np.ndarray, float, str]:
     """The checked problem: the shape of ``change_rates``, the rates and weights as 1-D arrays, budget, objective."""
     delta, w = _check_rates_weights(change_rates, weights)
-    budget = _check_budget(budget)
+    budget = check_budget(budget)
     objective = check_choice(objective, name="objective", choices=_OBJECTIVES)
     return delta.shape, delta.ravel(), np.ascontiguousarray(w).ravel(), budget, objective
 

@@ -411,18 +411,12 @@ def _rate(p: np.ndarray) -> tuple[float | None, int]:
     return (float(np.mean(p[ran] <= ALPHA)) if d else None), d
 
 
-def _rows(
-    pv: dict,
-    tests,
-    *,
-    n: int,
-    n_totals: dict,
-    null: bool,
-    data: str,
-    ratio: float | None,
-    alternative: str | None = None,
-) -> list[dict]:
-    """Tidy rows (rejection rate, binomial interval under H0) for the tests in ``tests``."""
+def _rows(pv: dict, tests, scenario: str, *, data: str, n: int, ratio: float | None, n_totals: dict) -> list[dict]:
+    """Tidy rows (rejection rate, binomial interval under H0) for the tests in ``tests``
+    on datasets of ``scenario`` (H0 for "poisson", else an alternative; "(crawled)" is
+    added to it for crawl detections)."""
+    null = scenario == "poisson"
+    alternative = scenario if data == EXACT else f"{scenario} (crawled)"
     rows = []
     for test in tests:
         rate, d = _rate(pv[test])
@@ -470,16 +464,8 @@ def run(preset, *, seed: int, progress) -> dict:
             offset = np.array([g.uniform(0, 168.0) for g in gens])  # clock phase of each dataset (hours)
             pv = pvalues_vectorised(times, offset, null)
             pv.update(pvalues_segments(times[:n_seg], gens[:n_seg], cfg["m_tr"]))
-            rows = _rows(
-                pv,
-                (*TESTS, PITFALL),
-                n=n,
-                null=scenario == "poisson",
-                data=EXACT,
-                ratio=None,
-                alternative=scenario,
-                n_totals={None: d_all, "segments_dispersion": n_seg, "time_rescaling": n_seg},
-            )
+            totals = {None: d_all, "segments_dispersion": n_seg, "time_rescaling": n_seg}
+            rows = _rows(pv, (*TESTS, PITFALL), scenario, data=EXACT, n=n, ratio=None, n_totals=totals)
             (size_rows if scenario == "poisson" else power_rows).extend(rows)
         d_crawl = cfg["n_crawl"][n]
         for scenario, ratio, late in crawl_runs:
@@ -491,16 +477,8 @@ def run(preset, *, seed: int, progress) -> dict:
             det, horizon = simulate_crawl_detections(scenario, n, gens, ratio=ratio, schedule_delay=late)
             pv = pvalues_crawl(det, gens, n_resamples=cfg["m_crawl"], n_seg=min(n_seg, d_crawl))
             pv["crawl_calibration"] = pvalues_calibration(det, horizon, np.random.default_rng(next(bi)), ratio=ratio)
-            rows = _rows(
-                pv,
-                (*CRAWL_TESTS, CRAWL_PITFALL),
-                n=n,
-                null=scenario == "poisson",
-                data=CRAWL,
-                ratio=ratio,
-                alternative=f"{scenario} (crawled)",
-                n_totals={None: d_crawl, "segments_dispersion": min(n_seg, d_crawl)},
-            )
+            totals = {None: d_crawl, "segments_dispersion": min(n_seg, d_crawl)}
+            rows = _rows(pv, (*CRAWL_TESTS, CRAWL_PITFALL), scenario, data=CRAWL, n=n, ratio=ratio, n_totals=totals)
             for r in rows:
                 r.update(n_resamples=cfg["m_crawl"], schedule=IRREGULAR if late else REGULAR)
             (size_rows if scenario == "poisson" else power_rows).extend(rows)
