@@ -139,19 +139,20 @@ def _check_source_options(fmt, *, columns, ota_changed) -> None:
         raise ValueError(f"`columns` maps the columns of CSV and Parquet logs; these logs are {fmt!r}")
 
 
-def _log_of(source, *, fmt, columns, change_from, ota_changed, page_key):
-    """The CrawlLog of an in-memory source or of log files (the pandas engine's reading)."""
+def _log_of(source, opts):
+    """The CrawlLog of an in-memory source or of log files (the pandas engine's reading) with the
+    options ``opts``."""
     if isinstance(source, (CrawlLog, CrawlHistory)):
         return source
     if isinstance(source, pd.DataFrame):
-        return read_frame(source, columns=columns, change_from=change_from)
+        return read_frame(source, columns=opts.columns, change_from=opts.change_from)
     return read_log(
         source,
-        format=fmt,
-        ota_changed=ota_changed or "filtered",
-        columns=columns,
-        change_from=change_from,
-        page_key=page_key,
+        format=opts.format,
+        ota_changed=opts.ota_changed or "filtered",
+        columns=opts.columns,
+        change_from=opts.change_from,
+        page_key=opts.page_key,
     )
 
 
@@ -162,12 +163,30 @@ def _files_of(source, format):
     return files, buckets, common_format(files) if format == "auto" else format
 
 
-def _dask_input(files, fmt, columns, ota_changed):
-    """(Dask DataFrame or None, columns, change rule) of the Dask engine for ``files``."""
-    ddf = dask_engine.dask_frame(files, fmt)
-    if fmt == "ota":
-        return ddf, {"changed": f"changed_{ota_changed or 'filtered'}", **(columns or {})}, "changed"
-    return ddf, columns, "auto"
+def _prepared(source, opts, engine, client, *, keep_log, job):
+    """The input of :func:`estimate` and :func:`schedule`: (engine, files and buckets of a log given
+    as paths or None, ``opts`` with the log's format)."""
+    files = buckets = None
+    if not isinstance(source, (CrawlLog, CrawlHistory, pd.DataFrame)) and not _is_dask_frame(source):
+        files, buckets, fmt = _files_of(source, opts.format)
+        _check_source_options(fmt, columns=opts.columns, ota_changed=opts.ota_changed)
+        opts = dataclasses.replace(opts, format=fmt)
+    engine = _choose_engine(source, engine, client, fmt=opts.format, keep_log=keep_log, job=job)
+    return engine, files, buckets, opts
+
+
+def _dask_input(source, files, opts):
+    """The Dask engine's input: (Dask DataFrame, or None to read the ``files`` one per task; the
+    options to read the frame with; its name in messages)."""
+    if files is None:
+        return source, opts, "<dask dataframe>"
+    ddf = dask_engine.dask_frame(files, opts.format)
+    if opts.format == "ota":
+        columns = {"changed": f"changed_{opts.ota_changed or 'filtered'}", **(opts.columns or {})}
+        opts = dataclasses.replace(opts, columns=columns, change_from="changed")
+    else:
+        opts = dataclasses.replace(opts, change_from="auto")
+    return ddf, opts, ", ".join(map(str, files))
 
 
 def estimate(
@@ -251,126 +270,40 @@ def estimate(
     >>> res.engine, res.table["n_changes"].tolist()
     ('pandas', [1])
     """
-    options = dict(
-        engine=engine,
-        format=format,
-        columns=columns,
-        change_from=change_from,
-        ota_changed=ota_changed,
-        page_key=page_key,
-        methods=methods,
-        prior=prior,
-        budget=budget,
-        level=level,
-        posterior_method=posterior_method,
-        keep_log=keep_log,
-        client=client,
-        memory_bytes=memory_bytes,
-    )
-    if host_budgets is None:
-        return _estimate(source, **options)
-    check_host_budgets(host_budgets, np.empty(0, dtype=object))  # before reading the log
-    res = _estimate(source, **options)
-    # the engines allocate without caps; the allocation under caps replaces it
-    return dataclasses.replace(res, table=allocate_crawls(res.table, budget, hosts=hosts, host_budgets=host_budgets))
+    from ._options import LogOptions
+    from .out_of_core import _estimate_log
 
-
-def _estimate(
-    source,
-    *,
-    engine,
-    format,
-    columns,
-    change_from,
-    ota_changed,
-    page_key,
-    methods,
-    prior,
-    budget,
-    level,
-    posterior_method,
-    keep_log,
-    client,
-    memory_bytes,
-) -> LogEstimates:
-    """:func:`estimate` without host caps."""
-    fmt, files, buckets = format, None, None
-    if not isinstance(source, (CrawlLog, CrawlHistory, pd.DataFrame)) and not _is_dask_frame(source):
-        files, buckets, fmt = _files_of(source, format)
-        _check_source_options(fmt, columns=columns, ota_changed=ota_changed)
-    engine = _choose_engine(source, engine, client, fmt=fmt, keep_log=keep_log, job="estimate")
+    opts = LogOptions.of(locals())
+    if host_budgets is not None:
+        check_host_budgets(host_budgets, np.empty(0, dtype=object))  # before reading the log
+    engine, files, buckets, opts = _prepared(source, opts, engine, client, keep_log=keep_log, job="estimate")
+    fmt = None if files is None else opts.format
     if engine == "buckets":
-        res = estimate_log(
-            files,
-            format=fmt,
-            columns=columns,
-            change_from=change_from,
-            methods=methods,
-            prior=prior,
-            budget=budget,
-            level=level,
-            posterior_method=posterior_method,
-            memory_bytes=memory_bytes,
-        )
+        res = _estimate_log(files, opts, memory_bytes=memory_bytes)
+        warn_table_notes(res.table)
         return dataclasses.replace(res, format=fmt)
     if engine == "pandas":
-        log = _log_of(
-            source if files is None else files,
-            fmt=fmt,
-            columns=columns,
-            change_from=change_from,
-            ota_changed=ota_changed,
-            page_key=page_key,
-        )
-        table = estimate_pages(
-            log, methods=methods, prior=prior, budget=budget, level=level, posterior_method=posterior_method
-        )
+        log = _log_of(source if files is None else files, opts)
+        table = opts.page_table(log)
+        warn_table_notes(table)
         audit = log.audit if isinstance(log, CrawlLog) else None
-        return LogEstimates(
-            table=table,
-            audit=audit,
-            engine="pandas",
-            log=log if keep_log else None,
-            format=None if files is None else fmt,
-        )
-    options = dict(methods=tuple(methods), prior=prior, budget=budget, level=level, posterior_method=posterior_method)
-    ddf, change = source, change_from
-    if files is not None:
-        ddf, columns, change = _dask_input(files, fmt, columns, ota_changed)
+        return LogEstimates(table=table, audit=audit, engine="pandas", log=log if keep_log else None, format=fmt)
+    ddf, frame_opts, name = _dask_input(source, files, opts)
     with dask_engine.dask_client(client) as dask:
         if ddf is None:
-            res, _ = dask_engine._estimate_files(
-                files,
-                buckets,
-                format=fmt,
-                columns=columns,
-                change_from=change_from,
-                partitioned="auto",
-                page_key=page_key,
-                npartitions=None,
-                chunk_rows=None,
-                client=dask,
-                **options,
-            )
+            res, _ = dask_engine._estimate_files(files, buckets, opts, client=dask)
             warn_table_notes(res.table)
             return dataclasses.replace(res, format=fmt)
-        source_name = ", ".join(map(str, files)) if files is not None else "<dask dataframe>"
-        res = dask_engine.estimate_pages_dask(
-            ddf,
-            columns=columns,
-            change_from=change,
-            source=source_name,
-            npartitions=max(ddf.npartitions, 2),
-            client=dask,
-            **options,
+        res, _ = dask_engine._estimate_frame(
+            ddf, frame_opts, npartitions=max(ddf.npartitions, 2), source=name, client=dask
         )
         if not keep_log:
-            return dataclasses.replace(res, format=None if files is None else fmt)
+            return dataclasses.replace(res, format=fmt)
         top = res.table.sort_values(["n_changes", "rate_per_day"], ascending=False).head(_BUSIEST)["page"]
-        page_col = (columns or {}).get("page", "page")
+        page_col = (frame_opts.columns or {}).get("page", "page")
         sub = ddf[ddf[page_col].isin(list(top))].compute()
-        log = read_frame(sub.reset_index(drop=True), columns=columns, change_from=change)
-    return dataclasses.replace(res, log=log, format=None if files is None else fmt)
+        log = read_frame(sub.reset_index(drop=True), columns=frame_opts.columns, change_from=frame_opts.change_from)
+    return dataclasses.replace(res, log=log, format=fmt)
 
 
 def schedule(
@@ -424,25 +357,17 @@ def schedule(
     >>> schedule(visits, budget=2.0).schedule["interval_h"].tolist()
     [12.0]
     """
+    from ._options import LogOptions
+
+    opts = LogOptions.of(locals())
     if isinstance(source, CrawlHistory):
         raise TypeError(
             "`source` must be log files, a CrawlLog or a data frame of visits: a schedule needs the "
             "log's fetch times, which a CrawlHistory does not hold"
         )
-    fmt, files, buckets = format, None, None
-    if not isinstance(source, (CrawlLog, pd.DataFrame)) and not _is_dask_frame(source):
-        files, buckets, fmt = _files_of(source, format)
-        _check_source_options(fmt, columns=columns, ota_changed=ota_changed)
-    engine = _choose_engine(source, engine, client, fmt=fmt, keep_log=False, job="schedule")
+    engine, files, buckets, opts = _prepared(source, opts, engine, client, keep_log=False, job="schedule")
     if engine == "pandas":
-        log = _log_of(
-            source if files is None else files,
-            fmt=fmt,
-            columns=columns,
-            change_from=change_from,
-            ota_changed=ota_changed,
-            page_key=page_key,
-        )
+        log = _log_of(source if files is None else files, opts)
         table = schedule_pages(
             log,
             budget=budget,
@@ -453,40 +378,17 @@ def schedule(
             host_budgets=host_budgets,
         )
         return LogSchedule(schedule=table, audit=log.audit, engine="pandas")
-    ddf, change = source, change_from
-    if files is not None:
-        ddf, columns, change = _dask_input(files, fmt, columns, ota_changed)
+    ddf, frame_opts, name = _dask_input(source, files, opts)
     with dask_engine.dask_client(client) as dask:
         if ddf is None:  # one task per file
-            table, audit = dask_engine._schedule_files(
-                files,
-                buckets,
-                format=fmt,
-                columns=columns,
-                change_from=change_from,
-                page_key=page_key,
-                budget=budget,
-                prior=prior,
-                level=level,
-                max_interval_h=max_interval_h,
-                client=dask,
-                hosts=hosts,
-                host_budgets=host_budgets,
-            )
+            table, audit = dask_engine._schedule_files(files, buckets, opts, max_interval_h=max_interval_h, client=dask)
         else:
-            source_name = ", ".join(map(str, files)) if files is not None else "<dask dataframe>"
-            table, audit = dask_engine.schedule_pages_dask(
+            table, audit = dask_engine._schedule_frame(
                 ddf,
-                columns=columns,
-                change_from=change,
-                budget=budget,
-                prior=prior,
-                level=level,
+                frame_opts,
                 max_interval_h=max_interval_h,
-                source=source_name,
                 npartitions=max(ddf.npartitions, 2),
+                source=name,
                 client=dask,
-                hosts=hosts,
-                host_budgets=host_budgets,
             )
     return LogSchedule(schedule=table, audit=audit, engine="dask")

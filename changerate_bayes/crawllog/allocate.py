@@ -53,6 +53,17 @@ def check_budget(budget):
     return budget
 
 
+def check_max_interval_factor(max_interval_factor):
+    """ValueError naming ``max_interval_factor`` unless it is a finite number >= 1 (the revisit bound
+    in round-robin intervals)."""
+    if (
+        isinstance(max_interval_factor, bool)
+        or not isinstance(max_interval_factor, numbers.Real)
+        or not (np.isfinite(max_interval_factor) and max_interval_factor >= 1)
+    ):
+        raise ValueError(f"`max_interval_factor` must be a finite number >= 1; got {max_interval_factor!r}")
+
+
 def allocate_crawls(
     table: pd.DataFrame,
     budget=None,
@@ -188,12 +199,7 @@ def allocate_crawls(
     budget = check_budget(budget)
     if policy not in _POLICIES:
         raise ValueError(f"`policy` must be one of {list(_POLICIES)}; got {policy!r}")
-    if (
-        isinstance(max_interval_factor, bool)
-        or not isinstance(max_interval_factor, numbers.Real)
-        or not (np.isfinite(max_interval_factor) and max_interval_factor >= 1)
-    ):
-        raise ValueError(f"`max_interval_factor` must be a finite number >= 1; got {max_interval_factor!r}")
+    check_max_interval_factor(max_interval_factor)
     if budget is None:
         budget = float(np.nansum(_HOURS_PER_DAY / table["mean_interval_h"].to_numpy()))
         if not (np.isfinite(budget) and budget > 0):
@@ -217,19 +223,9 @@ def allocate_crawls(
     elif hosts is not None and not (isinstance(hosts, str) and hosts == "url"):
         _host_labels(table, hosts)  # checked, unused without caps
     out = table.copy()
-    attrs = dict(table.attrs)
+    attrs = dict(table.attrs, budget_per_day=budget, objective=objective)
     if n == 0:
-        out["crawls_per_day"] = np.zeros(0)
-        out["crawl_interval_h"] = np.zeros(0)
-        out["at_revisit_bound"] = np.zeros(0, dtype=bool)
-        out.attrs.update(
-            attrs,
-            budget_per_day=budget,
-            objective=objective,
-            policy=policy,
-            max_interval_h=np.inf,
-            n_at_revisit_bound=0,
-        )
+        _set_rates(out, attrs, np.zeros(0), np.zeros(0, dtype=bool), policy=policy, max_interval_h=np.inf)
         if caps is not None:
             out["host"] = labels
             out["host_at_cap"] = np.zeros(0, dtype=bool)
@@ -243,23 +239,10 @@ def allocate_crawls(
         rates, bound, held, extra = _allocate_capped(
             table, policy, mean, w, weights, budget, cap, objective, labels, host_budgets, codes, caps
         )
-        out["crawls_per_day"] = rates
-        with np.errstate(divide="ignore"):
-            out["crawl_interval_h"] = _HOURS_PER_DAY / rates
-        out["at_revisit_bound"] = bound
+        _set_rates(out, attrs, rates, bound, policy=policy, max_interval_h=cap * _HOURS_PER_DAY)
         out["host"] = labels
         out["host_at_cap"] = held[codes]
-        out.attrs.update(
-            attrs,
-            budget_per_day=budget,
-            objective=objective,
-            policy=policy,
-            max_interval_h=cap * _HOURS_PER_DAY,
-            n_at_revisit_bound=int(bound.sum()),
-            n_hosts_at_cap=int(held.sum()),
-            host_budgets=_caps_summary(host_budgets, caps),
-            **extra,
-        )
+        out.attrs.update(n_hosts_at_cap=int(held.sum()), host_budgets=_caps_summary(host_budgets, caps), **extra)
         return out
     if policy == "uniform":
         rates = np.full(n, budget / n)
@@ -284,19 +267,19 @@ def allocate_crawls(
         # (if every page is there, the budget is shared equally: each page's index is flat)
         rates = revisit_bound_rates(1.0 / intervals, bound, budget, cap)
         extra = {"price": float(price)}
-    out["crawls_per_day"] = rates
-    out["crawl_interval_h"] = _HOURS_PER_DAY / rates
-    out["at_revisit_bound"] = bound
-    out.attrs.update(
-        attrs,
-        budget_per_day=budget,
-        objective=objective,
-        policy=policy,
-        max_interval_h=cap * _HOURS_PER_DAY,
-        n_at_revisit_bound=int(bound.sum()),
-        **extra,
-    )
+    _set_rates(out, attrs, rates, bound, policy=policy, max_interval_h=cap * _HOURS_PER_DAY, **extra)
     return out
+
+
+def _set_rates(out: pd.DataFrame, attrs: dict, rates, bound, *, policy, max_interval_h, **extra) -> None:
+    """Write an allocation into ``out``: the columns ``crawls_per_day`` (``rates``), ``crawl_interval_h``
+    and ``at_revisit_bound`` (``bound``), and into its attrs ``attrs``, the policy, the revisit bound
+    (hours), the pages at it and the ``extra`` facts."""
+    out["crawls_per_day"] = rates
+    with np.errstate(divide="ignore"):  # a page a host cap holds at no crawls: an infinite interval
+        out["crawl_interval_h"] = _HOURS_PER_DAY / rates
+    out["at_revisit_bound"] = bound
+    out.attrs.update(attrs, policy=policy, max_interval_h=max_interval_h, n_at_revisit_bound=int(bound.sum()), **extra)
 
 
 def _lognormal_posterior(table: pd.DataFrame, mean: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -52,7 +52,7 @@ from ..io import (
     split_piece,
 )
 from ._dask_tasks import read_reduce_group, task_settings
-from .allocate import allocate_crawls
+from ._options import LogOptions
 from .fetch_schedule import MAX_INTERVAL_H, _check_max_interval, crawl_schedule, with_last_attempt
 from .table import LogEstimates, concat_part_tables, page_table, warn_table_notes
 
@@ -234,29 +234,23 @@ def estimate_pages_dask(
         :func:`changerate_bayes.io.read_frame`), a compressed file that cannot be
         decompressed, no rows, or no page with two usable visits.
     """
-    res, _ = _estimate_frame(
-        visits,
-        budget,
-        columns=columns,
-        change_from=change_from,
-        methods=methods,
-        prior=prior,
-        level=level,
-        posterior_method=posterior_method,
-        npartitions=npartitions,
-        source=source,
-        client=client,
-    )
+    res, _ = _estimate_frame(visits, LogOptions.of(locals()), npartitions=npartitions, source=source, client=client)
     return res
 
 
-def _estimate_frame(visits, budget, *, hosts=None, host_budgets=None, **options):
-    """:func:`estimate_pages_dask` (``budget``, ``hosts`` and ``host_budgets`` as there, ``options`` as
-    :func:`per_page_partitions`) and, ``with_posterior``, the partitions'
+def _estimate_frame(visits, opts: LogOptions, *, with_posterior=False, **frame):
+    """:func:`estimate_pages_dask` with the options ``opts`` (its allocation within their host caps;
+    ``frame``: ``npartitions``, ``source`` and ``client``) and, ``with_posterior``, the partitions'
     :func:`~changerate_bayes.bayes.posterior_history`."""
-    table, audit, n_parts, histories = per_page_partitions(visits, **options)
-    table = allocate_crawls(table, budget, hosts=hosts, host_budgets=host_budgets)
-    res = LogEstimates(table=table, audit=audit, engine="dask", n_parts=n_parts, shuffled=True)
+    table, audit, n_parts, histories = per_page_partitions(
+        visits,
+        columns=opts.columns,
+        change_from=opts.change_from,
+        with_posterior=with_posterior,
+        **opts.estimation,
+        **frame,
+    )
+    res = LogEstimates(table=opts.allocate(table), audit=audit, engine="dask", n_parts=n_parts, shuffled=True)
     return res, histories
 
 
@@ -401,23 +395,10 @@ def estimate_files_dask(
         changes would be decided differently; a digest column empty in every file;
         ``partitioned=True`` with a page in two groups; no page with two usable visits.
     """
+    opts = LogOptions.of(locals())
     files, buckets = log_files(paths)
     res, _ = _estimate_files(
-        files,
-        buckets,
-        format=format,
-        columns=columns,
-        change_from=change_from,
-        partitioned=partitioned,
-        page_key=page_key,
-        methods=methods,
-        prior=prior,
-        budget=budget,
-        level=level,
-        posterior_method=posterior_method,
-        npartitions=npartitions,
-        chunk_rows=chunk_rows,
-        client=client,
+        files, buckets, opts, partitioned=partitioned, npartitions=npartitions, chunk_rows=chunk_rows, client=client
     )
     warn_table_notes(res.table)
     return res
@@ -426,29 +407,23 @@ def estimate_files_dask(
 def _estimate_files(
     files,
     buckets,
+    opts: LogOptions,
     *,
-    format,
-    columns,
-    change_from,
-    partitioned,
-    page_key,
-    methods,
-    prior,
-    budget,
-    level,
-    posterior_method,
-    npartitions,
-    chunk_rows,
-    client,
+    partitioned="auto",
+    npartitions=None,
+    chunk_rows=None,
+    client=None,
     with_posterior=False,
 ):
     """:func:`estimate_files_dask` of the listed ``files`` (and their ``buckets``, from
-    :func:`changerate_bayes.io.log_files`), without issuing the table's warnings; with
-    ``with_posterior`` also the list of the tasks' :func:`~changerate_bayes.bayes.posterior_history`."""
+    :func:`changerate_bayes.io.log_files`) with the options ``opts`` (its allocation within their
+    host caps), without issuing the table's warnings; with ``with_posterior`` also the list of the
+    tasks' :func:`~changerate_bayes.bayes.posterior_history`."""
+    format, change_from, page_key = opts.format, opts.change_from, opts.page_key
     if partitioned not in ("auto", True, False):
         raise ValueError(f"`partitioned` must be 'auto', True or False; got {partitioned!r}")
     check_page_key(page_key)
-    mapping = check_columns(columns)
+    mapping = check_columns(opts.columns)
     if format not in ("auto", "csv", "parquet", "cdx", "warc"):
         raise ValueError(f"`format` must be one of ['auto', 'csv', 'parquet', 'cdx', 'warc']; got {format!r}")
     fmts = [detect_format(f) for f in files] if format == "auto" else [format] * len(files)
@@ -465,7 +440,7 @@ def _estimate_files(
     group_of = buckets if all(b is not None for b in buckets) else list(range(len(files)))
     groups = list(dict.fromkeys(group_of))
     members = [[i for i, g in enumerate(group_of) if g == grp] for grp in groups]
-    args = (tuple(methods), prior, level, posterior_method, with_posterior)
+    args = (tuple(opts.methods), opts.prior, opts.level, opts.posterior_method, with_posterior)
     table = audit = histories = None
     if partitioned is not False:
         table, audit, histories = _unshuffled(
@@ -488,7 +463,7 @@ def _estimate_files(
             client, files, fmts, mapping, change_from, chunk_rows, page_key, sources, args, npartitions
         )
     res = LogEstimates(
-        table=allocate_crawls(table, budget),
+        table=opts.allocate(table),
         audit=audit,
         engine="dask",
         n_parts=len(groups) if disjoint else n_parts,
@@ -718,22 +693,17 @@ def schedule_pages_dask(
     TypeError, ValueError
         As :func:`estimate_pages_dask` and :func:`~changerate_bayes.crawllog.fetch_schedule.crawl_schedule`.
     """
-    _check_max_interval(max_interval_h)
-    res, histories = _estimate_frame(
-        visits,
-        budget,
-        columns=columns,
-        change_from=change_from,
-        prior=prior,
-        level=level,
-        npartitions=npartitions,
-        source=source,
-        client=client,
-        with_posterior=True,
-        hosts=hosts,
-        host_budgets=host_budgets,
+    opts = LogOptions.of(locals())
+    return _schedule_frame(
+        visits, opts, max_interval_h=max_interval_h, npartitions=npartitions, source=source, client=client
     )
-    return _schedule_of(res.table, histories, max_interval_h=max_interval_h, prior=prior), res.audit
+
+
+def _schedule_frame(visits, opts: LogOptions, *, max_interval_h, **frame):
+    """:func:`schedule_pages_dask` with the options ``opts`` (``frame`` as :func:`_estimate_frame`)."""
+    _check_max_interval(max_interval_h)
+    res, histories = _estimate_frame(visits, opts, with_posterior=True, **frame)
+    return _schedule_of(res.table, histories, max_interval_h=max_interval_h, prior=opts.prior), res.audit
 
 
 def schedule_files_dask(
@@ -779,65 +749,17 @@ def schedule_files_dask(
     TypeError, ValueError
         As :func:`estimate_files_dask` and :func:`~changerate_bayes.crawllog.fetch_schedule.crawl_schedule`.
     """
+    opts = LogOptions.of(locals())
     files, buckets = log_files(paths)
-    return _schedule_files(
-        files,
-        buckets,
-        format=format,
-        columns=columns,
-        change_from=change_from,
-        page_key=page_key,
-        budget=budget,
-        prior=prior,
-        level=level,
-        max_interval_h=max_interval_h,
-        chunk_rows=chunk_rows,
-        client=client,
-    )
+    return _schedule_files(files, buckets, opts, max_interval_h=max_interval_h, chunk_rows=chunk_rows, client=client)
 
 
-def _schedule_files(
-    files,
-    buckets,
-    *,
-    format,
-    columns,
-    change_from,
-    page_key,
-    budget,
-    prior,
-    level,
-    max_interval_h,
-    chunk_rows=None,
-    client=None,
-    hosts=None,
-    host_budgets=None,
-):
-    """:func:`schedule_files_dask` of the listed ``files`` and their ``buckets`` (with ``host_budgets``,
-    the allocation under per-host caps of :func:`~changerate_bayes.crawllog.allocate_crawls`)."""
+def _schedule_files(files, buckets, opts: LogOptions, *, max_interval_h, chunk_rows=None, client=None):
+    """:func:`schedule_files_dask` of the listed ``files`` and their ``buckets`` with the options ``opts``
+    (the allocation within their host caps, :func:`~changerate_bayes.crawllog.allocate_crawls`)."""
     _check_max_interval(max_interval_h)
-    res, histories = _estimate_files(
-        files,
-        buckets,
-        format=format,
-        columns=columns,
-        change_from=change_from,
-        partitioned="auto",
-        page_key=page_key,
-        methods=(),
-        prior=prior,
-        budget=budget,
-        level=level,
-        posterior_method="grid",
-        npartitions=None,
-        chunk_rows=chunk_rows,
-        client=client,
-        with_posterior=True,
-    )
-    table = res.table
-    if host_budgets is not None:  # the allocation under caps replaces the one without
-        table = allocate_crawls(table, budget, hosts=hosts, host_budgets=host_budgets)
-    return _schedule_of(table, histories, max_interval_h=max_interval_h, prior=prior), res.audit
+    res, histories = _estimate_files(files, buckets, opts, chunk_rows=chunk_rows, client=client, with_posterior=True)
+    return _schedule_of(res.table, histories, max_interval_h=max_interval_h, prior=opts.prior), res.audit
 
 
 def _schedule_of(table, histories, *, max_interval_h, prior):

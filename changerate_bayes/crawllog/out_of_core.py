@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -28,8 +29,9 @@ from ..io import (
     scan_csv,
     scan_parquet,
 )
-from .allocate import allocate_crawls, check_budget
-from .table import LogEstimates, _check_methods, concat_part_tables, estimate_pages, page_table, warn_table_notes
+from ._options import LogOptions
+from .allocate import check_budget
+from .table import LogEstimates, _check_methods, concat_part_tables, page_table, warn_table_notes
 
 __all__ = ["estimate_log", "DEFAULT_MEMORY_BYTES"]
 
@@ -133,9 +135,19 @@ def estimate_log(
     >>> res.audit.rows_read
     18
     """
-    files = as_paths(paths)
-    methods = _check_methods(methods)
-    budget = check_budget(budget)
+    opts = LogOptions.of(locals())
+    res = _estimate_log(
+        as_paths(paths), opts, memory_bytes=memory_bytes, bucket_rows=bucket_rows, chunk_rows=chunk_rows, folder=folder
+    )
+    warn_table_notes(res.table)
+    return res
+
+
+def _estimate_log(files, opts: LogOptions, *, memory_bytes, bucket_rows=None, chunk_rows=None, folder=None):
+    """:func:`estimate_log` of the listed ``files`` with the options ``opts`` (its allocation within
+    their host caps), without issuing the table's warnings."""
+    format, columns, change_from = opts.format, opts.columns, opts.change_from
+    opts = dataclasses.replace(opts, methods=_check_methods(opts.methods), budget=check_budget(opts.budget))
     if not isinstance(format, str) or format not in FORMATS:
         raise CrawlLogError(f"{files[0]}: unknown format {format!r}; choose one of {list(FORMATS)}")
     if format == "auto":
@@ -146,10 +158,7 @@ def estimate_log(
         raise ValueError(f"`memory_bytes` must be a number >= 0; got {memory_bytes!r}")
     if format not in ("csv", "parquet"):
         log = read_log(files, format=format, columns=columns, change_from=change_from, chunk_rows=chunk_rows)
-        table = estimate_pages(
-            log, methods=methods, prior=prior, budget=budget, level=level, posterior_method=posterior_method
-        )
-        return LogEstimates(table=table, audit=log.audit, engine="pandas")
+        return LogEstimates(table=opts.page_table(log), audit=log.audit, engine="pandas")
     mapping = check_columns(columns)
     rows = parquet_rows(files) if format == "parquet" else csv_rows_estimate(files)
     with PageBuckets(bucket_count(rows, bucket_rows), memory_bytes=memory_bytes, folder=folder) as store:
@@ -167,9 +176,7 @@ def estimate_log(
                 audits.append(part.audit)
                 if part.history is None:
                     continue
-                tables.append(
-                    page_table(part, methods=methods, prior=prior, level=level, posterior_method=posterior_method)
-                )
+                tables.append(page_table(part, **opts.estimation))
                 codes.append(c)
         n_buckets, spilled = store.n_buckets, store.spilled_bytes
     audit = Audit.combine(audits, sources=tuple(str(s) for s in files))
@@ -177,6 +184,6 @@ def estimate_log(
         raise no_pages_error(audit)
     table = concat_part_tables(tables, codes)
     table["page"] = labels[np.sort(np.concatenate(codes), kind="stable")]
-    table = allocate_crawls(table, budget)
-    warn_table_notes(table)
-    return LogEstimates(table=table, audit=audit, engine="buckets", n_parts=n_buckets, spilled_bytes=spilled)
+    return LogEstimates(
+        table=opts.allocate(table), audit=audit, engine="buckets", n_parts=n_buckets, spilled_bytes=spilled
+    )
