@@ -43,6 +43,7 @@ from ..history import CrawlHistory
 from ..io import CrawlLog, as_paths, common_format, log_files, read_frame, read_log
 from ..scheduling import check_host_budgets
 from . import dask_engine
+from ._options import LogOptions
 from .allocate import MAX_INTERVAL_FACTOR, RECOMMENDED_POLICY, allocate_crawls, url_hosts
 from .fetch_schedule import (
     MAX_INTERVAL_H,
@@ -55,7 +56,7 @@ from .fetch_schedule import (
     space_host_fetches,
     write_schedule,
 )
-from .out_of_core import DEFAULT_MEMORY_BYTES, estimate_log
+from .out_of_core import DEFAULT_MEMORY_BYTES, _estimate_log, estimate_log
 from .table import (
     IDENTIFIED_MIN,
     PAGE_COLUMNS,
@@ -270,8 +271,6 @@ def estimate(
     >>> res.engine, res.table["n_changes"].tolist()
     ('pandas', [1])
     """
-    from ._options import LogOptions
-    from .out_of_core import _estimate_log
 
     opts = LogOptions.of(locals())
     if host_budgets is not None:
@@ -357,7 +356,6 @@ def schedule(
     >>> schedule(visits, budget=2.0).schedule["interval_h"].tolist()
     [12.0]
     """
-    from ._options import LogOptions
 
     opts = LogOptions.of(locals())
     if isinstance(source, CrawlHistory):
