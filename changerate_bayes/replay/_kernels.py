@@ -455,45 +455,37 @@ def _java_round(x):
 
 
 @nb.njit(inline="always", **_JIT)
-def _nutch_fetch(
-    t_ms,
-    state,
-    interval_s,
-    modified_ms,
-    inc_rate,
-    dec_rate,
-    min_interval_s,
-    max_interval_s,
-    max_fetch_interval_s,
-    sync_delta,
-    sync_delta_rate,
-    v122,
-):
-    """One fetch in Nutch's CrawlDb update: ``AdaptiveFetchSchedule.setFetchSchedule`` then
-    CrawlDbReducer's ``forceRefetch`` check (see ``_policies.nutch_update``).
+def _nutch_fetch(t_ms, state, interval_s, modified_ms, i, settings):
+    """One fetch of entry ``i`` in Nutch's CrawlDb update: ``AdaptiveFetchSchedule.setFetchSchedule``
+    then CrawlDbReducer's ``forceRefetch`` check (see ``_policies.nutch_update``).
 
-    In Java's arithmetic: the interval is a float (float32) while it is adapted and an int
+    ``settings`` is the tuple (inc_rate, dec_rate, min_interval_s, max_interval_s,
+    max_fetch_interval_s, sync_delta, sync_delta_rate, v122): arrays of one entry per page
+    but the two flags. In Java's arithmetic: the interval is a float (float32) while it is adapted and an int
     (whole seconds, Math.round) once stored; times are long milliseconds; the rates are
     floats read from the configuration (``sync_delta_rate`` widened to double). A modified
     time ``NO_TIME`` is Nutch's 0 (none stored). Returns (stored interval s, next fetch ms,
     modified ms, reset).
     """
+    inc_rate, dec_rate, min_interval_s, max_interval_s, max_fetch_interval_s, sync_delta, sync_delta_rate, v122 = (
+        settings
+    )
     one = np.float32(1.0)
     iv = np.float32(interval_s)
     if state == 1:  # STATUS_MODIFIED
-        iv = iv * (one - np.float32(dec_rate))
+        iv = iv * (one - np.float32(dec_rate[i]))
     elif state == 2:  # STATUS_NOTMODIFIED
-        iv = iv * (one + np.float32(inc_rate))
+        iv = iv * (one + np.float32(inc_rate[i]))
     mod = modified_ms
     if mod == NO_TIME:
         mod = t_ms
     if state == 1:
         mod = t_ms
-    lo = np.float32(min_interval_s)
-    hi = np.float32(max_interval_s)
+    lo = np.float32(min_interval_s[i])
+    hi = np.float32(max_interval_s[i])
     ref = t_ms
     if sync_delta:
-        rate = np.float64(np.float32(sync_delta_rate))
+        rate = np.float64(np.float32(sync_delta_rate[i]))
         delta = t_ms - mod
         if v122:
             if np.float32(delta) > iv * np.float32(1000.0):
@@ -517,77 +509,44 @@ def _nutch_fetch(
     if state == 2:  # NOTMODIFIED: the reducer restores the stored modified time (none stays none)
         mod = modified_ms
     reset = False
-    if stored > max_fetch_interval_s:  # CrawlDbReducer -> forceRefetch(asap=false): the fetch time stays
-        stored = _java_round(np.float64(np.float32(max_fetch_interval_s) * np.float32(0.9)))
+    if stored > max_fetch_interval_s[i]:  # CrawlDbReducer -> forceRefetch(asap=false): the fetch time stays
+        stored = _java_round(np.float64(np.float32(max_fetch_interval_s[i]) * np.float32(0.9)))
         mod = NO_TIME
         reset = True
     return stored, nxt, mod, reset
 
 
 @nb.njit(**_JIT)
-def nutch_fetch(
-    t_ms,
-    state,
-    interval_s,
-    modified_ms,
-    inc_rate,
-    dec_rate,
-    min_interval_s,
-    max_interval_s,
-    max_fetch_interval_s,
-    sync_delta,
-    sync_delta_rate,
-    v122,
-    next_ms,
-    reset,
-):
+def nutch_fetch(t_ms, state, interval_s, modified_ms, settings, next_ms, reset):
     """``_nutch_fetch`` of every entry (arrays of one length; ``interval_s`` and ``modified_ms``
     are updated in place, ``next_ms`` and ``reset`` written)."""
     for i in range(interval_s.size):
         interval_s[i], next_ms[i], modified_ms[i], reset[i] = _nutch_fetch(
-            t_ms[i],
-            state[i],
-            interval_s[i],
-            modified_ms[i],
-            inc_rate[i],
-            dec_rate[i],
-            min_interval_s[i],
-            max_interval_s[i],
-            max_fetch_interval_s[i],
-            sync_delta,
-            sync_delta_rate[i],
-            v122,
+            t_ms[i], state[i], interval_s[i], modified_ms[i], i, settings
         )
 
 
+@nb.njit(inline="always", **_JIT)
+def _set_due(i, nxt, far, window):
+    """The due step of page ``i`` after a fetch whose next fetch is at ``nxt`` ms: with
+    ``window`` = (due, dt_ms, first, last, k_min), due[i] = k_min if ``far``, else the first
+    step at or after nxt (>= first[i], >= k_min); NEVER if that is past last[i]."""
+    due, dt_ms, first, last, k_min = window
+    if far:
+        d = k_min
+    else:
+        d = max(-((-nxt) // dt_ms), max(first[i], k_min))  # ceil(nxt / dt)
+    due[i] = d if d <= last[i] else NEVER
+
+
 @nb.njit(**_JIT)
-def nutch_observe(
-    idx,
-    t_ms,
-    changed,
-    interval_s,
-    modified_ms,
-    next_ms,
-    has_sig,
-    inc_rate,
-    dec_rate,
-    min_interval_s,
-    max_interval_s,
-    max_fetch_interval_s,
-    sync_delta,
-    sync_delta_rate,
-    v122,
-    due,
-    dt_ms,
-    first,
-    last,
-    k_min,
-):
+def nutch_observe(idx, t_ms, changed, interval_s, modified_ms, next_ms, has_sig, settings, window):
     """``NutchPolicy.observe`` of the pages ``idx`` fetched at ``t_ms``: the fetch state (UNKNOWN
     without a stored signature, else MODIFIED / NOTMODIFIED), ``_nutch_fetch``, the signature
     kept unless reset, then the due step: k_min if the Generator at the next cycle
     (``shouldFetch``) finds the fetch time more than db.fetch.interval.max ahead, else the
-    first step at or after the fetch time (>= k_min)."""
+    first step at or after the fetch time (>= k_min); ``window`` as in ``_set_due``."""
+    dt_ms, k_min = window[1], window[4]
     t_next = k_min * dt_ms
     for j in range(idx.size):
         i = idx[j]
@@ -597,51 +556,22 @@ def nutch_observe(
             state = 1
         else:
             state = 2
-        iv, nxt, mod, reset = _nutch_fetch(
-            t_ms,
-            state,
-            interval_s[i],
-            modified_ms[i],
-            inc_rate[i],
-            dec_rate[i],
-            min_interval_s[i],
-            max_interval_s[i],
-            max_fetch_interval_s[i],
-            sync_delta,
-            sync_delta_rate[i],
-            v122,
-        )
+        iv, nxt, mod, reset = _nutch_fetch(t_ms, state, interval_s[i], modified_ms[i], i, settings)
         interval_s[i] = iv
         modified_ms[i] = mod
         has_sig[i] = not reset
         next_ms[i] = nxt
-        if nxt - t_next > max_fetch_interval_s[i] * 1000:
-            d = k_min
-        else:
-            d = max(-((-nxt) // dt_ms), max(first[i], k_min))  # ceil(nxt / dt)
-        due[i] = d if d <= last[i] else NEVER
+        _set_due(i, nxt, nxt - t_next > settings[4][i] * 1000, window)  # settings[4]: max_fetch_interval_s
 
 
 @nb.njit(**_JIT)
-def stormcrawler_observe(
-    idx,
-    t_ms,
-    changed,
-    interval_min,
-    next_ms,
-    inc_rate,
-    dec_rate,
-    min_interval_min,
-    max_interval_min,
-    due,
-    dt_ms,
-    first,
-    last,
-    k_min,
-):
+def stormcrawler_observe(idx, t_ms, changed, interval_min, next_ms, settings, window):
     """``StormCrawlerPolicy.observe`` of the pages ``idx`` fetched at ``t_ms``: the
     AdaptiveScheduler's whole-minute interval (Java float arithmetic, truncated to int),
-    the next fetch t + interval, then the due step (>= k_min)."""
+    the next fetch t + interval, then the due step (>= k_min; ``window`` as in ``_set_due``).
+    ``settings`` is the tuple (inc_rate, dec_rate, min_interval_min, max_interval_min) of
+    arrays (N,)."""
+    inc_rate, dec_rate, min_interval_min, max_interval_min = settings
     one = np.float32(1.0)
     for j in range(idx.size):
         i = idx[j]
@@ -656,8 +586,7 @@ def stormcrawler_observe(
         interval_min[i] = iv
         nxt = t_ms + iv * 60_000
         next_ms[i] = nxt
-        d = max(-((-nxt) // dt_ms), max(first[i], k_min))
-        due[i] = d if d <= last[i] else NEVER
+        _set_due(i, nxt, False, window)
 
 
 # ------------------------------------------------------------------------ the grid learner
