@@ -435,6 +435,13 @@ def run_replay(
     fresh += (np.minimum(stale_ms, end) - last_ms) / MS_PER_DAY
     late = np.where(stale_ms < end, (end - stale_ms) / MS_PER_DAY, 0.0)
     age += 0.5 * late * late
+    return replay_result(policy, ctx, pages, fresh, age, crawls, detected)
+
+
+def replay_result(policy, ctx: ReplayContext, pages: ReplayPages, fresh, age, crawls, detected) -> ReplayResult:
+    """The result of replaying ``pages`` under ``policy`` from its per-page totals (fresh
+    days, age area, crawls, crawls that saw a change); the windows, true changes and
+    weights are the pages' own."""
     return ReplayResult(
         policy.name,
         ctx.budget,
@@ -444,7 +451,7 @@ def run_replay(
         age,
         crawls,
         detected,
-        counts.copy(),
+        pages.n_changes.copy(),
         pages.weights,
     )
 
