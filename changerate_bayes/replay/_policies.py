@@ -572,6 +572,8 @@ class _SchedulePolicy:
     next_ms: np.ndarray  # set by each crawler's reset
     settings: dict  # set by each crawler's __init__
     _update: Callable[[np.ndarray, Any, np.ndarray], None]  # each crawler's rule: (pages, t, changed)
+    #: each crawler's ``_update`` + ``_set_due`` compiled: (step, pages, changed)
+    _observe_compiled: Callable[[Any, np.ndarray, np.ndarray], None]
 
     @property
     def next_fetch(self) -> np.ndarray:
@@ -593,16 +595,18 @@ class _SchedulePolicy:
         self.params = units(n, **par)
         return initial
 
-    def _compiled_pages(self, changed, mask, update, set_due, state: np.ndarray):
-        """The pages crawled (``mask``) and ``changed`` as a compiled ``observe`` takes them, or
-        None where it would not do what the Python path does: a subclass that replaces the rule
-        (``update``, ``set_due``: the methods the kernel implements), or arguments the Python
-        path raises on (a ``changed`` not shaped like ``state``, a mask longer than the pages)."""
+    def _compiled_pages(self, changed, mask):
+        """The pages crawled (``mask``) and ``changed`` as the crawler's ``_observe_compiled``
+        takes them, or None where it would not do what ``_update`` + ``_set_due`` do: no
+        class defines one, a subclass replaces the rule it compiles (the ``_update`` or
+        ``_set_due`` of the class that defines it), or arguments the Python path raises on (a
+        ``changed`` not shaped like the pages, a mask longer than the pages)."""
         cls = type(self)
-        if cls._update is not update or cls._set_due is not set_due:
+        owner = next((c for c in cls.__mro__ if "_observe_compiled" in vars(c)), None)
+        if owner is None or cls._update is not owner._update or cls._set_due is not owner._set_due:
             return None
         i, changed = np.flatnonzero(mask), np.asarray(changed, dtype=bool)
-        if changed.shape != state.shape or (i.size and i[-1] >= state.size):
+        if changed.shape != self.due.shape or (i.size and i[-1] >= self.due.size):
             return None
         return i, changed
 
@@ -625,7 +629,11 @@ class _SchedulePolicy:
         return (self.due <= k) & active
 
     def observe(self, k, t, changed, interval, mask) -> None:
-        i = np.flatnonzero(mask)
+        pages = self._compiled_pages(changed, mask)
+        if pages is not None:
+            self._observe_compiled(k, *pages)  # the same update as ``_update`` + ``_set_due``, compiled
+            return
+        i = np.flatnonzero(mask)  # (raises on bad arguments, as indexing does)
         self._update(i, t, np.asarray(changed, dtype=bool)[i])
         self._set_due(i, k + 1)  # at most one fetch per step
 
@@ -703,12 +711,7 @@ class NutchPolicy(_SchedulePolicy):
             ok = far & (k_min <= self.ctx.last_step[i])
             self.due[i[ok]] = k_min
 
-    def observe(self, k, t, changed, interval, mask) -> None:
-        pages = self._compiled_pages(changed, mask, NutchPolicy._update, NutchPolicy._set_due, self.interval_s)
-        if pages is None:
-            return super().observe(k, t, changed, interval, mask)  # (raises on bad arguments, as indexing would)
-        i, changed = pages
-        # the same update as ``_update`` + ``_set_due``, compiled
+    def _observe_compiled(self, k, i, changed) -> None:
         _kernels().nutch_observe(
             i,
             int(k) * self.dt_ms,
@@ -755,14 +758,7 @@ class StormCrawlerPolicy(_SchedulePolicy):
         _storm_fetch(np.asarray(i, dtype=np.int64), int(_ms(t)), ch, iv, nxt, self.params)
         self.interval_min[i], self.next_ms[i] = iv[i], nxt[i]
 
-    def observe(self, k, t, changed, interval, mask) -> None:
-        pages = self._compiled_pages(
-            changed, mask, StormCrawlerPolicy._update, _SchedulePolicy._set_due, self.interval_min
-        )
-        if pages is None:
-            return super().observe(k, t, changed, interval, mask)  # (raises on bad arguments, as indexing would)
-        i, changed = pages
-        # the same update as ``_update`` + ``_set_due``, compiled
+    def _observe_compiled(self, k, i, changed) -> None:
         _kernels().stormcrawler_observe(
             i,
             int(k) * self.dt_ms,
