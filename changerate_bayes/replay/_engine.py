@@ -275,6 +275,7 @@ def run_replay(
     n = pages.n_pages
     dt = dt_ms / MS_PER_DAY
     t0, n_steps, first, last = _steps(pages, dt_ms)
+    change, start, end = pages.change_ms - t0, pages.start_ms - t0, pages.end_ms - t0  # int64 ms since t0
     capped = host_codes is not None
     ctx = ReplayContext(
         n_pages=n,
@@ -282,20 +283,14 @@ def run_replay(
         n_steps=n_steps,
         first_step=first,
         last_step=last,
-        start=(pages.start_ms - t0) / MS_PER_DAY,
+        start=start / MS_PER_DAY,
         weights=pages.weights,
         budget=None if not policy.budgeted else float(budget),
         epoch_steps=int(epoch_steps),
         rng=rng,
         true_rates=pages.true_rates if getattr(policy, "oracle", False) else None,
         changes=(
-            dict(
-                change_ms=pages.change_ms - t0,
-                offsets=pages.offsets,
-                start_ms=pages.start_ms - t0,
-                end_ms=pages.end_ms - t0,
-                dt_ms=int(dt_ms),
-            )
+            dict(change_ms=change, offsets=pages.offsets, start_ms=start, end_ms=end, dt_ms=int(dt_ms))
             if getattr(policy, "clairvoyant", False)
             else None
         ),
@@ -305,9 +300,7 @@ def run_replay(
     policy.reset(ctx)
 
     counts = pages.n_changes
-    key = np.repeat(np.arange(n, dtype=np.int64) * _PAGE_SHIFT, counts) + (pages.change_ms - t0)
-    change = pages.change_ms - t0
-    end = pages.end_ms - t0
+    key = np.repeat(np.arange(n, dtype=np.int64) * _PAGE_SHIFT, counts) + change
     never = np.iinfo(np.int64).max // 4
 
     def first_change_after(idx, t_ms):
@@ -315,7 +308,7 @@ def run_replay(
         ok = pos < pages.offsets[idx + 1]
         return np.where(ok, change[np.minimum(pos, max(change.size - 1, 0))] if change.size else never, never)
 
-    last_ms = pages.start_ms - t0
+    last_ms = start.copy()  # the time of each page's last crawl, moved on by the kernels
     stale_ms = first_change_after(np.arange(n, dtype=np.int64), last_ms)
     fresh = np.zeros(n)
     age = np.zeros(n)
