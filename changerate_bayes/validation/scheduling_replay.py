@@ -36,15 +36,9 @@ import math
 import numpy as np
 import pandas as pd
 
+from changerate_bayes import replay as replay_pkg
 from changerate_bayes.datasets import dataset_path
-from changerate_bayes.replay import (
-    DEFAULT_POLICIES,
-    POLICY_NAMES,
-    TUNED,
-    at_search_bound,
-    plot_freshness_budget,
-    replay_policies,
-)
+from changerate_bayes.replay import POLICY_NAMES, at_search_bound, plot_freshness_budget, replay_policies
 from changerate_bayes.report import figure_to_html, html_table, verdict_html
 from changerate_bayes.traces import list_traces, load_trace
 from changerate_bayes.validation import _replay_host_caps as _host_caps
@@ -61,7 +55,7 @@ PACED = ("paced_uniform", "paced_index_mean", "paced_index_thompson")
 #: The policies that learn the rates: the replay's default policies but the crawlers' schedules
 #: (tuned or not) and the hindsight references, then the paced ones.
 LEARNED = (
-    tuple(p for p in DEFAULT_POLICIES if p not in REFERENCES and p not in TUNED and p not in TUNED.values()) + PACED
+    tuple(p for p in replay_pkg.DEFAULT_POLICIES if p.removesuffix("_tuned") not in SCHEDULES + REFERENCES) + PACED
 )
 #: Not replayed by the study (see ``study_policies``).
 SLOW = ("dynamic_index_mean", "dynamic_index_thompson", "burst_index_mean", "burst_index_thompson")
