@@ -15,6 +15,7 @@ import numpy as np
 __all__ = [
     "StatisticalWarning",
     "as_float_array",
+    "check_at_least",
     "check_choice",
     "check_finite_real",
     "check_open_unit",
@@ -146,6 +147,15 @@ def check_positive_scalar(x, *, name: str, allow_inf: bool = False) -> float:
     if np.isnan(x) or x <= 0 or (np.isinf(x) and not allow_inf):
         raise ValueError(f"`{name}` must be a finite number > 0; got {x}")
     return x
+
+
+def check_at_least(x, *, name: str, minimum: float) -> float:
+    """Return ``x`` as a float after checking it is a finite real number >= ``minimum`` (a
+    ValueError otherwise, also for a bool or a value that is not a number)."""
+    real = isinstance(x, numbers.Real) and not isinstance(x, bool)
+    if not (real and math.isfinite(x) and x >= minimum):
+        raise ValueError(f"`{name}` must be a finite number >= {minimum:g}; got {x!r}")
+    return float(x)
 
 
 def check_open_unit(x, *, name: str) -> float:

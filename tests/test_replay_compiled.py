@@ -98,11 +98,10 @@ def _replay_by_definition(
             fresh[i] += (min(c, b) - a) / MS_PER_DAY
             late = (b - c) / MS_PER_DAY if c < b else 0.0
             age[i] += 0.5 * late * late
-    return new_engine.ReplayResult(
-        policy.name,
-        ctx.budget,
-        pages.span_days,
-        pages.window_days,
+    return new_engine.replay_result(
+        policy,
+        ctx,
+        pages,
         fresh,
         age,
         np.array([len(c) - 1 for c in crawled], dtype=np.int64),
@@ -110,8 +109,6 @@ def _replay_by_definition(
             [sum(np.any((ch > a) & (ch <= b)) for a, b in zip(cr, cr[1:])) for ch, cr in zip(changes, crawled)],
             dtype=np.int64,
         ),
-        pages.n_changes.copy(),
-        pages.weights,
     )
 
 

@@ -42,6 +42,13 @@ def _freeze_sign(bad, last):
 
 
 @nb.njit(inline="always", **_JIT)
+def _frozen_if_bad(new, last):
+    """(``new``, False) while it is finite, else (±inf with the sign of the overflow, True)."""
+    ok = np.isfinite(new)
+    return (new if ok else _freeze_sign(new, last)), not ok
+
+
+@nb.njit(inline="always", **_JIT)
 def _sa_step(y, c, e, p):
     return y + e * (c * (y + p) - y)
 
@@ -66,11 +73,7 @@ def sa_segments(changed, offsets, p, etas, initial, up, out, final, diverged):
         lo = offsets[i]
         for j in range(offsets[i + 1] - lo):
             if not bad:
-                new = _sa_step(y, np.float64(changed[lo + j]), etas[j], pi)
-                if not np.isfinite(new):
-                    new = _freeze_sign(new, y)
-                    bad = True
-                y = new
+                y, bad = _frozen_if_bad(_sa_step(y, np.float64(changed[lo + j]), etas[j], pi), y)
             if write:
                 out[i, j] = y * up
         final[i] = y * up
@@ -91,10 +94,7 @@ def sam_segments(changed, offsets, p, etas, zetas, initial, up, out, final, dive
         lo = offsets[i]
         for j in range(offsets[i + 1] - lo):
             if not bad:
-                new = _sam_step(z, zp, np.float64(changed[lo + j]), etas[j], zetas[j], pi)
-                if not np.isfinite(new):
-                    new = _freeze_sign(new, z)
-                    bad = True
+                new, bad = _frozen_if_bad(_sam_step(z, zp, np.float64(changed[lo + j]), etas[j], zetas[j], pi), z)
                 zp = z
                 z = new
             if write:
@@ -131,13 +131,29 @@ def first_bad_changed(changed, mask):
     return -1
 
 
+@nb.njit(inline="always", **_JIT)
+def _first_bad_all(changed):
+    """−1 if every entry is 0 or 1 (checked in one branch-free pass), else the first that is not."""
+    if _all01(changed):
+        return -1
+    return first_bad_changed(changed, np.zeros(0, dtype=np.bool_))
+
+
+@nb.njit(inline="always", **_JIT)
+def _next_count(counts, i):
+    """k_i, the crawls of page i so far, and k_i += 1."""
+    k = counts[i]
+    counts[i] = k + 1
+    return k
+
+
 @nb.njit(**_JIT)
 def count_update(changed, changes):
     """Î += I for every page, after checking every I is 0 or 1 (−1, or the bad index)."""
-    n = changed.size
-    if not _all01(changed):
-        return first_bad_changed(changed, np.zeros(0, dtype=np.bool_))
-    for i in range(n):
+    bad = _first_bad_all(changed)
+    if bad >= 0:
+        return bad
+    for i in range(changed.size):
         changes[i] += np.float64(changed[i])
     return -1
 
@@ -162,28 +178,24 @@ def sa_update(changed, y, p, e, frozen):
 
     Returns (bad index or −1, number of pages whose estimate left the float64 range)."""
     n = changed.size
-    if not _all01(changed):
-        return first_bad_changed(changed, np.zeros(0, dtype=np.bool_)), 0
+    bad = _first_bad_all(changed)
+    if bad >= 0:
+        return bad, 0
     shared = p.size == 1
     if not frozen:  # no estimate has left the float64 range: no frozen value to keep
         n_bad = 0
         for i in range(n):
             yi = y[i]
-            new = _sa_step(yi, np.float64(changed[i]), e, p[0] if shared else p[i])
-            ok = np.isfinite(new)
-            y[i] = new if ok else _freeze_sign(new, yi)
-            n_bad += not ok
+            y[i], b = _frozen_if_bad(_sa_step(yi, np.float64(changed[i]), e, p[0] if shared else p[i]), yi)
+            n_bad += b
         return -1, n_bad
     n_bad = 0
     for i in range(n):
         yi = y[i]
         if not np.isfinite(yi):  # frozen
             continue
-        new = _sa_step(yi, np.float64(changed[i]), e, p[0] if shared else p[i])
-        if not np.isfinite(new):
-            new = _freeze_sign(new, yi)
-            n_bad += 1
-        y[i] = new
+        y[i], b = _frozen_if_bad(_sa_step(yi, np.float64(changed[i]), e, p[0] if shared else p[i]), yi)
+        n_bad += b
     return -1, n_bad
 
 
@@ -198,16 +210,12 @@ def sa_update_masked(changed, mask, y, counts, p, etas):
     for i in range(changed.size):
         if not mask[i]:
             continue
-        k = counts[i]
-        counts[i] = k + 1
+        k = _next_count(counts, i)
         yi = y[i]
         if not np.isfinite(yi):
             continue
-        new = _sa_step(yi, np.float64(changed[i]), etas[k], p[0] if shared else p[i])
-        if not np.isfinite(new):
-            new = _freeze_sign(new, yi)
-            n_bad += 1
-        y[i] = new
+        y[i], b = _frozen_if_bad(_sa_step(yi, np.float64(changed[i]), etas[k], p[0] if shared else p[i]), yi)
+        n_bad += b
     return -1, n_bad
 
 
@@ -215,22 +223,19 @@ def sa_update_masked(changed, mask, y, counts, p, etas):
 def sam_update(changed, z, zp, diverged, p, e, zeta):
     """One SAM step for every page: z_{k+1} is written over z_{k−1} (the caller swaps the
     two buffers). Returns (bad index or −1, number of pages that newly diverged)."""
-    n = changed.size
-    if not _all01(changed):
-        return first_bad_changed(changed, np.zeros(0, dtype=np.bool_)), 0
+    bad = _first_bad_all(changed)
+    if bad >= 0:
+        return bad, 0
     shared = p.size == 1
     n_bad = 0
-    for i in range(n):
+    for i in range(changed.size):
         zi = z[i]
         if diverged[i]:
             zp[i] = zi
             continue
-        new = _sam_step(zi, zp[i], np.float64(changed[i]), e, zeta, p[0] if shared else p[i])
-        if not np.isfinite(new):
-            new = _freeze_sign(new, zi)
-            diverged[i] = True
-            n_bad += 1
-        zp[i] = new
+        zp[i], b = _frozen_if_bad(_sam_step(zi, zp[i], np.float64(changed[i]), e, zeta, p[0] if shared else p[i]), zi)
+        diverged[i] = b
+        n_bad += b
     return -1, n_bad
 
 
@@ -245,17 +250,16 @@ def sam_update_masked(changed, mask, z, zp, diverged, counts, p, etas, zetas):
     for i in range(changed.size):
         if not mask[i]:
             continue
-        k = counts[i]
-        counts[i] = k + 1
+        k = _next_count(counts, i)
         zi = z[i]
         if diverged[i]:
             zp[i] = zi
             continue
-        new = _sam_step(zi, zp[i], np.float64(changed[i]), etas[k], zetas[k], p[0] if shared else p[i])
-        if not np.isfinite(new):
-            new = _freeze_sign(new, zi)
-            diverged[i] = True
-            n_bad += 1
+        new, b = _frozen_if_bad(
+            _sam_step(zi, zp[i], np.float64(changed[i]), etas[k], zetas[k], p[0] if shared else p[i]), zi
+        )
+        diverged[i] = b
+        n_bad += b
         zp[i] = zi
         z[i] = new
     return -1, n_bad

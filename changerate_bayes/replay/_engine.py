@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -195,7 +196,19 @@ def _refuse_crawls(status: int, policy, step: int, size: int, allowed) -> None:
         )
 
 
-def _host_queues(host_codes, host_caps, n: int, dt: float) -> dict:
+class _HostQueues(NamedTuple):
+    """The host queues' state, as the kernels take it (see ``_kernels``)."""
+
+    host: np.ndarray
+    queued: np.ndarray
+    qn: np.ndarray
+    qh: np.ndarray
+    qf: np.ndarray
+    nbusy: np.ndarray
+    fetched: np.ndarray
+
+
+def _host_queues(host_codes, host_caps, n: int, dt: float) -> _HostQueues:
     """The empty host queues (the kernels' state, see ``_kernels``), every bucket full."""
     caps = np.asarray(host_caps, dtype=np.float64)
     h = caps.size
@@ -205,7 +218,7 @@ def _host_queues(host_codes, host_caps, n: int, dt: float) -> dict:
     qh = np.zeros((6, h), dtype=np.int64)
     qh[0:2] = -1
     qf = np.stack([capacity, alloc, capacity]).astype(np.float64)
-    return dict(
+    return _HostQueues(
         host=np.ascontiguousarray(host_codes, dtype=np.int64),
         queued=np.zeros(n, dtype=bool),
         qn=np.full(n, -1, dtype=np.int64),
@@ -262,6 +275,7 @@ def run_replay(
     n = pages.n_pages
     dt = dt_ms / MS_PER_DAY
     t0, n_steps, first, last = _steps(pages, dt_ms)
+    change, start, end = pages.change_ms - t0, pages.start_ms - t0, pages.end_ms - t0  # int64 ms since t0
     capped = host_codes is not None
     ctx = ReplayContext(
         n_pages=n,
@@ -269,20 +283,14 @@ def run_replay(
         n_steps=n_steps,
         first_step=first,
         last_step=last,
-        start=(pages.start_ms - t0) / MS_PER_DAY,
+        start=start / MS_PER_DAY,
         weights=pages.weights,
         budget=None if not policy.budgeted else float(budget),
         epoch_steps=int(epoch_steps),
         rng=rng,
         true_rates=pages.true_rates if getattr(policy, "oracle", False) else None,
         changes=(
-            dict(
-                change_ms=pages.change_ms - t0,
-                offsets=pages.offsets,
-                start_ms=pages.start_ms - t0,
-                end_ms=pages.end_ms - t0,
-                dt_ms=int(dt_ms),
-            )
+            dict(change_ms=change, offsets=pages.offsets, start_ms=start, end_ms=end, dt_ms=int(dt_ms))
             if getattr(policy, "clairvoyant", False)
             else None
         ),
@@ -292,9 +300,7 @@ def run_replay(
     policy.reset(ctx)
 
     counts = pages.n_changes
-    key = np.repeat(np.arange(n, dtype=np.int64) * _PAGE_SHIFT, counts) + (pages.change_ms - t0)
-    change = pages.change_ms - t0
-    end = pages.end_ms - t0
+    key = np.repeat(np.arange(n, dtype=np.int64) * _PAGE_SHIFT, counts) + change
     never = np.iinfo(np.int64).max // 4
 
     def first_change_after(idx, t_ms):
@@ -302,12 +308,14 @@ def run_replay(
         ok = pos < pages.offsets[idx + 1]
         return np.where(ok, change[np.minimum(pos, max(change.size - 1, 0))] if change.size else never, never)
 
-    last_ms = pages.start_ms - t0
+    last_ms = start.copy()  # the time of each page's last crawl, moved on by the kernels
     stale_ms = first_change_after(np.arange(n, dtype=np.int64), last_ms)
     fresh = np.zeros(n)
     age = np.zeros(n)
     crawls = np.zeros(n, dtype=np.int64)
     detected = np.zeros(n, dtype=np.int64)
+    # the scoring state the kernels update in place (see ``_kernels.crawl_pages``)
+    score = (stale_ms, last_ms, fresh, age, crawls, detected, key, change, pages.offsets, _PAGE_SHIFT, never)
     spent = 0
     changed_full = np.zeros(n, dtype=bool)
     interval_full = np.zeros(n)
@@ -339,39 +347,17 @@ def run_replay(
                 dt,
                 spent,
                 int(policy.spent),
-                policy.due,
-                policy.c0,
-                policy.p,
-                policy.m,
+                (policy.due, policy.c0, policy.p, policy.m),
                 int(policy.k_alloc),
                 int(policy.next_alloc),
                 int(policy.next_change),
                 active,
-                stale_ms,
-                last_ms,
-                fresh,
-                age,
-                crawls,
-                detected,
-                key,
-                change,
-                pages.offsets,
-                _PAGE_SHIFT,
-                never,
+                score,
                 record,
-                ev_page,
-                ev_changed,
-                ev_tau,
+                (ev_page, ev_changed, ev_tau, ev_step),
                 cap,
                 capped,
-                ev_step,
-                q["host"],
-                q["queued"],
-                q["qn"],
-                q["qh"],
-                q["qf"],
-                q["nbusy"],
-                q["fetched"],
+                q,
             )
             spent += added
             policy.spent += added
@@ -385,7 +371,7 @@ def run_replay(
             if n_ev + n <= cap or not n_ev:
                 break  # stopped at a step the loop below handles (or past the end)
         k_policy = int(policy.next_step(k))
-        k = min(k_policy, int(_k.host_next_release(k, q["qh"], q["qf"], q["nbusy"]))) if capped else k_policy
+        k = min(k_policy, int(_k.host_next_release(k, q))) if capped else k_policy
         if k > n_steps:
             break
         t_ms = k * dt_ms
@@ -398,7 +384,7 @@ def run_replay(
         if capped:
             idx = np.zeros(0, dtype=np.int64)
             if k_policy <= k:
-                mask = policy.select(k, t_ms / MS_PER_DAY, active & ~q["queued"], allowed)
+                mask = policy.select(k, t_ms / MS_PER_DAY, active & ~q.queued, allowed)
                 idx = np.asanyarray(mask).ravel().nonzero()[0].astype(np.int64, copy=False)
                 if idx.size:
                     if idx[-1] >= n:
@@ -407,10 +393,10 @@ def run_replay(
                         _refuse_crawls(1, policy, k, idx.size, allowed)
                     if allowed is not None and idx.size > allowed:
                         _refuse_crawls(2, policy, k, idx.size, allowed)
-                    _k.host_enqueue(idx, q["host"], q["queued"], q["qn"], q["qh"], q["nbusy"])
+                    _k.host_enqueue(idx, q)
                     spent += idx.size
-            n_f = _k.host_release(k, active, q["queued"], q["qn"], q["qh"], q["qf"], q["nbusy"], q["fetched"])
-            idx = q["fetched"][:n_f].copy()
+            n_f = _k.host_release(k, active, q)
+            idx = q.fetched[:n_f].copy()
             mask = np.zeros(n, dtype=bool)
             mask[idx] = True
         else:
@@ -426,19 +412,9 @@ def run_replay(
                 active,
                 allowed is not None and not capped,
                 0 if allowed is None else allowed,
-                stale_ms,
-                last_ms,
-                fresh,
-                age,
-                crawls,
-                detected,
                 changed_full,
                 interval_full,
-                key,
-                change,
-                pages.offsets,
-                _PAGE_SHIFT,
-                never,
+                score,
             )
             if status:
                 _refuse_crawls(status, policy, k, idx.size, allowed)
@@ -452,6 +428,13 @@ def run_replay(
     fresh += (np.minimum(stale_ms, end) - last_ms) / MS_PER_DAY
     late = np.where(stale_ms < end, (end - stale_ms) / MS_PER_DAY, 0.0)
     age += 0.5 * late * late
+    return replay_result(policy, ctx, pages, fresh, age, crawls, detected)
+
+
+def replay_result(policy, ctx: ReplayContext, pages: ReplayPages, fresh, age, crawls, detected) -> ReplayResult:
+    """The result of replaying ``pages`` under ``policy`` from its per-page totals (fresh
+    days, age area, crawls, crawls that saw a change); the windows, true changes and
+    weights are the pages' own."""
     return ReplayResult(
         policy.name,
         ctx.budget,
@@ -461,7 +444,7 @@ def run_replay(
         age,
         crawls,
         detected,
-        counts.copy(),
+        pages.n_changes.copy(),
         pages.weights,
     )
 

@@ -23,12 +23,12 @@ spend follows the collection's size.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from .._validation import check_at_least
 from ..scheduling import capped_crawl_rates, freshness_index, index_kernels, predictive_freshness_index
 from ._learners import KnownRates
 
@@ -106,16 +106,11 @@ class IndexPolicy:
             raise ValueError(f"`form` must be 'mean' or 'thompson'; got {form!r}")
         if pace not in ("collection", "pages"):
             raise ValueError(f"`pace` must be 'collection' or 'pages'; got {pace!r}")
-        if (
-            isinstance(max_interval_factor, bool)
-            or not isinstance(max_interval_factor, numbers.Real)
-            or not (math.isfinite(max_interval_factor) and max_interval_factor >= 1)
-        ):
-            raise ValueError(f"`max_interval_factor` must be a finite number >= 1; got {max_interval_factor!r}")
+        factor = check_at_least(max_interval_factor, name="max_interval_factor", minimum=1)
         self.make_learner: Callable[[int], Any] = learner
         self.name: str = name
         self.form: str = form
-        self.max_interval_factor: float = float(max_interval_factor)
+        self.max_interval_factor: float = factor
         self.pace: str = pace
 
     def reset(self, ctx) -> None:

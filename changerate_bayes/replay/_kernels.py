@@ -47,9 +47,10 @@ def _search_right(key, v):
 
 
 @nb.njit(inline="always", **_JIT)
-def _score_crawl(i, t_ms, stale, last, fresh, age, crawls, detected, key, change, offsets, shift, never):
+def _score_crawl(i, t_ms, score):
     """Score one crawl of page ``i`` at ``t_ms`` (see ``crawl_pages``) and look up its next
     change; returns what the crawl reveals: (changed, interval in days)."""
+    stale, last, fresh, age, crawls, detected, key, change, offsets, shift, never = score
     s = stale[i]
     a = last[i]
     ch = s <= t_ms
@@ -68,35 +69,17 @@ def _score_crawl(i, t_ms, stale, last, fresh, age, crawls, detected, key, change
 
 
 @nb.njit(**_JIT)
-def crawl_pages(
-    idx,
-    t_ms,
-    active,
-    budgeted,
-    allowed,
-    stale,
-    last,
-    fresh,
-    age,
-    crawls,
-    detected,
-    changed,
-    interval,
-    key,
-    change,
-    offsets,
-    shift,
-    never,
-):
+def crawl_pages(idx, t_ms, active, budgeted, allowed, changed, interval, score):
     """Score the crawls of pages ``idx`` (in range) at time ``t_ms`` and look up their next change.
 
     First the engine's checks, before anything is changed: returns 1 if a page is not
     ``active``, else 2 if ``budgeted`` and more than ``allowed`` pages are crawled, else 0
-    once the crawls are scored. Per page i (int64 ms since t0): the copy taken at
-    ``last[i]`` was fresh until min(stale[i], t) and aged (t − stale[i])²/2 when
-    stale[i] <= t; ``changed[i]`` and ``interval[i]`` (days) are what the crawl reveals;
-    then last[i] = t and stale[i] = the first change after t (``never`` if none), found
-    in ``key`` = page·shift + change time.
+    once the crawls are scored. ``score`` is the engine's scoring state, the tuple (stale,
+    last, fresh, age, crawls, detected, key, change, offsets, shift, never). Per page i
+    (int64 ms since t0): the copy taken at ``last[i]`` was fresh until min(stale[i], t) and
+    aged (t − stale[i])²/2 when stale[i] <= t; ``changed[i]`` and ``interval[i]`` (days)
+    are what the crawl reveals; then last[i] = t and stale[i] = the first change after t
+    (``never`` if none), found in ``key`` = page·shift + change time.
     """
     for j in range(idx.size):
         if not active[idx[j]]:
@@ -105,9 +88,7 @@ def crawl_pages(
         return 2
     for j in range(idx.size):
         i = idx[j]
-        changed[i], interval[i] = _score_crawl(
-            i, t_ms, stale, last, fresh, age, crawls, detected, key, change, offsets, shift, never
-        )
+        changed[i], interval[i] = _score_crawl(i, t_ms, score)
     return 0
 
 
@@ -178,6 +159,41 @@ def rate_select(k, allowed, due, c0, p, m, k_alloc, dt):
     return sel
 
 
+@nb.njit(inline="always", **_JIT)
+def _select_checked(k, t_ms, budget, spent, grid, k_alloc, dt, active):
+    """The credit grid's choice at step ``k`` (``rate_select`` with the allowance of a budget
+    that has ``spent`` crawls) and the engine's checks on it. Returns (allowed, the chosen
+    pages in page order, status): status 1 if a page is not ``active``, else 2 if more than
+    ``allowed`` are chosen, else 0."""
+    due, c0, p, m = grid
+    allowed = np.int64(np.floor(budget * (t_ms / MS_PER_DAY) + 1e-9)) - spent
+    idx = np.sort(rate_select(k, allowed, due, c0, p, m, k_alloc, dt))
+    for j in range(idx.size):
+        if not active[idx[j]]:
+            return allowed, idx, 1
+    if idx.size and idx.size > allowed:
+        return allowed, idx, 2
+    return allowed, idx, 0
+
+
+@nb.njit(inline="always", **_JIT)
+def _score_step(idx, k, t_ms, score, record, events, n_ev):
+    """Score the crawls of pages ``idx`` at step ``k`` (``_score_crawl``, in that order); with
+    ``record``, append each crawl's (page, I, τ days, step) to ``events`` from ``n_ev`` on.
+    Returns the events' new count."""
+    ev_page, ev_changed, ev_tau, ev_step = events
+    for j in range(idx.size):
+        i = idx[j]
+        ch, tau_days = _score_crawl(i, t_ms, score)
+        if record:
+            ev_page[n_ev] = i
+            ev_changed[n_ev] = ch
+            ev_tau[n_ev] = tau_days
+            ev_step[n_ev] = k
+            n_ev += 1
+    return n_ev
+
+
 @nb.njit(**_JIT)
 def rate_steps(
     k,
@@ -188,59 +204,38 @@ def rate_steps(
     dt,
     spent,
     spent_policy,
-    due,
-    c0,
-    p,
-    m,
+    grid,
     k_alloc,
     next_alloc,
     next_change,
     active,
-    stale,
-    last,
-    fresh,
-    age,
-    crawls,
-    detected,
-    key,
-    change,
-    offsets,
-    shift,
-    never,
+    score,
     record,
-    ev_page,
-    ev_changed,
-    ev_tau,
+    events,
     ev_cap,
     capped,
-    ev_step,
-    host,
-    queued,
-    qn,
-    qh,
-    qf,
-    nbusy,
-    fetched,
+    queues,
 ):
     """The engine's loop over the steps k, k + 1, ... of a built-in ``RatePolicy``, up to the
     first step the policy acts at that is >= ``k_stop`` (a reallocation or a page entering or
     leaving), compiled: ``next_step``, the budget, ``select``, the checks and the scoring as
     in ``run_replay``, step by step in the same order.
 
-    ``spent`` and ``spent_policy`` are the crawls so far as the engine and the policy
-    count them (the same for a built-in policy). With ``record``,
-    each crawl's (page, I, τ days, step) is appended, step by step and in page order within a
-    step, to ``ev_*`` (room for ``ev_cap``); the loop also stops before a step that might
-    not fit. Returns (k, crawls added, events, status, step, allowed, crawls at step): k is
-    where the engine's loop resumes; status 1 (a page outside its window) or 2 (over the
-    budget) stops at ``step`` with nothing scored there.
+    ``grid`` is the policy's (due, c0, p, m) and ``score`` the engine's scoring state (see
+    ``crawl_pages``). ``spent`` and ``spent_policy`` are the crawls so far as the engine and
+    the policy count them (the same for a built-in policy). With ``record``, each crawl's
+    (page, I, τ days, step) is appended, step by step and in page order within a step, to
+    ``events`` = (page, I, τ, step) arrays (room for ``ev_cap``); the loop also stops before a
+    step that might not fit. Returns (k, crawls added, events, status, step, allowed, crawls
+    at step): k is where the engine's loop resumes; status 1 (a page outside its window) or 2
+    (over the budget) stops at ``step`` with nothing scored there.
 
     With ``capped``, the chosen pages go through the host queues (``host_enqueue``,
-    ``host_release``; the state ``host`` .. ``nbusy``, ``fetched`` a buffer of N): the
-    loop also visits the steps at which a queue releases a fetch, selects only at the
-    policy's own steps, charges the budget with the pages chosen and scores the pages
-    fetched; ``ev_step`` then records each event's step.
+    ``host_release``; ``queues`` their state, see below): the loop also visits the steps at
+    which a queue releases a fetch, selects only at the policy's own steps, charges the
+    budget with the pages chosen and scores the pages fetched.
     """
+    due = grid[0]
     n = due.size
     added = 0
     n_ev = 0
@@ -256,7 +251,7 @@ def rate_steps(
                 cand = min(cand, max(fire, np.int64(token_f)))
         kk = max(cand, k)
         if capped:
-            kk = min(kk, host_next_release(k, qh, qf, nbusy))
+            kk = min(kk, host_next_release(k, queues))
         if kk >= k_stop or kk > n_steps or (record and n_ev + n > ev_cap):
             return k, added, n_ev, 0, kk, 0, 0
         if capped:
@@ -268,36 +263,14 @@ def rate_steps(
                 dt,
                 spent,
                 added,
-                due,
-                c0,
-                p,
-                m,
+                grid,
                 k_alloc,
                 active,
-                stale,
-                last,
-                fresh,
-                age,
-                crawls,
-                detected,
-                key,
-                change,
-                offsets,
-                shift,
-                never,
+                score,
                 record,
-                ev_page,
-                ev_changed,
-                ev_tau,
-                ev_step,
+                events,
                 n_ev,
-                host,
-                queued,
-                qn,
-                qh,
-                qf,
-                nbusy,
-                fetched,
+                queues,
             )
             if status:
                 return k, added, n_ev, status, k, allowed, size
@@ -305,36 +278,21 @@ def rate_steps(
             continue
         k = kk
         t_ms = k * dt_ms
-        allowed = np.int64(np.floor(budget * (t_ms / MS_PER_DAY) + 1e-9)) - (spent + added)
-        sel = rate_select(k, allowed, due, c0, p, m, k_alloc, dt)
-        if sel.size:
-            idx = np.sort(sel)
-            for j in range(idx.size):
-                if not active[idx[j]]:
-                    return k, added, n_ev, 1, k, allowed, idx.size
-            if idx.size > allowed:
-                return k, added, n_ev, 2, k, allowed, idx.size
-            for j in range(idx.size):
-                i = idx[j]
-                ch, tau_days = _score_crawl(
-                    i, t_ms, stale, last, fresh, age, crawls, detected, key, change, offsets, shift, never
-                )
-                if record:
-                    ev_page[n_ev] = i
-                    ev_changed[n_ev] = ch
-                    ev_tau[n_ev] = tau_days
-                    ev_step[n_ev] = k
-                    n_ev += 1
-            added += idx.size
+        allowed, idx, status = _select_checked(k, t_ms, budget, spent + added, grid, k_alloc, dt, active)
+        if status:
+            return k, added, n_ev, status, k, allowed, idx.size
+        n_ev = _score_step(idx, k, t_ms, score, record, events, n_ev)
+        added += idx.size
         k += 1
 
 
 # ------------------------------------------------------------------------- host queues
-# State of the per-host queues (see ``_engine``): ``host`` (N,) the host of each page;
-# ``queued`` (N,) whether a page waits in its host's queue; ``qn`` (N,) the next page in
-# that queue (FIFO, a linked list); ``qh`` int64 (6, H): head, tail, length, step of the
-# last fetch, whether busy, and in row 5 the list of busy hosts (``nbusy[0]`` of them);
-# ``qf`` float64 (3, H): tokens after the last fetch, allowance per step a_h, capacity C_h.
+# State of the per-host queues (see ``_engine``), the tuple ``queues`` = (host, queued, qn,
+# qh, qf, nbusy, fetched): ``host`` (N,) the host of each page; ``queued`` (N,) whether a
+# page waits in its host's queue; ``qn`` (N,) the next page in that queue (FIFO, a linked
+# list); ``qh`` int64 (6, H): head, tail, length, step of the last fetch, whether busy, and
+# in row 5 the list of busy hosts (``nbusy[0]`` of them); ``qf`` float64 (3, H): tokens
+# after the last fetch, allowance per step a_h, capacity C_h; ``fetched`` a buffer of N.
 @nb.njit(inline="always", **_JIT)
 def _host_tokens(h, k, qh, qf):
     """Tokens of host h at step k: min(C_h, T_h + a_h·(k − u_h)), u_h its last fetch step."""
@@ -344,9 +302,10 @@ def _host_tokens(h, k, qh, qf):
 
 
 @nb.njit(**_JIT)
-def host_enqueue(idx, host, queued, qn, qh, nbusy):
+def host_enqueue(idx, queues):
     """Append the pages ``idx`` (in that order) to their hosts' queues; a page already waiting
     stays where it is (the order is merged with the waiting one). Returns the pages added."""
+    host, queued, qn, qh, qf, nbusy, fetched = queues
     added = 0
     for j in range(idx.size):
         i = idx[j]
@@ -370,11 +329,12 @@ def host_enqueue(idx, host, queued, qn, qh, nbusy):
 
 
 @nb.njit(**_JIT)
-def host_release(k, active, queued, qn, qh, qf, nbusy, out):
+def host_release(k, active, queues):
     """Fetch from every busy host's queue at step ``k``, first in first out, as many pages as its
     whole tokens allow, floor(tokens + 1e-9); a page whose window has closed (not ``active``)
-    leaves the queue unfetched. The pages fetched go to ``out`` in page order; returns their
-    number. A host that fetched f pages keeps T_h = tokens − f from step k on."""
+    leaves the queue unfetched. The pages fetched go to ``fetched`` in page order; returns
+    their number. A host that fetched f pages keeps T_h = tokens − f from step k on."""
+    host, queued, qn, qh, qf, nbusy, out = queues
     n_out = 0
     keep = 0
     for b in range(nbusy[0]):
@@ -406,8 +366,9 @@ def host_release(k, active, queued, qn, qh, qf, nbusy, out):
 
 
 @nb.njit(**_JIT)
-def host_next_release(k, qh, qf, nbusy):
+def host_next_release(k, queues):
     """The first step >= k at which some busy host has a whole token (NEVER if no host is busy)."""
+    host, queued, qn, qh, qf, nbusy, fetched = queues
     best = NEVER
     for b in range(nbusy[0]):
         h = qh[5, b]
@@ -427,43 +388,7 @@ def host_next_release(k, qh, qf, nbusy):
 
 @nb.njit(**_JIT)
 def _rate_step_capped(
-    k,
-    select,
-    dt_ms,
-    budget,
-    dt,
-    spent,
-    added,
-    due,
-    c0,
-    p,
-    m,
-    k_alloc,
-    active,
-    stale,
-    last,
-    fresh,
-    age,
-    crawls,
-    detected,
-    key,
-    change,
-    offsets,
-    shift,
-    never,
-    record,
-    ev_page,
-    ev_changed,
-    ev_tau,
-    ev_step,
-    n_ev,
-    host,
-    queued,
-    qn,
-    qh,
-    qf,
-    nbusy,
-    fetched,
+    k, select, dt_ms, budget, dt, spent, added, grid, k_alloc, active, score, record, events, n_ev, queues
 ):
     """One step of ``rate_steps`` through the host queues: the credit grid's choice (if
     ``select``), its checks and charge, the queues' release and the scoring of the fetches.
@@ -471,29 +396,13 @@ def _rate_step_capped(
     t_ms = k * dt_ms
     allowed = np.int64(0)
     if select:
-        allowed = np.int64(np.floor(budget * (t_ms / MS_PER_DAY) + 1e-9)) - (spent + added)
-        sel = rate_select(k, allowed, due, c0, p, m, k_alloc, dt)
-        if sel.size:
-            idx = np.sort(sel)
-            for j in range(idx.size):
-                if not active[idx[j]]:
-                    return k, added, n_ev, 1, allowed, idx.size
-            if idx.size > allowed:
-                return k, added, n_ev, 2, allowed, idx.size
-            host_enqueue(idx, host, queued, qn, qh, nbusy)
-            added += idx.size
-    n_f = host_release(k, active, queued, qn, qh, qf, nbusy, fetched)
-    for j in range(n_f):
-        i = fetched[j]
-        ch, tau_days = _score_crawl(
-            i, t_ms, stale, last, fresh, age, crawls, detected, key, change, offsets, shift, never
-        )
-        if record:
-            ev_page[n_ev] = i
-            ev_changed[n_ev] = ch
-            ev_tau[n_ev] = tau_days
-            ev_step[n_ev] = k
-            n_ev += 1
+        allowed, idx, status = _select_checked(k, t_ms, budget, spent + added, grid, k_alloc, dt, active)
+        if status:
+            return k, added, n_ev, status, allowed, idx.size
+        host_enqueue(idx, queues)
+        added += idx.size
+    n_f = host_release(k, active, queues)
+    n_ev = _score_step(queues[6][:n_f], k, t_ms, score, record, events, n_ev)
     return k, added, n_ev, 0, allowed, 0
 
 
@@ -546,45 +455,37 @@ def _java_round(x):
 
 
 @nb.njit(inline="always", **_JIT)
-def _nutch_fetch(
-    t_ms,
-    state,
-    interval_s,
-    modified_ms,
-    inc_rate,
-    dec_rate,
-    min_interval_s,
-    max_interval_s,
-    max_fetch_interval_s,
-    sync_delta,
-    sync_delta_rate,
-    v122,
-):
-    """One fetch in Nutch's CrawlDb update: ``AdaptiveFetchSchedule.setFetchSchedule`` then
-    CrawlDbReducer's ``forceRefetch`` check (see ``_policies.nutch_update``).
+def _nutch_fetch(t_ms, state, interval_s, modified_ms, i, settings):
+    """One fetch of entry ``i`` in Nutch's CrawlDb update: ``AdaptiveFetchSchedule.setFetchSchedule``
+    then CrawlDbReducer's ``forceRefetch`` check (see ``_policies.nutch_update``).
 
-    In Java's arithmetic: the interval is a float (float32) while it is adapted and an int
+    ``settings`` is the tuple (inc_rate, dec_rate, min_interval_s, max_interval_s,
+    max_fetch_interval_s, sync_delta, sync_delta_rate, v122): arrays of one entry per page
+    but the two flags. In Java's arithmetic: the interval is a float (float32) while it is adapted and an int
     (whole seconds, Math.round) once stored; times are long milliseconds; the rates are
     floats read from the configuration (``sync_delta_rate`` widened to double). A modified
     time ``NO_TIME`` is Nutch's 0 (none stored). Returns (stored interval s, next fetch ms,
     modified ms, reset).
     """
+    inc_rate, dec_rate, min_interval_s, max_interval_s, max_fetch_interval_s, sync_delta, sync_delta_rate, v122 = (
+        settings
+    )
     one = np.float32(1.0)
     iv = np.float32(interval_s)
     if state == 1:  # STATUS_MODIFIED
-        iv = iv * (one - np.float32(dec_rate))
+        iv = iv * (one - np.float32(dec_rate[i]))
     elif state == 2:  # STATUS_NOTMODIFIED
-        iv = iv * (one + np.float32(inc_rate))
+        iv = iv * (one + np.float32(inc_rate[i]))
     mod = modified_ms
     if mod == NO_TIME:
         mod = t_ms
     if state == 1:
         mod = t_ms
-    lo = np.float32(min_interval_s)
-    hi = np.float32(max_interval_s)
+    lo = np.float32(min_interval_s[i])
+    hi = np.float32(max_interval_s[i])
     ref = t_ms
     if sync_delta:
-        rate = np.float64(np.float32(sync_delta_rate))
+        rate = np.float64(np.float32(sync_delta_rate[i]))
         delta = t_ms - mod
         if v122:
             if np.float32(delta) > iv * np.float32(1000.0):
@@ -608,77 +509,44 @@ def _nutch_fetch(
     if state == 2:  # NOTMODIFIED: the reducer restores the stored modified time (none stays none)
         mod = modified_ms
     reset = False
-    if stored > max_fetch_interval_s:  # CrawlDbReducer -> forceRefetch(asap=false): the fetch time stays
-        stored = _java_round(np.float64(np.float32(max_fetch_interval_s) * np.float32(0.9)))
+    if stored > max_fetch_interval_s[i]:  # CrawlDbReducer -> forceRefetch(asap=false): the fetch time stays
+        stored = _java_round(np.float64(np.float32(max_fetch_interval_s[i]) * np.float32(0.9)))
         mod = NO_TIME
         reset = True
     return stored, nxt, mod, reset
 
 
 @nb.njit(**_JIT)
-def nutch_fetch(
-    t_ms,
-    state,
-    interval_s,
-    modified_ms,
-    inc_rate,
-    dec_rate,
-    min_interval_s,
-    max_interval_s,
-    max_fetch_interval_s,
-    sync_delta,
-    sync_delta_rate,
-    v122,
-    next_ms,
-    reset,
-):
+def nutch_fetch(t_ms, state, interval_s, modified_ms, settings, next_ms, reset):
     """``_nutch_fetch`` of every entry (arrays of one length; ``interval_s`` and ``modified_ms``
     are updated in place, ``next_ms`` and ``reset`` written)."""
     for i in range(interval_s.size):
         interval_s[i], next_ms[i], modified_ms[i], reset[i] = _nutch_fetch(
-            t_ms[i],
-            state[i],
-            interval_s[i],
-            modified_ms[i],
-            inc_rate[i],
-            dec_rate[i],
-            min_interval_s[i],
-            max_interval_s[i],
-            max_fetch_interval_s[i],
-            sync_delta,
-            sync_delta_rate[i],
-            v122,
+            t_ms[i], state[i], interval_s[i], modified_ms[i], i, settings
         )
 
 
+@nb.njit(inline="always", **_JIT)
+def _set_due(i, nxt, far, window):
+    """The due step of page ``i`` after a fetch whose next fetch is at ``nxt`` ms: with
+    ``window`` = (due, dt_ms, first, last, k_min), due[i] = k_min if ``far``, else the first
+    step at or after nxt (>= first[i], >= k_min); NEVER if that is past last[i]."""
+    due, dt_ms, first, last, k_min = window
+    if far:
+        d = k_min
+    else:
+        d = max(-((-nxt) // dt_ms), max(first[i], k_min))  # ceil(nxt / dt)
+    due[i] = d if d <= last[i] else NEVER
+
+
 @nb.njit(**_JIT)
-def nutch_observe(
-    idx,
-    t_ms,
-    changed,
-    interval_s,
-    modified_ms,
-    next_ms,
-    has_sig,
-    inc_rate,
-    dec_rate,
-    min_interval_s,
-    max_interval_s,
-    max_fetch_interval_s,
-    sync_delta,
-    sync_delta_rate,
-    v122,
-    due,
-    dt_ms,
-    first,
-    last,
-    k_min,
-):
+def nutch_observe(idx, t_ms, changed, interval_s, modified_ms, next_ms, has_sig, settings, window):
     """``NutchPolicy.observe`` of the pages ``idx`` fetched at ``t_ms``: the fetch state (UNKNOWN
     without a stored signature, else MODIFIED / NOTMODIFIED), ``_nutch_fetch``, the signature
     kept unless reset, then the due step: k_min if the Generator at the next cycle
     (``shouldFetch``) finds the fetch time more than db.fetch.interval.max ahead, else the
-    first step at or after the fetch time (>= k_min)."""
+    first step at or after the fetch time (>= k_min); ``window`` as in ``_set_due``."""
+    dt_ms, k_min = window[1], window[4]
     t_next = k_min * dt_ms
     for j in range(idx.size):
         i = idx[j]
@@ -688,51 +556,22 @@ def nutch_observe(
             state = 1
         else:
             state = 2
-        iv, nxt, mod, reset = _nutch_fetch(
-            t_ms,
-            state,
-            interval_s[i],
-            modified_ms[i],
-            inc_rate[i],
-            dec_rate[i],
-            min_interval_s[i],
-            max_interval_s[i],
-            max_fetch_interval_s[i],
-            sync_delta,
-            sync_delta_rate[i],
-            v122,
-        )
+        iv, nxt, mod, reset = _nutch_fetch(t_ms, state, interval_s[i], modified_ms[i], i, settings)
         interval_s[i] = iv
         modified_ms[i] = mod
         has_sig[i] = not reset
         next_ms[i] = nxt
-        if nxt - t_next > max_fetch_interval_s[i] * 1000:
-            d = k_min
-        else:
-            d = max(-((-nxt) // dt_ms), max(first[i], k_min))  # ceil(nxt / dt)
-        due[i] = d if d <= last[i] else NEVER
+        _set_due(i, nxt, nxt - t_next > settings[4][i] * 1000, window)  # settings[4]: max_fetch_interval_s
 
 
 @nb.njit(**_JIT)
-def stormcrawler_observe(
-    idx,
-    t_ms,
-    changed,
-    interval_min,
-    next_ms,
-    inc_rate,
-    dec_rate,
-    min_interval_min,
-    max_interval_min,
-    due,
-    dt_ms,
-    first,
-    last,
-    k_min,
-):
+def stormcrawler_observe(idx, t_ms, changed, interval_min, next_ms, settings, window):
     """``StormCrawlerPolicy.observe`` of the pages ``idx`` fetched at ``t_ms``: the
     AdaptiveScheduler's whole-minute interval (Java float arithmetic, truncated to int),
-    the next fetch t + interval, then the due step (>= k_min)."""
+    the next fetch t + interval, then the due step (>= k_min; ``window`` as in ``_set_due``).
+    ``settings`` is the tuple (inc_rate, dec_rate, min_interval_min, max_interval_min) of
+    arrays (N,)."""
+    inc_rate, dec_rate, min_interval_min, max_interval_min = settings
     one = np.float32(1.0)
     for j in range(idx.size):
         i = idx[j]
@@ -747,8 +586,7 @@ def stormcrawler_observe(
         interval_min[i] = iv
         nxt = t_ms + iv * 60_000
         next_ms[i] = nxt
-        d = max(-((-nxt) // dt_ms), max(first[i], k_min))
-        due[i] = d if d <= last[i] else NEVER
+        _set_due(i, nxt, False, window)
 
 
 # ------------------------------------------------------------------------ the grid learner

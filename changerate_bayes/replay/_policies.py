@@ -340,6 +340,12 @@ def _nutch_units(n, *, inc_rate, dec_rate, min_interval, max_interval, max_fetch
     )
 
 
+def _nutch_settings(par: dict, v122: bool) -> tuple:
+    """The Nutch kernels' ``settings`` tuple from :func:`_nutch_units` (see ``_kernels._nutch_fetch``)."""
+    keys = ("inc_rate", "dec_rate", "min_interval_s", "max_interval_s", "max_fetch_interval_s", "sync_delta")
+    return (*(par[key] for key in keys), par["sync_delta_rate"], v122)
+
+
 def _ms(days) -> np.ndarray:
     return np.rint(np.asarray(days, dtype=np.float64) * 86_400_000.0).astype(np.int64)
 
@@ -454,22 +460,7 @@ def nutch_update(
     t_ms = np.broadcast_to(_ms(t), (n,)).copy()
     next_ms = np.empty(n, dtype=np.int64)
     reset = np.empty(n, dtype=bool)
-    k.nutch_fetch(
-        t_ms,
-        state.astype(np.int64),
-        iv_s,
-        mod_ms,
-        par["inc_rate"],
-        par["dec_rate"],
-        par["min_interval_s"],
-        par["max_interval_s"],
-        par["max_fetch_interval_s"],
-        par["sync_delta"],
-        par["sync_delta_rate"],
-        v122,
-        next_ms,
-        reset,
-    )
+    k.nutch_fetch(t_ms, state.astype(np.int64), iv_s, mod_ms, _nutch_settings(par, v122), next_ms, reset)
     mod = np.where(mod_ms == k.NO_TIME, np.nan, mod_ms / 86_400_000.0)
     return iv_s / 86400.0, next_ms / 86_400_000.0, mod, reset
 
@@ -525,26 +516,9 @@ def stormcrawler_update(interval, t, changed, *, inc_rate, dec_rate, min_interva
     changed = np.broadcast_to(np.asarray(changed, dtype=bool), (n,))
     t_ms = np.broadcast_to(_ms(t), (n,))
     next_ms = np.empty(n, dtype=np.int64)
-    due = np.empty(n, dtype=np.int64)
     idx = np.arange(n, dtype=np.int64)
     for tv in np.unique(t_ms):  # the kernel takes one fetch time: a loop over distinct times
-        j = idx[t_ms == tv]
-        _kernels().stormcrawler_observe(
-            j,
-            int(tv),
-            changed,
-            iv,
-            next_ms,
-            par["inc_rate"],
-            par["dec_rate"],
-            par["min_interval_min"],
-            par["max_interval_min"],
-            due,
-            1,
-            np.zeros(n, dtype=np.int64),
-            np.full(n, _NEVER, dtype=np.int64),
-            0,
-        )
+        _storm_fetch(idx[t_ms == tv], int(tv), changed, iv, next_ms, par)
     return iv / 1440.0, next_ms / 86_400_000.0
 
 
@@ -560,6 +534,34 @@ def _storm_units(n, *, inc_rate, dec_rate, min_interval, max_interval):
     )
 
 
+def _storm_settings(par: dict) -> tuple:
+    """The StormCrawler kernel's ``settings`` tuple from :func:`_storm_units`."""
+    return par["inc_rate"], par["dec_rate"], par["min_interval_min"], par["max_interval_min"]
+
+
+def _storm_fetch(i, t_ms: int, changed, interval_min, next_ms, par: dict) -> None:
+    """The AdaptiveScheduler's update of pages ``i`` fetched at ``t_ms`` (outside a replay: no
+    windows, the due steps are not kept); ``interval_min`` and ``next_ms`` in place."""
+    n = interval_min.size
+    _kernels().stormcrawler_observe(
+        i,
+        t_ms,
+        changed,
+        interval_min,
+        next_ms,
+        _storm_settings(par),
+        (np.empty(n, dtype=np.int64), 1, np.zeros(n, dtype=np.int64), np.full(n, _NEVER, dtype=np.int64), 0),
+    )
+
+
+def _schedule_settings(crawler: str, defaults: dict, settings: dict) -> dict:
+    """``defaults`` overridden by ``settings``; a key not in ``defaults`` raises ValueError."""
+    unknown = set(settings) - set(defaults)
+    if unknown:
+        raise ValueError(f"unknown {crawler} setting(s) {sorted(unknown)}; valid: {sorted(defaults)}")
+    return {**defaults, **settings}
+
+
 class _SchedulePolicy:
     """A crawler's own per-page schedule: a page is fetched at the first step at or after its
     due time (one replay step is one crawl cycle). State in the crawler's units: ``next_ms``
@@ -568,7 +570,10 @@ class _SchedulePolicy:
     budgeted = False
     oracle = False
     next_ms: np.ndarray  # set by each crawler's reset
+    settings: dict  # set by each crawler's __init__
     _update: Callable[[np.ndarray, Any, np.ndarray], None]  # each crawler's rule: (pages, t, changed)
+    #: each crawler's ``_update`` + ``_set_due`` compiled: (step, pages, changed)
+    _observe_compiled: Callable[[Any, np.ndarray, np.ndarray], None]
 
     @property
     def next_fetch(self) -> np.ndarray:
@@ -580,6 +585,34 @@ class _SchedulePolicy:
         self.dt_ms = int(round(ctx.dt * 86_400_000.0))
         self.start_ms = _ms(ctx.start)
         self.due = np.zeros(ctx.n_pages, dtype=np.int64)
+
+    def _reset_params(self, units: Callable[..., dict]) -> np.ndarray:
+        """Set ``params``, the settings per page in the crawler's units (``units``); returns the
+        initial intervals (N,), days."""
+        n = self.ctx.n_pages
+        par = dict(self.settings)
+        initial = np.broadcast_to(np.asarray(par.pop("initial_interval"), dtype=np.float64), (n,))
+        self.params = units(n, **par)
+        return initial
+
+    def _compiled_pages(self, changed, mask):
+        """The pages crawled (``mask``) and ``changed`` as the crawler's ``_observe_compiled``
+        takes them, or None where it would not do what ``_update`` + ``_set_due`` do: no
+        class defines one, a subclass replaces the rule it compiles (the ``_update`` or
+        ``_set_due`` of the class that defines it), or arguments the Python path raises on (a
+        ``changed`` not shaped like the pages, a mask longer than the pages)."""
+        cls = type(self)
+        owner = next((c for c in cls.__mro__ if "_observe_compiled" in vars(c)), None)
+        if owner is None or cls._update is not owner._update or cls._set_due is not owner._set_due:
+            return None
+        i, changed = np.flatnonzero(mask), np.asarray(changed, dtype=bool)
+        if changed.shape != self.due.shape or (i.size and i[-1] >= self.due.size):
+            return None
+        return i, changed
+
+    def _window(self, k) -> tuple:
+        """The kernels' ``window`` after a fetch at step ``k`` (see ``_kernels._set_due``)."""
+        return self.due, self.dt_ms, self.ctx.first_step, self.ctx.last_step, int(k) + 1
 
     def _set_due(self, i, k_min=0) -> None:
         """Due step of pages ``i``: the first step at or after the next fetch, >= k_min, in the window."""
@@ -596,7 +629,11 @@ class _SchedulePolicy:
         return (self.due <= k) & active
 
     def observe(self, k, t, changed, interval, mask) -> None:
-        i = np.flatnonzero(mask)
+        pages = self._compiled_pages(changed, mask)
+        if pages is not None:
+            self._observe_compiled(k, *pages)  # the same update as ``_update`` + ``_set_due``, compiled
+            return
+        i = np.flatnonzero(mask)  # (raises on bad arguments, as indexing does)
         self._update(i, t, np.asarray(changed, dtype=bool)[i])
         self._set_due(i, k + 1)  # at most one fetch per step
 
@@ -627,13 +664,10 @@ class NutchPolicy(_SchedulePolicy):
     """
 
     def __init__(self, name: str = "nutch", *, version: str = "1.22", **settings):
-        unknown = set(settings) - set(NUTCH_DEFAULTS)
-        if unknown:
-            raise ValueError(f"unknown Nutch setting(s) {sorted(unknown)}; valid: {sorted(NUTCH_DEFAULTS)}")
+        self.settings = _schedule_settings("Nutch", NUTCH_DEFAULTS, settings)
         self._v122 = _check_version(version)
         self.name = name
         self.version = version
-        self.settings = {**NUTCH_DEFAULTS, **settings}
 
     @property
     def interval(self) -> np.ndarray:
@@ -643,9 +677,7 @@ class NutchPolicy(_SchedulePolicy):
     def reset(self, ctx) -> None:
         super().reset(ctx)
         n = ctx.n_pages
-        par = dict(self.settings)
-        initial = np.broadcast_to(np.asarray(par.pop("initial_interval"), dtype=np.float64), (n,))
-        self.params = _nutch_units(n, **par)
+        initial = self._reset_params(_nutch_units)
         # the first fetch, at the window start: UNKNOWN, so the interval stays the default, the
         # modified time becomes the fetch time, and the signature is stored
         self.interval_s = np.rint(initial * 86400.0).astype(np.int64)
@@ -665,14 +697,7 @@ class NutchPolicy(_SchedulePolicy):
             state.astype(np.int64),
             iv,
             mod,
-            par["inc_rate"],
-            par["dec_rate"],
-            par["min_interval_s"],
-            par["max_interval_s"],
-            par["max_fetch_interval_s"],
-            par["sync_delta"],
-            par["sync_delta_rate"],
-            self._v122,
+            _nutch_settings(par, self._v122),
             nxt,
             reset,
         )
@@ -686,15 +711,7 @@ class NutchPolicy(_SchedulePolicy):
             ok = far & (k_min <= self.ctx.last_step[i])
             self.due[i[ok]] = k_min
 
-    def observe(self, k, t, changed, interval, mask) -> None:
-        cls = type(self)
-        if cls._update is not NutchPolicy._update or cls._set_due is not NutchPolicy._set_due:
-            return super().observe(k, t, changed, interval, mask)
-        i, changed = np.flatnonzero(mask), np.asarray(changed, dtype=bool)
-        if changed.shape != self.interval_s.shape or (i.size and i[-1] >= self.interval_s.size):
-            return super().observe(k, t, changed, interval, mask)  # (raises, as indexing would)
-        # the same update as ``_update`` + ``_set_due``, compiled
-        ctx, par = self.ctx, self.params
+    def _observe_compiled(self, k, i, changed) -> None:
         _kernels().nutch_observe(
             i,
             int(k) * self.dt_ms,
@@ -703,19 +720,8 @@ class NutchPolicy(_SchedulePolicy):
             self.modified_ms,
             self.next_ms,
             self.has_signature,
-            par["inc_rate"],
-            par["dec_rate"],
-            par["min_interval_s"],
-            par["max_interval_s"],
-            par["max_fetch_interval_s"],
-            par["sync_delta"],
-            par["sync_delta_rate"],
-            self._v122,
-            self.due,
-            self.dt_ms,
-            ctx.first_step,
-            ctx.last_step,
-            int(k) + 1,
+            _nutch_settings(self.params, self._v122),
+            self._window(k),
         )
 
 
@@ -729,13 +735,8 @@ class StormCrawlerPolicy(_SchedulePolicy):
     """
 
     def __init__(self, name: str = "stormcrawler", **settings):
-        unknown = set(settings) - set(STORMCRAWLER_DEFAULTS)
-        if unknown:
-            raise ValueError(
-                f"unknown StormCrawler setting(s) {sorted(unknown)}; valid: {sorted(STORMCRAWLER_DEFAULTS)}"
-            )
+        self.settings = _schedule_settings("StormCrawler", STORMCRAWLER_DEFAULTS, settings)
         self.name = name
-        self.settings = {**STORMCRAWLER_DEFAULTS, **settings}
 
     @property
     def interval(self) -> np.ndarray:
@@ -744,63 +745,28 @@ class StormCrawlerPolicy(_SchedulePolicy):
 
     def reset(self, ctx) -> None:
         super().reset(ctx)
-        n = ctx.n_pages
-        par = dict(self.settings)
-        initial = np.broadcast_to(np.asarray(par.pop("initial_interval"), dtype=np.float64), (n,))
-        self.params = _storm_units(n, **par)
+        initial = self._reset_params(_storm_units)
         self.interval_min = np.rint(initial * 1440.0).astype(np.int64)
         self.next_ms = self.start_ms + self.interval_min * 60_000
-        self._set_due(np.arange(n))
+        self._set_due(np.arange(ctx.n_pages))
 
     def _update(self, i, t, changed) -> None:
-        par = self.params
         iv = self.interval_min.copy()
         nxt = self.next_ms.copy()
-        due = np.empty(iv.size, dtype=np.int64)
         ch = np.zeros(iv.size, dtype=bool)
         ch[i] = changed
-        _kernels().stormcrawler_observe(
-            np.asarray(i, dtype=np.int64),
-            int(_ms(t)),
-            ch,
-            iv,
-            nxt,
-            par["inc_rate"],
-            par["dec_rate"],
-            par["min_interval_min"],
-            par["max_interval_min"],
-            due,
-            1,
-            np.zeros(iv.size, dtype=np.int64),
-            np.full(iv.size, _NEVER, dtype=np.int64),
-            0,
-        )
+        _storm_fetch(np.asarray(i, dtype=np.int64), int(_ms(t)), ch, iv, nxt, self.params)
         self.interval_min[i], self.next_ms[i] = iv[i], nxt[i]
 
-    def observe(self, k, t, changed, interval, mask) -> None:
-        cls = type(self)
-        if cls._update is not StormCrawlerPolicy._update or cls._set_due is not _SchedulePolicy._set_due:
-            return super().observe(k, t, changed, interval, mask)
-        i, changed = np.flatnonzero(mask), np.asarray(changed, dtype=bool)
-        if changed.shape != self.interval_min.shape or (i.size and i[-1] >= self.interval_min.size):
-            return super().observe(k, t, changed, interval, mask)  # (raises, as indexing would)
-        # the same update as ``_update`` + ``_set_due``, compiled
-        ctx, par = self.ctx, self.params
+    def _observe_compiled(self, k, i, changed) -> None:
         _kernels().stormcrawler_observe(
             i,
             int(k) * self.dt_ms,
             changed,
             self.interval_min,
             self.next_ms,
-            par["inc_rate"],
-            par["dec_rate"],
-            par["min_interval_min"],
-            par["max_interval_min"],
-            self.due,
-            self.dt_ms,
-            ctx.first_step,
-            ctx.last_step,
-            int(k) + 1,
+            _storm_settings(self.params),
+            self._window(k),
         )
 
 

@@ -36,6 +36,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from changerate_bayes import replay as replay_pkg
 from changerate_bayes.datasets import dataset_path
 from changerate_bayes.replay import POLICY_NAMES, at_search_bound, plot_freshness_budget, replay_policies
 from changerate_bayes.report import figure_to_html, html_table, verdict_html
@@ -46,23 +47,16 @@ TITLE = "Scheduling on real pages: replaying real change histories under a crawl
 KEYS = ("scheduling_replay",)
 
 MULTIPLES = (0.1, 0.3, 1.0, 3.0)
-LEARNED = (
-    "uniform",
-    "lln",
-    "mle",
-    "posterior_mean",
-    "thompson",
-    "index_mean",
-    "index_thompson",
-    "paced_uniform",
-    "paced_index_mean",
-    "paced_index_thompson",
-)
 SCHEDULES = ("nutch", "nutch_nosync", "stormcrawler")
 #: Hindsight references (given the true rates or the change times): never the freshest learner.
 REFERENCES = ("oracle", "oracle_proportional", "index_oracle", "paced_oracle", "clairvoyant")
 #: The paced policies, compared with ``paced_oracle`` (the index of the true rates at the same pace).
 PACED = ("paced_uniform", "paced_index_mean", "paced_index_thompson")
+#: The policies that learn the rates: the replay's default policies but the crawlers' schedules
+#: (tuned or not) and the hindsight references, then the paced ones.
+LEARNED = (
+    tuple(p for p in replay_pkg.DEFAULT_POLICIES if p.removesuffix("_tuned") not in SCHEDULES + REFERENCES) + PACED
+)
 #: Not replayed by the study (see ``study_policies``).
 SLOW = ("dynamic_index_mean", "dynamic_index_thompson", "burst_index_mean", "burst_index_thompson")
 ATTRIBUTION = (
