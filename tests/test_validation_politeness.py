@@ -158,4 +158,65 @@ def test_the_study_runs_and_renders_in_the_report(tmp_path, monkeypatch):
     # caps bind at Nutch's delay on this population: 17,280 per day < 200 per page × the largest host
     nutch = [r for r in rows if r["caps"] == study.CAPS[1][0] and r["method"] == "exact"]
     assert all(r["hosts_at_cap"] >= 1 for r in nutch)
-    assert study.summarize(data)["kind"] == "holds"
+    summary = study.summarize(data)
+    assert summary["kind"] == "holds"
+    # the claim is for Poisson crawls; the fixed-interval comparisons are reported in the summary and the verdict
+    wins = study._periodic_wins(rows)
+    n_compared = len(OBJECTIVES) * len(study.CAPS) * len(study.HEURISTICS)
+    count = f"in {len(wins)} of {n_compared} comparisons" if wins else f"in all {n_compared} comparisons"
+    assert "Poisson crawl times" in summary["verdict"] and count in summary["verdict"]
+    verdict = html[html.index('class="verdict') :]
+    assert count in verdict[: verdict.index("</p>")]
+    # the lower bound on queue delay's loss on the hosts not at cap is a true lower bound
+    shares = [r["loss_elsewhere"] / r["loss"] for r in rows if r["method"] == "queue_delay" and r["loss"] > 0]
+    bound = int(html.split("on the hosts not at cap it loses at least ")[1].split("%")[0])
+    assert bound <= 100 * min(shares) < bound + 1
+    # no per-page cost printed as a zero percentage; the hosts counted for no caps are those over their cap
+    assert "(0.00%" not in html and "count the hosts over their cap" in html
+    assert "median of 3 calls each" in html
+
+
+# --- the text of the report ---
+
+
+def test_percentages_keep_small_values_and_lower_bounds_true():
+    assert study._pct(0.0123) == "1.23%"
+    assert study._pct(3.5e-5) == "0.0035%"  # not "0.00%"
+    assert study._pct(-4.2e-6) == "-0.00042%"
+    assert study._pct(0.0) == "0%"
+    # a lower bound is rounded down: 0.0135/0.04735 = 28.5% is "at least 28%", not 29%
+    assert study._floor_pct(0.0135 / 0.04735) == "28%"
+    assert study._floor_pct(0.2999) == "29%" and study._floor_pct(0.3) == "30%"
+
+
+def test_timed_calls_the_solver_repeats_times_and_returns_its_result():
+    calls = []
+    out, seconds = study._timed(lambda: calls.append(1) or len(calls), 3)
+    assert len(calls) == 3 and out == 3 and seconds >= 0.0
+
+
+def _row(objective, caps, method, periodic):
+    return {"objective": objective, "caps": caps, "method": method, "periodic_freshness": periodic}
+
+
+def test_fixed_interval_wins_are_counted_and_their_largest_margin_reported():
+    # two settings; saturate and recurse beats exact under fixed intervals in one of them by 2.5e-4
+    rows = []
+    for caps, sat in (("a", 0.50025), ("b", 0.4)):
+        rows += [
+            _row("binary_freshness", caps, "exact", 0.5),
+            _row("binary_freshness", caps, "queue_delay", 0.45),
+            _row("binary_freshness", caps, "saturate_recurse", sat),
+            _row("binary_freshness", caps, "uniform", 0.3),
+            _row("binary_freshness", caps, "no_caps", 0.6),  # breaks the caps: not a heuristic
+        ]
+    wins = study._periodic_wins(rows)
+    assert [(r["caps"], r["method"]) for r, _ in wins] == [("a", "saturate_recurse")]
+    assert wins[0][1] == pytest.approx(2.5e-4, rel=1e-9)
+    text = study._periodic_summary(rows, brief=True)
+    assert (
+        text
+        == "under fixed-interval crawls saturate and recurse is fresher than exact in 1 of 6 comparisons, by at most 2.5e-04"
+    )
+    rows[2]["periodic_freshness"] = 0.49
+    assert "in all 6 comparisons" in study._periodic_summary(rows)
