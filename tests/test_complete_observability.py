@@ -2,6 +2,8 @@
 between them and pages crawled blindly: hand-derived optima, the KKT conditions, a
 generic constrained solver, a brute-force search over the split, and bad input."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -358,3 +360,37 @@ def test_bad_mask():
         split_crawl_budget([1.0, 2.0], 1.0, 1.0, [1, 0])
     with pytest.raises(ValueError, match="complete"):
         split_crawl_budget([1.0, 2.0], 1.0, 1.0, [True, False, True])
+
+
+# ----------------------------------------------------------------------------------------
+# the ends of the floating-point range
+# ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("objective", ["harmonic_staleness", "binary_freshness"])
+@pytest.mark.parametrize(
+    ("delta", "mu", "budget", "expected"),
+    [
+        # Δ = (1, 2), μ = (1, 1): λ = Σμ/R, p = μ/(λΔ) = (R/2, R/4); knapsack: page 1 first
+        ([1.0, 2.0], [1.0, 1.0], 1e-280, {"harmonic_staleness": [5e-281, 2.5e-281], "binary_freshness": [1e-280, 0]}),
+        # equal pages: p = R/ΣΔ = 1/2 for both objectives (ΣΔ = 2e308 is beyond the floats)
+        ([1e308, 1e308], [1.0, 1.0], 1e308, {"harmonic_staleness": [0.5, 0.5], "binary_freshness": [0.5, 0.5]}),
+        # μ_1/μ_2 = 1e-600 is 0 in the floats: page 2 takes the whole budget, p_2 = R/Δ_2
+        ([1.0, 2.0], [1e-300, 1e300], 1.0, {"harmonic_staleness": [0.0, 0.5], "binary_freshness": [0.0, 0.5]}),
+        # Δ_1/Δ_2 = 5e-321: page 1's changes cost nothing, page 2 gets R/Δ_2
+        ([1e-320, 2.0], [1.0, 1.0], 1.0, {"harmonic_staleness": [1.0, 0.5], "binary_freshness": [1.0, 0.5]}),
+    ],
+)
+def test_extreme_rates_and_budgets_spend_the_budget_without_warnings(delta, mu, budget, expected, objective):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p = complete_observability_crawl_probabilities(delta, mu, budget, objective=objective)
+    np.testing.assert_allclose(p, expected[objective], rtol=1e-14)
+    spent = sum(pi * di for pi, di in zip(p.tolist(), delta))
+    assert spent == pytest.approx(budget, rel=1e-12)
+
+
+@pytest.mark.parametrize("objective", ["harmonic_staleness", "binary_freshness"])
+def test_a_budget_below_the_floats_of_the_probabilities_is_refused(objective):
+    with pytest.raises(ValueError, match=r"`budget` must be at least 1e-290 times the largest change rate \(2 per"):
+        complete_observability_crawl_probabilities([1.0, 2.0], [1.0, 1.0], 1e-320, objective=objective)

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from changerate_bayes.signals import signal_data
+from changerate_bayes.signals import SignalData, signal_data
 
 
 def _reference(visits, signals, end):
@@ -130,3 +130,46 @@ def test_bad_tables_are_refused_with_the_column_named(visits, signals, kwargs, e
 def test_tables_must_be_data_frames():
     with pytest.raises(TypeError, match="`visits` must be a pandas DataFrame"):
         signal_data({"page": ["a"]}, _NO_SIGNALS)
+
+
+def _fields(**change):
+    fields = {
+        "intervals": np.array([1.0, 2.0, 1.0]),
+        "changed": np.array([1, 0, 1], dtype=np.int8),
+        "signals": np.array([2, 0, 1]),
+        "offsets": np.array([0, 2, 3]),
+        "tail_time": np.array([0.5, 0.0]),
+        "tail_signals": np.array([1, 0]),
+    }
+    fields.update(change)
+    return fields
+
+
+def test_the_constructor_stores_arrays_of_the_documented_dtypes():
+    d = SignalData(**_fields(intervals=[1, 2, 1], changed=[True, False, True], offsets=[0, 2, 3]))
+    assert d.intervals.dtype == np.float64 and d.changed.dtype == np.int8 and d.offsets.dtype == np.int64
+    assert d.n_pages == 2 and d.lengths.tolist() == [2, 1]
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "match"),
+    [
+        ({"intervals": np.array([1.0, -2.0, 1.0])}, ValueError, r"`intervals` must be > 0 and finite days; got -2"),
+        ({"intervals": np.array([1.0, np.nan, 1.0])}, ValueError, r"`intervals` must be > 0 and finite days; got nan"),
+        ({"intervals": np.array([1.0, 2.0])}, ValueError, r"`intervals`, `changed` and `signals` must be 1-D of one"),
+        ({"signals": np.array([2, 0])}, ValueError, r"of one length; got shapes \(3,\), \(3,\), \(2,\)"),
+        ({"signals": np.array([2, -1, 1])}, ValueError, r"`signals` must be >= 0; got -1"),
+        ({"signals": np.array([2.5, 0, 1])}, ValueError, r"`signals` must hold whole numbers"),
+        ({"changed": np.array([1, 2, 1])}, ValueError, r"`changed` must hold 0 or 1; got 2"),
+        ({"changed": np.array(["a", "b", "c"])}, TypeError, r"`changed` must hold integers"),
+        ({"offsets": np.array([0, 2, 4])}, ValueError, r"`offsets` must be non-decreasing from 0 to 3"),
+        ({"offsets": np.array([0, 3, 2, 3])}, ValueError, r"`offsets` must be non-decreasing"),
+        ({"tail_time": np.array([0.5])}, ValueError, r"`tail_time` and `tail_signals` must have shape \(2,\)"),
+        ({"tail_time": np.array([-0.5, 0.0])}, ValueError, r"`tail_time` must be >= 0"),
+        ({"tail_signals": np.array([1, 1])}, ValueError, r"0 where `tail_time` is 0"),
+        ({"page_ids": np.array(["a"])}, ValueError, r"`page_ids` must have shape \(2,\)"),
+    ],
+)
+def test_the_constructor_refuses_bad_fields(change, error, match):
+    with pytest.raises(error, match=match):
+        SignalData(**_fields(**change))

@@ -2,6 +2,8 @@
 intervals, the Gibbs posterior against a quadrature of the posterior density, and the
 predictive's reduction to the crawl-only model."""
 
+import warnings
+
 import arviz as az
 import numpy as np
 import pytest
@@ -226,3 +228,39 @@ def test_predictive_refuses_bad_times_and_counts():
         unchanged_probability(1.0, [0.5, 1], post)
     with pytest.raises(ValueError, match=r"shape \(2,\)"):
         unchanged_probability([1.0, 2.0, 3.0], 0, post)
+
+
+def test_signals_at_no_time_since_the_crawl_are_refused_not_nan():
+    # Poisson(n; λ·0) = 0 for n > 0: every draw's weight is 0 and the predictive undefined
+    data = simulate_signal_pages(np.full(5, 0.5), 0.5, 1.0, horizon=20.0, crawl_interval=1.0, rng=0)
+    post = signal_posterior(data, prior=SignalPrior(1, 1, 1, 1, 1), draws=20, tune=0, rng=0)
+    with pytest.raises(ValueError, match=r"page 0: `n` = 3 signals in `t` = 0 days"):
+        unchanged_probability(0.0, [3, 0, 0, 0, 0], post)
+    # no signal at t = 0: surely unchanged, e^0 · 1 = 1 exactly
+    np.testing.assert_array_equal(unchanged_probability(0.0, 0, post), np.ones(5))
+
+
+def test_signals_without_a_signal_rate_are_refused():
+    data = SignalData.from_segments(np.ones(10), np.tile([0, 1], 5), np.zeros(10), lengths=[5, 5])
+    prior = SignalPrior(recall_a=0.0, recall_b=2.0, change_b=3.0, false_shape=0.0, false_b=1.0)  # s = ν = 0
+    post = signal_posterior(data, prior=prior, draws=10, tune=0, rng=1)
+    with pytest.raises(ValueError, match=r"page 1: `n` = 2 signals in `t` = 1\.5 days"):
+        unchanged_probability(1.5, [0, 2], post)
+
+
+def test_em_that_does_not_converge_warns_with_the_count():
+    data = simulate_signal_pages([0.5, 1.0, 2.0], 0.7, 1.0, horizon=100.0, crawl_interval=1.0, rng=4)
+    with pytest.warns(RuntimeWarning, match=r"3 of 3 pages did not converge in 2 EM iterations"):
+        fit = signal_mle(data, max_iter=2)
+    assert fit.iterations == 2 and not fit.converged.any()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        full = signal_mle(data)
+    assert full.converged.all()
+
+
+def test_precision_is_nan_exactly_for_pages_without_signals():
+    data = SignalData.from_segments(np.ones(6), [1, 0, 1, 1, 0, 1], [0, 0, 0, 2, 0, 1], lengths=[3, 3])
+    fit = signal_mle(data)
+    assert np.isnan(fit.precision[0]) and fit.recall[0] == 0.0 and fit.false_rate[0] == 0.0
+    assert 0.0 <= fit.precision[1] <= 1.0

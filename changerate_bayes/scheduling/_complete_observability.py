@@ -70,6 +70,10 @@ class CrawlBudgetSplit:
     objective: float
 
 
+_MIN_RELATIVE_BUDGET = 1e-290  # R / max Δ below it: p below the normal floats (1e-308)
+_MIN_RELATIVE_RATE = 1e-300  # Δ / max Δ below it: the page's changes cost nothing (p = 1)
+
+
 def _check_budget(budget) -> float:
     return check_budget(budget, unit=" (crawls per day)")
 
@@ -153,14 +157,18 @@ def complete_observability_crawl_probabilities(
         p_w ∈ [0, 1]. Σ p_w Δ_w = R to within 1e-12 relative, unless R covers every change
         of the pages with μ_w > 0 (then those have p_w = 1 and the rest of the budget is
         not needed). A page with Δ_w = 0 never changes and costs nothing: p_w = 1. A page
-        with μ_w = 0 and Δ_w > 0 gets p_w = 0.
+        with μ_w = 0 and Δ_w > 0 gets p_w = 0. Any finite Δ_w, μ_w and R work (the
+        problem is solved after rescaling Δ and R by the largest Δ_w, μ by the largest
+        μ_w, by powers of 2); a Δ_w below 1e-300 times the largest costs nothing
+        (p_w = 1), a μ_w below about 5e-324 times the largest counts as 0.
 
     Raises
     ------
     ValueError
         If a rate or weight is negative, NaN or infinite, if the shapes differ, if
-        ``change_rates`` is empty, if ``budget`` <= 0 or is not finite, or for an unknown
-        ``objective``.
+        ``change_rates`` is empty, if ``budget`` <= 0 or is not finite, if ``budget`` is
+        below 1e-290 times the largest Δ_w of a page with μ_w > 0 (the p_w would fall
+        below the floating-point range), or for an unknown ``objective``.
     TypeError
         If ``budget`` is not a real number, or the arrays are not numeric.
 
@@ -213,10 +221,31 @@ def complete_observability_crawl_probabilities(
     p = np.where(d > 0, 0.0, 1.0)
     active = (d > 0) & (ww > 0)
     if active.any():
-        if objective == "harmonic_staleness":
-            p[active] = _harmonic_complete(d[active], ww[active], budget)[0]
-        else:
-            p[active] = _binary_fill(d[active], ww[active], budget, None, None)[0]
+        # p depends on Δ/R and on μ up to a factor: rescale both by powers of 2 (exact: the
+        # same p to the last bit) to at most 1, so that no sum, ratio or price leaves the
+        # floats. A Δ below 1e-300 of the largest is free (p = 1); a μ below the smallest
+        # float (about 5e-324) times the largest becomes 0 (p = 0).
+        d_max = d[active].max()
+        d_exp, w_exp = np.frexp(d_max)[1], np.frexp(ww[active].max())[1]
+        with np.errstate(over="ignore", under="ignore"):
+            d_scaled, w_scaled = np.ldexp(d, -d_exp), np.ldexp(ww, -w_exp)
+            scaled_budget = float(np.ldexp(budget, -d_exp))
+        with np.errstate(under="ignore"):
+            too_small = budget < _MIN_RELATIVE_BUDGET * d_max
+            free = d < _MIN_RELATIVE_RATE * d_max
+        if too_small:
+            raise ValueError(
+                f"`budget` must be at least {_MIN_RELATIVE_BUDGET:g} times the largest change rate "
+                f"({d_max:g} per day), or the crawl probabilities fall below the floating-point range; "
+                f"got {budget:g} crawls per day"
+            )
+        p[active & free] = 1.0
+        active &= ~free & (w_scaled > 0)
+        if active.any():
+            if objective == "harmonic_staleness":
+                p[active] = _harmonic_complete(d_scaled[active], w_scaled[active], scaled_budget)[0]
+            else:
+                p[active] = _binary_fill(d_scaled[active], w_scaled[active], scaled_budget, None, None)[0]
     return p.reshape(delta.shape)
 
 

@@ -26,7 +26,8 @@ def _int_array(x, name: str) -> np.ndarray:
 class SignalData:
     """Crawl intervals, change indicators and signal counts of many pages (ragged).
 
-    Use :meth:`from_segments` or :func:`signal_data` rather than the constructor.
+    Use :meth:`from_segments` or :func:`signal_data` rather than the constructor; the
+    constructor checks its fields all the same (TypeError, ValueError).
 
     Attributes
     ----------
@@ -54,6 +55,68 @@ class SignalData:
     tail_time: np.ndarray
     tail_signals: np.ndarray
     page_ids: np.ndarray | None = None
+
+    def __post_init__(self):
+        """Check the fields (any constructor), and store them as arrays of their dtypes.
+
+        Raises
+        ------
+        TypeError
+            If counts or indicators are not numbers.
+        ValueError
+            If a field's shape, sign or value is not as described in the class docstring.
+        """
+        tau = np.asarray(self.intervals, dtype=np.float64)
+        ch = _int_array(self.changed, "changed")
+        n = _int_array(self.signals, "signals")
+        offsets = _int_array(self.offsets, "offsets")
+        if tau.ndim != 1 or ch.shape != tau.shape or n.shape != tau.shape:
+            raise ValueError(
+                f"`intervals`, `changed` and `signals` must be 1-D of one length; got shapes "
+                f"{tau.shape}, {ch.shape}, {n.shape}"
+            )
+        if (
+            offsets.ndim != 1
+            or offsets.size < 1
+            or offsets[0] != 0
+            or offsets[-1] != tau.size
+            or (np.diff(offsets) < 0).any()
+        ):
+            raise ValueError(
+                f"`offsets` must be non-decreasing from 0 to {tau.size} (the number of intervals), "
+                f"of shape (n_pages + 1,); got {offsets}"
+            )
+        if (~(np.isfinite(tau) & (tau > 0))).any():
+            raise ValueError(f"`intervals` must be > 0 and finite days; got {tau[~(np.isfinite(tau) & (tau > 0))][0]}")
+        if ((ch != 0) & (ch != 1)).any():
+            raise ValueError(f"`changed` must hold 0 or 1; got {ch[(ch != 0) & (ch != 1)][0]}")
+        if (n < 0).any():
+            raise ValueError(f"`signals` must be >= 0; got {n[n < 0][0]}")
+        n_pages = offsets.size - 1
+        tail = np.asarray(self.tail_time, dtype=np.float64)
+        m = _int_array(self.tail_signals, "tail_signals")
+        if tail.shape != (n_pages,) or m.shape != (n_pages,):
+            raise ValueError(
+                f"`tail_time` and `tail_signals` must have shape ({n_pages},) (one per page); "
+                f"got {tail.shape}, {m.shape}"
+            )
+        if (~(np.isfinite(tail) & (tail >= 0))).any():
+            raise ValueError("`tail_time` must be >= 0 and finite days")
+        if (m < 0).any() or ((tail == 0) & (m > 0)).any():
+            raise ValueError("`tail_signals` must be >= 0, and 0 where `tail_time` is 0")
+        ids = None if self.page_ids is None else np.asarray(self.page_ids)
+        if ids is not None and ids.shape != (n_pages,):
+            raise ValueError(f"`page_ids` must have shape ({n_pages},); got {ids.shape}")
+        for name, value in (
+            ("intervals", tau),
+            ("changed", ch.astype(np.int8)),
+            ("signals", n),
+            ("offsets", offsets),
+            ("tail_time", tail),
+            ("tail_signals", m),
+            ("page_ids", ids),
+        ):
+            object.__setattr__(self, name, value)
 
     @classmethod
     def from_segments(

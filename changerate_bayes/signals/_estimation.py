@@ -23,6 +23,7 @@ S ~ Binomial(m, π). So
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -168,8 +169,10 @@ class SignalMLE:
     Attributes
     ----------
     change_rate, recall, false_rate, precision : ndarray of shape (n_pages,)
-        Δ̂ (per day), q̂, ν̂ (per day) and π̂ = q̂Δ̂/(q̂Δ̂ + ν̂) (NaN for a page with no
-        signal at all, where q̂Δ̂ + ν̂ = 0; q̂ is 0 there).
+        Δ̂ (per day), q̂, ν̂ (per day) and π̂ = q̂Δ̂/(q̂Δ̂ + ν̂). π̂ is NaN, undefined, for
+        a page with no signal at all: there q̂Δ̂ = ν̂ = 0 and π̂ = 0/0 (no signal, so no
+        estimate of the share of true ones); q̂ is 0 there. For a page with
+        ``converged`` False the values are the last EM iterate (see :func:`signal_mle`).
     covariance : ndarray of shape (n_pages, 3, 3)
         Inverse observed information in (log Δ, logit q, log ν); NaN where the estimate
         is on the boundary (q̂ in {0, 1} or ν̂ = 0), where it is not defined.
@@ -272,6 +275,10 @@ def signal_mle(data: SignalData, *, max_iter: int = 20_000, tol: float = 1e-10) 
     Returns
     -------
     SignalMLE
+        Pages whose EM did not converge in ``max_iter`` iterations have
+        ``converged`` False and hold the last EM iterate: its likelihood is above the
+        start's (EM never lowers it) but not the maximum; typically a boundary estimate
+        (q̂ → 1 or ν̂ → 0) still moving towards it by small steps.
 
     Raises
     ------
@@ -279,6 +286,11 @@ def signal_mle(data: SignalData, *, max_iter: int = 20_000, tol: float = 1e-10) 
         If ``data`` is not a SignalData.
     ValueError
         If a page has no crawl interval.
+
+    Warns
+    -----
+    RuntimeWarning
+        If some pages did not converge, naming how many.
 
     Notes
     -----
@@ -329,6 +341,14 @@ def signal_mle(data: SignalData, *, max_iter: int = 20_000, tol: float = 1e-10) 
         q = np.where(delta > 0, s / delta, 0.0)
         precision = np.where(s + nu > 0, s / (s + nu), np.nan)
     cov = _observed_information_inverse(delta, q, nu, data)
+    if not converged.all():
+        warnings.warn(
+            f"signal_mle: {int(np.count_nonzero(~converged))} of {n_pages} pages did not converge in "
+            f"{it} EM iterations (`max_iter`); their estimates are the last EM iterate (a higher "
+            "likelihood than the start, not the maximum), see `converged`",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return SignalMLE(delta, q, nu, precision, cov, it, converged)
 
 
@@ -387,7 +407,9 @@ def pooled_signal_prior(data: SignalData, *, min_shape: float = 0.1, max_shape: 
     tot = data.totals()
     if tot["signals"].sum() == 0 or tot["changes_seen"].sum() == 0:
         raise ValueError("`data`: no page saw a signal or no page saw a change; nothing to pool")
-    fit = signal_mle(data, max_iter=2000, tol=1e-8)
+    with warnings.catch_warnings():  # a plug-in for moments: the last EM iterate serves
+        warnings.simplefilter("ignore", RuntimeWarning)
+        fit = signal_mle(data, max_iter=2000, tol=1e-8)
     f = _flat(data)
     s_sum, u_sum = _expected_latent(fit.recall * fit.change_rate, (1 - fit.recall) * fit.change_rate, fit.false_rate, f)
     # Δ's exposure: the crawled time (where both kinds of change are seen)

@@ -40,7 +40,11 @@ def unchanged_probability(t, n, posterior: SignalPosterior) -> np.ndarray:
     TypeError
         If ``posterior`` is not a SignalPosterior.
     ValueError
-        If ``t`` or ``n`` is negative, not finite, not whole (``n``) or of the wrong shape.
+        If ``t`` or ``n`` is negative, not finite, not whole (``n``) or of the wrong shape;
+        or if a page's ``n`` signals in ``t`` days are impossible under every posterior
+        draw: ``n > 0`` at ``t = 0`` (a signal at a crawl's time belongs to the interval
+        that crawl ends, so none is counted at t = 0), or ``n > 0`` where every draw has
+        no signal rate (s + ν = 0).
 
     Notes
     -----
@@ -80,6 +84,13 @@ def unchanged_probability(t, n, posterior: SignalPosterior) -> np.ndarray:
         log_w = special.xlogy(n, lam * t) - lam * t - special.xlogy(m, lam * tail) + lam * tail
         log_false = np.where(n > 0, np.log(nu) - np.log(lam), 0.0)
     log_w = np.where(np.isnan(log_w), -np.inf, log_w)
+    impossible = np.isneginf(log_w).all(axis=0)
+    if impossible.any():
+        i = int(np.flatnonzero(impossible)[0])
+        raise ValueError(
+            f"page {i}: `n` = {n[i]:.0f} signals in `t` = {t[i]:g} days have probability 0 under every "
+            "posterior draw (n > 0 needs t > 0 and a signal rate > 0), so the predictive is not defined"
+        )
     log_w = log_w - log_w.max(axis=0)
     w = np.exp(log_w)
     with np.errstate(invalid="ignore"):
