@@ -245,6 +245,31 @@ def _check_scalar(value, name, *, low=0.0, allow_inf=False):
     return value
 
 
+def _check_index_args(rate, log_sd, weights, budget, max_interval, interval_range):
+    """The checked arguments of :func:`index_crawl_intervals` (and of the host-capped
+    version): (rate, log_sd, weights, budget, max_interval, t_min, t_max); raises
+    ValueError/TypeError naming the argument."""
+    d = as_float_array(rate, name="rate", nonnegative=True, ndim=(1,), allow_empty=True)
+    s = as_float_array(log_sd, name="log_sd", nonnegative=True, ndim=(1,), allow_empty=True)
+    if s.shape != d.shape:
+        raise ValueError(f"`log_sd` must have the shape of `rate` {d.shape}; got {s.shape}")
+    if weights is None:
+        w = np.ones(d.size)
+    else:
+        w = as_float_array(weights, name="weights", nonnegative=True, ndim=(1,), allow_empty=True)
+        if w.shape != d.shape:
+            raise ValueError(f"`weights` must have the shape of `rate` {d.shape}; got {w.shape}")
+    budget = _check_scalar(budget, "budget")
+    cap = _check_scalar(max_interval, "max_interval", allow_inf=True)
+    try:
+        t_min, t_max = (float(v) for v in interval_range)
+    except (TypeError, ValueError):
+        raise TypeError(f"`interval_range` must be two numbers (t_min, t_max); got {interval_range!r}") from None
+    if not (0.0 < t_min < t_max and np.isfinite(t_min)):
+        raise ValueError(f"`interval_range` must satisfy 0 < t_min < t_max (t_min finite); got {interval_range!r}")
+    return d, s, w, budget, cap, t_min, t_max
+
+
 def index_crawl_intervals(
     rate, log_sd, budget, *, weights=None, max_interval=np.inf, interval_range=(1e-4, 1e5)
 ) -> IndexIntervals:
@@ -328,25 +353,8 @@ def index_crawl_intervals(
     >>> float(round(np.sum(1 / res.intervals), 12))
     3.0
     """
-    d = as_float_array(rate, name="rate", nonnegative=True, ndim=(1,), allow_empty=True)
-    s = as_float_array(log_sd, name="log_sd", nonnegative=True, ndim=(1,), allow_empty=True)
-    if s.shape != d.shape:
-        raise ValueError(f"`log_sd` must have the shape of `rate` {d.shape}; got {s.shape}")
+    d, s, w, budget, cap, t_min, t_max = _check_index_args(rate, log_sd, weights, budget, max_interval, interval_range)
     n = d.size
-    if weights is None:
-        w = np.ones(n)
-    else:
-        w = as_float_array(weights, name="weights", nonnegative=True, ndim=(1,), allow_empty=True)
-        if w.shape != d.shape:
-            raise ValueError(f"`weights` must have the shape of `rate` {d.shape}; got {w.shape}")
-    budget = _check_scalar(budget, "budget")
-    cap = _check_scalar(max_interval, "max_interval", allow_inf=True)
-    try:
-        t_min, t_max = (float(v) for v in interval_range)
-    except (TypeError, ValueError):
-        raise TypeError(f"`interval_range` must be two numbers (t_min, t_max); got {interval_range!r}") from None
-    if not (0.0 < t_min < t_max and np.isfinite(t_min)):
-        raise ValueError(f"`interval_range` must satisfy 0 < t_min < t_max (t_min finite); got {interval_range!r}")
     if n == 0:
         return IndexIntervals(np.zeros(0), float("nan"), 0)
     dead = (d == 0.0) | (w == 0.0)

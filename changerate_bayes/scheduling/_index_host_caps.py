@@ -62,9 +62,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._validation import as_float_array
 from ._host_caps import check_host_budgets, check_hosts
-from ._index_allocation import INDEX_NODES, _check_scalar, index_crawl_intervals
+from ._index_allocation import INDEX_NODES, _check_index_args, index_crawl_intervals
 
 __all__ = ["capped_index_intervals", "CappedIndexIntervals", "revisit_bound_rates", "solve_index_capped"]
 
@@ -454,24 +453,7 @@ def capped_index_intervals(
     >>> round(res.price, 12), round(float(res.price + res.host_prices[0]), 12)  # ν_1(1/2), ν_1(2)
     (0.090204010431, 0.59399415029)
     """
-    d = as_float_array(rate, name="rate", nonnegative=True, ndim=(1,), allow_empty=True)
-    s = as_float_array(log_sd, name="log_sd", nonnegative=True, ndim=(1,), allow_empty=True)
-    if s.shape != d.shape:
-        raise ValueError(f"`log_sd` must have the shape of `rate` {d.shape}; got {s.shape}")
-    if weights is None:
-        w = np.ones(d.size)
-    else:
-        w = as_float_array(weights, name="weights", nonnegative=True, ndim=(1,), allow_empty=True)
-        if w.shape != d.shape:
-            raise ValueError(f"`weights` must have the shape of `rate` {d.shape}; got {w.shape}")
-    budget = _check_scalar(budget, "budget")
-    cap = _check_scalar(max_interval, "max_interval", allow_inf=True)
-    try:
-        t_min, t_max = (float(v) for v in interval_range)
-    except (TypeError, ValueError):
-        raise TypeError(f"`interval_range` must be two numbers (t_min, t_max); got {interval_range!r}") from None
-    if not (0.0 < t_min < t_max and np.isfinite(t_min)):
-        raise ValueError(f"`interval_range` must satisfy 0 < t_min < t_max (t_min finite); got {interval_range!r}")
+    d, s, w, budget, cap, t_min, t_max = _check_index_args(rate, log_sd, weights, budget, max_interval, interval_range)
     codes, labels = check_hosts(hosts, d.shape)
     caps = check_host_budgets(host_budgets, labels)
     if d.size == 0:
