@@ -199,6 +199,14 @@ def spend_kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, 
     )
 
 
+@numba.njit(inline="always", **_JIT)
+def _spend_tile(t, args):
+    """:func:`_spend_pages` on tile ``t``, pages t :data:`TILE` .. (t + 1) :data:`TILE` (the last
+    tile shorter); ``args`` are the arguments of :func:`spend_tiles`."""
+    n = args[2].size
+    return _spend_pages(t * TILE, min(n, t * TILE + TILE), *args)
+
+
 @numba.njit(**_JIT)
 def _spend_serial(
     z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab_k, tab_d, hs, u0, hu, du_max
@@ -206,36 +214,12 @@ def _spend_serial(
     """:func:`spend_tiles` in one thread (for few pages, where starting threads costs more than
     it saves): the same tiles, their sums added in the same order, so the same result."""
     n = m.size
+    args = (z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab_k, tab_d, hs, u0, hu, du_max)
     spend = 0.0
     dspend = 0.0
     n_eval = 0
     for t in range((n + TILE - 1) // TILE):
-        sp, dsp, ne = _spend_pages(
-            t * TILE,
-            min(n, t * TILE + TILE),
-            z,
-            shift,
-            m,
-            s,
-            b,
-            dead,
-            ulo,
-            utop,
-            inv_cap,
-            xi,
-            a,
-            a1,
-            u,
-            k1,
-            k2,
-            state,
-            tab_k,
-            tab_d,
-            hs,
-            u0,
-            hu,
-            du_max,
-        )
+        sp, dsp, ne = _spend_tile(t, args)
         spend += sp
         dspend += dsp
         n_eval += ne
@@ -251,36 +235,12 @@ def spend_tiles(
     empty table: K exact everywhere); the count is of exact evaluations only. Tiles of
     :data:`TILE` pages in parallel, their sums added in tile order."""
     n = m.size
+    args = (z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab_k, tab_d, hs, u0, hu, du_max)
     n_tiles = (n + TILE - 1) // TILE
     sums = np.zeros((n_tiles, 2))
     evals = np.zeros(n_tiles, dtype=np.int64)
     for t in numba.prange(n_tiles):
-        sp, dsp, ne = _spend_pages(
-            t * TILE,
-            min(n, t * TILE + TILE),
-            z,
-            shift,
-            m,
-            s,
-            b,
-            dead,
-            ulo,
-            utop,
-            inv_cap,
-            xi,
-            a,
-            a1,
-            u,
-            k1,
-            k2,
-            state,
-            tab_k,
-            tab_d,
-            hs,
-            u0,
-            hu,
-            du_max,
-        )
+        sp, dsp, ne = _spend_tile(t, args)
         sums[t, 0] = sp
         sums[t, 1] = dsp
         evals[t] = ne
