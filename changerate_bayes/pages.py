@@ -1,26 +1,17 @@
-"""Deprecated module path: the per-page table and the crawl allocation are in :mod:`changerate_bayes.crawllog`."""
+"""Deprecated module path: the per-page table and the crawl allocation are in :mod:`changerate_bayes.crawllog`.
+
+Every public name of :mod:`changerate_bayes.crawllog.table` and
+:mod:`changerate_bayes.crawllog.allocate` is read through here, with a warning.
+"""
 
 from ._moved import moved_names
+from .crawllog import allocate as _allocate
+from .crawllog import table as _table
 
-_TABLE, _ALLOCATE = "changerate_bayes.crawllog.table", "changerate_bayes.crawllog.allocate"
 __getattr__, __dir__ = moved_names(
     __name__,
     {
-        **dict.fromkeys(
-            (
-                "estimate_pages",
-                "page_table",
-                "recommend_rate",
-                "merge_notes",
-                "one_note_per_check",
-                "concat_part_tables",
-                "PAGE_COLUMNS",
-                "RATE_COLUMNS",
-                "IDENTIFIED_MIN",
-                "RATE_RULE",
-            ),
-            _TABLE,
-        ),
-        **dict.fromkeys(("allocate_crawls", "RECOMMENDED_POLICY", "MAX_INTERVAL_FACTOR"), _ALLOCATE),
+        **dict.fromkeys(_table.__all__, _table.__name__),
+        **dict.fromkeys(_allocate.__all__, _allocate.__name__),
     },
 )
