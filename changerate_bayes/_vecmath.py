@@ -11,12 +11,25 @@ scratch arrays so that each loop vectorises.
 
 from __future__ import annotations
 
+import math
+
 import numba as nb
 from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-__all__ = ["INV_LN2", "LN2_HI", "LN2_LO", "ROUND", "ROUND_BITS", "bits_f64", "f64_bits", "exp_split", "expm1_reduced"]
+__all__ = [
+    "INV_LN2",
+    "LN2_HI",
+    "LN2_LO",
+    "ROUND",
+    "ROUND_BITS",
+    "bits_f64",
+    "f64_bits",
+    "exp_split",
+    "expm1_reduced",
+    "max_of",
+]
 
 INV_LN2 = 1.4426950408889634
 LN2_HI = 0.6931471803691238  # ln 2 split (fdlibm): n·LN2_HI is exact for |n| < 2^20
@@ -78,3 +91,14 @@ def expm1_reduced(r):
     p = p * r + 1.0 / 6.0
     p = p * r + 0.5
     return r + r * (r * p)
+
+
+@nb.njit(inline="always", cache=True, nogil=True)
+def max_of(x):
+    """The largest entry of the 1-D array ``x`` (−inf when it is empty or all −inf; NaN entries
+    are skipped), by one comparison per entry."""
+    m = -math.inf
+    for k in range(x.shape[0]):
+        if x[k] > m:
+            m = x[k]
+    return m

@@ -30,6 +30,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .._vecmath import max_of
+
 #: ντ up to which the uniformisation series is used (its terms beyond :data:`SERIES_TERMS`
 #: weigh less than 0.25^13/13! ≈ 1e-17 relative)
 SERIES_MAX = 0.25
@@ -168,10 +170,7 @@ def _mix_weights(lev, out):
     evidence ``lev``; returns m = max lev and tot = Σ_k exp(lev[k] − m) (the log evidence
     of the mixture is m + log tot; NaN weights where every lev is −∞)."""
     k_n = lev.shape[0]
-    m = -math.inf
-    for k in range(k_n):
-        if lev[k] > m:
-            m = lev[k]
+    m = max_of(lev)
     tot = 0.0
     for k in range(k_n):
         out[k] = math.exp(lev[k] - m)

@@ -44,7 +44,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .._vecmath import INV_LN2, LN2_HI, LN2_LO, ROUND, ROUND_BITS, expm1_reduced
+from .._vecmath import INV_LN2, LN2_HI, LN2_LO, ROUND, ROUND_BITS, expm1_reduced, max_of
 
 #: the random-walk kernel is cut at this many standard deviations (mass beyond ≈ 2e-9)
 KERNEL_SDS = 6.0
@@ -503,10 +503,7 @@ def _mixture_weights(log_ev, pi):
     if n_s == 1:
         pi[0] = 1.0 if log_ev[0] > -np.inf else np.nan  # exp(0) / exp(0), or 0 / 0
         return
-    mx = -np.inf
-    for s in range(n_s):
-        if log_ev[s] > mx:
-            mx = log_ev[s]
+    mx = max_of(log_ev)
     tot = 0.0
     for s in range(n_s):
         pi[s] = math.exp(log_ev[s] - mx) if log_ev[s] > -np.inf else 0.0
