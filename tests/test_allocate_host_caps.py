@@ -214,7 +214,55 @@ def test_cap_below_the_revisit_bound_wins():
     for policy in POLICIES:
         out = allocate_crawls(t, 5.0, policy=policy, host_budgets={"a": 0.5})
         np.testing.assert_allclose(out["crawls_per_day"], [0.125] * 4 + [4.5], rtol=1e-12)
-        assert out["at_revisit_bound"].tolist() == [True] * 4 + [False]
+        # held by the cap beyond the bound, not at it
+        assert out["at_revisit_bound"].tolist() == [False] * 5
+        assert out["host_at_cap"].tolist() == [True] * 4 + [False]
+        assert out.attrs["n_at_revisit_bound"] == 0
+        assert out.attrs["n_host_cap_beyond_bound"] == 4
+        assert out.attrs["host_cap_longest_interval_h"] == pytest.approx(8 * 24.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_one_host_at_its_cap_is_not_at_the_revisit_bound(policy):
+    # 50 pages on one host capped at 10/day, budget 100: M = 4·50/100 = 2 days = 48 h, but the cap
+    # gives each page 10/50 = 0.2 crawls per day, every 120 h
+    t = _table(np.ones(50), ["one.example"] * 50)
+    out = allocate_crawls(t, 100.0, policy=policy, host_budgets=10.0)
+    np.testing.assert_allclose(out["crawl_interval_h"], 120.0, rtol=1e-12)
+    assert not out["at_revisit_bound"].any()
+    assert out.attrs["n_at_revisit_bound"] == 0
+    assert out.attrs["n_host_cap_beyond_bound"] == 50
+    assert out.attrs["host_cap_longest_interval_h"] == pytest.approx(120.0, rel=1e-12)
+
+
+def test_cap_keys_match_url_hosts_without_case_and_spaces():
+    t = _table(np.ones(3), ["a.example", "a.example", "b.example"])
+    want = allocate_crawls(t, 3.0, policy="uniform", host_budgets={"a.example": 1.0})
+    for keys in ({"A.EXAMPLE": 1.0}, {" a.Example ": 1.0}, pd.Series({"A.example": 1.0})):
+        out = allocate_crawls(t, 3.0, policy="uniform", host_budgets=keys)
+        np.testing.assert_allclose(out["crawls_per_day"], [0.5, 0.5, 2.0], rtol=1e-12)
+        assert out["host_at_cap"].tolist() == want["host_at_cap"].tolist() == [True, True, False]
+    with pytest.raises(ValueError, match="'a.example' and 'A.EXAMPLE' are one host"):
+        allocate_crawls(t, 3.0, host_budgets={"a.example": 1.0, "A.EXAMPLE": 2.0})
+
+
+def test_cap_keys_that_match_no_host_are_named_in_a_warning():
+    t = _table(np.ones(3), ["a.example", "a.example", "b.example"])
+    with pytest.warns(
+        UserWarning, match=r"^2 key\(s\) of `host_budgets` match no page's host .*: x.example, y.example$"
+    ):
+        out = allocate_crawls(t, 3.0, policy="uniform", host_budgets={"x.example": 1.0, "y.example": 1.0})
+    np.testing.assert_allclose(out["crawls_per_day"], 1.0)  # nothing capped
+
+
+def test_host_budgets_as_a_series_is_a_mapping():
+    t = _table(np.ones(3), ["a.example", "a.example", "b.example"])
+    caps = pd.Series({"a.example": 1.0, "b.example": 0.5})
+    out = allocate_crawls(t, 3.0, policy="uniform", host_budgets=caps)
+    np.testing.assert_allclose(out["crawls_per_day"], [0.5, 0.5, 0.5], rtol=1e-12)
+    labels = ["a.example", "a.example", "b.example"]
+    by_labels = allocate_crawls(t, 3.0, policy="uniform", hosts=labels, host_budgets=caps)
+    np.testing.assert_allclose(by_labels["crawls_per_day"], [0.5, 0.5, 0.5], rtol=1e-12)
 
 
 def test_bad_caps_and_hosts():
@@ -273,7 +321,7 @@ def test_estimate_and_schedule_pass_the_caps(budget):
     assert got.loc[got["host"] == "a.example", "crawls_per_day"].sum() == pytest.approx(0.3 * budget, rel=1e-12)
     assert got["crawls_per_day"].sum() == pytest.approx(budget, rel=1e-12)
     s = schedule(v, budget=budget, host_budgets=caps).schedule
-    assert (s["interval_source"] == "allocation").all()
+    assert s["interval_source"].tolist() == ["host_cap"] * 4 + ["allocation"] * 4  # a.example at its cap
     np.testing.assert_allclose(s["interval_h"], got["crawl_interval_h"], rtol=0, atol=1 / 3600)  # whole seconds
     with pytest.raises(ValueError, match="host_budgets"):  # before the log is read
         estimate("no/such/log.csv", host_budgets=-1.0)

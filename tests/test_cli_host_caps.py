@@ -323,3 +323,100 @@ def test_spacing_is_the_definition_on_any_schedule(rows, delays_ms):
     assert (out["next_fetch"] == reference).all()
     assert (out["next_fetch"] >= due).all()
     assert out.attrs["n_host_delayed"] == int((out["next_fetch"] > due).sum())
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("host,crawls_per_day\na.example,5,9\n", "line 2: 3 fields, but the header (line 1) has 2 (a field too many)"),
+        ("host,crawls_per_day\na.example,5\nb.example\n", "line 3: 1 fields, but the header (line 1) has 2"),
+        ("host,crawls_per_day\n", "lists no host"),
+        ("host,crawls_per_day\n\n\n", "lists no host"),
+    ],
+)
+@pytest.mark.parametrize("command", ["schedule", "estimate"])
+def test_host_limits_lines_of_the_wrong_width_or_none_are_named(tmp_path, log_csv, capsys, command, text, message):
+    path = _limits(tmp_path, text)
+    _assert_rejected(tmp_path, log_csv, capsys, command, ["--host-limits", path], message)
+
+
+def test_host_limits_errors_name_the_file(tmp_path, log_csv, capsys):
+    path = _limits(tmp_path, "host,crawls_per_day\na.example,5,9\n")
+    assert main(["schedule", str(log_csv), "--out", str(tmp_path / "s.csv"), "--host-limits", path]) == 2
+    assert f"--host-limits {path!r}: line 2: 3 fields" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--host-limit", "1e-9"], "--host-limit (crawls per day per host) must be at least one crawl per century"),
+        (["--host-delay", "4e9"], "--host-delay (seconds) must be at most a century (3.16224e+09 s); got 4e+09"),
+    ],
+)
+def test_caps_below_one_crawl_per_century_are_named_by_flag(tmp_path, log_csv, capsys, flags, message):
+    _assert_rejected(tmp_path, log_csv, capsys, "schedule", flags, message)
+
+
+@pytest.mark.parametrize("flags", [["--host-delay", "3e9"], ["--host-limit", "3e-5"]])
+def test_caps_spacing_fetches_past_2262_are_named_by_flag(tmp_path, log_csv, capsys, flags):
+    # a.example's 6 pages, each every 6 / 3e-5 days (or 6 × 3e9 s): 550 years or more
+    out = tmp_path / "s.csv"
+    assert main(["schedule", str(log_csv), "--budget", "40", "--out", str(out), *flags]) == 2
+    err = capsys.readouterr().err
+    assert "changerate-bayes: error: --host-limit, --host-limits or --host-delay: " in err
+    assert "2262-04-11" in err and "give its host a larger cap" in err
+    assert "delay_s" not in err and "max-interval-h" not in err and "host_budgets" not in err
+    assert not out.exists()
+
+
+def test_a_cap_below_the_revisit_limit_wins(tmp_path, log_csv, capsys):
+    # a.example's 6 pages share 1e-3 crawls per day: each every 6 / 1e-3 days = 144,000 h, far beyond
+    # --max-interval-h 2160; the schedule keeps that interval and spends 40 crawls per day
+    table = _run(
+        log_csv, tmp_path / "s.csv", "--host-limits", _limits(tmp_path, "host,crawls_per_day\na.example,0.001\n")
+    )
+    a = table["host"] == "a.example"
+    assert table.loc[a, "interval_h"].tolist() == [144_000.0] * 6
+    assert table.loc[a, "interval_source"].tolist() == ["host_cap"] * 6
+    assert (24 / table.loc[a, "interval_h"]).sum() == pytest.approx(1e-3, rel=1e-9)
+    # each page's next fetch is its last attempt plus its interval, then spaced by the cap's delay
+    due = table["last_attempt"] + pd.to_timedelta(table["interval_h"] * 3600, unit="s")
+    assert (table.loc[a, "next_fetch"] >= due[a]).all()
+    out = capsys.readouterr().out
+    assert "the host caps hold 6 page(s) beyond --max-interval-h 2160" in out
+    spends = float(out.split("the schedule spends ")[1].split()[0])
+    # the other 3 pages share 40 - 1e-3 per day, every 1.8 h to within the rounding to whole seconds
+    assert spends == pytest.approx(40.0, abs=40.0 * 0.5 / 6480)
+    assert (24 / table["interval_h"]).sum() == pytest.approx(spends, abs=1e-3)
+
+
+def test_pages_held_at_their_cap_are_not_at_the_revisit_bound(tmp_path, capsys):
+    log = tmp_path / "one.csv"
+    _log([f"https://one.example/p{i}" for i in range(50)]).to_csv(log, index=False)
+    out = tmp_path / "e.csv"
+    assert main(["estimate", str(log), "--budget", "100", "--host-limit", "10", "--out", str(out)]) == 0
+    table = pd.read_csv(out)
+    assert table["crawl_interval_h"].to_numpy() == pytest.approx(120.0, rel=1e-12)  # 50 pages / 10 per day
+    assert not table["at_revisit_bound"].any()
+    printed = capsys.readouterr().out
+    assert "get the revisit bound" not in printed
+    assert "the host caps hold 50 page(s) beyond the revisit bound 48 h, at intervals up to 120 h" in printed
+    s = tmp_path / "s.csv"
+    assert main(["schedule", str(log), "--budget", "100", "--host-limit", "10", "--out", str(s)]) == 0
+    assert (pd.read_csv(s)["interval_source"] == "host_cap").all()
+
+
+def test_space_host_fetches_of_an_empty_schedule_is_the_schedule():
+    s = schedule(_log(PAGES[:2]), budget=4.0).schedule.iloc[:0]
+    out = space_host_fetches(s, [], 5.0)
+    assert out.empty and list(out.columns) == [*s.columns, "host", "host_delay_s"]
+    assert out.attrs["n_host_delayed"] == 0 and out.attrs["max_host_delay_s"] == 0.0
+
+
+@pytest.mark.parametrize("command", ["schedule", "estimate"])
+def test_help_says_the_file_caps_its_hosts_and_the_flags_the_others(command, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = "".join(capsys.readouterr().out.split())  # argparse wraps lines, at hyphens too
+    assert "thecapofeachhostitlists(--host-limitand--host-delaycapeveryotherhost)" in text
+    assert "insteadof--host-limit" not in text

@@ -327,8 +327,13 @@ def test_replay_command_host_flags(tmp_path, capsys):
     assert main(args) == 0
     free = pd.read_csv(tmp_path / "t.csv")
     assert main(args + ["--host-limit", "4"]) == 0
-    assert "at most 4 crawls per day per host (2 hosts)" in capsys.readouterr().out
+    assert "at most 4 crawls per day per host, over the 2 hosts of the pages" in capsys.readouterr().out
     capped = pd.read_csv(tmp_path / "t.csv")
+    limits = tmp_path / "limits.csv"
+    limits.write_text("host,crawls_per_day\na.example,4\n")
+    assert main(args + ["--host-limits", str(limits)]) == 0
+    note = "note: the caps of --host-limits for 1 host(s) (the other hosts uncapped), over the 2 hosts of the pages:"
+    assert note in capsys.readouterr().out
     # two hosts (a.example with two pages, b.example) at 4 a day: each at most 1 + 4·10 crawls in 10 days
     assert free["crawls"].iloc[0] > 150
     assert 60 <= capped["crawls"].iloc[0] <= 2 * (1 + 4 * 10)

@@ -269,6 +269,12 @@ def plan_line(attrs) -> str:
             f"; {n} page(s) would be crawled less often or never and get the revisit bound "
             f"{attrs['max_interval_h']:.4g} h instead (column `at_revisit_bound`)"
         )
+    held = int(attrs.get("n_host_cap_beyond_bound") or 0)
+    if held:
+        line += (
+            f"; the host caps hold {held} page(s) beyond the revisit bound {attrs['max_interval_h']:.4g} h, "
+            f"at intervals up to {attrs['host_cap_longest_interval_h']:.6g} h (column `host_at_cap`)"
+        )
     return line
 
 

@@ -24,11 +24,13 @@ __all__ = [
     "add_host_flags",
     "host_caps",
     "read_host_limits",
+    "host_note",
     "no_host_message",
     "unknown_hosts_note",
 ]
 
 _SECONDS_PER_DAY = 86400.0
+_CENTURY_S = 36600 * _SECONDS_PER_DAY  # the longest delay between two fetches of a host
 #: the columns of a --host-limits file
 LIMIT_COLUMNS = ("host", "crawls_per_day")
 
@@ -51,7 +53,8 @@ def add_host_flags(parser, *, spacing: bool) -> None:
     parser.add_argument(
         "--host-limits",
         metavar="FILE.csv",
-        help="a CSV file with the columns host,crawls_per_day: the cap of each host listed, instead of --host-limit",
+        help="a CSV file with the columns host,crawls_per_day: the cap of each host it lists (--host-limit and "
+        "--host-delay cap every other host)",
     )
     parser.add_argument(
         "--host-delay",
@@ -137,23 +140,30 @@ def read_host_limits(path):
     """The caps of a ``--host-limits`` file: a pandas Series of crawls per day indexed by host.
 
     The file is a CSV file with a header line and the columns ``host`` and
-    ``crawls_per_day`` (others are ignored); a host is a URL's host name, compared
-    without case and surrounding spaces.
+    ``crawls_per_day`` (others are ignored), one field per column on every line; a host
+    is a URL's host name, compared without case and surrounding spaces.
 
     Raises
     ------
     ValueError
         Naming ``--host-limits``, the file and, for a bad row, its line (the header is
-        line 1): a file that cannot be read or lacks a column, an empty host, a cap that
-        is not a number, not finite or not > 0, or a host listed twice.
+        line 1): a file that cannot be read, lacks a column or lists no host, a line with
+        fields too many or too few, an empty host, a cap that is not a number, not finite
+        or not > 0, or a host listed twice.
     """
     import pandas as pd  # the parser is built without pandas
 
     name = f"--host-limits {str(path)!r}"
     if Path(path).is_dir():
         raise ValueError(f"{name} is a folder; give a CSV file with the columns host,crawls_per_day")
+    from ..io import check_field_counts
+
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True, skip_blank_lines=False)
+        if Path(path).is_file():  # pandas would take a row's extra first field as its index
+            check_field_counts(path, src=name)
+        frame = pd.read_csv(
+            path, dtype=str, keep_default_na=False, skipinitialspace=True, skip_blank_lines=False, index_col=False
+        )
     except FileNotFoundError:
         raise ValueError(f"{name}: no such file") from None
     except pd.errors.EmptyDataError:
@@ -170,6 +180,8 @@ def read_host_limits(path):
     line = pd.RangeIndex(2, len(frame) + 2)  # the header is line 1 (a quoted field with a line break: approximate)
     filled = (frame.fillna("").apply(lambda column: column.str.strip()) != "").any(axis=1).to_numpy()
     frame, line = frame[filled], line[filled]  # blank lines are skipped, and counted
+    if frame.empty:
+        raise ValueError(f"{name} lists no host: give a line host,crawls_per_day for each host to cap")
     hosts = frame["host"].str.strip().str.lower()
     text = frame["crawls_per_day"].str.strip()
     caps = pd.to_numeric(text, errors="coerce")
@@ -193,6 +205,13 @@ def host_caps(args) -> HostCaps:
     """The caps the parsed flags give; ValueError naming the flag (or file and line) for bad input."""
     limit = None if args.host_limit is None else _positive(args.host_limit, "--host-limit (crawls per day per host)")
     delay = None if args.host_delay is None else _positive(args.host_delay, "--host-delay (seconds)")
+    if limit is not None and limit < _SECONDS_PER_DAY / _CENTURY_S:
+        raise ValueError(
+            f"--host-limit (crawls per day per host) must be at least one crawl per century per host "
+            f"({_SECONDS_PER_DAY / _CENTURY_S:.3g} per day); got {limit:g}"
+        )
+    if delay is not None and delay > _CENTURY_S:
+        raise ValueError(f"--host-delay (seconds) must be at most a century ({_CENTURY_S:.6g} s); got {delay:g}")
     if args.host_limits is None:
         import pandas as pd
 
@@ -224,19 +243,22 @@ def space_fetches(schedule, caps: HostCaps):
     from ..crawllog.fetch_schedule import space_host_fetches
 
     hosts = schedule["host"]
-    return space_host_fetches(schedule, hosts.to_numpy(dtype=object), caps.delays(hosts))
+    try:
+        return space_host_fetches(schedule, hosts.to_numpy(dtype=object), caps.delays(hosts))
+    except ValueError as err:
+        if "reach past" not in str(err) and "`delay_s`" not in str(err):
+            raise
+        text = str(err).replace(", `delay_s` apart,", ", spaced by its cap's delay,").replace("`delay_s`", "the delay")
+        raise ValueError(f"--host-limit, --host-limits or --host-delay: {text}; give larger caps") from None
 
 
 def host_lines(table, caps: HostCaps) -> list[str]:
-    """The lines a command prints on the hosts: those of --host-limits the log lacks, the hosts at
-    their cap, and (a schedule) the fetches the host delays moved. Empty without caps."""
+    """The lines a command prints on the hosts: the hosts at their cap, and (a schedule) the fetches
+    the host delays moved. Empty without caps."""
     if not caps:
         return []
     hosts = table["host"]
-    lines = []
-    unknown = unknown_hosts_note(caps, hosts.dropna().unique())
-    if unknown:
-        lines.append(f"note: {unknown}")
+    lines = []  # the hosts of --host-limits the log lacks: the allocation's warning (host_note)
     n_hosts = int(hosts.nunique())
     if "host_at_cap" in table.columns:
         at_cap = int(hosts[table["host_at_cap"].to_numpy(dtype=bool)].nunique())
@@ -250,11 +272,23 @@ def host_lines(table, caps: HostCaps) -> list[str]:
     return lines
 
 
+_UNMATCHED = re.compile(r"^(?P<n>\d+) key\(s\) of `host_budgets` match no page's host")
+
+
+def host_note(message: str) -> str:
+    """A library note on keys of ``host_budgets`` that match no page's host, put in the terms of
+    ``--host-limits`` (the only mapping the flags give); others unchanged."""
+    return _UNMATCHED.sub(r"\g<n> host(s) of --host-limits are not in the log", message)
+
+
 _NO_HOST = re.compile(r"row \d+ \((?P<page>.*)\) is not a URL with a host name")
 
 
 def no_host_message(message: str) -> str:
-    """A library message on a page without a host, put in the flags' terms (others unchanged)."""
+    """A library message on a page without a host, or on a cap so low that a next fetch is past
+    2262, put in the flags' terms (others unchanged)."""
+    if "its host's cap gives it" in message:  # a cap so low the next fetch is past 2262
+        return f"--host-limit, --host-limits or --host-delay: {message.replace(' (`host_budgets`)', '')}"
     found = _NO_HOST.search(message)
     if found is None:
         return message

@@ -29,7 +29,7 @@ from ._common import (
     write_failed,
     write_table,
 )
-from ._host_caps import add_host_flags, host_caps, host_lines, no_host_message
+from ._host_caps import add_host_flags, host_caps, host_lines, host_note, no_host_message
 
 __all__ = ["register"]
 
@@ -131,7 +131,7 @@ def _run(args) -> int:
     print(f"note: {table.attrs['rate_rule']}")
     for msg in table.attrs.get("notes", ()):  # the pages whose rate the data bound on one side only
         print(f"note: {msg}")
-    for msg in dict.fromkeys([*table.attrs.get("warnings", ()), *notes]):
+    for msg in dict.fromkeys([*table.attrs.get("warnings", ()), *map(host_note, notes)]):
         print(f"note: {msg}")
     for line in host_lines(table, caps):
         print(line)

@@ -291,7 +291,7 @@ def _run(args) -> int:
     if caps:
         assert hosts is not None  # set with every cap
         print(
-            f"note: {caps.words()} ({len(set(hosts.values()))} hosts): crawls over a host's cap waited in its "
+            f"note: {caps.words()}, over the {len(set(hosts.values()))} hosts of the pages: crawls over a host's cap waited in its "
             "queue, and budgets count the crawls ordered"
         )
         unknown = unknown_hosts_note(caps, set(hosts.values()))

@@ -23,7 +23,7 @@ from ._common import (
     with_notes,
     write_failed,
 )
-from ._host_caps import add_host_flags, host_caps, host_lines, no_host_message, space_fetches
+from ._host_caps import add_host_flags, host_caps, host_lines, host_note, no_host_message, space_fetches
 
 __all__ = ["register"]
 
@@ -123,7 +123,7 @@ def _run(args) -> int:
     audit = res.audit
     print(audit.format())
     for msg in notes:
-        print(f"note: {msg}")
+        print(f"note: {host_note(msg)}")
     a = table.attrs
     plan = {
         "policy": a.get("policy"),
@@ -143,6 +143,12 @@ def _run(args) -> int:
         print(
             f"note: the allocation holds {a['n_revisit_bound']} page(s) at its revisit bound "
             "(interval_source=revisit_bound)"
+        )
+    if a.get("n_host_cap_beyond_max"):
+        print(
+            f"note: the host caps hold {a['n_host_cap_beyond_max']} page(s) beyond --max-interval-h "
+            f"{a['max_interval_h']:g}: they keep the interval their host's cap gives, as the crawler enforces "
+            "the cap (interval_source=host_cap)"
         )
     if a.get("n_min_interval"):
         print(

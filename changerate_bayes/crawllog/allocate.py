@@ -9,6 +9,8 @@ posterior, round robin, or the plug-in optimal rates, bounded by a revisit limit
 from __future__ import annotations
 
 import numbers
+import warnings
+from collections import defaultdict
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
@@ -101,7 +103,8 @@ def allocate_crawls(
     (N pages, B the budget; N/B the round-robin interval). A page the allocation would
     crawl less often than that, or never (the index of a page that changes very often
     saturates at w/Δ below the price, and the plug-in allocation gives such pages rate 0),
-    gets M and ``at_revisit_bound = True``; ``attrs["n_at_revisit_bound"]`` counts them. The
+    gets M and ``at_revisit_bound = True`` (only there: a page a host cap holds beyond M is
+    not marked); ``attrs["n_at_revisit_bound"]`` counts them. The
     other pages' rates are scaled to spend what is left (if every page is in that case, the
     budget is shared equally: intervals N/B).
 
@@ -129,18 +132,22 @@ def allocate_crawls(
     host_budgets : float or mapping label -> float, optional
         Per-host politeness caps c_h > 0, finite, in **crawls per day**: one number for every
         host (86,400/d for a delay of d seconds between fetches from a host: 17,280 for
-        Nutch's default 5 s), or a mapping (hosts missing from it are uncapped; labels
-        without rows are ignored). None (the default): no caps, and nothing else changes.
+        Nutch's default 5 s), or a mapping (a dict, defaultdict or pandas Series; hosts
+        missing from it are uncapped; with hosts taken from URLs its keys are compared
+        without case and surrounding spaces; keys matching no row's host are unused, and
+        a UserWarning names how many and a few of them). None (the default): no caps, and nothing else changes.
 
     Returns
     -------
     pandas.DataFrame
         The table with ``crawls_per_day`` (1/I_i, summing to the budget), ``crawl_interval_h``
-        (24 I_i, finite, <= 24 M) and ``at_revisit_bound`` (bool); ``attrs`` gains
+        (24 I_i, finite, <= 24 M unless a host cap holds the page beyond it) and
+        ``at_revisit_bound`` (bool: the interval is M); ``attrs`` gains
         ``budget_per_day``, ``objective``, ``policy`` (the policy's name),
         ``max_interval_h`` and ``n_at_revisit_bound`` (and ``price`` for the index). With
         ``host_budgets``, also ``host`` (the label of each row) and ``host_at_cap`` (bool:
-        its host is held at its cap), and ``attrs`` ``n_hosts_at_cap`` and ``host_budgets``
+        its host is held at its cap), and ``attrs`` ``n_hosts_at_cap``, ``n_host_cap_beyond_bound``,
+        ``host_cap_longest_interval_h`` (None if no page is beyond M) and ``host_budgets``
         (the one cap, or a mapping's ``n_hosts``, ``n_capped``, ``min`` and ``max``).
 
     Raises
@@ -171,7 +178,9 @@ def allocate_crawls(
     :mod:`changerate_bayes.scheduling._index_host_caps`). The revisit bound applies as
     without caps, within each host at its cap and among the free hosts; a host whose
     n_h pages at the bound would spend more than c_h keeps its cap (each page every
-    n_h/c_h > M days, marked at the bound). No host spends more than its cap (to within
+    n_h/c_h > M days: ``at_revisit_bound`` is False there, ``host_at_cap`` True;
+    ``attrs["n_host_cap_beyond_bound"]`` counts such pages and
+    ``attrs["host_cap_longest_interval_h"]`` gives their longest interval, hours). No host spends more than its cap (to within
     1e-12 relative); the budget is spent whenever some host has room, and otherwise every
     host is at its cap and the rest of the budget is left. "auto" chooses by the budget as
     without caps.
@@ -218,8 +227,11 @@ def allocate_crawls(
     labels = codes = caps = None
     if host_budgets is not None:
         labels = _host_labels(table, hosts)
+        if hosts is None or (isinstance(hosts, str) and hosts == "url"):
+            host_budgets = _url_host_keys(host_budgets)  # URL hosts are lower-cased
         codes, names = check_hosts(labels, (n,))
         caps = check_host_budgets(host_budgets, names)
+        _warn_unmatched_keys(host_budgets, names)
     elif hosts is not None and not (isinstance(hosts, str) and hosts == "url"):
         _host_labels(table, hosts)  # checked, unused without caps
     out = table.copy()
@@ -239,6 +251,11 @@ def allocate_crawls(
         rates, bound, held, extra = _allocate_capped(
             table, policy, mean, w, weights, budget, cap, objective, labels, host_budgets, codes, caps
         )
+        beyond = held[codes] & (rates * cap < 1.0 - 1e-12)  # the cap holds the page beyond the bound M
+        bound = bound & ~beyond  # at the bound: interval M itself
+        with np.errstate(divide="ignore"):
+            longest = float((_HOURS_PER_DAY / rates[beyond]).max()) if beyond.any() else None
+        extra.update(n_host_cap_beyond_bound=int(beyond.sum()), host_cap_longest_interval_h=longest)
         _set_rates(out, attrs, rates, bound, policy=policy, max_interval_h=cap * _HOURS_PER_DAY)
         out["host"] = labels
         out["host_at_cap"] = held[codes]
@@ -403,6 +420,46 @@ def _host_labels(table: pd.DataFrame, hosts) -> np.ndarray:
             i = int(np.flatnonzero(missing)[0])
             raise ValueError(f"`hosts` must not hold None or NaN; got {arr[i]!r} at row {i}")
     return arr
+
+
+#: the start of the warning on keys of ``host_budgets`` that match no page's host
+UNMATCHED_KEYS = "key(s) of `host_budgets` match no page's host"
+
+
+def _url_host_keys(host_budgets):
+    """A mapping ``host_budgets`` (dict, defaultdict or pandas Series) with its string keys stripped
+    and lower-cased, as the host names of URLs are; anything else unchanged. ValueError naming
+    two keys that become one."""
+    if isinstance(host_budgets, pd.Series):
+        host_budgets = host_budgets.to_dict()
+    if not isinstance(host_budgets, Mapping) or not host_budgets:
+        return host_budgets
+    keys = pd.Series(list(host_budgets.keys()), dtype=object)
+    lowered = keys.str.strip().str.lower()
+    lowered = lowered.where(lowered.notna(), keys)  # keys that are not strings stay as they are
+    twice = lowered.duplicated(keep=False).to_numpy()
+    if twice.any():
+        both = keys[(lowered == lowered[twice].iloc[0]).to_numpy()].tolist()
+        raise ValueError(
+            f"`host_budgets` keys {both[0]!r} and {both[1]!r} are one host (a URL's host name is "
+            "compared without case and surrounding spaces); give it one cap"
+        )
+    out = dict(zip(lowered.tolist(), host_budgets.values()))
+    if isinstance(host_budgets, defaultdict):
+        return defaultdict(host_budgets.default_factory, out)
+    return out
+
+
+def _warn_unmatched_keys(host_budgets, names) -> None:
+    """A UserWarning naming how many keys of a mapping ``host_budgets`` match none of the hosts
+    ``names``, and a few of them."""
+    if not isinstance(host_budgets, (Mapping, pd.Series)) or not len(host_budgets):
+        return
+    keys = pd.Index(list(host_budgets.keys()), dtype=object)
+    unmatched = keys[~keys.isin(pd.Index(names, dtype=object))]
+    if unmatched.size:
+        shown = ", ".join(map(str, unmatched[:5])) + (", ..." if unmatched.size > 5 else "")
+        warnings.warn(f"{unmatched.size} {UNMATCHED_KEYS} (their caps are unused): {shown}", UserWarning, stacklevel=3)
 
 
 def _caps_summary(host_budgets, caps: np.ndarray):

@@ -120,7 +120,8 @@ def crawl_schedule(
     max_interval_h : float, default :data:`MAX_INTERVAL_H` (2,160 h = 90 days)
         Revisit limit: a page whose allocated interval is longer, infinite or missing
         (the allocation does not crawl it) is scheduled at this interval instead and
-        marked ``interval_source = "max_interval"``.
+        marked ``interval_source = "max_interval"``; except a page of a host held at its
+        cap (``host_at_cap``) with a finite interval, which keeps it: the cap wins.
     prior : optional
         The prior of the table's posterior (default ``BetaPrimePrior(1, 2)``).
 
@@ -136,6 +137,8 @@ def crawl_schedule(
         hours, rounded to whole seconds (at least one); ``interval_source``
         (``"allocation"``; ``"revisit_bound"`` where the table's ``at_revisit_bound`` says
         the allocation holds the page at its own bound, its longest interval;
+        ``"host_cap"`` where the table's ``host_at_cap`` says the page's host is held at its
+        cap (its interval kept, even beyond ``max_interval_h``);
         ``"max_interval"`` where this function's limit applies; ``"min_interval"`` where
         the allocated interval, below half a second, is raised to the shortest interval,
         one second); ``rate_per_day`` and ``rate_method``
@@ -144,7 +147,9 @@ def crawl_schedule(
         where ``table`` has them (an allocation within per-host caps), ``host`` and
         ``host_at_cap``. ``attrs`` holds
         ``budget_per_day`` (the allocation's), ``max_interval_h``, ``n_max_interval``
-        (pages at the revisit limit), ``n_revisit_bound``, ``n_min_interval``, ``policy`` (the
+        (pages at the revisit limit), ``n_revisit_bound``, ``n_min_interval``, ``n_host_cap``
+        (pages marked ``"host_cap"``), ``n_host_cap_beyond_max`` (of them, those beyond
+        ``max_interval_h``), ``policy`` (the
         allocation's), ``revisit_bound_h`` (the allocation's own longest interval, 4·N/B,
         its ``attrs["max_interval_h"]``; the longest interval is the shorter of it and
         ``max_interval_h``), ``n_pages`` and ``crawls_per_day`` (what the schedule spends:
@@ -201,7 +206,13 @@ def crawl_schedule(
             f"spend: at most {most:,} crawls per day (one fetch per second per page, the shortest interval); "
             "give at most that"
         )
-    bounded = ~(allocated <= limit)  # infinite, NaN or beyond the limit
+    at_cap = (
+        table["host_at_cap"].to_numpy(dtype=bool)
+        if "host_at_cap" in table.columns
+        else np.zeros(len(table), dtype=bool)
+    )  # a host held at its cap: the crawler enforces the cap, so its interval stands
+    beyond = at_cap & np.isfinite(allocated) & (allocated > limit)
+    bounded = ~(allocated <= limit) & ~beyond  # infinite, NaN or beyond the limit
     at_bound = (
         table["at_revisit_bound"].to_numpy(dtype=bool)
         if "at_revisit_bound" in table.columns
@@ -216,6 +227,13 @@ def crawl_schedule(
     late = seconds > np.floor(room)  # the next fetch would overflow int64 nanoseconds
     if late.any():
         i = int(np.flatnonzero(late)[0])
+        if beyond[i]:
+            raise ValueError(
+                f"page {table['page'].iloc[i]!r}: its host's cap gives it an interval of {interval_h[i]:g} h, and its "
+                f"next fetch, {attempt.iloc[i]:%Y-%m-%dT%H:%M:%SZ} + {interval_h[i]:g} h, is after "
+                f"{pd.Timestamp.max:%Y-%m-%d}, the last time a schedule can hold (int64 nanoseconds); give its "
+                "host a larger cap (`host_budgets`)"
+            )
         raise ValueError(
             f"page {table['page'].iloc[i]!r}: its next fetch, {attempt.iloc[i]:%Y-%m-%dT%H:%M:%SZ} + "
             f"{interval_h[i]:g} h, is after {pd.Timestamp.max:%Y-%m-%d}, the last time a schedule can "
@@ -229,7 +247,9 @@ def crawl_schedule(
             "next_fetch": (attempt + pd.to_timedelta(seconds, unit="s")).to_numpy(),
             "interval_h": interval_h,
             "interval_source": np.select(
-                [bounded, shortest, at_bound], ["max_interval", "min_interval", "revisit_bound"], "allocation"
+                [bounded, shortest, at_bound, at_cap],
+                ["max_interval", "min_interval", "revisit_bound", "host_cap"],
+                "allocation",
             ).astype(object),
             "rate_per_day": table["rate_per_day"].to_numpy(dtype=np.float64),
             "rate_method": table["rate_method"].to_numpy(dtype=object),
@@ -248,6 +268,8 @@ def crawl_schedule(
         n_max_interval=int(bounded.sum()),
         n_revisit_bound=int((at_bound & ~bounded & ~shortest).sum()),
         n_min_interval=int(shortest.sum()),
+        n_host_cap=int((at_cap & ~bounded & ~shortest & ~at_bound).sum()),
+        n_host_cap_beyond_max=int(beyond.sum()),
         crawls_per_day=float(np.sum(24.0 / interval_h)),
         rates="changes per day",
         rate_rule=table.attrs.get("rate_rule"),
@@ -401,7 +423,8 @@ def space_host_fetches(schedule: pd.DataFrame, hosts, delay_s) -> pd.DataFrame:
     due = pd.to_datetime(schedule["next_fetch"], utc=True).to_numpy(dtype="datetime64[ns]").view(np.int64)
     order = np.lexsort((due, codes))  # by host, then by due time
     c, t, d = codes[order], due[order], delay[order]
-    first = np.r_[True, c[1:] != c[:-1]]
+    first = np.ones(c.size, dtype=bool)  # the first row of each host (none in an empty schedule)
+    first[1:] = c[1:] != c[:-1]
     group = np.cumsum(first) - 1
     k = np.arange(c.size) - np.flatnonzero(first)[group]  # rank within the host
     reach = t[first][group].astype(np.float64) + k.astype(np.float64) * d.astype(np.float64)  # s_k >= t_1 + k·d

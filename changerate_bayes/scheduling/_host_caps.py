@@ -145,7 +145,7 @@ def check_host_budgets(host_budgets, labels: np.ndarray) -> np.ndarray:
 
     Parameters
     ----------
-    host_budgets : float, mapping label -> float, or None
+    host_budgets : float, mapping label -> float (a dict or a pandas Series), or None
         One cap for every host, or a cap per host label, in crawls per unit time of the
         budget (> 0 and finite). Hosts a mapping lacks are not capped, or, for a
         :class:`collections.defaultdict`, take its default (``default_factory()``): a
@@ -176,6 +176,8 @@ def check_host_budgets(host_budgets, labels: np.ndarray) -> np.ndarray:
     n_hosts = labels.size
     if host_budgets is None:
         return np.full(n_hosts, np.inf)
+    if isinstance(host_budgets, pd.Series):  # a mapping: its index -> its values
+        host_budgets = host_budgets.to_dict()
     if isinstance(host_budgets, Mapping):
         default = np.inf
         if isinstance(host_budgets, defaultdict) and host_budgets.default_factory is not None:
