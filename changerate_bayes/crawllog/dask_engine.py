@@ -19,6 +19,7 @@ import logging
 import signal
 import threading
 import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -77,18 +78,44 @@ ClusterEstimates = LogEstimates
 _FRAME = "<dask dataframe>"
 #: The estimation options of the deprecated entry points (:attr:`LogOptions.estimation` and ``budget``).
 _ESTIMATION = ("methods", "prior", "budget", "level", "posterior_method")
+_SCHEDULING = ("budget", "prior", "level")
+#: Each deprecated entry point: (the call to use instead, its :class:`LogOptions`, the engine's own
+#: arguments with their defaults).
+_DEPRECATED: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {
+    "estimate_pages_dask": (
+        "estimate(visits",
+        ("columns", "change_from", *_ESTIMATION),
+        dict(npartitions=None, source=_FRAME, client=None),
+    ),
+    "estimate_files_dask": (
+        "estimate(paths",
+        ("format", "columns", "change_from", "page_key", *_ESTIMATION),
+        dict(partitioned="auto", npartitions=None, chunk_rows=None, client=None),
+    ),
+    "schedule_pages_dask": (
+        "schedule(visits",
+        ("columns", "change_from", *_SCHEDULING, "hosts", "host_budgets"),
+        dict(max_interval_h=MAX_INTERVAL_H, npartitions=None, source=_FRAME, client=None),
+    ),
+    "schedule_files_dask": (
+        "schedule(paths",
+        ("format", "columns", "change_from", "page_key", *_SCHEDULING),
+        dict(max_interval_h=MAX_INTERVAL_H, chunk_rows=None, client=None),
+    ),
+}
 
 
-def _deprecated(name: str, call: str, options: dict, option_names, **engine_defaults):
+def _deprecated(name: str, options: dict):
     """The keyword arguments ``options`` of the deprecated entry point ``name``, after its warning
-    (naming ``crawllog.<call>, engine='dask', ...)``): the :class:`LogOptions` among
-    ``option_names``, and the engine's own arguments (``engine_defaults``, with their defaults).
+    naming the call to use instead (:data:`_DEPRECATED`): its :class:`LogOptions`, and the
+    engine's own arguments (with their defaults).
 
     Raises
     ------
     TypeError
         For a keyword argument that ``name`` never took.
     """
+    call, option_names, engine_defaults = _DEPRECATED[name]
     unknown = sorted(set(options) - set(option_names) - set(engine_defaults))
     if unknown:
         raise TypeError(f"{name}() got an unexpected keyword argument {unknown[0]!r}")
@@ -215,15 +242,7 @@ def estimate_pages_dask(visits, **options) -> ClusterEstimates:
     ClusterEstimates
         The table, the summed audit and the number of partitions.
     """
-    opts, engine = _deprecated(
-        "estimate_pages_dask",
-        "estimate(visits",
-        options,
-        ("columns", "change_from", *_ESTIMATION),
-        npartitions=None,
-        source=_FRAME,
-        client=None,
-    )
+    opts, engine = _deprecated("estimate_pages_dask", options)
     res, _ = _estimate_frame(visits, opts, **engine)
     return res
 
@@ -333,16 +352,7 @@ def estimate_files_dask(paths, **options) -> ClusterEstimates:
     ClusterEstimates
         The table (its warnings issued), the summed audit and the number of parts.
     """
-    opts, engine = _deprecated(
-        "estimate_files_dask",
-        "estimate(paths",
-        options,
-        ("format", "columns", "change_from", "page_key", *_ESTIMATION),
-        partitioned="auto",
-        npartitions=None,
-        chunk_rows=None,
-        client=None,
-    )
+    opts, engine = _deprecated("estimate_files_dask", options)
     files, buckets = log_files(paths)
     res, _ = _estimate_files(files, buckets, opts, **engine)
     warn_table_notes(res.table)
@@ -634,16 +644,7 @@ def schedule_pages_dask(visits, **options):
     (pandas.DataFrame, Audit)
         The schedule (:func:`~changerate_bayes.crawllog.schedule`'s ``schedule``) and the audit.
     """
-    opts, engine = _deprecated(
-        "schedule_pages_dask",
-        "schedule(visits",
-        options,
-        ("columns", "change_from", "budget", "prior", "level", "hosts", "host_budgets"),
-        max_interval_h=MAX_INTERVAL_H,
-        npartitions=None,
-        source=_FRAME,
-        client=None,
-    )
+    opts, engine = _deprecated("schedule_pages_dask", options)
     return _schedule_frame(visits, opts, **engine)
 
 
@@ -671,15 +672,7 @@ def schedule_files_dask(paths, **options):
     (pandas.DataFrame, Audit)
         The schedule (:func:`~changerate_bayes.crawllog.schedule`'s ``schedule``) and the audit.
     """
-    opts, engine = _deprecated(
-        "schedule_files_dask",
-        "schedule(paths",
-        options,
-        ("format", "columns", "change_from", "page_key", "budget", "prior", "level"),
-        max_interval_h=MAX_INTERVAL_H,
-        chunk_rows=None,
-        client=None,
-    )
+    opts, engine = _deprecated("schedule_files_dask", options)
     files, buckets = log_files(paths)
     return _schedule_files(files, buckets, opts, **engine)
 
