@@ -2,8 +2,8 @@
 
 1. The synthetic log of ``_logs.make_log`` (Parquet, 10 files whose pages are
    disjoint, as a crawler that writes one file per host range does) is turned into the
-   per-page table by ``estimate_files_dask`` on a ``LocalCluster`` of 1 and of 2 worker
-   processes (one thread each), with the files used as they are (one task per file reads
+   per-page table by ``crawllog.estimate(paths, engine="dask")`` on a ``LocalCluster``
+   of 1 and of 2 worker processes (one thread each), with the files used as they are (one task per file reads
    and reduces it) and, for information, with a shuffle forced (``partitioned=False``);
    by the pandas engine as ``estimate`` runs it (``estimate_log``); and, for
    information, by the Dask engine's task function run file after file in one process
@@ -45,12 +45,14 @@ import numpy as np
 import pandas as pd
 
 from changerate_bayes import estimate_log, estimate_pages
+from changerate_bayes.crawllog import estimate
 from changerate_bayes.crawllog._dask_tasks import read_reduce_group
+from changerate_bayes.crawllog._options import LogOptions
 from changerate_bayes.crawllog.allocate import allocate_crawls
-from changerate_bayes.crawllog.dask_engine import estimate_files_dask
+from changerate_bayes.crawllog.dask_engine import _estimate_files
 from changerate_bayes.crawllog.table import concat_part_tables
 from changerate_bayes.datasets import write_cdxj_shards
-from changerate_bayes.io import Audit, read_frame
+from changerate_bayes.io import Audit, log_files, read_frame
 
 _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE))
@@ -146,7 +148,11 @@ def _dask(paths, out, n_workers, partitioned):
 
         def once():
             before, cpu0, t0 = client.run(_cpu), _cpu(), time.perf_counter()
-            res = estimate_files_dask(paths, budget=1e5, partitioned=partitioned, client=client)
+            if partitioned == "auto":  # as users run it
+                res = estimate(paths, engine="dask", budget=1e5, client=client)
+            else:  # a shuffle forced, for information: a setting of the engine itself
+                files, buckets = log_files(paths)
+                res, _ = _estimate_files(files, buckets, LogOptions(budget=1e5), partitioned=partitioned, client=client)
             seconds, client_cpu = time.perf_counter() - t0, _cpu() - cpu0
             after = client.run(_cpu)
             return seconds, (sum(after[w] - before[w] for w in before), client_cpu), res

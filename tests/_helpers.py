@@ -162,3 +162,39 @@ def replay_learners(make, name, changes):
         rng=0,
     )
     return df, made
+
+
+def dask_frame_estimates(visits, *, npartitions=None, source="<dask dataframe>", client=None, **options):
+    """The Dask engine's per-page estimates of the Dask DataFrame ``visits`` (as
+    ``crawllog.estimate(visits, engine="dask", ...)``), with the engine's own settings the tests
+    vary: ``npartitions`` after the shuffle, the ``source`` named in messages, and ``client``
+    (default: the current Dask scheduler, e.g. the synchronous one)."""
+    from changerate_bayes.crawllog._options import LogOptions
+    from changerate_bayes.crawllog.dask_engine import _estimate_frame
+
+    res, _ = _estimate_frame(visits, LogOptions(**options), npartitions=npartitions, source=source, client=client)
+    return res
+
+
+def dask_files_estimates(paths, *, partitioned="auto", npartitions=None, chunk_rows=None, client=None, **options):
+    """The Dask engine's per-page estimates of the log files ``paths`` read one file per task (as
+    ``crawllog.estimate(paths, engine="dask", ...)`` of several files, its table's warnings issued),
+    with the engine's own settings the tests vary: ``partitioned``, ``npartitions`` of a shuffle,
+    ``chunk_rows`` and ``client`` (default: the current client)."""
+    from changerate_bayes.crawllog._options import LogOptions
+    from changerate_bayes.crawllog.dask_engine import _estimate_files
+    from changerate_bayes.crawllog.table import warn_table_notes
+    from changerate_bayes.io import log_files
+
+    files, buckets = log_files(paths)
+    res, _ = _estimate_files(
+        files,
+        buckets,
+        LogOptions(**options),
+        partitioned=partitioned,
+        npartitions=npartitions,
+        chunk_rows=chunk_rows,
+        client=client,
+    )
+    warn_table_notes(res.table)
+    return res

@@ -2,8 +2,8 @@
 
 The pandas engine reads the log as a frame (``read_frame``) and as a file
 (``read_log``); the Dask engine as a dataframe of several partitions
-(``estimate_pages_dask``) and as two files with the rows dealt alternately, so that
-every page's rows are shuffled between tasks (``estimate_files_dask``). All four give
+(``estimate(..., engine="dask")`` of a Dask DataFrame) and as two files with the rows dealt alternately, so that
+every page's rows are shuffled between tasks (``estimate(..., engine="dask")`` of the files). All four give
 the same table and audit, or the same error class and message.
 """
 
@@ -43,8 +43,9 @@ def engines(tmp_path, text, *, columns=None, change_from="auto", client=None):
     """{engine name: (table, audit) or the ValueError raised} for the CSV log ``text``."""
     import dask
     import dask.dataframe as dd
+    from _helpers import dask_frame_estimates
 
-    from changerate_bayes.crawllog.dask_engine import estimate_files_dask, estimate_pages_dask
+    from changerate_bayes.crawllog import estimate
 
     path = tmp_path / "log.csv"
     path.write_text(text, encoding="utf-8")
@@ -63,7 +64,7 @@ def engines(tmp_path, text, *, columns=None, change_from="auto", client=None):
         ddf = dd.read_csv(path, dtype=str, keep_default_na=False, blocksize=max(64, len(text) // 3))
         with dask.config.set({"scheduler": "synchronous", "dataframe.shuffle.method": "tasks"}):
             res = _outcome(
-                lambda: estimate_pages_dask(
+                lambda: dask_frame_estimates(
                     ddf, columns=columns, change_from=change_from, methods=METHODS, npartitions=3, source="log"
                 )
             )
@@ -71,8 +72,8 @@ def engines(tmp_path, text, *, columns=None, change_from="auto", client=None):
         if client is not None:
             pandas_halves = _outcome(lambda: _table(read_log(halves, columns=columns, change_from=change_from)))
             res = _outcome(
-                lambda: estimate_files_dask(
-                    halves, columns=columns, change_from=change_from, methods=METHODS, client=client
+                lambda: estimate(
+                    halves, engine="dask", columns=columns, change_from=change_from, methods=METHODS, client=client
                 )
             )
             out["files"] = pandas_halves

@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
-from _helpers import assert_same_page_table, dask_flags, local_dask_client
+from _helpers import assert_same_page_table, dask_flags, dask_frame_estimates, local_dask_client
 
 from changerate_bayes import StatisticalWarning, estimate_pages
 from changerate_bayes.estimators import METHODS
@@ -47,8 +47,6 @@ def _synthetic_log(tmp_path, n=6000, pages=120, seed=3):
 def test_dask_equals_pandas(tmp_path, client):
     import dask.dataframe as dd
 
-    from changerate_bayes.crawllog.dask_engine import estimate_pages_dask
-
     path = _synthetic_log(tmp_path)
     cols = {"page": "url", "fetch_time": "when", "digest": "sha"}
     log = read_csv(path, columns=cols, chunk_rows=4096)
@@ -56,7 +54,7 @@ def test_dask_equals_pandas(tmp_path, client):
         expect = estimate_pages(log, methods=METHODS, budget=50.0)  # the synthetic crawls are Poisson, not regular
     ddf = dd.read_csv(path, dtype=str, keep_default_na=False, blocksize=40_000)
     assert ddf.npartitions > 1
-    got = estimate_pages_dask(ddf, columns=cols, methods=METHODS, budget=50.0, npartitions=4, source=str(path))
+    got = dask_frame_estimates(ddf, columns=cols, methods=METHODS, budget=50.0, npartitions=4, source=str(path))
     assert got.n_partitions == 4
     assert got.audit.rows_read == log.audit.rows_read
     assert got.audit.dropped == log.audit.dropped and got.audit.out_of_order == log.audit.out_of_order
@@ -67,7 +65,6 @@ def test_dask_equals_pandas(tmp_path, client):
 def test_dask_error_names_the_log_row(tmp_path, client):
     import dask.dataframe as dd
 
-    from changerate_bayes.crawllog.dask_engine import estimate_pages_dask
     from changerate_bayes.io import CrawlLogError
 
     df = pd.DataFrame(
@@ -79,9 +76,9 @@ def test_dask_error_names_the_log_row(tmp_path, client):
     )
     ddf = dd.from_pandas(df, npartitions=2)
     with pytest.raises(CrawlLogError, match=r"log: row 4, column 'fetch_time': unparsable time 'later'"):
-        estimate_pages_dask(ddf, source="log")
+        dask_frame_estimates(ddf, source="log")
     with pytest.raises(CrawlLogError, match="missing required column 'page'"):
-        estimate_pages_dask(ddf.rename(columns={"page": "p"}), source="log")
+        dask_frame_estimates(ddf.rename(columns={"page": "p"}), source="log")
 
 
 @pytest.mark.slow
@@ -136,7 +133,7 @@ def test_notes_come_once_each_from_workers_with_several_threads(tmp_path):
 
     import distributed
 
-    from changerate_bayes.crawllog.dask_engine import estimate_files_dask
+    from changerate_bayes.crawllog import estimate
     from changerate_bayes.io import read_log
 
     paths = _two_point_logs(tmp_path)
@@ -152,6 +149,6 @@ def test_notes_come_once_each_from_workers_with_several_threads(tmp_path):
     ):
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
-            got = estimate_files_dask(paths, methods=METHODS, client=c)
+            got = estimate(paths, engine="dask", methods=METHODS, client=c)
     dask_notes = [str(x.message) for x in w if x.category is StatisticalWarning]
     assert _kinds(dask_notes) == _kinds(got.table.attrs["warnings"]) == _kinds(pandas_notes)

@@ -1,4 +1,4 @@
-"""Log files on the Dask engine (``estimate_files_dask``) against the pandas engine, on every reader case.
+"""Log files on the Dask engine (``estimate(..., engine="dask")`` of several files) against the pandas engine, on every reader case.
 
 Each case of ``test_io_dask_parity`` is written as two CSV files, once split by page
 (the files partition the pages: one task reads and reduces each file) and once with
@@ -11,7 +11,7 @@ import warnings
 
 import pandas as pd
 import pytest
-from _helpers import assert_same_page_table, local_dask_client
+from _helpers import assert_same_page_table, dask_files_estimates, local_dask_client
 from test_io_dask_parity import BAD, CASES, COLUMNS
 
 from changerate_bayes import StatisticalWarning, estimate_pages
@@ -55,15 +55,13 @@ def _run(fn):
 @pytest.mark.parametrize("how", ["pages", "rows"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_files_on_dask_equal_pandas(tmp_path, client, case, how):
-    from changerate_bayes.crawllog.dask_engine import estimate_files_dask
-
     files = _split(tmp_path, CASES[case], how)
     columns = COLUMNS.get(case)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StatisticalWarning)  # lln on schedules that are not Poisson
         log = _run(lambda: read_log(files, columns=columns))
         expect = log if isinstance(log, Exception) else _run(lambda: estimate_pages(log, methods=("lln", "mle")))
-        got = _run(lambda: estimate_files_dask(files, columns=columns, methods=("lln", "mle"), client=client))
+        got = _run(lambda: dask_files_estimates(files, columns=columns, methods=("lln", "mle"), client=client))
     assert isinstance(expect, Exception) == (case in BAD), expect
     if isinstance(expect, Exception):
         assert type(got) is type(expect), (case, got)
@@ -80,8 +78,6 @@ def test_files_on_dask_equal_pandas(tmp_path, client, case, how):
 def test_files_with_different_columns_are_refused_as_pandas_refuses_them(tmp_path, client, how):
     # the second file has no last_modified column: pandas reads the files into one set of columns and
     # refuses them; each file read and reduced by its own task must be refused with the same message
-    from changerate_bayes.crawllog.dask_engine import estimate_files_dask
-
     first = (
         "page,fetch_time,status,digest,last_modified\n"
         "a,2024-01-01T00:00:00Z,200,x,2023-12-01T00:00:00Z\n"
@@ -100,7 +96,7 @@ def test_files_with_different_columns_are_refused_as_pandas_refuses_them(tmp_pat
     with pytest.raises(ValueError) as pandas_error:
         estimate_pages(read_log(files), methods=("mle",))
     with pytest.raises(ValueError) as dask_error:
-        estimate_files_dask(files, methods=("mle",), client=client)
+        dask_files_estimates(files, methods=("mle",), client=client)
     assert "do not all have a 'last_modified' column" in str(pandas_error.value)
     assert type(dask_error.value) is type(pandas_error.value)
     assert str(dask_error.value) == str(pandas_error.value)

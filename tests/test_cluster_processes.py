@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _helpers import assert_same_page_table
+from _helpers import assert_same_page_table, dask_files_estimates
 
 from changerate_bayes import estimate_pages
 from changerate_bayes.datasets import write_cdxj_shards
@@ -159,8 +159,6 @@ def _ran(events) -> set:
 def test_partitioned_files_are_not_shuffled(tmp_path, cluster):
     from distributed import get_task_stream
 
-    from changerate_bayes.crawllog.dask_engine import estimate_files_dask
-
     _, client, _ = cluster
     frame = pd.read_csv(_csv_log(tmp_path / "all.csv", n=3000, pages=60, seed=8), dtype=str, keep_default_na=False)
     host = frame["page"].str.extract(r"https://(h\d)")[0]
@@ -193,7 +191,7 @@ def test_partitioned_files_are_not_shuffled(tmp_path, cluster):
             warnings.simplefilter("ignore")
             expect = estimate_pages(log, methods=("lln", "mle"))
             with get_task_stream(client) as ts:
-                got = estimate_files_dask(logs, methods=("lln", "mle"), client=client)
+                got = dask_files_estimates(logs, methods=("lln", "mle"), client=client)
         assert (got.shuffled, got.n_partitions) == (shuffled, parts)
         ran = _ran(ts.data)
         assert ("_split" in ran) == shuffled and ("_pick" in ran) == shuffled, ran
@@ -206,8 +204,6 @@ def test_partitioned_files_are_not_shuffled(tmp_path, cluster):
 
 def test_warc_files_on_dask_equal_pandas(tmp_path, cluster):
     from test_io_archives import IPD, _write_warc
-
-    from changerate_bayes.crawllog.dask_engine import estimate_files_dask
 
     _, client, _ = cluster
     rng = np.random.default_rng(2)
@@ -233,7 +229,7 @@ def test_warc_files_on_dask_equal_pandas(tmp_path, cluster):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         expect = estimate_pages(log, methods=("lln", "mle"))
-        got = estimate_files_dask(files, methods=("lln", "mle"), client=client)
+        got = dask_files_estimates(files, methods=("lln", "mle"), client=client)
     assert got.shuffled and got.audit == log.audit
     assert_same_page_table(got.table, expect)
 
@@ -281,7 +277,6 @@ def test_no_visit_lost_when_a_worker_is_killed(tmp_path, request):
 
 
 def test_bad_records_are_named_from_the_workers(tmp_path, cluster):
-    from changerate_bayes.crawllog.dask_engine import estimate_files_dask
     from changerate_bayes.io import CrawlLogError
 
     _, client, _ = cluster
@@ -295,13 +290,13 @@ def test_bad_records_are_named_from_the_workers(tmp_path, cluster):
         match=r"CC-MAIN-SYNTH-01/indexes/cdx-00000\.gz: line 3, column 'statuscode': "
         r"expected a number; got '[24]o[04]'",
     ):
-        estimate_files_dask(tmp_path / "cc", client=client)
+        dask_files_estimates(tmp_path / "cc", client=client)
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     a.write_text("page,fetch_time,digest\nx,2024-01-01T00:00Z,1\nx,2024-01-02T00:00Z,2\n")
     b.write_text("page,fetch_time,digest\ny,2024-01-01T00:00,1\ny,2024-01-02T00:00,2\n")
     with pytest.raises(CrawlLogError) as pandas_error:
         read_log([a, b])
     with pytest.raises(CrawlLogError) as dask_error:
-        estimate_files_dask([a, b], client=client)
+        dask_files_estimates([a, b], client=client)
     assert str(dask_error.value) == str(pandas_error.value)
     assert "b.csv: line 2, column 'fetch_time': naive times" in str(dask_error.value)

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _helpers import dask_files_estimates
 from _io_engines import assert_same, dask_client_fixture  # noqa: F401 (the fixture `client`)
 from test_io_archives import _write_warc
 
@@ -81,19 +82,17 @@ def test_a_csv_among_captures_is_refused_saying_why(captures, tmp_path, capsys):
 
 
 def test_captures_on_the_dask_engine(captures, client):
-    from changerate_bayes.crawllog.dask_engine import estimate_files_dask
-
     cdx, warc, csv = captures
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StatisticalWarning)
         log = read_log([cdx, warc])
         expect = (estimate_pages(log, methods=("lln", "mle")), log.audit)
-        res = estimate_files_dask([cdx, warc], methods=("lln", "mle"), client=client)
+        res = dask_files_estimates([cdx, warc], methods=("lln", "mle"), client=client)
     assert_same(expect, (res.table, res.audit))
     with pytest.raises(CrawlLogError) as pandas_error:
         read_log([cdx, warc, csv])
     with pytest.raises(CrawlLogError) as dask_error:
-        estimate_files_dask([cdx, warc, csv], client=client)
+        dask_files_estimates([cdx, warc, csv], client=client)
     assert str(dask_error.value) == str(pandas_error.value)
 
 
@@ -141,13 +140,11 @@ def test_a_byte_that_is_not_utf8_is_named_by_file_and_line(tmp_path, line):
 
 
 def test_a_byte_that_is_not_utf8_on_the_dask_engine(tmp_path, client):
-    from changerate_bayes.crawllog.dask_engine import estimate_files_dask
-
     path = tmp_path / "cdx-00000.gz"
     _shard_with_a_bad_byte(path, 3)
     with pytest.raises(CrawlLogError) as pandas_error:
         read_log(path)
     with pytest.raises(CrawlLogError) as dask_error:
-        estimate_files_dask([path], client=client)
+        dask_files_estimates([path], client=client)
     assert str(dask_error.value) == str(pandas_error.value)
     assert np.char.count(str(dask_error.value), "line 3") == 1

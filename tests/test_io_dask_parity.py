@@ -1,7 +1,7 @@
 """The Dask engine against the pandas engine on every reader case, bad input included.
 
 Each log is read by the pandas engine (``read_frame`` of the whole table, then
-``estimate_pages``) and by :func:`estimate_pages_dask` over several partitions (the
+``estimate_pages``) and by the Dask engine (``crawllog.estimate(..., engine="dask")``) over several partitions (the
 synchronous scheduler: the same code a cluster runs, in this process). Both give the
 same table, or the same error class and message.
 """
@@ -10,7 +10,7 @@ import warnings
 
 import pandas as pd
 import pytest
-from _helpers import assert_same_page_table, daily_log
+from _helpers import assert_same_page_table, daily_log, dask_frame_estimates
 
 from changerate_bayes import StatisticalWarning, estimate_pages
 from changerate_bayes.io import read_frame
@@ -162,12 +162,10 @@ def _dask(path, columns, change_from="auto"):
     import dask
     import dask.dataframe as dd
 
-    from changerate_bayes.crawllog.dask_engine import estimate_pages_dask
-
     ddf = dd.read_csv(path, dtype=str, keep_default_na=False, blocksize=150)
     try:
         with dask.config.set(scheduler="synchronous"):
-            res = estimate_pages_dask(
+            res = dask_frame_estimates(
                 ddf, columns=columns, change_from=change_from, methods=("lln", "mle"), npartitions=3, source="log"
             )
             return (res.table, res.audit), ddf.npartitions

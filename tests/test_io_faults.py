@@ -12,7 +12,7 @@ from io import BytesIO
 import numpy as np
 import pandas as pd
 import pytest
-from _helpers import assert_read_csv_refuses, daily_log, write_log
+from _helpers import assert_read_csv_refuses, daily_log, dask_frame_estimates, write_log
 
 from changerate_bayes.io import CrawlLogError, read_cdx, read_csv, read_frame, read_log, read_parquet, read_warc
 
@@ -330,8 +330,6 @@ def test_dask_engine_names_a_compressed_file_cut_after_its_head(tmp_path):
     import dask
     import dask.dataframe as dd
 
-    from changerate_bayes.crawllog.dask_engine import estimate_pages_dask
-
     rng = np.random.default_rng(0)
     rows = "".join(
         f"p{rng.integers(1000)},2024-01-01T{h % 24:02d}:{h % 60:02d}Z,{rng.integers(10**9)}\n" for h in range(40_000)
@@ -348,7 +346,7 @@ def test_dask_engine_names_a_compressed_file_cut_after_its_head(tmp_path):
             "decompressed",
         ),
     ):
-        estimate_pages_dask(ddf, source=str(path), methods=("lln",))
+        dask_frame_estimates(ddf, source=str(path), methods=("lln",))
 
 
 @pytest.mark.parametrize(

@@ -128,3 +128,56 @@ def test_the_entry_points_choose_the_engine_by_the_input(tmp_path):
         crawllog.estimate(visits, engine="buckets")
     with pytest.raises(ValueError, match="`ota_changed` applies to Open Terms Archive logs"):
         crawllog.estimate(path, ota_changed="raw")
+
+
+def _tiny_log_files(tmp_path):
+    """Two CSV files of one log (three pages, rows dealt alternately, so every page is in both)."""
+    import pandas as pd
+
+    times = pd.date_range("2024-01-01", periods=6, freq="6h", tz="UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
+    visits = pd.DataFrame(
+        {
+            "page": [p for p in "abc" for _ in range(6)],
+            "changed": [0, 1, 0, 0, 1, 0] + [1] * 6 + [0] * 6,
+            "fetch_time": list(times) * 3,
+        }
+    )
+    paths = [tmp_path / f"log-{j}.csv" for j in range(2)]
+    for j, path in enumerate(paths):
+        visits.iloc[j::2].to_csv(path, index=False)
+    return paths
+
+
+def test_the_old_dask_entry_points_warn_and_give_the_new_calls_results(tmp_path):
+    import dask.dataframe as dd
+    import pandas as pd
+    from _helpers import local_dask_client
+
+    paths = _tiny_log_files(tmp_path)
+    frame = dd.read_csv([str(p) for p in paths], dtype=str, keep_default_na=False)
+    assert frame.npartitions == 2  # the new call's shuffle: max(partitions, 2)
+    options = dict(budget=4.0, prior=None, level=0.8)
+    # (old name, its input, its own keyword arguments, the new call's)
+    cases = [
+        ("estimate_pages_dask", frame, dict(methods=("mle",), npartitions=2), dict(methods=("mle",))),
+        ("estimate_files_dask", paths, dict(methods=("mle",), partitioned="auto"), dict(methods=("mle",))),
+        ("schedule_pages_dask", frame, dict(npartitions=2, max_interval_h=48.0), dict(max_interval_h=48.0)),
+        ("schedule_files_dask", paths, dict(max_interval_h=48.0), dict(max_interval_h=48.0)),
+    ]
+    with local_dask_client(processes=False) as client:
+        for name, source, own, new in cases:
+            job = name.split("_")[0]
+            with pytest.warns(DeprecationWarning, match=rf"^{name} is deprecated; use crawllog\.{job}\("):
+                old = getattr(dask_engine, name)(source, client=client, **options, **own)
+            want = getattr(crawllog, job)(source, engine="dask", client=client, **options, **new)
+            assert want.engine == "dask"
+            if job == "estimate":  # a LogEstimates, as before
+                assert isinstance(old, crawllog.LogEstimates) and old.engine == "dask"
+                pd.testing.assert_frame_equal(old.table, want.table)
+                assert (old.audit, old.n_parts, old.shuffled) == (want.audit, want.n_parts, want.shuffled)
+            else:  # (schedule, audit), as before
+                table, audit = old
+                pd.testing.assert_frame_equal(table, want.schedule)
+                assert audit == want.audit
+    with pytest.raises(TypeError, match=r"schedule_files_dask\(\) got an unexpected keyword argument 'methods'"):
+        dask_engine.schedule_files_dask(paths, methods=("mle",))

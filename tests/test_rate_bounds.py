@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from _helpers import assert_same_page_table, local_dask_client
+from _helpers import assert_same_page_table, dask_frame_estimates, local_dask_client
 from scipy.optimize import brentq
 
 from changerate_bayes import CrawlHistory, StatisticalWarning, estimate_pages
@@ -212,7 +212,7 @@ def test_every_engine_gives_the_same_bounds(tmp_path):
     import dask
     import dask.dataframe as dd
 
-    from changerate_bayes.crawllog.dask_engine import estimate_files_dask, estimate_pages_dask
+    from changerate_bayes.crawllog import estimate
     from changerate_bayes.crawllog.out_of_core import estimate_log
 
     files = _log_files(tmp_path)
@@ -222,9 +222,9 @@ def test_every_engine_gives_the_same_bounds(tmp_path):
         got = {"buckets": estimate_log(files, bucket_rows=16).table}
         with dask.config.set(scheduler="synchronous"):
             ddf = dd.read_csv([str(f) for f in files], dtype=str, keep_default_na=False, blocksize=200)
-            got["dask dataframe"] = estimate_pages_dask(ddf, npartitions=3).table
+            got["dask dataframe"] = dask_frame_estimates(ddf, npartitions=3).table
         with local_dask_client(processes=False) as client:
-            got["dask files"] = estimate_files_dask(files, client=client).table
+            got["dask files"] = estimate(files, engine="dask", client=client).table
     assert set(want["rate_bound"]) == {"lower", "upper", ""}
     for name, table in got.items():
         assert_same_page_table(table, want)

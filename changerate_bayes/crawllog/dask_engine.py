@@ -4,7 +4,7 @@ Log files that already partition the pages are read and reduced by one task per 
 of files; other log files are read one per task and their rows moved between workers
 by page; a Dask DataFrame is shuffled by page. Every task runs single-threaded
 (:mod:`changerate_bayes.crawllog._dask_tasks`). The schedules
-(:func:`schedule_pages_dask`, :func:`schedule_files_dask`) also send back each page's
+(:func:`~changerate_bayes.crawllog.schedule` with ``engine="dask"``) also send back each page's
 :func:`~changerate_bayes.bayes.posterior_history` from the same tasks, so every file is
 read once.
 
@@ -18,6 +18,8 @@ import contextlib
 import logging
 import signal
 import threading
+import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -72,6 +74,55 @@ __all__ = [
 #: (``engine="dask"``; ``n_partitions`` and ``shuffled`` as before).
 ClusterEstimates = LogEstimates
 
+#: The name of a Dask DataFrame in messages.
+_FRAME = "<dask dataframe>"
+#: The estimation options of the deprecated entry points (:attr:`LogOptions.estimation` and ``budget``).
+_ESTIMATION = ("methods", "prior", "budget", "level", "posterior_method")
+_SCHEDULING = ("budget", "prior", "level")
+#: Each deprecated entry point: (the call to use instead, its :class:`LogOptions`, the engine's own
+#: arguments with their defaults).
+_DEPRECATED: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {
+    "estimate_pages_dask": (
+        "estimate(visits",
+        ("columns", "change_from", *_ESTIMATION),
+        dict(npartitions=None, source=_FRAME, client=None),
+    ),
+    "estimate_files_dask": (
+        "estimate(paths",
+        ("format", "columns", "change_from", "page_key", *_ESTIMATION),
+        dict(partitioned="auto", npartitions=None, chunk_rows=None, client=None),
+    ),
+    "schedule_pages_dask": (
+        "schedule(visits",
+        ("columns", "change_from", *_SCHEDULING, "hosts", "host_budgets"),
+        dict(max_interval_h=MAX_INTERVAL_H, npartitions=None, source=_FRAME, client=None),
+    ),
+    "schedule_files_dask": (
+        "schedule(paths",
+        ("format", "columns", "change_from", "page_key", *_SCHEDULING),
+        dict(max_interval_h=MAX_INTERVAL_H, chunk_rows=None, client=None),
+    ),
+}
+
+
+def _deprecated(name: str, options: dict):
+    """The keyword arguments ``options`` of the deprecated entry point ``name``, after its warning
+    naming the call to use instead (:data:`_DEPRECATED`): its :class:`LogOptions`, and the
+    engine's own arguments (with their defaults).
+
+    Raises
+    ------
+    TypeError
+        For a keyword argument that ``name`` never took.
+    """
+    call, option_names, engine_defaults = _DEPRECATED[name]
+    unknown = sorted(set(options) - set(option_names) - set(engine_defaults))
+    if unknown:
+        raise TypeError(f"{name}() got an unexpected keyword argument {unknown[0]!r}")
+    warnings.warn(f"{name} is deprecated; use crawllog.{call}, engine='dask', ...)", DeprecationWarning, stacklevel=3)
+    engine = {k: options.get(k, default) for k, default in engine_defaults.items()}
+    return LogOptions.of({k: v for k, v in options.items() if k not in engine}), engine
+
 
 def _partition(
     pdf: pd.DataFrame, columns, change_from, methods, prior, level, posterior_method, source, with_posterior=False
@@ -123,16 +174,16 @@ def per_page_partitions(
     level=0.9,
     posterior_method="grid",
     npartitions=None,
-    source="<dask dataframe>",
+    source=_FRAME,
     client=None,
     with_posterior=False,
 ):
-    """The shuffle and per-partition pass of :func:`estimate_pages_dask`, without the allocation.
+    """The shuffle and per-partition pass of :func:`_estimate_frame`, without the allocation.
 
     Returns ``(table, audit, n_partitions, histories)``: the page table (pages in order of
     first appearance), the summed audit, the number of partitions and, ``with_posterior``,
     the list of the partitions' :func:`changerate_bayes.bayes.posterior_history`
-    (else None). Arguments and errors as :func:`estimate_pages_dask`.
+    (else None). Arguments and errors as :func:`_estimate_frame`.
     """
     import dask  # optional dependency, heavy: imported when the Dask engine runs
     import dask.dataframe as dd
@@ -177,21 +228,31 @@ def per_page_partitions(
     return table, audit, len(parts), histories
 
 
-def estimate_pages_dask(
-    visits,
-    *,
-    columns=None,
-    change_from="auto",
-    methods=(),
-    prior=None,
-    budget=None,
-    level=0.9,
-    posterior_method="grid",
-    npartitions=None,
-    source="<dask dataframe>",
-    client=None,
-) -> ClusterEstimates:
-    """:func:`changerate_bayes.estimate_pages` of a crawl log held in a Dask DataFrame.
+def estimate_pages_dask(visits, **options) -> ClusterEstimates:
+    """Deprecated: the per-page table of a crawl log held in a Dask DataFrame.
+
+    Use :func:`changerate_bayes.crawllog.estimate` ``(visits, engine="dask", ...)``. The
+    keyword arguments are as before: ``columns``, ``change_from``, ``methods``, ``prior``,
+    ``budget``, ``level``, ``posterior_method`` and ``client`` as
+    :func:`~changerate_bayes.crawllog.estimate`, ``npartitions`` (partitions after the
+    shuffle, default those of ``visits``) and ``source`` (the name in error messages).
+
+    Returns
+    -------
+    ClusterEstimates
+        The table, the summed audit and the number of partitions.
+    """
+    opts, engine = _deprecated("estimate_pages_dask", options)
+    res, _ = _estimate_frame(visits, opts, **engine)
+    return res
+
+
+def _estimate_frame(visits, opts: LogOptions, *, with_posterior=False, **frame):
+    """The per-page table of the visits in the Dask DataFrame ``visits`` with the options ``opts``
+    (its allocation within their host caps; ``frame``: ``npartitions``, the partitions after the
+    shuffle, default those of ``visits``; ``source``, the name in messages; ``client``, default the
+    current Dask scheduler) and, ``with_posterior``, the partitions'
+    :func:`~changerate_bayes.bayes.posterior_history`.
 
     Every row gets its global row number (a cumulative sum over the partitions, so the
     audit's out-of-order count and the duplicate rule see the log's order), the visits
@@ -201,47 +262,11 @@ def estimate_pages_dask(
     allocation (which couples all pages through the budget) runs on them at the end.
     Per-page results therefore equal the pandas engine's (to rounding, 1e-12).
 
-    Parameters
-    ----------
-    visits : dask.dataframe.DataFrame
-        One row per visit, in log order, with the columns of
-        :func:`changerate_bayes.io.read_csv` (mappable with ``columns``).
-    columns, change_from
-        As :func:`changerate_bayes.io.read_csv`.
-    methods, prior, budget, level, posterior_method
-        As :func:`changerate_bayes.estimate_pages` (``budget`` in crawls per day).
-    npartitions : int, optional
-        Partitions after the shuffle (default: those of ``visits``).
-    source : str
-        Name used in error messages.
-    client : distributed.Client, optional
-        Where to compute (default: the current Dask scheduler, e.g. the last Client
-        created).
-
-    Returns
-    -------
-    ClusterEstimates
-        The table, the summed audit and the number of partitions.
-
-    Raises
-    ------
-    TypeError
-        If ``visits`` is not a Dask DataFrame.
-    CrawlLogError (a ValueError)
-        As the pandas engine: a missing column (before any computation), a bad value
-        in a partition (naming the log row), naive and time-zone-aware times anywhere
-        in the log (checked over all partitions, naming the same rows as
-        :func:`changerate_bayes.io.read_frame`), a compressed file that cannot be
-        decompressed, no rows, or no page with two usable visits.
-    """
-    res, _ = _estimate_frame(visits, LogOptions.of(locals()), npartitions=npartitions, source=source, client=client)
-    return res
-
-
-def _estimate_frame(visits, opts: LogOptions, *, with_posterior=False, **frame):
-    """:func:`estimate_pages_dask` with the options ``opts`` (its allocation within their host caps;
-    ``frame``: ``npartitions``, ``source`` and ``client``) and, ``with_posterior``, the partitions'
-    :func:`~changerate_bayes.bayes.posterior_history`."""
+    Raises TypeError if ``visits`` is not a Dask DataFrame, and CrawlLogError as the pandas
+    engine: a missing column (before any computation), a bad value in a partition (naming
+    the log row), naive and time-zone-aware times anywhere in the log (checked over all
+    partitions), a compressed file that cannot be decompressed, no rows, or no page with
+    two usable visits."""
     table, audit, n_parts, histories = per_page_partitions(
         visits,
         columns=opts.columns,
@@ -313,93 +338,23 @@ def _pages_of(pieces, kind, sources, methods, prior, level, posterior_method, wi
     return table, log.audit, first_key[where], history
 
 
-def estimate_files_dask(
-    paths,
-    *,
-    format="auto",
-    columns=None,
-    change_from="auto",
-    partitioned="auto",
-    page_key="url",
-    methods=(),
-    prior=None,
-    budget=None,
-    level=0.9,
-    posterior_method="grid",
-    npartitions=None,
-    chunk_rows=None,
-    client=None,
-) -> ClusterEstimates:
-    """:func:`changerate_bayes.estimate_pages` of log files read on a Dask cluster, one file per task.
+def estimate_files_dask(paths, **options) -> ClusterEstimates:
+    """Deprecated: the per-page table of log files read on a Dask cluster, one file per task.
 
-    Each page's rows must meet in one task:
-
-    - if the files are already partitioned by page, no row moves: hive-style folders
-      ``page_bucket=K/`` are one group per ``K``, otherwise each file is a group (e.g.
-      one file per host). One task per group reads its files and reduces them (for CSV
-      and Parquet with the bucket reducer of :func:`changerate_bayes.estimate_log`), and
-      sends back only its pages' rows of the table, its audit, and what the checks over
-      all the files need (each file's change rule, naive/aware times and rows, whether
-      some digest is set, and a 64-bit hash of each page label). The grouping is kept
-      when no page occurs in two groups;
-    - otherwise (or with ``partitioned=False``) each file is read by one task into
-      compact columns, its rows are split by a hash of the page into ``npartitions``
-      parts, and part ``b`` of every file goes to task ``b`` (a shuffle). With
-      ``partitioned="auto"`` the group tasks run first, and are cancelled as soon as two
-      of them report a common page: files that share pages are then read twice (pass
-      ``partitioned=False`` when they are known to, e.g. Common Crawl's monthly indexes).
-
-    Values are checked where they are read (errors name the file, line or record, and
-    field). Each task runs the pandas engine's change rules and estimates on its pages;
-    the crawl allocation runs on the gathered table at the end. Table (pages in order
-    of first appearance in the files, in the order given) and audit equal those of the
-    pandas engine on the same files. Tasks are recomputed from the files if a worker
-    dies. Each task runs single-threaded (numba and pyarrow use one thread), so start
-    workers with one thread per core (``dask worker --nworkers N --nthreads 1``); see
-    :mod:`changerate_bayes.crawllog._dask_tasks`.
-
-    Parameters
-    ----------
-    paths : path or list of paths
-        Log files or folders (see :func:`changerate_bayes.io.log_files`); files are in log order.
-    format : {"auto", "csv", "parquet", "cdx", "warc"}, default "auto"
-        As :func:`changerate_bayes.io.read_log` (all files of one format, or CDX and
-        WARC files mixed).
-    columns, change_from
-        For CSV and Parquet, as :func:`changerate_bayes.io.read_csv`.
-    partitioned : {"auto", True, False}, default "auto"
-        "auto" uses the files' grouping when it partitions the pages, else shuffles;
-        True requires it (an error otherwise); False always shuffles.
-    page_key : {"url", "surt"}, default "url"
-        For CDX, as :func:`changerate_bayes.io.read_cdx`.
-    methods, prior, budget, level, posterior_method
-        As :func:`changerate_bayes.estimate_pages` (``budget`` in crawls per day).
-    npartitions : int, optional
-        Parts of a shuffle (default: the number of files, at least 2).
-    chunk_rows : int, optional
-        Rows parsed at a time in each task (default the readers' default).
-    client : distributed.Client, optional
-        Where to compute (default: the current client).
+    Use :func:`changerate_bayes.crawllog.estimate` ``(paths, engine="dask", ...)``. The
+    keyword arguments are as before: ``format``, ``columns``, ``change_from``,
+    ``page_key``, ``methods``, ``prior``, ``budget``, ``level``, ``posterior_method`` and
+    ``client`` as :func:`~changerate_bayes.crawllog.estimate`, and ``partitioned``,
+    ``npartitions``, ``chunk_rows`` as :func:`_estimate_files`.
 
     Returns
     -------
     ClusterEstimates
-
-    Raises
-    ------
-    ValueError
-        For a client that cannot be found, or a bad ``format``, ``partitioned`` or
-        ``page_key``.
-    CrawlLogError (a ValueError)
-        Any reader's error (naming the file, line or record, and field); files whose
-        changes would be decided differently; a digest column empty in every file;
-        ``partitioned=True`` with a page in two groups; no page with two usable visits.
+        The table (its warnings issued), the summed audit and the number of parts.
     """
-    opts = LogOptions.of(locals())
+    opts, engine = _deprecated("estimate_files_dask", options)
     files, buckets = log_files(paths)
-    res, _ = _estimate_files(
-        files, buckets, opts, partitioned=partitioned, npartitions=npartitions, chunk_rows=chunk_rows, client=client
-    )
+    res, _ = _estimate_files(files, buckets, opts, **engine)
     warn_table_notes(res.table)
     return res
 
@@ -415,10 +370,34 @@ def _estimate_files(
     client=None,
     with_posterior=False,
 ):
-    """:func:`estimate_files_dask` of the listed ``files`` (and their ``buckets``, from
-    :func:`changerate_bayes.io.log_files`) with the options ``opts`` (its allocation within their
-    host caps), without issuing the table's warnings; with ``with_posterior`` also the list of the
-    tasks' :func:`~changerate_bayes.bayes.posterior_history`."""
+    """The per-page table of the log files ``files`` (and their ``buckets``, from
+    :func:`changerate_bayes.io.log_files`) read on a Dask cluster, one file per task, with the
+    options ``opts`` (its allocation within their host caps), without issuing the table's
+    warnings; with ``with_posterior`` also the list of the tasks'
+    :func:`~changerate_bayes.bayes.posterior_history`.
+
+    Each page's rows must meet in one task:
+
+    - if the files are already partitioned by page, no row moves: hive-style folders
+      ``page_bucket=K/`` are one group per ``K``, otherwise each file is a group (e.g.
+      one file per host). One task per group reads its files and reduces them, and
+      sends back only its pages' rows of the table, its audit, and what the checks over
+      all the files need (each file's change rule, naive/aware times and rows, whether
+      some digest is set, and a 64-bit hash of each page label). The grouping is kept
+      when no page occurs in two groups;
+    - otherwise (or with ``partitioned=False``) each file is read by one task into
+      compact columns, its rows are split by a hash of the page into ``npartitions``
+      parts (default the number of files, at least 2), and part ``b`` of every file goes
+      to task ``b`` (a shuffle). With ``partitioned="auto"`` the group tasks run first,
+      and are cancelled as soon as two of them report a common page (``partitioned=True``
+      makes that an error).
+
+    Values are checked where they are read (errors name the file, line or record, and
+    field); ``chunk_rows`` rows are parsed at a time in each task. Table (pages in order
+    of first appearance in the files, in the order given) and audit equal those of the
+    pandas engine on the same files. Each task runs single-threaded (numba and pyarrow use
+    one thread), so start workers with one thread per core (``dask worker --nworkers N
+    --nthreads 1``); see :mod:`changerate_bayes.crawllog._dask_tasks`."""
     format, change_from, page_key = opts.format, opts.change_from, opts.page_key
     if partitioned not in ("auto", True, False):
         raise ValueError(f"`partitioned` must be 'auto', True or False; got {partitioned!r}")
@@ -651,112 +630,58 @@ def _reorder(history: CrawlHistory, order: np.ndarray) -> CrawlHistory:
     )
 
 
-def schedule_pages_dask(
-    visits,
-    *,
-    columns=None,
-    change_from="auto",
-    budget=None,
-    prior=None,
-    level=0.9,
-    max_interval_h=MAX_INTERVAL_H,
-    npartitions=None,
-    source="<dask dataframe>",
-    client=None,
-    hosts=None,
-    host_budgets=None,
-):
-    """:func:`~changerate_bayes.crawllog.schedule_pages` of a crawl log held in a Dask DataFrame.
+def schedule_pages_dask(visits, **options):
+    """Deprecated: the crawl schedule of a crawl log held in a Dask DataFrame.
 
-    The per-page pass of :func:`estimate_pages_dask` (visits
-    shuffled by page, the pandas engine's code per partition); each partition also sends
-    back its pages' :func:`posterior_history` (about one entry per change), so that the
-    predictive probabilities are computed at the end, once the allocation has fixed every
-    interval, from the same posterior as the pandas engine: the schedule is the pandas
-    engine's.
-
-    Parameters
-    ----------
-    visits : dask.dataframe.DataFrame
-    columns, change_from, npartitions, source, client
-        As :func:`estimate_pages_dask`.
-    budget, prior, level, max_interval_h, hosts, host_budgets
-        As :func:`~changerate_bayes.crawllog.schedule_pages`.
+    Use :func:`changerate_bayes.crawllog.schedule` ``(visits, engine="dask", ...)``. The
+    keyword arguments are as before: ``columns``, ``change_from``, ``budget``, ``prior``,
+    ``level``, ``max_interval_h``, ``hosts``, ``host_budgets`` and ``client`` as
+    :func:`~changerate_bayes.crawllog.schedule`, ``npartitions`` and ``source`` as
+    :func:`estimate_pages_dask`.
 
     Returns
     -------
     (pandas.DataFrame, Audit)
-        The schedule (as :func:`~changerate_bayes.crawllog.fetch_schedule.crawl_schedule`) and the audit of the whole log.
-
-    Raises
-    ------
-    TypeError, ValueError
-        As :func:`estimate_pages_dask` and :func:`~changerate_bayes.crawllog.fetch_schedule.crawl_schedule`.
+        The schedule (:func:`~changerate_bayes.crawllog.schedule`'s ``schedule``) and the audit.
     """
-    opts = LogOptions.of(locals())
-    return _schedule_frame(
-        visits, opts, max_interval_h=max_interval_h, npartitions=npartitions, source=source, client=client
-    )
+    opts, engine = _deprecated("schedule_pages_dask", options)
+    return _schedule_frame(visits, opts, **engine)
 
 
 def _schedule_frame(visits, opts: LogOptions, *, max_interval_h, **frame):
-    """:func:`schedule_pages_dask` with the options ``opts`` (``frame`` as :func:`_estimate_frame`)."""
+    """The schedule and audit of the visits in the Dask DataFrame ``visits`` with the options ``opts``
+    (``frame`` as :func:`_estimate_frame`): each partition also sends back its pages'
+    :func:`posterior_history` (about one entry per change), so that the predictive probabilities
+    are computed at the end, once the allocation has fixed every interval, from the same posterior
+    as the pandas engine: the schedule is the pandas engine's."""
     _check_max_interval(max_interval_h)
     res, histories = _estimate_frame(visits, opts, with_posterior=True, **frame)
     return _schedule_of(res.table, histories, max_interval_h=max_interval_h, prior=opts.prior), res.audit
 
 
-def schedule_files_dask(
-    paths,
-    *,
-    format="auto",
-    columns=None,
-    change_from="auto",
-    page_key="url",
-    budget=None,
-    prior=None,
-    level=0.9,
-    max_interval_h=MAX_INTERVAL_H,
-    chunk_rows=None,
-    client=None,
-):
-    """:func:`~changerate_bayes.crawllog.schedule_pages` of log files (CSV, Parquet, CDX/CDXJ, WARC) read on a Dask cluster.
+def schedule_files_dask(paths, **options):
+    """Deprecated: the crawl schedule of log files read on a Dask cluster, one file per task.
 
-    The per-page table, its allocation and the audit are those of
-    :func:`estimate_files_dask` (one file per task; every reader's checks and errors).
-    The predictive probabilities need each page's
-    :func:`~changerate_bayes.bayes.posterior_history` (its changed crawls and unchanged
-    time), which the table does not hold: the same tasks that compute the table's rows
-    send back their pages' compact histories (about one entry per change), so every file
-    is read once. The schedule is the pandas engine's.
-
-    Parameters
-    ----------
-    paths : path or list of paths
-        Log files or folders, as :func:`estimate_files_dask`.
-    format, columns, change_from, page_key, chunk_rows, client
-        As :func:`estimate_files_dask`.
-    budget, prior, level, max_interval_h
-        As :func:`~changerate_bayes.crawllog.schedule_pages`.
+    Use :func:`changerate_bayes.crawllog.schedule` ``(paths, engine="dask", ...)``. The
+    keyword arguments are as before: ``format``, ``columns``, ``change_from``,
+    ``page_key``, ``budget``, ``prior``, ``level``, ``max_interval_h`` and ``client`` as
+    :func:`~changerate_bayes.crawllog.schedule`, ``chunk_rows`` as :func:`estimate_files_dask`.
 
     Returns
     -------
     (pandas.DataFrame, Audit)
-        The schedule (as :func:`~changerate_bayes.crawllog.fetch_schedule.crawl_schedule`) and the audit of the whole log.
-
-    Raises
-    ------
-    TypeError, ValueError
-        As :func:`estimate_files_dask` and :func:`~changerate_bayes.crawllog.fetch_schedule.crawl_schedule`.
+        The schedule (:func:`~changerate_bayes.crawllog.schedule`'s ``schedule``) and the audit.
     """
-    opts = LogOptions.of(locals())
+    opts, engine = _deprecated("schedule_files_dask", options)
     files, buckets = log_files(paths)
-    return _schedule_files(files, buckets, opts, max_interval_h=max_interval_h, chunk_rows=chunk_rows, client=client)
+    return _schedule_files(files, buckets, opts, **engine)
 
 
 def _schedule_files(files, buckets, opts: LogOptions, *, max_interval_h, chunk_rows=None, client=None):
-    """:func:`schedule_files_dask` of the listed ``files`` and their ``buckets`` with the options ``opts``
-    (the allocation within their host caps, :func:`~changerate_bayes.crawllog.allocate_crawls`)."""
+    """The schedule and audit of the listed ``files`` and their ``buckets`` with the options ``opts``
+    (the table of :func:`_estimate_files`, its allocation within their host caps): the same
+    tasks that compute the table's rows send back their pages' compact histories, so every
+    file is read once; the schedule is the pandas engine's."""
     _check_max_interval(max_interval_h)
     res, histories = _estimate_files(files, buckets, opts, chunk_rows=chunk_rows, client=client, with_posterior=True)
     return _schedule_of(res.table, histories, max_interval_h=max_interval_h, prior=opts.prior), res.audit
@@ -778,8 +703,8 @@ def dask_frame(files, fmt: str, *, ota_changed=None):
     """How the Dask engine reads the log files ``files`` of format ``fmt``.
 
     Returns None when each file is read by one task (CDX, CDXJ, WARC, and several CSV
-    or Parquet files: :func:`estimate_files_dask`), else the visits as a Dask DataFrame
-    (one CSV or Parquet file read in blocks, or OTA logs: :func:`estimate_pages_dask`),
+    or Parquet files: :func:`_estimate_files`), else the visits as a Dask DataFrame
+    (one CSV or Parquet file read in blocks, or OTA logs: :func:`_estimate_frame`),
     with the column mapping and change rule to read it with.
 
     Raises
