@@ -22,6 +22,18 @@ def _int_array(x, name: str) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+def _check_intervals(tau: np.ndarray, ch: np.ndarray, n: np.ndarray) -> None:
+    """ValueError naming the field for an interval not > 0 and finite, a change flag not 0/1,
+    or a negative signal count."""
+    bad = ~(np.isfinite(tau) & (tau > 0))
+    if bad.any():
+        raise ValueError(f"`intervals` must be > 0 and finite days; got {tau[bad][0]}")
+    if ((ch != 0) & (ch != 1)).any():
+        raise ValueError(f"`changed` must hold 0 or 1; got {ch[(ch != 0) & (ch != 1)][0]}")
+    if (n < 0).any():
+        raise ValueError(f"`signals` must be >= 0; got {n[n < 0][0]}")
+
+
 @dataclass(frozen=True)
 class SignalData:
     """Crawl intervals, change indicators and signal counts of many pages (ragged).
@@ -86,12 +98,7 @@ class SignalData:
                 f"`offsets` must be non-decreasing from 0 to {tau.size} (the number of intervals), "
                 f"of shape (n_pages + 1,); got {offsets}"
             )
-        if (~(np.isfinite(tau) & (tau > 0))).any():
-            raise ValueError(f"`intervals` must be > 0 and finite days; got {tau[~(np.isfinite(tau) & (tau > 0))][0]}")
-        if ((ch != 0) & (ch != 1)).any():
-            raise ValueError(f"`changed` must hold 0 or 1; got {ch[(ch != 0) & (ch != 1)][0]}")
-        if (n < 0).any():
-            raise ValueError(f"`signals` must be >= 0; got {n[n < 0][0]}")
+        _check_intervals(tau, ch, n)
         n_pages = offsets.size - 1
         tail = np.asarray(self.tail_time, dtype=np.float64)
         m = _int_array(self.tail_signals, "tail_signals")
@@ -169,12 +176,7 @@ class SignalData:
             )
         if lengths.ndim != 1 or (lengths < 0).any() or int(lengths.sum()) != tau.size:
             raise ValueError(f"`lengths` must be >= 0 per page and sum to {tau.size} intervals; got {lengths}")
-        if (~(np.isfinite(tau) & (tau > 0))).any():
-            raise ValueError(f"`intervals` must be > 0 and finite days; got {tau[~(np.isfinite(tau) & (tau > 0))][0]}")
-        if ((ch != 0) & (ch != 1)).any():
-            raise ValueError(f"`changed` must hold 0 or 1; got {ch[(ch != 0) & (ch != 1)][0]}")
-        if (n < 0).any():
-            raise ValueError(f"`signals` must be >= 0; got {n[n < 0][0]}")
+        _check_intervals(tau, ch, n)
         n_pages = lengths.size
         try:
             tail = np.broadcast_to(np.asarray(tail_time, dtype=np.float64), (n_pages,)).copy()
