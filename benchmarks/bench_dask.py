@@ -47,10 +47,9 @@ import pandas as pd
 from changerate_bayes import estimate_log, estimate_pages
 from changerate_bayes.crawllog import estimate
 from changerate_bayes.crawllog._dask_tasks import read_reduce_group
-from changerate_bayes.crawllog._options import LogOptions
 from changerate_bayes.crawllog.allocate import allocate_crawls
 from changerate_bayes.crawllog.dask_engine import _estimate_files
-from changerate_bayes.crawllog.table import concat_part_tables
+from changerate_bayes.crawllog.table import LogOptions, concat_part_tables
 from changerate_bayes.datasets import write_cdxj_shards
 from changerate_bayes.io import Audit, log_files, read_frame
 

@@ -169,8 +169,8 @@ def dask_frame_estimates(visits, *, npartitions=None, source="<dask dataframe>",
     ``crawllog.estimate(visits, engine="dask", ...)``), with the engine's own settings the tests
     vary: ``npartitions`` after the shuffle, the ``source`` named in messages, and ``client``
     (default: the current Dask scheduler, e.g. the synchronous one)."""
-    from changerate_bayes.crawllog._options import LogOptions
     from changerate_bayes.crawllog.dask_engine import _estimate_frame
+    from changerate_bayes.crawllog.table import LogOptions
 
     res, _ = _estimate_frame(visits, LogOptions(**options), npartitions=npartitions, source=source, client=client)
     return res
@@ -181,9 +181,8 @@ def dask_files_estimates(paths, *, partitioned="auto", npartitions=None, chunk_r
     ``crawllog.estimate(paths, engine="dask", ...)`` of several files, its table's warnings issued),
     with the engine's own settings the tests vary: ``partitioned``, ``npartitions`` of a shuffle,
     ``chunk_rows`` and ``client`` (default: the current client)."""
-    from changerate_bayes.crawllog._options import LogOptions
     from changerate_bayes.crawllog.dask_engine import _estimate_files
-    from changerate_bayes.crawllog.table import warn_table_notes
+    from changerate_bayes.crawllog.table import LogOptions, warn_table_notes
     from changerate_bayes.io import log_files
 
     files, buckets = log_files(paths)

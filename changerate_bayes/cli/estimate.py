@@ -14,10 +14,15 @@ from ..report import check_output_dir
 from ._common import (
     LOG_FLAGS,
     LOG_FORMATS,
+    add_host_flags,
     add_log_flags,
     check_writable_folder,
     fail,
+    host_caps,
+    host_lines,
+    host_note,
     log_arguments,
+    no_host_message,
     output_lock,
     plan_line,
     refuse_inputs_as_outputs,
@@ -29,7 +34,6 @@ from ._common import (
     write_failed,
     write_table,
 )
-from ._host_caps import add_host_flags, host_caps, host_lines, host_note, no_host_message
 
 __all__ = ["register"]
 

@@ -18,8 +18,10 @@ from ..replay import DEFAULT_POLICIES, at_search_bound, check_budgets, plot_fres
 from ..report import check_output_dir, figure_to_html, html_table, render_page
 from ._common import (
     add_columns_flag,
+    add_host_flags,
     check_writable_folder,
     cli_message,
+    host_caps,
     output_lock,
     parse_columns,
     refuse_inputs_as_outputs,
@@ -27,10 +29,10 @@ from ._common import (
     report_written,
     resolve_output,
     runs,
+    unknown_hosts_note,
     write_failed,
     write_table,
 )
-from ._host_caps import add_host_flags, host_caps, unknown_hosts_note
 
 __all__ = ["register"]
 

@@ -12,18 +12,23 @@ from ..crawllog import MAX_INTERVAL_H, SCHEDULE_FORMATS, schedule, write_schedul
 from ..io import CrawlLogError, log_files
 from ._common import (
     LOG_FLAGS,
+    add_host_flags,
     add_log_flags,
     fail,
+    host_caps,
+    host_lines,
+    host_note,
     log_arguments,
     longest_interval,
+    no_host_message,
     plan_line,
     refuse_inputs_as_outputs,
     resolve_output,
     runs,
+    space_fetches,
     with_notes,
     write_failed,
 )
-from ._host_caps import add_host_flags, host_caps, host_lines, host_note, no_host_message, space_fetches
 
 __all__ = ["register"]
 

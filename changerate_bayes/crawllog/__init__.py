@@ -43,7 +43,6 @@ from ..history import CrawlHistory
 from ..io import CrawlLog, as_paths, common_format, log_files, read_frame, read_log
 from ..scheduling import check_host_budgets
 from . import dask_engine
-from ._options import LogOptions
 from .allocate import MAX_INTERVAL_FACTOR, RECOMMENDED_POLICY, allocate_crawls, url_hosts
 from .fetch_schedule import (
     MAX_INTERVAL_H,
@@ -62,6 +61,7 @@ from .table import (
     PAGE_COLUMNS,
     RATE_COLUMNS,
     LogEstimates,
+    LogOptions,
     estimate_pages,
     page_table,
     rate_bounds,

@@ -54,9 +54,8 @@ from ..io import (
     split_piece,
 )
 from ._dask_tasks import read_reduce_group, task_settings
-from ._options import LogOptions
 from .fetch_schedule import MAX_INTERVAL_H, _check_max_interval, crawl_schedule, with_last_attempt
-from .table import LogEstimates, concat_part_tables, page_table, warn_table_notes
+from .table import LogEstimates, LogOptions, concat_part_tables, page_table, warn_table_notes
 
 __all__ = [
     "ClusterEstimates",

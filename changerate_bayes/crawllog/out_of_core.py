@@ -29,9 +29,8 @@ from ..io import (
     scan_csv,
     scan_parquet,
 )
-from ._options import LogOptions
 from .allocate import check_budget
-from .table import LogEstimates, _check_methods, concat_part_tables, page_table, warn_table_notes
+from .table import LogEstimates, LogOptions, _check_methods, concat_part_tables, page_table, warn_table_notes
 
 __all__ = ["estimate_log", "DEFAULT_MEMORY_BYTES"]
 

@@ -8,11 +8,13 @@ and the crawl allocation; the other estimators' values are columns only on reque
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import re
 import threading
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -615,3 +617,44 @@ def warn_table_notes(table) -> None:
     called the caller (the user's call of :func:`estimate_pages` or of another engine's entry)."""
     for msg in table.attrs["warnings"]:
         warnings.warn(msg, StatisticalWarning, stacklevel=3)
+
+
+@dataclasses.dataclass(frozen=True)
+class LogOptions:
+    """How a log is read (``format`` … ``page_key``), estimated (``methods`` … ``posterior_method``)
+    and allocated (``budget``, ``hosts``, ``host_budgets``): the keyword arguments of
+    :func:`changerate_bayes.crawllog.estimate` and of the engines' entry points, unchecked (each
+    engine checks what it reads)."""
+
+    format: str = "auto"
+    columns: Any = None
+    change_from: str = "auto"
+    ota_changed: str | None = None
+    page_key: str = "url"
+    methods: tuple = ()
+    prior: Any = None
+    budget: Any = None
+    level: float = 0.9
+    posterior_method: str = "grid"
+    hosts: Any = None
+    host_budgets: Any = None
+
+    @classmethod
+    def of(cls, arguments: dict) -> LogOptions:
+        """The options among an entry point's ``arguments`` (its ``locals()`` on entry); the others
+        keep their defaults."""
+        return cls(**{f.name: arguments[f.name] for f in dataclasses.fields(cls) if f.name in arguments})
+
+    @property
+    def estimation(self) -> dict:
+        """The keyword arguments of :func:`~changerate_bayes.crawllog.page_table`."""
+        return dict(methods=self.methods, prior=self.prior, level=self.level, posterior_method=self.posterior_method)
+
+    def allocate(self, table):
+        """:func:`~changerate_bayes.crawllog.allocate_crawls` of ``table`` within the budget and host caps."""
+        return allocate_crawls(table, self.budget, hosts=self.hosts, host_budgets=self.host_budgets)
+
+    def page_table(self, log):
+        """The allocated :func:`~changerate_bayes.crawllog.page_table` of ``log`` (the table's warnings
+        in its ``attrs``, not issued)."""
+        return self.allocate(page_table(log, **self.estimation))
