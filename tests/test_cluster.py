@@ -6,6 +6,7 @@ import pytest
 from _helpers import assert_same_page_table, dask_flags, dask_frame_estimates, local_dask_client
 
 from changerate_bayes import StatisticalWarning, estimate_pages
+from changerate_bayes.crawllog import estimate
 from changerate_bayes.estimators import METHODS
 from changerate_bayes.io import read_csv
 
@@ -133,7 +134,6 @@ def test_notes_come_once_each_from_workers_with_several_threads(tmp_path):
 
     import distributed
 
-    from changerate_bayes.crawllog import estimate
     from changerate_bayes.io import read_log
 
     paths = _two_point_logs(tmp_path)
@@ -152,3 +152,24 @@ def test_notes_come_once_each_from_workers_with_several_threads(tmp_path):
             got = estimate(paths, engine="dask", methods=METHODS, client=c)
     dask_notes = [str(x.message) for x in w if x.category is StatisticalWarning]
     assert _kinds(dask_notes) == _kinds(got.table.attrs["warnings"]) == _kinds(pandas_notes)
+
+
+def test_dask_engine_reads_one_file_with_the_change_rule_given(tmp_path, client):
+    """One CSV file read as a Dask frame follows ``change_from`` as the pandas engine does: here
+    the ``changed`` flags (every visit a change), not the digest (never a change)."""
+    n = 40
+    df = pd.DataFrame(
+        {
+            "page": ["a", "b"] * (n // 2),
+            "fetch_time": pd.date_range("2024-01-01", periods=n, freq="6h", tz="UTC").strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "changed": 1,
+            "digest": "same",
+        }
+    )
+    path = tmp_path / "log.csv"
+    df.to_csv(path, index=False)
+    for rule, changes in (("changed", n // 2 - 1), ("digest", 0)):
+        want = estimate(path, engine="pandas", change_from=rule).table
+        got = estimate(path, engine="dask", change_from=rule, client=client).table
+        assert want["n_changes"].tolist() == [changes, changes]
+        assert got.sort_values("page")["n_changes"].tolist() == want.sort_values("page")["n_changes"].tolist()

@@ -185,8 +185,6 @@ def _dask_input(source, files, opts):
     if opts.format == "ota":
         columns = {"changed": f"changed_{opts.ota_changed or 'filtered'}", **(opts.columns or {})}
         opts = dataclasses.replace(opts, columns=columns, change_from="changed")
-    else:
-        opts = dataclasses.replace(opts, change_from="auto")
     return ddf, opts, ", ".join(map(str, files))
 
 
