@@ -18,6 +18,9 @@ local copies were fresh, their age, and the crawls spent.
   :func:`freshness_index`, :func:`predictive_freshness_index`, any learner's predictive);
   :class:`ClairvoyantPolicy` (knows the change times: near the best any schedule can do);
   :class:`HindsightIndexPolicy` (the index of each page's true rate n_i/T_i: a hindsight reference).
+* Change signals (``replay_policies(..., signals=...)``, :func:`signal_times`): :class:`SignalIndexPolicy`
+  (the signal-aware index at the effective elapsed time, :func:`effective_elapsed`) and
+  :class:`SignalFirstPolicy` (crawl on every signal), named in :data:`SIGNAL_POLICIES`.
 * Learners (``update(changed, interval, mask)``, ``rate``, ``sample(rng)``, and
   ``prob_change_within(elapsed)``, elapsed in days, for the index policies):
   :class:`LLNLearner`, :class:`GridLearner`, :class:`DynamicLearner`, :class:`KnownRates` (given rates),
@@ -49,8 +52,17 @@ from ._policies import (
     nutch_update,
     stormcrawler_update,
 )
-from ._replay import DEFAULT_POLICIES, POLICY_NAMES, TUNED, at_search_bound, replay_policies, tune_increase_rate
+from ._replay import (
+    DEFAULT_POLICIES,
+    POLICY_NAMES,
+    SIGNAL_POLICIES,
+    TUNED,
+    at_search_bound,
+    replay_policies,
+    tune_increase_rate,
+)
 from ._replay import _check_budgets as check_budgets
+from ._signals import SignalFirstPolicy, SignalIndexPolicy, effective_elapsed, signal_times
 
 __all__ = [
     "ClairvoyantPolicy",
@@ -76,7 +88,10 @@ __all__ = [
     "ReplayContext",
     "ReplayPages",
     "ReplayResult",
+    "SIGNAL_POLICIES",
     "STORMCRAWLER_DEFAULTS",
+    "SignalFirstPolicy",
+    "SignalIndexPolicy",
     "StormCrawlerPolicy",
     "TUNED",
     "ThompsonPolicy",
@@ -86,6 +101,7 @@ __all__ = [
     "bootstrap_gap_share",
     "bootstrap_ratio",
     "check_budgets",
+    "effective_elapsed",
     "freshness_index",
     "gap_share",
     "nutch_update",
@@ -95,6 +111,7 @@ __all__ = [
     "replay_metrics",
     "replay_policies",
     "run_replay",
+    "signal_times",
     "stormcrawler_update",
     "tune_increase_rate",
 ]

@@ -240,6 +240,7 @@ def run_replay(
     host_codes=None,
     host_caps=None,
     fetch_log: list | None = None,
+    signals=None,
 ) -> ReplayResult:
     """Replay ``pages`` under ``policy`` (internal: arguments are trusted; see ``replay_policies``).
 
@@ -268,6 +269,13 @@ def run_replay(
 
     ``fetch_log``, a list: every step's fetches are appended to it as (step, pages)
     int64 arrays (for tests and diagnostics).
+
+    ``signals``, (page, time_ms): int64 arrays sorted by time, ms on the clock of
+    ``pages.start_ms`` (from :func:`~changerate_bayes.replay._signals.signal_times`). A
+    signal at time s is visible from the first step k with t_k >= s: at each step the
+    engine visits, before ``select``, a policy with a ``receive_signals(k, page, t)``
+    method is given the signals of steps up to k not given yet (t in days since t0);
+    other policies never see them. Not with host queues. None: nothing of this runs.
     """
     from . import _kernels as _k  # numba, compiled (or loaded from its cache) on first use
 
@@ -335,6 +343,14 @@ def run_replay(
         q = _host_queues(host_codes, host_caps, n, dt)
     else:  # placeholders for the compiled loop's arguments
         q = _host_queues(np.zeros(0, dtype=np.int64), np.zeros(0), 0, dt)
+    feed = signals is not None and hasattr(policy, "receive_signals")
+    if feed:
+        assert signals is not None and not capped  # refused by replay_policies
+        sig_page = np.asarray(signals[0], dtype=np.int64)
+        sig_rel = np.asarray(signals[1], dtype=np.int64) - t0
+        sig_step = -(-sig_rel // dt_ms)  # the first step at or after each signal
+        sig_days = sig_rel / MS_PER_DAY
+        sig_next = 0
     while True:  # a loop over time steps; everything inside is vectorised over pages
         while compiled and k < min(policy.next_alloc, policy.next_change, active_until, n_steps + 1):
             # a built-in credit grid between reallocations: the same steps, compiled
@@ -400,6 +416,11 @@ def run_replay(
             mask = np.zeros(n, dtype=bool)
             mask[idx] = True
         else:
+            if feed:
+                upto = int(np.searchsorted(sig_step, k, side="right"))
+                if upto > sig_next:
+                    policy.receive_signals(k, sig_page[sig_next:upto], sig_days[sig_next:upto])
+                    sig_next = upto
             mask = policy.select(k, t_ms / MS_PER_DAY, active, allowed)
             idx = np.asanyarray(mask).ravel().nonzero()[0]  # np.flatnonzero(mask)
         if idx.size:

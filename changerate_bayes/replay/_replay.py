@@ -14,13 +14,21 @@ from ._engine import ReplayResult, run_replay
 from ._metrics import bootstrap_counts, bootstrap_gap_share, bootstrap_ratio, gap_share, replay_metrics
 from ._pages import ReplayPages, pages_from_table
 from ._policies import POLICIES
+from ._signals import SignalFirstPolicy, SignalIndexPolicy, signal_times
 
-__all__ = ["replay_policies", "tune_increase_rate", "POLICY_NAMES", "DEFAULT_POLICIES", "TUNED"]
+__all__ = ["replay_policies", "tune_increase_rate", "POLICY_NAMES", "DEFAULT_POLICIES", "TUNED", "SIGNAL_POLICIES"]
 
 #: Schedules that can be tuned to a budget through their increase rate.
 TUNED = {"nutch_tuned": "nutch", "nutch_nosync_tuned": "nutch_nosync", "stormcrawler_tuned": "stormcrawler"}
-#: Every policy name :func:`replay_policies` knows.
+#: Every policy name :func:`replay_policies` knows but the signal policies.
 POLICY_NAMES = tuple(POLICIES) + tuple(TUNED)
+#: The policies that read change signals (``replay_policies(..., signals=...)``): name -> factory.
+#: Without signals ``"paced_index_signals"`` is ``"paced_index_mean"`` and ``"paced_on_signal"``
+#: is ``"paced_uniform"``.
+SIGNAL_POLICIES = {
+    "paced_index_signals": lambda: SignalIndexPolicy(name="paced_index_signals"),
+    "paced_on_signal": lambda: SignalFirstPolicy(name="paced_on_signal"),
+}
 DEFAULT_POLICIES = (
     "uniform",
     "nutch",
@@ -91,7 +99,7 @@ def _check_policies(policies) -> list:
     if isinstance(policies, str) or not isinstance(policies, (list, tuple)):
         policies = [policies]
     out = []
-    valid = tuple(POLICIES) + tuple(TUNED)  # read now: entries added to POLICIES count
+    valid = tuple(POLICIES) + tuple(TUNED) + tuple(SIGNAL_POLICIES)  # read now: entries added to POLICIES count
     for p in policies:
         if isinstance(p, str):
             if p not in valid:
@@ -269,6 +277,7 @@ def replay_policies(
     rng=None,
     hosts=None,
     host_budgets=None,
+    signals=None,
 ) -> pd.DataFrame:
     """Replay real change histories under crawl policies and a crawl budget.
 
@@ -345,6 +354,18 @@ def replay_policies(
         multipliers of the capped optimum of their current rates
         (:class:`IndexPolicy`); round robin, the crawlers' schedules and the clairvoyant
         reference do not (the queues hold them to the caps).
+    signals : pandas.DataFrame, optional
+        Change signals: columns ``page``, ``timestamp`` (one row per signal, times of the
+        kind of the change times, any order), checked by
+        :func:`~changerate_bayes.replay.signal_times` with the windows' rules (a signal at
+        a window's start is in the initial copy; outside a per-page window it is an
+        error, outside a single (start, end) window it is left out). Each policy that
+        reads signals (:data:`SIGNAL_POLICIES`: ``"paced_index_signals"``,
+        :class:`~changerate_bayes.replay.SignalIndexPolicy`; ``"paced_on_signal"``,
+        :class:`~changerate_bayes.replay.SignalFirstPolicy`; any policy object with a
+        ``receive_signals`` method) is given, at each step k, the signals at times <= t_k;
+        the other policies run as without signals. None (default): no signal, every
+        result as without this argument. Not with ``host_budgets``.
 
     Returns
     -------
@@ -369,7 +390,10 @@ def replay_policies(
         (unparsable or unsorted change times naming the row, a page with no window); for
         ``hosts`` naming no column, a page with no host or two, a mapping naming an
         unknown page, a missing host label; for a cap <= 0, NaN or infinite in
-        ``host_budgets``, or ``host_budgets`` without ``hosts``.
+        ``host_budgets``, or ``host_budgets`` without ``hosts``; for ``signals`` (naming
+        the table and its column or row): a missing column, an unparsable time, a page
+        not replayed (all rows: no matching page), the same (page, timestamp) twice, a
+        signal outside its page's window, or ``signals`` with ``host_budgets``.
     TypeError
         For arguments of the wrong type.
 
@@ -401,12 +425,19 @@ def replay_policies(
         raise ValueError(f"`level` must be in (0, 1); got {level!r}")
     pages = pages_from_table(changes, window=window, weights=weights)
     host_kw = _host_arguments(pages, changes, window, hosts, host_budgets)
+    sig_kw: dict = {}
+    if signals is not None:
+        if host_kw:
+            raise ValueError("`signals` cannot be combined with `host_budgets` (per-host caps) yet")
+        sig_kw = dict(signals=signal_times(signals, pages, per_page_windows=not isinstance(window, tuple)))
     gen = as_generator(rng)
     boot_rng, run_seeds = gen.spawn(2)
     counts = bootstrap_counts(pages.n_pages, n_boot, boot_rng) if n_boot else None
     seed_iter = iter(run_seeds.spawn(4096))
 
     def make(p, **kw):
+        if isinstance(p, str) and p in SIGNAL_POLICIES:
+            return SIGNAL_POLICIES[p](**kw)
         return POLICIES[p](**kw) if isinstance(p, str) else p
 
     # (policy name, budget, source, inc_rate, result)
@@ -414,12 +445,12 @@ def replay_policies(
     schedules = [
         p
         for p in pols
-        if (isinstance(p, str) and p in POLICIES and not make(p).budgeted)
+        if (isinstance(p, str) and p not in TUNED and not make(p).budgeted)
         or (not isinstance(p, str) and not p.budgeted)
     ]
     extra = []
     for p in schedules:
-        res = run_replay(pages, make(p), dt_ms=dt_ms, epoch_steps=epoch_steps, rng=next(seed_iter), **host_kw)
+        res = run_replay(pages, make(p), dt_ms=dt_ms, epoch_steps=epoch_steps, rng=next(seed_iter), **host_kw, **sig_kw)
         spent = res.crawls.sum() / res.span_days
         runs.append((res.policy, float(spent), "own schedule", None, res))
         if match_schedules and spent > 0:
@@ -433,7 +464,9 @@ def replay_policies(
             continue
         for b, source in all_budgets:
             pol = make(p)
-            res = run_replay(pages, pol, budget=b, dt_ms=dt_ms, epoch_steps=epoch_steps, rng=next(seed_iter), **host_kw)
+            res = run_replay(
+                pages, pol, budget=b, dt_ms=dt_ms, epoch_steps=epoch_steps, rng=next(seed_iter), **host_kw, **sig_kw
+            )
             runs.append((res.policy, b, source, None, res))
     n = pages.n_pages
     for p in pols:

@@ -1,0 +1,395 @@
+r"""Change signals in the replay: the signal table, and the policies that read it.
+
+A signal (a sitemap entry, a feed item, a ping, a raw-byte change) says "this page may
+have changed at time s". The replay feeds every policy that has a ``receive_signals``
+method the signals as they arrive: a signal at time s is visible from the first step
+t_k >= s on (step k), before the policy chooses its crawls at that step, so a crawl at
+t_k counts it in the interval it ends (a signal at a crawl's time belongs to that
+interval, as in :class:`~changerate_bayes.signals.SignalData`). The other policies never
+see them.
+
+The signal-aware index (:class:`SignalIndexPolicy`). Changes are Poisson(Δ per day),
+each signalled with probability q, false signals Poisson(ν per day). After a crawl, with
+n signals in the t days since,
+
+    P(unchanged | t, n) = e^{−(1−q)Δt} (ν/(qΔ + ν))^n = e^{−Δ t_eff},
+    t_eff = (1 − q) t + n J,   J = log((qΔ + ν)/ν) / Δ
+
+(J = +inf when ν = 0 < q): the page is as likely unchanged as a page without signals
+after t_eff days. Its index is the index of the existing learner (the posterior of Δ
+from the crawls, :class:`~changerate_bayes.replay.GridLearner`, as ``paced_index_mean``)
+evaluated at t_eff instead of t, with the point estimates (posterior means) of Δ, q and
+ν in t_eff only. Where q̂ = 0 (no signal information) t_eff = t exactly. The derivation
+is in :doc:`/signals`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from ..io import plain
+from ..signals import SignalData, SignalPrior, pooled_signal_prior, signal_posterior
+from ._index import IndexPolicy
+from ._learners import GridLearner, OldestFirst
+from ._pages import MS_PER_DAY, ReplayPages, _parse_times
+
+__all__ = ["signal_times", "effective_elapsed", "SignalIndexPolicy", "SignalFirstPolicy"]
+
+#: t_eff is capped here (days): the tabulated indices are flat beyond 1e4 days.
+_T_EFF_MAX = 1e7
+
+
+def signal_times(signals, pages: ReplayPages, *, per_page_windows: bool = True):
+    """Check a table of signals against the replayed pages; (page index, time in ms) sorted by time.
+
+    Parameters
+    ----------
+    signals : pandas.DataFrame
+        Columns ``page``, ``timestamp``: one row per signal, times of the same kind as the
+        change times (datetimes / ISO-8601 strings, or numbers in days), in any order.
+    pages : ReplayPages
+        The replayed pages (from :func:`~changerate_bayes.replay.pages_from_table`).
+    per_page_windows : bool, default True
+        Whether the windows were given per page (a table): then a signal outside its page's
+        window [start, end] is an error, as a change is; with one (start, end) window for
+        all pages (False) signals outside it are left out, as changes are. A signal at a
+        window's start is in the initial copy and left out either way.
+
+    Returns
+    -------
+    (page, time_ms) : two ndarrays of int64, shape (S,)
+        Page positions in ``pages`` and times in ms since the epoch of ``pages`` (as its
+        ``start_ms``), sorted by time (then page).
+
+    Raises
+    ------
+    TypeError
+        If ``signals`` is not a DataFrame.
+    ValueError
+        Naming ``signals`` and its column or row: a missing column, an unparsable or
+        non-finite time, a number among datetimes, a page that is not replayed (with
+        the count of such rows; all of them: no matching page), the same (page,
+        timestamp) twice, or a signal outside its page's window.
+    """
+    if not isinstance(signals, pd.DataFrame):
+        raise TypeError(
+            f"`signals` must be a pandas DataFrame with columns page, timestamp; got {type(signals).__name__}"
+        )
+    missing = [c for c in ("page", "timestamp") if c not in signals.columns]
+    if missing:
+        raise ValueError(f"`signals` lacks column(s) {missing}; it has {list(signals.columns)}")
+    if not len(signals):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    labels = [f"row {x!r} of `signals`" for x in signals.index]
+    page = signals["page"].astype(str).to_numpy()
+    pidx = pd.Index(pages.names).get_indexer(page).astype(np.int64)
+    unknown = pidx < 0
+    if unknown.all():
+        raise ValueError(
+            f"`signals` column 'page': none of its {len(signals)} rows names a replayed page "
+            f"(first: {page[0]!r}); the pages are those of the windows"
+        )
+    if unknown.any():
+        i = int(np.flatnonzero(unknown)[0])
+        raise ValueError(
+            f"{labels[i]}, column 'page': page {page[i]!r} is not among the replayed pages "
+            f"({int(unknown.sum())} such rows)"
+        )
+    ts = signals["timestamp"].to_numpy()
+    t_ms = _parse_times(ts, what="column 'timestamp'", labels=labels, datetimes=pages.origin is not None)
+    order = np.lexsort((t_ms, pidx))
+    ps, ts_sorted = pidx[order], t_ms[order]
+    twice = (ps[1:] == ps[:-1]) & (ts_sorted[1:] == ts_sorted[:-1])
+    if twice.any():
+        i = int(order[int(np.flatnonzero(twice)[0]) + 1])
+        raise ValueError(
+            f"{labels[i]}: page {page[i]!r} has two signals at timestamp {plain(ts[i])!r} "
+            f"({int(twice.sum())} repeated (page, timestamp) pairs)"
+        )
+    lo, hi = pages.start_ms[pidx], pages.end_ms[pidx]
+    outside = (t_ms < lo) | (t_ms > hi)
+    if per_page_windows and outside.any():
+        i = int(np.flatnonzero(outside)[0])
+        when = "before its window's start" if t_ms[i] < lo[i] else "after its window's end"
+        raise ValueError(
+            f"{labels[i]}, column 'timestamp': {plain(ts[i])!r} of page {page[i]!r} is {when} "
+            f"({int(outside.sum())} signals outside their windows)"
+        )
+    keep = (t_ms > lo) & (t_ms <= hi)  # a signal at the start is in the initial copy
+    pidx, t_ms = pidx[keep], t_ms[keep]
+    order = np.lexsort((pidx, t_ms))
+    return pidx[order], t_ms[order]
+
+
+def effective_elapsed(elapsed, n, change_rate, recall, false_rate) -> np.ndarray:
+    r"""The effective elapsed time t_eff = (1 − q) t + n J of the signal-aware index, days.
+
+    Parameters
+    ----------
+    elapsed : array_like of float, shape (N,)
+        t >= 0, days since each page's last crawl.
+    n : array_like of int, shape (N,)
+        Signals since then.
+    change_rate, recall, false_rate : array_like of float, shape (N,)
+        Point estimates of Δ (per day, >= 0), q in [0, 1] and ν (per day, >= 0).
+
+    Returns
+    -------
+    ndarray of float64, shape (N,)
+        t_eff with e^{−Δ t_eff} = e^{−(1−q)Δt} (ν/(qΔ + ν))^n, J = log((qΔ + ν)/ν)/Δ
+        (q/ν in the limit Δ → 0; +inf when ν = 0 < q, capped at 1e7 days); t_eff = t
+        exactly where q = 0 and n = 0, and wherever q = 0 (then J = 0).
+
+    Examples
+    --------
+    >>> from changerate_bayes.replay import effective_elapsed
+    >>> effective_elapsed([10.0, 10.0, 10.0], [0, 1, 2], 0.5, 0.5, 0.25).round(4).tolist()  # J = 2 log 2
+    [5.0, 6.3863, 7.7726]
+    """
+    t = np.asarray(elapsed, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    delta, q, nu = (np.asarray(x, dtype=np.float64) for x in (change_rate, recall, false_rate))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(nu > 0, q * delta / nu, np.where(q * delta > 0, np.inf, 0.0))  # qΔ/ν
+        jump = np.where(delta > 0, np.log1p(ratio) / delta, np.where(nu > 0, q / nu, np.where(q > 0, np.inf, 0.0)))
+        extra = np.where(n > 0, n * jump, 0.0)
+    out = np.minimum((1.0 - q) * t + extra, _T_EFF_MAX)
+    return np.where(q > 0, out, t)
+
+
+class _SignalCounts:
+    """Per page: signals since the last crawl, the time of the first of them, and whether any
+    signal was ever seen; and the crawls' (page, τ, I, n) for a fit."""
+
+    def __init__(self, n: int):
+        self.n_since = np.zeros(n, dtype=np.int64)
+        self.first = np.full(n, np.inf)  # days: the first signal since the last crawl
+        self.ever = np.zeros(n, dtype=bool)
+        self.at_crawl = np.zeros(n, dtype=np.int64)
+        self.chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def receive(self, page, t) -> None:
+        n = self.n_since.size
+        self.n_since += np.bincount(page, minlength=n)
+        np.minimum.at(self.first, page, t)
+        self.ever[page] = True
+
+    def crawled(self, mask) -> None:
+        self.at_crawl[mask] = self.n_since[mask]
+        self.n_since[mask] = 0
+        self.first[mask] = np.inf
+
+    def record(self, changed, interval, mask) -> None:
+        idx = np.flatnonzero(mask)
+        if idx.size:
+            self.chunks.append(
+                (
+                    idx,
+                    np.asarray(interval)[idx].copy(),
+                    np.asarray(changed)[idx].astype(np.int8),
+                    self.at_crawl[idx].copy(),
+                )
+            )
+
+    def data(self, tail_time) -> tuple[SignalData, np.ndarray] | None:
+        """SignalData of the pages crawled at least once (and their positions), or None."""
+        if not self.chunks:
+            return None
+        page = np.concatenate([c[0] for c in self.chunks])
+        tau = np.concatenate([c[1] for c in self.chunks])
+        changed = np.concatenate([c[2] for c in self.chunks])
+        sig = np.concatenate([c[3] for c in self.chunks])
+        order = np.argsort(page, kind="stable")  # crawl order within each page
+        lengths = np.bincount(page, minlength=self.n_since.size)
+        seen = np.flatnonzero(lengths > 0)
+        tail = np.maximum(np.asarray(tail_time, dtype=np.float64)[seen], 0.0)
+        m = np.where(tail > 0, self.n_since[seen], 0)
+        ok = tau[order] > 0
+        if not ok.all():  # a crawl in the step of the window start: no interval to learn from
+            return None
+        data = SignalData.from_segments(
+            tau[order], changed[order], sig[order], lengths=lengths[seen], tail_time=tail, tail_signals=m
+        )
+        return data, seen
+
+
+class SignalIndexPolicy(IndexPolicy):
+    r"""The signal-aware freshness index: the index of the crawl posterior at t_eff, paced.
+
+    At each step the policy crawls the pages of largest w ν(t_eff), ν the mean-form index of
+    the posterior of Δ from the crawls (:class:`~changerate_bayes.replay.GridLearner`, as
+    ``paced_index_mean``) and t_eff = (1 − q̂) t + n Ĵ the effective elapsed time
+    (:func:`effective_elapsed`, module notes): n the signals since the page's last crawl,
+    Ĵ = log((q̂Δ̂ + ν̂)/ν̂)/Δ̂. The budget, the pace (``pace="pages"``: the same crawls per
+    step as the other paced policies, so a burst of signals moves crawls between pages,
+    never adds any) and the starvation rule (on the real elapsed time t) are those of
+    :class:`IndexPolicy`.
+
+    Learning (Δ̂, q̂, ν̂). Every ``ctx.epoch_steps`` steps the policy fits the model of
+    :mod:`changerate_bayes.signals` to what it has seen: per crawl of its own, the
+    interval τ, the indicator I and the signals n in it, and per page the signals since its
+    last crawl (the tail). The fit is pooled over the pages: the prior is
+    :func:`~changerate_bayes.signals.pooled_signal_prior` of those data (empirical Bayes,
+    refitted as the data grow: ``prior_growth``) and the estimates are the posterior means from a short Gibbs run of
+    :func:`~changerate_bayes.signals.signal_posterior` (``draws`` after ``tune``, one chain,
+    ``ctx.rng``). q̂ = 0, the plain index, for a page never signalled so far and for every
+    page until a fit is possible (two pages crawled, a signal and a change seen): with no
+    signal at all the policy is ``paced_index_mean`` exactly.
+
+    Parameters
+    ----------
+    name : str, default "paced_index_signals"
+    pace : {"collection", "pages"}, default "pages"
+    max_interval_factor : float, default 4.0
+        As in :class:`IndexPolicy`.
+    draws, tune : int, default 40, 30
+        Gibbs draws kept and discarded at each fit.
+    prior_growth : float, default 1.25
+        The pooled prior (an EM fit and moments, the costly part) is refitted when the
+        crawls seen have grown by this factor since its last fit; the posterior is refitted
+        every epoch under the latest prior.
+
+    Raises
+    ------
+    ValueError
+        As :class:`IndexPolicy`, and for ``draws`` < 1, ``tune`` < 0 or ``prior_growth``
+        < 1 or not finite.
+
+    References
+    ----------
+    Busa-Fekete et al., "A Scalable Crawling Algorithm Utilizing Noisy Change-Indicating
+    Signals" (WWW 2025), the setting; the index rule is derived in :doc:`/signals`.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str = "paced_index_signals",
+        pace: str = "pages",
+        max_interval_factor: float = 4.0,
+        draws: int = 40,
+        tune: int = 30,
+        prior_growth: float = 1.25,
+    ):
+        super().__init__(GridLearner, name=name, form="mean", max_interval_factor=max_interval_factor, pace=pace)
+        if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
+            raise ValueError(f"`draws` must be an integer >= 1; got {draws!r}")
+        if isinstance(tune, bool) or not isinstance(tune, int) or tune < 0:
+            raise ValueError(f"`tune` must be an integer >= 0; got {tune!r}")
+        if not (isinstance(prior_growth, (int, float)) and math.isfinite(prior_growth) and prior_growth >= 1):
+            raise ValueError(f"`prior_growth` must be a finite number >= 1; got {prior_growth!r}")
+        self.draws, self.tune, self.prior_growth = draws, tune, float(prior_growth)
+
+    def reset(self, ctx) -> None:
+        super().reset(ctx)
+        n = ctx.n_pages
+        self.signals = _SignalCounts(n)
+        self.change_rate = np.zeros(n)
+        self.recall = np.zeros(n)
+        self.false_rate = np.zeros(n)
+        self.next_fit = ctx.epoch_steps
+        self.fits = 0
+        self.prior: SignalPrior | None = None
+        self.prior_crawls = 0
+
+    def receive_signals(self, k: int, page, t) -> None:
+        """Take the signals that arrived by step ``k``: pages (int64) and times (days since t0)."""
+        self.signals.receive(np.asarray(page, dtype=np.int64), np.asarray(t, dtype=np.float64))
+
+    def _fit(self, t: float) -> None:
+        got = self.signals.data(t - self.last)
+        if got is None:
+            return
+        data, seen = got
+        tot = data.totals()
+        if data.n_pages < 2 or tot["signals"].sum() + data.tail_signals.sum() == 0 or tot["changes_seen"].sum() == 0:
+            return
+        crawls = int(data.intervals.size)
+        if self.prior is None or crawls >= self.prior_growth * self.prior_crawls:
+            with warnings.catch_warnings():  # the EM inside: its last iterate serves for moments
+                warnings.simplefilter("ignore", RuntimeWarning)
+                try:
+                    self.prior = pooled_signal_prior(data)
+                except ValueError:
+                    return
+            self.prior_crawls = crawls
+        post = signal_posterior(data, prior=self.prior, draws=self.draws, tune=self.tune, chains=1, rng=self.ctx.rng)
+        s = post.signalled.mean(axis=(0, 1))
+        u = post.unsignalled.mean(axis=(0, 1))
+        self.change_rate[seen] = s + u
+        self.recall[seen] = post.draws("recall").mean(axis=(0, 1))
+        self.false_rate[seen] = post.false_rate.mean(axis=(0, 1))
+        self.fits += 1
+
+    def _index(self, k, elapsed) -> np.ndarray:
+        if k >= self.next_fit:
+            self._fit(k * self.ctx.dt)
+            e = self.ctx.epoch_steps
+            self.next_fit = (k // e + 1) * e
+        q = np.where(self.signals.ever, self.recall, 0.0)
+        if q.any():
+            elapsed = effective_elapsed(elapsed, self.signals.n_since, self.change_rate, q, self.false_rate)
+        return super()._index(k, elapsed)
+
+    def select(self, k, t, active, allowed) -> np.ndarray:
+        mask = super().select(k, t, active, allowed)
+        self.signals.crawled(mask)
+        return mask
+
+    def observe(self, k, t, changed, interval, mask) -> None:
+        self.signals.record(changed, interval, mask)
+        super().observe(k, t, changed, interval, mask)
+
+
+class SignalFirstPolicy(IndexPolicy):
+    """Crawl on every signal: a reference that trusts each signal, paced to the same budget.
+
+    At each step the crawls the pace allows (as :class:`IndexPolicy` with ``pace="pages"``)
+    go first to the pages with a signal since their last crawl, the oldest first signal
+    first; the budget left goes round robin (the oldest copies first). No learning, no
+    starvation rule (the round robin serves every page without signals).
+
+    Parameters
+    ----------
+    name : str, default "paced_on_signal"
+    pace : {"collection", "pages"}, default "pages"
+    """
+
+    def __init__(self, *, name: str = "paced_on_signal", pace: str = "pages"):
+        super().__init__(OldestFirst, name=name, form="mean", pace=pace)
+
+    def reset(self, ctx) -> None:
+        super().reset(ctx)
+        self.signals = _SignalCounts(ctx.n_pages)
+
+    def receive_signals(self, k: int, page, t) -> None:
+        """Take the signals that arrived by step ``k``: pages (int64) and times (days since t0)."""
+        self.signals.receive(np.asarray(page, dtype=np.int64), np.asarray(t, dtype=np.float64))
+
+    def select(self, k, t, active, allowed) -> np.ndarray:
+        mask = np.zeros(self.ctx.n_pages, dtype=bool)
+        a = np.flatnonzero(active)
+        if self.paced is not None:
+            allowed = min(int(allowed), math.floor(self.paced[min(k, self.paced.size - 1)] + 1e-9) - self.spent)
+        take = min(int(allowed), a.size)
+        if take <= 0:
+            return mask
+        elapsed = np.maximum(t - self.last[a], 0.0)
+        waiting = np.maximum(t - self.signals.first[a], 0.0)  # inf - t: no signal
+        key = np.where(self.signals.n_since[a] > 0, _T_EFF_MAX + waiting, elapsed)
+        top = np.argpartition(-key, take - 1)[:take] if take < a.size else np.arange(a.size)
+        chosen = a[top]
+        mask[chosen] = True
+        self.last[chosen] = t
+        self.spent += take
+        self.signals.crawled(mask)
+        return mask
+
+
+def signal_days(time_ms: np.ndarray, t0: int) -> np.ndarray:
+    """Signal times in days since t0 (ms -> days)."""
+    return (np.asarray(time_ms, dtype=np.int64) - t0) / MS_PER_DAY
