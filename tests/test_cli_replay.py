@@ -94,3 +94,29 @@ def test_unreadable_inputs_are_named(tmp_path, capsys):
     latin.write_bytes("page,timestamp\ncaf\xe9,2024-01-02T00:00:00Z\n".encode("latin-1"))
     assert main(["replay", str(latin), "--windows", win, "--budget", "1"]) == 2
     assert "CHANGES.csv 'latin.csv': not UTF-8" in capsys.readouterr().err.replace(str(tmp_path) + "/", "")
+
+
+def test_replay_command_with_signals_prints_the_gap_shares(tmp_path, capsys):
+    ch, win = _files(tmp_path)
+    sig = tmp_path / "signals.csv"
+    pd.DataFrame(
+        {"page": ["a", "b", "c"], "timestamp": ["2024-01-02T10:00:00Z", "2024-01-03T12:00:00Z", "2024-01-09T00:00:00Z"]}
+    ).to_csv(sig, index=False)
+    args = ["replay", ch, "--windows", win, "--budget", "0.5", "--step", "6h", "--n-boot", "20", "--signals", str(sig)]
+    assert main(args + ["--policies", "paced_on_signal", "paced_index_signals"]) == 0
+    printed = capsys.readouterr().out
+    assert "share of the freshness gap from round robin (uniform) to clairvoyant" in printed
+    gap = printed.split("clairvoyant, paired page bootstrap:")[1]
+    assert "gap_share_lo" in gap and "paced_on_signal" in gap and "paced_index_signals" in gap
+    assert "note: uniform and clairvoyant added to --policies" in printed
+
+
+def test_replay_command_names_the_line_of_a_bad_signal(tmp_path, capsys):
+    ch, win = _files(tmp_path)
+    sig = tmp_path / "signals.csv"
+    pd.DataFrame({"page": ["a", "zz"], "timestamp": ["2024-01-02T10:00:00Z", "2024-01-03T12:00:00Z"]}).to_csv(
+        sig, index=False
+    )
+    assert main(["replay", ch, "--windows", win, "--budget", "0.5", "--signals", str(sig)]) == 2
+    err = capsys.readouterr().err
+    assert f"line 3 of {sig}, column 'page': page 'zz' is not among the replayed pages" in err

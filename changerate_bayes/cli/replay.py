@@ -36,6 +36,18 @@ from ._common import (
 
 __all__ = ["register"]
 
+#: The policies replayed with --signals when --policies is not given: round robin and
+#: clairvoyant (the two ends of the gap), the paced references and the signal policies.
+SIGNAL_DEFAULT_POLICIES = (
+    "uniform",
+    "paced_uniform",
+    "paced_index_mean",
+    "paced_oracle",
+    "paced_on_signal",
+    "paced_index_signals",
+    "clairvoyant",
+)
+
 
 #: the columns replay reads, in CHANGES.csv and WINDOWS.csv
 _ROLES = ("page", "timestamp", "start", "end")
@@ -44,6 +56,7 @@ _ROLES = ("page", "timestamp", "start", "end")
 FLAGS = {name: "--" + name.replace("_", "-") for name in ("budget", "policies", "step", "epoch", "n_boot")} | {
     "window": "--windows/--window",
     "changes": "CHANGES.csv",
+    "signals": "--signals",
     "out_dir": "--report",
     "host_budgets": "--host-limit/--host-limits/--host-delay",
 }
@@ -62,6 +75,15 @@ def register(p) -> None:
     win = p.add_mutually_exclusive_group()
     win.add_argument("--windows", metavar="WINDOWS.csv", help="observation windows: columns page,start,end")
     win.add_argument("--window", nargs=2, metavar=("START", "END"), help="one window for every page")
+    p.add_argument(
+        "--signals",
+        metavar="SIGNALS.csv",
+        help="change signals (columns page,timestamp, the roles of --columns): each policy that reads them "
+        "(paced_index_signals, paced_on_signal) sees a signal from the first step at or after it; prints each "
+        "policy's share of the round-robin to clairvoyant gap with bootstrap intervals (default policies: "
+        + ", ".join(SIGNAL_DEFAULT_POLICIES)
+        + ")",
+    )
     add_columns_flag(p, _ROLES, "page=url,timestamp=changed_at")
     p.add_argument("--step", default="1h", help="time step (default 1h)")
     p.add_argument("--epoch", default="1D", help="reallocation period of the budgeted policies (default 1D)")
@@ -82,9 +104,11 @@ def _mapped(frame, column_map: dict):
     return frame.drop(columns=shadowed).rename(columns={col: role for role, col in present.items()})
 
 
-def _file_lines(text: str, path: str, windows: str | None = None) -> str:
+def _file_lines(text: str, path: str, windows: str | None = None, signals: str | None = None) -> str:
     """``text`` with each "row N" of the changes table (labelled by file line) as "line N of PATH",
-    and each "row N of `window`" as "line N of WINDOWS"."""
+    each "row N of `window`" as "line N of WINDOWS" and each "row N of `signals`" as "line N of SIGNALS"."""
+    if signals is not None:
+        text = re.sub(r"\brow (\d+) of `signals`", lambda m: f"line {m.group(1)} of {signals}", text)
     if windows is not None:
         text = re.sub(r"\brow (\d+) of `window`", lambda m: f"line {m.group(1)} of {windows}", text)
     text = text.replace("`window` start", "--window START").replace("`window` end", "--window END")
@@ -188,6 +212,21 @@ def _report_html(df, *, source: str, args, seconds: float) -> str:
     )
 
 
+def _print_gap_shares(df, added) -> None:
+    """Print each policy's share of the gap from round robin to clairvoyant, with its interval."""
+    cols = [
+        c for c in ("policy", "budget", "freshness_weighted", "gap_share", "gap_share_lo", "gap_share_hi") if c in df
+    ]
+    if "gap_share" not in df:
+        return
+    print()
+    print("share of the freshness gap from round robin (uniform) to clairvoyant, paired page bootstrap:")
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(df.loc[df["gap_share"].notna(), cols].to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    if added:
+        print(f"note: {' and '.join(added)} added to --policies: the two ends of the gap")
+
+
 def _run(args) -> int:
     def fail(msg):
         if "lacks column" in msg and not args.columns:
@@ -197,7 +236,7 @@ def _run(args) -> int:
 
     try:
         refuse_inputs_as_outputs(
-            [args.changes, args.windows],
+            [args.changes, args.windows, args.signals],
             [("--csv", args.csv)] + [("--report", f) for f in (report_files(args.report) if args.report else [])],
         )
     except ValueError as exc:
@@ -240,6 +279,11 @@ def _run(args) -> int:
             windows.index = pd.RangeIndex(2, len(windows) + 2)
         elif args.window:
             windows = tuple(_window_value(x) for x in args.window)
+        signals = None
+        if args.signals:
+            reading = f"--signals {args.signals!r}"
+            signals = _mapped(pd.read_csv(args.signals), column_map)
+            signals.index = pd.RangeIndex(2, len(signals) + 2)
     except pd.errors.EmptyDataError:
         return fail(f"{reading}: the file is empty (expected a CSV header line)")
     except (OSError, pd.errors.ParserError) as exc:
@@ -257,21 +301,27 @@ def _run(args) -> int:
             hosts = _url_hosts(changes, windows)
         except ValueError as exc:
             return fail(str(exc))
+    policies = args.policies or list(DEFAULT_POLICIES if signals is None else SIGNAL_DEFAULT_POLICIES)
+    added = []
+    if signals is not None:  # the two ends of the gap, for the gap shares
+        added = [p for p in ("uniform", "clairvoyant") if p not in policies]
+        policies = list(policies) + added
     try:
         df = replay_policies(
             changes,
             window=windows,
             budget=args.budget,
-            policies=args.policies or list(DEFAULT_POLICIES),
+            policies=policies,
             step=args.step,
             epoch=args.epoch,
             n_boot=args.n_boot,
             rng=args.seed,
             hosts=hosts,
             host_budgets=caps.host_budgets,
+            signals=signals,
         )
     except (TypeError, ValueError) as exc:
-        return fail(_file_lines(str(exc), args.changes, args.windows))
+        return fail(_file_lines(str(exc), args.changes, args.windows, args.signals))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(
             df[
@@ -288,6 +338,8 @@ def _run(args) -> int:
                 ]
             ].to_string(index=False)
         )
+    if signals is not None:
+        _print_gap_shares(df, added)
     for note in _bound_notes(df):
         print(f"note: {note}")
     if caps:
