@@ -37,7 +37,8 @@ STUDIES: tuple[str, ...] = (
     "pooling",
     "prequential",
     "bursts",
-    "politeness",  # last: each study's seed is its position here, so the others keep theirs
+    "politeness",
+    "signals_replay",  # new studies go last: each study's seed is its position here, so the others keep theirs
 )
 
 
@@ -215,6 +216,7 @@ _COST_HINT: dict[str, float] = {
     "scheduling_sampling": 0.9,
     "last_modified": 0.5,
     "politeness": 4.0,
+    "signals_replay": 30.0,
 }
 
 
