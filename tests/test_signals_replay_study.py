@@ -66,6 +66,8 @@ def test_study_runs_reports_and_is_registered():
                 "n_changes": len(changes),
                 "n_signals": len(signals),
                 "true_signals": 0,
+                "clean_documents": 3,
+                "clean_changes": 5,
                 "span_days": 90.0,
                 "total_change_rate": len(changes) / 90.0,
                 "multiples": list(study.MULTIPLES),
@@ -78,6 +80,7 @@ def test_study_runs_reports_and_is_registered():
     }
     html = study.render(result)
     assert "recall thinned to 0.5" in html and "paced_index_signals" in html and "0/1 per run" in html
+    assert "3 documents have a signal precision" in html
     s = study.summarize(result)
     assert s["kind"] == "finding" and "gap share at 1×" in s["key_number"]
     assert "signals_replay" in runner.STUDIES and "signals_replay" in runner._COST_HINT
