@@ -301,7 +301,8 @@ class SignalIndexPolicy(IndexPolicy):
         self.signals.receive(np.asarray(page, dtype=np.int64), np.asarray(t, dtype=np.float64))
 
     def _fit(self, t: float) -> None:
-        got = self.signals.data(t - self.last)
+        # the tail: from each page's last crawl to now, or to the last step of its window
+        got = self.signals.data(np.minimum(t, self.ctx.last_step * self.ctx.dt) - self.last)
         if got is None:
             return
         data, seen = got
