@@ -232,3 +232,20 @@ def test_signal_policy_arguments_are_checked():
         SignalIndexPolicy(draws=0)
     with pytest.raises(ValueError, match="`prior_growth` must be a finite number >= 1"):
         SignalIndexPolicy(prior_growth=0.5)
+
+
+def test_a_credit_grid_policy_that_reads_signals_is_fed_at_every_step_it_acts():
+    from changerate_bayes.replay import UniformPolicy
+
+    class Listening(UniformPolicy):
+        def receive_signals(self, k, page, t):
+            self.heard = getattr(self, "heard", []) + page.tolist()
+
+    changes = pd.DataFrame({"page": ["a", "b"], "timestamp": [3.0, 5.0]})
+    pages = pages_from_table(changes, window=(0.0, 10.0))
+    sig = pd.DataFrame({"page": ["a", "b", "b"], "timestamp": [1.0, 2.0, 7.5]})
+    pol = Listening(name="listening")
+    quiet = run_replay(pages, UniformPolicy(), budget=4.0, dt_ms=3_600_000, rng=0)
+    heard = run_replay(pages, pol, budget=4.0, dt_ms=3_600_000, rng=0, signals=signal_times(sig, pages))
+    assert pol.heard == [0, 1, 1]
+    assert (quiet.fresh_days == heard.fresh_days).all() and (quiet.crawls == heard.crawls).all()

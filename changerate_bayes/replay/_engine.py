@@ -330,6 +330,9 @@ def run_replay(
     k = 1
     active, active_until = ctx.active(1), ctx.next_activity_change(0)
     compiled, learn = _compiled_steps(policy) if policy.budgeted else (False, None)
+    feed = signals is not None and hasattr(policy, "receive_signals")
+    if feed:  # a policy that reads signals is given them at every step it acts: the Python loop
+        compiled, learn = False, None
     record = learn is not None or fetch_log is not None
     if compiled and record:
         cap = max(n, min(_EVENT_STEPS * n, 1 << 18))
@@ -343,7 +346,6 @@ def run_replay(
         q = _host_queues(host_codes, host_caps, n, dt)
     else:  # placeholders for the compiled loop's arguments
         q = _host_queues(np.zeros(0, dtype=np.int64), np.zeros(0), 0, dt)
-    feed = signals is not None and hasattr(policy, "receive_signals")
     if feed:
         assert signals is not None and not capped  # refused by replay_policies
         sig_page = np.asarray(signals[0], dtype=np.int64)
