@@ -249,3 +249,19 @@ def test_a_credit_grid_policy_that_reads_signals_is_fed_at_every_step_it_acts():
     heard = run_replay(pages, pol, budget=4.0, dt_ms=3_600_000, rng=0, signals=signal_times(sig, pages))
     assert pol.heard == [0, 1, 1]
     assert (quiet.fresh_days == heard.fresh_days).all() and (quiet.crawls == heard.crawls).all()
+
+
+@pytest.mark.parametrize("policy", [SignalIndexPolicy, SignalFirstPolicy])
+def test_signal_policies_spend_the_crawls_of_the_paced_index_at_every_step(policy):
+    from changerate_bayes.replay import POLICIES
+
+    changes, window = _pages(n_pages=12, days=30.0, seed=4)
+    pages = pages_from_table(changes, window=window)
+    # a burst of signals on half the pages: the crawls move between pages, never add up
+    sig = _noisy_signals(changes, window, recall=1.0, false_rate=2.0, seed=5)
+    kw = dict(budget=3.0, dt_ms=6 * 3_600_000, epoch_steps=4, rng=0)
+    logs: dict = {"plain": [], "signals": []}
+    run_replay(pages, POLICIES["paced_index_mean"](), fetch_log=logs["plain"], **kw)
+    run_replay(pages, policy(), fetch_log=logs["signals"], signals=signal_times(sig, pages), **kw)
+    per_step = {k: {int(s[0]): len(p) for s, p in v} for k, v in logs.items()}
+    assert per_step["plain"] == per_step["signals"]
