@@ -105,6 +105,7 @@ def test_signal_index_is_the_crawl_index_at_the_effective_elapsed_time():
 
 
 # ----------------------------------------------------------------------------- reductions
+@pytest.mark.slow
 def test_every_policy_without_signals_is_unchanged_and_blind_to_them():
     changes, window = _pages(n_pages=5, days=12.0)
     sig = _noisy_signals(changes, window, recall=0.8, false_rate=0.5, seed=1)
