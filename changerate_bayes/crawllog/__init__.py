@@ -56,6 +56,21 @@ from .fetch_schedule import (
     write_schedule,
 )
 from .out_of_core import DEFAULT_MEMORY_BYTES, _estimate_log, estimate_log
+from .signal_log import (
+    SIGNAL_COLUMNS,
+    SIGNAL_DRAWS,
+    SIGNAL_SCHEDULE_COLUMNS,
+    LogSignals,
+    effective_delay,
+    expected_fetch_interval,
+    log_signals,
+    part_signals,
+    signal_columns,
+    signal_input,
+    signal_schedule,
+    unique_signals,
+    with_signal_columns,
+)
 from .table import (
     IDENTIFIED_MIN,
     PAGE_COLUMNS,
@@ -79,20 +94,29 @@ __all__ = [
     "RECOMMENDED_POLICY",
     "SCHEDULE_COLUMNS",
     "SCHEDULE_FORMATS",
+    "SIGNAL_COLUMNS",
+    "SIGNAL_DRAWS",
+    "SIGNAL_SCHEDULE_COLUMNS",
     "DEFAULT_MEMORY_BYTES",
     "LogEstimates",
     "LogSchedule",
+    "LogSignals",
     "allocate_crawls",
     "crawl_schedule",
+    "effective_delay",
     "estimate",
     "estimate_log",
     "estimate_pages",
+    "expected_fetch_interval",
+    "log_signals",
     "nutch_seed_lines",
     "page_table",
     "rate_bounds",
     "recommend_rate",
     "schedule",
     "schedule_pages",
+    "signal_columns",
+    "signal_schedule",
     "space_host_fetches",
     "url_hosts",
     "write_schedule",
@@ -188,6 +212,36 @@ def _dask_input(source, files, opts):
     return ddf, opts, ", ".join(map(str, files))
 
 
+def _signals_of(signals, source, files, opts, engine):
+    """The job's signals (:func:`~changerate_bayes.crawllog.signal_log.signal_input`), refused on the Dask engine."""
+    if isinstance(source, CrawlHistory) and signals is not None:
+        raise TypeError("`signals` need the log's visit times: give log files, a CrawlLog or a data frame of visits")
+    sig = signal_input(
+        signals,
+        source=source if isinstance(source, pd.DataFrame) else None,
+        files=files,
+        fmt=opts.format,
+        columns=opts.columns,
+    )
+    if sig is not None and engine == "dask":
+        raise ValueError(
+            "`signals` (a signals file, or the log's signal rows) are read by the pandas and buckets engines; "
+            "the Dask engine does not read them: give `engine` 'pandas' or 'buckets'"
+        )
+    return sig
+
+
+def _with_signals(res, sig, parts, *, level, rng):
+    """``res`` with its table's signal columns and its ``signal_audit`` (unchanged without signals)."""
+    if sig is None:
+        return res
+    matched = log_signals(res.table, parts, sig)
+    columns = signal_columns(matched, level=level, rng=rng)
+    return dataclasses.replace(
+        res, table=with_signal_columns(res.table, columns, matched.audit), signal_audit=matched.audit
+    )
+
+
 def estimate(
     source,
     *,
@@ -207,6 +261,8 @@ def estimate(
     memory_bytes=DEFAULT_MEMORY_BYTES,
     hosts=None,
     host_budgets=None,
+    signals=None,
+    rng=None,
 ) -> LogEstimates:
     """The per-page table of a crawl log (rates, intervals, crawl allocation) on any engine.
 
@@ -246,11 +302,24 @@ def estimate(
         Per-host politeness caps in crawls per day (one for every host, or per host): the
         allocation keeps every host within its cap (:func:`allocate_crawls`; the table
         gains ``host`` and ``host_at_cap``). Default: no caps.
+    signals : path, list of paths or pandas.DataFrame, optional
+        Change-indicating signals: files with the columns ``page``, ``signal_time`` and
+        optionally ``source`` (CSV or Parquet, :func:`changerate_bayes.io.read_signals`), or
+        a data frame with the columns ``page`` and ``signal_time``. The log's own rows whose
+        ``signal`` column is 1 (CSV, Parquet, a data frame) are signals too, read with
+        these. With signals the table gains the columns :data:`SIGNAL_COLUMNS`
+        (:func:`signal_columns`: each page's signal recall and precision with their
+        ``level`` intervals, Gibbs sampling under the pooled prior) and the result a
+        ``signal_audit``; the buckets engine counts each bucket's signals as it reduces
+        it. Without any signal nothing changes. Not on the Dask engine.
+    rng : int or numpy.random.Generator, optional
+        Seed of the signals' Gibbs sampler (used only with signals).
 
     Returns
     -------
     LogEstimates
-        ``table``, ``audit``, ``engine`` and the engine's facts.
+        ``table``, ``audit``, ``engine``, the engine's facts and, with signals,
+        ``signal_audit``.
 
     Raises
     ------
@@ -275,8 +344,12 @@ def estimate(
         check_host_budgets(host_budgets, np.empty(0, dtype=object))  # before reading the log
     engine, files, buckets, opts = _prepared(source, opts, engine, client, keep_log=keep_log, job="estimate")
     fmt = None if files is None else opts.format
+    sig = _signals_of(signals, source, files, opts, engine)
+    pairs = None if sig is None else unique_signals(sig)
     if engine == "buckets":
-        res = _estimate_log(files, opts, memory_bytes=memory_bytes)
+        parts: list = []
+        res = _estimate_log(files, opts, memory_bytes=memory_bytes, signals=pairs, signal_parts=parts)
+        res = _with_signals(res, sig, parts, level=level, rng=rng)
         warn_table_notes(res.table)
         return dataclasses.replace(res, format=fmt)
     if engine == "pandas":
@@ -284,7 +357,14 @@ def estimate(
         table = opts.page_table(log)
         warn_table_notes(table)
         audit = log.audit if isinstance(log, CrawlLog) else None
-        return LogEstimates(table=table, audit=audit, engine="pandas", log=log if keep_log else None, format=fmt)
+        res = LogEstimates(table=table, audit=audit, engine="pandas", log=log if keep_log else None, format=fmt)
+        if pairs is None:
+            return res
+        if not isinstance(log, CrawlLog):
+            raise TypeError(
+                "`signals` need the log's visit times: give log files, a CrawlLog or a data frame of visits"
+            )
+        return _with_signals(res, sig, [part_signals(log, *pairs)], level=level, rng=rng)
     ddf, frame_opts, name = _dask_input(source, files, opts)
     with dask_engine.dask_client(client) as dask:
         if ddf is None:
@@ -319,6 +399,8 @@ def schedule(
     client=None,
     hosts=None,
     host_budgets=None,
+    signals=None,
+    rng=None,
 ) -> LogSchedule:
     """The crawl schedule of a crawl log (every page's next fetch) on any engine.
 
@@ -333,12 +415,23 @@ def schedule(
     budget, prior, level, max_interval_h, hosts, host_budgets
         As :func:`schedule_pages` (``host_budgets``: per-host caps in crawls per day,
         :func:`allocate_crawls`).
+    signals : path, list of paths or pandas.DataFrame, optional
+        Change-indicating signals, as :func:`estimate` (the log's own ``signal`` rows
+        too). With signals each page's next fetch follows the signal-aware index
+        (:func:`signal_schedule`): last fetch + (I − n·J)/(1 − q̂), I the allocation's
+        interval, n the signals since the page's last visit, J = log((q̂Δ̂ + ν̂)/ν̂)/Δ̂, due at
+        the log's end if that is past; the schedule gains :data:`SIGNAL_SCHEDULE_COLUMNS`
+        (``fetch_trigger``: ``"on_signal"``, ``"index"`` or ``"both"``) and its ``attrs`` the
+        counts and ``crawls_per_day_with_signals``, the expected crawl rate (the budget
+        counts index crawls). Pandas engine only.
+    rng : int or numpy.random.Generator, optional
+        Seed of the signals' Gibbs sampler (used only with signals).
 
     Returns
     -------
     LogSchedule
-        ``schedule`` (as :func:`crawl_schedule`; the same on every engine), ``audit`` and
-        ``engine``.
+        ``schedule`` (as :func:`crawl_schedule`; the same on every engine), ``audit``,
+        ``engine`` and, with signals, ``signal_audit``.
 
     Raises
     ------
@@ -362,6 +455,7 @@ def schedule(
             "log's fetch times, which a CrawlHistory does not hold"
         )
     engine, files, buckets, opts = _prepared(source, opts, engine, client, keep_log=False, job="schedule")
+    sig = _signals_of(signals, source, files, opts, engine)
     if engine == "pandas":
         log = _log_of(source if files is None else files, opts)
         table = schedule_pages(
@@ -373,7 +467,13 @@ def schedule(
             hosts=hosts,
             host_budgets=host_budgets,
         )
-        return LogSchedule(schedule=table, audit=log.audit, engine="pandas")
+        if sig is None:
+            return LogSchedule(schedule=table, audit=log.audit, engine="pandas")
+        pages = pd.DataFrame({"page": table["url"], "last_visit": table["last_fetch"]})
+        matched = log_signals(pages, [part_signals(log, *unique_signals(sig))], sig)
+        columns = signal_columns(matched, level=level, rng=rng)
+        table = signal_schedule(table, columns, now=matched.log_end)
+        return LogSchedule(schedule=table, audit=log.audit, engine="pandas", signal_audit=matched.audit)
     ddf, frame_opts, name = _dask_input(source, files, opts)
     with dask_engine.dask_client(client) as dask:
         if ddf is None:  # one task per file
