@@ -213,8 +213,7 @@ def add_signals_flag(parser) -> None:
         default=None,
         help="change-indicating signals (sitemaps, feeds, pings): CSV or Parquet files with the columns page, "
         "signal_time and optionally source (the log's own rows whose signal column is 1 are signals too, "
-        "without this flag); each page's signal recall and precision are learned (Gibbs sampling, --seed). "
-        "Engines pandas and buckets",
+        "without this flag); each page's signal recall and precision are learned (Gibbs sampling, --seed)",
     )
 
 

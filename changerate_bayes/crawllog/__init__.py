@@ -213,7 +213,8 @@ def _dask_input(source, files, opts):
 
 
 def _signals_of(signals, source, files, opts, engine):
-    """The job's signals (:func:`~changerate_bayes.crawllog.signal_log.signal_input`), refused on the Dask engine."""
+    """The job's signals (:func:`~changerate_bayes.crawllog.signal_log.signal_input`; a Dask DataFrame's
+    signal rows found by its workers), or None."""
     if isinstance(source, CrawlHistory) and signals is not None:
         raise TypeError("`signals` need the log's visit times: give log files, a CrawlLog or a data frame of visits")
     sig = signal_input(
@@ -223,12 +224,16 @@ def _signals_of(signals, source, files, opts, engine):
         fmt=opts.format,
         columns=opts.columns,
     )
-    if sig is not None and engine == "dask":
-        raise ValueError(
-            "`signals` (a signals file, or the log's signal rows) are read by the pandas and buckets engines; "
-            "the Dask engine does not read them: give `engine` 'pandas' or 'buckets'"
-        )
+    if _is_dask_frame(source) and "signal" in source.columns:
+        rows = dask_engine.frame_signal_rows(source, opts.columns)
+        sig = rows if sig is None else _concat_signals(sig, rows)
     return sig
+
+
+def _concat_signals(a, b):
+    out = pd.concat([a, b], ignore_index=True)
+    out.attrs["sources"] = (*a.attrs["sources"], *b.attrs["sources"])
+    return out
 
 
 def _with_signals(res, sig, parts, *, level, rng):
@@ -240,6 +245,14 @@ def _with_signals(res, sig, parts, *, level, rng):
     return dataclasses.replace(
         res, table=with_signal_columns(res.table, columns, matched.audit), signal_audit=matched.audit
     )
+
+
+def _signal_schedule(table, parts, sig, *, level, rng):
+    """The schedule ``table`` moved by its pages' signals (:func:`signal_schedule`), and their match."""
+    pages = pd.DataFrame({"page": table["url"], "last_visit": table["last_fetch"]})
+    matched = log_signals(pages, parts, sig)
+    columns = signal_columns(matched, level=level, rng=rng)
+    return signal_schedule(table, columns, now=matched.log_end), matched
 
 
 def estimate(
@@ -311,7 +324,7 @@ def estimate(
         (:func:`signal_columns`: each page's signal recall and precision with their
         ``level`` intervals, Gibbs sampling under the pooled prior) and the result a
         ``signal_audit``; the buckets engine counts each bucket's signals as it reduces
-        it. Without any signal nothing changes. Not on the Dask engine.
+        it. Without any signal nothing changes.
     rng : int or numpy.random.Generator, optional
         Seed of the signals' Gibbs sampler (used only with signals).
 
@@ -366,14 +379,23 @@ def estimate(
             )
         return _with_signals(res, sig, [part_signals(log, *pairs)], level=level, rng=rng)
     ddf, frame_opts, name = _dask_input(source, files, opts)
+    parts = []
     with dask_engine.dask_client(client) as dask:
         if ddf is None:
-            res, _ = dask_engine._estimate_files(files, buckets, opts, client=dask)
+            res, _ = dask_engine._estimate_files(files, buckets, opts, client=dask, signals=pairs, signal_parts=parts)
+            res = _with_signals(res, sig, parts, level=level, rng=rng)
             warn_table_notes(res.table)
             return dataclasses.replace(res, format=fmt)
         res, _ = dask_engine._estimate_frame(
-            ddf, frame_opts, npartitions=max(ddf.npartitions, 2), source=name, client=dask
+            ddf,
+            frame_opts,
+            npartitions=max(ddf.npartitions, 2),
+            source=name,
+            client=dask,
+            signals=pairs,
+            signal_parts=parts,
         )
+        res = _with_signals(res, sig, parts, level=level, rng=rng)
         if not keep_log:
             return dataclasses.replace(res, format=fmt)
         top = res.table.sort_values(["n_changes", "rate_per_day"], ascending=False).head(_BUSIEST)["page"]
@@ -423,7 +445,7 @@ def schedule(
         the log's end if that is past; the schedule gains :data:`SIGNAL_SCHEDULE_COLUMNS`
         (``fetch_trigger``: ``"on_signal"``, ``"index"`` or ``"both"``) and its ``attrs`` the
         counts and ``crawls_per_day_with_signals``, the expected crawl rate (the budget
-        counts index crawls). Pandas engine only.
+        counts index crawls).
     rng : int or numpy.random.Generator, optional
         Seed of the signals' Gibbs sampler (used only with signals).
 
@@ -469,15 +491,16 @@ def schedule(
         )
         if sig is None:
             return LogSchedule(schedule=table, audit=log.audit, engine="pandas")
-        pages = pd.DataFrame({"page": table["url"], "last_visit": table["last_fetch"]})
-        matched = log_signals(pages, [part_signals(log, *unique_signals(sig))], sig)
-        columns = signal_columns(matched, level=level, rng=rng)
-        table = signal_schedule(table, columns, now=matched.log_end)
+        table, matched = _signal_schedule(table, [part_signals(log, *unique_signals(sig))], sig, level=level, rng=rng)
         return LogSchedule(schedule=table, audit=log.audit, engine="pandas", signal_audit=matched.audit)
     ddf, frame_opts, name = _dask_input(source, files, opts)
+    pairs = None if sig is None else unique_signals(sig)
+    parts: list = []
     with dask_engine.dask_client(client) as dask:
         if ddf is None:  # one task per file
-            table, audit = dask_engine._schedule_files(files, buckets, opts, max_interval_h=max_interval_h, client=dask)
+            table, audit = dask_engine._schedule_files(
+                files, buckets, opts, max_interval_h=max_interval_h, client=dask, signals=pairs, signal_parts=parts
+            )
         else:
             table, audit = dask_engine._schedule_frame(
                 ddf,
@@ -486,5 +509,10 @@ def schedule(
                 npartitions=max(ddf.npartitions, 2),
                 source=name,
                 client=dask,
+                signals=pairs,
+                signal_parts=parts,
             )
-    return LogSchedule(schedule=table, audit=audit, engine="dask")
+    if sig is None:
+        return LogSchedule(schedule=table, audit=audit, engine="dask")
+    table, matched = _signal_schedule(table, parts, sig, level=level, rng=rng)
+    return LogSchedule(schedule=table, audit=audit, engine="dask", signal_audit=matched.audit)
