@@ -170,9 +170,27 @@ def dataclass_dict(audit, drop):
 def test_engines_agree_with_signals(tmp_path):
     v, s = _log()
     path = _write_log(tmp_path, v, s)
-    tables = {e: _quiet(estimate, path, engine=e, rng=7).table for e in ("pandas", "buckets")}
-    pd.testing.assert_frame_equal(tables["pandas"], tables["buckets"])
-    assert (tables["pandas"]["n_signals"] > 0).all()
+    res = {e: _quiet(estimate, path, engine=e, rng=7) for e in ("pandas", "buckets")}
+    pd.testing.assert_frame_equal(res["pandas"].table, res["buckets"].table)
+    assert res["pandas"].signal_audit == res["buckets"].signal_audit
+    assert res["pandas"].signal_audit.dropped_by("before_first_visit") > 0
+    assert (res["pandas"].table["n_signals"] > 0).all()
+
+
+def test_signal_rows_of_a_parquet_log_and_of_a_data_frame(tmp_path):
+    v, s = _log(n_pages=4)
+    csv = _write_log(tmp_path, v, s)
+    frame = pd.read_csv(csv, dtype=str, keep_default_na=False)
+    frame.to_parquet(tmp_path / "log.parquet", index=False)
+    expect = _quiet(estimate, csv, engine="pandas", rng=1)
+    for source in (tmp_path / "log.parquet", frame):
+        got = _quiet(estimate, source, engine="pandas", rng=1)
+        pd.testing.assert_frame_equal(got.table, expect.table)
+        assert got.signal_audit.signals_kept == expect.signal_audit.signals_kept
+    bad = frame.copy()
+    bad.loc[bad.index[bad["signal"] == "1"][0], "signal"] = "maybe"
+    with pytest.raises(CrawlLogError, match=r"row \d+, column 'signal'.*0 or 1"):
+        estimate(bad)
 
 
 def test_without_signals_nothing_changes(tmp_path):

@@ -60,12 +60,12 @@ SIGNAL_COLUMNS = (
 #: Columns :func:`changerate_bayes.crawllog.schedule` adds with signals, in order.
 SIGNAL_SCHEDULE_COLUMNS = ("n_signals", "signal_recall", "signal_jump_h", "index_next_fetch", "fetch_trigger")
 #: Gibbs sampling of :func:`signal_columns`: draws kept and discarded per chain, chains.
-SIGNAL_DRAWS = {"draws": 400, "tune": 200, "chains": 2}
+SIGNAL_DRAWS = {"draws": 200, "tune": 100, "chains": 2}
 _NS_PER_HOUR = 3.6e12
 _NS_PER_DAY = 86_400e9
 _HOURS_PER_DAY = 24.0
 #: Pages per Gibbs run: the draws of one run take chains x draws x pages x 24 bytes.
-_CHUNK_BYTES = 2e8
+_CHUNK_BYTES = 4e8
 
 
 @dataclass(frozen=True)
@@ -412,9 +412,12 @@ def signal_columns(signals: LogSignals, *, level: float = 0.9, rng=None, draws=N
     -----
     The prior is fitted to all pages once (empirical Bayes); given it the pages are
     independent, so the Gibbs sampler runs on groups of pages whose draws fit in about
-    200 MB, one after the other, with one generator: the result depends on the seed and on
-    the pages' order only, not on the engine. Measured on 10^5 simulated pages of 60 daily
-    crawls each: see ``benchmarks/bench_signal_log.py``.
+    400 MB, one after the other, with one generator: the result depends on the seed and on
+    the pages' order only, not on the engine. The cost grows with the crawls that saw a
+    change: on 10^5 simulated pages of 30 daily crawls (8.8·10^5 compressed intervals,
+    1.6·10^6 signals) about 75 s for the pooled prior's EM and 190 s for the sampler on the
+    shared 2-core machine at load 4-5, against 3.6 s for the table without signals
+    (``benchmarks/bench_signal_log.py``).
     """
     if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < level < 1:
         raise ValueError(f"`level` must be a number in (0, 1); got {level!r}")
