@@ -196,9 +196,15 @@ def test_signal_rows_of_a_parquet_log_and_of_a_data_frame(tmp_path):
 def test_without_signals_nothing_changes(tmp_path):
     v, _ = _log()
     path = _write_log(tmp_path, v)
+    zeros = tmp_path / "zeros.csv"
+    pd.read_csv(path).assign(signal=0).to_csv(zeros, index=False)  # a signal column without a signal
     for engine in ("pandas", "buckets"):
         res = _quiet(estimate, path, engine=engine)
         assert res.signal_audit is None and "n_signals" not in res.table.columns
+        same = _quiet(estimate, zeros, engine=engine)
+        assert same.signal_audit is None
+        pd.testing.assert_frame_equal(same.table, res.table)
+        assert dataclass_dict(same.audit, drop="sources") == dataclass_dict(res.audit, drop="sources")
     sched = _quiet(schedule, path)
     assert list(sched.schedule.columns) == list(
         __import__("changerate_bayes.crawllog", fromlist=["x"]).SCHEDULE_COLUMNS

@@ -226,7 +226,8 @@ def _signals_of(signals, source, files, opts, engine):
     )
     if _is_dask_frame(source) and "signal" in source.columns:
         rows = dask_engine.frame_signal_rows(source, opts.columns)
-        sig = rows if sig is None else _concat_signals(sig, rows)
+        if len(rows):  # a signal column without a signal: a log without signals
+            sig = rows if sig is None else _concat_signals(sig, rows)
     return sig
 
 

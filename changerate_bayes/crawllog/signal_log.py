@@ -190,7 +190,8 @@ class LogSignals:
 def signal_input(signals, *, source, files, fmt, columns) -> pd.DataFrame | None:
     """The signals of a job: those of ``signals`` (paths, or a data frame with columns ``page`` and
     ``signal_time``) and the log's own signal rows (``source``'s ``signal`` column), together;
-    None when there are none of either (nothing changes then)."""
+    None when there are none of either (nothing changes then; a ``signal`` column whose every
+    value is 0 is no signal)."""
     parts = []
     if signals is not None:
         if isinstance(signals, pd.DataFrame):
@@ -235,10 +236,11 @@ def signal_input(signals, *, source, files, fmt, columns) -> pd.DataFrame | None
         )
         frame = pd.DataFrame({"page": pages, "signal_time": pd.to_datetime(ns, utc=True), "line": lines[flags]})
         frame.attrs["sources"] = ("<dataframe>",)
-        parts.append(frame)
+        if len(frame):  # a signal column without a signal: a log without signals
+            parts.append(frame)
     elif files is not None:
         rows = log_signal_rows(files, fmt, columns=columns)
-        if rows is not None:
+        if rows is not None and len(rows):
             parts.append(rows)
     if not parts:
         return None
