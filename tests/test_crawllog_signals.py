@@ -311,3 +311,23 @@ def test_cli_estimate_and_schedule_with_signals(tmp_path, capsys):
     spath.write_text("page,signal_time\np1,not a time\n")
     assert main(["schedule", str(log), "--signals", str(spath), "--out", str(sched)]) != 0
     assert "signals.csv: line 2, column 'signal_time'" in capsys.readouterr().err
+
+
+def test_prior_on_a_sample_of_pages(monkeypatch):
+    """Above PRIOR_PAGES the prior is fitted on a seeded sample: the pages taken are those pages' data."""
+    import changerate_bayes.crawllog.signal_log as sl
+    from changerate_bayes.crawllog import signal_columns
+
+    v, s = _log()
+    log = read_frame(v)
+    table = pd.DataFrame({"page": log.page_ids, "last_visit": log.last_visit})
+    matched = log_signals(table, [part_signals(log, *unique_signals(s))], s)
+    picked = np.array([1, 4, 7])
+    sub = sl._take(matched.data, picked)
+    for key, values in sub.totals().items():
+        np.testing.assert_array_equal(values, matched.data.totals()[key][picked])
+    np.testing.assert_array_equal(sub.lengths, matched.data.lengths[picked])
+    monkeypatch.setattr(sl, "PRIOR_PAGES", 6)
+    a, b = signal_columns(matched, rng=3), signal_columns(matched, rng=3)
+    pd.testing.assert_frame_equal(a, b)
+    assert a["signal_recall"].between(0, 1).all()

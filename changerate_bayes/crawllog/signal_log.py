@@ -33,6 +33,7 @@ from ..io._signals import SIGNAL_DROP_REASONS, SignalAudit, _signal_frame, log_s
 from ..signals import SignalData, pooled_signal_prior, signal_posterior
 
 __all__ = [
+    "PRIOR_PAGES",
     "SIGNAL_COLUMNS",
     "SIGNAL_SCHEDULE_COLUMNS",
     "SIGNAL_DRAWS",
@@ -64,6 +65,8 @@ SIGNAL_DRAWS = {"draws": 200, "tune": 100, "chains": 2}
 _NS_PER_HOUR = 3.6e12
 _NS_PER_DAY = 86_400e9
 _HOURS_PER_DAY = 24.0
+#: The pooled prior is fitted on at most this many pages, drawn at random (seeded) from a larger log.
+PRIOR_PAGES = 20_000
 #: Pages per Gibbs run: the draws of one run take chains x draws x pages x 24 bytes.
 _CHUNK_BYTES = 4e8
 
@@ -366,6 +369,22 @@ def log_signals(table: pd.DataFrame, parts, signals: pd.DataFrame) -> LogSignals
     return LogSignals(data, per_page, tail_n, audit, pd.Timestamp(end, tz="UTC"))
 
 
+def _take(data: SignalData, pages: np.ndarray) -> SignalData:
+    """The pages ``pages`` (indices, increasing) of ``data``."""
+    lengths = data.lengths[pages]
+    rows = np.repeat(data.offsets[:-1][pages], lengths) + (
+        np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    )
+    return SignalData.from_segments(
+        data.intervals[rows],
+        data.changed[rows],
+        data.signals[rows],
+        lengths=lengths,
+        tail_time=data.tail_time[pages],
+        tail_signals=data.tail_signals[pages],
+    )
+
+
 def _subset(data: SignalData, lo: int, hi: int) -> SignalData:
     a, b = int(data.offsets[lo]), int(data.offsets[hi])
     return SignalData.from_segments(
@@ -412,14 +431,17 @@ def signal_columns(signals: LogSignals, *, level: float = 0.9, rng=None, draws=N
 
     Notes
     -----
-    The prior is fitted to all pages once (empirical Bayes); given it the pages are
+    The prior is fitted to all pages once (empirical Bayes; on a log of more than
+    :data:`PRIOR_PAGES` pages, to that many drawn at random with ``rng``: its five
+    parameters are moments of the population, which a sample of 20,000 pages fixes to a few
+    percent, while the EM behind it costs about 1 s per 1,300 pages); given it the pages are
     independent, so the Gibbs sampler runs on groups of pages whose draws fit in about
     400 MB, one after the other, with one generator: the result depends on the seed and on
     the pages' order only, not on the engine. The cost grows with the crawls that saw a
     change: on 10^5 simulated pages of 30 daily crawls (8.8·10^5 compressed intervals,
-    1.6·10^6 signals) about 75 s for the pooled prior's EM and 190 s for the sampler on the
-    shared 2-core machine at load 4-5, against 3.6 s for the table without signals
-    (``benchmarks/bench_signal_log.py``).
+    1.6·10^6 signals) about 190 s for the sampler on the shared 2-core machine at load 4-5
+    (and 75 s for the pooled prior's EM on all pages, before it was fitted on a sample),
+    against 3.6 s for the table without signals (``benchmarks/bench_signal_log.py``).
     """
     if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < level < 1:
         raise ValueError(f"`level` must be a number in (0, 1); got {level!r}")
@@ -428,8 +450,11 @@ def signal_columns(signals: LogSignals, *, level: float = 0.9, rng=None, draws=N
     settings = {**SIGNAL_DRAWS, **(draws or {})}
     gen = as_generator(rng)
     data = signals.data
+    fit_on = data
+    if data.n_pages > PRIOR_PAGES:  # the population's moments from a sample of pages: EM on all would cost minutes
+        fit_on = _take(data, np.sort(gen.choice(data.n_pages, PRIOR_PAGES, replace=False)))
     try:
-        prior = pooled_signal_prior(data)
+        prior = pooled_signal_prior(fit_on)
     except ValueError as exc:
         raise ValueError(f"the signals' recall and precision cannot be learned: {exc}") from None
     n = data.n_pages
