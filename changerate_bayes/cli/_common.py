@@ -204,6 +204,24 @@ def add_log_flags(parser, *, engine_help: str) -> None:
     )
 
 
+def add_signals_flag(parser) -> None:
+    """Add ``--signals FILE...``: change-indicating signals beside the log (``estimate``, ``schedule``)."""
+    parser.add_argument(
+        "--signals",
+        nargs="+",
+        metavar="FILE",
+        default=None,
+        help="change-indicating signals (sitemaps, feeds, pings): CSV or Parquet files with the columns page, "
+        "signal_time and optionally source (the log's own rows whose signal column is 1 are signals too, "
+        "without this flag); each page's signal recall and precision are learned (Gibbs sampling, --seed)",
+    )
+
+
+def signal_files(args) -> list:
+    """The files of ``--signals`` (none without it)."""
+    return [Path(f) for f in (getattr(args, "signals", None) or [])]
+
+
 #: The Python arguments behind the flags of :func:`add_log_flags`, for the library's error messages
 #: (``--columns`` is :func:`cli_message`'s own).
 LOG_FLAGS = {
@@ -214,6 +232,7 @@ LOG_FLAGS = {
     "paths": "LOG",
     "engine": "--engine",
     "client": "--scheduler",
+    "signals": "--signals",
 }
 
 

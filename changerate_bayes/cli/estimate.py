@@ -16,6 +16,7 @@ from ._common import (
     LOG_FORMATS,
     add_host_flags,
     add_log_flags,
+    add_signals_flag,
     check_writable_folder,
     fail,
     host_caps,
@@ -30,6 +31,7 @@ from ._common import (
     report_written,
     resolve_output,
     runs,
+    signal_files,
     with_notes,
     write_failed,
     write_table,
@@ -73,7 +75,10 @@ def register(p) -> None:
     )
     p.add_argument("--report", metavar="DIR", help="also write a self-contained HTML report into DIR")
     p.add_argument("--level", type=float, default=0.9, help="credible interval probability (default 0.9)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the report's Monte Carlo p-values")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the report's Monte Carlo p-values and of the signals' sampler"
+    )
+    add_signals_flag(p)
     add_host_flags(p, spacing=False)
     runs(p, _run, lambda args: [Path(args.out).parent, args.report])
 
@@ -110,7 +115,8 @@ def _run(args) -> int:
     try:
         files, _ = log_files(args.logs)  # listed once: the log is these files
         refuse_inputs_as_outputs(
-            files, [("--out", args.out)] + [("--report", f) for f in (report_files(args.report) if args.report else [])]
+            files + signal_files(args),
+            [("--out", args.out)] + [("--report", f) for f in (report_files(args.report) if args.report else [])],
         )
         out = _check_out(args.out)
         if args.report:
@@ -126,11 +132,20 @@ def _run(args) -> int:
             methods=_methods(args),
             level=args.level,
             keep_log=bool(args.report),
+            **({"signals": signal_files(args)} if args.signals else {}),
+            rng=args.seed,
         )
     except (CrawlLogError, ValueError, OSError) as exc:
         return fail(no_host_message(str(exc)), FLAGS)
     table = res.table
     print(res.audit.format())
+    if res.signal_audit is not None:
+        print(res.signal_audit.format())
+        print(
+            "note: signal_recall is the share of a page's changes that its signals announce, signal_precision the "
+            "share of its signals that are changes (posterior means and intervals at --level, Gibbs sampling under "
+            "a prior pooled over the pages); n_signals counts the signals kept"
+        )
     print(plan_line(table.attrs))
     print(f"note: {table.attrs['rate_rule']}")
     for msg in table.attrs.get("notes", ()):  # the pages whose rate the data bound on one side only

@@ -14,6 +14,7 @@ from ._common import (
     LOG_FLAGS,
     add_host_flags,
     add_log_flags,
+    add_signals_flag,
     fail,
     host_caps,
     host_lines,
@@ -25,6 +26,7 @@ from ._common import (
     refuse_inputs_as_outputs,
     resolve_output,
     runs,
+    signal_files,
     space_fetches,
     with_notes,
     write_failed,
@@ -70,6 +72,8 @@ def register(p) -> None:
         "of the two, and the printed crawl plan says which one set it",
     )
     add_host_flags(p, spacing=True)
+    add_signals_flag(p)
+    p.add_argument("--seed", type=int, default=0, help="seed of the signals' sampler (with signals; default 0)")
     runs(p, _run, lambda args: [Path(args.out).parent])
 
 
@@ -91,7 +95,7 @@ def _check_args(args, files) -> tuple[Path, str]:
             )
     elif out.suffix in _BY_SUFFIX and _BY_SUFFIX[out.suffix] != fmt:
         raise ValueError(f"--format {fmt} does not match --out {args.out!r} (a {_BY_SUFFIX[out.suffix]} name)")
-    refuse_inputs_as_outputs(files, [("--out", args.out)])  # also through links
+    refuse_inputs_as_outputs(files + signal_files(args), [("--out", args.out)])  # also through links
     out = resolve_output(out)  # a symbolic link at --out is written through
     if args.budget is not None and not (args.budget > 0 and math.isfinite(args.budget)):
         raise ValueError(f"--budget must be > 0 and finite (crawls per day); got {args.budget}")
@@ -121,12 +125,16 @@ def _run(args) -> int:
             host_budgets=caps.host_budgets,
             **log_args,
             max_interval_h=args.max_interval_h,
+            **({"signals": signal_files(args)} if args.signals else {}),
+            rng=args.seed,
         )
         table = space_fetches(res.schedule, caps)
     except (CrawlLogError, ValueError, OSError) as exc:
         return fail(no_host_message(str(exc)), FLAGS)
     audit = res.audit
     print(audit.format())
+    if res.signal_audit is not None:
+        print(res.signal_audit.format())
     for msg in notes:
         print(f"note: {host_note(msg)}")
     a = table.attrs
@@ -170,6 +178,16 @@ def _run(args) -> int:
     for line in host_lines(table, caps):
         print(line)
     print(f"budget {a['budget_per_day']:.6g} crawls/day; the schedule spends {a['crawls_per_day']:.6g}")
+    if res.signal_audit is not None:
+        print(
+            f"signals: next fetch by fetch_trigger: on_signal {a['n_on_signal']}, index {a['n_index']}, both "
+            f"{a['n_both']}; due now (at the log's end): {a['n_due_now']}"
+        )
+        print(
+            f"signals: the budget counts index crawls; with signals the expected rate is "
+            f"{a['crawls_per_day_with_signals']:.6g} crawls/day (Poisson signals at each page's q̂Δ̂ + ν̂; "
+            "next fetch = last fetch + (interval_h - n_signals * signal_jump_h) / (1 - signal_recall))"
+        )
     try:
         path = write_schedule(table, out, format=out_format)
     except ValueError as exc:  # a URL Nutch cannot read back: the log's page, whatever its row in the schedule

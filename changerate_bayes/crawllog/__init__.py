@@ -56,6 +56,21 @@ from .fetch_schedule import (
     write_schedule,
 )
 from .out_of_core import DEFAULT_MEMORY_BYTES, _estimate_log, estimate_log
+from .signal_log import (
+    SIGNAL_COLUMNS,
+    SIGNAL_DRAWS,
+    SIGNAL_SCHEDULE_COLUMNS,
+    LogSignals,
+    effective_delay,
+    expected_fetch_interval,
+    log_signals,
+    part_signals,
+    signal_columns,
+    signal_input,
+    signal_schedule,
+    unique_signals,
+    with_signal_columns,
+)
 from .table import (
     IDENTIFIED_MIN,
     PAGE_COLUMNS,
@@ -79,20 +94,29 @@ __all__ = [
     "RECOMMENDED_POLICY",
     "SCHEDULE_COLUMNS",
     "SCHEDULE_FORMATS",
+    "SIGNAL_COLUMNS",
+    "SIGNAL_DRAWS",
+    "SIGNAL_SCHEDULE_COLUMNS",
     "DEFAULT_MEMORY_BYTES",
     "LogEstimates",
     "LogSchedule",
+    "LogSignals",
     "allocate_crawls",
     "crawl_schedule",
+    "effective_delay",
     "estimate",
     "estimate_log",
     "estimate_pages",
+    "expected_fetch_interval",
+    "log_signals",
     "nutch_seed_lines",
     "page_table",
     "rate_bounds",
     "recommend_rate",
     "schedule",
     "schedule_pages",
+    "signal_columns",
+    "signal_schedule",
     "space_host_fetches",
     "url_hosts",
     "write_schedule",
@@ -188,6 +212,50 @@ def _dask_input(source, files, opts):
     return ddf, opts, ", ".join(map(str, files))
 
 
+def _signals_of(signals, source, files, opts, engine):
+    """The job's signals (:func:`~changerate_bayes.crawllog.signal_log.signal_input`; a Dask DataFrame's
+    signal rows found by its workers), or None."""
+    if isinstance(source, CrawlHistory) and signals is not None:
+        raise TypeError("`signals` need the log's visit times: give log files, a CrawlLog or a data frame of visits")
+    sig = signal_input(
+        signals,
+        source=source if isinstance(source, pd.DataFrame) else None,
+        files=files,
+        fmt=opts.format,
+        columns=opts.columns,
+    )
+    if _is_dask_frame(source) and "signal" in source.columns:
+        rows = dask_engine.frame_signal_rows(source, opts.columns)
+        if len(rows):  # a signal column without a signal: a log without signals
+            sig = rows if sig is None else _concat_signals(sig, rows)
+    return sig
+
+
+def _concat_signals(a, b):
+    out = pd.concat([a, b], ignore_index=True)
+    out.attrs["sources"] = (*a.attrs["sources"], *b.attrs["sources"])
+    return out
+
+
+def _with_signals(res, sig, parts, *, level, rng):
+    """``res`` with its table's signal columns and its ``signal_audit`` (unchanged without signals)."""
+    if sig is None:
+        return res
+    matched = log_signals(res.table, parts, sig)
+    columns = signal_columns(matched, level=level, rng=rng)
+    return dataclasses.replace(
+        res, table=with_signal_columns(res.table, columns, matched.audit), signal_audit=matched.audit
+    )
+
+
+def _signal_schedule(table, parts, sig, *, level, rng):
+    """The schedule ``table`` moved by its pages' signals (:func:`signal_schedule`), and their match."""
+    pages = pd.DataFrame({"page": table["url"], "last_visit": table["last_fetch"]})
+    matched = log_signals(pages, parts, sig)
+    columns = signal_columns(matched, level=level, rng=rng)
+    return signal_schedule(table, columns, now=matched.log_end), matched
+
+
 def estimate(
     source,
     *,
@@ -207,6 +275,8 @@ def estimate(
     memory_bytes=DEFAULT_MEMORY_BYTES,
     hosts=None,
     host_budgets=None,
+    signals=None,
+    rng=None,
 ) -> LogEstimates:
     """The per-page table of a crawl log (rates, intervals, crawl allocation) on any engine.
 
@@ -246,11 +316,24 @@ def estimate(
         Per-host politeness caps in crawls per day (one for every host, or per host): the
         allocation keeps every host within its cap (:func:`allocate_crawls`; the table
         gains ``host`` and ``host_at_cap``). Default: no caps.
+    signals : path, list of paths or pandas.DataFrame, optional
+        Change-indicating signals: files with the columns ``page``, ``signal_time`` and
+        optionally ``source`` (CSV or Parquet, :func:`changerate_bayes.io.read_signals`), or
+        a data frame with the columns ``page`` and ``signal_time``. The log's own rows whose
+        ``signal`` column is 1 (CSV, Parquet, a data frame) are signals too, read with
+        these. With signals the table gains the columns :data:`SIGNAL_COLUMNS`
+        (:func:`signal_columns`: each page's signal recall and precision with their
+        ``level`` intervals, Gibbs sampling under the pooled prior) and the result a
+        ``signal_audit``; the buckets engine counts each bucket's signals as it reduces
+        it. Without any signal nothing changes.
+    rng : int or numpy.random.Generator, optional
+        Seed of the signals' Gibbs sampler (used only with signals).
 
     Returns
     -------
     LogEstimates
-        ``table``, ``audit``, ``engine`` and the engine's facts.
+        ``table``, ``audit``, ``engine``, the engine's facts and, with signals,
+        ``signal_audit``.
 
     Raises
     ------
@@ -275,8 +358,12 @@ def estimate(
         check_host_budgets(host_budgets, np.empty(0, dtype=object))  # before reading the log
     engine, files, buckets, opts = _prepared(source, opts, engine, client, keep_log=keep_log, job="estimate")
     fmt = None if files is None else opts.format
+    sig = _signals_of(signals, source, files, opts, engine)
+    pairs = None if sig is None else unique_signals(sig)
     if engine == "buckets":
-        res = _estimate_log(files, opts, memory_bytes=memory_bytes)
+        parts: list = []
+        res = _estimate_log(files, opts, memory_bytes=memory_bytes, signals=pairs, signal_parts=parts)
+        res = _with_signals(res, sig, parts, level=level, rng=rng)
         warn_table_notes(res.table)
         return dataclasses.replace(res, format=fmt)
     if engine == "pandas":
@@ -284,16 +371,32 @@ def estimate(
         table = opts.page_table(log)
         warn_table_notes(table)
         audit = log.audit if isinstance(log, CrawlLog) else None
-        return LogEstimates(table=table, audit=audit, engine="pandas", log=log if keep_log else None, format=fmt)
+        res = LogEstimates(table=table, audit=audit, engine="pandas", log=log if keep_log else None, format=fmt)
+        if pairs is None:
+            return res
+        if not isinstance(log, CrawlLog):
+            raise TypeError(
+                "`signals` need the log's visit times: give log files, a CrawlLog or a data frame of visits"
+            )
+        return _with_signals(res, sig, [part_signals(log, *pairs)], level=level, rng=rng)
     ddf, frame_opts, name = _dask_input(source, files, opts)
+    parts = []
     with dask_engine.dask_client(client) as dask:
         if ddf is None:
-            res, _ = dask_engine._estimate_files(files, buckets, opts, client=dask)
+            res, _ = dask_engine._estimate_files(files, buckets, opts, client=dask, signals=pairs, signal_parts=parts)
+            res = _with_signals(res, sig, parts, level=level, rng=rng)
             warn_table_notes(res.table)
             return dataclasses.replace(res, format=fmt)
         res, _ = dask_engine._estimate_frame(
-            ddf, frame_opts, npartitions=max(ddf.npartitions, 2), source=name, client=dask
+            ddf,
+            frame_opts,
+            npartitions=max(ddf.npartitions, 2),
+            source=name,
+            client=dask,
+            signals=pairs,
+            signal_parts=parts,
         )
+        res = _with_signals(res, sig, parts, level=level, rng=rng)
         if not keep_log:
             return dataclasses.replace(res, format=fmt)
         top = res.table.sort_values(["n_changes", "rate_per_day"], ascending=False).head(_BUSIEST)["page"]
@@ -319,6 +422,8 @@ def schedule(
     client=None,
     hosts=None,
     host_budgets=None,
+    signals=None,
+    rng=None,
 ) -> LogSchedule:
     """The crawl schedule of a crawl log (every page's next fetch) on any engine.
 
@@ -333,12 +438,23 @@ def schedule(
     budget, prior, level, max_interval_h, hosts, host_budgets
         As :func:`schedule_pages` (``host_budgets``: per-host caps in crawls per day,
         :func:`allocate_crawls`).
+    signals : path, list of paths or pandas.DataFrame, optional
+        Change-indicating signals, as :func:`estimate` (the log's own ``signal`` rows
+        too). With signals each page's next fetch follows the signal-aware index
+        (:func:`signal_schedule`): last fetch + (I − n·J)/(1 − q̂), I the allocation's
+        interval, n the signals since the page's last visit, J = log((q̂Δ̂ + ν̂)/ν̂)/Δ̂, due at
+        the log's end if that is past; the schedule gains :data:`SIGNAL_SCHEDULE_COLUMNS`
+        (``fetch_trigger``: ``"on_signal"``, ``"index"`` or ``"both"``) and its ``attrs`` the
+        counts and ``crawls_per_day_with_signals``, the expected crawl rate (the budget
+        counts index crawls).
+    rng : int or numpy.random.Generator, optional
+        Seed of the signals' Gibbs sampler (used only with signals).
 
     Returns
     -------
     LogSchedule
-        ``schedule`` (as :func:`crawl_schedule`; the same on every engine), ``audit`` and
-        ``engine``.
+        ``schedule`` (as :func:`crawl_schedule`; the same on every engine), ``audit``,
+        ``engine`` and, with signals, ``signal_audit``.
 
     Raises
     ------
@@ -362,6 +478,7 @@ def schedule(
             "log's fetch times, which a CrawlHistory does not hold"
         )
     engine, files, buckets, opts = _prepared(source, opts, engine, client, keep_log=False, job="schedule")
+    sig = _signals_of(signals, source, files, opts, engine)
     if engine == "pandas":
         log = _log_of(source if files is None else files, opts)
         table = schedule_pages(
@@ -373,11 +490,18 @@ def schedule(
             hosts=hosts,
             host_budgets=host_budgets,
         )
-        return LogSchedule(schedule=table, audit=log.audit, engine="pandas")
+        if sig is None:
+            return LogSchedule(schedule=table, audit=log.audit, engine="pandas")
+        table, matched = _signal_schedule(table, [part_signals(log, *unique_signals(sig))], sig, level=level, rng=rng)
+        return LogSchedule(schedule=table, audit=log.audit, engine="pandas", signal_audit=matched.audit)
     ddf, frame_opts, name = _dask_input(source, files, opts)
+    pairs = None if sig is None else unique_signals(sig)
+    parts: list = []
     with dask_engine.dask_client(client) as dask:
         if ddf is None:  # one task per file
-            table, audit = dask_engine._schedule_files(files, buckets, opts, max_interval_h=max_interval_h, client=dask)
+            table, audit = dask_engine._schedule_files(
+                files, buckets, opts, max_interval_h=max_interval_h, client=dask, signals=pairs, signal_parts=parts
+            )
         else:
             table, audit = dask_engine._schedule_frame(
                 ddf,
@@ -386,5 +510,10 @@ def schedule(
                 npartitions=max(ddf.npartitions, 2),
                 source=name,
                 client=dask,
+                signals=pairs,
+                signal_parts=parts,
             )
-    return LogSchedule(schedule=table, audit=audit, engine="dask")
+    if sig is None:
+        return LogSchedule(schedule=table, audit=audit, engine="dask")
+    table, matched = _signal_schedule(table, parts, sig, level=level, rng=rng)
+    return LogSchedule(schedule=table, audit=audit, engine="dask", signal_audit=matched.audit)

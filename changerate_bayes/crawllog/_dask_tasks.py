@@ -63,6 +63,7 @@ from ..io import (
     scan_parquet,
 )
 from .fetch_schedule import with_last_attempt
+from .signal_log import part_signals
 from .table import concat_part_tables, page_table
 
 __all__ = ["read_reduce_group", "task_settings"]
@@ -205,6 +206,7 @@ def read_reduce_group(
     level,
     posterior_method,
     with_posterior=False,
+    signals=None,
 ):
     """Read one group of files and reduce its pages to their rows of the page table.
 
@@ -219,10 +221,12 @@ def read_reduce_group(
         the group has a digest; None without a digest column) and ``hashes`` (uint64
         hash of each page label); ``histories``, with ``with_posterior`` the
         :func:`~changerate_bayes.bayes.posterior_history` of the table's pages, part by
-        part (else empty).
+        part (else empty); ``signal_parts``, with ``signals`` (page labels and UTC ns of the
+        log's signals) the :func:`~changerate_bayes.crawllog.signal_log.part_signals` of
+        the table's pages, part by part (else empty).
     """
     with task_settings():  # page_table gathers the estimators' warnings in attrs
-        out = {"table": None, "audit": None, "first_key": None, "histories": []}
+        out = {"table": None, "audit": None, "first_key": None, "histories": [], "signal_parts": []}
         if fmts[0] in ("csv", "parquet"):  # then all files have that format
             scan, facts = _tabular_group(files, indexes, fmts[0], mapping, change_from, chunk_rows, FILE_STRIDE)
             out["files"] = facts
@@ -251,6 +255,8 @@ def read_reduce_group(
                                 if with_posterior:  # a schedule: from each page's last fetch attempt
                                     tables[-1] = with_last_attempt(tables[-1], part)
                                 codes.append(c)
+                                if signals is not None:  # the bucket's pages' signals per crawl interval
+                                    out["signal_parts"].append(part_signals(part, *signals, pages=labels[c]))
                                 if with_posterior:  # its pages are named by their codes
                                     h = posterior_history(part.history)
                                     out["histories"].append(
@@ -312,5 +318,7 @@ def read_reduce_group(
                         out["table"] = table
                         if with_posterior:
                             out["histories"].append(posterior_history(log.history))
+                        if signals is not None:
+                            out["signal_parts"].append(part_signals(log, *signals))
                         out["first_key"] = first_key[pd.Index(labels).get_indexer(table["page"])]
     return out

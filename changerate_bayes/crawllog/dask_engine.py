@@ -55,6 +55,7 @@ from ..io import (
 )
 from ._dask_tasks import read_reduce_group, task_settings
 from .fetch_schedule import MAX_INTERVAL_H, _check_max_interval, crawl_schedule, with_last_attempt
+from .signal_log import part_signals
 from .table import LogEstimates, LogOptions, concat_part_tables, page_table, warn_table_notes
 
 __all__ = [
@@ -124,10 +125,21 @@ def _deprecated(name: str, options: dict):
 
 
 def _partition(
-    pdf: pd.DataFrame, columns, change_from, methods, prior, level, posterior_method, source, with_posterior=False
+    pdf: pd.DataFrame,
+    columns,
+    change_from,
+    methods,
+    prior,
+    level,
+    posterior_method,
+    source,
+    with_posterior=False,
+    signals=None,
 ):
     """One partition (every visit of its pages): its page table, audit, pages' first rows, time kinds
-    and, ``with_posterior``, the compact history that determines each page's posterior.
+    and, ``with_posterior``, the compact history that determines each page's posterior; with
+    ``signals`` (page labels and UTC ns) its pages' signals per crawl interval
+    (:func:`~changerate_bayes.crawllog.signal_log.part_signals`; else None).
 
     Naive and time-zone-aware times are not refused here but returned (the first row of
     each kind per time column), since they may sit in different partitions: the caller
@@ -135,11 +147,13 @@ def _partition(
     """
     with task_settings():
         return _partition_body(
-            pdf, columns, change_from, methods, prior, level, posterior_method, source, with_posterior
+            pdf, columns, change_from, methods, prior, level, posterior_method, source, with_posterior, signals
         )
 
 
-def _partition_body(pdf, columns, change_from, methods, prior, level, posterior_method, source, with_posterior):
+def _partition_body(
+    pdf, columns, change_from, methods, prior, level, posterior_method, source, with_posterior, signals=None
+):
     pdf = pdf.sort_values("_row", kind="stable")
     rows = pdf["_row"].to_numpy()
     kinds: dict = {}
@@ -153,14 +167,20 @@ def _partition_body(pdf, columns, change_from, methods, prior, level, posterior_
         time_kinds=kinds,
     )
     if log.history is None:
-        return None, log.audit, None, kinds, None
+        return None, log.audit, None, kinds, None, None
     table = page_table(log, methods=methods, prior=prior, level=level, posterior_method=posterior_method)
     if with_posterior:  # a schedule: from each page's last fetch attempt
         table = with_last_attempt(table, log)
     page_col = (columns or {}).get("page", "page")
-    first_row = pdf.groupby(page_col, sort=False)["_row"].min()
+    visits = pdf
+    if "signal" in pdf.columns:  # a page's place in the table: its first visit, not a signal row before it
+        from ..io._signals import signal_flags
+
+        visits = pdf[~signal_flags(pdf["signal"], source=source, column="signal", lines=rows, line_word="row")]
+    first_row = visits.groupby(page_col, sort=False)["_row"].min()
     compact = posterior_history(log.history) if with_posterior else None
-    return table, log.audit, first_row.reindex(table["page"]).to_numpy(), kinds, compact
+    sig = None if signals is None else part_signals(log, *signals)
+    return table, log.audit, first_row.reindex(table["page"]).to_numpy(), kinds, compact, sig
 
 
 def per_page_partitions(
@@ -176,13 +196,17 @@ def per_page_partitions(
     source=_FRAME,
     client=None,
     with_posterior=False,
+    signals=None,
+    signal_parts: list | None = None,
 ):
     """The shuffle and per-partition pass of :func:`_estimate_frame`, without the allocation.
 
     Returns ``(table, audit, n_partitions, histories)``: the page table (pages in order of
     first appearance), the summed audit, the number of partitions and, ``with_posterior``,
     the list of the partitions' :func:`changerate_bayes.bayes.posterior_history`
-    (else None). Arguments and errors as :func:`_estimate_frame`.
+    (else None). With ``signals`` (page labels and UTC ns) each partition's
+    :func:`~changerate_bayes.crawllog.signal_log.part_signals` is appended to
+    ``signal_parts``. Arguments and errors as :func:`_estimate_frame`.
     """
     import dask  # optional dependency, heavy: imported when the Dask engine runs
     import dask.dataframe as dd
@@ -191,7 +215,9 @@ def per_page_partitions(
         raise TypeError(f"`visits` must be a dask.dataframe.DataFrame; got {type(visits).__name__}")
     mapping = check_columns(columns)
     plan, kind = column_plan([str(c) for c in visits.columns], mapping, source=source, change_from=change_from)
-    keep = list(plan.values()) + (["not_modified"] if "not_modified" in visits.columns else [])
+    keep = list(plan.values()) + [
+        c for c in ("not_modified", "signal") if c in visits.columns and c not in plan.values()
+    ]
     df = visits[keep]
     df = df.assign(_row=1)
     df = df.assign(_row=df["_row"].cumsum())
@@ -199,8 +225,9 @@ def per_page_partitions(
     shuffled = df.shuffle(on=plan["page"], npartitions=n)
     parts = shuffled.to_delayed()
     task = dask.delayed(_partition)
+    shared = None if signals is None else dask.delayed(signals, traverse=False)  # one node for every task
     jobs = [
-        task(p, mapping or None, kind, tuple(methods), prior, level, posterior_method, source, with_posterior)
+        task(p, mapping or None, kind, tuple(methods), prior, level, posterior_method, source, with_posterior, shared)
         for p in parts
     ]
     try:
@@ -208,14 +235,14 @@ def per_page_partitions(
     except DECOMPRESSION_ERRORS as exc:  # a truncated or corrupt .gz/.bz2/.xz/.zst read by the workers
         raise decompression_error(source, exc) from None
     kinds: dict = {}
-    for _, _, _, k, _ in results:
+    for _, _, _, k, _, _ in results:
         merge_kinds(kinds, k)
     state: dict = {}
     for column in (plan["fetch_time"], plan.get("last_modified")):  # the pandas engine's order
         if column in kinds:
             check_kinds(state, kinds[column], source=source, column=column, line_word="row")
-    tables = [(t, r) for t, _, r, _, _ in results if t is not None]
-    audit = Audit.combine([a for _, a, _, _, _ in results], sources=(source,))
+    tables = [(t, r) for t, _, r, _, _, _ in results if t is not None]
+    audit = Audit.combine([a for _, a, _, _, _, _ in results], sources=(source,))
     if audit.rows_read == 0:
         raise CrawlLogError(f"{source}: no visits: the frame has no rows")
     if not tables:
@@ -223,7 +250,9 @@ def per_page_partitions(
             f"{source}: no page has two usable visits, so there is nothing to estimate\n" + audit.format()
         )
     table = concat_part_tables([t for t, _ in tables], [r for _, r in tables])
-    histories = [h for t, _, _, _, h in results if t is not None] if with_posterior else None
+    histories = [h for t, _, _, _, h, _ in results if t is not None] if with_posterior else None
+    if signal_parts is not None:
+        signal_parts.extend(g for t, _, _, _, _, g in results if t is not None and g is not None)
     return table, audit, len(parts), histories
 
 
@@ -246,7 +275,7 @@ def estimate_pages_dask(visits, **options) -> ClusterEstimates:
     return res
 
 
-def _estimate_frame(visits, opts: LogOptions, *, with_posterior=False, **frame):
+def _estimate_frame(visits, opts: LogOptions, *, with_posterior=False, signals=None, signal_parts=None, **frame):
     """The per-page table of the visits in the Dask DataFrame ``visits`` with the options ``opts``
     (its allocation within their host caps; ``frame``: ``npartitions``, the partitions after the
     shuffle, default those of ``visits``; ``source``, the name in messages; ``client``, default the
@@ -271,6 +300,8 @@ def _estimate_frame(visits, opts: LogOptions, *, with_posterior=False, **frame):
         columns=opts.columns,
         change_from=opts.change_from,
         with_posterior=with_posterior,
+        signals=signals,
+        signal_parts=signal_parts,
         **opts.estimation,
         **frame,
     )
@@ -319,22 +350,23 @@ def _pick(parts, b):
     return parts[b]
 
 
-def _pages_of(pieces, kind, sources, methods, prior, level, posterior_method, with_posterior=False):
+def _pages_of(pieces, kind, sources, methods, prior, level, posterior_method, with_posterior=False, signals=None):
     """The table, audit, pages' first log positions and (``with_posterior``) the
     :func:`~changerate_bayes.bayes.posterior_history` of the pieces' pages (all their rows)."""
     with task_settings():
         v, labels, first_key, extra = merge_pieces(pieces)
         if v is None:
-            return None, None, None, None
+            return None, None, None, None, None
         log = build_log(v, labels, change_from=kind, sources=sources, empty_ok=True, audit_extra=extra)
         if log.history is None:
-            return None, log.audit, None, None
+            return None, log.audit, None, None, None
         table = page_table(log, methods=methods, prior=prior, level=level, posterior_method=posterior_method)
         if with_posterior:  # a schedule: from each page's last fetch attempt
             table = with_last_attempt(table, log)
         history = posterior_history(log.history) if with_posterior else None
+        sig = None if signals is None else part_signals(log, *signals)
     where = pd.Index(labels).get_indexer(table["page"])
-    return table, log.audit, first_key[where], history
+    return table, log.audit, first_key[where], history, sig
 
 
 def estimate_files_dask(paths, **options) -> ClusterEstimates:
@@ -368,6 +400,8 @@ def _estimate_files(
     chunk_rows=None,
     client=None,
     with_posterior=False,
+    signals=None,
+    signal_parts: list | None = None,
 ):
     """The per-page table of the log files ``files`` (and their ``buckets``, from
     :func:`changerate_bayes.io.log_files`) read on a Dask cluster, one file per task, with the
@@ -418,10 +452,13 @@ def _estimate_files(
     group_of = buckets if all(b is not None for b in buckets) else list(range(len(files)))
     groups = list(dict.fromkeys(group_of))
     members = [[i for i, g in enumerate(group_of) if g == grp] for grp in groups]
-    args = (tuple(opts.methods), opts.prior, opts.level, opts.posterior_method, with_posterior)
+    if signals is not None:  # sent to the workers once
+        signals = client.scatter(signals, broadcast=True, hash=False)
+    args = (tuple(opts.methods), opts.prior, opts.level, opts.posterior_method, with_posterior, signals)
     table = audit = histories = None
+    parts: list = []
     if partitioned is not False:
-        table, audit, histories = _unshuffled(
+        table, audit, histories, parts = _unshuffled(
             client,
             files,
             fmts,
@@ -437,9 +474,11 @@ def _estimate_files(
         )
     disjoint = table is not None
     if not disjoint:
-        table, audit, n_parts, histories = _shuffled(
+        table, audit, n_parts, histories, parts = _shuffled(
             client, files, fmts, mapping, change_from, chunk_rows, page_key, sources, args, npartitions
         )
+    if signal_parts is not None:
+        signal_parts.extend(parts)
     res = LogEstimates(
         table=opts.allocate(table),
         audit=audit,
@@ -499,8 +538,8 @@ def _assemble(sources, parts):
 def _unshuffled(
     client, files, fmts, members, mapping, change_from, chunk_rows, page_key, sources, args, *, required, what
 ):
-    """Each group of files read and reduced by one task: (table, audit, posterior histories or None), or
-    (None, None, None) if two groups share a page.
+    """Each group of files read and reduced by one task: (table, audit, posterior histories or None, the
+    groups' signal parts), or (None, None, None, []) if two groups share a page.
 
     The tasks return the hashes of their pages; as soon as one page is seen in two
     groups the tasks still running are cancelled (``required``: an error instead).
@@ -538,7 +577,7 @@ def _unshuffled(
             break
     if shared and not required:
         client.cancel(jobs)
-        return None, None, None
+        return None, None, None, []
     results = [got[j.key] for j in jobs] if len(got) == len(jobs) else _gather_in_order(client, jobs)
     meta = sorted((i, f) for m, r in zip(members, results) for i, f in zip(m, r["files"]))
     _check_files(
@@ -553,8 +592,8 @@ def _unshuffled(
             f"({what}); pass partitioned='auto' or False to shuffle"
         )
     table, audit = _assemble(sources, [(r["table"], r["audit"], r["first_key"]) for r in results])
-    histories = [h for r in results for h in r["histories"]] if args[-1] else None
-    return table, audit, histories
+    histories = [h for r in results for h in r["histories"]] if args[4] else None
+    return table, audit, histories, [g for r in results for g in r["signal_parts"]]
 
 
 def _gather_in_order(client, jobs):
@@ -570,7 +609,7 @@ def _gather_in_order(client, jobs):
 
 def _shuffled(client, files, fmts, mapping, change_from, chunk_rows, page_key, sources, args, npartitions):
     """Each file read by one task, its rows split by page hash and moved: (table, audit, parts, posterior
-    histories or None)."""
+    histories or None, the parts' signal parts)."""
     pieces = [
         client.submit(_read_piece, str(f), fmt, i, mapping, change_from, chunk_rows, page_key)
         for i, (f, fmt) in enumerate(zip(files, fmts))
@@ -590,8 +629,8 @@ def _shuffled(client, files, fmts, mapping, change_from, chunk_rows, page_key, s
     results = client.gather(jobs)
     del pieces
     table, audit = _assemble(sources, [r[:3] for r in results])
-    histories = [r[3] for r in results if r[0] is not None] if args[-1] else None
-    return table, audit, n, histories
+    histories = [r[3] for r in results if r[0] is not None] if args[4] else None
+    return table, audit, n, histories, [r[4] for r in results if r[0] is not None and r[4] is not None]
 
 
 def _concat_histories(histories) -> CrawlHistory:
@@ -647,14 +686,16 @@ def schedule_pages_dask(visits, **options):
     return _schedule_frame(visits, opts, **engine)
 
 
-def _schedule_frame(visits, opts: LogOptions, *, max_interval_h, **frame):
+def _schedule_frame(visits, opts: LogOptions, *, max_interval_h, signals=None, signal_parts=None, **frame):
     """The schedule and audit of the visits in the Dask DataFrame ``visits`` with the options ``opts``
     (``frame`` as :func:`_estimate_frame`): each partition also sends back its pages'
     :func:`posterior_history` (about one entry per change), so that the predictive probabilities
     are computed at the end, once the allocation has fixed every interval, from the same posterior
     as the pandas engine: the schedule is the pandas engine's."""
     _check_max_interval(max_interval_h)
-    res, histories = _estimate_frame(visits, opts, with_posterior=True, **frame)
+    res, histories = _estimate_frame(
+        visits, opts, with_posterior=True, signals=signals, signal_parts=signal_parts, **frame
+    )
     return _schedule_of(res.table, histories, max_interval_h=max_interval_h, prior=opts.prior), res.audit
 
 
@@ -676,13 +717,24 @@ def schedule_files_dask(paths, **options):
     return _schedule_files(files, buckets, opts, **engine)
 
 
-def _schedule_files(files, buckets, opts: LogOptions, *, max_interval_h, chunk_rows=None, client=None):
+def _schedule_files(
+    files, buckets, opts: LogOptions, *, max_interval_h, chunk_rows=None, client=None, signals=None, signal_parts=None
+):
     """The schedule and audit of the listed ``files`` and their ``buckets`` with the options ``opts``
     (the table of :func:`_estimate_files`, its allocation within their host caps): the same
     tasks that compute the table's rows send back their pages' compact histories, so every
     file is read once; the schedule is the pandas engine's."""
     _check_max_interval(max_interval_h)
-    res, histories = _estimate_files(files, buckets, opts, chunk_rows=chunk_rows, client=client, with_posterior=True)
+    res, histories = _estimate_files(
+        files,
+        buckets,
+        opts,
+        chunk_rows=chunk_rows,
+        client=client,
+        with_posterior=True,
+        signals=signals,
+        signal_parts=signal_parts,
+    )
     return _schedule_of(res.table, histories, max_interval_h=max_interval_h, prior=opts.prior), res.audit
 
 
@@ -692,6 +744,38 @@ def _schedule_of(table, histories, *, max_interval_h, prior):
     where = {p: i for i, p in enumerate(history.page_ids)}
     history = _reorder(history, np.array([where[p] for p in table["page"]], dtype=np.int64))
     return crawl_schedule(table, history, max_interval_h=max_interval_h, prior=prior)
+
+
+def frame_signal_rows(visits, columns) -> pd.DataFrame:
+    """The signal rows (``signal`` 1) of the Dask DataFrame ``visits``, found by the workers, as
+    :func:`changerate_bayes.io.read_signals` returns them; rows are numbered among these rows
+    (the name in messages: ``<dask dataframe signal rows>``)."""
+    from ..io._signals import _signal_frame, signal_flags
+
+    page_col, time_col = (columns or {}).get("page", "page"), (columns or {}).get("fetch_time", "fetch_time")
+    sub = visits[[page_col, time_col, "signal"]]
+
+    def pick(pdf):
+        lines = np.arange(1, len(pdf) + 1, dtype=np.int64)
+        flags = signal_flags(pdf["signal"], source="<dask dataframe>", column="signal", lines=lines, line_word="row")
+        return pdf.loc[flags, [page_col, time_col]]
+
+    rows = sub.map_partitions(pick, meta=sub._meta[[page_col, time_col]]).compute()
+    source = "<dask dataframe signal rows>"
+    lines = np.arange(1, len(rows) + 1, dtype=np.int64)
+    pages, ns = _signal_frame(
+        rows[page_col],
+        rows[time_col],
+        source=source,
+        page_col=page_col,
+        time_col=time_col,
+        lines=lines,
+        line_word="row",
+        state={},
+    )
+    out = pd.DataFrame({"page": pages, "signal_time": pd.to_datetime(ns, utc=True), "line": lines})
+    out.attrs["sources"] = (source,)
+    return out
 
 
 #: The log formats the Dask engine reads (``"auto"``: CDX and WARC files together).

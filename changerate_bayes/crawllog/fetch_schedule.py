@@ -79,11 +79,14 @@ class LogSchedule:
         The audit of the whole log.
     engine : {"pandas", "dask"}
         The engine that computed it.
+    signal_audit : changerate_bayes.io.SignalAudit, optional
+        With signals: what was done with each; None without.
     """
 
     schedule: pd.DataFrame
     audit: object
     engine: str = "pandas"
+    signal_audit: object = None
 
 
 def _check_history(history) -> CrawlHistory:

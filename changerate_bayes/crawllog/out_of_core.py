@@ -30,6 +30,7 @@ from ..io import (
     scan_parquet,
 )
 from .allocate import check_budget
+from .signal_log import part_signals
 from .table import LogEstimates, LogOptions, _check_methods, concat_part_tables, page_table, warn_table_notes
 
 __all__ = ["estimate_log", "DEFAULT_MEMORY_BYTES"]
@@ -142,9 +143,21 @@ def estimate_log(
     return res
 
 
-def _estimate_log(files, opts: LogOptions, *, memory_bytes, bucket_rows=None, chunk_rows=None, folder=None):
+def _estimate_log(
+    files,
+    opts: LogOptions,
+    *,
+    memory_bytes,
+    bucket_rows=None,
+    chunk_rows=None,
+    folder=None,
+    signals=None,
+    signal_parts: list | None = None,
+):
     """:func:`estimate_log` of the listed ``files`` with the options ``opts`` (its allocation within
-    their host caps), without issuing the table's warnings."""
+    their host caps), without issuing the table's warnings. With ``signals`` (a pair: page labels and
+    UTC ns, from :func:`~changerate_bayes.crawllog.signal_log.unique_signals`) every bucket's
+    :func:`~changerate_bayes.crawllog.signal_log.part_signals` is appended to ``signal_parts``."""
     format, columns, change_from = opts.format, opts.columns, opts.change_from
     opts = dataclasses.replace(opts, methods=_check_methods(opts.methods), budget=check_budget(opts.budget))
     if not isinstance(format, str) or format not in FORMATS:
@@ -157,6 +170,8 @@ def _estimate_log(files, opts: LogOptions, *, memory_bytes, bucket_rows=None, ch
         raise ValueError(f"`memory_bytes` must be a number >= 0; got {memory_bytes!r}")
     if format not in ("csv", "parquet"):
         log = read_log(files, format=format, columns=columns, change_from=change_from, chunk_rows=chunk_rows)
+        if signals is not None and signal_parts is not None:
+            signal_parts.append(part_signals(log, *signals))
         return LogEstimates(table=opts.page_table(log), audit=log.audit, engine="pandas")
     mapping = check_columns(columns)
     rows = parquet_rows(files) if format == "parquet" else csv_rows_estimate(files)
@@ -177,6 +192,8 @@ def _estimate_log(files, opts: LogOptions, *, memory_bytes, bucket_rows=None, ch
                     continue
                 tables.append(page_table(part, **opts.estimation))
                 codes.append(c)
+                if signals is not None and signal_parts is not None:  # the bucket's pages' signals
+                    signal_parts.append(part_signals(part, *signals, pages=labels[c]))
         n_buckets, spilled = store.n_buckets, store.spilled_bytes
     audit = Audit.combine(audits, sources=tuple(str(s) for s in files))
     if not tables:
@@ -184,5 +201,9 @@ def _estimate_log(files, opts: LogOptions, *, memory_bytes, bucket_rows=None, ch
     table = concat_part_tables(tables, codes)
     table["page"] = labels[np.sort(np.concatenate(codes), kind="stable")]
     return LogEstimates(
-        table=opts.allocate(table), audit=audit, engine="buckets", n_parts=n_buckets, spilled_bytes=spilled
+        table=opts.allocate(table),
+        audit=audit,
+        engine="buckets",
+        n_parts=n_buckets,
+        spilled_bytes=spilled,
     )

@@ -105,6 +105,9 @@ class LogEstimates:
         The visits, when asked for (``keep_log`` of :func:`changerate_bayes.crawllog.estimate`).
     format : str, optional
         The log format of the files read (None for a log given in memory).
+    signal_audit : changerate_bayes.io.SignalAudit, optional
+        With signals: what was done with each
+        (:func:`changerate_bayes.crawllog.log_signals`); None without.
 
     ``n_buckets`` and ``n_partitions`` are other names of ``n_parts``.
     """
@@ -117,6 +120,7 @@ class LogEstimates:
     shuffled: bool = False
     log: CrawlLog | None = None
     format: str | None = None
+    signal_audit: Any = None
 
     @property
     def n_buckets(self) -> int:

@@ -48,6 +48,9 @@ _LAZY = {
     "read_csv": "._tabular",
     "read_parquet": "._tabular",
     "read_frame": "._frame",
+    "SIGNAL_DROP_REASONS": "._signals",
+    "SignalAudit": "._signals",
+    "read_signals": "._signals",
     "NOT_MODIFIED_PROFILES": "._warc",
     "read_warc": "._warc",
 }

@@ -27,7 +27,8 @@ def read_frame(
     Same columns, change rules, result and errors as :func:`read_csv`; "row" numbers in
     errors count the frame's rows from 1 (or are ``rows``, an int array of one number per
     row, e.g. the rows of the whole log a partition comes from). A boolean
-    ``not_modified`` column (HTTP 304 / WARC revisit) is honoured if present.
+    ``not_modified`` column (HTTP 304 / WARC revisit) is honoured if present, and rows whose
+    ``signal`` column is 1 are signals, not visits: left out (:mod:`changerate_bayes.io._signals`).
 
     Parameters
     ----------
@@ -73,7 +74,9 @@ def read_frame(
         raise CrawlLogError(f"{source}: no visits: the frame has no rows")
     plan, kind = _plan([str(c) for c in frame.columns], mapping, source=source, change_from=change_from)
     inv = {v: s for s, v in plan.items()}
-    cols = list(plan.values()) + (["not_modified"] if "not_modified" in frame.columns else [])
+    cols = list(plan.values()) + [
+        c for c in ("not_modified", "signal") if c in frame.columns and c not in plan.values()
+    ]
     std = frame[cols].rename(columns=inv)
     state = {} if time_kinds is None else {"defer": True, "kinds": time_kinds}
     part, labels = compact_frame(

@@ -275,7 +275,8 @@ def compact_frame(
     ----------
     frame : pandas.DataFrame
         Columns among :data:`STANDARD_COLUMNS`, plus optionally ``not_modified``
-        (bool) and ``not_capture`` (bool).
+        (bool), ``not_capture`` (bool) and ``signal`` (0/1: rows that are signals, not
+        visits, are left out; :mod:`changerate_bayes.io._signals`).
     labels : pandas.Index
         Page labels seen so far; new ones are appended.
     names : dict, optional
@@ -299,6 +300,14 @@ def compact_frame(
     def col(c: str) -> str:
         return names.get(c, c)
 
+    if "signal" in frame:  # signal rows (a change-indicating signal, not a visit) are not visits
+        from ._signals import signal_flags
+
+        flags = signal_flags(frame["signal"], source=source, column="signal", lines=lines, line_word=line_word)
+        frame = frame.drop(columns="signal")
+        if flags.any():
+            frame, lines = frame[~flags], lines[~flags]
+        n = len(frame)
     pages = frame["page"]
     missing = pages.isna().to_numpy(dtype=bool).copy()
     if isinstance(pages.dtype, pd.CategoricalDtype):  # a dictionary column: its distinct values checked once

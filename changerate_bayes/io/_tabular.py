@@ -125,10 +125,12 @@ def _plan(header: list[str], mapping: dict, *, source: str, change_from: str):
 
 
 def _with_not_modified(plan: dict, header) -> list:
-    """The file columns to read: the plan's, and ``not_modified`` (304 / revisit flags) if the file has it."""
+    """The file columns to read: the plan's, and ``not_modified`` (304 / revisit flags) and ``signal``
+    (rows that are signals, not visits) if the file has them."""
     cols = list(plan.values())
-    if "not_modified" in header and "not_modified" not in cols:
-        cols.append("not_modified")
+    for extra in ("not_modified", "signal"):  # 304 / revisit flags; signal rows, which are not visits
+        if extra in header and extra not in cols:
+            cols.append(extra)
     return cols
 
 
