@@ -331,3 +331,19 @@ def test_prior_on_a_sample_of_pages(monkeypatch):
     a, b = signal_columns(matched, rng=3), signal_columns(matched, rng=3)
     pd.testing.assert_frame_equal(a, b)
     assert a["signal_recall"].between(0, 1).all()
+
+
+@pytest.mark.parametrize(
+    "data, what",
+    [(b"", "No columns to parse"), (b"\xff\xfe\x00garbage\n", "can't decode"), (b"\x1f\x8b\x08\x00\x00", "cannot")],
+    ids=["empty", "not-utf8", "cut-gzip"],
+)
+def test_a_log_that_cannot_be_read_is_named_before_its_signal_rows_are_looked_for(tmp_path, capsys, data, what):
+    """Looking for a log's signal rows must not replace the reader's message naming the file."""
+    from changerate_bayes.cli import main
+
+    path = tmp_path / ("log.csv.gz" if data.startswith(b"\x1f\x8b") else "log.csv")
+    path.write_bytes(data)
+    assert main(["estimate", str(path), "--out", str(tmp_path / "e.csv")]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}" in err and what in err

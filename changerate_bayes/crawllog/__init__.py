@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..history import CrawlHistory
-from ..io import CrawlLog, as_paths, common_format, log_files, read_frame, read_log
+from ..io import CrawlLog, as_paths, common_format, log_files, log_signal_rows, read_frame, read_log
 from ..scheduling import check_host_budgets
 from . import dask_engine
 from .allocate import MAX_INTERVAL_FACTOR, RECOMMENDED_POLICY, allocate_crawls, url_hosts
@@ -217,6 +217,10 @@ def _signals_of(signals, source, files, opts, engine):
     signal rows found by its workers), or None."""
     if isinstance(source, CrawlHistory) and signals is not None:
         raise TypeError("`signals` need the log's visit times: give log files, a CrawlLog or a data frame of visits")
+    frame_rows = (isinstance(source, pd.DataFrame) or _is_dask_frame(source)) and "signal" in source.columns
+    if signals is None and not frame_rows:  # only the log files' own signal rows, if any (most logs have none)
+        rows = None if files is None else log_signal_rows(files, opts.format, columns=opts.columns)
+        return rows if rows is not None and len(rows) else None
     sig = signal_input(
         signals,
         source=source if isinstance(source, pd.DataFrame) else None,

@@ -51,6 +51,8 @@ from ..io import (
     page_hashes,
     read_frame,
     refuse_surt_for_warc,
+    signal_flags,
+    signal_frame,
     split_piece,
 )
 from ._dask_tasks import read_reduce_group, task_settings
@@ -174,8 +176,6 @@ def _partition_body(
     page_col = (columns or {}).get("page", "page")
     visits = pdf
     if "signal" in pdf.columns:  # a page's place in the table: its first visit, not a signal row before it
-        from ..io._signals import signal_flags
-
         visits = pdf[~signal_flags(pdf["signal"], source=source, column="signal", lines=rows, line_word="row")]
     first_row = visits.groupby(page_col, sort=False)["_row"].min()
     compact = posterior_history(log.history) if with_posterior else None
@@ -750,8 +750,6 @@ def frame_signal_rows(visits, columns) -> pd.DataFrame:
     """The signal rows (``signal`` 1) of the Dask DataFrame ``visits``, found by the workers, as
     :func:`changerate_bayes.io.read_signals` returns them; rows are numbered among these rows
     (the name in messages: ``<dask dataframe signal rows>``)."""
-    from ..io._signals import _signal_frame, signal_flags
-
     page_col, time_col = (columns or {}).get("page", "page"), (columns or {}).get("fetch_time", "fetch_time")
     sub = visits[[page_col, time_col, "signal"]]
 
@@ -763,7 +761,7 @@ def frame_signal_rows(visits, columns) -> pd.DataFrame:
     rows = sub.map_partitions(pick, meta=sub._meta[[page_col, time_col]]).compute()
     source = "<dask dataframe signal rows>"
     lines = np.arange(1, len(rows) + 1, dtype=np.int64)
-    pages, ns = _signal_frame(
+    pages, ns = signal_frame(
         rows[page_col],
         rows[time_col],
         source=source,

@@ -28,8 +28,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..io import CrawlLog, CrawlLogError
-from ..io._signals import SIGNAL_DROP_REASONS, SignalAudit, _signal_frame, log_signal_rows, read_signals
+from ..io import (
+    SIGNAL_DROP_REASONS,
+    CrawlLog,
+    CrawlLogError,
+    SignalAudit,
+    log_signal_rows,
+    read_signals,
+    signal_flags,
+    signal_frame,
+)
 from ..signals import SignalData, pooled_signal_prior, signal_posterior
 
 __all__ = [
@@ -205,7 +213,7 @@ def signal_input(signals, *, source, files, fmt, columns) -> pd.DataFrame | None
                     f"signal_time; it has {list(signals.columns)}"
                 )
             lines = np.arange(1, len(signals) + 1, dtype=np.int64)
-            pages, ns = _signal_frame(
+            pages, ns = signal_frame(
                 signals["page"],
                 signals["signal_time"],
                 source="<signals>",
@@ -221,13 +229,11 @@ def signal_input(signals, *, source, files, fmt, columns) -> pd.DataFrame | None
         else:
             parts.append(read_signals(signals))
     if isinstance(source, pd.DataFrame) and "signal" in source.columns:
-        from ..io._signals import signal_flags
-
         lines = np.arange(1, len(source) + 1, dtype=np.int64)
         flags = signal_flags(source["signal"], source="<dataframe>", column="signal", lines=lines, line_word="row")
         page_col, time_col = (columns or {}).get("page", "page"), (columns or {}).get("fetch_time", "fetch_time")
         rows = source[flags]
-        pages, ns = _signal_frame(
+        pages, ns = signal_frame(
             rows[page_col],
             rows[time_col],
             source="<dataframe>",

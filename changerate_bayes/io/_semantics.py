@@ -68,6 +68,7 @@ import pandas as pd
 from ..history import CrawlHistory
 from ._audit import DROP_REASONS, Audit
 from ._errors import CrawlLogError, plain, where
+from ._signal_values import signal_flags
 from ._times import _HI, _LO, _NAT, _kinds, parse_time_column
 
 __all__ = [
@@ -301,8 +302,6 @@ def compact_frame(
         return names.get(c, c)
 
     if "signal" in frame:  # signal rows (a change-indicating signal, not a visit) are not visits
-        from ._signals import signal_flags
-
         flags = signal_flags(frame["signal"], source=source, column="signal", lines=lines, line_word=line_word)
         frame = frame.drop(columns="signal")
         if flags.any():

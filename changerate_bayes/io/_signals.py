@@ -20,10 +20,11 @@ from dataclasses import dataclass, fields
 import numpy as np
 import pandas as pd
 
-from ._errors import CrawlLogError, plain, where
-from ._times import parse_time_column
+from ._compressed import DECOMPRESSION_ERRORS, decompression_error
+from ._errors import CrawlLogError
+from ._signal_values import signal_flags, signal_frame
 
-__all__ = ["SIGNAL_DROP_REASONS", "SignalAudit", "read_signals", "log_signal_rows", "signal_flags"]
+__all__ = ["SIGNAL_DROP_REASONS", "SignalAudit", "read_signals", "log_signal_rows"]
 
 #: Why a signal is not used, in the order the checks are applied.
 SIGNAL_DROP_REASONS: tuple[str, ...] = (
@@ -32,8 +33,6 @@ SIGNAL_DROP_REASONS: tuple[str, ...] = (
     "before_first_visit",  # at or before the page's first usable visit (the reference copy)
     "after_end",  # after the log's end, its latest usable visit (a time in the future of the log)
 )
-_TRUE = {"1", "true", "1.0"}
-_FALSE = {"0", "false", "", "0.0"}
 
 
 @dataclass(frozen=True)
@@ -112,53 +111,6 @@ class SignalAudit:
         )
 
 
-def signal_flags(values: pd.Series, *, source: str, column: str, lines, line_word: str) -> np.ndarray:
-    """The ``signal`` column as booleans: 1/true a signal, 0/false or empty a visit.
-
-    Raises
-    ------
-    CrawlLogError
-        For any other value, naming the line and column.
-    """
-    if pd.api.types.is_bool_dtype(values.dtype):
-        return values.fillna(False).to_numpy(dtype=bool)
-    if pd.api.types.is_numeric_dtype(values.dtype):
-        num = values.to_numpy(dtype=np.float64)
-        bad = ~(np.isnan(num) | (num == 0) | (num == 1))
-        yes = num == 1
-    else:
-        text = values.astype("string").str.strip().str.lower().fillna("")
-        yes = text.isin(_TRUE).to_numpy(dtype=bool)
-        bad = ~(yes | text.isin(_FALSE).to_numpy(dtype=bool))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise CrawlLogError(
-            f"{where(source, line_word, lines[i], column)}: a signal flag must be 0 or 1 (or true/false, or empty "
-            f"for a visit); got {plain(values.iloc[i])!r}"
-        )
-    return np.asarray(yes, dtype=bool)
-
-
-def _signal_frame(pages: pd.Series, times: pd.Series, *, source, page_col, time_col, lines, line_word, state):
-    """(page labels, UTC ns) of signal rows, refusing missing pages and bad times by line."""
-    blank = pages.isna().to_numpy(dtype=bool) | (pages.astype("string").str.strip() == "").fillna(True).to_numpy(
-        dtype=bool
-    )
-    if blank.any():
-        i = int(np.flatnonzero(blank)[0])
-        raise CrawlLogError(f"{where(source, line_word, lines[i], page_col)}: missing page")
-    ns = parse_time_column(
-        times.reset_index(drop=True),
-        source=source,
-        column=time_col,
-        lines=lines,
-        line_word=line_word,
-        required=True,
-        state=state,
-    )
-    return pages.to_numpy(dtype=object), ns
-
-
 def _is_parquet(path) -> bool:
     from ._formats import detect_format
 
@@ -233,7 +185,7 @@ def read_signals(paths, *, sep: str = ",") -> pd.DataFrame:
                     "(a signals file has the columns page, signal_time and optionally source)"
                 )
         lines = np.arange(first, first + len(frame), dtype=np.int64)
-        pages, ns = _signal_frame(
+        pages, ns = signal_frame(
             frame["page"],
             frame["signal_time"],
             source=src,
@@ -290,16 +242,26 @@ def log_signal_rows(files, fmt: str, *, columns=None) -> pd.DataFrame | None:
             frame = pf.read(columns=[page_col, time_col, "signal"]).to_pandas()
             first, word = 1, "row"
         else:
-            header = list(pd.read_csv(path, nrows=0).columns)
+            try:  # a damaged compressed log is named as its reader names it
+                header = list(pd.read_csv(path, nrows=0).columns)
+            except DECOMPRESSION_ERRORS as exc:
+                raise decompression_error(src, exc, path) from None
+            except ValueError:  # empty, not text, not CSV: the log's reader names what is wrong
+                continue
             if "signal" not in header:
                 continue
-            frame = pd.read_csv(path, usecols=[page_col, time_col, "signal"], dtype=str, keep_default_na=False)
+            try:
+                frame = pd.read_csv(path, usecols=[page_col, time_col, "signal"], dtype=str, keep_default_na=False)
+            except DECOMPRESSION_ERRORS as exc:
+                raise decompression_error(src, exc, path) from None
+            except ValueError as exc:
+                raise CrawlLogError(f"{src}: not a readable CSV file ({exc})") from None
             first, word = 2, "line"
         any_column = True
         lines = np.arange(first, first + len(frame), dtype=np.int64)
         flags = signal_flags(frame["signal"], source=src, column="signal", lines=lines, line_word=word)
         rows = frame[flags]
-        pages, ns = _signal_frame(
+        pages, ns = signal_frame(
             rows[page_col],
             rows[time_col],
             source=src,
