@@ -122,6 +122,7 @@ def test_every_policy_without_signals_is_unchanged_and_blind_to_them():
     ("signal_policy", "plain"),
     [
         ("paced_index_signals", "paced_index_mean"),
+        ("paced_index_signals_rate", "paced_index_mean"),
         ("paced_on_signal", "paced_uniform"),
         ("paced_hindsight_signals", "paced_oracle"),
     ],
@@ -136,6 +137,41 @@ def test_signal_policies_without_signals_are_their_plain_versions(signal_policy,
         x = df[df.policy == plain].drop(columns="policy").reset_index(drop=True)
         y = df[df.policy == signal_policy].drop(columns="policy").reset_index(drop=True)
         pd.testing.assert_frame_equal(x, y, check_exact=True)
+
+
+def test_the_signal_rate_bound_multiplies_the_crawl_posterior_by_the_signal_count_likelihood():
+    pol = SignalIndexPolicy(signal_rate_bound=True)
+    pol.reset(_context(4, n_steps=400))
+    gen = np.random.default_rng(2)
+    crawls = []  # (I, τ) per page, as the reference learner sees them
+    t = 0.0
+    for k in range(1, 41):  # ten days of steps of 6 h, every page crawled every other step
+        t = k * 0.25
+        n_sig = gen.poisson([0.2, 0.05, 0.5, 0.0])
+        pol.receive_signals(k, np.repeat(np.arange(4), n_sig), np.full(n_sig.sum(), t))
+        if k % 2 == 0:
+            mask = np.ones(4, dtype=bool)
+            changed = gen.random(4) < [0.3, 0.1, 0.2, 0.05]
+            pol.signals.crawled(mask)
+            pol.observe(k, t, changed, np.full(4, 0.5), mask)
+            crawls.append((changed, 0.5))
+    pol._fit(t)
+    assert pol.fits == 1
+    grid = pol.learner.grid
+    for i in range(4):  # the definition, page by page: S log(qΔ + ν) − (qΔ + ν) E on the grid
+        q = pol.recall[i] if pol.signals.ever[i] else 0.0
+        lam = q * grid + pol.false_rate[i]
+        want = np.array([pol.signals.total[i] * math.log(x) - x * t for x in lam]) if q > 0 else np.zeros(grid.size)
+        assert pol.learner.extra[i] == pytest.approx(want, rel=1e-12, abs=1e-12)
+        # the posterior mean the index reads: prior × crawls × signal count, on the grid
+        log_w = pol.learner.log_prior + want
+        for changed, tau in crawls:
+            log_w = log_w + (np.log(-np.expm1(-grid * tau)) if changed[i] else -grid * tau)
+        w = np.exp(log_w - log_w.max())
+        assert pol.learner.rate[i] == pytest.approx((w @ grid) / w.sum(), rel=1e-9)
+    assert not pol.signals.ever[3] and not pol.learner.extra[3].any()  # never signalled: the crawls only
+    with pytest.raises(TypeError, match="`signal_rate_bound` must be a bool"):
+        SignalIndexPolicy(signal_rate_bound=1)
 
 
 # ----------------------------------------------------------------------------- the hindsight reference

@@ -176,12 +176,15 @@ class _SignalCounts:
         self.n_since = np.zeros(n, dtype=np.int64)
         self.first = np.full(n, np.inf)  # days: the first signal since the last crawl
         self.ever = np.zeros(n, dtype=bool)
+        self.total = np.zeros(n, dtype=np.int64)  # every signal so far
         self.at_crawl = np.zeros(n, dtype=np.int64)
         self.chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
 
     def receive(self, page, t) -> None:
         n = self.n_since.size
-        self.n_since += np.bincount(page, minlength=n)
+        counts = np.bincount(page, minlength=n)
+        self.n_since += counts
+        self.total += counts
         np.minimum.at(self.first, page, t)
         self.ever[page] = True
 
@@ -224,6 +227,22 @@ class _SignalCounts:
         return data, seen
 
 
+class _SignalRateGrid(GridLearner):
+    """The crawl posterior of Δ on the grid times a per-page factor (log rows ``extra``): the
+    likelihood of the page's signal count, set by :class:`SignalIndexPolicy`."""
+
+    def __init__(self, n_pages: int):
+        super().__init__(n_pages)
+        self.extra = np.zeros((n_pages, self.grid.size))
+
+    def set_extra(self, idx, rows) -> None:
+        self.extra[idx] = rows
+        self._dirty[idx] = True
+
+    def _loglik_rows(self, idx) -> np.ndarray:
+        return super()._loglik_rows(idx) + self.extra[idx]
+
+
 class SignalIndexPolicy(IndexPolicy):
     r"""The signal-aware freshness index: the index of the crawl posterior at t_eff, paced.
 
@@ -259,12 +278,23 @@ class SignalIndexPolicy(IndexPolicy):
         The pooled prior (an EM fit and moments, the costly part) is refitted when the
         crawls seen have grown by this factor since its last fit; the posterior is refitted
         every epoch under the latest prior.
+    signal_rate_bound : bool, default False
+        Whether the posterior of Δ the index reads also weighs each page's whole signal
+        stream, which is seen without crawls: its S signals in the E days since its window
+        opened, Poisson((q̂Δ + ν̂)E), multiply the crawl posterior on the grid (refreshed at
+        every fit, with that fit's q̂ and ν̂; a page never signalled, or with q̂ = 0, is left
+        as it is). Where q̂ is near 1 and ν̂ small, few signals bound Δ from above, which the
+        few crawls of a small budget cannot. It is a composite likelihood: the signalled
+        changes are counted in the crawls' outcomes and in S, so the posterior is somewhat
+        narrower than the joint one. False (default): the crawl posterior only.
 
     Raises
     ------
     ValueError
         As :class:`IndexPolicy`, and for ``draws`` < 1, ``tune`` < 0 or ``prior_growth``
         < 1 or not finite.
+    TypeError
+        If ``signal_rate_bound`` is not a bool.
 
     References
     ----------
@@ -281,8 +311,10 @@ class SignalIndexPolicy(IndexPolicy):
         draws: int = 40,
         tune: int = 30,
         prior_growth: float = 1.25,
+        signal_rate_bound: bool = False,
     ):
-        super().__init__(GridLearner, name=name, form="mean", max_interval_factor=max_interval_factor, pace=pace)
+        learner = _SignalRateGrid if signal_rate_bound else GridLearner
+        super().__init__(learner, name=name, form="mean", max_interval_factor=max_interval_factor, pace=pace)
         if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
             raise ValueError(f"`draws` must be an integer >= 1; got {draws!r}")
         if isinstance(tune, bool) or not isinstance(tune, int) or tune < 0:
@@ -290,6 +322,9 @@ class SignalIndexPolicy(IndexPolicy):
         if not (isinstance(prior_growth, (int, float)) and math.isfinite(prior_growth) and prior_growth >= 1):
             raise ValueError(f"`prior_growth` must be a finite number >= 1; got {prior_growth!r}")
         self.draws, self.tune, self.prior_growth = draws, tune, float(prior_growth)
+        if not isinstance(signal_rate_bound, bool):
+            raise TypeError(f"`signal_rate_bound` must be a bool; got {signal_rate_bound!r}")
+        self.signal_rate_bound = signal_rate_bound
 
     def reset(self, ctx) -> None:
         super().reset(ctx)
@@ -332,6 +367,15 @@ class SignalIndexPolicy(IndexPolicy):
         self.recall[seen] = post.draws("recall").mean(axis=(0, 1))
         self.false_rate[seen] = post.false_rate.mean(axis=(0, 1))
         self.fits += 1
+        if self.signal_rate_bound:
+            # every signal of the page so far: Poisson((q̂Δ + ν̂) E), E its time in the crawl
+            exposure = np.maximum(np.minimum(t, self.ctx.last_step * self.ctx.dt) - self.ctx.start, 0.0)[seen]
+            q = np.where(self.signals.ever[seen], self.recall[seen], 0.0)  # as in t_eff
+            nu = self.false_rate[seen]
+            lam = q[:, None] * self.learner.grid[None, :] + nu[:, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rows = np.where(lam > 0, self.signals.total[seen, None] * np.log(lam), 0.0) - lam * exposure[:, None]
+            self.learner.set_extra(seen, np.where(q[:, None] > 0, rows, 0.0))
 
     def _index(self, k, elapsed) -> np.ndarray:
         if k >= self.next_fit:
