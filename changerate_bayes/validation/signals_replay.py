@@ -553,6 +553,7 @@ def render(result: dict) -> str:
     )
     if r_sig is not None and r_plain is not None and r_ceil is not None:
         per_doc = st["n_documents"] / (low * rate)
+        r_rate = _row(rows, "real", "paced_index_signals_rate", low)
         parts.append(
             f"<p>At {low:g}× the budget is {low * rate:.3g} crawls a day for {st['n_documents']} documents: one crawl "
             f"of each every {per_doc:.0f} days on average, about {st['span_days'] / per_doc:.1f} crawls of each over "
@@ -561,7 +562,14 @@ def render(result: dict) -> str:
             "signal: its recall estimates fall near 0 or 1 from one document to the next, and its signal-aware "
             f"index moves crawls on noise (freshness {r_sig['freshness_weighted']:.3f} against "
             f"{r_plain['freshness_weighted']:.3f} without signals). With the parameters known the same rule reaches "
-            f"{r_ceil['freshness_weighted']:.3f}: the loss is the learner's, for want of crawls, not the rule's.</p>"
+            f"{r_ceil['freshness_weighted']:.3f}: the loss is the learner's, for want of crawls, not the rule's."
+            + (
+                " The variant that also weighs each document's signal count, seen without crawls "
+                f"(paced_index_signals_rate), reaches {r_rate['freshness_weighted']:.3f} there"
+                if r_rate is not None
+                else ""
+            )
+            + ".</p>"
         )
     if res.get("simulated"):
         sim = pd.DataFrame(res["simulated"])
@@ -586,6 +594,20 @@ def render(result: dict) -> str:
         parts.append(
             str(html_table(table, cols, caption="Simulated collections: weighted freshness (mean ± standard error)"))
         )
+        mean = agg["mean"]
+        words = []
+        for m in multiples:
+            got = [mean.get((p, m)) for p in ("paced_index_signals", "paced_index_signals_rate", "paced_oracle")]
+            if None not in got:
+                words.append(
+                    f"at {m:g}× the signal-aware index {got[0]:.3f}, the variant {got[1]:.3f}, the paced oracle {got[2]:.3f}"
+                )
+        if words:
+            parts.append(
+                "<p>On the simulated collections, where a fifth of the pages have precise signals: "
+                + "; ".join(words)
+                + ".</p>"
+            )
     parts.append(str(verdict_html(s["verdict"], kind="finding")))
     parts.append(f"<p class='attribution'>{ATTRIBUTION}</p>")
     return "\n".join(parts)
