@@ -12,11 +12,13 @@ import pytest
 from changerate_bayes.replay import (
     POLICY_NAMES,
     GridLearner,
+    HindsightSignalIndexPolicy,
     IndexPolicy,
     OldestFirst,
     SignalFirstPolicy,
     SignalIndexPolicy,
     effective_elapsed,
+    hindsight_signal_parameters,
     pages_from_table,
     replay_policies,
     run_replay,
@@ -117,7 +119,13 @@ def test_every_policy_without_signals_is_unchanged_and_blind_to_them():
 
 
 @pytest.mark.parametrize(
-    ("signal_policy", "plain"), [("paced_index_signals", "paced_index_mean"), ("paced_on_signal", "paced_uniform")]
+    ("signal_policy", "plain"),
+    [
+        ("paced_index_signals", "paced_index_mean"),
+        ("paced_index_signals_rate", "paced_index_mean"),
+        ("paced_on_signal", "paced_uniform"),
+        ("paced_hindsight_signals", "paced_oracle"),
+    ],
 )
 def test_signal_policies_without_signals_are_their_plain_versions(signal_policy, plain):
     changes, window = _pages(seed=2)
@@ -129,6 +137,90 @@ def test_signal_policies_without_signals_are_their_plain_versions(signal_policy,
         x = df[df.policy == plain].drop(columns="policy").reset_index(drop=True)
         y = df[df.policy == signal_policy].drop(columns="policy").reset_index(drop=True)
         pd.testing.assert_frame_equal(x, y, check_exact=True)
+
+
+def test_the_signal_rate_bound_multiplies_the_crawl_posterior_by_the_signal_count_likelihood():
+    pol = SignalIndexPolicy(signal_rate_bound=True)
+    pol.reset(_context(4, n_steps=400))
+    gen = np.random.default_rng(2)
+    crawls = []  # (I, τ) per page, as the reference learner sees them
+    t = 0.0
+    for k in range(1, 41):  # ten days of steps of 6 h, every page crawled every other step
+        t = k * 0.25
+        n_sig = gen.poisson([0.2, 0.05, 0.5, 0.0])
+        pol.receive_signals(k, np.repeat(np.arange(4), n_sig), np.full(n_sig.sum(), t))
+        if k % 2 == 0:
+            mask = np.ones(4, dtype=bool)
+            changed = gen.random(4) < [0.3, 0.1, 0.2, 0.05]
+            pol.signals.crawled(mask)
+            pol.observe(k, t, changed, np.full(4, 0.5), mask)
+            crawls.append((changed, 0.5))
+    pol._fit(t)
+    assert pol.fits == 1
+    grid = pol.learner.grid
+    for i in range(4):  # the definition, page by page: S log(qΔ + ν) − (qΔ + ν) E on the grid
+        q = pol.recall[i] if pol.signals.ever[i] else 0.0
+        lam = q * grid + pol.false_rate[i]
+        want = np.array([pol.signals.total[i] * math.log(x) - x * t for x in lam]) if q > 0 else np.zeros(grid.size)
+        assert pol.learner.extra[i] == pytest.approx(want, rel=1e-12, abs=1e-12)
+        # the posterior mean the index reads: prior × crawls × signal count, on the grid
+        log_w = pol.learner.log_prior + want
+        for changed, tau in crawls:
+            log_w = log_w + (np.log(-np.expm1(-grid * tau)) if changed[i] else -grid * tau)
+        w = np.exp(log_w - log_w.max())
+        assert pol.learner.rate[i] == pytest.approx((w @ grid) / w.sum(), rel=1e-9)
+    assert not pol.signals.ever[3] and not pol.learner.extra[3].any()  # never signalled: the crawls only
+    with pytest.raises(TypeError, match="`signal_rate_bound` must be a bool"):
+        SignalIndexPolicy(signal_rate_bound=1)
+
+
+# ----------------------------------------------------------------------------- the hindsight reference
+def test_hindsight_parameters_are_the_counts_of_matched_and_unmatched_signals():
+    # page 0 (T = 10 d): changes at 1, 2, 3 ms-days, signals at 2, 3 (true) and 7, 8 (false)
+    # page 1 (T = 5 d): one change at 4, no signal; page 2 (T = 2 d): a false signal only
+    d, q, nu = hindsight_signal_parameters(
+        [0, 0, 0, 1], [1, 2, 3, 4], [0, 0, 0, 0, 2], [2, 3, 7, 8, 4], [10.0, 5.0, 2.0]
+    )
+    assert d.tolist() == [0.3, 0.2, 0.0]
+    assert q.tolist() == [2 / 3, 0.0, 0.0]
+    assert nu.tolist() == [0.2, 0.0, 0.5]
+    # a signal of another page at the same instant is not a match
+    _, q2, nu2 = hindsight_signal_parameters([0], [5], [1], [5], [1.0, 1.0])
+    assert q2.tolist() == [0.0, 0.0] and nu2.tolist() == [0.0, 1.0]
+    # an empty window: no rate at all
+    assert hindsight_signal_parameters([], [], [], [], [0.0])[2].tolist() == [0.0]
+    with pytest.raises(ValueError, match="`signal_page` must hold page positions 0 .. 1"):
+        hindsight_signal_parameters([0], [1], [2], [1], [1.0, 1.0])
+    with pytest.raises(ValueError, match="`change_page` and `change_ms` must have the same length"):
+        hindsight_signal_parameters([0, 0], [1], [], [], [1.0])
+    with pytest.raises(ValueError, match="`window_days`"):
+        hindsight_signal_parameters([], [], [], [], [1.0, -1.0])
+
+
+def test_hindsight_signal_index_with_signals_that_never_match_a_change_is_the_paced_oracle():
+    changes, window = _pages(seed=4)
+    false = _noisy_signals(changes.iloc[:0], window, recall=0.0, false_rate=2.0, seed=5)  # q = 0 on every page
+    kw = dict(window=window, budget=[0.8, 4.0], step="6h", epoch="2D", match_schedules=False, rng=3)
+    df = replay_policies(changes, policies=["paced_oracle", "paced_hindsight_signals"], signals=false, **kw)
+    x = df[df.policy == "paced_oracle"].drop(columns="policy").reset_index(drop=True)
+    y = df[df.policy == "paced_hindsight_signals"].drop(columns="policy").reset_index(drop=True)
+    pd.testing.assert_frame_equal(x, y, check_exact=True)
+
+
+def test_hindsight_signal_index_counts_its_parameters_from_the_replay():
+    changes, window = _pages(n_pages=4, days=20.0, seed=6)
+    sig = _noisy_signals(changes, window, recall=0.5, false_rate=1.0, seed=7)
+    pages = pages_from_table(changes, window=window)
+    pol = HindsightSignalIndexPolicy()
+    run_replay(pages, pol, budget=2.0, dt_ms=6 * 3_600_000, rng=0, signals=signal_times(sig, pages))
+    true = sig.merge(changes, on=["page", "timestamp"])
+    for i, name in enumerate(pages.names):  # a check over four pages
+        n_i = int((changes["page"] == name).sum())
+        m_i = int((true["page"] == name).sum())
+        f_i = int((sig["page"] == name).sum()) - m_i
+        assert pol.recall[i] == pytest.approx(m_i / n_i if n_i else 0.0, rel=1e-12)
+        assert pol.false_rate[i] == pytest.approx(f_i / 20.0, rel=1e-12)
+        assert pol.change_rate[i] == pytest.approx(n_i / 20.0, rel=1e-12)
 
 
 # ----------------------------------------------------------------------------- delivery
@@ -174,18 +266,26 @@ def test_perfect_signals_beat_the_paced_hindsight_oracle():
         changes,
         window=window,
         budget=rate,
-        policies=["uniform", "paced_oracle", "paced_index_signals", "paced_on_signal", "clairvoyant"],
+        policies=[
+            "uniform",
+            "paced_oracle",
+            "paced_index_signals",
+            "paced_on_signal",
+            "paced_hindsight_signals",
+            "clairvoyant",
+        ],
         signals=changes,  # recall 1, no false signal
         step="6h",
         epoch="1D",
         n_boot=200,
         rng=11,
     )
-    sig = df.set_index("policy").loc["paced_index_signals"]
-    # the paired page-bootstrap interval of the ratio to the paced oracle lies above 1
-    assert sig["vs_paced_oracle_lo"] > 1.0
-    assert sig["gap_share_lo"] > 0.5  # more than half of the gap from round robin to clairvoyant
-    assert sig["within_budget"]
+    for name in ("paced_index_signals", "paced_hindsight_signals"):
+        sig = df.set_index("policy").loc[name]
+        # the paired page-bootstrap interval of the ratio to the paced oracle lies above 1
+        assert sig["vs_paced_oracle_lo"] > 1.0
+        assert sig["gap_share_lo"] > 0.5  # more than half of the gap from round robin to clairvoyant
+        assert sig["within_budget"]
 
 
 # ----------------------------------------------------------------------------- bad input

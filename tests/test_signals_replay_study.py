@@ -39,6 +39,24 @@ def test_degraded_signals_thin_the_true_ones_and_add_poisson_false_ones():
         study.degraded_signals(changes, signals, win, "nope", gen)
 
 
+def test_simulated_collections_follow_their_model():
+    changes, signals, win = study.simulated_signal_tables(np.random.default_rng(0), n_pages=200, days=50.0)
+    assert len(win) == 200 and (win["end"] == 50.0).all()
+    true = changes.merge(signals, on=["page", "timestamp"])
+    n = len(changes)
+    assert abs(len(true) - 0.95 * n) <= 4 * math.sqrt(n * 0.95 * 0.05)  # Binomial(n, 0.95)
+    false = signals.merge(changes.assign(_c=1), on=["page", "timestamp"], how="left")
+    false = false[false["_c"].isna()]
+    on_runs = np.isclose(false["timestamp"] * 4, np.round(false["timestamp"] * 4))
+    noisy = set(false.loc[on_runs, "page"])
+    # a noisy page has a false signal at 30-90% of its 200 runs: every noisy page shows up
+    assert abs((200 - len(noisy)) - 40) <= 4 * math.sqrt(200 * 0.2 * 0.8)  # clean pages: Binomial(200, 0.2)
+    per_run = false[on_runs].groupby("page").size() / 200
+    assert per_run.between(0.2, 0.95).all()
+    rows = study.simulated_check(1, 4, n_pages=6, days=20.0)
+    assert {(r["policy"], r["multiple"]) for r in rows} == {(p, m) for p in study.SIM_POLICIES for m in study.MULTIPLES}
+
+
 @pytest.mark.slow
 def test_study_runs_reports_and_is_registered():
     changes, signals, win = study.ota_signal_tables(days=90)
@@ -56,6 +74,10 @@ def test_study_runs_reports_and_is_registered():
         assert r["within_budget"]
     v = study.verdict(rows)
     assert set(v["real"]) == {"0.3", "1.0", "3.0"}
+    assert isinstance(v["data_supports_goal"], bool)
+    ceiling = [r for r in real if r["policy"] == "paced_hindsight_signals" and r["multiple"] == 1.0][0]
+    assert v["real"]["1.0"]["ceiling_gap_share"] == ceiling["gap_share"]
+    assert v["data_supports_goal"] == all(v["real"][m]["ceiling_vs_paced_oracle_lo"] > 1 for m in ("1.0", "3.0"))
     result = {
         "signals_replay": {
             "settings": {
@@ -76,11 +98,19 @@ def test_study_runs_reports_and_is_registered():
             },
             "rows": rows,
             "verdict": v,
+            # two collections, 0.5 and 0.7: mean 0.6, sd 0.1 √2, standard error 0.1
+            "simulated": [
+                {"collection": j, "policy": "paced_oracle", "multiple": 1.0, "freshness_weighted": f}
+                for j, f in enumerate((0.5, 0.7))
+            ],
         }
     }
+    result["signals_replay"]["settings"]["n_sim"] = 2
     html = study.render(result)
+    assert "0.600 ± 0.100" in html and "paced_hindsight_signals" in html
     assert "recall thinned to 0.5" in html and "paced_index_signals" in html and "0/1 per run" in html
     assert "3 documents have a signal precision" in html
     s = study.summarize(result)
     assert s["kind"] == "finding" and "gap share at 1×" in s["key_number"]
+    assert "known in hindsight" in s["verdict"]
     assert "signals_replay" in runner.STUDIES and "signals_replay" in runner._COST_HINT

@@ -20,7 +20,9 @@ local copies were fresh, their age, and the crawls spent.
   :class:`HindsightIndexPolicy` (the index of each page's true rate n_i/T_i: a hindsight reference).
 * Change signals (``replay_policies(..., signals=...)``, :func:`signal_times`): :class:`SignalIndexPolicy`
   (the signal-aware index at the effective elapsed time, :func:`effective_elapsed`) and
-  :class:`SignalFirstPolicy` (crawl on every signal), named in :data:`SIGNAL_POLICIES`.
+  :class:`SignalFirstPolicy` (crawl on every signal), named in :data:`SIGNAL_POLICIES`, with the
+  hindsight reference :class:`HindsightSignalIndexPolicy` (the same index with each page's
+  (Δ, q, ν) counted from the whole replay, :func:`hindsight_signal_parameters`).
 * Learners (``update(changed, interval, mask)``, ``rate``, ``sample(rng)``, and
   ``prob_change_within(elapsed)``, elapsed in days, for the index policies):
   :class:`LLNLearner`, :class:`GridLearner`, :class:`DynamicLearner`, :class:`KnownRates` (given rates),
@@ -62,7 +64,14 @@ from ._replay import (
     tune_increase_rate,
 )
 from ._replay import _check_budgets as check_budgets
-from ._signals import SignalFirstPolicy, SignalIndexPolicy, effective_elapsed, signal_times
+from ._signals import (
+    HindsightSignalIndexPolicy,
+    SignalFirstPolicy,
+    SignalIndexPolicy,
+    effective_elapsed,
+    hindsight_signal_parameters,
+    signal_times,
+)
 
 __all__ = [
     "ClairvoyantPolicy",
@@ -72,6 +81,7 @@ __all__ = [
     "OldestFirst",
     "KnownRates",
     "HindsightIndexPolicy",
+    "HindsightSignalIndexPolicy",
     "IndexPolicy",
     "LLNLearner",
     "NUTCH_DEFAULTS",
@@ -104,6 +114,7 @@ __all__ = [
     "effective_elapsed",
     "freshness_index",
     "gap_share",
+    "hindsight_signal_parameters",
     "nutch_update",
     "pages_from_table",
     "plot_freshness_budget",

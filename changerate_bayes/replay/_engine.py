@@ -78,6 +78,10 @@ class ReplayContext:
     host_caps : ndarray of float, shape (H,), or None
         With per-host caps, c_h in crawls per day (inf: uncapped). The engine enforces them
         (see :func:`run_replay`); a policy may use them to plan (e.g. the capped optimum).
+    signals : tuple of two ndarrays or None
+        Every signal of the replay at once, (page, time in ms since t0), int64 sorted by
+        time: given only to a hindsight reference with ``hindsight_signals = True`` (which
+        is given ``changes`` too); None without signals.
     """
 
     n_pages: int
@@ -94,6 +98,7 @@ class ReplayContext:
     changes: dict | None = None
     host_codes: np.ndarray | None = None
     host_caps: np.ndarray | None = None
+    signals: tuple[np.ndarray, np.ndarray] | None = None
 
     def active(self, k: int) -> np.ndarray:
         """Pages that can be crawled at step k, bool (N,)."""
@@ -285,6 +290,7 @@ def run_replay(
     t0, n_steps, first, last = _steps(pages, dt_ms)
     change, start, end = pages.change_ms - t0, pages.start_ms - t0, pages.end_ms - t0  # int64 ms since t0
     capped = host_codes is not None
+    hindsight = getattr(policy, "hindsight_signals", False)
     ctx = ReplayContext(
         n_pages=n,
         dt=dt,
@@ -299,11 +305,16 @@ def run_replay(
         true_rates=pages.true_rates if getattr(policy, "oracle", False) else None,
         changes=(
             dict(change_ms=change, offsets=pages.offsets, start_ms=start, end_ms=end, dt_ms=int(dt_ms))
-            if getattr(policy, "clairvoyant", False)
+            if getattr(policy, "clairvoyant", False) or hindsight
             else None
         ),
         host_codes=np.asarray(host_codes, dtype=np.int64) if capped else None,
         host_caps=np.asarray(host_caps, dtype=np.float64) if capped else None,
+        signals=(
+            (np.asarray(signals[0], dtype=np.int64), np.asarray(signals[1], dtype=np.int64) - t0)
+            if hindsight and signals is not None
+            else None
+        ),
     )
     policy.reset(ctx)
 

@@ -14,7 +14,7 @@ from ._engine import ReplayResult, run_replay
 from ._metrics import bootstrap_counts, bootstrap_gap_share, bootstrap_ratio, gap_share, replay_metrics
 from ._pages import ReplayPages, pages_from_table
 from ._policies import POLICIES
-from ._signals import SignalFirstPolicy, SignalIndexPolicy, signal_times
+from ._signals import HindsightSignalIndexPolicy, SignalFirstPolicy, SignalIndexPolicy, signal_times
 
 __all__ = ["replay_policies", "tune_increase_rate", "POLICY_NAMES", "DEFAULT_POLICIES", "TUNED", "SIGNAL_POLICIES"]
 
@@ -24,10 +24,14 @@ TUNED = {"nutch_tuned": "nutch", "nutch_nosync_tuned": "nutch_nosync", "stormcra
 POLICY_NAMES = tuple(POLICIES) + tuple(TUNED)
 #: The policies that read change signals (``replay_policies(..., signals=...)``): name -> factory.
 #: Without signals ``"paced_index_signals"`` is ``"paced_index_mean"`` and ``"paced_on_signal"``
-#: is ``"paced_uniform"``.
+#: is ``"paced_uniform"``; ``"paced_index_signals_rate"`` (the signal-aware index whose posterior of Δ
+#: weighs each page's signal count too) is ``"paced_index_mean"``; ``"paced_hindsight_signals"``
+#: (a hindsight reference) is ``"paced_oracle"``.
 SIGNAL_POLICIES = {
     "paced_index_signals": lambda: SignalIndexPolicy(name="paced_index_signals"),
     "paced_on_signal": lambda: SignalFirstPolicy(name="paced_on_signal"),
+    "paced_index_signals_rate": lambda: SignalIndexPolicy(name="paced_index_signals_rate", signal_rate_bound=True),
+    "paced_hindsight_signals": lambda: HindsightSignalIndexPolicy(name="paced_hindsight_signals"),
 }
 DEFAULT_POLICIES = (
     "uniform",
@@ -361,8 +365,11 @@ def replay_policies(
         a window's start is in the initial copy; outside a per-page window it is an
         error, outside a single (start, end) window it is left out). Each policy that
         reads signals (:data:`SIGNAL_POLICIES`: ``"paced_index_signals"``,
-        :class:`~changerate_bayes.replay.SignalIndexPolicy`; ``"paced_on_signal"``,
-        :class:`~changerate_bayes.replay.SignalFirstPolicy`; any policy object with a
+        :class:`~changerate_bayes.replay.SignalIndexPolicy`, and ``"paced_index_signals_rate"``,
+        the same with ``signal_rate_bound=True``; ``"paced_on_signal"``,
+        :class:`~changerate_bayes.replay.SignalFirstPolicy`; ``"paced_hindsight_signals"``,
+        :class:`~changerate_bayes.replay.HindsightSignalIndexPolicy`, which is also given
+        all the signals and change times at the start; any policy object with a
         ``receive_signals`` method) is given, at each step k, the signals at times <= t_k;
         the other policies run as without signals. None (default): no signal, every
         result as without this argument. Not with ``host_budgets``.

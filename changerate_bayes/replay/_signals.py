@@ -33,11 +33,18 @@ import pandas as pd
 
 from ..io import plain
 from ..signals import SignalData, SignalPrior, pooled_signal_prior, signal_posterior
-from ._index import IndexPolicy
+from ._index import HindsightIndexPolicy, IndexPolicy
 from ._learners import GridLearner, OldestFirst
 from ._pages import MS_PER_DAY, ReplayPages, _parse_times
 
-__all__ = ["signal_times", "effective_elapsed", "SignalIndexPolicy", "SignalFirstPolicy"]
+__all__ = [
+    "signal_times",
+    "effective_elapsed",
+    "hindsight_signal_parameters",
+    "SignalIndexPolicy",
+    "SignalFirstPolicy",
+    "HindsightSignalIndexPolicy",
+]
 
 #: t_eff is capped here (days): the tabulated indices are flat beyond 1e4 days.
 _T_EFF_MAX = 1e7
@@ -169,12 +176,15 @@ class _SignalCounts:
         self.n_since = np.zeros(n, dtype=np.int64)
         self.first = np.full(n, np.inf)  # days: the first signal since the last crawl
         self.ever = np.zeros(n, dtype=bool)
+        self.total = np.zeros(n, dtype=np.int64)  # every signal so far
         self.at_crawl = np.zeros(n, dtype=np.int64)
         self.chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
 
     def receive(self, page, t) -> None:
         n = self.n_since.size
-        self.n_since += np.bincount(page, minlength=n)
+        counts = np.bincount(page, minlength=n)
+        self.n_since += counts
+        self.total += counts
         np.minimum.at(self.first, page, t)
         self.ever[page] = True
 
@@ -217,6 +227,22 @@ class _SignalCounts:
         return data, seen
 
 
+class _SignalRateGrid(GridLearner):
+    """The crawl posterior of Δ on the grid times a per-page factor (log rows ``extra``): the
+    likelihood of the page's signal count, set by :class:`SignalIndexPolicy`."""
+
+    def __init__(self, n_pages: int):
+        super().__init__(n_pages)
+        self.extra = np.zeros((n_pages, self.grid.size))
+
+    def set_extra(self, idx, rows) -> None:
+        self.extra[idx] = rows
+        self._dirty[idx] = True
+
+    def _loglik_rows(self, idx) -> np.ndarray:
+        return super()._loglik_rows(idx) + self.extra[idx]
+
+
 class SignalIndexPolicy(IndexPolicy):
     r"""The signal-aware freshness index: the index of the crawl posterior at t_eff, paced.
 
@@ -252,12 +278,23 @@ class SignalIndexPolicy(IndexPolicy):
         The pooled prior (an EM fit and moments, the costly part) is refitted when the
         crawls seen have grown by this factor since its last fit; the posterior is refitted
         every epoch under the latest prior.
+    signal_rate_bound : bool, default False
+        Whether the posterior of Δ the index reads also weighs each page's whole signal
+        stream, which is seen without crawls: its S signals in the E days since its window
+        opened, Poisson((q̂Δ + ν̂)E), multiply the crawl posterior on the grid (refreshed at
+        every fit, with that fit's q̂ and ν̂; a page never signalled, or with q̂ = 0, is left
+        as it is). Where q̂ is near 1 and ν̂ small, few signals bound Δ from above, which the
+        few crawls of a small budget cannot. It is a composite likelihood: the signalled
+        changes are counted in the crawls' outcomes and in S, so the posterior is somewhat
+        narrower than the joint one. False (default): the crawl posterior only.
 
     Raises
     ------
     ValueError
         As :class:`IndexPolicy`, and for ``draws`` < 1, ``tune`` < 0 or ``prior_growth``
         < 1 or not finite.
+    TypeError
+        If ``signal_rate_bound`` is not a bool.
 
     References
     ----------
@@ -274,8 +311,10 @@ class SignalIndexPolicy(IndexPolicy):
         draws: int = 40,
         tune: int = 30,
         prior_growth: float = 1.25,
+        signal_rate_bound: bool = False,
     ):
-        super().__init__(GridLearner, name=name, form="mean", max_interval_factor=max_interval_factor, pace=pace)
+        learner = _SignalRateGrid if signal_rate_bound else GridLearner
+        super().__init__(learner, name=name, form="mean", max_interval_factor=max_interval_factor, pace=pace)
         if isinstance(draws, bool) or not isinstance(draws, int) or draws < 1:
             raise ValueError(f"`draws` must be an integer >= 1; got {draws!r}")
         if isinstance(tune, bool) or not isinstance(tune, int) or tune < 0:
@@ -283,6 +322,9 @@ class SignalIndexPolicy(IndexPolicy):
         if not (isinstance(prior_growth, (int, float)) and math.isfinite(prior_growth) and prior_growth >= 1):
             raise ValueError(f"`prior_growth` must be a finite number >= 1; got {prior_growth!r}")
         self.draws, self.tune, self.prior_growth = draws, tune, float(prior_growth)
+        if not isinstance(signal_rate_bound, bool):
+            raise TypeError(f"`signal_rate_bound` must be a bool; got {signal_rate_bound!r}")
+        self.signal_rate_bound = signal_rate_bound
 
     def reset(self, ctx) -> None:
         super().reset(ctx)
@@ -325,6 +367,15 @@ class SignalIndexPolicy(IndexPolicy):
         self.recall[seen] = post.draws("recall").mean(axis=(0, 1))
         self.false_rate[seen] = post.false_rate.mean(axis=(0, 1))
         self.fits += 1
+        if self.signal_rate_bound:
+            # every signal of the page so far: Poisson((q̂Δ + ν̂) E), E its time in the crawl
+            exposure = np.maximum(np.minimum(t, self.ctx.last_step * self.ctx.dt) - self.ctx.start, 0.0)[seen]
+            q = np.where(self.signals.ever[seen], self.recall[seen], 0.0)  # as in t_eff
+            nu = self.false_rate[seen]
+            lam = q[:, None] * self.learner.grid[None, :] + nu[:, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rows = np.where(lam > 0, self.signals.total[seen, None] * np.log(lam), 0.0) - lam * exposure[:, None]
+            self.learner.set_extra(seen, np.where(q[:, None] > 0, rows, 0.0))
 
     def _index(self, k, elapsed) -> np.ndarray:
         if k >= self.next_fit:
@@ -387,6 +438,137 @@ class SignalFirstPolicy(IndexPolicy):
         mask[chosen] = True
         self.last[chosen] = t
         self.spent += take
+        self.signals.crawled(mask)
+        return mask
+
+
+def hindsight_signal_parameters(
+    change_page, change_ms, signal_page, signal_ms, window_days
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Each page's (Δ, q, ν) counted in hindsight from all its changes and signals.
+
+    A change is signalled when its page has a signal at the same instant (on crawl data:
+    a run whose text changed and whose raw bytes changed too); a signal is false when its
+    page has no change at that instant. Per page i, with n_i changes, m_i of them
+    signalled, f_i false signals and a window of T_i days:
+
+        Δ_i = n_i / T_i,   q_i = m_i / n_i (0 when n_i = 0),   ν_i = f_i / T_i.
+
+    Δ_i is the hindsight-static oracle's rate (the replay's ``true_rates``); q_i and ν_i
+    are the maximum-likelihood estimates of the model of :mod:`changerate_bayes.signals`
+    had every change and signal time been seen.
+
+    Parameters
+    ----------
+    change_page, change_ms : array_like of int, shape (C,)
+        Page position (0 .. N − 1) and time (ms, any common origin) of every change.
+    signal_page, signal_ms : array_like of int, shape (S,)
+        The same for every signal (no (page, time) twice).
+    window_days : array_like of float, shape (N,)
+        T_i > 0 or 0 (an empty window: Δ_i = ν_i = 0), days.
+
+    Returns
+    -------
+    (change_rate, recall, false_rate) : three ndarrays of float64, shape (N,)
+        Δ_i and ν_i per day, q_i in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        If a page position is outside 0 .. N − 1, a window is negative or not finite, or
+        the arrays of a pair differ in length.
+
+    Examples
+    --------
+    >>> from changerate_bayes.replay import hindsight_signal_parameters
+    >>> d, q, nu = hindsight_signal_parameters([0, 0], [10, 20], [0, 0, 1], [20, 30, 5], [2.0, 4.0])
+    >>> d.tolist(), q.tolist(), nu.tolist()  # page 0: changes 10, 20; signals 20 (true), 30 (false)
+    ([1.0, 0.0], [0.5, 0.0], [0.5, 0.25])
+    """
+    T = np.asarray(window_days, dtype=np.float64)
+    n = T.size
+    if T.ndim != 1 or not np.isfinite(T).all() or (T < 0).any():
+        raise ValueError("`window_days` must be a 1-d array of finite numbers >= 0 (days)")
+    pairs = []
+    for what, page, ms in (("change", change_page, change_ms), ("signal", signal_page, signal_ms)):
+        page, ms = np.asarray(page, dtype=np.int64).ravel(), np.asarray(ms, dtype=np.int64).ravel()
+        if page.size != ms.size:
+            raise ValueError(f"`{what}_page` and `{what}_ms` must have the same length; got {page.size} and {ms.size}")
+        if page.size and (page.min() < 0 or page.max() >= n):
+            raise ValueError(f"`{what}_page` must hold page positions 0 .. {n - 1} (one window each)")
+        pairs.append((page, ms))
+    (cp, cm), (sp, sm) = pairs
+    shift = np.int64(1) << np.int64(40)
+    ck, sk = cp * shift + cm, sp * shift + sm
+    signalled = np.isin(ck, sk)
+    false = ~np.isin(sk, ck)
+    changes = np.bincount(cp, minlength=n).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(T > 0, changes / T, 0.0)
+        recall = np.where(changes > 0, np.bincount(cp[signalled], minlength=n) / changes, 0.0)
+        false_rate = np.where(T > 0, np.bincount(sp[false], minlength=n) / T, 0.0)
+    return rate, recall, false_rate
+
+
+class HindsightSignalIndexPolicy(HindsightIndexPolicy):
+    r"""A hindsight reference: the signal-aware index with each page's (Δ, q, ν) known.
+
+    The rule of :class:`SignalIndexPolicy` (crawl the pages of largest w ν(t_eff), t_eff =
+    (1 − q) t + n J from the signals since the last crawl, paced), with the parameters
+    counted from the whole replay (:func:`hindsight_signal_parameters`: Δ_i = n_i/T_i as
+    the paced hindsight-static oracle ``paced_oracle``, q_i the share of the page's
+    changes with a signal at the same instant, ν_i its other signals per day) and the
+    Poisson index of Δ_i (:class:`HindsightIndexPolicy`), never revised. It shows what
+    the t_eff rule reaches with perfect parameters: the ceiling of the learner
+    :class:`SignalIndexPolicy` (not of every use of the signals: the rule itself is an
+    approximation, see :doc:`/signals`). Without signals, or where q_i = 0, it is
+    ``paced_oracle`` exactly. The engine gives it the change and signal times
+    (``hindsight_signals = True``).
+
+    Parameters
+    ----------
+    name : str, default "paced_hindsight_signals"
+    pace : {"collection", "pages"}, default "pages"
+    max_interval_factor : float, default 4.0
+        As in :class:`IndexPolicy`.
+
+    Raises
+    ------
+    ValueError
+        As :class:`HindsightIndexPolicy`.
+    """
+
+    hindsight_signals = True
+
+    def __init__(self, *, name: str = "paced_hindsight_signals", pace: str = "pages", max_interval_factor: float = 4.0):
+        super().__init__(name=name, pace=pace, max_interval_factor=max_interval_factor)
+
+    def reset(self, ctx) -> None:
+        super().reset(ctx)
+        n = ctx.n_pages
+        self.signals = _SignalCounts(n)
+        self.change_rate = np.asarray(ctx.true_rates, dtype=np.float64)
+        self.recall = np.zeros(n)
+        self.false_rate = np.zeros(n)
+        if ctx.signals is not None and ctx.changes is not None:
+            ch = ctx.changes
+            change_page = np.repeat(np.arange(n, dtype=np.int64), np.diff(ch["offsets"]))
+            window = (np.asarray(ch["end_ms"]) - np.asarray(ch["start_ms"])) / MS_PER_DAY
+            _, self.recall, self.false_rate = hindsight_signal_parameters(
+                change_page, ch["change_ms"], ctx.signals[0], ctx.signals[1], window
+            )
+
+    def receive_signals(self, k: int, page, t) -> None:
+        """Take the signals that arrived by step ``k``: pages (int64) and times (days since t0)."""
+        self.signals.receive(np.asarray(page, dtype=np.int64), np.asarray(t, dtype=np.float64))
+
+    def _index(self, k, elapsed) -> np.ndarray:
+        if self.recall.any():
+            elapsed = effective_elapsed(elapsed, self.signals.n_since, self.change_rate, self.recall, self.false_rate)
+        return super()._index(k, elapsed)
+
+    def select(self, k, t, active, allowed) -> np.ndarray:
+        mask = super().select(k, t, active, allowed)
         self.signals.crawled(mask)
         return mask
 
