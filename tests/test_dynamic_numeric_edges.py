@@ -23,6 +23,10 @@ from changerate_bayes import CrawlHistory, DynamicRateFilter, GammaPrior, dynami
 from changerate_bayes.dynamic import _kernels
 from changerate_bayes.io import read_log
 
+# the tests that compile the dynamic filter's kernels run in one pytest-xdist worker, so that a
+# fresh checkout compiles them once, not once in every worker at the same time (conftest.py)
+pytestmark = pytest.mark.xdist_group("dynamic_kernels")
+
 #: seconds a subprocess may take (compiling the kernels on a cold cache included)
 SUBPROCESS_TIMEOUT = 240
 GRID = np.geomspace(1e-4, 1e2, 50)
@@ -61,10 +65,6 @@ def _subprocess_results() -> dict:
     )
     assert proc.returncode == 0, f"exit status {proc.returncode}:\n{proc.stderr[-3000:]}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-#: the tests of the subprocess results run in one pytest-xdist worker (one interpreter started)
-_ONE_INTERPRETER = pytest.mark.xdist_group("dynamic_edges_subprocess")
 
 
 def _run(results: dict, name: str) -> dict:
@@ -138,7 +138,6 @@ SNIPPETS["huge_times"] = """
 """
 
 
-@_ONE_INTERPRETER
 def test_kernel_of_huge_times_tends_to_uniform(_subprocess_results):
     """t → ∞: every tap → 1/(2B + 1), so each renormalised column of the transition is 1/G
     (in a subprocess: the work used to grow like √t)."""
@@ -169,7 +168,6 @@ SNIPPETS["huge_interval_update"] = """
 """
 
 
-@_ONE_INTERPRETER
 def test_huge_interval_update_is_the_uniform_limit(_subprocess_results):
     """update(1, 1e60) with σ = 0.1: the walk's spread σ√τ = 1e29 dwarfs the lattice, so
     the predicted weights are uniform on the lattice, and 1 − e^{−Δ·1e60} = 1 at every
@@ -194,7 +192,6 @@ SNIPPETS["huge_interval_posterior"] = """
 """
 
 
-@_ONE_INTERPRETER
 def test_huge_interval_in_dynamic_posterior_is_the_uniform_limit(_subprocess_results):
     """One crawl after 1e40 (and, on a second page, 1e16) seeing a change, σ = 0.1:
     filtered and smoothed means are the uniform lattice mean, the predictive is 1."""
@@ -216,7 +213,6 @@ SNIPPETS["huge_volatility"] = """
 """
 
 
-@_ONE_INTERPRETER
 def test_huge_volatility_and_interval_finish_with_the_limit_answer(_subprocess_results):
     """σ = 1e7 with τ = 1: σ²τ/h² ≈ 1.3e15 ≫ G², the transition is uniform, and after a
     crawl that saw a change the posterior is ∝ 1 − e^{−Δ_i} at node i. The predictives
@@ -249,7 +245,6 @@ SNIPPETS["tiny_shape"] = """
 """
 
 
-@_ONE_INTERPRETER
 def test_prior_with_tiny_shape_works_on_a_given_grid(_subprocess_results):
     """On an explicit lattice the prior is evaluated at its nodes (finite in log form):
     Gamma(1e-20, 1) ∝ Δ^{−1} e^{−Δ}, uniform in log Δ times e^{−Δ}; after one change in
