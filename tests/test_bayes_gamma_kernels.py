@@ -16,6 +16,11 @@ from scipy import special, stats
 
 from changerate_bayes.bayes import _gamma_kernels as gk
 
+# the tests that compile the grid posterior's and the summary's kernels run in one pytest-xdist
+# worker, so that a fresh checkout compiles them once, not once in every worker at the same time
+pytestmark = pytest.mark.xdist_group("grid_kernels")
+
+
 SHAPES = [0.05, 0.5, 1.0, 1.0 / 3.0 + 1e-9, 2.5, 30.0, 1e4]
 
 

@@ -11,6 +11,11 @@ from changerate_bayes import BetaPrimePrior, CrawlHistory, GammaPrior, LogNormal
 from changerate_bayes.bayes._grid import fit_grid, grid_draws
 from changerate_bayes.bayes._likelihood import ExactLikelihood, MarginalLikelihood
 
+# the tests that compile the grid posterior's and the summary's kernels run in one pytest-xdist
+# worker, so that a fresh checkout compiles them once, not once in every worker at the same time
+pytestmark = pytest.mark.xdist_group("grid_kernels")
+
+
 EDGE_CASES = {
     "all changed": ([1, 1, 1, 1], [0.3, 1.2, 0.5, 2.0]),
     "none changed": ([0, 0, 0, 0, 0], [0.3, 1.2, 0.5, 2.0, 0.7]),

@@ -28,6 +28,10 @@ from changerate_bayes.bayes import BayesianEstimator
 from changerate_bayes.bayes._grid import grid_draws
 from changerate_bayes.bayes._sufficient import crawl_rates, exact_likelihood
 
+# the tests that compile the grid posterior's and the summary's kernels run in one pytest-xdist
+# worker, so that a fresh checkout compiles them once, not once in every worker at the same time
+pytestmark = pytest.mark.xdist_group("grid_kernels")
+
 
 def previous_grid_posterior(history, prior, *, draws, chains, rng, grid_size=64):
     """posterior(method="grid")'s draws as computed before the compiled kernels."""

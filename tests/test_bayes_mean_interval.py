@@ -6,6 +6,10 @@ import pytest
 from changerate_bayes import BetaPrimePrior, CrawlHistory, GammaPrior, posterior_summary
 from changerate_bayes.bayes._summary import posterior_mean_interval
 
+# the tests that compile the grid posterior's and the summary's kernels run in one pytest-xdist
+# worker, so that a fresh checkout compiles them once, not once in every worker at the same time
+pytestmark = pytest.mark.xdist_group("grid_kernels")
+
 
 @pytest.mark.parametrize(
     ("prior", "method"),

@@ -10,6 +10,10 @@ from changerate_bayes import BetaPrimePrior, CrawlHistory, GammaPrior, posterior
 from changerate_bayes.bayes._likelihood import ExactLikelihood
 from changerate_bayes.bayes._sufficient import exact_likelihood, take_pages
 
+# the tests that compile the grid posterior's and the summary's kernels run in one pytest-xdist
+# worker, so that a fresh checkout compiles them once, not once in every worker at the same time
+pytestmark = pytest.mark.xdist_group("grid_kernels")
+
 
 def test_sufficient_statistics_equal_the_rectangular_likelihood():
     rng = np.random.default_rng(1)

@@ -10,6 +10,11 @@ from scipy import stats
 from changerate_bayes import BetaPrimePrior, CrawlHistory, GammaPrior, LogNormalPrior, posterior_summary
 from changerate_bayes.bayes import PosteriorSummary
 
+# the tests that compile the grid posterior's and the summary's kernels run in one pytest-xdist
+# worker, so that a fresh checkout compiles them once, not once in every worker at the same time
+pytestmark = pytest.mark.xdist_group("grid_kernels")
+
+
 PAGES = [
     ([1, 0, 1, 1, 0, 0, 1, 0], [0.4, 0.9, 1.7, 0.2, 0.6, 1.1, 2.5, 0.3]),
     ([1, 1, 1], [0.3, 1.2, 0.5]),

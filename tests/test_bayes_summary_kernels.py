@@ -12,6 +12,10 @@ from changerate_bayes.bayes._grid import fit_grid, improper_pages
 from changerate_bayes.bayes._sufficient import crawl_rates, exact_likelihood
 from changerate_bayes.bayes._summary import distinct_pages, posterior_mean_interval
 
+# the tests that compile the grid posterior's and the summary's kernels run in one pytest-xdist
+# worker, so that a fresh checkout compiles them once, not once in every worker at the same time
+pytestmark = pytest.mark.xdist_group("grid_kernels")
+
 
 def random_history(rng, n_pages, *, max_len=40, crawl_rate=None):
     lengths = rng.integers(1, max_len, n_pages)

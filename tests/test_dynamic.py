@@ -12,6 +12,10 @@ from changerate_bayes.bayes._likelihood import ExactLikelihood, log_likelihood
 from changerate_bayes.bayes._priors import log_prior_u
 from changerate_bayes.dynamic import _kernels
 
+# the tests that compile the dynamic filter's kernels run in one pytest-xdist worker, so that a
+# fresh checkout compiles them once, not once in every worker at the same time (conftest.py)
+pytestmark = pytest.mark.xdist_group("dynamic_kernels")
+
 
 def _history(n, k, seed, rate=0.5):
     rng = np.random.default_rng(seed)

@@ -20,6 +20,11 @@ from scipy.special import ive
 from changerate_bayes.dynamic import _kernels
 from changerate_bayes.dynamic._model import check_prior, make_lattice
 
+# the tests that compile the dynamic filter's kernels run in one pytest-xdist worker, so that a
+# fresh checkout compiles them once, not once in every worker at the same time (conftest.py)
+pytestmark = pytest.mark.xdist_group("dynamic_kernels")
+
+
 TAIL = 1e-30  # the support rule of the model (``_kernels`` module docstring, step 1)
 
 

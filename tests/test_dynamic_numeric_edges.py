@@ -23,18 +23,55 @@ from changerate_bayes import CrawlHistory, DynamicRateFilter, GammaPrior, dynami
 from changerate_bayes.dynamic import _kernels
 from changerate_bayes.io import read_log
 
+# the tests that compile the dynamic filter's kernels run in one pytest-xdist worker, so that a
+# fresh checkout compiles them once, not once in every worker at the same time (conftest.py)
+pytestmark = pytest.mark.xdist_group("dynamic_kernels")
+
 #: seconds a subprocess may take (compiling the kernels on a cold cache included)
 SUBPROCESS_TIMEOUT = 240
 GRID = np.geomspace(1e-4, 1e2, 50)
 
 
-def _run(code: str) -> dict:
-    """Run ``code`` in a fresh interpreter; it prints one JSON line, returned as a dict."""
+#: the code each subprocess test runs (it sets ``result``, a dict of JSON values), by test
+SNIPPETS: dict[str, str] = {}
+
+#: runs every snippet in one fresh interpreter, each in its own namespace; a snippet that
+#: raises gives its traceback (its test fails), a crash or hang fails every test
+_RUNNER = """
+import json, sys, traceback
+out = {}
+for name, code in json.loads(sys.stdin.read()).items():
+    namespace = {}
+    try:
+        exec(code, namespace)
+        out[name] = {"result": namespace["result"]}
+    except Exception:
+        out[name] = {"error": traceback.format_exc()}
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def _subprocess_results() -> dict:
+    """Every snippet of ``SNIPPETS`` run in one fresh interpreter (one start-up and one import
+    of the package for all of them)."""
+    code = {name: textwrap.dedent(snippet) for name, snippet in SNIPPETS.items()}
     proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT
+        [sys.executable, "-c", _RUNNER],
+        input=json.dumps(code),
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
     )
     assert proc.returncode == 0, f"exit status {proc.returncode}:\n{proc.stderr[-3000:]}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _run(results: dict, name: str) -> dict:
+    """The ``result`` of snippet ``name`` in the fresh interpreter."""
+    got = results[name]
+    assert "error" not in got, got.get("error")
+    return got["result"]
 
 
 def _uniform_mean(rates):
@@ -89,20 +126,23 @@ def test_kernel_of_large_times_equals_the_asymptotic_reference(t):
     np.testing.assert_allclose(out[:200], _asymptotic_taps(t, 199), rtol=1e-14, atol=0)
 
 
-def test_kernel_of_huge_times_tends_to_uniform():
-    """t → ∞: every tap → 1/(2B + 1), so each renormalised column of the transition is 1/G
-    (in a subprocess: the work used to grow like √t)."""
-    ts = [1e20, 1e60, 1e300, math.inf]
-    res = _run("""
-        import json, math, numpy as np
+SNIPPETS["huge_times"] = """
+        import math, numpy as np
         from changerate_bayes.dynamic import _kernels
         taps = []
         for t in (1e20, 1e60, 1e300, math.inf):
             out = np.full(200, np.nan)
             b = _kernels.lattice_kernel(t, 199, out)
             taps.append(out[:b + 1].tolist())
-        print(json.dumps({"taps": taps}))
-    """)
+        result = {"taps": taps}
+"""
+
+
+def test_kernel_of_huge_times_tends_to_uniform(_subprocess_results):
+    """t → ∞: every tap → 1/(2B + 1), so each renormalised column of the transition is 1/G
+    (in a subprocess: the work used to grow like √t)."""
+    ts = [1e20, 1e60, 1e300, math.inf]
+    res = _run(_subprocess_results, "huge_times")
     for t, taps in zip(ts, res["taps"]):
         assert len(taps) == 200
         np.testing.assert_allclose(taps, _asymptotic_taps(t, 199), rtol=1e-14, atol=0)
@@ -118,58 +158,66 @@ def test_bessel_ratio_large_equals_the_reference():
 # ------------------------------------------------------------------ the filter's limits
 
 
-def test_huge_interval_update_is_the_uniform_limit():
-    """update(1, 1e60) with σ = 0.1: the walk's spread σ√τ = 1e29 dwarfs the lattice, so
-    the predicted weights are uniform on the lattice, and 1 − e^{−Δ·1e60} = 1 at every
-    node: the posterior is uniform, its mean the mean of the lattice's rates. Also
-    P(I = 1) of a crawl after 1e300 is Σ w (1 − e^{−Δ·1e300}) = 1."""
-    res = _run("""
-        import json
+SNIPPETS["huge_interval_update"] = """
         from changerate_bayes import DynamicRateFilter
         f = DynamicRateFilter(sigma=0.1)
         p = float(f.predict_change_probability(1e300))
         f.update(1, 1e60)
-        print(json.dumps({"p": p, "w": f.node_probabilities().tolist(), "rate": float(f.rate),
-                          "grid": f.grid.tolist()}))
-    """)
+        result = {"p": p, "w": f.node_probabilities().tolist(), "rate": float(f.rate),
+                          "grid": f.grid.tolist()}
+"""
+
+
+def test_huge_interval_update_is_the_uniform_limit(_subprocess_results):
+    """update(1, 1e60) with σ = 0.1: the walk's spread σ√τ = 1e29 dwarfs the lattice, so
+    the predicted weights are uniform on the lattice, and 1 − e^{−Δ·1e60} = 1 at every
+    node: the posterior is uniform, its mean the mean of the lattice's rates. Also
+    P(I = 1) of a crawl after 1e300 is Σ w (1 − e^{−Δ·1e300}) = 1."""
+    res = _run(_subprocess_results, "huge_interval_update")
     assert res["p"] == pytest.approx(1.0, rel=1e-12)
     g = len(res["grid"])
     np.testing.assert_allclose(res["w"], np.full(g, 1.0 / g), rtol=1e-12)
     assert res["rate"] == pytest.approx(_uniform_mean(res["grid"]), rel=1e-12)
 
 
-def test_huge_interval_in_dynamic_posterior_is_the_uniform_limit():
-    """One crawl after 1e40 (and, on a second page, 1e16) seeing a change, σ = 0.1:
-    filtered and smoothed means are the uniform lattice mean, the predictive is 1."""
-    res = _run("""
-        import json, numpy as np
+SNIPPETS["huge_interval_posterior"] = """
+        import numpy as np
         from changerate_bayes import dynamic_posterior
         grid = np.geomspace(1e-4, 1e2, 50)
         idata = dynamic_posterior(([[1], [1]], [[1e40], [1e16]]), sigma=0.1, grid=grid)
         post = idata.posterior
-        print(json.dumps({"f": post["filtered_mean"].values.ravel().tolist(),
+        result = {"f": post["filtered_mean"].values.ravel().tolist(),
                           "s": post["smoothed_mean"].values.ravel().tolist(),
-                          "p": idata.predictions["change_probability"].values.ravel().tolist()}))
-    """)
+                          "p": idata.predictions["change_probability"].values.ravel().tolist()}
+"""
+
+
+def test_huge_interval_in_dynamic_posterior_is_the_uniform_limit(_subprocess_results):
+    """One crawl after 1e40 (and, on a second page, 1e16) seeing a change, σ = 0.1:
+    filtered and smoothed means are the uniform lattice mean, the predictive is 1."""
+    res = _run(_subprocess_results, "huge_interval_posterior")
     mean = _uniform_mean(GRID)
     np.testing.assert_allclose(res["f"], mean, rtol=1e-9)
     np.testing.assert_allclose(res["s"], mean, rtol=1e-9)
     np.testing.assert_allclose(res["p"], 1.0, rtol=1e-12)
 
 
-def test_huge_volatility_and_interval_finish_with_the_limit_answer():
-    """σ = 1e7 with τ = 1: σ²τ/h² ≈ 1.3e15 ≫ G², the transition is uniform, and after a
-    crawl that saw a change the posterior is ∝ 1 − e^{−Δ_i} at node i. The predictives
-    after 1e20, 1e30 and 1e300 (σ = 0.1) are 1. Bounded work: these calls return."""
-    res = _run("""
-        import json, numpy as np
+SNIPPETS["huge_volatility"] = """
+        import numpy as np
         from changerate_bayes import DynamicRateFilter
         grid = np.geomspace(1e-4, 1e2, 50)
         f = DynamicRateFilter(sigma=1e7, grid=grid)
         f.update(1, 1.0)
         g = DynamicRateFilter(3, sigma=0.1, grid=grid)
-        print(json.dumps({"rate": float(f.rate), "p": g.predict_change_probability([1e20, 1e30, 1e300]).tolist()}))
-    """)
+        result = {"rate": float(f.rate), "p": g.predict_change_probability([1e20, 1e30, 1e300]).tolist()}
+"""
+
+
+def test_huge_volatility_and_interval_finish_with_the_limit_answer(_subprocess_results):
+    """σ = 1e7 with τ = 1: σ²τ/h² ≈ 1.3e15 ≫ G², the transition is uniform, and after a
+    crawl that saw a change the posterior is ∝ 1 − e^{−Δ_i} at node i. The predictives
+    after 1e20, 1e30 and 1e300 (σ = 0.1) are 1. Bounded work: these calls return."""
+    res = _run(_subprocess_results, "huge_volatility")
     lik = -np.expm1(-GRID)
     assert res["rate"] == pytest.approx(float(np.sum(GRID * lik) / np.sum(lik)), rel=1e-9)
     np.testing.assert_allclose(res["p"], 1.0, rtol=1e-12)
@@ -188,17 +236,20 @@ def test_prior_a_default_lattice_cannot_hold_is_refused(shape):
             make()
 
 
-def test_prior_with_tiny_shape_works_on_a_given_grid():
-    """On an explicit lattice the prior is evaluated at its nodes (finite in log form):
-    Gamma(1e-20, 1) ∝ Δ^{−1} e^{−Δ}, uniform in log Δ times e^{−Δ}; after one change in
-    τ = 1 the node weights are ∝ e^{−Δ_i}(1 − e^{−Δ_i}) (σ = 0)."""
-    res = _run("""
-        import json, numpy as np
+SNIPPETS["tiny_shape"] = """
+        import numpy as np
         from changerate_bayes import DynamicRateFilter, GammaPrior
         f = DynamicRateFilter(sigma=0.0, prior=GammaPrior(1e-20, 1.0), grid=np.geomspace(1e-4, 1e2, 50))
         f.update(1, 1.0)
-        print(json.dumps({"w": f.node_probabilities().tolist()}))
-    """)
+        result = {"w": f.node_probabilities().tolist()}
+"""
+
+
+def test_prior_with_tiny_shape_works_on_a_given_grid(_subprocess_results):
+    """On an explicit lattice the prior is evaluated at its nodes (finite in log form):
+    Gamma(1e-20, 1) ∝ Δ^{−1} e^{−Δ}, uniform in log Δ times e^{−Δ}; after one change in
+    τ = 1 the node weights are ∝ e^{−Δ_i}(1 − e^{−Δ_i}) (σ = 0)."""
+    res = _run(_subprocess_results, "tiny_shape")
     w = np.exp(-GRID) * -np.expm1(-GRID)
     np.testing.assert_allclose(
         res["w"], w / w.sum(), rtol=1e-9, atol=1e-30

@@ -28,6 +28,11 @@ from changerate_bayes import (
 from changerate_bayes.estimators import ESTIMATORS, METHODS, StreamingEstimator, _rootpath, _rootsolve
 from changerate_bayes.estimators._crawlcheck import dkw_threshold, poisson_distance_segments
 
+# the tests that compile the estimators' kernels run in one pytest-xdist worker, so that a
+# fresh checkout compiles them once, not once in every worker at the same time
+pytestmark = pytest.mark.xdist_group("estimator_kernels")
+
+
 # ----------------------------------------------------------------------------- helpers
 
 # Non-default parameters for each method, so the contract test exercises them.

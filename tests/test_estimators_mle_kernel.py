@@ -20,6 +20,11 @@ from changerate_bayes.estimators._kernels import _cubic_step as _new_cubic_step
 from changerate_bayes.estimators._kernels import _em1, _local_sums_changed
 from changerate_bayes.estimators._kernels import _local_sums as _new_local_sums
 
+# the tests that compile the estimators' kernels run in one pytest-xdist worker, so that a
+# fresh checkout compiles them once, not once in every worker at the same time
+pytestmark = pytest.mark.xdist_group("estimator_kernels")
+
+
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 

@@ -12,6 +12,10 @@ from changerate_bayes import CrawlHistory, final_estimates
 from changerate_bayes.estimators._rootkinds import MM_KIND
 from changerate_bayes.estimators._rootsolve import solve_robust
 
+# the tests that compile the estimators' kernels run in one pytest-xdist worker, so that a
+# fresh checkout compiles them once, not once in every worker at the same time
+pytestmark = pytest.mark.xdist_group("estimator_kernels")
+
 
 def _mm_reference(changed, tau):
     """Δ with Σ_j e^{−Δτ_j} = n0 (the MM equation), by Brent's method on s = log Δ.

@@ -16,6 +16,11 @@ from changerate_bayes.estimators._crawlcheck import N_EDGES, poisson_distance_se
 from changerate_bayes.estimators._sa import stepsize_at, stepsizes
 from changerate_bayes.estimators._sam import momenta, momentum_at
 
+# the tests that compile the estimators' kernels run in one pytest-xdist worker, so that a
+# fresh checkout compiles them once, not once in every worker at the same time
+pytestmark = pytest.mark.xdist_group("estimator_kernels")
+
+
 PARAMS = {"lln": {"alpha": "log"}, "sa": {"eta": 0.8, "initial": 0.5}, "sam": {"eta": 0.9, "beta": 0.6}}
 
 

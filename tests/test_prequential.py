@@ -10,6 +10,10 @@ import changerate_bayes.validation.prequential as P
 from changerate_bayes import dynamic_posterior
 from changerate_bayes.validation._preset import Preset, Progress
 
+# the tests that compile the dynamic filter's kernels run in one pytest-xdist worker, so that a
+# fresh checkout compiles them once, not once in every worker at the same time (conftest.py)
+pytestmark = pytest.mark.xdist_group("dynamic_kernels")
+
 
 def test_discounted_rate_by_hand():
     changed = np.array([[1, 0]])

@@ -177,6 +177,21 @@ class StreamingEstimator:
         where = "" if arr.ndim == 0 else f" at index {i}"
         raise ValueError(f"`changed` must be 0 or 1; got {arr.reshape(-1)[i].item()!r}{where}")
 
+    def _kernel_input(self, changed, interval, mask):
+        """``changed`` checked for a compiled update: its dtype and shape, and ``interval``;
+        on the masked path the page counts are started and the crawled pages' I checked to be
+        0 or 1 (the unmasked kernels check them in their own pass over the data)."""
+        from . import _kernels  # numba kernels: loaded on first use, nothing compiled at import
+
+        arr = self._check_changed_array(changed)
+        self._check_interval(interval, mask)
+        if mask is not None:
+            self._start_counts()
+            bad = _kernels.first_bad_changed(arr, mask)
+            if bad >= 0:
+                self._raise_bad_changed(arr, bad)
+        return arr
+
     def _check_mask(self, mask):
         """None (every page crawled), or a bool array (n_pages,) with at least one False."""
         if mask is None:
@@ -319,15 +334,13 @@ class ChangeCountEstimator(StreamingEstimator):
     def _update_checked(self, changed, interval, mask):
         from . import _kernels  # numba kernels: loaded on first use, nothing compiled at import
 
-        arr = self._check_changed_array(changed)
-        self._check_interval(interval, mask)
+        arr = self._kernel_input(changed, interval, mask)
         if mask is None:
             bad = _kernels.count_update(arr.reshape(-1), self.changes_.reshape(-1))
+            if bad >= 0:
+                self._raise_bad_changed(arr, bad)
         else:
-            self._start_counts()
-            bad = _kernels.count_update_masked(arr, mask, self.changes_, self.counts_)
-        if bad >= 0:
-            self._raise_bad_changed(arr, bad)
+            _kernels.count_update_masked(arr, mask, self.changes_, self.counts_)
 
     def merge(self, other):
         """A new estimator holding the crawls of ``self`` and ``other`` (disjoint data).

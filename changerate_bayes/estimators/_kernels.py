@@ -61,28 +61,16 @@ def _sam_step(z, zp, c, e, zeta, p):
 # --------------------------------------------------------------------------- batch paths
 @nb.njit(**_JIT)
 def sa_segments(changed, offsets, p, etas, initial, up, out, final, diverged):
-    """SA over each CSR segment; writes the path into ``out[i, :len_i]`` (if ``out.shape[1]``)
-    and the last value into ``final[i]``. ``p`` has length 1 (shared) or n_pages."""
-    n = offsets.size - 1
-    write = out.shape[1] > 0
-    shared = p.size == 1
-    for i in range(n):
-        pi = p[0] if shared else p[i]
-        y = initial
-        bad = False
-        lo = offsets[i]
-        for j in range(offsets[i + 1] - lo):
-            if not bad:
-                y, bad = _frozen_if_bad(_sa_step(y, np.float64(changed[lo + j]), etas[j], pi), y)
-            if write:
-                out[i, j] = y * up
-        final[i] = y * up
-        diverged[i] = bad
+    """SA over each CSR segment: :func:`sam_segments` without the momentum term (the
+    compiled loop keeps z_{k−1} but never reads it, so the steps are SA's)."""
+    sam_segments(changed, offsets, p, etas, None, initial, up, out, final, diverged)
 
 
 @nb.njit(**_JIT)
 def sam_segments(changed, offsets, p, etas, zetas, initial, up, out, final, diverged):
-    """SAM over each CSR segment (as :func:`sa_segments`), frozen at ±inf after an overflow."""
+    """SAM over each CSR segment; writes the path into ``out[i, :len_i]`` (if ``out.shape[1]``)
+    and the last value into ``final[i]``, frozen at ±inf after an overflow. ``p`` has length
+    1 (shared) or n_pages; ``zetas`` None: no momentum term (SA)."""
     n = offsets.size - 1
     write = out.shape[1] > 0
     shared = p.size == 1
@@ -94,7 +82,11 @@ def sam_segments(changed, offsets, p, etas, zetas, initial, up, out, final, dive
         lo = offsets[i]
         for j in range(offsets[i + 1] - lo):
             if not bad:
-                new, bad = _frozen_if_bad(_sam_step(z, zp, np.float64(changed[lo + j]), etas[j], zetas[j], pi), z)
+                c = np.float64(changed[lo + j])
+                if zetas is None:
+                    new, bad = _frozen_if_bad(_sa_step(z, c, etas[j], pi), z)
+                else:
+                    new, bad = _frozen_if_bad(_sam_step(z, zp, c, etas[j], zetas[j], pi), z)
                 zp = z
                 z = new
             if write:
@@ -160,15 +152,23 @@ def count_update(changed, changes):
 
 @nb.njit(**_JIT)
 def count_update_masked(changed, mask, changes, counts):
-    """Î += I and k += 1 on the masked pages only."""
-    bad = first_bad_changed(changed, mask)
-    if bad >= 0:
-        return bad
+    """Î += I and k += 1 on the masked pages only (their I checked by the caller:
+    ``first_bad_changed``)."""
     for i in range(changed.size):
         if mask[i]:
             changes[i] += np.float64(changed[i])
             counts[i] += 1
-    return -1
+
+
+@nb.njit(inline="always", **_JIT)
+def _sa_page(y, i, c, e, p):
+    """One SA step of page i in place, unless its estimate is already ±inf (frozen: kept);
+    True if the estimate left the float64 range."""
+    yi = y[i]
+    if not np.isfinite(yi):
+        return False
+    y[i], b = _frozen_if_bad(_sa_step(yi, c, e, p), yi)
+    return b
 
 
 @nb.njit(**_JIT)
@@ -191,32 +191,22 @@ def sa_update(changed, y, p, e, frozen):
         return -1, n_bad
     n_bad = 0
     for i in range(n):
-        yi = y[i]
-        if not np.isfinite(yi):  # frozen
-            continue
-        y[i], b = _frozen_if_bad(_sa_step(yi, np.float64(changed[i]), e, p[0] if shared else p[i]), yi)
-        n_bad += b
+        n_bad += _sa_page(y, i, np.float64(changed[i]), e, p[0] if shared else p[i])
     return -1, n_bad
 
 
 @nb.njit(**_JIT)
 def sa_update_masked(changed, mask, y, counts, p, etas):
-    """One SA step on the masked pages, each with its own stepsize ``etas[k_i]``."""
-    bad = first_bad_changed(changed, mask)
-    if bad >= 0:
-        return bad, 0
+    """One SA step on the masked pages (their I checked by the caller: ``first_bad_changed``),
+    each with its own stepsize ``etas[k_i]``; returns the number of pages whose estimate left
+    the float64 range."""
     shared = p.size == 1
     n_bad = 0
     for i in range(changed.size):
-        if not mask[i]:
-            continue
-        k = _next_count(counts, i)
-        yi = y[i]
-        if not np.isfinite(yi):
-            continue
-        y[i], b = _frozen_if_bad(_sa_step(yi, np.float64(changed[i]), etas[k], p[0] if shared else p[i]), yi)
-        n_bad += b
-    return -1, n_bad
+        if mask[i]:
+            e = etas[_next_count(counts, i)]
+            n_bad += _sa_page(y, i, np.float64(changed[i]), e, p[0] if shared else p[i])
+    return n_bad
 
 
 @nb.njit(**_JIT)
@@ -241,10 +231,8 @@ def sam_update(changed, z, zp, diverged, p, e, zeta):
 
 @nb.njit(**_JIT)
 def sam_update_masked(changed, mask, z, zp, diverged, counts, p, etas, zetas):
-    """One SAM step on the masked pages (in place, each with its own k)."""
-    bad = first_bad_changed(changed, mask)
-    if bad >= 0:
-        return bad, 0
+    """One SAM step on the masked pages (in place, each with its own k; their I checked by the
+    caller: ``first_bad_changed``); returns the number of pages that newly diverged."""
     shared = p.size == 1
     n_bad = 0
     for i in range(changed.size):
@@ -262,7 +250,7 @@ def sam_update_masked(changed, mask, z, zp, diverged, counts, p, etas, zetas):
         n_bad += b
         zp[i] = zi
         z[i] = new
-    return -1, n_bad
+    return n_bad
 
 
 # --------------------------------------------------------------------------- Poisson check
@@ -441,13 +429,22 @@ def _add_local_terms(x, u, h0, h1, h2, h3):
 
 
 @nb.njit(inline="always", **_JIT_MLE)
+def _local_u(x, changed, j):
+    """u = x/(e^x − 1) of crawl j, 0 if it did not change (``changed`` None: it changed)."""
+    if changed is None:
+        return x / _em1(x)
+    return x / _em1(x) * np.float64(changed[j] != 0)
+
+
+@nb.njit(inline="always", **_JIT_MLE)
 def _local_sums(changed, tau, lo, hi, d, target, h, xs, us):
     """H and its first three derivatives in t at Δ = d(1 + t), t = 0 (the scale-free H of
     ``_rootkinds``: x u' = u(1 − x − u), x² u'' = u(x + u)(x + 2u − 2),
     x³ u‴ = u(x + u)(3(x + 2u) − x² − 6u(x + u))), in blocks of ``_CHUNK`` crawls: u of a
     block in one branch-free loop that vectorises (unchanged crawls give u = 0; a run of at most
     ``_SHORT_RUN`` crawls in one scalar loop), then the
-    sums in crawl order. ``xs`` and ``us`` (_CHUNK,) are scratch."""
+    sums in crawl order. ``xs`` and ``us`` (_CHUNK,) are scratch. ``changed`` None: every
+    crawl lo..hi−1 changed (no factor of 0/1 is applied)."""
     h0 = -d * target
     h1 = h0
     h2 = 0.0
@@ -457,13 +454,13 @@ def _local_sums(changed, tau, lo, hi, d, target, h, xs, us):
         if m <= _SHORT_RUN:  # a short run: one scalar loop (the blocked loops' set-up costs more)
             for b in range(m):
                 x = min(max(d * tau[c0 + b], _MIN_X), _LOCAL_MAX_X)
-                u = x / _em1(x) * np.float64(changed[c0 + b] != 0)
+                u = _local_u(x, changed, c0 + b)
                 h0, h1, h2, h3 = _add_local_terms(x, u, h0, h1, h2, h3)
             continue
         for b in range(m):
             x = min(max(d * tau[c0 + b], _MIN_X), _LOCAL_MAX_X)
             xs[b] = x
-            us[b] = x / _em1(x) * np.float64(changed[c0 + b] != 0)
+            us[b] = _local_u(x, changed, c0 + b)
         for b in range(m):
             x = xs[b]
             u = us[b]
@@ -479,28 +476,7 @@ def _local_sums_changed(ct, m, d, target, h, xs, us):
     """``_local_sums`` over a prefix whose m changed crawls' intervals are ``ct[:m]`` (m <= its
     size): the same sums, in the same order, without the unchanged crawls (whose terms are
     exact zeros there), so the same numbers with about a third less work."""
-    h0 = -d * target
-    h1 = h0
-    h2 = 0.0
-    h3 = 0.0
-    if m <= _SHORT_RUN:
-        for b in range(m):
-            x = min(max(d * ct[b], _MIN_X), _LOCAL_MAX_X)
-            u = x / _em1(x)
-            h0, h1, h2, h3 = _add_local_terms(x, u, h0, h1, h2, h3)
-    else:
-        for b in range(m):
-            x = min(max(d * ct[b], _MIN_X), _LOCAL_MAX_X)
-            xs[b] = x
-            us[b] = x / _em1(x)
-        for b in range(m):
-            x = xs[b]
-            u = us[b]
-            h0, h1, h2, h3 = _add_local_terms(x, u, h0, h1, h2, h3)
-    h[0] = h0
-    h[1] = h1
-    h[2] = h2
-    h[3] = h3
+    _local_sums(None, ct, 0, m, d, target, h, xs, us)
 
 
 _REVERT_LOCAL = 1e-3  # a local model's first Newton step below this: series reversion (error O(e^5)) and one step
@@ -574,17 +550,7 @@ def mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol, xs, us, pas
 def mle_local_changed(ct, m, target, point, h, local_tol, xs, us, passes=3):
     """``mle_local`` with the sums of ``_local_sums_changed`` (the prefix's m changed crawls'
     intervals in ``ct``): the same numbers."""
-    for _ in range(passes):
-        if not (point > 0.0 and np.isfinite(point)):
-            return np.nan
-        _local_sums_changed(ct, m, point, target, h, xs, us)
-        t, err = _cubic_step(h)
-        new = point * (1.0 + t)
-        if err <= local_tol:
-            _move_local_model(h, t)
-            return new
-        point = new
-    return np.nan
+    return mle_local(None, ct, 0, m, target, float(m), point, h, local_tol, xs, us, passes)
 
 
 @nb.njit(inline="always", **_JIT_MLE)
@@ -951,31 +917,29 @@ def _mle_local_call(changed, tau, lo, hi, target, n1, point, h, local_tol, xs, u
     return mle_local(changed, tau, lo, hi, target, n1, point, h, local_tol, xs, us)
 
 
+@nb.njit(inline="always", **_JIT_MLE)
+def _mle_scratch(order):
+    """The buffers of one thread's ``_mle_page`` calls: the series' coefficients (order + 1,),
+    a block of changed crawls' x = Δ_a τ, their series (order + 1, _SERIES_BLOCK), truncation
+    bounds and accumulator (``_expand``); H's derivatives (4,) and the local sums' x and u
+    (_CHUNK,) of ``mle_local``; the changed crawls' intervals (_CHUNK,) of the exact phase."""
+    return (
+        np.zeros(order + 1),
+        np.empty(_SERIES_BLOCK),
+        np.empty((order + 1, _SERIES_BLOCK)),
+        np.empty(_SERIES_BLOCK),
+        np.empty(_SERIES_BLOCK),
+        np.zeros(4),
+        np.empty(_CHUNK),
+        np.empty(_CHUNK),
+        np.empty(_CHUNK),
+    )
+
+
 @nb.njit(**_JIT_MLE)
-def _mle_page(
-    changed,
-    tau,
-    lo,
-    hi,
-    order,
-    k_exact,
-    certify,
-    tail,
-    out,
-    row,
-    write,
-    coef,
-    xs,
-    g,
-    bound,
-    acc,
-    hloc,
-    lx,
-    lu,
-    ct,
-    stats,
-):
+def _mle_page(changed, tau, lo, hi, order, k_exact, certify, tail, out, row, write, scratch, stats):
     """The MLE after every crawl of one page (crawls lo..hi−1); returns the last root.
+    ``scratch``: the buffers of :func:`_mle_scratch`.
 
     The first ``k_exact`` prefixes are solved exactly (``_mle_exact_phase``: a predictor from
     the previous root's cubic model, then ``mle_local``; ``mle_exact`` when that fails). Later prefixes are
@@ -989,6 +953,7 @@ def _mle_page(
     (``_certified``). Otherwise the prefix is solved exactly and the series is re-anchored
     at its root (O(k)).
     """
+    coef, xs, g, bound, acc, hloc, lx, lu, ct = scratch
     j0, n1, n0, target, root = _mle_exact_phase(changed, tau, lo, hi, k_exact, out, row, write, hloc, lx, lu, ct, stats)
     if j0 >= hi - lo:
         return root
@@ -1074,40 +1039,12 @@ def mle_segments(changed, tau, offsets, pages, order, k_exact, certify, out, fin
     exact = np.zeros(n_chunks, dtype=np.int64)
     anchors = np.zeros(n_chunks, dtype=np.int64)
     for ch in nb.prange(n_chunks):
-        coef = np.zeros(order + 1)
-        xs = np.empty(_SERIES_BLOCK)
-        g = np.empty((order + 1, _SERIES_BLOCK))
-        bound = np.empty(_SERIES_BLOCK)
-        acc = np.empty(_SERIES_BLOCK)
-        hloc = np.zeros(4)
-        lx = np.empty(_CHUNK)
-        lu = np.empty(_CHUNK)
-        ct = np.empty(_CHUNK)
+        scratch = _mle_scratch(order)
         st = np.zeros(2, dtype=np.int64)
         for r in range(ch * n // n_chunks, (ch + 1) * n // n_chunks):
             i = pages[r]
             final[r] = _mle_page(
-                changed,
-                tau,
-                offsets[i],
-                offsets[i + 1],
-                order,
-                k_exact,
-                certify,
-                tail,
-                out,
-                r,
-                write,
-                coef,
-                xs,
-                g,
-                bound,
-                acc,
-                hloc,
-                lx,
-                lu,
-                ct,
-                st,
+                changed, tau, offsets[i], offsets[i + 1], order, k_exact, certify, tail, out, r, write, scratch, st
             )
         exact[ch] = st[0]
         anchors[ch] = st[1]

@@ -220,19 +220,17 @@ class SAEstimator(StreamingEstimator):
     def _update_checked(self, changed, interval, mask):
         from . import _kernels  # numba kernels: loaded on first use, nothing compiled at import
 
-        arr = self._check_changed_array(changed)
-        self._check_interval(interval, mask)
+        arr = self._kernel_input(changed, interval, mask)
         if mask is None:
             eta_k = float(stepsize_at(self.eta, self.n_crawls_))
             bad, n_over = _kernels.sa_update(arr.reshape(-1), self._y.reshape(-1), self._p_run, eta_k, self._frozen)
+            if bad >= 0:
+                self._raise_bad_changed(arr, bad)
         else:
-            self._start_counts()
             need = int(self.counts_.max()) + 1
             if self._etas.size < need:
                 self._etas = np.ascontiguousarray(stepsizes(self.eta, max(need, 2 * self._etas.size)))
-            bad, n_over = _kernels.sa_update_masked(arr, mask, self._y, self.counts_, self._p_run, self._etas)
-        if bad >= 0:
-            self._raise_bad_changed(arr, bad)
+            n_over = _kernels.sa_update_masked(arr, mask, self._y, self.counts_, self._p_run, self._etas)
         if n_over:
             self._frozen = True
             warn_overflow(n_over, self._y.size, stacklevel=3)

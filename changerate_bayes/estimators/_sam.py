@@ -255,8 +255,7 @@ class SAMEstimator(StreamingEstimator):
     def _update_checked(self, changed, interval, mask):
         from . import _kernels  # numba kernels: loaded on first use, nothing compiled at import
 
-        arr = self._check_changed_array(changed)
-        self._check_interval(interval, mask)
+        arr = self._kernel_input(changed, interval, mask)
         if mask is None:
             k = self.n_crawls_
             eta_k = float(stepsize_at(self.eta, k))
@@ -271,20 +270,18 @@ class SAMEstimator(StreamingEstimator):
                 eta_k,
                 zeta_k,
             )
-            if bad < 0:
-                self._zp, self._z = self._z, self._zp
+            if bad >= 0:
+                self._raise_bad_changed(arr, bad)
+            self._zp, self._z = self._z, self._zp
         else:
-            self._start_counts()
             need = int(self.counts_.max()) + 1
             if self._etas.size < need:
                 size = max(need, 2 * self._etas.size)
                 self._etas = np.ascontiguousarray(stepsizes(self.eta, size))
                 self._zetas = np.ascontiguousarray(momenta(self.eta, self.beta, self.omega, size))
-            bad, n_new = _kernels.sam_update_masked(
+            n_new = _kernels.sam_update_masked(
                 arr, mask, self._z, self._zp, self.diverged_, self.counts_, self._p_run, self._etas, self._zetas
             )
-        if bad >= 0:
-            self._raise_bad_changed(arr, bad)
         if n_new:
             warn_divergence(n_new, self.eta, self.beta, self.omega, stacklevel=4, n_total=self.diverged_.size)
 

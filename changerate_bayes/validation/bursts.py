@@ -52,14 +52,12 @@ from changerate_bayes.dynamic import DEFAULT_SIGMAS
 from changerate_bayes.report import html_table, verdict_html
 from changerate_bayes.traces import load_trace
 from changerate_bayes.validation.prequential import (
-    BURN_IN,
     GRID,
     PRIOR_SD,
     _plug_in,
     _prior,
-    block_bootstrap_diff,
+    method_scores,
     ota_history,
-    scores,
     trace_histories,
 )
 
@@ -166,24 +164,9 @@ def _params_record(fit) -> dict:
 
 
 def _score(label, changed, tau, mask, preds, n_boot, gen) -> dict:
-    sc = {m: scores(preds[m], changed, mask) for m in METHODS}
-    mean = {m: (float(np.nanmean(sc[m][0])), float(np.nanmean(sc[m][1]))) for m in METHODS}
-    winner = max(METHODS, key=lambda m: mean[m][0])
-    rows = []
-    for m in METHODS:
-        lo, hi = block_bootstrap_diff(sc[m][0] - sc["dynamic"][0], n_boot, gen)
-        rows.append(
-            {
-                "method": m,
-                "log_score": mean[m][0],
-                "brier": mean[m][1],
-                "diff_vs_dynamic": mean[m][0] - mean["dynamic"][0],
-                "ci_low": lo,
-                "ci_high": hi,
-            }
-        )
-    use = mask.copy()
-    use[:, :BURN_IN] = False
+    rows, winner, _, use = method_scores(
+        changed, mask, preds, METHODS, n_boot, gen, baseline="dynamic", diff_key="diff_vs_dynamic"
+    )
     return {
         "label": label,
         "n_rows": int(changed.shape[0]),

@@ -176,6 +176,38 @@ def block_bootstrap_diff(diff: np.ndarray, n_boot: int, rng, block: int | None =
     return float(lo), float(hi)
 
 
+def method_scores(changed, mask, preds, methods, n_boot, rng, *, baseline, diff_key):
+    """Each method's mean one-step log and Brier scores (``scores``), against a baseline.
+
+    ``baseline`` is a method, or a tuple of methods (then the best of them by mean log
+    score). Returns (rows: per method its means, its difference in mean log score from the
+    baseline under ``diff_key`` and that difference's 95% moving-block bootstrap interval,
+    ``n_boot`` resamples drawn from ``rng`` method after method; the winner by mean log
+    score; the baseline; the scored cells: ``mask`` after the burn-in).
+    """
+    sc = {m: scores(preds[m], changed, mask) for m in methods}
+    mean = {m: (float(np.nanmean(sc[m][0])), float(np.nanmean(sc[m][1]))) for m in methods}
+    if not isinstance(baseline, str):
+        baseline = max(baseline, key=lambda m: mean[m][0])
+    winner = max(methods, key=lambda m: mean[m][0])
+    rows = []
+    for m in methods:
+        lo, hi = block_bootstrap_diff(sc[m][0] - sc[baseline][0], n_boot, rng)
+        rows.append(
+            {
+                "method": m,
+                "log_score": mean[m][0],
+                "brier": mean[m][1],
+                diff_key: mean[m][0] - mean[baseline][0],
+                "ci_low": lo,
+                "ci_high": hi,
+            }
+        )
+    use = mask.copy()
+    use[:, :BURN_IN] = False
+    return rows, winner, baseline, use
+
+
 def reliability(p: np.ndarray, changed: np.ndarray, use: np.ndarray, n_bins: int = 10) -> list[dict]:
     """Mean predicted vs observed frequency in bins of equal width in log-odds-spaced edges."""
     edges = np.array([0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 1.0])
@@ -237,25 +269,9 @@ def ota_history(max_visits):
 def _score_block(label, changed, tau, mask, n_boot, gen):
     pred = predictions(changed, tau)
     weights = pred.pop("_sigma_weights")
-    sc = {m: scores(pred[m], changed, mask) for m in METHODS}
-    mean = {m: (float(np.nanmean(sc[m][0])), float(np.nanmean(sc[m][1]))) for m in METHODS}
-    best_online = max(ONLINE, key=lambda m: mean[m][0])
-    winner = max(METHODS, key=lambda m: mean[m][0])
-    rows = []
-    for m in METHODS:
-        lo, hi = block_bootstrap_diff(sc[m][0] - sc[best_online][0], n_boot, gen)
-        rows.append(
-            {
-                "method": m,
-                "log_score": mean[m][0],
-                "brier": mean[m][1],
-                "diff_vs_best_online": mean[m][0] - mean[best_online][0],
-                "ci_low": lo,
-                "ci_high": hi,
-            }
-        )
-    use = mask.copy()
-    use[:, :BURN_IN] = False
+    rows, winner, best_online, use = method_scores(
+        changed, mask, pred, METHODS, n_boot, gen, baseline=ONLINE, diff_key="diff_vs_best_online"
+    )
     rel = {m: reliability(pred[m], changed, use) for m in ("dynamic", "static", "sa_0.5", "discounted", "mle")}
 
     return {
