@@ -84,7 +84,8 @@ def allocate_crawls(
     I_i, where its freshness index w_i E[ν_Δ(I)] reaches a price λ, ν_Δ(t) =
     (1 − e^{−Δt}(1 + Δt))/Δ averaged over the page's posterior, and λ is such that
     Σ_i 1/I_i = budget (:func:`~changerate_bayes.scheduling.index_crawl_intervals`: each
-    I_i and λ exact to rounding; intervals are sought from 1e-4 to 1e5 days).
+    I_i and λ exact to rounding up to 65,536 pages, and above each page's index at I_i
+    within 2e-8 relative of λ; intervals are sought from 1e-4 to 1e5 days).
     ``policy="uniform"`` is round robin (every interval N/B).
     ``policy="plug_in"`` is :func:`changerate_bayes.scheduling.optimal_crawl_rates` of the
     posterior means (``objective``), the allocation of earlier versions, which the replay
