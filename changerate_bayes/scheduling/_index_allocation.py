@@ -385,14 +385,14 @@ def index_crawl_intervals(
     n = d.size
     if n == 0:
         return IndexIntervals(np.zeros(0), float("nan"), 0)
-    dead = (d == 0.0) | (w == 0.0)
-    if dead.all():  # no page gains from a crawl: the index is t for every page, round robin
+    dead = d == 0.0 if weights is None else (d == 0.0) | (w == 0.0)
+    n_dead = int(dead.sum())
+    if n_dead == n:  # no page gains from a crawl: the index is t for every page, round robin
         return IndexIntervals(np.full(n, n / budget), n / budget, 0)
     with np.errstate(divide="ignore"):
         m = np.log(d)
-        b = m - np.log(w)  # c_i = log λ + b_i
+        b = m.copy() if weights is None else m - np.log(w)  # c_i = log λ + b_i (log 1 = 0)
     inv_cap = 1.0 / cap
-    n_dead = int(dead.sum())
     live_budget = budget - n_dead * inv_cap
     ulo = np.log(t_min) + m
     utop = min(np.log(cap), np.log(t_max)) + m
@@ -403,7 +403,7 @@ def index_crawl_intervals(
     state = np.zeros(n, dtype=np.int8)
     u = np.zeros(n)
     arrays = (m, s, b, dead, ulo, utop, u, k1, k2, state)
-    n_live = int(live.sum())
+    n_live = n - n_dead
     large = n_live > _TABLE_ABOVE
     if large:  # the price of a sample of the pages first, then every root on the table of K
         state[live] = _COLD
@@ -435,7 +435,7 @@ def index_crawl_intervals(
             inv[moved] = np.maximum(inv_lo[moved] * (rest / inv_lo[moved].sum()), inv_cap)
         with np.errstate(divide="ignore"):  # M = inf: 1/I = 0
             return IndexIntervals(1.0 / inv, float(np.exp(z)), steps)
-    intervals = np.exp(u - m)
+    intervals = np.exp(np.subtract(u, m, out=k1), out=k1)  # (k1 no longer needed)
     intervals[state == 1] = t_min
     intervals[(state == 2) | dead] = cap
     return IndexIntervals(intervals, float(np.exp(z)), steps)
