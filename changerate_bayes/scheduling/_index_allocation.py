@@ -82,14 +82,14 @@ every page still searching, then the next), so the steps of different pages over
 Cost. Each evaluation of K is one exponential per node (16 for a log-normal page, 1 for a
 point mass; the node loop is branch-free, e^{−x} a polynomial, so it runs in SIMD lanes),
 8 more, e^{sξ_q}, per page and price; an interpolation in the table is 72 numbers read and
-no exponential (about 23 ns). Without the table (up to 65,536 live pages) a root takes 3.6
-evaluations of K at the first price and about one at the next. On 10^6 pages (the benchmark
-``bench_allocate``; one thread, CPU time): the sample 0.004 s; 1.9 interpolations a page at
-its price (0.09 s), about one at the next (0.05 s), then two passes of Taylor moves (0.013 s
-each); the rest of ``allocate_crawls`` (checks, the posterior's log-normal, copies, the
-revisit bound) 0.05 s. Tiles of 2,048 pages run on all cores (above 65,536 pages), their sums
-added in tile order (the same result for any number of threads); 8 arrays of N floats (no
-temporary of N × nodes) and the table.
+no exponential (about 23 ns). On 10^6 pages (the benchmark ``bench_allocate``; CPU time of
+one thread, medians, with other work on both cores): the sample 0.004 s; 1.97
+interpolations a page at its price (0.09 s), 0.96 at the next (0.053 s), then two passes of
+Taylor moves (0.013 s each, no interpolation); the rest of ``allocate_crawls`` (checks, the
+posterior's log-normal, copies, the revisit bound) 0.04 s: 0.22 s in all, against 0.40 s
+when one exact evaluation of K a page ended each root. Tiles of 2,048 pages run on all cores
+above 65,536 pages, their sums added in tile order (the same result for any number of
+threads); 8 arrays of N floats (no temporary of N × nodes) and the table.
 """
 
 from __future__ import annotations

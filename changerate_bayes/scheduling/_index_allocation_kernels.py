@@ -501,6 +501,13 @@ def _spend_pages(
 
 
 @numba.njit(**_JIT)
+def _k_exact(x, si, xi, a, a_one, xi_e):
+    """K, K', K'' at u = ``x`` for a page of log-sd ``si`` (its nodes' scales into ``xi_e``)."""
+    nn, ww = _nodes(si, xi, a, a_one, xi_e)
+    return _k(x, nn, xi_e, ww)
+
+
+@numba.njit(**_JIT)
 def _table_pages(
     start, stop, z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab, hs, u0, hu, du_max
 ):
@@ -616,8 +623,7 @@ def _table_pages(
             if si <= s_tab and x >= u0 and x <= u_tab:
                 k, g1, g2 = _k_table(x, si, tab, hs, u0, hu)
             else:
-                nn, ww = _nodes(si, xi, a, a_one, xi_e)
-                k, g1, g2 = _k(x, nn, xi_e, ww)
+                k, g1, g2 = _k_exact(x, si, xi, a, a_one, xi_e)
                 n_eval += 1
             f = k - c
             st = -1  # searching
