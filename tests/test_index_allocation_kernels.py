@@ -117,6 +117,8 @@ def test_the_tables_roots_meet_their_condition_within_its_bound():
         table, u_t, k1_t, state_t = _solve(kernels["tiles"], z, pages, *_table_args())
         assert table[2] < exact[2] * np.mean(s > 2) * 1.5  # exact steps: pages of s > 2 (mostly)
         inside = (state_t == 0) & (state == 0)
+        wide = inside & (s > 2)  # they end on K itself
+        assert np.abs(_k_of_pages(s[wide], u_t[wide]) - (z + b[wide])).max() <= 1e-11
         assert inside.sum() > 2500
         k_at = _k_of_pages(s[inside], u_t[inside])
         assert np.abs(k_at - (z + b[inside])).max() <= ia.TABLE_ERROR
@@ -146,12 +148,16 @@ def test_a_cold_start_ends_its_roots_at_the_next_call():
         if cold:
             rough = state == ia._ROUGH
             assert rough.mean() > 0.3 and not (state == ia._COLD).any()
-            assert not rough[s > 2].any()  # beyond the table: the exact search, to the end
+            assert rough[s > 2].any()  # pages of 2 < s <= 4 start on the table too
             out = kernel(-1.0, 0.0, m, s, b, dead, ulo, utop, 1e-3, XI, A, 1.0, u, k1, k2, state, *_table_args())
         runs.append((out, u.copy(), state.copy()))
     np.testing.assert_array_equal(runs[0][2], runs[1][2])
     np.testing.assert_allclose(runs[1][1], runs[0][1], rtol=0, atol=1e-10)
     assert runs[1][0][0] == pytest.approx(runs[0][0][0], rel=1e-10)
+    # the pages of s > 2 end on K itself: the exact kernel's roots
+    exact = _solve(ia._kernels()["spend"], -1.0, pages)
+    wide = (s > 2) & (exact[3] == 0)
+    np.testing.assert_allclose(runs[1][1][wide], exact[1][wide], rtol=0, atol=1e-12)
 
 
 def test_the_result_does_not_depend_on_the_number_of_threads():

@@ -60,24 +60,26 @@ from the small-t bound of K: with every u = (c − s²/2 + log 2)/2, S(e^z) = e^
 M > t_max), or the pages whose index is flat at their interval to rounding (Δ I beyond
 about 20) are not resolved by any float λ, and share what the others leave of B.
 
-Large collections. With more than 65,536 live pages the roots are those of an interpolant
-of K (each to about 1e-11 in K), and the search runs first on 16,384 of
+Large collections. With more than 65,536 live pages the roots of pages of s <= 2 are those
+of an interpolant of K (each to about 1e-11 in K), and the search runs first on 16,384 of
 the pages (every k-th, the budget scaled by their share), whose price (within about 1e-2 of
-the last) starts the search on all. The table holds K, K' and K'' (exact) at s = j/40 <= 2
-and u = −30 + k/10, |u| <= 30 (84 × 601 points, built once per process, 1.2 MB, about 10
+the last) starts the search on all. The table holds K, K' and K'' (exact) at s = j/40 <= 4
+and u = −30 + k/10, |u| <= 30 (165 × 601 points, built once per process, 2.4 MB, about 20
 ms); the interpolant is of degree 5 in s (Lagrange, six rows) and quintic Hermite in u
-(K, K', K'' at both ends of the cell). It is within 2e-8 of K (1.35e-8 on a grid of
-1,600 × 8,200 points, near s = 2; 5e-9 for s <= 1.5), so each page's index at the interval
-returned is within 2e-8 relative of the price, w E[ν_Δ(I_i)] = λ (1 ± 2e-8), and its
-interval within 2e-8/K' relative of the exact one at that price (K' = d log g/d log t at
-the root; 0.05 or more for all but nearly flat pages); the budget equation holds to rounding
-on the intervals returned, and the price is within about 1e-10 of the exact search's. A
-page of s > 2, or a root outside |u| <= 30, is solved exactly. The first price starts each
-root on the small-t bound and ends it at a Halley step below 1e-2; at the next price each
-is moved by the Taylor series and ends at a step below 3e-5 (the error after it, O(step³),
-below 1e-11 in K where K' is not small); then roots moved by δ <= 1e-5 are moved by the
-series alone (O(δ³)). The Halley steps of a tile's pages are taken in sweeps (one step of
-every page still searching, then the next), so the steps of different pages overlap.
+(K, K', K'' at both ends of the cell). For s <= 2 it is within 2e-8 of K (1.35e-8 on a
+grid of 1,600 × 8,200 points, near s = 2; 5e-9 for s <= 1.5), so each page's index at the
+interval returned is within 2e-8 relative of the price, w E[ν_Δ(I_i)] = λ (1 ± 2e-8), and
+its interval within 2e-8/K' relative of the exact one at that price (K' = d log g/d log t
+at the root; 0.05 or more for all but nearly flat pages); the budget equation holds to
+rounding on the intervals returned, and the price is within about 1e-10 of the exact
+search's. A page of 2 < s <= 4 starts its root on the interpolant (within 2e-7 of K) and
+ends it on K itself (one evaluation; then Taylor moves), a page of s > 4 or a root outside
+|u| <= 30 is solved on K. The first price starts each root on the small-t bound and ends it
+at a Halley step below 1e-2; at the next price each is moved by the Taylor series and ends
+at a step below 3e-5 (the error after it, O(step³), below 1e-11 in K where K' is not
+small); then roots moved by δ <= 1e-5 are moved by the series alone (O(δ³)). The Halley
+steps of a tile's pages are taken in sweeps (one step of every page still searching, then
+the next), so the steps of different pages overlap.
 
 Cost. Each evaluation of K is one exponential per node (16 for a log-normal page, 1 for a
 point mass; the node loop is branch-free, e^{−x} a polynomial, so it runs in SIMD lanes),
@@ -124,11 +126,12 @@ def _kernels() -> dict:
     return _KERNELS
 
 
-#: The table of K that solves the roots on large collections: s = j h_s (h_s = 0.025; pages of
-#: s <= 2 use it), u = −30 + k h_u (h_u = 0.1, |u| <= 30); 84 × 601 triples (K, h_u K', h_u² K''),
-#: 1.2 MB. Its interpolant is within 2e-8 of K (1.35e-8 on a grid of 1,600 × 8,200 points).
+#: The table of K that solves the roots on large collections: s = j h_s (h_s = 0.025, s <= 4),
+#: u = −30 + k h_u (h_u = 0.1, |u| <= 30); 165 × 601 triples (K, h_u K', h_u² K''), 2.4 MB.
+#: Its interpolant is within 2e-8 of K for s <= 2 (1.35e-8 on a grid of 1,600 × 8,200 points),
+#: where the roots end on it; wider pages end theirs on K itself.
 _TABLE_HS, _TABLE_U0, _TABLE_HU = 0.025, -30.0, 0.1
-_TABLE_NS, _TABLE_NU = 84, 601
+_TABLE_NS, _TABLE_NU = 165, 601
 #: |interpolant − K| at most, for s <= 2 and |u| <= 30 (tested)
 TABLE_ERROR = 2e-8
 
@@ -357,7 +360,7 @@ def index_crawl_intervals(
     once per process): each page's index at its interval is within 2e-8 relative of the
     price, w_i E[ν_Δ(I_i)] = λ (1 ± 2e-8), so each interval is within 2e-8/K' relative of the
     exact one, K' = d log(index)/d log t at it (0.05 or more for all but nearly flat
-    pages); pages of ``log_sd`` > 2 are solved exactly. It is the allocation
+    pages); pages of ``log_sd`` > 2 end their roots on the index itself. It is the allocation
     :func:`changerate_bayes.crawllog.allocate_crawls` makes with ``policy="index_mean"``.
 
     References

@@ -32,6 +32,9 @@ _FLAT_ABOVE = 45.0
 #: A Halley step on the table's interpolant below this ends the root (the error after it,
 #: O(step³) relative to the curvature, is below 1e-11 in K where the slope K' is not small)
 TABLE_STEP = 3e-5
+#: Pages of s up to this end their roots on the table's interpolant (within 2e-8 of K there);
+#: wider ones (to the table's last rows, s <= 4) start on it and end on K itself
+TABLE_EXACT_BELOW = 2.0
 #: ``state`` of a page with no root yet: the next call starts it on the small-t bound
 COLD = 4
 #: ``state`` of a root ended by a Halley step below ROUGH_STEP, from a start on the small-t
@@ -620,9 +623,9 @@ def _table_pages(
             bot = ulo[i]
             top = utop[i]
             si = s[i]
-            if si <= s_tab and x >= u0 and x <= u_tab:
+            if si <= s_tab and x >= u0 and x <= u_tab and (si <= TABLE_EXACT_BELOW or ptol[r] == ROUGH_STEP):
                 k, g1, g2 = _k_table(x, si, tab, hs, u0, hu)
-            else:
+            else:  # outside the table, or a root of s > 2 ended on K itself
                 k, g1, g2 = _k_exact(x, si, xi, a, a_one, xi_e)
                 n_eval += 1
             f = k - c
