@@ -394,7 +394,7 @@ def index_crawl_intervals(
         return IndexIntervals(np.full(n, n / budget), n / budget, 0)
     with np.errstate(divide="ignore"):
         m = np.log(d)
-        b = m.copy() if weights is None else m - np.log(w)  # c_i = log λ + b_i (log 1 = 0)
+        b = m if weights is None else m - np.log(w)  # c_i = log λ + b_i (log 1 = 0; read only)
     inv_cap = 1.0 / cap
     live_budget = budget - n_dead * inv_cap
     ulo = np.log(t_min) + m
