@@ -306,9 +306,12 @@ def test_allocate_crawls_index_table_of_a_page_table():
     assert out.attrs["price"] == pytest.approx(lam, rel=1e-9)
 
 
-def test_a_large_collection_starts_from_a_sample_and_is_still_exact(monkeypatch):
-    # above 4 × 16,384 live pages the price of a sample starts the search: the intervals are
-    # those of the search without it, and each solves its own condition at the price
+def test_a_large_collection_is_solved_on_the_table_within_its_bound(monkeypatch):
+    # above 4 × 16,384 live pages the roots are solved on the table's interpolant of K (from the
+    # price of a sample): the budget is spent to rounding on the intervals returned, and each
+    # page's index at its interval is within the table's bound (2e-8 relative) of the price;
+    # against the exact search of the same pages (the price to ~1e-10, each interval to
+    # 2e-8/K' relative) and brentq on the definition for a few pages
     import changerate_bayes.scheduling._index_allocation as mod
 
     rng = np.random.default_rng(11)
@@ -318,10 +321,27 @@ def test_a_large_collection_starts_from_a_sample_and_is_still_exact(monkeypatch)
     budget = 3.0 * rate.sum()
     cap = 4.0 * n / budget
     got = index_crawl_intervals(rate, sd, budget, max_interval=cap)
-    monkeypatch.setattr(mod, "_SAMPLE", n)
+    monkeypatch.setattr(mod, "_TABLE_ABOVE", n)
     plain = index_crawl_intervals(rate, sd, budget, max_interval=cap)
-    np.testing.assert_allclose(got.intervals, plain.intervals, rtol=1e-12)
     assert np.sum(1.0 / got.intervals) == pytest.approx(budget, rel=1e-13)
-    for i in rng.choice(n, 8, replace=False):
+    assert got.price == pytest.approx(plain.price, rel=1e-9)
+    # K' = d log(index)/d log t at each exact interval (interior pages), by a central difference
+    inside = (plain.intervals > 1e-4 * (1 + 1e-12)) & (plain.intervals < cap * (1 - 1e-12))
+    pick = rng.choice(np.flatnonzero(inside), 300, replace=False)
+    slope = np.array(
+        [
+            (math.log(_index(rate[i], sd[i], 1.0, plain.intervals[i] * 1.0001))
+             - math.log(_index(rate[i], sd[i], 1.0, plain.intervals[i] / 1.0001))) / (2 * math.log(1.0001))
+            for i in pick
+        ]
+    )  # fmt: skip
+    lam_gap = abs(math.log(got.price / plain.price))
+    err = np.abs(np.log(got.intervals[pick] / plain.intervals[pick]))
+    assert np.all(err <= (2e-8 + lam_gap) / slope * 1.01 + 1e-12)
+    for i in pick[:40]:  # the condition itself at the interval returned: index = λ (1 ± 2e-8)
+        assert _index(rate[i], sd[i], 1.0, got.intervals[i]) == pytest.approx(got.price, rel=2e-8)
+    for k, i in enumerate(pick[:6]):
         want = _interval(rate[i], sd[i], 1.0, got.price, 1e-4, 1e5, cap)
-        assert got.intervals[i] == pytest.approx(want, rel=1e-9)
+        assert got.intervals[i] == pytest.approx(want, rel=2e-8 / slope[k] * 1.01 + 1e-12)
+    # the pages at the bounds are the same
+    np.testing.assert_array_equal(got.intervals >= cap * (1 - 1e-12), plain.intervals >= cap * (1 - 1e-12))

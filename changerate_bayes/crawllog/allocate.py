@@ -84,7 +84,8 @@ def allocate_crawls(
     I_i, where its freshness index w_i E[ν_Δ(I)] reaches a price λ, ν_Δ(t) =
     (1 − e^{−Δt}(1 + Δt))/Δ averaged over the page's posterior, and λ is such that
     Σ_i 1/I_i = budget (:func:`~changerate_bayes.scheduling.index_crawl_intervals`: each
-    I_i and λ exact to rounding; intervals are sought from 1e-4 to 1e5 days).
+    I_i and λ exact to rounding up to 65,536 pages, and above each page's index at I_i
+    within 2e-8 relative of λ; intervals are sought from 1e-4 to 1e5 days).
     ``policy="uniform"`` is round robin (every interval N/B).
     ``policy="plug_in"`` is :func:`changerate_bayes.scheduling.optimal_crawl_rates` of the
     posterior means (``objective``), the allocation of earlier versions, which the replay
@@ -217,7 +218,7 @@ def allocate_crawls(
             )
     n = len(table)
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    if w.shape != (n,) or not (np.isfinite(w).all() and (w >= 0).all()):
+    if weights is not None and (w.shape != (n,) or not (np.isfinite(w).all() and (w >= 0).all())):
         raise ValueError(f"`weights` must be {n} finite values >= 0 (one per row); got shape {w.shape}")
     mean = table["posterior_mean"].to_numpy(dtype=np.float64)
     bad = ~(np.isfinite(mean) & (mean >= 0))
@@ -276,7 +277,9 @@ def allocate_crawls(
         extra = {}
     else:
         median, sd = _lognormal_posterior(table, mean)
-        found = index_crawl_intervals(median, sd, budget, weights=w, max_interval=cap, interval_range=_INTERVAL_RANGE)
+        found = index_crawl_intervals(
+            median, sd, budget, weights=None if weights is None else w, max_interval=cap, interval_range=_INTERVAL_RANGE
+        )
         intervals, price = found.intervals, found.price
         bound = intervals >= cap * (1.0 - 1e-12)
         # a page whose index saturates below the price drops to the bound at one price: the spend
@@ -306,9 +309,15 @@ def _lognormal_posterior(table: pd.DataFrame, mean: np.ndarray) -> tuple[np.ndar
     lo = table["posterior_lower"].to_numpy(dtype=np.float64) if "posterior_lower" in table else mean
     hi = table["posterior_upper"].to_numpy(dtype=np.float64) if "posterior_upper" in table else mean
     ok = np.isfinite(lo) & np.isfinite(hi) & (lo > 0) & (hi > lo)
-    log_lo, log_hi = np.log(np.where(ok, lo, 1.0)), np.log(np.where(ok, hi, 1.0))
-    sd = (log_hi - log_lo) / (2.0 * norm.ppf(0.5 + 0.5 * float(table.attrs.get("level", 0.9))))
-    median = np.where(ok, np.exp(0.5 * (log_lo + log_hi)), mean)
+    log_lo, log_hi = np.where(ok, lo, 1.0), np.where(ok, hi, 1.0)
+    np.log(log_lo, out=log_lo)
+    np.log(log_hi, out=log_hi)
+    sd = np.subtract(log_hi, log_lo)
+    sd /= 2.0 * norm.ppf(0.5 + 0.5 * float(table.attrs.get("level", 0.9)))
+    median = np.add(log_lo, log_hi, out=log_lo)
+    median *= 0.5
+    np.exp(median, out=median)
+    np.copyto(median, mean, where=~ok)
     return median, sd
 
 

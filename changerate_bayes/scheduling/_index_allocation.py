@@ -55,34 +55,43 @@ last one moved by the inverse function's Taylor series, u + δ − K''δ²/(2K')
 (error O(δ³)); a root moved by δ <= 1e-5 is moved by that series alone, and a page at a
 bound keeps K there to know without evaluation whether it stays. The first price comes
 from the small-t bound of K: with every u = (c − s²/2 + log 2)/2, S(e^z) = e^{−z/2}
-Σ_i e^{(m_i + log w_i + s_i²/2 − log 2)/2}; with more than 65,536 pages, the search runs
-first on 16,384 of them (every k-th, the budget scaled by their share), and its price
-starts the search on all. There the search runs first on an interpolant of K: a table of K
-and K' (exact) at s = j/40 <= 4 and u = −30 + k/10, |u| <= 30, built once per process,
-cubic in s over four rows and cubic Hermite in u: where K' > 0.05, 99% of its roots are
-within 2e-6 of the exact ones and all within 2e-5 (a root outside the table, or of s > 4,
-is solved exactly there too); its price is found to 1e-10, with roots moved by the Taylor
-series above for δ <= 2e-2 (the error, O(δ³), is left to the evaluation that ends each
-root). Each root then starts from the interpolant's, and one Halley step (one evaluation)
-ends it where the table holds. The search ends when S is within 2e-15 of B (relative), or
-the bracket is below 4 ulp of z: S jumps there (a page leaving t_max for M when
+Σ_i e^{(m_i + log w_i + s_i²/2 − log 2)/2}. The search ends when S is within 2e-15 of B
+(relative), or the bracket is below 4 ulp of z: S jumps there (a page leaving t_max for M when
 M > t_max), or the pages whose index is flat at their interval to rounding (Δ I beyond
 about 20) are not resolved by any float λ, and share what the others leave of B.
 
+Large collections. With more than 65,536 live pages the roots of pages of s <= 2 are those
+of an interpolant of K (each to about 1e-11 in K), and the search runs first on 16,384 of
+the pages (every k-th, the budget scaled by their share), whose price (within about 1e-2 of
+the last) starts the search on all. The table holds K, K' and K'' (exact) at s = j/40 <= 4
+and u = −30 + k/10, |u| <= 30 (165 × 601 points, built once per process, 2.4 MB, about 20
+ms); the interpolant is of degree 5 in s (Lagrange, six rows) and quintic Hermite in u
+(K, K', K'' at both ends of the cell). For s <= 2 it is within 2e-8 of K (1.35e-8 on a
+grid of 1,600 × 8,200 points, near s = 2; 5e-9 for s <= 1.5), so each page's index at the
+interval returned is within 2e-8 relative of the price, w E[ν_Δ(I_i)] = λ (1 ± 2e-8), and
+its interval within 2e-8/K' relative of the exact one at that price (K' = d log g/d log t
+at the root; 0.05 or more for all but nearly flat pages); the budget equation holds to
+rounding on the intervals returned, and the price is within about 1e-10 of the exact
+search's. A page of 2 < s <= 4 starts its root on the interpolant (within 2e-7 of K) and
+ends it on K itself (one evaluation; then Taylor moves), a page of s > 4 or a root outside
+|u| <= 30 is solved on K. The first price starts each root on the small-t bound and ends it
+at a Halley step below 1e-2; at the next price each is moved by the Taylor series and ends
+at a step below 3e-5 (the error after it, O(step³), below 1e-11 in K where K' is not
+small); then roots moved by δ <= 1e-5 are moved by the series alone (O(δ³)). The Halley
+steps of a tile's pages are taken in sweeps (one step of every page still searching, then
+the next), so the steps of different pages overlap.
+
 Cost. Each evaluation of K is one exponential per node (16 for a log-normal page, 1 for a
 point mass; the node loop is branch-free, e^{−x} a polynomial, so it runs in SIMD lanes),
-8 more, e^{sξ_q}, per page and price; an interpolation in the table is 32 numbers read and
-no exponential. On 10^6 pages (the benchmark ``bench_allocate``): 2.6 interpolations a
-page at the sample's price and 0.001 at the next, 1.0002 evaluations of K a page at the
-final price, then none (3.6 evaluations a page without the table). Tiles of 2,048 pages run on all
-cores, their sums added in tile order (the same result for any number of threads). 8
-arrays of N floats (no temporary of N × nodes) and the table (1.6 MB, built in about 50
-ms). Measured on 2 cores shared with other work (load 3.6), one thread, medians of 5:
-the evaluation pass 0.18 s, the table's passes 0.14 s, the Taylor passes 0.01 s, the
-sample 0.02 s, the rest of ``allocate_crawls`` 0.06 s (0.42 s in all); the plug-in
-water-filling of the same pages 0.033 s. One evaluation of K a page is the floor of a
-schedule exact to rounding: 5.5 times the water-filling by itself.
-(With other work on both cores a second thread does not pay: 0.54 s against 0.42 s.)
+8 more, e^{sξ_q}, per page and price; an interpolation in the table is 72 numbers read and
+no exponential (about 23 ns). On 10^6 pages (the benchmark ``bench_allocate``; CPU time of
+one thread, medians, with other work on both cores): the sample 0.004 s; 1.97
+interpolations a page at its price (0.09 s), 0.96 at the next (0.053 s), then two passes of
+Taylor moves (0.013 s each, no interpolation); the rest of ``allocate_crawls`` (checks, the
+posterior's log-normal, copies, the revisit bound) 0.04 s: 0.22 s in all, against 0.40 s
+when one exact evaluation of K a page ended each root. Tiles of 2,048 pages run on all cores
+above 65,536 pages, their sums added in tile order (the same result for any number of
+threads); 8 arrays of N floats (no temporary of N × nodes) and the table.
 """
 
 from __future__ import annotations
@@ -112,17 +121,23 @@ def _kernels() -> dict:
         _KERNELS["spend"] = k.spend_kernel
         _KERNELS["tiles"] = k.spend_tiles
         _KERNELS["table"] = k.k_table
+        _KERNELS["serial"] = k._spend_serial
+        _KERNELS["parallel_above"] = k.PARALLEL_ABOVE
     return _KERNELS
 
 
-#: The table of K that starts each root on large collections: s = j h_s (h_s = 0.025, s <= 4),
-#: u = −30 + k h_u (h_u = 0.1, |u| <= 30); 164 × 601 pairs (K, K'), 1.6 MB.
+#: The table of K that solves the roots on large collections: s = j h_s (h_s = 0.025, s <= 4),
+#: u = −30 + k h_u (h_u = 0.1, |u| <= 30); 165 × 601 triples (K, h_u K', h_u² K''), 2.4 MB.
+#: Its interpolant is within 2e-8 of K for s <= 2 (1.35e-8 on a grid of 1,600 × 8,200 points),
+#: where the roots end on it; wider pages end theirs on K itself.
 _TABLE_HS, _TABLE_U0, _TABLE_HU = 0.025, -30.0, 0.1
-_TABLE_NS, _TABLE_NU = 164, 601
+_TABLE_NS, _TABLE_NU = 165, 601
+#: |interpolant − K| at most, for s <= 2 and |u| <= 30 (tested)
+TABLE_ERROR = 2e-8
 
 
-def _table() -> tuple[np.ndarray, np.ndarray]:
-    """The table of K and K' (exact), built on first use and kept for the process."""
+def _table() -> np.ndarray:
+    """The table of K, K' and K'' (exact), built on first use and kept for the process."""
     if "k_table" not in _KERNELS:
         _KERNELS["k_table"] = _kernels()["table"](_XI, _A, _TABLE_HS, _TABLE_NS, _TABLE_U0, _TABLE_HU, _TABLE_NU)
     return _KERNELS["k_table"]
@@ -130,6 +145,12 @@ def _table() -> tuple[np.ndarray, np.ndarray]:
 
 #: pages in the sample whose price starts the search on large collections
 _SAMPLE = 16384
+#: live pages above which the roots are solved on the table of K (from a sample's price)
+_TABLE_ABOVE = 4 * _SAMPLE
+#: the kernels' state of a page with no root yet (started on the small-t bound)
+_COLD = 4
+#: the kernels' state of a root ended roughly from the small-t bound (evaluated again)
+_ROUGH = 5
 
 
 def _first_price(m, b, s, live, live_budget) -> float:
@@ -147,18 +168,20 @@ def _start(u, z, b, s, live) -> None:
     u[:] = np.where(live, 0.5 * (z + b - 0.5 * s * s + np.log(2.0)), 0.0)
 
 
-def _solver(arrays, inv_cap, table=False):
+def _solver(arrays, inv_cap, table=False, du_max=1e-5):
     """S(e^z), dS/dz and the count of evaluations, each root solved in place; with ``table``
-    K is the interpolant of :func:`_table` (within about 1e-6 of each root, to start them)."""
+    K is the interpolant of :func:`_table` (exact outside it) and a root the price moves by
+    at most ``du_max`` is moved by the Taylor series alone."""
     m, s, b, dead, ulo, utop, u, k1, k2, state = arrays
     if table:
-        tab_k, tab_d = _table()
-        tiles = _kernels()["tiles"]
+        tab = _table()
+        kernels = _kernels()
+        tiles = kernels["tiles"] if m.size > kernels["parallel_above"] else kernels["serial"]  # the same sums
 
         def solve(z, shift):
             return tiles(
                 z, shift, m, s, b, dead, ulo, utop, inv_cap, _XI, _A, 1.0, u, k1, k2, state,
-                tab_k, tab_d, _TABLE_HS, _TABLE_U0, _TABLE_HU, 2e-2,
+                tab, _TABLE_HS, _TABLE_U0, _TABLE_HU, du_max,
             )  # fmt: skip
 
         return solve
@@ -170,10 +193,10 @@ def _solver(arrays, inv_cap, table=False):
     return solve
 
 
-def _price_search(z, arrays, inv_cap, live_budget, table=False, tol=2e-15):
+def _price_search(z, arrays, inv_cap, live_budget, table=False, tol=2e-15, du_max=1e-5):
     """Newton steps on log S(e^z) = log B in a bracket (bisection when a step leaves it), to
     |log S − log B| <= ``tol``."""
-    solve = _solver(arrays, inv_cap, table)
+    solve = _solver(arrays, inv_cap, table, du_max)
     state, dead = arrays[9], arrays[3]
     live = ~dead
     z_lo, z_hi = -np.inf, np.inf  # S(z_lo) > B >= S(z_hi)
@@ -193,7 +216,10 @@ def _price_search(z, arrays, inv_cap, live_budget, table=False, tol=2e-15):
         else:
             z_hi = z
         if abs(phi) <= tol:
-            break
+            if not (table and (state == _ROUGH).any()):
+                break
+            shift = 0.0  # the roots ended roughly at the first price: each evaluated again here
+            continue
         if z_hi - z_lo <= 8.9e-16 * max(1.0, abs(z)):
             jump = True
             break
@@ -328,8 +354,13 @@ def index_crawl_intervals(
     Notes
     -----
     The derivation (the index, the log-space root of each page and the price search) is
-    in the module notes of :mod:`changerate_bayes.scheduling._index_allocation`. The result
-    is exact up to rounding (each interval to about 1e-13 relative); it is the allocation
+    in the module notes of :mod:`changerate_bayes.scheduling._index_allocation`. Up to
+    65,536 live pages the result is exact up to rounding (each interval to about 1e-13
+    relative). Above, each root is that of an interpolant of the index (a table of it, built
+    once per process): each page's index at its interval is within 2e-8 relative of the
+    price, w_i E[ν_Δ(I_i)] = λ (1 ± 2e-8), so each interval is within 2e-8/K' relative of the
+    exact one, K' = d log(index)/d log t at it (0.05 or more for all but nearly flat
+    pages); pages of ``log_sd`` > 2 end their roots on the index itself. It is the allocation
     :func:`changerate_bayes.crawllog.allocate_crawls` makes with ``policy="index_mean"``.
 
     References
@@ -357,14 +388,14 @@ def index_crawl_intervals(
     n = d.size
     if n == 0:
         return IndexIntervals(np.zeros(0), float("nan"), 0)
-    dead = (d == 0.0) | (w == 0.0)
-    if dead.all():  # no page gains from a crawl: the index is t for every page, round robin
+    dead = d == 0.0 if weights is None else (d == 0.0) | (w == 0.0)
+    n_dead = int(dead.sum())
+    if n_dead == n:  # no page gains from a crawl: the index is t for every page, round robin
         return IndexIntervals(np.full(n, n / budget), n / budget, 0)
     with np.errstate(divide="ignore"):
         m = np.log(d)
-        b = m - np.log(w)  # c_i = log λ + b_i
+        b = m if weights is None else m - np.log(w)  # c_i = log λ + b_i (log 1 = 0; read only)
     inv_cap = 1.0 / cap
-    n_dead = int(dead.sum())
     live_budget = budget - n_dead * inv_cap
     ulo = np.log(t_min) + m
     utop = min(np.log(cap), np.log(t_max)) + m
@@ -375,26 +406,20 @@ def index_crawl_intervals(
     state = np.zeros(n, dtype=np.int8)
     u = np.zeros(n)
     arrays = (m, s, b, dead, ulo, utop, u, k1, k2, state)
-    n_live = int(live.sum())
-    if n_live > 4 * _SAMPLE:  # the price of a sample of the pages first: a close start for all
+    n_live = n - n_dead
+    large = n_live > _TABLE_ABOVE
+    if large:  # the price of a sample of the pages first, then every root on the table of K
+        state[live] = _COLD
         every = np.flatnonzero(live)[:: n_live // _SAMPLE]
         sample: tuple[np.ndarray, ...] = tuple(x[every].copy() for x in arrays)
         share = live_budget * every.size / n_live
         z = _first_price(sample[0], sample[2], sample[1], ~sample[3], share)
-        _start(sample[6], z, sample[2], sample[1], ~sample[3])
-        z = _price_search(z, sample, inv_cap, share)[0]
-        # every root from the table's interpolant of K at the price it gives (no evaluation of K
-        # for pages inside it), then each root from there (one evaluation where the table holds)
-        _start(u, z, b, s, live)
-        z = _price_search(z, arrays, inv_cap, live_budget, table=True, tol=1e-10)[0]
-        k1[:] = 0.0
-        k2[:] = 0.0
-        state[:] = 0
+        z = _price_search(z, sample, inv_cap, share, table=True, tol=1e-6, du_max=2e-2)[0]
     else:
         z = _first_price(m, b, s, live, live_budget)
         _start(u, z, b, s, live)
-    z, z_lo, z_hi, jump, steps = _price_search(z, arrays, inv_cap, live_budget)
-    solve = _solver(arrays, inv_cap)
+    z, z_lo, z_hi, jump, steps = _price_search(z, arrays, inv_cap, live_budget, table=large)
+    solve = _solver(arrays, inv_cap, table=large)
     if jump:
         # λ is resolved to its last bit. Between the two ends of the bracket only pages whose index
         # is flat at their interval to rounding move (dI/dλ = I/(λ K'), Δ I beyond about 20): their
@@ -413,7 +438,7 @@ def index_crawl_intervals(
             inv[moved] = np.maximum(inv_lo[moved] * (rest / inv_lo[moved].sum()), inv_cap)
         with np.errstate(divide="ignore"):  # M = inf: 1/I = 0
             return IndexIntervals(1.0 / inv, float(np.exp(z)), steps)
-    intervals = np.exp(u - m)
+    intervals = np.exp(np.subtract(u, m, out=k1), out=k1)  # (k1 no longer needed)
     intervals[state == 1] = t_min
     intervals[(state == 2) | dead] = cap
     return IndexIntervals(intervals, float(np.exp(z)), steps)

@@ -29,6 +29,19 @@ _SERIES_BELOW = 0.1
 #: x above which ψ(x) = 1 − e^{−x}(1 + x) rounds to 1 (e^{−45}·46 = 1.3e-18) and x² e^{−x}
 #: (the slope's term) is below 1e-16 of it: no exponential is needed there.
 _FLAT_ABOVE = 45.0
+#: A Halley step on the table's interpolant below this ends the root (the error after it,
+#: O(step³) relative to the curvature, is below 1e-11 in K where the slope K' is not small)
+TABLE_STEP = 3e-5
+#: Pages of s up to this end their roots on the table's interpolant (within 2e-8 of K there);
+#: wider ones (to the table's last rows, s <= 4) start on it and end on K itself
+TABLE_EXACT_BELOW = 2.0
+#: ``state`` of a page with no root yet: the next call starts it on the small-t bound
+COLD = 4
+#: ``state`` of a root ended by a Halley step below ROUGH_STEP, from a start on the small-t
+#: bound (at a first price, within about 1e-2 of the last): the next call evaluates it again
+ROUGH = 5
+ROUGH_STEP = 1e-2
+_LOG2 = math.log(2.0)
 
 
 #: Cody-Waite split of log 2 (the high part has 32 trailing zero bits: n log 2 is exact for
@@ -189,13 +202,13 @@ def spend_kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, 
     Tiles of :data:`TILE` pages run in parallel (:func:`spend_tiles`); their sums are added
     in tile order, so the result does not depend on the number of threads.
     """
-    empty = np.zeros((0, 0))
+    empty = np.zeros((0, 0, 3))
     if m.size <= PARALLEL_ABOVE:
         return _spend_serial(
-            z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, empty, empty, 1.0, 0.0, 1.0, 1e-5
+            z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, empty, 1.0, 0.0, 1.0, 1e-5
         )
     return spend_tiles(
-        z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, empty, empty, 1.0, 0.0, 1.0, 1e-5
+        z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, empty, 1.0, 0.0, 1.0, 1e-5
     )
 
 
@@ -204,17 +217,17 @@ def _spend_tile(t, args):
     """:func:`_spend_pages` on tile ``t``, pages t :data:`TILE` .. (t + 1) :data:`TILE` (the last
     tile shorter); ``args`` are the arguments of :func:`spend_tiles`."""
     n = args[2].size
+    if args[16].shape[0] > 0:
+        return _table_pages(t * TILE, min(n, t * TILE + TILE), *args)
     return _spend_pages(t * TILE, min(n, t * TILE + TILE), *args)
 
 
 @numba.njit(**_JIT)
-def _spend_serial(
-    z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab_k, tab_d, hs, u0, hu, du_max
-):
+def _spend_serial(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab, hs, u0, hu, du_max):
     """:func:`spend_tiles` in one thread (for few pages, where starting threads costs more than
     it saves): the same tiles, their sums added in the same order, so the same result."""
     n = m.size
-    args = (z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab_k, tab_d, hs, u0, hu, du_max)
+    args = (z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab, hs, u0, hu, du_max)
     spend = 0.0
     dspend = 0.0
     n_eval = 0
@@ -227,15 +240,13 @@ def _spend_serial(
 
 
 @numba.njit(parallel=True, **_JIT)
-def spend_tiles(
-    z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab_k, tab_d, hs, u0, hu, du_max
-):
-    """:func:`spend_kernel`, K taken from the table ``tab_k``, ``tab_d`` of :func:`k_table`
+def spend_tiles(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab, hs, u0, hu, du_max):
+    """:func:`spend_kernel`, K taken from the table ``tab`` of :func:`k_table`
     (s = j ``hs``, u = ``u0`` + k ``hu``) where a page's s and the point u are inside it (an
     empty table: K exact everywhere); the count is of exact evaluations only. Tiles of
     :data:`TILE` pages in parallel, their sums added in tile order."""
     n = m.size
-    args = (z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab_k, tab_d, hs, u0, hu, du_max)
+    args = (z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab, hs, u0, hu, du_max)
     n_tiles = (n + TILE - 1) // TILE
     sums = np.zeros((n_tiles, 2))
     evals = np.zeros(n_tiles, dtype=np.int64)
@@ -272,49 +283,79 @@ def _nodes(si, xi, a, a_one, xi_e):
 
 @numba.njit(**_JIT)
 def k_table(xi, a, hs, n_s, u0, hu, n_u):
-    """K and K' of s = j ``hs`` (j < ``n_s``) at u = ``u0`` + k ``hu`` (k < ``n_u``), exact
-    (:func:`_k`): the table :func:`_k_table` interpolates."""
-    tab_k = np.empty((n_s, n_u))
-    tab_d = np.empty((n_s, n_u))
+    """K, ``hu`` K' and ``hu``² K'' of s = j ``hs`` (j < ``n_s``) at u = ``u0`` + k ``hu``
+    (k < ``n_u``), exact (:func:`_k`), shape (``n_s``, ``n_u``, 3): the table
+    :func:`_k_table` interpolates (the derivatives scaled to the cell's width)."""
+    tab = np.empty((n_s, n_u, 3))
     xi_e = np.empty(xi.size)
     a_one = np.ones(1)
     for j in range(n_s):
         nn, ww = _nodes(j * hs, xi, a, a_one, xi_e)
         for k in range(n_u):
-            kk, k1, _ = _k(u0 + k * hu, nn, xi_e, ww)
-            tab_k[j, k] = kk
-            tab_d[j, k] = k1
-    return tab_k, tab_d
+            kk, k1, k2 = _k(u0 + k * hu, nn, xi_e, ww)
+            tab[j, k, 0] = kk
+            tab[j, k, 1] = hu * k1
+            tab[j, k, 2] = hu * hu * k2
+    return tab
+
+
+#: The rows of :func:`_k_table`'s interpolation in s: j − 2 .. j + 3 around s = (j + t) h_s.
+S_ROWS_BELOW = 2
+S_ROWS_ABOVE = 3
 
 
 @numba.njit(inline="always", **_JIT)
-def _k_table(u, si, tab_k, tab_d, hs, u0, hu):
-    """K, K', K'' at (s, u) from the table: cubic Lagrange interpolation over the rows
-    j − 1 .. j + 2 around s, cubic Hermite (K and K' at both ends) in u."""
+def _k_table(u, si, tab, hs, u0, hu):
+    """K, K', K'' at (s, u) from the table ``tab`` of :func:`k_table`: Lagrange interpolation
+    over the six rows j − 2 .. j + 3 around s (degree 5), quintic Hermite in u (K, K', K''
+    at both ends of the cell: exact for quintics, error h_u⁶ K⁽⁶⁾/46080 at most)."""
     fs = si * (1.0 / hs)
-    j = min(max(int(fs), 1), tab_k.shape[0] - 3)
+    j = min(max(int(fs), S_ROWS_BELOW), tab.shape[0] - 1 - S_ROWS_ABOVE)
     t = fs - j
-    tm = t - 1.0
-    tp = t + 1.0
+    tm2 = t + 2.0
+    tm1 = t + 1.0
+    t1 = t - 1.0
     t2 = t - 2.0
-    w0 = (-1.0 / 6.0) * t * tm * t2
-    w1 = 0.5 * tp * tm * t2
-    w2 = -0.5 * tp * t * t2
-    w3 = (1.0 / 6.0) * tp * t * tm
-    inv_hu = 1.0 / hu
-    fu = (u - u0) * inv_hu
-    k = min(int(fu), tab_k.shape[1] - 2)
+    t3 = t - 3.0
+    p01 = tm2 * tm1
+    p23 = t1 * t2
+    w0 = (-1.0 / 120.0) * tm1 * t * p23 * t3
+    w1 = (1.0 / 24.0) * tm2 * t * p23 * t3
+    w2 = (-1.0 / 12.0) * p01 * p23 * t3
+    w3 = (1.0 / 12.0) * p01 * t * t2 * t3
+    w4 = (-1.0 / 24.0) * p01 * t * t1 * t3
+    w5 = (1.0 / 120.0) * p01 * t * p23
+    fu = (u - u0) * (1.0 / hu)
+    k = min(int(fu), tab.shape[1] - 2)
     v = fu - k
-    y0 = w0 * tab_k[j - 1, k] + w1 * tab_k[j, k] + w2 * tab_k[j + 1, k] + w3 * tab_k[j + 2, k]
-    y1 = w0 * tab_k[j - 1, k + 1] + w1 * tab_k[j, k + 1] + w2 * tab_k[j + 1, k + 1] + w3 * tab_k[j + 2, k + 1]
-    d0 = hu * (w0 * tab_d[j - 1, k] + w1 * tab_d[j, k] + w2 * tab_d[j + 1, k] + w3 * tab_d[j + 2, k])
-    d1 = hu * (w0 * tab_d[j - 1, k + 1] + w1 * tab_d[j, k + 1] + w2 * tab_d[j + 1, k + 1] + w3 * tab_d[j + 2, k + 1])
-    v2 = v * v
-    v3 = v2 * v
-    val = (2.0 * v3 - 3.0 * v2 + 1.0) * y0 + (v3 - 2.0 * v2 + v) * d0 + (3.0 * v2 - 2.0 * v3) * y1 + (v3 - v2) * d1
-    g1 = ((6.0 * v2 - 6.0 * v) * (y0 - y1) + (3.0 * v2 - 4.0 * v + 1.0) * d0 + (3.0 * v2 - 2.0 * v) * d1) * inv_hu
-    g2 = ((12.0 * v - 6.0) * (y0 - y1) + (6.0 * v - 4.0) * d0 + (6.0 * v - 2.0) * d1) * (inv_hu * inv_hu)
-    return val, g1, g2
+    r0 = tab[j - 2, k]
+    r1 = tab[j - 1, k]
+    r2 = tab[j, k]
+    r3 = tab[j + 1, k]
+    r4 = tab[j + 2, k]
+    r5 = tab[j + 3, k]
+    q0 = tab[j - 2, k + 1]
+    q1 = tab[j - 1, k + 1]
+    q2 = tab[j, k + 1]
+    q3 = tab[j + 1, k + 1]
+    q4 = tab[j + 2, k + 1]
+    q5 = tab[j + 3, k + 1]
+    y0 = w0 * r0[0] + w1 * r1[0] + w2 * r2[0] + w3 * r3[0] + w4 * r4[0] + w5 * r5[0]
+    d0 = w0 * r0[1] + w1 * r1[1] + w2 * r2[1] + w3 * r3[1] + w4 * r4[1] + w5 * r5[1]
+    e0 = w0 * r0[2] + w1 * r1[2] + w2 * r2[2] + w3 * r3[2] + w4 * r4[2] + w5 * r5[2]
+    y1 = w0 * q0[0] + w1 * q1[0] + w2 * q2[0] + w3 * q3[0] + w4 * q4[0] + w5 * q5[0]
+    d1 = w0 * q0[1] + w1 * q1[1] + w2 * q2[1] + w3 * q3[1] + w4 * q4[1] + w5 * q5[1]
+    e1 = w0 * q0[2] + w1 * q1[2] + w2 * q2[2] + w3 * q3[2] + w4 * q4[2] + w5 * q5[2]
+    # p(v) = y0 + d0 v + e0 v²/2 + c3 v³ + c4 v⁴ + c5 v⁵ with p, p', p'' = y, d, e at v = 0 and 1
+    dy = y1 - y0
+    c3 = 10.0 * dy - 6.0 * d0 - 4.0 * d1 - 1.5 * e0 + 0.5 * e1
+    c4 = -15.0 * dy + 8.0 * d0 + 7.0 * d1 + 1.5 * e0 - e1
+    c5 = 6.0 * dy - 3.0 * d0 - 3.0 * d1 - 0.5 * e0 + 0.5 * e1
+    val = y0 + v * (d0 + v * (0.5 * e0 + v * (c3 + v * (c4 + v * c5))))
+    g1 = d0 + v * (e0 + v * (3.0 * c3 + v * (4.0 * c4 + v * (5.0 * c5))))
+    g2 = e0 + v * (6.0 * c3 + v * (12.0 * c4 + v * (20.0 * c5)))
+    inv_hu = 1.0 / hu
+    return val, g1 * inv_hu, g2 * (inv_hu * inv_hu)
 
 
 @numba.njit(**_JIT)
@@ -337,8 +378,7 @@ def _spend_pages(
     k1,
     k2,
     state,
-    tab_k,
-    tab_d,
+    tab,
     hs,
     u0,
     hu,
@@ -349,8 +389,8 @@ def _spend_pages(
     xi_e = np.empty(n_q)
     a_one = np.empty(1)
     a_one[0] = a1
-    s_tab = hs * (tab_k.shape[0] - 3)  # rows j − 1 .. j + 2 around s
-    u_tab = u0 + hu * (tab_k.shape[1] - 1) - 1e-9 * hu
+    s_tab = hs * (tab.shape[0] - 1 - S_ROWS_ABOVE)  # rows j − 2 .. j + 3 around s
+    u_tab = u0 + hu * (tab.shape[1] - 1) - 1e-9 * hu
     spend = 0.0
     dspend = 0.0
     n_eval = 0
@@ -381,12 +421,14 @@ def _spend_pages(
         si = s[i]
         nn = 0  # the nodes' scales e^{sξ} are computed at the first exact evaluation
         ww = a
-        in_table = tab_k.shape[0] > 0 and si <= s_tab
+        in_table = tab.shape[0] > 0 and si <= s_tab
         lo = bot
         hi = top
         lo_ok = False  # K(lo) < c seen
         hi_ok = False  # K(hi) >= c seen
-        if k1[i] > 0.0:  # the last root moved by the inverse's Taylor series to second order
+        if state[i] == COLD:  # no root yet: the small-t bound, at or below the root
+            x = 0.5 * (c - 0.5 * si * si + _LOG2)
+        elif k1[i] > 0.0:  # the last root moved by the inverse's Taylor series to second order
             du = shift / k1[i]
             x = u[i] + du - 0.5 * k2[i] * du * du / k1[i]
         else:
@@ -397,7 +439,7 @@ def _spend_pages(
         g2 = 0.0
         for _ in range(200):
             if in_table and x >= u0 and x <= u_tab:
-                k, g1, g2 = _k_table(x, si, tab_k, tab_d, hs, u0, hu)
+                k, g1, g2 = _k_table(x, si, tab, hs, u0, hu)
             else:
                 if nn == 0:
                     nn, ww = _nodes(si, xi, a, a_one, xi_e)
@@ -458,4 +500,207 @@ def _spend_pages(
         spend += inv
         if g1 > 0.0:
             dspend -= inv / g1
+    return spend, dspend, n_eval
+
+
+@numba.njit(**_JIT)
+def _k_exact(x, si, xi, a, a_one, xi_e):
+    """K, K', K'' at u = ``x`` for a page of log-sd ``si`` (its nodes' scales into ``xi_e``)."""
+    nn, ww = _nodes(si, xi, a, a_one, xi_e)
+    return _k(x, nn, xi_e, ww)
+
+
+@numba.njit(**_JIT)
+def _table_pages(
+    start, stop, z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab, hs, u0, hu, du_max
+):
+    """:func:`_spend_pages` with K from the table ``tab`` (exact where a page's s or the point
+    u is outside it), the roots' Halley steps taken in sweeps over the pages: one step of
+    every page still searching, then the next, so the steps of different pages overlap
+    (one page's steps wait on each other). Each page takes the steps of :func:`_spend_pages`;
+    the sums are added in page order."""
+    n_q = xi.size
+    xi_e = np.empty(n_q)
+    a_one = np.empty(1)
+    a_one[0] = a1
+    s_tab = hs * (tab.shape[0] - 1 - S_ROWS_ABOVE)
+    u_tab = u0 + hu * (tab.shape[1] - 1) - 1e-9 * hu
+    nt = stop - start
+    inv_r = np.zeros(nt)  # each page's 1/I and its term of dS/dz, summed in page order at the end
+    dsp_r = np.zeros(nt)
+    px = np.empty(nt)
+    plo = np.empty(nt)
+    phi = np.empty(nt)
+    pc = np.empty(nt)
+    pok = np.zeros(nt, dtype=np.int8)  # 1: K(lo) < c seen, 2: K(hi) >= c seen
+    ptol = np.empty(nt)  # the Halley step that ends the root
+    pend = np.empty(nt, dtype=np.int64)
+    n_pend = 0
+    n_eval = 0
+    for r in range(nt):
+        i = start + r
+        if dead[i]:
+            continue
+        bot = ulo[i]
+        top = utop[i]
+        c = z + b[i]
+        if state[i] == 0 and k1[i] > 0.0 and shift != 0.0:  # (not a ROUGH root: evaluated again)
+            du = shift / k1[i]
+            if abs(du) <= du_max and abs(k2[i] * du) <= 10.0 * du_max * k1[i]:
+                x = u[i] + du - 0.5 * k2[i] * du * du / k1[i]
+                g1 = k1[i] + k2[i] * (x - u[i])
+                if x > bot and x < top and g1 > 0.0:
+                    u[i] = x
+                    k1[i] = g1
+                    inv = math.exp(m[i] - x)
+                    inv_r[r] = inv
+                    dsp_r[r] = -inv / g1
+                    continue
+        elif state[i] == 1 and k2[i] >= c:
+            inv_r[r] = math.exp(m[i] - bot)
+            continue
+        elif state[i] == 2 and k2[i] < c:
+            inv_r[r] = inv_cap
+            continue
+        if s[i] > s_tab:  # beyond the table's rows: every step exact, as in _spend_pages
+            sp, dsp, ne = _spend_pages(
+                i,
+                i + 1,
+                z,
+                shift,
+                m,
+                s,
+                b,
+                dead,
+                ulo,
+                utop,
+                inv_cap,
+                xi,
+                a,
+                a1,
+                u,
+                k1,
+                k2,
+                state,
+                tab[:0],
+                hs,
+                u0,
+                hu,
+                du_max,
+            )
+            inv_r[r] = sp
+            dsp_r[r] = dsp
+            n_eval += ne
+            continue
+        ptol[r] = TABLE_STEP
+        if state[i] == COLD:
+            x = 0.5 * (c - 0.5 * s[i] * s[i] + _LOG2)
+            ptol[r] = ROUGH_STEP  # the price is not yet known to better than 1e-2
+        elif k1[i] > 0.0:
+            du = shift / k1[i]
+            x = u[i] + du - 0.5 * k2[i] * du * du / k1[i]
+        else:
+            x = u[i]
+        px[r] = min(max(x, bot), top)
+        plo[r] = bot
+        phi[r] = top
+        pc[r] = c
+        pok[r] = 0
+        pend[n_pend] = r
+        n_pend += 1
+    for sweep in range(200):
+        if n_pend == 0:
+            break
+        kept = 0
+        for p in range(n_pend):
+            r = pend[p]
+            i = start + r
+            x = px[r]
+            lo = plo[r]
+            hi = phi[r]
+            c = pc[r]
+            ok = pok[r]
+            bot = ulo[i]
+            top = utop[i]
+            si = s[i]
+            if si <= s_tab and x >= u0 and x <= u_tab and (si <= TABLE_EXACT_BELOW or ptol[r] == ROUGH_STEP):
+                k, g1, g2 = _k_table(x, si, tab, hs, u0, hu)
+            else:  # outside the table, or a root of s > 2 ended on K itself
+                k, g1, g2 = _k_exact(x, si, xi, a, a_one, xi_e)
+                n_eval += 1
+            f = k - c
+            st = -1  # searching
+            if f < 0.0:
+                if x >= top:
+                    st = 2
+                    g2 = k
+                else:
+                    lo = x
+                    ok |= 1
+            else:
+                if x <= bot:
+                    st = 1
+                    g2 = k
+                else:
+                    hi = x
+                    ok |= 2
+            if st < 0:
+                if g1 > 0.0:
+                    step = -f / g1
+                    den = 1.0 + 0.5 * step * g2 / g1
+                    if den > 0.5:
+                        step = step / den
+                    if abs(step) <= ptol[r]:
+                        xn = min(max(x + step, lo), hi)
+                        g1 += g2 * (xn - x)
+                        x = xn
+                        st = 0 if ptol[r] == TABLE_STEP else ROUGH
+                    else:
+                        xn = x + step
+                else:
+                    xn = math.inf if f < 0.0 else -math.inf
+                if st < 0:
+                    if not (xn > lo and xn < hi):
+                        if xn >= hi and not (ok & 2):
+                            xn = hi
+                        elif xn <= lo and not (ok & 1):
+                            xn = lo
+                        else:
+                            xn = 0.5 * (lo + hi)
+                    x = xn
+                    if ok == 3 and hi - lo <= 8.9e-16 * max(1.0, abs(x)):
+                        st = 0
+                    elif sweep == 199:
+                        st = 0
+            if st < 0:
+                px[r] = x
+                plo[r] = lo
+                phi[r] = hi
+                pok[r] = ok
+                pend[kept] = r
+                kept += 1
+                continue
+            if st == 1:
+                x = bot
+                g1 = 0.0
+                inv = math.exp(m[i] - x)
+            elif st == 2:
+                x = top
+                g1 = 0.0
+                inv = inv_cap
+            else:
+                inv = math.exp(m[i] - x)
+            u[i] = x
+            k1[i] = g1
+            k2[i] = g2
+            state[i] = st
+            inv_r[r] = inv
+            if g1 > 0.0:
+                dsp_r[r] = -inv / g1
+        n_pend = kept
+    spend = 0.0
+    dspend = 0.0
+    for r in range(nt):
+        spend += inv_r[r]
+        dspend += dsp_r[r]
     return spend, dspend, n_eval
