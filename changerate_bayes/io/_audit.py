@@ -38,7 +38,13 @@ class _DropCounts:
         return int(sum(n for _, n in self.dropped))
 
     def dropped_by(self, reason: str) -> int:
-        """Rows dropped for ``reason``: one of :data:`DROP_REASONS` (:data:`SIGNAL_DROP_REASONS` for signals)."""
+        """Rows (or signals) dropped for ``reason``: one of :data:`DROP_REASONS` (:data:`SIGNAL_DROP_REASONS`).
+
+        Raises
+        ------
+        ValueError
+            If ``reason`` is not one of them.
+        """
         table = dict(self.dropped)
         if reason not in table:
             raise ValueError(f"`reason` must be one of {list(self._reasons)}; got {reason!r}")
