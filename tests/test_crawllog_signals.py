@@ -118,13 +118,17 @@ def test_signals_on_no_page_of_the_log_is_an_error(tmp_path):
         estimate(v, signals=path)
 
 
-def test_unparsable_signal_time_names_file_line_column(tmp_path):
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("page,signal_time\na,2024-01-02T00:00Z\na,yesterday\n", r"signals\.csv: line 3, column 'signal_time'"),
+        ("page,when\na,2024-01-02T00:00Z\n", r"missing required column 'signal_time'"),
+    ],
+)
+def test_unparsable_signal_time_names_file_line_column(tmp_path, text, message):
     path = tmp_path / "signals.csv"
-    path.write_text("page,signal_time\na,2024-01-02T00:00Z\na,yesterday\n")
-    with pytest.raises(CrawlLogError, match=r"signals\.csv: line 3, column 'signal_time'"):
-        read_signals(path)
-    path.write_text("page,when\na,2024-01-02T00:00Z\n")
-    with pytest.raises(CrawlLogError, match=r"missing required column 'signal_time'"):
+    path.write_text(text)
+    with pytest.raises(CrawlLogError, match=message):
         read_signals(path)
 
 

@@ -66,16 +66,27 @@ def test_cdx_history_equals_hand_derived(tmp_path):
     assert j.history.flat_changed.tolist() == [1] and j.history.flat_intervals.tolist() == [2.0]
 
 
-def test_cdx_bad_lines(tmp_path):
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "com,a)/ 20240101000000 http://a/ text/html 200 X 1\ncom,a)/ 2024 http://a/ text/html 200 Y 1\n",
+            r"bad\.cdx: line 2, field 'timestamp': expected 14 digits",
+        ),
+        (
+            "com,a)/ 20240101000000 http://a/ text/html 200 X 1\ncom,a)/ 20240101000000 http://a/\n",
+            r"bad\.cdx: line 2: a CDX line has at least 7",
+        ),
+        (
+            "com,a)/ 20240101000000 http://a/ text/html 200 - 1\ncom,a)/ 20240102000000 http://a/ t 200 - 1\n",
+            r"bad\.cdx: line 1, column 'digest': the digest column is entirely empty",
+        ),
+    ],
+)
+def test_cdx_bad_lines(tmp_path, text, message):
     path = tmp_path / "bad.cdx"
-    path.write_text("com,a)/ 20240101000000 http://a/ text/html 200 X 1\ncom,a)/ 2024 http://a/ text/html 200 Y 1\n")
-    with pytest.raises(CrawlLogError, match=r"bad\.cdx: line 2, field 'timestamp': expected 14 digits"):
-        read_cdx(path)
-    path.write_text("com,a)/ 20240101000000 http://a/ text/html 200 X 1\ncom,a)/ 20240101000000 http://a/\n")
-    with pytest.raises(CrawlLogError, match=r"bad\.cdx: line 2: a CDX line has at least 7"):
-        read_cdx(path)
-    path.write_text("com,a)/ 20240101000000 http://a/ text/html 200 - 1\ncom,a)/ 20240102000000 http://a/ t 200 - 1\n")
-    with pytest.raises(CrawlLogError, match=r"bad\.cdx: line 1, column 'digest': the digest column is entirely empty"):
+    path.write_text(text)
+    with pytest.raises(CrawlLogError, match=message):
         read_cdx(path)
 
 

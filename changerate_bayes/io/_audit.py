@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import ClassVar
 
 __all__ = ["Audit", "DROP_REASONS"]
 
@@ -21,8 +22,47 @@ DROP_REASONS: tuple[str, ...] = (
 )
 
 
+class _DropCounts:
+    """What an audit's ``dropped`` field offers: totals, a count by reason, a plain ``dict``.
+
+    A subclass is a frozen dataclass with a ``dropped`` field of (reason, count) pairs in
+    the order of its ``_reasons``.
+    """
+
+    _reasons: ClassVar[tuple[str, ...]]
+    dropped: tuple
+
+    @property
+    def dropped_total(self) -> int:
+        """Rows (visits, or signals in a :class:`SignalAudit`) dropped for any reason."""
+        return int(sum(n for _, n in self.dropped))
+
+    def dropped_by(self, reason: str) -> int:
+        """Rows (or signals) dropped for ``reason``: one of :data:`DROP_REASONS` (:data:`SIGNAL_DROP_REASONS`).
+
+        Raises
+        ------
+        ValueError
+            If ``reason`` is not one of them.
+        """
+        table = dict(self.dropped)
+        if reason not in table:
+            raise ValueError(f"`reason` must be one of {list(self._reasons)}; got {reason!r}")
+        return table[reason]
+
+    def as_dict(self) -> dict:
+        """Plain ``dict`` (JSON-ready): ``dropped`` becomes a mapping reason -> count."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+        for name, value in out.items():
+            if isinstance(value, tuple):
+                out[name] = list(value)
+        out["dropped"] = dict(self.dropped)
+        out["dropped_total"] = self.dropped_total
+        return out
+
+
 @dataclass(frozen=True)
-class Audit:
+class Audit(_DropCounts):
     """What a reader did with every row of a crawl log.
 
     Every row read is accounted for once:
@@ -101,26 +141,7 @@ class Audit:
     last_modified_unreliable_pages: int = 0
     last_modified_fallback: str = ""
 
-    @property
-    def dropped_total(self) -> int:
-        """Rows dropped for any reason."""
-        return int(sum(n for _, n in self.dropped))
-
-    def dropped_by(self, reason: str) -> int:
-        """Rows dropped for ``reason`` (one of :data:`DROP_REASONS`)."""
-        table = dict(self.dropped)
-        if reason not in table:
-            raise ValueError(f"`reason` must be one of {list(DROP_REASONS)}; got {reason!r}")
-        return table[reason]
-
-    def as_dict(self) -> dict:
-        """Plain ``dict`` (JSON-ready): ``dropped`` becomes a mapping reason -> count."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["sources"] = list(self.sources)
-        out["truncated_files"] = list(self.truncated_files)
-        out["dropped"] = dict(self.dropped)
-        out["dropped_total"] = self.dropped_total
-        return out
+    _reasons: ClassVar[tuple[str, ...]] = DROP_REASONS
 
     def format(self) -> str:
         """A few lines of plain text, as the ``estimate`` command prints them."""

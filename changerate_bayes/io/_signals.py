@@ -15,11 +15,13 @@ signals say about the log is checked once the log is read
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
+from ._audit import _DropCounts
 from ._compressed import DECOMPRESSION_ERRORS, decompression_error
 from ._errors import CrawlLogError
 from ._signal_values import signal_flags, signal_frame
@@ -36,7 +38,7 @@ SIGNAL_DROP_REASONS: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
-class SignalAudit:
+class SignalAudit(_DropCounts):
     """What was done with every signal read: ``signals_read == signals_kept + sum(dropped)``.
 
     Attributes
@@ -69,25 +71,7 @@ class SignalAudit:
     pages_with_signals: int
     log_end: str
 
-    @property
-    def dropped_total(self) -> int:
-        """Signals dropped for any reason."""
-        return int(sum(n for _, n in self.dropped))
-
-    def dropped_by(self, reason: str) -> int:
-        """Signals dropped for ``reason`` (one of :data:`SIGNAL_DROP_REASONS`)."""
-        table = dict(self.dropped)
-        if reason not in table:
-            raise ValueError(f"`reason` must be one of {list(SIGNAL_DROP_REASONS)}; got {reason!r}")
-        return table[reason]
-
-    def as_dict(self) -> dict:
-        """Plain ``dict`` (JSON-ready): ``dropped`` becomes a mapping reason -> count."""
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["sources"] = list(self.sources)
-        out["dropped"] = dict(self.dropped)
-        out["dropped_total"] = self.dropped_total
-        return out
+    _reasons: ClassVar[tuple[str, ...]] = SIGNAL_DROP_REASONS
 
     def format(self) -> str:
         """Two lines of plain text, as the ``estimate`` and ``schedule`` commands print them.

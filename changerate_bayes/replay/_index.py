@@ -210,12 +210,16 @@ class IndexPolicy:
             k = max(k, ctx.next_activity_change(k))
         return k
 
-    def select(self, k, t, active, allowed) -> np.ndarray:
-        mask = np.zeros(self.ctx.n_pages, dtype=bool)
+    def _paced_take(self, k: int, active, allowed) -> tuple[np.ndarray, int]:
+        """The active pages and how many of them to crawl at step ``k``: ``allowed``, within the pace."""
         a = np.flatnonzero(active)
         if self.paced is not None:
             allowed = min(int(allowed), math.floor(self.paced[min(k, self.paced.size - 1)] + 1e-9) - self.spent)
-        take = min(int(allowed), a.size)
+        return a, min(int(allowed), a.size)
+
+    def select(self, k, t, active, allowed) -> np.ndarray:
+        mask = np.zeros(self.ctx.n_pages, dtype=bool)
+        a, take = self._paced_take(k, active, allowed)
         if take <= 0:
             return mask
         elapsed = np.maximum(t - self.last, 0.0)

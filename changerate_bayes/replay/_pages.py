@@ -98,6 +98,15 @@ class ReplayPages:
         return ReplayPages(names, out.start_ms, out.end_ms, out.change_ms, out.offsets, out.weights, self.origin)
 
 
+def _check_page_times(table, name: str) -> None:
+    """Raise unless ``table`` (the argument ``name``) is a DataFrame with columns page and timestamp."""
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"`{name}` must be a pandas DataFrame with columns page, timestamp; got {type(table).__name__}")
+    missing = [c for c in ("page", "timestamp") if c not in table.columns]
+    if missing:
+        raise ValueError(f"`{name}` lacks column(s) {missing}; it has {list(table.columns)}")
+
+
 def _parse_times(values, *, what: str, labels, datetimes: bool):
     """int64 ms (and the origin-free values) from a column; errors name the row."""
     if datetimes:
@@ -197,13 +206,7 @@ def pages_from_table(changes, *, window=None, weights=None) -> ReplayPages:
         window with end <= start, a change outside its page's window (per-page
         windows), a repeated page in the window table, or bad weights.
     """
-    if not isinstance(changes, pd.DataFrame):
-        raise TypeError(
-            f"`changes` must be a pandas DataFrame with columns page, timestamp; got {type(changes).__name__}"
-        )
-    missing = [c for c in ("page", "timestamp") if c not in changes.columns]
-    if missing:
-        raise ValueError(f"`changes` lacks column(s) {missing}; it has {list(changes.columns)}")
+    _check_page_times(changes, "changes")
     labels = list(changes.index)
     ts = changes["timestamp"].to_numpy()
     datetimes = _is_datetime_like(changes["timestamp"]) if len(changes) else None

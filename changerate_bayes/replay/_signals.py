@@ -35,7 +35,7 @@ from ..io import plain
 from ..signals import SignalData, SignalPrior, pooled_signal_prior, signal_posterior
 from ._index import HindsightIndexPolicy, IndexPolicy
 from ._learners import GridLearner, OldestFirst
-from ._pages import MS_PER_DAY, ReplayPages, _parse_times
+from ._pages import MS_PER_DAY, ReplayPages, _check_page_times, _parse_times
 
 __all__ = [
     "signal_times",
@@ -82,13 +82,7 @@ def signal_times(signals, pages: ReplayPages, *, per_page_windows: bool = True):
         the count of such rows; all of them: no matching page), the same (page,
         timestamp) twice, or a signal outside its page's window.
     """
-    if not isinstance(signals, pd.DataFrame):
-        raise TypeError(
-            f"`signals` must be a pandas DataFrame with columns page, timestamp; got {type(signals).__name__}"
-        )
-    missing = [c for c in ("page", "timestamp") if c not in signals.columns]
-    if missing:
-        raise ValueError(f"`signals` lacks column(s) {missing}; it has {list(signals.columns)}")
+    _check_page_times(signals, "signals")
     if not len(signals):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     labels = [f"row {x!r} of `signals`" for x in signals.index]
@@ -424,10 +418,7 @@ class SignalFirstPolicy(IndexPolicy):
 
     def select(self, k, t, active, allowed) -> np.ndarray:
         mask = np.zeros(self.ctx.n_pages, dtype=bool)
-        a = np.flatnonzero(active)
-        if self.paced is not None:
-            allowed = min(int(allowed), math.floor(self.paced[min(k, self.paced.size - 1)] + 1e-9) - self.spent)
-        take = min(int(allowed), a.size)
+        a, take = self._paced_take(k, active, allowed)
         if take <= 0:
             return mask
         elapsed = np.maximum(t - self.last[a], 0.0)

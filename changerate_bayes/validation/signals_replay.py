@@ -323,6 +323,16 @@ def _row(rows, version, policy, multiple) -> dict | None:
     return None
 
 
+#: The columns of a policy's row that compare it with the references: its gap share and its
+#: freshness ratio to the paced oracle, each with its paired interval.
+_GAP_KEYS = ("gap_share", "gap_share_lo", "gap_share_hi", "vs_paced_oracle", "vs_paced_oracle_lo", "vs_paced_oracle_hi")
+
+
+def _prefixed(prefix: str, r: dict | None, keys) -> dict:
+    """``r``'s values at ``keys`` under the names ``prefix_key`` (None where there is no row)."""
+    return {f"{prefix}_{k}": None if r is None else r.get(k) for k in keys}
+
+
 def verdict(rows) -> dict:
     """Per version and budget: whether the signal-aware index beats the paced static oracle
     (its paired interval of the freshness ratio above 1) and its gap share; the same for its
@@ -341,31 +351,10 @@ def verdict(rows) -> dict:
             if r is None:
                 continue
             per[str(m)] = {
-                **{
-                    f"rate_{k}": None if bound is None else bound.get(k)
-                    for k in (
-                        "freshness_weighted",
-                        "gap_share",
-                        "gap_share_lo",
-                        "gap_share_hi",
-                        "vs_paced_oracle",
-                        "vs_paced_oracle_lo",
-                        "vs_paced_oracle_hi",
-                    )
-                },
+                **_prefixed("rate", bound, ("freshness_weighted", *_GAP_KEYS)),
                 "freshness_weighted": r.get("freshness_weighted"),
                 "plain_freshness_weighted": None if plain is None else plain.get("freshness_weighted"),
-                **{
-                    f"ceiling_{k}": None if ceiling is None else ceiling.get(k)
-                    for k in (
-                        "gap_share",
-                        "gap_share_lo",
-                        "gap_share_hi",
-                        "vs_paced_oracle",
-                        "vs_paced_oracle_lo",
-                        "vs_paced_oracle_hi",
-                    )
-                },
+                **_prefixed("ceiling", ceiling, _GAP_KEYS),
                 "ceiling_beats_oracle": None
                 if ceiling is None
                 else bool((ceiling.get("vs_paced_oracle_lo") or 0.0) > 1.0),
