@@ -489,9 +489,9 @@ def signal_columns(signals: LogSignals, *, level: float = 0.9, rng=None, draws=N
     400 MB, one after the other, with one generator: the result depends on the seed and on
     the pages' order only, not on the engine. The cost grows with the crawls that saw a
     change: on 10^5 simulated pages of 30 daily crawls (8.8·10^5 compressed intervals,
-    1.6·10^6 signals) the whole ``estimate`` took 117 s against 1.8 s without signals on the
-    shared 2-core machine at load 4 (the sampler 100-190 s of it, the prior on 20,000 pages
-    8 s; ``benchmarks/bench_signal_log.py``).
+    1.6·10^6 signals) the whole ``estimate`` took 37 s against 1.3 s without signals on the
+    shared 2-core machine at load 1.4 (the sampler and its summaries 26 s of it, the prior
+    on 20,000 pages 6.5 s; ``benchmarks/bench_signal_log.py``).
     """
     if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < level < 1:
         raise ValueError(f"`level` must be a number in (0, 1); got {level!r}")
