@@ -61,6 +61,7 @@ from .signal_log import (
     SIGNAL_DRAWS,
     SIGNAL_SCHEDULE_COLUMNS,
     LogSignals,
+    _signal_means,
     effective_delay,
     expected_fetch_interval,
     log_signals,
@@ -256,7 +257,7 @@ def _signal_schedule(table, parts, sig, *, level, rng):
     """The schedule ``table`` moved by its pages' signals (:func:`signal_schedule`), and their match."""
     pages = pd.DataFrame({"page": table["url"], "last_visit": table["last_fetch"]})
     matched = log_signals(pages, parts, sig)
-    columns = signal_columns(matched, level=level, rng=rng)
+    columns = _signal_means(matched, rng=rng)  # the schedule reads posterior means only
     return signal_schedule(table, columns, now=matched.log_end), matched
 
 

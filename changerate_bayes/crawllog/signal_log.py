@@ -70,6 +70,13 @@ SIGNAL_COLUMNS = (
 SIGNAL_SCHEDULE_COLUMNS = ("n_signals", "signal_recall", "signal_jump_h", "index_next_fetch", "fetch_trigger")
 #: Gibbs sampling of :func:`signal_columns`: draws kept and discarded per chain, chains.
 SIGNAL_DRAWS = {"draws": 200, "tune": 100, "chains": 2}
+#: Gibbs sampling for the schedule, which reads posterior means only (:func:`_signal_means`):
+#: half the steps of :data:`SIGNAL_DRAWS`. On 3,000 pages of ``benchmarks/bench_signal_log.py``
+#: the means' Monte Carlo error (root mean square, against 2 × 4,000 draws) is 0.16 posterior
+#: standard deviations for the recall and 0.13 for Δ and ν (0.12, 0.09, 0.10 with
+#: SIGNAL_DRAWS; 50 steps of tuning did as well as 100): it adds about 1% to the means'
+#: total error √(1 + 0.16²).
+_SCHEDULE_DRAWS = {"draws": 100, "tune": 50, "chains": 2}
 _NS_PER_HOUR = 3.6e12
 _NS_PER_DAY = 86_400e9
 _HOURS_PER_DAY = 24.0
@@ -403,6 +410,49 @@ def _subset(data: SignalData, lo: int, hi: int) -> SignalData:
     )
 
 
+def _posteriors(signals: LogSignals, rng, settings: dict):
+    """The pooled prior, then :func:`signal_posterior` on groups of pages in order (a generator)."""
+    from .._rng import as_generator
+
+    gen = as_generator(rng)
+    data = signals.data
+    fit_on = data
+    if data.n_pages > PRIOR_PAGES:  # the population's moments from a sample of pages: EM on all would cost minutes
+        fit_on = _take(data, np.sort(gen.choice(data.n_pages, PRIOR_PAGES, replace=False)))
+    try:
+        prior = pooled_signal_prior(fit_on)
+    except ValueError as exc:
+        raise ValueError(f"the signals' recall and precision cannot be learned: {exc}") from None
+    n = data.n_pages
+    chunk = max(1, int(_CHUNK_BYTES // (settings["chains"] * settings["draws"] * 24)))
+    for lo in range(0, n, chunk):  # groups of pages, to bound the draws held (not a loop over pages)
+        hi = min(n, lo + chunk)
+        yield signal_posterior(_subset(data, lo, hi), prior=prior, rng=gen, **settings)
+
+
+def _signal_means(signals: LogSignals, *, rng=None) -> pd.DataFrame:
+    """The columns of :func:`signal_columns` that :func:`signal_schedule` reads: posterior means only.
+
+    ``n_signals``, ``signals_since_last_visit``, ``signal_recall``, ``signal_precision``,
+    ``signal_change_rate_per_day`` and ``signal_false_rate_per_day`` as there, from
+    :data:`_SCHEDULE_DRAWS` (fewer draws: a mean needs no tail quantile).
+    """
+    means = []
+    for post in _posteriors(signals, rng, _SCHEDULE_DRAWS):
+        means.append([post.draws(q).mean(axis=(0, 1)) for q in ("recall", "precision", "change_rate", "false_rate")])
+    recall, precision, change, false = (np.concatenate(m) for m in zip(*means, strict=True))
+    return pd.DataFrame(
+        {
+            "n_signals": signals.n_signals,
+            "signals_since_last_visit": signals.since_last_visit,
+            "signal_recall": recall,
+            "signal_precision": precision,
+            "signal_change_rate_per_day": change,
+            "signal_false_rate_per_day": false,
+        }
+    )
+
+
 def signal_columns(signals: LogSignals, *, level: float = 0.9, rng=None, draws=None) -> pd.DataFrame:
     """Every page's signal recall, precision, change and false-signal rates, with intervals.
 
@@ -445,46 +495,37 @@ def signal_columns(signals: LogSignals, *, level: float = 0.9, rng=None, draws=N
     400 MB, one after the other, with one generator: the result depends on the seed and on
     the pages' order only, not on the engine. The cost grows with the crawls that saw a
     change: on 10^5 simulated pages of 30 daily crawls (8.8·10^5 compressed intervals,
-    1.6·10^6 signals) the whole ``estimate`` took 117 s against 1.8 s without signals on the
-    shared 2-core machine at load 4 (the sampler 100-190 s of it, the prior on 20,000 pages
-    8 s; ``benchmarks/bench_signal_log.py``).
+    1.6·10^6 signals) the whole ``estimate`` took 37 s against 1.3 s without signals on the
+    shared 2-core machine at load 1.4 (the sampler and its summaries 26 s of it, the prior
+    on 20,000 pages 6.5 s; ``benchmarks/bench_signal_log.py``).
     """
     if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < level < 1:
         raise ValueError(f"`level` must be a number in (0, 1); got {level!r}")
-    from .._rng import as_generator
-
-    settings = {**SIGNAL_DRAWS, **(draws or {})}
-    gen = as_generator(rng)
-    data = signals.data
-    fit_on = data
-    if data.n_pages > PRIOR_PAGES:  # the population's moments from a sample of pages: EM on all would cost minutes
-        fit_on = _take(data, np.sort(gen.choice(data.n_pages, PRIOR_PAGES, replace=False)))
-    try:
-        prior = pooled_signal_prior(fit_on)
-    except ValueError as exc:
-        raise ValueError(f"the signals' recall and precision cannot be learned: {exc}") from None
-    n = data.n_pages
-    chunk = max(1, int(_CHUNK_BYTES // (settings["chains"] * settings["draws"] * 24)))
-    parts = []
-    for lo in range(0, n, chunk):  # groups of pages, to bound the draws held (not a loop over pages)
-        hi = min(n, lo + chunk)
-        post = signal_posterior(_subset(data, lo, hi), prior=prior, rng=gen, **settings)
-        parts.append(post.summary(level))
-    s = pd.concat(parts, ignore_index=True)
+    parts = [_posterior_columns(post, level) for post in _posteriors(signals, rng, {**SIGNAL_DRAWS, **(draws or {})})]
     return pd.DataFrame(
         {
             "n_signals": signals.n_signals,
             "signals_since_last_visit": signals.since_last_visit,
-            "signal_recall": s["recall_mean"].to_numpy(),
-            "signal_recall_lower": s["recall_lower"].to_numpy(),
-            "signal_recall_upper": s["recall_upper"].to_numpy(),
-            "signal_precision": s["precision_mean"].to_numpy(),
-            "signal_precision_lower": s["precision_lower"].to_numpy(),
-            "signal_precision_upper": s["precision_upper"].to_numpy(),
-            "signal_change_rate_per_day": s["change_rate_mean"].to_numpy(),
-            "signal_false_rate_per_day": s["false_rate_mean"].to_numpy(),
+            **{name: np.concatenate([p[name] for p in parts]) for name in SIGNAL_COLUMNS[2:]},
         }
     )
+
+
+def _posterior_columns(post, level: float) -> dict[str, np.ndarray]:
+    """The posterior columns of :func:`signal_columns` of one group of pages.
+
+    As :meth:`~changerate_bayes.signals.SignalPosterior.summary`, for the quantities read
+    only: the quantiles of the recall and the precision, the means of Δ and ν.
+    """
+    n = post.signalled.shape[-1]
+    out = {}
+    for name, column in (("recall", "signal_recall"), ("precision", "signal_precision")):
+        x = post.draws(name).reshape(-1, n)
+        lo, hi = np.quantile(x, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        out[column], out[f"{column}_lower"], out[f"{column}_upper"] = x.mean(axis=0), lo, hi
+    out["signal_change_rate_per_day"] = post.draws("change_rate").reshape(-1, n).mean(axis=0)
+    out["signal_false_rate_per_day"] = post.draws("false_rate").reshape(-1, n).mean(axis=0)
+    return out
 
 
 def with_signal_columns(table: pd.DataFrame, columns: pd.DataFrame, audit: SignalAudit) -> pd.DataFrame:

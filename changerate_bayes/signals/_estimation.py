@@ -18,7 +18,8 @@ S ~ Binomial(m, π). So
   s = ΣE[S]/T, ν = (N − ΣE[S])/T, u = ΣE[U]/T_c.
 - **Gibbs sampling** (data augmentation, Tanner & Wong 1987): with independent Gamma
   priors on s, u and ν, the rates given the latent counts are Gamma, and the latent
-  counts given the rates are drawn exactly (zero-truncated draws by the first event).
+  counts given the rates are drawn exactly (by inversion of their distribution functions
+  at uniforms of the generator, in one compiled pass per draw: :mod:`._gibbs_kernels`).
 """
 
 from __future__ import annotations
@@ -151,7 +152,9 @@ def _expected_latent(s, u, nu, f: _Flat):
     with np.errstate(divide="ignore", invalid="ignore"):
         pi = np.where(lam > 0, s / lam, 0.0)
         log_false = np.log1p(-pi)
-    a = np.where(f.n > 0, f.n * log_false[f.page], 0.0)
+    # log P(S = 0) = n log(1 − π); 0 without signals, also where π = 1 (ν = 0: log(1 − π) = −∞)
+    a = np.zeros(f.n.shape)
+    np.multiply(f.n, log_false[f.page], out=a, where=f.n > 0)
     mu = u[f.page] * f.tau
     with np.errstate(divide="ignore", invalid="ignore"):
         denom = -np.expm1(a - mu)  # 1 − P0
@@ -489,52 +492,70 @@ class SignalPosterior:
         return pd.DataFrame(cols)
 
 
-def _truncated_first_event(gen, log_none, shape):
-    """U(0, 1) mapped to the first event, given at least one: its position in (0, 1].
+_KERNELS: dict = {}
 
-    ``log_none`` is the log probability of no event; returns v·(1 − e^{log_none}) used by
-    the inverse CDFs of the zero-truncated draws.
+
+def _kernels():
+    """The numba kernels module, compiled (or loaded from numba's cache) on first call."""
+    if not _KERNELS:
+        from . import _gibbs_kernels as k
+
+        _KERNELS["module"] = k
+    return _KERNELS["module"]
+
+
+def _latent_layout(f: _Flat, n_pages: int) -> tuple:
+    """The kernel's view of the changed intervals, computed once per sampler run.
+
+    (each page's first changed interval, n_pages + 1 of them; τ; signals as int64; each
+    interval's first uniform in a row — one without signals, two with —; the uniforms per
+    row; the tail's signals as int64). The intervals are in page order (``_flat``).
     """
-    return gen.random(shape) * -np.expm1(log_none)
+    per = np.where(f.n > 0, 2, 1)
+    offset = np.zeros(per.size, dtype=np.int64)
+    np.cumsum(per[:-1], out=offset[1:])
+    return (
+        np.searchsorted(f.page, np.arange(n_pages + 1)).astype(np.int64),
+        np.ascontiguousarray(f.tau, dtype=np.float64),
+        f.n.astype(np.int64),
+        offset,
+        int(per.sum()),
+        f.tail_signals.astype(np.int64),
+    )
 
 
-def _draw_latent(gen, s, u, nu, f: _Flat, n_pages: int):
-    """One Gibbs draw of ΣS and ΣU per (chain, page) given the rates (chains, n_pages)."""
+def _draw_latent(gen, s, u, nu, f: _Flat, n_pages: int, layout=None):
+    """One Gibbs draw of ΣS and ΣU per (chain, page) given the rates (chains, n_pages).
+
+    By inversion at uniforms from ``gen``, in one pass (:mod:`._gibbs_kernels`): per changed
+    interval, whether S = 0 (probability P(S = 0) P(U >= 1)/P(S + U >= 1)); if so U ~
+    Poisson(uτ) given U >= 1; if not the first true signal J (truncated geometric), with the
+    rest of S Binomial(n − J, π) and U ~ Poisson(uτ), which are summed per page and drawn
+    as one binomial (with the tail's Binomial(m, π)) and one Poisson.
+    """
     chains = s.shape[0]
-    lam = s + nu
-    with np.errstate(invalid="ignore", divide="ignore"):
-        pi = np.where(lam > 0, s / lam, 0.0)
-        log_false = np.log1p(-pi)
-    k = f.page.size
-    pi_k = pi[:, f.page]
-    n = np.broadcast_to(f.n, (chains, k))
-    a = np.where(n > 0, n * log_false[:, f.page], 0.0)  # log P(S = 0)
-    mu = u[:, f.page] * f.tau  # U's mean
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p_s0 = np.exp(a) * -np.expm1(-mu) / -np.expm1(a - mu)  # P(S = 0 | S + U >= 1)
-    p_s0 = np.where(n > 0, p_s0, 1.0)
-    s0 = gen.random((chains, k)) < p_s0
-    # S = 0: U zero-truncated Poisson(mu) — the first of its events at time T1 in (0, 1]
-    # (a truncated exponential), then Poisson(mu (1 − T1)) more
-    v = _truncated_first_event(gen, -mu, (chains, k))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        t1 = np.where(mu > 0, -np.log1p(-v) / mu, 1.0)
-    t1 = np.clip(t1, 0.0, 1.0)
-    u_trunc = 1 + gen.poisson(np.where(s0, mu * (1 - t1), 0.0))
-    u_free = gen.poisson(np.where(s0, 0.0, mu))
-    latent_u = np.where(s0, u_trunc, u_free)
-    # S >= 1: the first true signal J ~ truncated geometric on 1..n, then Binomial(n − J, π)
-    v = _truncated_first_event(gen, a, (chains, k))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        j = np.ceil(np.log1p(-v) / log_false[:, f.page])
-    j = np.clip(np.nan_to_num(j, nan=1.0, posinf=1.0), 1.0, np.maximum(n, 1.0))
-    rest = np.where(s0, 0, np.maximum(n - j, 0)).astype(np.int64)
-    latent_s = np.where(s0, 0, 1 + gen.binomial(rest, np.clip(pi_k, 0.0, 1.0)))
-    tail_s = gen.binomial(f.tail_signals.astype(np.int64)[None, :], np.clip(pi, 0.0, 1.0))
-    index = (np.arange(chains)[:, None] * n_pages + f.page[None, :]).ravel()
-    s_sum = np.bincount(index, weights=latent_s.ravel(), minlength=chains * n_pages).reshape(chains, n_pages)
-    u_sum = np.bincount(index, weights=latent_u.ravel(), minlength=chains * n_pages).reshape(chains, n_pages)
-    return s_sum + tail_s, u_sum
+    starts, tau, n, offset, total, tail_n = _latent_layout(f, n_pages) if layout is None else layout
+    uniforms = gen.random((chains, total))
+    page_uniforms = gen.random((chains, n_pages, 2))
+    s_sum = np.empty((chains, n_pages))
+    u_sum = np.empty((chains, n_pages))
+    k = _kernels()
+    kernel = k.latent_sums_parallel if chains * n_pages > k.PARALLEL_ABOVE else k.latent_sums
+    kernel(
+        np.ascontiguousarray(s, dtype=np.float64),
+        np.ascontiguousarray(u, dtype=np.float64),
+        np.ascontiguousarray(nu, dtype=np.float64),
+        starts,
+        tau,
+        n,
+        offset,
+        uniforms,
+        tail_n,
+        page_uniforms,
+        s_sum,
+        u_sum,
+    )
+    return s_sum, u_sum
 
 
 def signal_posterior(
@@ -573,7 +594,8 @@ def signal_posterior(
     each changed interval are drawn exactly given the rates, then the rates from their
     Gamma conditionals. The draws are exact in the limit; check convergence with e.g.
     ``arviz.rhat`` on :meth:`SignalPosterior.draws`. Cost per draw: O(pages + changed
-    intervals), vectorised.
+    intervals), in one pass of a numba kernel (compiled, or loaded from numba's cache, on
+    the first call); the draws depend on the seed only.
 
     Examples
     --------
@@ -606,8 +628,9 @@ def signal_posterior(
     out_s = np.empty((chains, draws, n_pages))
     out_u = np.empty_like(out_s)
     out_nu = np.empty_like(out_s)
+    layout = _latent_layout(f, n_pages)
     for it in range(tune + draws):  # Markov chain steps (all pages and chains at once)
-        s_sum, u_sum = _draw_latent(gen, s, u, nu, f, n_pages)
+        s_sum, u_sum = _draw_latent(gen, s, u, nu, f, n_pages, layout)
         s = gen.gamma(prior.recall_a + s_sum) / (prior.change_b + f.time) if prior.recall_a > 0 else np.zeros(shape)
         u = gen.gamma(prior.recall_b + u_sum) / (prior.change_b + f.crawled) if prior.recall_b > 0 else np.zeros(shape)
         false_count = f.signals - s_sum
