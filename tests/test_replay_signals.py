@@ -366,3 +366,21 @@ def test_signal_policies_spend_the_crawls_of_the_paced_index_at_every_step(polic
     run_replay(pages, policy(), fetch_log=logs["signals"], signals=signal_times(sig, pages), **kw)
     per_step = {k: {int(s[0]): len(p) for s, p in v} for k, v in logs.items()}
     assert per_step["plain"] == per_step["signals"]
+
+
+def test_a_crawl_without_interval_leaves_the_other_crawls_to_learn_from():
+    """A crawl at its window's first step (interval 0) carries no information: it is left out of
+    the fit's data, and the other crawls are kept (page 0: τ = 2, changed, 1 signal; page 1: τ = 1)."""
+    from changerate_bayes.replay._signals import _SignalCounts
+
+    counts = _SignalCounts(3)
+    counts.at_crawl[:] = [1, 0, 4]
+    counts.record(np.array([1, 0, 1]), np.array([2.0, 1.0, 0.0]), np.array([True, True, True]))
+    data, seen = counts.data(np.zeros(3))
+    assert seen.tolist() == [0, 1]
+    assert data.intervals.tolist() == [2.0, 1.0]
+    assert data.changed.tolist() == [1, 0]
+    assert data.signals.tolist() == [1, 0]
+    only_zero = _SignalCounts(2)
+    only_zero.record(np.array([0, 1]), np.array([0.0, 0.0]), np.array([True, True]))
+    assert only_zero.data(np.zeros(2)) is None

@@ -207,14 +207,15 @@ class _SignalCounts:
         tau = np.concatenate([c[1] for c in self.chunks])
         changed = np.concatenate([c[2] for c in self.chunks])
         sig = np.concatenate([c[3] for c in self.chunks])
+        keep = tau > 0  # a crawl in the step of its window's start: no interval to learn from
+        page, tau, changed, sig = page[keep], tau[keep], changed[keep], sig[keep]
+        if not page.size:
+            return None
         order = np.argsort(page, kind="stable")  # crawl order within each page
         lengths = np.bincount(page, minlength=self.n_since.size)
         seen = np.flatnonzero(lengths > 0)
         tail = np.maximum(np.asarray(tail_time, dtype=np.float64)[seen], 0.0)
         m = np.where(tail > 0, self.n_since[seen], 0)
-        ok = tau[order] > 0
-        if not ok.all():  # a crawl in the step of the window start: no interval to learn from
-            return None
         data = SignalData.from_segments(
             tau[order], changed[order], sig[order], lengths=lengths[seen], tail_time=tail, tail_signals=m
         )
