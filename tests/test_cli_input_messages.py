@@ -89,3 +89,14 @@ def test_diagnose_names_the_report_folder_only_after_reading_the_input(tmp_path,
     good.write_text("page,time\n" + "".join(f"a,{t}\n" for t in (0.5, 1.7, 2.1, 4.0, 4.4, 6.9, 8.0, 9.3)))
     assert main(["diagnose", str(good), "--report", str(tmp_path / "g"), "--n-resamples", "19"]) == 0
     assert "the report goes to" in capsys.readouterr().out
+
+
+def test_each_command_offers_only_the_engines_it_runs(capsys):
+    """schedule runs on pandas and Dask only: its help and its choices say so (estimate has three)."""
+    with pytest.raises(SystemExit) as exc:
+        main(["schedule", "log.csv", "--engine", "buckets", "--out", "s.csv"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'buckets' (choose from 'pandas', 'dask')" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["estimate", "--help"])
+    assert "{pandas,buckets,dask}" in capsys.readouterr().out

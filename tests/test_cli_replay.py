@@ -109,6 +109,15 @@ def test_replay_command_with_signals_prints_the_gap_shares(tmp_path, capsys):
     gap = printed.split("clairvoyant, paired page bootstrap:")[1]
     assert "gap_share_lo" in gap and "paced_on_signal" in gap and "paced_index_signals" in gap
     assert "note: uniform and clairvoyant added to --policies" in printed
+    # the signals file of estimate and schedule (page,signal_time), as CSV or Parquet: the same replay
+    frame = pd.read_csv(sig).rename(columns={"timestamp": "signal_time"})
+    as_csv, as_parquet = tmp_path / "sig2.csv", tmp_path / "sig2.parquet"
+    frame.to_csv(as_csv, index=False)
+    frame.to_parquet(as_parquet)
+    for other in (as_csv, as_parquet):
+        args[-1] = str(other)
+        assert main(args + ["--policies", "paced_on_signal", "paced_index_signals"]) == 0
+        assert capsys.readouterr().out == printed
 
 
 def test_replay_command_names_the_line_of_a_bad_signal(tmp_path, capsys):

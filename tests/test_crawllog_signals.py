@@ -251,6 +251,11 @@ def test_next_fetch_by_hand():
     cols.loc[3, "signals_since_last_visit"] = 1
     out = signal_schedule(sched, cols, now=last + pd.Timedelta(hours=1))
     assert out["next_fetch"].iloc[3] == last + pd.Timedelta(hours=1) and out.attrs["n_due_now"] == 1
+    # due now counts every page whose next fetch is at or before the log's end: 50 h after the last
+    # fetch, a (29.458 h), c (never signalled, its interval of 48 h past) and d (a signal); not b (96 h)
+    out = signal_schedule(sched, cols, now=last + pd.Timedelta(hours=50))
+    assert out["signals_since_last_visit"].tolist() == [2, 0, 0, 1]
+    assert out.attrs["n_due_now"] == 3
 
 
 def test_jump_and_delay_edges():

@@ -160,9 +160,10 @@ LOG_FORMATS = ("csv", "parquet", "cdx", "warc", "ota", "auto")
 ENGINES = ("pandas", "buckets", "dask")
 
 
-def add_log_flags(parser, *, engine_help: str) -> None:
+def add_log_flags(parser, *, engine_help: str, engines: tuple[str, ...] = ENGINES) -> None:
     """Add the flags of a command that reads crawl logs: LOG..., ``--log-format``, ``--columns``,
-    ``--page-key``, ``--ota-changed``, ``--budget``, ``--engine`` and ``--scheduler``."""
+    ``--page-key``, ``--ota-changed``, ``--budget``, ``--engine`` (one of ``engines``, the
+    command's) and ``--scheduler``."""
     parser.add_argument(
         "logs",
         nargs="+",
@@ -195,7 +196,7 @@ def add_log_flags(parser, *, engine_help: str) -> None:
         metavar="CRAWLS_PER_DAY",
         help="crawls per day to share between the pages (default: the crawls per day the log shows)",
     )
-    parser.add_argument("--engine", choices=ENGINES, default=None, help=engine_help)
+    parser.add_argument("--engine", choices=engines, default=None, help=engine_help)
     parser.add_argument(
         "--scheduler",
         metavar="ADDRESS",

@@ -78,7 +78,7 @@ def register(p) -> None:
     p.add_argument(
         "--signals",
         metavar="SIGNALS.csv",
-        help="change signals (columns page,timestamp, the roles of --columns): each policy that reads them "
+        help="change signals, CSV or Parquet (columns page,timestamp, the roles of --columns, or page,signal_time as estimate and schedule read them): each policy that reads them "
         "(paced_index_signals, paced_on_signal) sees a signal from the first step at or after it; prints each "
         "policy's share of the round-robin to clairvoyant gap with bootstrap intervals (default policies: "
         + ", ".join(SIGNAL_DEFAULT_POLICIES)
@@ -102,6 +102,19 @@ def _mapped(frame, column_map: dict):
     present = {role: col for role, col in column_map.items() if col in frame.columns}
     shadowed = [role for role, col in present.items() if role in frame.columns and role != col]
     return frame.drop(columns=shadowed).rename(columns={col: role for role, col in present.items()})
+
+
+def _signals_table(path: str, column_map: dict) -> pd.DataFrame:
+    """The --signals file (CSV, optionally compressed, or Parquet) as a table with the columns
+    page and timestamp: a file in the signals format of ``estimate`` and ``schedule``
+    (``page,signal_time[,source]``) is read as it is; row labels are the CSV's lines."""
+    with open(path, "rb") as fh:
+        parquet = fh.read(4) == b"PAR1"
+    frame = _mapped(pd.read_parquet(path) if parquet else pd.read_csv(path), column_map)
+    if "timestamp" not in frame.columns and "signal_time" in frame.columns:
+        frame = frame.rename(columns={"signal_time": "timestamp"})
+    frame.index = pd.RangeIndex(2, len(frame) + 2)
+    return frame
 
 
 def _file_lines(text: str, path: str, windows: str | None = None, signals: str | None = None) -> str:
@@ -282,8 +295,7 @@ def _run(args) -> int:
         signals = None
         if args.signals:
             reading = f"--signals {args.signals!r}"
-            signals = _mapped(pd.read_csv(args.signals), column_map)
-            signals.index = pd.RangeIndex(2, len(signals) + 2)
+            signals = _signals_table(args.signals, column_map)
     except pd.errors.EmptyDataError:
         return fail(f"{reading}: the file is empty (expected a CSV header line)")
     except (OSError, pd.errors.ParserError) as exc:

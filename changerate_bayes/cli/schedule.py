@@ -53,6 +53,7 @@ def register(p) -> None:
         p,
         engine_help="pandas (in process) or dask (one task per file for CDX, CDXJ, WARC and several "
         "CSV or Parquet files; a single CSV or Parquet file, or OTA logs, read in blocks). Default: pandas",
+        engines=("pandas", "dask"),
     )
     p.add_argument("--out", required=True, help="the schedule: .csv, .parquet, or any name with --format")
     p.add_argument(
@@ -186,7 +187,7 @@ def _run(args) -> int:
         print(
             f"signals: the budget counts index crawls; with signals the expected rate is "
             f"{a['crawls_per_day_with_signals']:.6g} crawls/day (Poisson signals at each page's q̂Δ̂ + ν̂; "
-            "next fetch = last fetch + (interval_h - n_signals * signal_jump_h) / (1 - signal_recall))"
+            "next fetch = last fetch + (interval_h - signals_since_last_visit * signal_jump_h) / (1 - signal_recall))"
         )
     try:
         path = write_schedule(table, out, format=out_format)

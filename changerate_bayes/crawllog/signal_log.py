@@ -67,7 +67,13 @@ SIGNAL_COLUMNS = (
     "signal_false_rate_per_day",
 )
 #: Columns :func:`changerate_bayes.crawllog.schedule` adds with signals, in order.
-SIGNAL_SCHEDULE_COLUMNS = ("n_signals", "signal_recall", "signal_jump_h", "index_next_fetch", "fetch_trigger")
+SIGNAL_SCHEDULE_COLUMNS = (
+    "signals_since_last_visit",
+    "signal_recall",
+    "signal_jump_h",
+    "index_next_fetch",
+    "fetch_trigger",
+)
 #: Gibbs sampling of :func:`signal_columns`: draws kept and discarded per chain, chains.
 SIGNAL_DRAWS = {"draws": 200, "tune": 100, "chains": 2}
 #: Gibbs sampling for the schedule, which reads posterior means only (:func:`_signal_means`):
@@ -650,13 +656,14 @@ def signal_schedule(schedule: pd.DataFrame, columns: pd.DataFrame, *, now) -> pd
     -------
     pandas.DataFrame
         A copy with ``next_fetch`` moved on the pages with signal information and the
-        columns :data:`SIGNAL_SCHEDULE_COLUMNS`: ``n_signals`` (since the last fetch),
+        columns :data:`SIGNAL_SCHEDULE_COLUMNS`: ``signals_since_last_visit`` (n),
         ``signal_recall`` (q̂ used: 0 on a page with no signal ever), ``signal_jump_h`` (J,
         hours), ``index_next_fetch`` (the next fetch without signals), ``fetch_trigger``
         (``"index"``: no signal information, q̂ = 0 or no signal ever, the next fetch
         unchanged; ``"on_signal"``: one signal alone makes the page due, J >= I;
         ``"both"``: otherwise). ``attrs`` gains ``n_on_signal``, ``n_index``,
-        ``n_both``, ``n_due_now`` (pages due at ``now``), ``crawls_per_day_with_signals``
+        ``n_both``, ``n_due_now`` (pages whose next fetch is at or before ``now``: the signalled pages
+        moved to it and the pages already past their interval), ``crawls_per_day_with_signals``
         (Σ 24/E[T], the expected crawl rate under the model's Poisson signals,
         :func:`expected_fetch_interval`) and ``signal_rule``.
 
@@ -694,7 +701,7 @@ def signal_schedule(schedule: pd.DataFrame, columns: pd.DataFrame, *, now) -> pd
     nxt = np.where(informed, np.where(due_now, now.to_datetime64(), moved.to_numpy()), index_next.to_numpy())
     trigger = np.where(~informed, "index", np.where(jump >= interval, "on_signal", "both")).astype(object)
     out["next_fetch"] = pd.to_datetime(nxt, utc=True)
-    out["n_signals"] = n
+    out["signals_since_last_visit"] = n
     out["signal_recall"] = q
     out["signal_jump_h"] = jump
     out["index_next_fetch"] = index_next.to_numpy()
@@ -709,10 +716,10 @@ def signal_schedule(schedule: pd.DataFrame, columns: pd.DataFrame, *, now) -> pd
         n_on_signal=int((trigger == "on_signal").sum()),
         n_index=int((trigger == "index").sum()),
         n_both=int((trigger == "both").sum()),
-        n_due_now=int(due_now.sum()),
+        n_due_now=int((out["next_fetch"] <= now).sum()),
         crawls_per_day_with_signals=float(np.sum(_HOURS_PER_DAY / mean_t)),
         signal_rule=(
-            "next_fetch = last_attempt + (interval_h - n_signals * signal_jump_h) / (1 - signal_recall), due at the "
+            "next_fetch = last_attempt + (interval_h - signals_since_last_visit * signal_jump_h) / (1 - signal_recall), due at the "
             "log's end if that is past; the budget counts index crawls (one per interval_h); "
             "crawls_per_day_with_signals is the expected rate under Poisson signals"
         ),
