@@ -116,6 +116,11 @@ def test_signals_on_no_page_of_the_log_is_an_error(tmp_path):
     path.write_text("page,signal_time\nother,2024-01-02T00:00Z\n")
     with pytest.raises(CrawlLogError, match=r"signals\.csv: none of the 1 signals is on a page"):
         estimate(v, signals=path)
+    # with a second file that does name a page of the log, the first is still refused, by name
+    good = tmp_path / "good.csv"
+    good.write_text(f"page,signal_time\n{v['page'].iloc[0]},{v['fetch_time'].iloc[1]}\n")
+    with pytest.raises(CrawlLogError, match=r"signals\.csv: none of its 1 signals is on a page"):
+        estimate(v, signals=[good, path])
 
 
 @pytest.mark.parametrize(

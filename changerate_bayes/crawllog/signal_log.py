@@ -323,6 +323,17 @@ def log_signals(table: pd.DataFrame, parts, signals: pd.DataFrame) -> LogSignals
             f"{', '.join(sources)}: none of the {raw_pages.size} signals is on a page of the log's table "
             f"(e.g. pages {shown or 'none'}); the signals must name pages as the log does (its page column)"
         )
+    if "file" in signals.columns:  # several signals files: each must name pages of the log
+        files = signals["file"].to_numpy(dtype=object)
+        hits = pd.Series(known).groupby(files, sort=False).any()
+        if not hits.all():
+            name = str(hits.index[~hits.to_numpy()][0])
+            mine = raw_pages[files == name]
+            shown = ", ".join(map(repr, pd.unique(mine)[:3]))
+            raise CrawlLogError(
+                f"{name}: none of its {mine.size} signals is on a page of the log's table (e.g. pages "
+                f"{shown or 'none'}); the signals must name pages as the log does (its page column)"
+            )
     last = table["last_visit"].to_numpy(dtype="datetime64[ns]").view(np.int64)
     end = int(last.max())
     n_chg = np.zeros(n_pages, np.int64)
