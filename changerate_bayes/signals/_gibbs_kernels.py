@@ -57,20 +57,26 @@ def _poisson_from_mode(v, mu):
     return x
 
 
-@numba.njit(**_JIT)
-def _poisson_core(v, mu, e0):
-    """:func:`poisson_inv` given e0 = e^{−mu} (mu > 0)."""
-    if mu >= SMALL_MEAN:
-        return _poisson_from_mode(v, mu)
-    p = e0
-    c, x = p, 0.0
-    while c < v:
+@numba.njit(inline="always", **_JIT)
+def _poisson_up(target, mu, p, x):
+    """The smallest y >= ``x`` with p + P(x+1) + ... + P(y) >= ``target``, P(y) the Poisson(mu)
+    probabilities summed upward from ``p`` = P(x) (stopping where the terms are negligible)."""
+    c = p
+    while c < target:
         x += 1.0
         p *= mu / x
         c += p
         if p < _NEGLIGIBLE * c and x > mu:
             break
     return x
+
+
+@numba.njit(**_JIT)
+def _poisson_core(v, mu, e0):
+    """:func:`poisson_inv` given e0 = e^{−mu} (mu > 0)."""
+    if mu >= SMALL_MEAN:
+        return _poisson_from_mode(v, mu)
+    return _poisson_up(v, mu, e0, 0.0)
 
 
 @numba.njit(**_JIT)
@@ -87,15 +93,7 @@ def _truncated_poisson_core(v, mu, q):
     if mu >= SMALL_MEAN:
         return max(1.0, _poisson_from_mode((1.0 - q) + v * q, mu))
     t = v * q  # P(1 <= X <= x) >= t, summed from x = 1: no cancellation for small mu
-    p = mu * (1.0 - q)  # 1 − q = e^{−mu} to 1e-16, >= 4.5e-5 here
-    c, x = p, 1.0
-    while c < t:
-        x += 1.0
-        p *= mu / x
-        c += p
-        if p < _NEGLIGIBLE * c and x > mu:
-            break
-    return x
+    return _poisson_up(t, mu, mu * (1.0 - q), 1.0)  # 1 − q = e^{−mu} to 1e-16, >= 4.5e-5 here
 
 
 @numba.njit(**_JIT)
