@@ -308,16 +308,12 @@ def _lognormal_posterior(table: pd.DataFrame, mean: np.ndarray) -> tuple[np.ndar
     lower = upper)."""
     lo = table["posterior_lower"].to_numpy(dtype=np.float64) if "posterior_lower" in table else mean
     hi = table["posterior_upper"].to_numpy(dtype=np.float64) if "posterior_upper" in table else mean
-    ok = np.isfinite(lo) & np.isfinite(hi) & (lo > 0) & (hi > lo)
-    log_lo, log_hi = np.where(ok, lo, 1.0), np.where(ok, hi, 1.0)
-    np.log(log_lo, out=log_lo)
-    np.log(log_hi, out=log_hi)
-    sd = np.subtract(log_hi, log_lo)
-    sd /= 2.0 * norm.ppf(0.5 + 0.5 * float(table.attrs.get("level", 0.9)))
-    median = np.add(log_lo, log_hi, out=log_lo)
-    median *= 0.5
-    np.exp(median, out=median)
-    np.copyto(median, mean, where=~ok)
+    from ._lognormal_kernel import lognormal_of_interval  # numba: compiled or loaded on first use
+
+    z2 = 2.0 * float(norm.ppf(0.5 + 0.5 * float(table.attrs.get("level", 0.9))))
+    median, sd = lognormal_of_interval(
+        np.ascontiguousarray(lo), np.ascontiguousarray(hi), np.ascontiguousarray(mean), z2
+    )
     return median, sd
 
 

@@ -121,6 +121,8 @@ def _kernels() -> dict:
         _KERNELS["spend"] = k.spend_kernel
         _KERNELS["tiles"] = k.spend_tiles
         _KERNELS["table"] = k.k_table
+        _KERNELS["roots"] = k.u_table
+        _KERNELS["intervals"] = k.intervals_of_roots
         _KERNELS["serial"] = k._spend_serial
         _KERNELS["parallel_above"] = k.PARALLEL_ABOVE
     return _KERNELS
@@ -143,6 +145,28 @@ def _table() -> np.ndarray:
     return _KERNELS["k_table"]
 
 
+#: The table of the roots of K for s <= 1.5 (:func:`._index_allocation_kernels.u_table`): s = j h_s
+#: (h_s = 0.0125, rows to s = 1.5 + 3 h_s), ĉ = c − K_top(s) = −62 + k h_c (h_c = 0.05, ĉ <= −1);
+#: 124 × 1221 triples (u, h_c du/dc, h_c² d²u/dc²), 3.6 MB. The roots of its interpolant meet
+#: K(u) = c within 3.2e-10 (3.12e-10 on a grid of 601 × 6101 points).
+_ROOTS_HS, _ROOTS_C0, _ROOTS_HC = 0.0125, -62.0, 0.05
+_ROOTS_NS, _ROOTS_NC = 124, 1221
+#: |K(u) − c| at most at a root of the table of roots (tested)
+ROOTS_ERROR = 3.2e-10
+#: Taylor moves of a root by at most this much in u (log t) after the first price on large
+#: collections: the remainder, |3K''²/K' − K'''| δ³/6 <= 0.76 δ³ in K (4.55 at most over s and u),
+#: is below 2.6e-9
+_TAYLOR_DU = 1.5e-3
+
+
+def _roots() -> tuple:
+    """The table of roots, K's top per row and the grid (h_s, c0, h_c), built on first use and kept."""
+    if "u_table" not in _KERNELS:
+        tab, top = _kernels()["roots"](_XI, _A, _ROOTS_HS, _ROOTS_NS, _ROOTS_C0, _ROOTS_HC, _ROOTS_NC)
+        _KERNELS["u_table"] = (tab, top, np.array([_ROOTS_HS, _ROOTS_C0, _ROOTS_HC]))
+    return _KERNELS["u_table"]
+
+
 #: pages in the sample whose price starts the search on large collections
 _SAMPLE = 16384
 #: live pages above which the roots are solved on the table of K (from a sample's price)
@@ -151,6 +175,8 @@ _TABLE_ABOVE = 4 * _SAMPLE
 _COLD = 4
 #: the kernels' state of a root ended roughly from the small-t bound (evaluated again)
 _ROUGH = 5
+#: the kernels' state of an interior root taken from the table of roots
+_TABLE_ROOT = 3
 
 
 def _first_price(m, b, s, live, live_budget) -> float:
@@ -172,16 +198,17 @@ def _solver(arrays, inv_cap, table=False, du_max=1e-5):
     """S(e^z), dS/dz and the count of evaluations, each root solved in place; with ``table``
     K is the interpolant of :func:`_table` (exact outside it) and a root the price moves by
     at most ``du_max`` is moved by the Taylor series alone."""
-    m, s, b, dead, ulo, utop, u, k1, k2, state = arrays
+    m, s, b, dead, ulo, utop, u, k1, k2, state, k3 = arrays
     if table:
         tab = _table()
+        roots = _roots()
         kernels = _kernels()
         tiles = kernels["tiles"] if m.size > kernels["parallel_above"] else kernels["serial"]  # the same sums
 
         def solve(z, shift):
             return tiles(
                 z, shift, m, s, b, dead, ulo, utop, inv_cap, _XI, _A, 1.0, u, k1, k2, state,
-                tab, _TABLE_HS, _TABLE_U0, _TABLE_HU, du_max,
+                tab, _TABLE_HS, _TABLE_U0, _TABLE_HU, du_max, *roots, k3,
             )  # fmt: skip
 
         return solve
@@ -193,9 +220,12 @@ def _solver(arrays, inv_cap, table=False, du_max=1e-5):
     return solve
 
 
-def _price_search(z, arrays, inv_cap, live_budget, table=False, tol=2e-15, du_max=1e-5):
+def _price_search(z, arrays, inv_cap, live_budget, table=False, tol=2e-15, du_max=1e-5, last_step=False):
     """Newton steps on log S(e^z) = log B in a bracket (bisection when a step leaves it), to
-    |log S − log B| <= ``tol``."""
+    |log S − log B| <= ``tol``. With ``last_step``, a Newton step from |log S − log B| <= 1e-9
+    ends the search unevaluated: the roots are to be moved to first order by it (its error and
+    theirs O(1e-18)); it is returned (0 otherwise) after z, the bracket, the jump flag and the
+    count of steps."""
     solve = _solver(arrays, inv_cap, table, du_max)
     state, dead = arrays[9], arrays[3]
     live = ~dead
@@ -204,8 +234,10 @@ def _price_search(z, arrays, inv_cap, live_budget, table=False, tol=2e-15, du_ma
     steps = 0
     shift = 0.0
     jump = False
+    pending = 0.0
     for steps in range(1, 400):  # noqa: B007 (the count is returned)
-        spend, dspend, _ = solve(z, shift)
+        out = solve(z, shift)
+        spend, dspend = out[0], out[1]
         phi = (
             np.log(spend) - np.log(live_budget)
             if spend > 0 and live_budget > 0
@@ -225,6 +257,15 @@ def _price_search(z, arrays, inv_cap, live_budget, table=False, tol=2e-15, du_ma
             break
         if dspend < 0 and np.isfinite(phi):
             zn = z - phi * spend / dspend
+            if last_step and abs(phi) <= 1e-9 and z_lo < zn < z_hi and not (state == _ROUGH).any():
+                pending = zn - z
+                z = zn
+                break
+            if len(out) > 3:  # the table's kernel gives d²S/dz² too: a Halley step on log S
+                slope = dspend / spend
+                den = 1.0 - 0.5 * phi * (out[3] / spend - slope * slope) / (slope * slope)
+                if 0.5 < den < 2.0:
+                    zn = z - phi / slope / den
         else:  # every live page at a bound: no slope
             if phi > 0 and (state[live] == 2).all():
                 break  # the bound M for every page still spends more than B
@@ -240,7 +281,7 @@ def _price_search(z, arrays, inv_cap, live_budget, table=False, tol=2e-15, du_ma
                 expand *= 2.0
         shift = zn - z  # each root starts from its last one moved by δz/K' (first order)
         z = zn
-    return z, z_lo, z_hi, jump, steps
+    return z, z_lo, z_hi, jump, steps, pending
 
 
 def _inverse(u, m, state, dead, cap, t_min):
@@ -397,29 +438,36 @@ def index_crawl_intervals(
         b = m if weights is None else m - np.log(w)  # c_i = log λ + b_i (log 1 = 0; read only)
     inv_cap = 1.0 / cap
     live_budget = budget - n_dead * inv_cap
-    ulo = np.log(t_min) + m
-    utop = min(np.log(cap), np.log(t_max)) + m
+    ulo = float(np.log(t_min))  # the bounds of u − m = log t
+    utop = float(min(np.log(cap), np.log(t_max)))
 
     live = ~dead
     k1 = np.zeros(n)
     k2 = np.zeros(n)
     state = np.zeros(n, dtype=np.int8)
     u = np.zeros(n)
-    arrays = (m, s, b, dead, ulo, utop, u, k1, k2, state)
+    k3 = np.zeros(n if n - n_dead > _TABLE_ABOVE else 0)
+    arrays = (m, s, b, dead, ulo, utop, u, k1, k2, state, k3)
     n_live = n - n_dead
     large = n_live > _TABLE_ABOVE
     if large:  # the price of a sample of the pages first, then every root on the table of K
-        state[live] = _COLD
-        every = np.flatnonzero(live)[:: n_live // _SAMPLE]
-        sample: tuple[np.ndarray, ...] = tuple(x[every].copy() for x in arrays)
+        state.fill(_COLD)
+        if n_dead:
+            state[dead] = 0
+        step = n_live // _SAMPLE
+        every = np.flatnonzero(live)[::step] if n_dead else np.arange(0, n, step)
+        sample = tuple(x[every].copy() if isinstance(x, np.ndarray) else x for x in arrays)
         share = live_budget * every.size / n_live
-        z = _first_price(sample[0], sample[2], sample[1], ~sample[3], share)
-        z = _price_search(z, sample, inv_cap, share, table=True, tol=1e-6, du_max=2e-2)[0]
+        z = _first_price(m[every], b[every], s[every], live[every], share)
+        z = _price_search(z, sample, inv_cap, share, table=True, tol=1e-4, du_max=2e-2)[0]
     else:
         z = _first_price(m, b, s, live, live_budget)
         _start(u, z, b, s, live)
-    z, z_lo, z_hi, jump, steps = _price_search(z, arrays, inv_cap, live_budget, table=large)
-    solve = _solver(arrays, inv_cap, table=large)
+    du_max = _TAYLOR_DU if large else 1e-5
+    z, z_lo, z_hi, jump, steps, pending = _price_search(
+        z, arrays, inv_cap, live_budget, table=large, du_max=du_max, last_step=large
+    )
+    solve = _solver(arrays, inv_cap, table=large, du_max=du_max)
     if jump:
         # λ is resolved to its last bit. Between the two ends of the bracket only pages whose index
         # is flat at their interval to rounding move (dI/dλ = I/(λ K'), Δ I beyond about 20): their
@@ -432,12 +480,17 @@ def index_crawl_intervals(
         inv = _inverse(u, m, state, dead, cap, t_min)
         z = z_hi
         moved = ~np.isclose(inv, inv_lo, rtol=1e-12, atol=0.0)
+        if not moved.any():  # no root is left unresolved: the interior pages share the rounding of B
+            moved = ((state == 0) | (state == _TABLE_ROOT)) & ~dead
         true_jump = t_max < cap and bool(((state == 2) & (state_lo != 2)).any())
         rest = budget - inv[~moved].sum()
         if moved.any() and not true_jump and rest > 0:
             inv[moved] = np.maximum(inv_lo[moved] * (rest / inv_lo[moved].sum()), inv_cap)
         with np.errstate(divide="ignore"):  # M = inf: 1/I = 0
             return IndexIntervals(1.0 / inv, float(np.exp(z)), steps)
+    if large:  # (on all cores, with the last step's first-order move)
+        intervals = _kernels()["intervals"](u, m, k1, state, dead, pending, t_min, min(cap, t_max), cap)
+        return IndexIntervals(intervals, float(np.exp(z)), steps)
     intervals = np.exp(np.subtract(u, m, out=k1), out=k1)  # (k1 no longer needed)
     intervals[state == 1] = t_min
     intervals[(state == 2) | dead] = cap

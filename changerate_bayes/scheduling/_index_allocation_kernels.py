@@ -177,15 +177,23 @@ def _k(u, n_nodes, xi_e, a):
     return k, k1, d2 / h - k1 * k1
 
 
+@numba.njit(inline="always", **_JIT)
+def _curve(inv, g1, g2):
+    """d²(1/I)/dz² of an interior root (1/I = ``inv``, K' = ``g1``, K'' = ``g2``): (u'² − u'') / I
+    with u' = 1/K', u'' = −K''/K'³."""
+    t = 1.0 / g1
+    return inv * t * t * (1.0 + g2 * t)
+
+
 @numba.njit(**_JIT)
 def spend_kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state):
     """Solve every page's interval at the log price ``z``; return (S, dS/dz, evaluations).
 
     Per page: K(u) = c, c = z + b_i (b = m − log w), by Halley steps safeguarded by a
     bracket, from the start ``u[i]`` + ``shift``/``k1[i]`` (the last root moved to first
-    order by the price's step; ``u[i]`` where ``k1[i]`` is 0), clamped to [ulo_i, utop_i]. Writes the solution to
+    order by the price's step; ``u[i]`` where ``k1[i]`` is 0), clamped to [``ulo`` + m_i, ``utop`` + m_i] (log t_min and log min(t_max, M)). Writes the solution to
     ``u``, K' and K'' there to ``k1`` and ``k2`` (0 and K(bound) at a bound) and ``state`` (0 interior, 1 at the lower bound
-    ulo, 2 no root up to utop: the page gets the top interval, 1/``inv_cap``). S = Σ 1/I_i
+    ulo + m_i, 2 no root up to utop + m_i: the page gets the top interval, 1/``inv_cap``). S = Σ 1/I_i
     over live pages, I_i = e^{u − m} (or the top); ``dead`` pages (index 0) are left out.
     ``xi``/``a`` are the nodes and weights (symmetric: xi[n−1−q] = −xi[q]); ``a1`` the
     weight of the single node (s = 0). A Halley step below 2e-6 in u (log t) ends the
@@ -204,12 +212,62 @@ def spend_kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, 
     """
     empty = np.zeros((0, 0, 3))
     if m.size <= PARALLEL_ABOVE:
-        return _spend_serial(
-            z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, empty, 1.0, 0.0, 1.0, 1e-5
+        sp, dsp, ne, _d2 = _spend_serial(
+            z,
+            shift,
+            m,
+            s,
+            b,
+            dead,
+            ulo,
+            utop,
+            inv_cap,
+            xi,
+            a,
+            a1,
+            u,
+            k1,
+            k2,
+            state,
+            empty,
+            1.0,
+            0.0,
+            1.0,
+            1e-5,
+            empty,
+            np.zeros(0),
+            np.ones(3),
+            np.zeros(0),
         )
-    return spend_tiles(
-        z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, empty, 1.0, 0.0, 1.0, 1e-5
+        return sp, dsp, ne
+    sp, dsp, ne, _d2 = spend_tiles(
+        z,
+        shift,
+        m,
+        s,
+        b,
+        dead,
+        ulo,
+        utop,
+        inv_cap,
+        xi,
+        a,
+        a1,
+        u,
+        k1,
+        k2,
+        state,
+        empty,
+        1.0,
+        0.0,
+        1.0,
+        1e-5,
+        empty,
+        np.zeros(0),
+        np.ones(3),
+        np.zeros(0),
     )
+    return sp, dsp, ne
 
 
 @numba.njit(inline="always", **_JIT)
@@ -223,46 +281,155 @@ def _spend_tile(t, args):
 
 
 @numba.njit(**_JIT)
-def _spend_serial(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab, hs, u0, hu, du_max):
+def _spend_serial(
+    z,
+    shift,
+    m,
+    s,
+    b,
+    dead,
+    ulo,
+    utop,
+    inv_cap,
+    xi,
+    a,
+    a1,
+    u,
+    k1,
+    k2,
+    state,
+    tab,
+    hs,
+    u0,
+    hu,
+    du_max,
+    utab,
+    k_top,
+    rgrid,
+    k3,
+):
     """:func:`spend_tiles` in one thread (for few pages, where starting threads costs more than
     it saves): the same tiles, their sums added in the same order, so the same result."""
     n = m.size
-    args = (z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab, hs, u0, hu, du_max)
+    args = (
+        z,
+        shift,
+        m,
+        s,
+        b,
+        dead,
+        ulo,
+        utop,
+        inv_cap,
+        xi,
+        a,
+        a1,
+        u,
+        k1,
+        k2,
+        state,
+        tab,
+        hs,
+        u0,
+        hu,
+        du_max,
+        utab,
+        k_top,
+        rgrid,
+        k3,
+    )
     spend = 0.0
     dspend = 0.0
+    d2spend = 0.0
     n_eval = 0
     for t in range((n + TILE - 1) // TILE):
-        sp, dsp, ne = _spend_tile(t, args)
+        sp, dsp, ne, d2 = _spend_tile(t, args)
         spend += sp
         dspend += dsp
+        d2spend += d2
         n_eval += ne
-    return spend, dspend, n_eval
+    return spend, dspend, n_eval, d2spend
 
 
 @numba.njit(parallel=True, **_JIT)
-def spend_tiles(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab, hs, u0, hu, du_max):
+def spend_tiles(
+    z,
+    shift,
+    m,
+    s,
+    b,
+    dead,
+    ulo,
+    utop,
+    inv_cap,
+    xi,
+    a,
+    a1,
+    u,
+    k1,
+    k2,
+    state,
+    tab,
+    hs,
+    u0,
+    hu,
+    du_max,
+    utab,
+    k_top,
+    rgrid,
+    k3,
+):
     """:func:`spend_kernel`, K taken from the table ``tab`` of :func:`k_table`
     (s = j ``hs``, u = ``u0`` + k ``hu``) where a page's s and the point u are inside it (an
     empty table: K exact everywhere); the count is of exact evaluations only. Tiles of
     :data:`TILE` pages in parallel, their sums added in tile order."""
     n = m.size
-    args = (z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab, hs, u0, hu, du_max)
+    args = (
+        z,
+        shift,
+        m,
+        s,
+        b,
+        dead,
+        ulo,
+        utop,
+        inv_cap,
+        xi,
+        a,
+        a1,
+        u,
+        k1,
+        k2,
+        state,
+        tab,
+        hs,
+        u0,
+        hu,
+        du_max,
+        utab,
+        k_top,
+        rgrid,
+        k3,
+    )
     n_tiles = (n + TILE - 1) // TILE
-    sums = np.zeros((n_tiles, 2))
+    sums = np.zeros((n_tiles, 3))
     evals = np.zeros(n_tiles, dtype=np.int64)
     for t in numba.prange(n_tiles):
-        sp, dsp, ne = _spend_tile(t, args)
+        sp, dsp, ne, d2 = _spend_tile(t, args)
         sums[t, 0] = sp
         sums[t, 1] = dsp
+        sums[t, 2] = d2
         evals[t] = ne
     spend = 0.0
     dspend = 0.0
+    d2spend = 0.0
     n_eval = 0
     for t in range(n_tiles):
         spend += sums[t, 0]
         dspend += sums[t, 1]
+        d2spend += sums[t, 2]
         n_eval += evals[t]
-    return spend, dspend, n_eval
+    return spend, dspend, n_eval, d2spend
 
 
 @numba.njit(inline="always", **_JIT)
@@ -305,12 +472,11 @@ S_ROWS_ABOVE = 3
 
 
 @numba.njit(inline="always", **_JIT)
-def _k_table(u, si, tab, hs, u0, hu):
-    """K, K', K'' at (s, u) from the table ``tab`` of :func:`k_table`: Lagrange interpolation
-    over the six rows j − 2 .. j + 3 around s (degree 5), quintic Hermite in u (K, K', K''
-    at both ends of the cell: exact for quintics, error h_u⁶ K⁽⁶⁾/46080 at most)."""
+def _s_rows(si, hs, n_rows):
+    """Lagrange weights of degree 5 in s over the six rows j − 2 .. j + 3 around s = (j + t) h_s
+    (``n_rows`` rows in all): (j, w0 .. w5)."""
     fs = si * (1.0 / hs)
-    j = min(max(int(fs), S_ROWS_BELOW), tab.shape[0] - 1 - S_ROWS_ABOVE)
+    j = min(max(int(fs), S_ROWS_BELOW), n_rows - 1 - S_ROWS_ABOVE)
     t = fs - j
     tm2 = t + 2.0
     tm1 = t + 1.0
@@ -325,9 +491,14 @@ def _k_table(u, si, tab, hs, u0, hu):
     w3 = (1.0 / 12.0) * p01 * t * t2 * t3
     w4 = (-1.0 / 24.0) * p01 * t * t1 * t3
     w5 = (1.0 / 120.0) * p01 * t * p23
-    fu = (u - u0) * (1.0 / hu)
-    k = min(int(fu), tab.shape[1] - 2)
-    v = fu - k
+    return j, w0, w1, w2, w3, w4, w5
+
+
+@numba.njit(inline="always", **_JIT)
+def _cell(tab, j, k, w0, w1, w2, w3, w4, w5, v):
+    """The quintic Hermite interpolant at v in [0, 1] of the cell k .. k + 1 of ``tab``, its
+    three values (f, h f', h² f'') at each end interpolated over the rows j − 2 .. j + 3 with
+    the weights w: (p, h p', h² p'', h³ p''') at v (exact for quintics)."""
     r0 = tab[j - 2, k]
     r1 = tab[j - 1, k]
     r2 = tab[j, k]
@@ -354,8 +525,138 @@ def _k_table(u, si, tab, hs, u0, hu):
     val = y0 + v * (d0 + v * (0.5 * e0 + v * (c3 + v * (c4 + v * c5))))
     g1 = d0 + v * (e0 + v * (3.0 * c3 + v * (4.0 * c4 + v * (5.0 * c5))))
     g2 = e0 + v * (6.0 * c3 + v * (12.0 * c4 + v * (20.0 * c5)))
+    g3 = 6.0 * c3 + v * (24.0 * c4 + v * (60.0 * c5))
+    return val, g1, g2, g3
+
+
+@numba.njit(inline="always", **_JIT)
+def _k_table(u, si, tab, hs, u0, hu):
+    """K, K', K'' at (s, u) from the table ``tab`` of :func:`k_table`: Lagrange interpolation
+    over the six rows j − 2 .. j + 3 around s (degree 5), quintic Hermite in u (K, K', K''
+    at both ends of the cell: exact for quintics, error h_u⁶ K⁽⁶⁾/46080 at most)."""
+    j, w0, w1, w2, w3, w4, w5 = _s_rows(si, hs, tab.shape[0])
+    fu = (u - u0) * (1.0 / hu)
+    k = min(int(fu), tab.shape[1] - 2)
+    val, g1, g2, _g3 = _cell(tab, j, k, w0, w1, w2, w3, w4, w5, fu - k)
     inv_hu = 1.0 / hu
     return val, g1 * inv_hu, g2 * (inv_hu * inv_hu)
+
+
+@numba.njit(**_JIT)
+def _root_exact(c, nn, xi_e, ww):
+    """u with K(u) = c, for c below the top of K (log Σ a_q e^{−sξ_q}, which ``ww``·``xi_e``
+    gives): Newton steps in a bracket from the small-t bound (at or below the root), bisection
+    where a step leaves the bracket, to a step below 1e-15 relative or a bracket of 4 ulp."""
+    top = 0.0
+    for q in range(nn):
+        top += ww[q] * xi_e[q]  # Σ a e^{sξ} = Σ a e^{−sξ} (symmetric nodes and weights)
+    lo = 0.5 * (c - math.log(top) + _LOG2)  # 2u + log(Σ a e^{sξ}/2) >= K(u)
+    hi = lo + 1.0
+    while _k(hi, nn, xi_e, ww)[0] < c:
+        hi = lo + 2.0 * (hi - lo)
+    x = lo
+    for _ in range(200):
+        k, g1, _g2 = _k(x, nn, xi_e, ww)
+        if k < c:
+            lo = x
+        else:
+            hi = x
+        xn = x - (k - c) / g1 if g1 > 0.0 else 0.5 * (lo + hi)
+        if not (lo <= xn <= hi):
+            xn = 0.5 * (lo + hi)
+        if abs(xn - x) <= 1e-15 * max(1.0, abs(x)) or hi - lo <= 8.9e-16 * max(1.0, abs(x)):
+            return xn
+        x = xn
+    return x
+
+
+@numba.njit(**_JIT)
+def u_table(xi, a, hs, n_s, c0, hc, n_c):
+    """The roots of K (exact) on a grid, for :func:`_u_table`: at s = j ``hs`` (j < ``n_s``)
+    and ĉ = ``c0`` + k ``hc`` (k < ``n_c``), the root u of K(u) = K_top(s) + ĉ (K_top =
+    log Σ a_q e^{−sξ_q}, the top of K), ``hc`` du/dc = ``hc``/K' and ``hc``² d²u/dc² =
+    −``hc``² K''/K'³: shape (``n_s``, ``n_c``, 3); and K_top per row.
+
+    Below the top (ĉ <= −1: the index below e^{−1} of its largest value) u is smooth in c,
+    with du/dc from 1/2 (where the index grows as t²) to about 1."""
+    tab = np.empty((n_s, n_c, 3))
+    k_top = np.empty(n_s)
+    xi_e = np.empty(xi.size)
+    a_one = np.ones(1)
+    for j in range(n_s):
+        nn, ww = _nodes(j * hs, xi, a, a_one, xi_e)
+        top = 0.0
+        for q in range(nn):
+            top += ww[q] * xi_e[q]
+        k_top[j] = math.log(top)
+        for k in range(n_c):
+            u = _root_exact(k_top[j] + c0 + k * hc, nn, xi_e, ww)
+            _kk, k1, k2 = _k(u, nn, xi_e, ww)
+            tab[j, k, 0] = u
+            tab[j, k, 1] = hc / k1
+            tab[j, k, 2] = -hc * hc * k2 / (k1 * k1 * k1)
+    return tab, k_top
+
+
+#: ``state`` of an interior root taken from :func:`_u_table`: ``k1``, ``k2``, ``k3`` hold u', u'',
+#: u''' in c there (not K', K'')
+TABLE_ROOT = 3
+#: A root of :func:`_u_table` is moved by the inverse's cubic Taylor series for price steps up
+#: to this (in c = log λ + b): the remainder, |u''''| δ⁴/24, is at most 1.5e-9 in K (|K' u''''| <=
+#: 3.6 over the table)
+CUBIC_SHIFT = 1e-2
+#: The widest s whose roots are taken from :func:`_u_table` (its rows reach s = 1.5 + 3 h_s)
+U_TABLE_S = 1.5
+
+
+@numba.njit(inline="always", **_JIT)
+def _u_table(c, si, utab, k_top, rgrid):
+    """The root u of K(u) = c for a page of log-sd ``si`` from the table ``utab`` of
+    :func:`u_table` (K_top per row ``k_top``, the grid ``rgrid`` = (h_s, c0, h_c)): Lagrange
+    interpolation of degree 5 over six rows in s, quintic Hermite in ĉ = c − K_top(s); with
+    its derivatives in c there: (inside, u, u', u'', u''') (u' = 1/K'); ``inside`` is False where (s, ĉ) is outside the
+    table (the other values then mean nothing)."""
+    hs = rgrid[0]
+    c0 = rgrid[1]
+    hc = rgrid[2]
+    j, w0, w1, w2, w3, w4, w5 = _s_rows(si, hs, utab.shape[0])
+    top = (
+        w0 * k_top[j - 2]
+        + w1 * k_top[j - 1]
+        + w2 * k_top[j]
+        + w3 * k_top[j + 1]
+        + w4 * k_top[j + 2]
+        + w5 * k_top[j + 3]
+    )
+    fc = (c - top - c0) * (1.0 / hc)
+    if not (fc >= 0.0 and fc < utab.shape[1] - 1):
+        return False, 0.0, 0.0, 0.0, 0.0
+    k = int(fc)
+    u, g1, g2, g3 = _cell(utab, j, k, w0, w1, w2, w3, w4, w5, fc - k)
+    inv_hc = 1.0 / hc
+    return True, u, g1 * inv_hc, g2 * (inv_hc * inv_hc), g3 * (inv_hc * inv_hc * inv_hc)
+
+
+@numba.njit(parallel=True, **_JIT)
+def intervals_of_roots(u, m, k1, state, dead, shift, t_min, t_top, cap):
+    """Each page's interval from its root u (I = e^{u − m}), the interior roots first moved to
+    first order by a last price step ``shift`` (by ``shift``/K', K' in ``k1``; by ``shift`` u'
+    for a root of the table of roots, u' in ``k1``) and held to [t_min, ``t_top``]; t_min for a
+    page at its lower bound, ``cap`` (M) for one at the top and for dead pages."""
+    n = u.size
+    out = np.empty(n)
+    for i in numba.prange(n):
+        st = state[i]
+        if dead[i] or st == 2:
+            out[i] = cap
+        elif st == 1:
+            out[i] = t_min
+        else:
+            x = u[i]
+            if shift != 0.0 and k1[i] > 0.0:
+                x += shift * k1[i] if st == TABLE_ROOT else shift / k1[i]
+            out[i] = min(max(math.exp(x - m[i]), t_min), t_top)
+    return out
 
 
 @numba.njit(**_JIT)
@@ -383,6 +684,10 @@ def _spend_pages(
     u0,
     hu,
     du_max,
+    utab,
+    k_top,
+    rgrid,
+    k3,
 ):
     """:func:`spend_kernel` on pages ``start`` to ``stop`` − 1: (S, dS/dz, evaluations) of them."""
     n_q = xi.size
@@ -393,12 +698,13 @@ def _spend_pages(
     u_tab = u0 + hu * (tab.shape[1] - 1) - 1e-9 * hu
     spend = 0.0
     dspend = 0.0
+    d2spend = 0.0
     n_eval = 0
     for i in range(start, stop):
         if dead[i]:
             continue
-        bot = ulo[i]
-        top = utop[i]
+        bot = ulo + m[i]
+        top = utop + m[i]
         c = z + b[i]
         if state[i] == 0 and k1[i] > 0.0 and shift != 0.0:
             du = shift / k1[i]
@@ -411,6 +717,7 @@ def _spend_pages(
                     inv = math.exp(m[i] - x)
                     spend += inv
                     dspend -= inv / g1
+                    d2spend += _curve(inv, g1, k2[i])
                     continue
         elif state[i] == 1 and k2[i] >= c:  # still at t_min: K(t_min), kept in k2, reaches c
             spend += math.exp(m[i] - bot)
@@ -500,7 +807,8 @@ def _spend_pages(
         spend += inv
         if g1 > 0.0:
             dspend -= inv / g1
-    return spend, dspend, n_eval
+            d2spend += _curve(inv, g1, g2)
+    return spend, dspend, n_eval, d2spend
 
 
 @numba.njit(**_JIT)
@@ -512,7 +820,33 @@ def _k_exact(x, si, xi, a, a_one, xi_e):
 
 @numba.njit(**_JIT)
 def _table_pages(
-    start, stop, z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state, tab, hs, u0, hu, du_max
+    start,
+    stop,
+    z,
+    shift,
+    m,
+    s,
+    b,
+    dead,
+    ulo,
+    utop,
+    inv_cap,
+    xi,
+    a,
+    a1,
+    u,
+    k1,
+    k2,
+    state,
+    tab,
+    hs,
+    u0,
+    hu,
+    du_max,
+    utab,
+    k_top,
+    rgrid,
+    k3,
 ):
     """:func:`_spend_pages` with K from the table ``tab`` (exact where a page's s or the point
     u is outside it), the roots' Halley steps taken in sweeps over the pages: one step of
@@ -528,6 +862,7 @@ def _table_pages(
     nt = stop - start
     inv_r = np.zeros(nt)  # each page's 1/I and its term of dS/dz, summed in page order at the end
     dsp_r = np.zeros(nt)
+    d2_r = np.zeros(nt)  # and of d²S/dz²
     px = np.empty(nt)
     plo = np.empty(nt)
     phi = np.empty(nt)
@@ -541,10 +876,26 @@ def _table_pages(
         i = start + r
         if dead[i]:
             continue
-        bot = ulo[i]
-        top = utop[i]
+        bot = ulo + m[i]
+        top = utop + m[i]
         c = z + b[i]
-        if state[i] == 0 and k1[i] > 0.0 and shift != 0.0:  # (not a ROUGH root: evaluated again)
+        if state[i] == TABLE_ROOT and abs(shift) <= CUBIC_SHIFT:  # the inverse's cubic Taylor series
+            d1 = k1[i]  # du/dc, d²u/dc², d³u/dc³ at the last root
+            d2 = k2[i]
+            d3 = k3[i]
+            x = u[i] + shift * (d1 + shift * (0.5 * d2 + shift * (d3 * (1.0 / 6.0))))
+            g = d1 + shift * (d2 + 0.5 * d3 * shift)  # du/dc at the new root
+            if x > bot and x < top and g > 0.0:
+                h = d2 + d3 * shift
+                u[i] = x
+                k1[i] = g
+                k2[i] = h
+                inv = math.exp(m[i] - x)
+                inv_r[r] = inv
+                dsp_r[r] = -inv * g
+                d2_r[r] = inv * (g * g - h)
+                continue
+        elif state[i] == 0 and k1[i] > 0.0 and shift != 0.0:  # (not a ROUGH root: evaluated again)
             du = shift / k1[i]
             if abs(du) <= du_max and abs(k2[i] * du) <= 10.0 * du_max * k1[i]:
                 x = u[i] + du - 0.5 * k2[i] * du * du / k1[i]
@@ -555,6 +906,7 @@ def _table_pages(
                     inv = math.exp(m[i] - x)
                     inv_r[r] = inv
                     dsp_r[r] = -inv / g1
+                    d2_r[r] = _curve(inv, g1, k2[i])
                     continue
         elif state[i] == 1 and k2[i] >= c:
             inv_r[r] = math.exp(m[i] - bot)
@@ -563,7 +915,7 @@ def _table_pages(
             inv_r[r] = inv_cap
             continue
         if s[i] > s_tab:  # beyond the table's rows: every step exact, as in _spend_pages
-            sp, dsp, ne = _spend_pages(
+            sp, dsp, ne, d2p = _spend_pages(
                 i,
                 i + 1,
                 z,
@@ -587,15 +939,48 @@ def _table_pages(
                 u0,
                 hu,
                 du_max,
+                utab,
+                k_top,
+                rgrid,
+                k3,
             )
             inv_r[r] = sp
             dsp_r[r] = dsp
+            d2_r[r] = d2p
             n_eval += ne
             continue
+        if s[i] <= U_TABLE_S and utab.shape[0] > 0:  # the root from the table of roots
+            inside, x, g1, g2, g3 = _u_table(c, s[i], utab, k_top, rgrid)
+            if inside:
+                if x <= bot:  # K(t_min) >= c: kept (as c) to know without evaluation whether it stays
+                    u[i] = bot
+                    k1[i] = 0.0
+                    k2[i] = c
+                    state[i] = 1
+                    inv_r[r] = math.exp(m[i] - bot)
+                elif x >= top:  # no root up to the top: K(top) < c, kept as c
+                    u[i] = top
+                    k1[i] = 0.0
+                    k2[i] = c
+                    state[i] = 2
+                    inv_r[r] = inv_cap
+                else:
+                    u[i] = x
+                    k1[i] = g1  # (u', u'', u''' in c: see the cubic move above)
+                    k2[i] = g2
+                    k3[i] = g3
+                    state[i] = TABLE_ROOT
+                    one = math.exp(m[i] - x)
+                    inv_r[r] = one
+                    dsp_r[r] = -one * g1
+                    d2_r[r] = one * (g1 * g1 - g2)
+                continue
         ptol[r] = TABLE_STEP
         if state[i] == COLD:
             x = 0.5 * (c - 0.5 * s[i] * s[i] + _LOG2)
             ptol[r] = ROUGH_STEP  # the price is not yet known to better than 1e-2
+        elif state[i] == TABLE_ROOT:  # (k1 is u' there)
+            x = u[i] + shift * k1[i]
         elif k1[i] > 0.0:
             du = shift / k1[i]
             x = u[i] + du - 0.5 * k2[i] * du * du / k1[i]
@@ -620,8 +1005,8 @@ def _table_pages(
             hi = phi[r]
             c = pc[r]
             ok = pok[r]
-            bot = ulo[i]
-            top = utop[i]
+            bot = ulo + m[i]
+            top = utop + m[i]
             si = s[i]
             if si <= s_tab and x >= u0 and x <= u_tab and (si <= TABLE_EXACT_BELOW or ptol[r] == ROUGH_STEP):
                 k, g1, g2 = _k_table(x, si, tab, hs, u0, hu)
@@ -697,10 +1082,13 @@ def _table_pages(
             inv_r[r] = inv
             if g1 > 0.0:
                 dsp_r[r] = -inv / g1
+                d2_r[r] = _curve(inv, g1, g2)
         n_pend = kept
     spend = 0.0
     dspend = 0.0
+    d2spend = 0.0
     for r in range(nt):
         spend += inv_r[r]
         dspend += dsp_r[r]
-    return spend, dspend, n_eval
+        d2spend += d2_r[r]
+    return spend, dspend, n_eval, d2spend

@@ -158,8 +158,8 @@ class _Pages:
         self.m = np.where(self.dead, 0.0, m)
         self.b0 = np.where(self.dead, 0.0, b0)
         self.s = np.ascontiguousarray(s)
-        self.ulo = np.log(t_min) + self.m
-        self.utop = min(np.log(cap), np.log(t_max)) + self.m
+        self.ulo = float(np.log(t_min))  # the bounds of u − m = log t
+        self.utop = float(min(np.log(cap), np.log(t_max)))
         self.u = np.where(self.dead, 0.0, u0)
         self.k1 = np.zeros(d.size)
         self.k2 = np.zeros(d.size)
