@@ -129,17 +129,23 @@ def truncated_poisson_inv(v, mu):
     return _truncated_poisson_core(v, mu, -math.expm1(-mu))
 
 
+@numba.njit(inline="always", **_JIT)
+def _binomial_up(target, n, r, p, x):
+    """The smallest y >= ``x`` (y <= n) with p + P(x+1) + ... + P(y) >= ``target``, P(y) the
+    Binomial(n, p) probabilities (r = p/(1 − p)) summed upward from ``p`` = P(x)."""
+    c = p
+    while c < target and x < n:
+        p *= _ratio_up(x, 0.0, n, r, True)
+        x += 1.0
+        c += p
+    return x
+
+
 @numba.njit(**_JIT)
 def _binomial_low(v, n, p, r):
     """Smallest x with P(X <= x) >= v, X ~ Binomial(n, p), 0 < p <= 1/2, r = p/(1 − p)."""
     if n * p < SMALL_MEAN:  # (1 − p)^n >= e^{−2 SMALL_MEAN}: no underflow
-        pr = math.exp(n * math.log1p(-p))
-        c, x = pr, 0.0
-        while c < v and x < n:
-            pr *= _ratio_up(x, 0.0, n, r, True)
-            x += 1.0
-            c += pr
-        return x
+        return _binomial_up(v, n, r, math.exp(n * math.log1p(-p)), 0.0)
     m = min(math.floor((n + 1.0) * p), float(n))
     pm = math.exp(
         math.lgamma(n + 1.0)
@@ -171,13 +177,7 @@ def _truncated_binomial_core(v, n, p, r, q, none):
     if n * p >= SMALL_MEAN:
         return max(1.0, _binomial_low(none + v * q, n, p, r))
     t = v * q  # summed from x = 1: no cancellation for small n p
-    pr = n * r * none  # n p (1 − p)^{n − 1}
-    c, x = pr, 1.0
-    while c < t and x < n:
-        pr *= _ratio_up(x, 0.0, n, r, True)
-        x += 1.0
-        c += pr
-    return x
+    return _binomial_up(t, n, r, n * r * none, 1.0)  # from P(1) = n p (1 − p)^{n − 1}
 
 
 @numba.njit(**_JIT)
