@@ -52,12 +52,11 @@ from ..io import (
     read_frame,
     refuse_surt_for_warc,
     signal_flags,
-    signal_frame,
     split_piece,
 )
 from ._dask_tasks import read_reduce_group, task_settings
 from .fetch_schedule import MAX_INTERVAL_H, _check_max_interval, crawl_schedule, with_last_attempt
-from .signal_log import part_signals
+from .signal_log import part_signals, signal_table
 from .table import LogEstimates, LogOptions, concat_part_tables, page_table, warn_table_notes
 
 __all__ = [
@@ -759,21 +758,8 @@ def frame_signal_rows(visits, columns) -> pd.DataFrame:
         return pdf.loc[flags, [page_col, time_col]]
 
     rows = sub.map_partitions(pick, meta=sub._meta[[page_col, time_col]]).compute()
-    source = "<dask dataframe signal rows>"
     lines = np.arange(1, len(rows) + 1, dtype=np.int64)
-    pages, ns = signal_frame(
-        rows[page_col],
-        rows[time_col],
-        source=source,
-        page_col=page_col,
-        time_col=time_col,
-        lines=lines,
-        line_word="row",
-        state={},
-    )
-    out = pd.DataFrame({"page": pages, "signal_time": pd.to_datetime(ns, utc=True), "line": lines})
-    out.attrs["sources"] = (source,)
-    return out
+    return signal_table(rows, lines, source="<dask dataframe signal rows>", page_col=page_col, time_col=time_col)
 
 
 #: The log formats the Dask engine reads (``"auto"``: CDX and WARC files together).

@@ -211,6 +211,24 @@ class LogSignals:
     log_end: pd.Timestamp
 
 
+def signal_table(rows: pd.DataFrame, lines: np.ndarray, *, source: str, page_col: str, time_col: str) -> pd.DataFrame:
+    """The signal rows ``rows`` of a data frame in memory, as :func:`changerate_bayes.io.read_signals`
+    returns them: columns ``page``, ``signal_time`` (UTC) and ``line`` (``lines``, the rows'
+    numbers in ``source``, the name in messages and in ``attrs["sources"]``).
+
+    Raises
+    ------
+    CrawlLogError
+        For a missing page or an unparsable or missing time, naming the row and column.
+    """
+    pages, ns = signal_frame(
+        rows, source=source, page_col=page_col, time_col=time_col, lines=lines, line_word="row", state={}
+    )
+    out = pd.DataFrame({"page": pages, "signal_time": pd.to_datetime(ns, utc=True), "line": lines})
+    out.attrs["sources"] = (source,)
+    return out
+
+
 def signal_input(signals, *, source, files, fmt, columns) -> pd.DataFrame | None:
     """The signals of a job: those of ``signals`` (paths, or a data frame with columns ``page`` and
     ``signal_time``) and the log's own signal rows (``source``'s ``signal`` column), together;
@@ -226,38 +244,14 @@ def signal_input(signals, *, source, files, fmt, columns) -> pd.DataFrame | None
                     f"signal_time; it has {list(signals.columns)}"
                 )
             lines = np.arange(1, len(signals) + 1, dtype=np.int64)
-            pages, ns = signal_frame(
-                signals["page"],
-                signals["signal_time"],
-                source="<signals>",
-                page_col="page",
-                time_col="signal_time",
-                lines=lines,
-                line_word="row",
-                state={},
-            )
-            frame = pd.DataFrame({"page": pages, "signal_time": pd.to_datetime(ns, utc=True), "line": lines})
-            frame.attrs["sources"] = ("<signals>",)
-            parts.append(frame)
+            parts.append(signal_table(signals, lines, source="<signals>", page_col="page", time_col="signal_time"))
         else:
             parts.append(read_signals(signals))
     if isinstance(source, pd.DataFrame) and "signal" in source.columns:
         lines = np.arange(1, len(source) + 1, dtype=np.int64)
         flags = signal_flags(source["signal"], source="<dataframe>", column="signal", lines=lines, line_word="row")
         page_col, time_col = (columns or {}).get("page", "page"), (columns or {}).get("fetch_time", "fetch_time")
-        rows = source[flags]
-        pages, ns = signal_frame(
-            rows[page_col],
-            rows[time_col],
-            source="<dataframe>",
-            page_col=page_col,
-            time_col=time_col,
-            lines=lines[flags],
-            line_word="row",
-            state={},
-        )
-        frame = pd.DataFrame({"page": pages, "signal_time": pd.to_datetime(ns, utc=True), "line": lines[flags]})
-        frame.attrs["sources"] = ("<dataframe>",)
+        frame = signal_table(source[flags], lines[flags], source="<dataframe>", page_col=page_col, time_col=time_col)
         if len(frame):  # a signal column without a signal: a log without signals
             parts.append(frame)
     elif files is not None:

@@ -45,11 +45,11 @@ def signal_flags(values: pd.Series, *, source: str, column: str, lines, line_wor
     return np.asarray(yes, dtype=bool)
 
 
-def signal_frame(pages: pd.Series, times: pd.Series, *, source, page_col, time_col, lines, line_word, state):
-    """(page labels, UTC ns) of signal rows, refusing missing pages and bad times by line.
+def signal_frame(rows: pd.DataFrame, *, source, page_col, time_col, lines, line_word, state):
+    """(page labels, UTC ns) of the signal rows ``rows``, refusing missing pages and bad times by line.
 
-    ``pages`` and ``times`` are the rows' page and time columns (named ``page_col`` and
-    ``time_col`` in messages), ``lines`` their line (or row) numbers in ``source``,
+    ``rows[page_col]`` and ``rows[time_col]`` are the rows' pages and times (the column
+    names are those of the messages), ``lines`` their line (or row) numbers in ``source``,
     ``state`` the time parser's state across the chunks of one file.
 
     Raises
@@ -57,6 +57,7 @@ def signal_frame(pages: pd.Series, times: pd.Series, *, source, page_col, time_c
     CrawlLogError
         For a missing page or an unparsable or missing time, naming the line and column.
     """
+    pages, times = rows[page_col], rows[time_col]
     blank = pages.isna().to_numpy(dtype=bool) | (pages.astype("string").str.strip() == "").fillna(True).to_numpy(
         dtype=bool
     )

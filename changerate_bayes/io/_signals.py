@@ -170,14 +170,7 @@ def read_signals(paths, *, sep: str = ",") -> pd.DataFrame:
                 )
         lines = np.arange(first, first + len(frame), dtype=np.int64)
         pages, ns = signal_frame(
-            frame["page"],
-            frame["signal_time"],
-            source=src,
-            page_col="page",
-            time_col="signal_time",
-            lines=lines,
-            line_word=word,
-            state=state,
+            frame, source=src, page_col="page", time_col="signal_time", lines=lines, line_word=word, state=state
         )
         source = frame["source"].astype(str).to_numpy(dtype=object) if "source" in frame.columns else ""
         parts.append(pd.DataFrame({"page": pages, "signal_time": ns, "source": source, "line": lines, "file": src}))
@@ -244,10 +237,8 @@ def log_signal_rows(files, fmt: str, *, columns=None) -> pd.DataFrame | None:
         any_column = True
         lines = np.arange(first, first + len(frame), dtype=np.int64)
         flags = signal_flags(frame["signal"], source=src, column="signal", lines=lines, line_word=word)
-        rows = frame[flags]
         pages, ns = signal_frame(
-            rows[page_col],
-            rows[time_col],
+            frame[flags],
             source=src,
             page_col=page_col,
             time_col=time_col,

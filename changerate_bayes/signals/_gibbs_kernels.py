@@ -29,14 +29,31 @@ TILE = 4096
 PARALLEL_ABOVE = 4 * TILE
 
 
-@numba.njit(**_JIT)
-def _poisson_from_mode(v, mu):
-    """Smallest x with P(X <= x) >= v, X ~ Poisson(mu), starting at the mode (mu >= 1)."""
-    m = math.floor(mu)
-    pm = math.exp(m * math.log(mu) - mu - math.lgamma(m + 1.0))
+@numba.njit(inline="always", **_JIT)
+def _ratio_down(x, mu, n, r, binomial):
+    """P(x − 1)/P(x) of Poisson(mu), or of Binomial(n, p) (``binomial``, r = p/(1 − p))."""
+    if binomial:
+        return x / ((n - x + 1.0) * r)
+    return x / mu
+
+
+@numba.njit(inline="always", **_JIT)
+def _ratio_up(x, mu, n, r, binomial):
+    """P(x + 1)/P(x) of Poisson(mu), or of Binomial(n, p) (``binomial``, r = p/(1 − p))."""
+    if binomial:
+        return (n - x) / (x + 1.0) * r
+    return mu / (x + 1.0)
+
+
+@numba.njit(inline="always", **_JIT)
+def _from_mode(v, m, pm, mu, n, r, binomial):
+    """Smallest x with P(X <= x) >= v, starting at the mode m of probability pm = P(m): X ~
+    Poisson(mu), or Binomial(n, p) (``binomial``, r = p/(1 − p), x <= n). F(m) is summed down
+    from m to where the terms are negligible, then the search goes down or up from m."""
+    top = float(n) if binomial else math.inf
     c, p, x = pm, pm, m
     while x > 0:  # F(m)
-        p *= x / mu
+        p *= _ratio_down(x, mu, n, r, binomial)
         x -= 1.0
         c += p
         if p < _NEGLIGIBLE * c:
@@ -45,16 +62,24 @@ def _poisson_from_mode(v, mu):
     if v <= c:
         while x > 0 and c - p >= v:  # F(x − 1) = F(x) − P(x) still >= v
             c -= p
-            p *= x / mu
+            p *= _ratio_down(x, mu, n, r, binomial)
             x -= 1.0
         return x
-    while c < v:
+    while c < v and x < top:
+        p *= _ratio_up(x, mu, n, r, binomial)
         x += 1.0
-        p *= mu / x
         c += p
         if p < _NEGLIGIBLE * c:
             break
     return x
+
+
+@numba.njit(**_JIT)
+def _poisson_from_mode(v, mu):
+    """Smallest x with P(X <= x) >= v, X ~ Poisson(mu), starting at the mode (mu >= 1)."""
+    m = math.floor(mu)
+    pm = math.exp(m * math.log(mu) - mu - math.lgamma(m + 1.0))
+    return _from_mode(v, m, pm, mu, 0.0, 0.0, False)
 
 
 @numba.njit(inline="always", **_JIT)
@@ -104,17 +129,23 @@ def truncated_poisson_inv(v, mu):
     return _truncated_poisson_core(v, mu, -math.expm1(-mu))
 
 
+@numba.njit(inline="always", **_JIT)
+def _binomial_up(target, n, r, p, x):
+    """The smallest y >= ``x`` (y <= n) with p + P(x+1) + ... + P(y) >= ``target``, P(y) the
+    Binomial(n, p) probabilities (r = p/(1 − p)) summed upward from ``p`` = P(x)."""
+    c = p
+    while c < target and x < n:
+        p *= _ratio_up(x, 0.0, n, r, True)
+        x += 1.0
+        c += p
+    return x
+
+
 @numba.njit(**_JIT)
 def _binomial_low(v, n, p, r):
     """Smallest x with P(X <= x) >= v, X ~ Binomial(n, p), 0 < p <= 1/2, r = p/(1 − p)."""
     if n * p < SMALL_MEAN:  # (1 − p)^n >= e^{−2 SMALL_MEAN}: no underflow
-        pr = math.exp(n * math.log1p(-p))
-        c, x = pr, 0.0
-        while c < v and x < n:
-            pr *= (n - x) / (x + 1.0) * r
-            x += 1.0
-            c += pr
-        return x
+        return _binomial_up(v, n, r, math.exp(n * math.log1p(-p)), 0.0)
     m = min(math.floor((n + 1.0) * p), float(n))
     pm = math.exp(
         math.lgamma(n + 1.0)
@@ -123,27 +154,7 @@ def _binomial_low(v, n, p, r):
         + m * math.log(p)
         + (n - m) * math.log1p(-p)
     )
-    c, pr, x = pm, pm, m
-    while x > 0:  # F(m)
-        pr *= x / ((n - x + 1.0) * r)
-        x -= 1.0
-        c += pr
-        if pr < _NEGLIGIBLE * c:
-            break
-    x, pr = m, pm
-    if v <= c:
-        while x > 0 and c - pr >= v:
-            c -= pr
-            pr *= x / ((n - x + 1.0) * r)
-            x -= 1.0
-        return x
-    while c < v and x < n:
-        pr *= (n - x) / (x + 1.0) * r
-        x += 1.0
-        c += pr
-        if pr < _NEGLIGIBLE * c:
-            break
-    return x
+    return _from_mode(v, m, pm, 0.0, n, r, True)
 
 
 @numba.njit(**_JIT)
@@ -166,13 +177,7 @@ def _truncated_binomial_core(v, n, p, r, q, none):
     if n * p >= SMALL_MEAN:
         return max(1.0, _binomial_low(none + v * q, n, p, r))
     t = v * q  # summed from x = 1: no cancellation for small n p
-    pr = n * r * none  # n p (1 − p)^{n − 1}
-    c, x = pr, 1.0
-    while c < t and x < n:
-        pr *= (n - x) / (x + 1.0) * r
-        x += 1.0
-        c += pr
-    return x
+    return _binomial_up(t, n, r, n * r * none, 1.0)  # from P(1) = n p (1 − p)^{n − 1}
 
 
 @numba.njit(**_JIT)

@@ -56,6 +56,8 @@ from changerate_bayes.validation.prequential import (
     PRIOR_SD,
     _plug_in,
     _prior,
+    _row,
+    _setting,
     method_scores,
     ota_history,
     trace_histories,
@@ -281,14 +283,6 @@ def run(preset, *, seed: int, progress) -> dict:
 
 
 # ----------------------------------------------------------------------------- words
-def _row(block, m):
-    return next(r for r in block["rows"] if r["method"] == m)
-
-
-def _setting(b) -> str:
-    return b["label"] + (f" at p = rate/{round(1 / b['ratio'])}" if "ratio" in b else "")
-
-
 def mean_scores(blocks) -> dict:
     """Mean log score per method over the trace settings."""
     return {m: float(np.mean([_row(b, m)["log_score"] for b in blocks])) for m in METHODS}
