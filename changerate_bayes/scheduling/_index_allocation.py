@@ -123,8 +123,6 @@ def _kernels() -> dict:
         _KERNELS["table"] = k.k_table
         _KERNELS["roots"] = k.u_table
         _KERNELS["intervals"] = k.intervals_of_roots
-        _KERNELS["serial"] = k._spend_serial
-        _KERNELS["parallel_above"] = k.PARALLEL_ABOVE
     return _KERNELS
 
 
@@ -203,7 +201,7 @@ def _solver(arrays, inv_cap, table=False, du_max=1e-5):
         tab = _table()
         roots = _roots()
         kernels = _kernels()
-        tiles = kernels["tiles"] if m.size > kernels["parallel_above"] else kernels["serial"]  # the same sums
+        tiles = kernels["tiles"]
 
         def solve(z, shift):
             return tiles(

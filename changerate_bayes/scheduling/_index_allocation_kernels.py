@@ -211,215 +211,56 @@ def spend_kernel(z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, 
     in tile order, so the result does not depend on the number of threads.
     """
     empty = np.zeros((0, 0, 3))
-    if m.size <= PARALLEL_ABOVE:
-        sp, dsp, ne, _d2 = _spend_serial(
-            z,
-            shift,
-            m,
-            s,
-            b,
-            dead,
-            ulo,
-            utop,
-            inv_cap,
-            xi,
-            a,
-            a1,
-            u,
-            k1,
-            k2,
-            state,
-            empty,
-            1.0,
-            0.0,
-            1.0,
-            1e-5,
-            empty,
-            np.zeros(0),
-            np.ones(3),
-            np.zeros(0),
-        )
-        return sp, dsp, ne
     sp, dsp, ne, _d2 = spend_tiles(
-        z,
-        shift,
-        m,
-        s,
-        b,
-        dead,
-        ulo,
-        utop,
-        inv_cap,
-        xi,
-        a,
-        a1,
-        u,
-        k1,
-        k2,
-        state,
-        empty,
-        1.0,
-        0.0,
-        1.0,
-        1e-5,
-        empty,
-        np.zeros(0),
-        np.ones(3),
-        np.zeros(0),
-    )
+        z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state,
+        empty, 1.0, 0.0, 1.0, 1e-5, empty, np.zeros(0), np.ones(3), np.zeros(0),
+    )  # fmt: skip
     return sp, dsp, ne
 
 
 @numba.njit(inline="always", **_JIT)
-def _spend_tile(t, args):
-    """:func:`_spend_pages` on tile ``t``, pages t :data:`TILE` .. (t + 1) :data:`TILE` (the last
-    tile shorter); ``args`` are the arguments of :func:`spend_tiles`."""
+def _spend_tile(t, args, sums, evals):
+    """Tile ``t`` (pages t :data:`TILE` .. (t + 1) :data:`TILE`, the last tile shorter) of
+    :func:`spend_tiles` (``args`` its arguments): its sums into ``sums[t]``, its count of exact
+    evaluations into ``evals[t]``."""
     n = args[2].size
+    start, stop = t * TILE, min(n, t * TILE + TILE)
     if args[16].shape[0] > 0:
-        return _table_pages(t * TILE, min(n, t * TILE + TILE), *args)
-    return _spend_pages(t * TILE, min(n, t * TILE + TILE), *args)
-
-
-@numba.njit(**_JIT)
-def _spend_serial(
-    z,
-    shift,
-    m,
-    s,
-    b,
-    dead,
-    ulo,
-    utop,
-    inv_cap,
-    xi,
-    a,
-    a1,
-    u,
-    k1,
-    k2,
-    state,
-    tab,
-    hs,
-    u0,
-    hu,
-    du_max,
-    utab,
-    k_top,
-    rgrid,
-    k3,
-):
-    """:func:`spend_tiles` in one thread (for few pages, where starting threads costs more than
-    it saves): the same tiles, their sums added in the same order, so the same result."""
-    n = m.size
-    args = (
-        z,
-        shift,
-        m,
-        s,
-        b,
-        dead,
-        ulo,
-        utop,
-        inv_cap,
-        xi,
-        a,
-        a1,
-        u,
-        k1,
-        k2,
-        state,
-        tab,
-        hs,
-        u0,
-        hu,
-        du_max,
-        utab,
-        k_top,
-        rgrid,
-        k3,
-    )
-    spend = 0.0
-    dspend = 0.0
-    d2spend = 0.0
-    n_eval = 0
-    for t in range((n + TILE - 1) // TILE):
-        sp, dsp, ne, d2 = _spend_tile(t, args)
-        spend += sp
-        dspend += dsp
-        d2spend += d2
-        n_eval += ne
-    return spend, dspend, n_eval, d2spend
+        sp, dsp, ne, d2 = _table_pages(start, stop, args)
+    else:
+        sp, dsp, ne, d2 = _spend_pages(start, stop, args, False)
+    sums[t, 0] = sp
+    sums[t, 1] = dsp
+    sums[t, 2] = d2
+    evals[t] = ne
 
 
 @numba.njit(parallel=True, **_JIT)
 def spend_tiles(
-    z,
-    shift,
-    m,
-    s,
-    b,
-    dead,
-    ulo,
-    utop,
-    inv_cap,
-    xi,
-    a,
-    a1,
-    u,
-    k1,
-    k2,
-    state,
-    tab,
-    hs,
-    u0,
-    hu,
-    du_max,
-    utab,
-    k_top,
-    rgrid,
-    k3,
-):
+    z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state,
+    tab, hs, u0, hu, du_max, utab, k_top, rgrid, k3,
+):  # fmt: skip
     """:func:`spend_kernel`, K taken from the table ``tab`` of :func:`k_table`
     (s = j ``hs``, u = ``u0`` + k ``hu``) where a page's s and the point u are inside it (an
-    empty table: K exact everywhere); the count is of exact evaluations only. Tiles of
-    :data:`TILE` pages in parallel, their sums added in tile order."""
-    n = m.size
+    empty table: K exact everywhere), and the roots of pages of s <= :data:`U_TABLE_S` from
+    the table of roots ``utab`` of :func:`u_table` (K_top per row ``k_top``, its grid
+    ``rgrid``; ``k3`` holds the third derivative of those roots) where they are inside it;
+    returns (S, dS/dz, exact evaluations, d²S/dz²). Tiles of :data:`TILE` pages, in parallel
+    above :data:`PARALLEL_ABOVE` pages (below, starting threads costs more than it saves),
+    their sums added in tile order: the same result for any number of threads."""
     args = (
-        z,
-        shift,
-        m,
-        s,
-        b,
-        dead,
-        ulo,
-        utop,
-        inv_cap,
-        xi,
-        a,
-        a1,
-        u,
-        k1,
-        k2,
-        state,
-        tab,
-        hs,
-        u0,
-        hu,
-        du_max,
-        utab,
-        k_top,
-        rgrid,
-        k3,
-    )
-    n_tiles = (n + TILE - 1) // TILE
+        z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state,
+        tab, hs, u0, hu, du_max, utab, k_top, rgrid, k3,
+    )  # fmt: skip
+    n_tiles = (m.size + TILE - 1) // TILE
     sums = np.zeros((n_tiles, 3))
     evals = np.zeros(n_tiles, dtype=np.int64)
-    for t in numba.prange(n_tiles):
-        sp, dsp, ne, d2 = _spend_tile(t, args)
-        sums[t, 0] = sp
-        sums[t, 1] = dsp
-        sums[t, 2] = d2
-        evals[t] = ne
+    if m.size > PARALLEL_ABOVE:
+        for t in numba.prange(n_tiles):
+            _spend_tile(t, args, sums, evals)
+    else:
+        for t in range(n_tiles):
+            _spend_tile(t, args, sums, evals)
     spend = 0.0
     dspend = 0.0
     d2spend = 0.0
@@ -659,37 +500,74 @@ def intervals_of_roots(u, m, k1, state, dead, shift, t_min, t_top, cap):
     return out
 
 
+@numba.njit(inline="always", **_JIT)
+def _end_root(i, st, x, g1, g2, bot, top, m, inv_cap, u, k1, k2, state):
+    """Store page i's root: ``st`` 1 at the lower bound ``bot``, 2 at the top ``top`` (K there
+    kept in ``g2``), 0 interior at ``x`` with K' = ``g1`` and K'' = ``g2``; return its
+    (1/I, d(1/I)/dz, d²(1/I)/dz²)."""
+    if st == 1:
+        x = bot
+        g1 = 0.0
+        inv = math.exp(m[i] - x)
+    elif st == 2:
+        x = top
+        g1 = 0.0
+        inv = inv_cap
+    else:
+        inv = math.exp(m[i] - x)
+    u[i] = x
+    k1[i] = g1
+    k2[i] = g2
+    state[i] = st
+    if g1 > 0.0:
+        return inv, -inv / g1, _curve(inv, g1, g2)
+    return inv, 0.0, 0.0
+
+
+@numba.njit(inline="always", **_JIT)
+def _kept_root(i, c, shift, bot, top, du_max, m, inv_cap, u, k1, k2, state):
+    """Page i's root at c without evaluating K, where its last one allows: an interior root
+    moved by the inverse's Taylor series (δ = ``shift``/K' <= ``du_max``, |K''/K'| δ <=
+    10 ``du_max``; the series to second order, δ − K'' δ²/(2K')), a root at the lower bound
+    ``bot`` whose K there (kept in ``k2``) still reaches c, one with no root up to ``top``
+    that still has none. Return (kept, 1/I, d(1/I)/dz, d²(1/I)/dz²)."""
+    st = state[i]
+    if st == 0 and k1[i] > 0.0 and shift != 0.0:  # (not a ROUGH root: evaluated again)
+        du = shift / k1[i]
+        if abs(du) <= du_max and abs(k2[i] * du) <= 10.0 * du_max * k1[i]:
+            x = u[i] + du - 0.5 * k2[i] * du * du / k1[i]
+            g1 = k1[i] + k2[i] * (x - u[i])
+            if x > bot and x < top and g1 > 0.0:
+                u[i] = x
+                k1[i] = g1
+                inv = math.exp(m[i] - x)
+                return True, inv, -inv / g1, _curve(inv, g1, k2[i])
+    elif st == 1 and k2[i] >= c:  # still at t_min: K(t_min), kept in k2, reaches c
+        return True, math.exp(m[i] - bot), 0.0, 0.0
+    elif st == 2 and k2[i] < c:  # still no root up to the top
+        return True, inv_cap, 0.0, 0.0
+    return False, 0.0, 0.0, 0.0
+
+
+@numba.njit(inline="always", **_JIT)
+def _table_root(i, x, g1, g2, g3, m, u, k1, k2, k3, state):
+    """Store page i's interior root ``x`` of the table of roots, with u', u'', u''' in c
+    (``g1``, ``g2``, ``g3``; 1/K' = u'); return its (1/I, d(1/I)/dz, d²(1/I)/dz²)."""
+    u[i] = x
+    k1[i] = g1
+    k2[i] = g2
+    k3[i] = g3
+    state[i] = TABLE_ROOT
+    inv = math.exp(m[i] - x)
+    return inv, -inv * g1, inv * (g1 * g1 - g2)
+
+
 @numba.njit(**_JIT)
-def _spend_pages(
-    start,
-    stop,
-    z,
-    shift,
-    m,
-    s,
-    b,
-    dead,
-    ulo,
-    utop,
-    inv_cap,
-    xi,
-    a,
-    a1,
-    u,
-    k1,
-    k2,
-    state,
-    tab,
-    hs,
-    u0,
-    hu,
-    du_max,
-    utab,
-    k_top,
-    rgrid,
-    k3,
-):
-    """:func:`spend_kernel` on pages ``start`` to ``stop`` − 1: (S, dS/dz, evaluations) of them."""
+def _spend_pages(start, stop, args, exact):
+    """:func:`spend_kernel` on pages ``start`` to ``stop`` − 1 (``args`` those of
+    :func:`spend_tiles`; K exact everywhere if ``exact``): (S, dS/dz, evaluations, d²S/dz²)."""
+    z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state = args[:16]
+    tab, hs, u0, hu, du_max = args[16:21]
     n_q = xi.size
     xi_e = np.empty(n_q)
     a_one = np.empty(1)
@@ -706,29 +584,16 @@ def _spend_pages(
         bot = ulo + m[i]
         top = utop + m[i]
         c = z + b[i]
-        if state[i] == 0 and k1[i] > 0.0 and shift != 0.0:
-            du = shift / k1[i]
-            if abs(du) <= du_max and abs(k2[i] * du) <= 10.0 * du_max * k1[i]:
-                x = u[i] + du - 0.5 * k2[i] * du * du / k1[i]
-                g1 = k1[i] + k2[i] * (x - u[i])
-                if x > bot and x < top and g1 > 0.0:
-                    u[i] = x
-                    k1[i] = g1
-                    inv = math.exp(m[i] - x)
-                    spend += inv
-                    dspend -= inv / g1
-                    d2spend += _curve(inv, g1, k2[i])
-                    continue
-        elif state[i] == 1 and k2[i] >= c:  # still at t_min: K(t_min), kept in k2, reaches c
-            spend += math.exp(m[i] - bot)
-            continue
-        elif state[i] == 2 and k2[i] < c:  # still no root up to the top
-            spend += inv_cap
+        kept, inv, dsp, d2 = _kept_root(i, c, shift, bot, top, du_max, m, inv_cap, u, k1, k2, state)
+        if kept:
+            spend += inv
+            dspend += dsp
+            d2spend += d2
             continue
         si = s[i]
         nn = 0  # the nodes' scales e^{sξ} are computed at the first exact evaluation
         ww = a
-        in_table = tab.shape[0] > 0 and si <= s_tab
+        in_table = not exact and tab.shape[0] > 0 and si <= s_tab
         lo = bot
         hi = top
         lo_ok = False  # K(lo) < c seen
@@ -790,24 +655,10 @@ def _spend_pages(
             x = xn
             if lo_ok and hi_ok and hi - lo <= 8.9e-16 * max(1.0, abs(x)):
                 break
-        if st == 1:
-            x = bot
-            g1 = 0.0
-            inv = math.exp(m[i] - x)
-        elif st == 2:
-            x = top
-            g1 = 0.0
-            inv = inv_cap
-        else:
-            inv = math.exp(m[i] - x)
-        u[i] = x
-        k1[i] = g1
-        k2[i] = g2
-        state[i] = st
+        inv, dsp, d2 = _end_root(i, st, x, g1, g2, bot, top, m, inv_cap, u, k1, k2, state)
         spend += inv
-        if g1 > 0.0:
-            dspend -= inv / g1
-            d2spend += _curve(inv, g1, g2)
+        dspend += dsp
+        d2spend += d2
     return spend, dspend, n_eval, d2spend
 
 
@@ -819,40 +670,14 @@ def _k_exact(x, si, xi, a, a_one, xi_e):
 
 
 @numba.njit(**_JIT)
-def _table_pages(
-    start,
-    stop,
-    z,
-    shift,
-    m,
-    s,
-    b,
-    dead,
-    ulo,
-    utop,
-    inv_cap,
-    xi,
-    a,
-    a1,
-    u,
-    k1,
-    k2,
-    state,
-    tab,
-    hs,
-    u0,
-    hu,
-    du_max,
-    utab,
-    k_top,
-    rgrid,
-    k3,
-):
+def _table_pages(start, stop, args):
     """:func:`_spend_pages` with K from the table ``tab`` (exact where a page's s or the point
     u is outside it), the roots' Halley steps taken in sweeps over the pages: one step of
     every page still searching, then the next, so the steps of different pages overlap
     (one page's steps wait on each other). Each page takes the steps of :func:`_spend_pages`;
     the sums are added in page order."""
+    z, shift, m, s, b, dead, ulo, utop, inv_cap, xi, a, a1, u, k1, k2, state = args[:16]
+    tab, hs, u0, hu, du_max, utab, k_top, rgrid, k3 = args[16:]
     n_q = xi.size
     xi_e = np.empty(n_q)
     a_one = np.empty(1)
@@ -886,64 +711,15 @@ def _table_pages(
             x = u[i] + shift * (d1 + shift * (0.5 * d2 + shift * (d3 * (1.0 / 6.0))))
             g = d1 + shift * (d2 + 0.5 * d3 * shift)  # du/dc at the new root
             if x > bot and x < top and g > 0.0:
-                h = d2 + d3 * shift
-                u[i] = x
-                k1[i] = g
-                k2[i] = h
-                inv = math.exp(m[i] - x)
-                inv_r[r] = inv
-                dsp_r[r] = -inv * g
-                d2_r[r] = inv * (g * g - h)
+                inv_r[r], dsp_r[r], d2_r[r] = _table_root(i, x, g, d2 + d3 * shift, d3, m, u, k1, k2, k3, state)
                 continue
-        elif state[i] == 0 and k1[i] > 0.0 and shift != 0.0:  # (not a ROUGH root: evaluated again)
-            du = shift / k1[i]
-            if abs(du) <= du_max and abs(k2[i] * du) <= 10.0 * du_max * k1[i]:
-                x = u[i] + du - 0.5 * k2[i] * du * du / k1[i]
-                g1 = k1[i] + k2[i] * (x - u[i])
-                if x > bot and x < top and g1 > 0.0:
-                    u[i] = x
-                    k1[i] = g1
-                    inv = math.exp(m[i] - x)
-                    inv_r[r] = inv
-                    dsp_r[r] = -inv / g1
-                    d2_r[r] = _curve(inv, g1, k2[i])
-                    continue
-        elif state[i] == 1 and k2[i] >= c:
-            inv_r[r] = math.exp(m[i] - bot)
-            continue
-        elif state[i] == 2 and k2[i] < c:
-            inv_r[r] = inv_cap
-            continue
+        else:
+            kept, inv, dsp, d2 = _kept_root(i, c, shift, bot, top, du_max, m, inv_cap, u, k1, k2, state)
+            if kept:
+                inv_r[r], dsp_r[r], d2_r[r] = inv, dsp, d2
+                continue
         if s[i] > s_tab:  # beyond the table's rows: every step exact, as in _spend_pages
-            sp, dsp, ne, d2p = _spend_pages(
-                i,
-                i + 1,
-                z,
-                shift,
-                m,
-                s,
-                b,
-                dead,
-                ulo,
-                utop,
-                inv_cap,
-                xi,
-                a,
-                a1,
-                u,
-                k1,
-                k2,
-                state,
-                tab[:0],
-                hs,
-                u0,
-                hu,
-                du_max,
-                utab,
-                k_top,
-                rgrid,
-                k3,
-            )
+            sp, dsp, ne, d2p = _spend_pages(i, i + 1, args, True)
             inv_r[r] = sp
             dsp_r[r] = dsp
             d2_r[r] = d2p
@@ -952,28 +728,11 @@ def _table_pages(
         if s[i] <= U_TABLE_S and utab.shape[0] > 0:  # the root from the table of roots
             inside, x, g1, g2, g3 = _u_table(c, s[i], utab, k_top, rgrid)
             if inside:
-                if x <= bot:  # K(t_min) >= c: kept (as c) to know without evaluation whether it stays
-                    u[i] = bot
-                    k1[i] = 0.0
-                    k2[i] = c
-                    state[i] = 1
-                    inv_r[r] = math.exp(m[i] - bot)
-                elif x >= top:  # no root up to the top: K(top) < c, kept as c
-                    u[i] = top
-                    k1[i] = 0.0
-                    k2[i] = c
-                    state[i] = 2
-                    inv_r[r] = inv_cap
+                if x <= bot or x >= top:  # at a bound: c kept in k2 (K(t_min) >= c, or K(top) < c)
+                    st = 1 if x <= bot else 2
+                    inv_r[r], dsp_r[r], d2_r[r] = _end_root(i, st, x, 0.0, c, bot, top, m, inv_cap, u, k1, k2, state)
                 else:
-                    u[i] = x
-                    k1[i] = g1  # (u', u'', u''' in c: see the cubic move above)
-                    k2[i] = g2
-                    k3[i] = g3
-                    state[i] = TABLE_ROOT
-                    one = math.exp(m[i] - x)
-                    inv_r[r] = one
-                    dsp_r[r] = -one * g1
-                    d2_r[r] = one * (g1 * g1 - g2)
+                    inv_r[r], dsp_r[r], d2_r[r] = _table_root(i, x, g1, g2, g3, m, u, k1, k2, k3, state)
                 continue
         ptol[r] = TABLE_STEP
         if state[i] == COLD:
@@ -1065,24 +824,7 @@ def _table_pages(
                 pend[kept] = r
                 kept += 1
                 continue
-            if st == 1:
-                x = bot
-                g1 = 0.0
-                inv = math.exp(m[i] - x)
-            elif st == 2:
-                x = top
-                g1 = 0.0
-                inv = inv_cap
-            else:
-                inv = math.exp(m[i] - x)
-            u[i] = x
-            k1[i] = g1
-            k2[i] = g2
-            state[i] = st
-            inv_r[r] = inv
-            if g1 > 0.0:
-                dsp_r[r] = -inv / g1
-                d2_r[r] = _curve(inv, g1, g2)
+            inv_r[r], dsp_r[r], d2_r[r] = _end_root(i, st, x, g1, g2, bot, top, m, inv_cap, u, k1, k2, state)
         n_pend = kept
     spend = 0.0
     dspend = 0.0
