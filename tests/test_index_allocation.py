@@ -1,6 +1,7 @@
 """The index policy's stationary schedule: against root finding from the definition, its
 properties (budget spent, monotonicity, limits), and the commands' outputs."""
 
+import decimal
 import math
 
 import numpy as np
@@ -345,3 +346,39 @@ def test_a_large_collection_is_solved_on_the_table_within_its_bound(monkeypatch)
         assert got.intervals[i] == pytest.approx(want, rel=2e-8 / slope[k] * 1.01 + 1e-12)
     # the pages at the bounds are the same
     np.testing.assert_array_equal(got.intervals >= cap * (1 - 1e-12), plain.intervals >= cap * (1 - 1e-12))
+
+
+def test_a_bracket_at_its_last_bit_still_spends_the_budget():
+    # the price resolved to its last bit with no root moving by more than 1e-12 between the
+    # bracket's ends (one page interior, two held at the revisit bound): the interior pages
+    # share the budget's rounding, so Σ 1/I = B to rounding
+    rate = np.array([265.3159447090508, 955.2096991571037, 854.8289655142539])
+    sd = np.array([0.0, 0.01, 2.432558014716038])
+    w = np.array([0.5237893645508833, 5.173539579755771, 0.5237893645508833])
+    res = index_crawl_intervals(rate, sd, 144.0, weights=w, max_interval=12 / 144.0, interval_range=(1e-4, math.inf))
+    assert np.sum(1.0 / res.intervals) == pytest.approx(144.0, rel=1e-14)
+    assert res.intervals[1] < res.intervals[0] == res.intervals[2] == 12 / 144.0
+
+
+def test_the_log_normal_of_each_pages_interval():
+    # median √(lower · upper) and sd log(upper/lower)/(2 z) at the table's level, from the
+    # definition; a point mass at the mean (sd 0) where 0 < lower < upper < inf fails
+    from changerate_bayes.crawllog import allocate as mod
+
+    lower = np.array([0.5, 0.0, 2.0, 1.0, np.nan, 3.0, 1e-300, 1e300])
+    upper = np.array([2.0, 1.0, 2.0, np.inf, 4.0, 1.0, 1e-200, 1e301])
+    mean = np.arange(1.0, 9.0)
+    t = pd.DataFrame({"posterior_mean": mean, "posterior_lower": lower, "posterior_upper": upper})
+    t.attrs["level"] = 0.8
+    median, sd = mod._lognormal_posterior(t, mean)
+    ok = np.array([True, False, False, False, False, False, True, True])
+    z = norm.ppf(0.9)
+    ctx = decimal.Context(prec=40)  # √(lower · upper) to 40 digits
+    want_median = np.array(
+        [float(ctx.sqrt(ctx.multiply(decimal.Decimal(lo), decimal.Decimal(hi)))) if k else mu
+         for lo, hi, mu, k in zip(lower, upper, mean, ok, strict=True)]
+    )  # fmt: skip
+    with np.errstate(all="ignore"):
+        want_sd = np.where(ok, (np.log(upper) - np.log(lower)) / (2 * z), 0.0)
+    np.testing.assert_allclose(median, want_median, rtol=3e-16)
+    np.testing.assert_allclose(sd, want_sd, rtol=1e-13)

@@ -209,3 +209,98 @@ def test_the_result_does_not_depend_on_the_number_of_threads():
             assert tuple(float(x) for x in run[0]) == serial[0]
             for x, y in zip(run[1:], serial[1:], strict=True):
                 np.testing.assert_array_equal(x, y)
+
+
+def _top(s):
+    """K's top, log Σ_q a_q e^{−sξ_q} (0 for a point mass), from the definition."""
+    return np.where(s > 0, np.log(np.sum(A[None, :] * np.exp(-s[:, None] * XI[None, :]), axis=1)), 0.0)
+
+
+def _roots_of_table(s, c):
+    """(inside, u, u', u'', u''') of the table of roots at (s_i, c_i)."""
+    from changerate_bayes.scheduling._index_allocation_kernels import _u_table
+
+    utab, k_top, rgrid = ia._roots()
+
+    @numba.njit
+    def run(s, c, utab, k_top, rgrid):
+        out = np.zeros((s.size, 5))
+        for i in range(s.size):
+            inside, u, d1, d2, d3 = _u_table(c[i], s[i], utab, k_top, rgrid)
+            out[i] = (1.0 if inside else 0.0, u, d1, d2, d3)
+        return out
+
+    return run(np.asarray(s, dtype=float), np.asarray(c, dtype=float), utab, k_top, rgrid)
+
+
+def test_the_table_of_roots_meets_k_within_its_bound():
+    # 20,000 points with s <= 1.5 (10% point masses) and c − K_top from −62 to −1 (the index
+    # from e^{−62} to e^{−1} of its top): K at the root returned, from the definition, within
+    # the table's bound of c (3.12e-10 at most on a grid of 601 × 6101 points); u' = 1/K' and
+    # u'' = −K''/K'³ against differences of the definition
+    rng = np.random.default_rng(12)
+    n = 20000
+    s = np.where(rng.random(n) < 0.1, 0.0, rng.uniform(0.0, 1.5, n))
+    c = _top(s) + rng.uniform(-62.0, -1.0, n)
+    got = _roots_of_table(s, c)
+    assert got[:, 0].all()
+    u = got[:, 1]
+    err = np.abs(_k_of_pages(s, u) - c)
+    assert err.max() <= ia.ROOTS_ERROR
+    assert np.median(err) < ia.ROOTS_ERROR / 20
+    h = 1e-5
+    slope = (_k_of_pages(s, u + h) - _k_of_pages(s, u - h)) / (2 * h)  # K', error O(h²)
+    np.testing.assert_allclose(got[:, 2], 1.0 / slope, rtol=1e-7)
+    h = 1e-3
+    curve = (_k_of_pages(s, u + h) - 2 * _k_of_pages(s, u) + _k_of_pages(s, u - h)) / h**2
+    np.testing.assert_allclose(got[:, 3], -curve / slope**3, rtol=1e-4, atol=1e-6)
+    # u''' against a central difference of the table's own u'' (its interpolant is C² in c)
+    d = 1e-4
+    up, dn = _roots_of_table(s, c + d), _roots_of_table(s, c - d)
+    np.testing.assert_allclose(got[:, 4], (up[:, 3] - dn[:, 3]) / (2 * d), rtol=1e-3, atol=1e-3)
+    # outside: the index within e^{−1} of its top, or above it; below e^{−62}
+    out = _roots_of_table(np.full(3, 0.7), _top(np.full(3, 0.7)) + np.array([-0.9, 0.5, -63.0]))
+    assert not out[:, 0].any()
+
+
+def test_roots_of_the_table_move_by_the_cubic_series_within_its_bound():
+    # roots of the table (s <= 1.5) at the price z moved to z + δ, |δ| <= 1e-2, by the
+    # inverse's cubic Taylor series: K there within 1.5e-9 (the series' remainder, at most
+    # |K' u''''| δ⁴/24 <= 3.6 δ⁴/24) plus the table's bound of the new c; the spend from them
+    pages = _pages(6000, 7)
+    m, s, b, dead, ulo, utop = pages
+    n = m.size
+    tiles = ia._kernels()["tiles"]
+    for delta in (1e-2, -7e-3, 1e-4):
+        extra = _table_args(n)
+        u, k1, k2, state = np.zeros(n), np.zeros(n), np.zeros(n), np.full(n, ia._COLD, dtype=np.int8)
+        tiles(-2.0, 0.0, m, s, b, dead, ulo, utop, 1e-3, XI, A, 1.0, u, k1, k2, state, *extra)
+        moved = state == ia._TABLE_ROOT
+        assert moved.mean() > 0.2
+        out = tiles(-2.0 + delta, delta, m, s, b, dead, ulo, utop, 1e-3, XI, A, 1.0, u, k1, k2, state, *extra)
+        still = moved & (state == ia._TABLE_ROOT)
+        assert still.sum() > 0.9 * moved.sum()
+        err = np.abs(_k_of_pages(s[still], u[still]) - (-2.0 + delta + b[still]))
+        assert err.max() <= 1.5e-9 + ia.ROOTS_ERROR
+        inv = np.where(state == 1, 1e4, np.where(state == 2, 1e-3, np.exp(m - u)))
+        assert out[0] == pytest.approx(inv.sum(), rel=1e-13)
+
+
+def test_intervals_of_roots_from_the_definition():
+    # I = e^{u − m} moved to first order by the last step (δ/K' for a root of K, δ u' for one of
+    # the table of roots), held to [t_min, t_top]; t_min at the lower bound, M at the top and
+    # for dead pages
+    rng = np.random.default_rng(3)
+    n = 2000
+    m = rng.normal(0, 2, n)
+    u = m + rng.uniform(-3, 3, n)
+    k1 = rng.uniform(0.1, 2.0, n)
+    state = rng.choice(np.array([0, 1, 2, ia._TABLE_ROOT], dtype=np.int8), n)
+    dead = rng.random(n) < 0.05
+    shift, t_min, t_top, cap = 1e-9, 0.06, 15.0, 20.0
+    got = ia._kernels()["intervals"](u, m, k1, state, dead, shift, t_min, t_top, cap)
+    move = np.where(state == ia._TABLE_ROOT, shift * k1, shift / k1)
+    want = np.clip(np.exp(u + move - m), t_min, t_top)
+    want = np.where(state == 1, t_min, want)
+    want = np.where((state == 2) | dead, cap, want)
+    np.testing.assert_allclose(got, want, rtol=1e-15)
