@@ -60,38 +60,53 @@ from the small-t bound of K: with every u = (c − s²/2 + log 2)/2, S(e^z) = e^
 M > t_max), or the pages whose index is flat at their interval to rounding (Δ I beyond
 about 20) are not resolved by any float λ, and share what the others leave of B.
 
-Large collections. With more than 65,536 live pages the roots of pages of s <= 2 are those
-of an interpolant of K (each to about 1e-11 in K), and the search runs first on 16,384 of
-the pages (every k-th, the budget scaled by their share), whose price (within about 1e-2 of
-the last) starts the search on all. The table holds K, K' and K'' (exact) at s = j/40 <= 4
-and u = −30 + k/10, |u| <= 30 (165 × 601 points, built once per process, 2.4 MB, about 20
-ms); the interpolant is of degree 5 in s (Lagrange, six rows) and quintic Hermite in u
-(K, K', K'' at both ends of the cell). For s <= 2 it is within 2e-8 of K (1.35e-8 on a
-grid of 1,600 × 8,200 points, near s = 2; 5e-9 for s <= 1.5), so each page's index at the
-interval returned is within 2e-8 relative of the price, w E[ν_Δ(I_i)] = λ (1 ± 2e-8), and
-its interval within 2e-8/K' relative of the exact one at that price (K' = d log g/d log t
-at the root; 0.05 or more for all but nearly flat pages); the budget equation holds to
-rounding on the intervals returned, and the price is within about 1e-10 of the exact
-search's. A page of 2 < s <= 4 starts its root on the interpolant (within 2e-7 of K) and
-ends it on K itself (one evaluation; then Taylor moves), a page of s > 4 or a root outside
-|u| <= 30 is solved on K. The first price starts each root on the small-t bound and ends it
-at a Halley step below 1e-2; at the next price each is moved by the Taylor series and ends
-at a step below 3e-5 (the error after it, O(step³), below 1e-11 in K where K' is not
-small); then roots moved by δ <= 1e-5 are moved by the series alone (O(δ³)). The Halley
-steps of a tile's pages are taken in sweeps (one step of every page still searching, then
-the next), so the steps of different pages overlap.
+Large collections. With more than 65,536 live pages the search runs first on 16,384 of the
+pages (every k-th, the budget scaled by their share), whose price (within about 1e-2 of the
+last) starts the search on all, and each root comes from tables instead of Halley steps on K:
+
+- The table of roots: for s <= 1.5 and an index below e^{−1} of its top (ĉ = c − K_top(s) <= −1,
+  K_top = log Σ a_q e^{−sξ_q}; about Δ I < 1.3 for a point mass), the root u(s, c) itself, with
+  du/dc = 1/K' and d²u/dc² = −K''/K'³ (exact roots of K at s = j/80, ĉ = −62 + k/20: 124 × 1221
+  points, 3.6 MB, about 40 ms once per process), interpolated as K is below (degree 5 in s,
+  quintic Hermite in c). Below the top u is smooth in c (du/dc from 1/2, where the index grows
+  as t², to about 1), and the root returned meets K(u) = c within 3.2e-10 (3.12e-10 on a grid
+  of 601 × 6101 points). One interpolation a page, no step on K. At the next prices such a
+  root is moved by the inverse's cubic Taylor series, u + u'δ + u''δ²/2 + u'''δ³/6 (u''' the
+  interpolant's), for price steps |δ| <= 1e-2 (in c = log λ + b): the remainder u''''δ⁴/24 is
+  at most 1.5e-9 in K (|K' u''''| <= 3.6 over the table).
+- The table of K: K, K' and K'' (exact) at s = j/40 <= 4 and u = −30 + k/10, |u| <= 30 (165 ×
+  601 points, 2.4 MB, about 20 ms once per process), interpolated in s by degree 5 (Lagrange,
+  six rows) and in u by quintic Hermite (K, K', K'' at both ends of the cell). For s <= 2 it is
+  within 2e-8 of K (1.35e-8 on a grid of 1,600 × 8,200 points, near s = 2; 5e-9 for
+  s <= 1.5). The other pages of s <= 2 (index near its top) end their roots on it (Halley
+  steps on the interpolant, to a step below 3e-5: an error below 1e-11 in K where K' is not
+  small); a page of 2 < s <= 4 starts its root on it (within 2e-7 of K) and ends it on K itself
+  (one evaluation; then Taylor moves); a page of s > 4 or a root outside |u| <= 30 is solved
+  on K. At the first price such a root starts on the small-t bound and ends at a Halley step
+  below 1e-2, and is evaluated again at the next; after it, a root moved by δ/K' <= 1.5e-3 is
+  moved by the second-order series (remainder |3K''²/K' − K'''| δ³/6 <= 0.76 δ³ in K, below
+  2.6e-9).
+
+So each page's index at the interval returned is within 2e-8 relative of the price,
+w E[ν_Δ(I_i)] = λ (1 ± 2e-8) (within 2e-9 for the roots of the table of roots), and its interval
+within 2e-8/K' relative of the exact one at that price (K' = d log g/d log t at the root; 0.05
+or more for all but nearly flat pages); the budget equation holds to rounding on the intervals
+returned, and the price is within about 1e-10 of the exact search's. The kernel also returns
+d²S/dz², and the steps on the price are Halley's; once |log S − log B| <= 1e-9 the last
+Newton step is not evaluated: the roots are moved by it to first order (δ/K' each, an error
+O(δ²), about 1e-18) as the intervals are computed.
 
 Cost. Each evaluation of K is one exponential per node (16 for a log-normal page, 1 for a
 point mass; the node loop is branch-free, e^{−x} a polynomial, so it runs in SIMD lanes),
-8 more, e^{sξ_q}, per page and price; an interpolation in the table is 72 numbers read and
-no exponential (about 23 ns). On 10^6 pages (the benchmark ``bench_allocate``; CPU time of
-one thread, medians, with other work on both cores): the sample 0.004 s; 1.97
-interpolations a page at its price (0.09 s), 0.96 at the next (0.053 s), then two passes of
-Taylor moves (0.013 s each, no interpolation); the rest of ``allocate_crawls`` (checks, the
-posterior's log-normal, copies, the revisit bound) 0.04 s: 0.22 s in all, against 0.40 s
-when one exact evaluation of K a page ended each root. Tiles of 2,048 pages run on all cores
-above 65,536 pages, their sums added in tile order (the same result for any number of
-threads); 8 arrays of N floats (no temporary of N × nodes) and the table.
+8 more, e^{sξ_q}, per page and price; an interpolation in a table is 72 numbers read and no
+exponential (about 50 ns with the bookkeeping). On 10^6 pages (the benchmark
+``bench_allocate``, pages of s <= 1.1 whose roots are nearly all in the table of roots; wall
+time on 2 cores, quiet): the sample about 3.5 ms; one interpolation a page at the first price
+(about 31 ms), then two passes of cubic moves (8-10 and 6-8 ms, no interpolation), then the
+intervals with the last step (about 2 ms): about 50 ms of the 75-90 ms of ``allocate_crawls``.
+Tiles of 2,048 pages run on all cores above 65,536 pages, their sums added in tile order (the
+same result for any number of threads); 9 arrays of N floats (no temporary of N × nodes) and
+the tables.
 """
 
 from __future__ import annotations
@@ -395,8 +410,9 @@ def index_crawl_intervals(
     The derivation (the index, the log-space root of each page and the price search) is
     in the module notes of :mod:`changerate_bayes.scheduling._index_allocation`. Up to
     65,536 live pages the result is exact up to rounding (each interval to about 1e-13
-    relative). Above, each root is that of an interpolant of the index (a table of it, built
-    once per process): each page's index at its interval is within 2e-8 relative of the
+    relative). Above, each root comes from tables built once per process (of the roots
+    themselves for ``log_sd`` <= 1.5 and an index below e^{−1} of its largest value, of the
+    index elsewhere): each page's index at its interval is within 2e-8 relative of the
     price, w_i E[ν_Δ(I_i)] = λ (1 ± 2e-8), so each interval is within 2e-8/K' relative of the
     exact one, K' = d log(index)/d log t at it (0.05 or more for all but nearly flat
     pages); pages of ``log_sd`` > 2 end their roots on the index itself. It is the allocation

@@ -7,9 +7,10 @@ Notation of :mod:`._index_allocation`: page i has nodes Δ_q = e^{m + s ξ_q} wi
 w ν(t) up to the page's constant log w − m.
 
 :func:`spend_kernel` solves every page's root at one price (tiles of pages on all cores,
-the same numbers for any number of threads); :func:`spend_tiles` does the same with K
-taken from the table of :func:`k_table` where it holds (the start of each root on large
-collections).
+the same numbers for any number of threads); :func:`spend_tiles` does the same with the
+roots taken from the table of roots of :func:`u_table` and K from the table of
+:func:`k_table` where they hold (large collections); :func:`intervals_of_roots` turns the
+roots into intervals.
 """
 
 import math
