@@ -235,7 +235,7 @@ def allocate_crawls(
         _warn_unmatched_keys(host_budgets, names)
     elif hosts is not None and not (isinstance(hosts, str) and hosts == "url"):
         _host_labels(table, hosts)  # checked, unused without caps
-    out = table.copy()
+    out = table.copy(deep=False)  # (pandas copies on write: the caller's table never changes)
     attrs = dict(table.attrs, budget_per_day=budget, objective=objective)
     if n == 0:
         _set_rates(out, attrs, np.zeros(0), np.zeros(0, dtype=bool), policy=policy, max_interval_h=np.inf)
