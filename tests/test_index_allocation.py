@@ -382,3 +382,14 @@ def test_the_log_normal_of_each_pages_interval():
         want_sd = np.where(ok, (np.log(upper) - np.log(lower)) / (2 * z), 0.0)
     np.testing.assert_allclose(median, want_median, rtol=3e-16)
     np.testing.assert_allclose(sd, want_sd, rtol=1e-13)
+
+
+def test_a_page_of_rate_and_weight_zero_raises_no_warning():
+    # such a page is dead (it gets M); its log-price offset log 0 − log 0 is never read
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = index_crawl_intervals([0.0, 1.0, 2.0], [0.0, 0.3, 0.0], 3.0, weights=[0.0, 1.0, 1.0], max_interval=2.0)
+    assert res.intervals[0] == 2.0
+    assert np.sum(1.0 / res.intervals) == pytest.approx(3.0, rel=1e-13)

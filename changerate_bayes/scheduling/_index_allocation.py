@@ -447,7 +447,7 @@ def index_crawl_intervals(
     n_dead = int(dead.sum())
     if n_dead == n:  # no page gains from a crawl: the index is t for every page, round robin
         return IndexIntervals(np.full(n, n / budget), n / budget, 0)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # (a page of rate 0 and weight 0: dead, never read)
         m = np.log(d)
         b = m if weights is None else m - np.log(w)  # c_i = log λ + b_i (log 1 = 0; read only)
     inv_cap = 1.0 / cap
