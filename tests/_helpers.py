@@ -15,6 +15,16 @@ from changerate_bayes.io import CrawlLogError, read_csv
 from changerate_bayes.replay import pages_from_table
 
 #: a small crawl log: page a changes twice in four visits 6 h apart, page b not in two visits a day apart
+# The command as a shell at a terminal starts it: SIGINT unblocked and handled by Python. A
+# child inherits its parent's signal mask and ignored signals, and the test process (a
+# pytest-xdist worker that has run other tests) is not a terminal's shell. Run as
+# ``[sys.executable, "-c", AT_A_TERMINAL, *command_arguments]``.
+AT_A_TERMINAL = (
+    "import signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
+    "signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "from changerate_bayes.cli import main; sys.exit(main())"
+)
+
 TWO_PAGE_LOG = """page,fetch_time,digest
 a,2024-01-01T00:00:00Z,x
 a,2024-01-01T06:00:00Z,y

@@ -10,14 +10,7 @@ import numpy as np
 import pandas as pd
 import psutil
 import pytest
-
-# The command as a shell at a terminal starts it: SIGINT unblocked and handled by Python
-# (a child inherits its parent's signal mask and ignored signals).
-_AT_A_TERMINAL = (
-    "import signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
-    "signal.signal(signal.SIGINT, signal.default_int_handler); "
-    "from changerate_bayes.cli import main; sys.exit(main())"
-)
+from _helpers import AT_A_TERMINAL
 
 
 def _logs(folder, n_files=8, pages=2000, visits=50):
@@ -50,7 +43,7 @@ def test_ctrl_c_on_dask_prints_no_worker_traceback(tmp_path):
     logs = _logs(tmp_path)
     out = tmp_path / "new" / "e.parquet"
     proc = subprocess.Popen(
-        [sys.executable, "-c", _AT_A_TERMINAL, "estimate", *logs, "--engine", "dask", "--out", str(out)],
+        [sys.executable, "-c", AT_A_TERMINAL, "estimate", *logs, "--engine", "dask", "--out", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from _helpers import TWO_PAGE_LOG_RENAMED
+from _helpers import AT_A_TERMINAL, TWO_PAGE_LOG_RENAMED
 
 from changerate_bayes.cli import main
 from changerate_bayes.cli._common import cli_message, parse_columns
@@ -136,10 +136,12 @@ def test_estimate_report_labels_attribution_and_time(tmp_path, monkeypatch):
 
 
 def _start(args, tmp_path):
+    """The command started as a shell at a terminal starts it (SIGINT handled by Python)."""
     env = {**os.environ, "PYTHONWARNINGS": "default"}
     return subprocess.Popen(
-        [CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path
-    )
+        [sys.executable, "-c", AT_A_TERMINAL, *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
 
 
 def _wait_for(path: Path, proc, timeout=120.0):

@@ -11,6 +11,7 @@ import types
 
 import matplotlib.pyplot as plt
 import pytest
+from _helpers import AT_A_TERMINAL
 
 import changerate_bayes.validation as validation
 import changerate_bayes.validation.runner as runner
@@ -135,16 +136,6 @@ def test_every_study_has_a_cost_hint_so_that_the_longest_start_first():
     assert all(v > 0 for v in runner._COST_HINT.values())
 
 
-# The command as a shell at a terminal starts it: SIGINT delivered and handled by Python.
-# A child inherits its parent's signal mask and ignored signals, and the test process
-# (a pytest-xdist worker that has run other tests) is not a terminal's shell.
-_AT_A_TERMINAL = (
-    "import signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
-    "signal.signal(signal.SIGINT, signal.default_int_handler); "
-    "from changerate_bayes.cli import main; sys.exit(main())"
-)
-
-
 @pytest.mark.slow
 def test_ctrl_c_in_a_real_run_with_two_processes(tmp_path):
     out = tmp_path / "report"
@@ -152,7 +143,7 @@ def test_ctrl_c_in_a_real_run_with_two_processes(tmp_path):
         [
             sys.executable,
             "-c",
-            _AT_A_TERMINAL,
+            AT_A_TERMINAL,
             "validate",
             "--quick",
             "--jobs",
