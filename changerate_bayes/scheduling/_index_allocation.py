@@ -208,9 +208,10 @@ def _start(u, z, b, s, live) -> None:
 
 
 def _solver(arrays, inv_cap, table=False, du_max=1e-5):
-    """S(e^z), dS/dz and the count of evaluations, each root solved in place; with ``table``
-    K is the interpolant of :func:`_table` (exact outside it) and a root the price moves by
-    at most ``du_max`` is moved by the Taylor series alone."""
+    """S(e^z), dS/dz and the count of evaluations (and, with ``table``, d²S/dz²), each root
+    solved in place; with ``table`` the roots come from the table of roots of :func:`_roots`
+    where it holds and K is the interpolant of :func:`_table` elsewhere (exact outside it), and
+    a root of K the price moves by at most ``du_max`` is moved by the Taylor series alone."""
     m, s, b, dead, ulo, utop, u, k1, k2, state, k3 = arrays
     if table:
         tab = _table()
